@@ -1,0 +1,99 @@
+# nvme-emu: one entry point. Every directory contributes a module.mk fragment
+# (sources, libraries, programs, tests), so layers are added without editing
+# this file. `make help` lists the targets.
+
+CC      ?= gcc
+SAN     ?= 0
+ifeq ($(SAN),1)
+BUILD   ?= build-asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1
+else
+BUILD   ?= build
+SANFLAGS :=
+OPT     := -O2
+endif
+
+CPPFLAGS += -I. -D_GNU_SOURCE -MMD -MP
+CFLAGS   += -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+            -fno-strict-aliasing $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS)
+LDLIBS   += -lpthread
+
+MODULES :=
+PROGRAMS :=
+UNIT_TESTS :=
+SCRIPT_TESTS :=
+GUEST_TESTS :=
+BENCHES :=
+
+# Fragments, lower layers first.
+include $(wildcard common/module.mk hw/module.mk dpa/module.mk backend/module.mk \
+          controller/module.mk app/module.mk)
+include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk))
+
+OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+# A module is a static library: $(BUILD)/lib/lib<name>.a from <name>_SRCS.
+define MODULE_template
+$(BUILD)/lib/lib$(1).a: $$(call OBJ,$$($(1)_SRCS))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(eval $(call MODULE_template,$(m))))
+
+# A program: $(BUILD)/bin/<name> from <name>_SRCS, linked with the libraries
+# of <name>_LIBS (upper layers first) and <name>_LDLIBS.
+define PROGRAM_template
+$(BUILD)/bin/$(1): $$(call OBJ,$$($(1)_SRCS)) $$(foreach l,$$($(1)_LIBS),$(BUILD)/lib/lib$$(l).a)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(call OBJ,$$($(1)_SRCS)) $$(foreach l,$$($(1)_LIBS),$(BUILD)/lib/lib$$(l).a) $$($(1)_LDLIBS) $$(LDLIBS)
+endef
+$(foreach p,$(PROGRAMS) $(UNIT_TESTS),$(eval $(call PROGRAM_template,$(p))))
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+ALL_BINS := $(addprefix $(BUILD)/bin/,$(PROGRAMS) $(UNIT_TESTS))
+
+.PHONY: all deps test test-unit test-guest asan bench demo guest-image clean help check-build
+all: $(ALL_BINS)
+
+deps:
+	@scripts/deps.sh
+
+# `make test`: installs what is missing, builds normal and ASan/UBSan trees,
+# runs every suite, ends with one line "N passed, N failed".
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory SAN=1 all
+	@scripts/run-tests.sh \
+	    $(foreach t,$(UNIT_TESTS),"unit:$(t)=build/bin/$(t)") \
+	    $(foreach t,$(UNIT_TESTS),"asan:$(t)=build-asan/bin/$(t)") \
+	    $(foreach t,$(SCRIPT_TESTS),"integration:$(notdir $(t))=$(t) build") \
+	    $(foreach t,$(SCRIPT_TESTS),"asan-integration:$(notdir $(t))=$(t) build-asan") \
+	    $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")
+
+# Fast loop while developing: no guest, no ASan.
+test-unit: all
+	@scripts/run-tests.sh $(foreach t,$(UNIT_TESTS),"unit:$(t)=build/bin/$(t)") \
+	    $(foreach t,$(SCRIPT_TESTS),"integration:$(notdir $(t))=$(t) build")
+
+# ASan/UBSan build of every unit and integration suite.
+asan: deps
+	@$(MAKE) --no-print-directory SAN=1 all
+	@scripts/run-tests.sh $(foreach t,$(UNIT_TESTS),"asan:$(t)=build-asan/bin/$(t)") \
+	    $(foreach t,$(SCRIPT_TESTS),"asan-integration:$(notdir $(t))=$(t) build-asan")
+
+bench: deps all
+	@for b in $(BENCHES); do $$b || exit 1; done
+
+clean:
+	rm -rf build build-asan
+
+help:
+	@echo "targets: all deps test test-unit asan bench demo guest-image clean"
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

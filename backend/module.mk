@@ -1,0 +1,3 @@
+# backend/: block devices behind the bdev ops table.
+MODULES += backend
+backend_SRCS := $(wildcard backend/*.c)

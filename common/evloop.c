@@ -1,0 +1,362 @@
+/* common/evloop.c - epoll-based event loop with deferred calls, timers and a
+ * cross-thread message queue woken through an eventfd. */
+#include "common/evloop.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct evloop_call {
+	evloop_fn fn;
+	void *arg;
+	struct evloop_call *next;
+};
+
+struct evloop_watch {
+	struct evloop *loop;
+	int fd;
+	evloop_fd_fn fn;
+	void *arg;
+	bool removed;
+	struct evloop_watch *next_dead;
+};
+
+struct evloop_timer {
+	struct evloop *loop;
+	uint64_t deadline_us;
+	evloop_fn fn;
+	void *arg;
+	struct evloop_timer *next;
+};
+
+struct evloop {
+	int epfd;
+	int wake_fd;
+	atomic_bool stop;
+	pthread_t thread;
+	bool thread_known;
+	/* deferred calls: loop thread only */
+	struct evloop_call *defer_head, *defer_tail;
+	/* messages from any thread */
+	pthread_mutex_t msg_lock;
+	struct evloop_call *msg_head, *msg_tail;
+	/* timers sorted by deadline */
+	struct evloop_timer *timers;
+	/* watches removed during a dispatch round, freed after it */
+	struct evloop_watch *dead;
+};
+
+uint64_t evloop_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+struct evloop *evloop_create(void)
+{
+	struct evloop *loop = calloc(1, sizeof(*loop));
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (!loop)
+		return NULL;
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->epfd < 0)
+		goto out_free;
+	loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (loop->wake_fd < 0)
+		goto out_close_ep;
+	ev.data.ptr = NULL; /* NULL marks the wake fd */
+	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0)
+		goto out_close_wake;
+	pthread_mutex_init(&loop->msg_lock, NULL);
+	return loop;
+
+out_close_wake:
+	close(loop->wake_fd);
+out_close_ep:
+	close(loop->epfd);
+out_free:
+	free(loop);
+	return NULL;
+}
+
+static void evloop_free_calls(struct evloop_call *c)
+{
+	while (c) {
+		struct evloop_call *next = c->next;
+
+		free(c);
+		c = next;
+	}
+}
+
+static void evloop_free_dead(struct evloop *loop)
+{
+	while (loop->dead) {
+		struct evloop_watch *w = loop->dead;
+
+		loop->dead = w->next_dead;
+		free(w);
+	}
+}
+
+void evloop_destroy(struct evloop *loop)
+{
+	if (!loop)
+		return;
+	evloop_free_calls(loop->defer_head);
+	evloop_free_calls(loop->msg_head);
+	while (loop->timers) {
+		struct evloop_timer *t = loop->timers;
+
+		loop->timers = t->next;
+		free(t);
+	}
+	evloop_free_dead(loop);
+	pthread_mutex_destroy(&loop->msg_lock);
+	close(loop->wake_fd);
+	close(loop->epfd);
+	free(loop);
+}
+
+struct evloop_watch *evloop_watch_add(struct evloop *loop, int fd, uint32_t events,
+				      evloop_fd_fn fn, void *arg)
+{
+	struct evloop_watch *w = calloc(1, sizeof(*w));
+	struct epoll_event ev = { .events = events };
+
+	if (!w)
+		return NULL;
+	w->loop = loop;
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	ev.data.ptr = w;
+	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int evloop_watch_modify(struct evloop_watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	return epoll_ctl(w->loop->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0 ? -errno : 0;
+}
+
+void evloop_watch_remove(struct evloop_watch *w)
+{
+	if (!w || w->removed)
+		return;
+	epoll_ctl(w->loop->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->removed = true;
+	/* Freed after the dispatch round: an event for it may still be queued. */
+	w->next_dead = w->loop->dead;
+	w->loop->dead = w;
+}
+
+static int evloop_append(struct evloop_call **head, struct evloop_call **tail,
+			 evloop_fn fn, void *arg)
+{
+	struct evloop_call *c = malloc(sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->fn = fn;
+	c->arg = arg;
+	c->next = NULL;
+	if (*tail)
+		(*tail)->next = c;
+	else
+		*head = c;
+	*tail = c;
+	return 0;
+}
+
+int evloop_defer(struct evloop *loop, evloop_fn fn, void *arg)
+{
+	return evloop_append(&loop->defer_head, &loop->defer_tail, fn, arg);
+}
+
+int evloop_send_msg(struct evloop *loop, evloop_fn fn, void *arg)
+{
+	uint64_t one = 1;
+	int rc;
+
+	pthread_mutex_lock(&loop->msg_lock);
+	rc = evloop_append(&loop->msg_head, &loop->msg_tail, fn, arg);
+	pthread_mutex_unlock(&loop->msg_lock);
+	if (rc == 0 && write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return rc;
+}
+
+struct evloop_timer *evloop_timer_add(struct evloop *loop, uint64_t usec, evloop_fn fn,
+				      void *arg)
+{
+	struct evloop_timer *t = calloc(1, sizeof(*t)), **pp;
+
+	if (!t)
+		return NULL;
+	t->loop = loop;
+	t->deadline_us = evloop_now_us() + usec;
+	t->fn = fn;
+	t->arg = arg;
+	for (pp = &loop->timers; *pp && (*pp)->deadline_us <= t->deadline_us; pp = &(*pp)->next)
+		;
+	t->next = *pp;
+	*pp = t;
+	return t;
+}
+
+void evloop_timer_cancel(struct evloop_timer *t)
+{
+	struct evloop_timer **pp;
+
+	if (!t)
+		return;
+	for (pp = &t->loop->timers; *pp; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			free(t);
+			return;
+		}
+	}
+}
+
+static int evloop_run_deferred(struct evloop *loop)
+{
+	int n = 0;
+
+	/* Calls deferred by these calls run in the same round. */
+	while (loop->defer_head) {
+		struct evloop_call *c = loop->defer_head;
+
+		loop->defer_head = c->next;
+		if (!loop->defer_head)
+			loop->defer_tail = NULL;
+		c->fn(c->arg);
+		free(c);
+		n++;
+	}
+	return n;
+}
+
+static int evloop_run_msgs(struct evloop *loop)
+{
+	struct evloop_call *c;
+	uint64_t cnt;
+	int n = 0;
+
+	if (read(loop->wake_fd, &cnt, sizeof(cnt)) < 0) {
+		/* EAGAIN: nothing signalled; messages may still be queued */
+	}
+	pthread_mutex_lock(&loop->msg_lock);
+	c = loop->msg_head;
+	loop->msg_head = loop->msg_tail = NULL;
+	pthread_mutex_unlock(&loop->msg_lock);
+	while (c) {
+		struct evloop_call *next = c->next;
+
+		c->fn(c->arg);
+		free(c);
+		c = next;
+		n++;
+	}
+	return n;
+}
+
+static int evloop_run_timers(struct evloop *loop)
+{
+	uint64_t now = evloop_now_us();
+	int n = 0;
+
+	while (loop->timers && loop->timers->deadline_us <= now) {
+		struct evloop_timer *t = loop->timers;
+
+		loop->timers = t->next;
+		t->fn(t->arg);
+		free(t);
+		n++;
+	}
+	return n;
+}
+
+int evloop_run_once(struct evloop *loop, int timeout_ms)
+{
+	struct epoll_event evs[64];
+	int n, ran = 0;
+
+	if (!loop->thread_known) {
+		loop->thread = pthread_self();
+		loop->thread_known = true;
+	}
+	if (loop->defer_head)
+		timeout_ms = 0;
+	if (loop->timers) {
+		uint64_t now = evloop_now_us(), dl = loop->timers->deadline_us;
+		int t = dl <= now ? 0 : (int)((dl - now + 999) / 1000);
+
+		if (timeout_ms < 0 || t < timeout_ms)
+			timeout_ms = t;
+	}
+	n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
+	if (n < 0) {
+		if (errno != EINTR)
+			return -errno;
+		n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct evloop_watch *w = evs[i].data.ptr;
+
+		if (!w) {
+			ran += evloop_run_msgs(loop);
+		} else if (!w->removed) {
+			w->fn(w->fd, evs[i].events, w->arg);
+			ran++;
+		}
+		ran += evloop_run_deferred(loop);
+	}
+	ran += evloop_run_timers(loop);
+	ran += evloop_run_deferred(loop);
+	evloop_free_dead(loop);
+	return ran;
+}
+
+int evloop_run(struct evloop *loop)
+{
+	loop->thread = pthread_self();
+	loop->thread_known = true;
+	while (!atomic_load(&loop->stop)) {
+		int rc = evloop_run_once(loop, -1);
+
+		if (rc < 0)
+			return rc;
+	}
+	atomic_store(&loop->stop, false);
+	return 0;
+}
+
+void evloop_stop(struct evloop *loop)
+{
+	uint64_t one = 1;
+
+	atomic_store(&loop->stop, true);
+	if (write(loop->wake_fd, &one, sizeof(one)) < 0) {
+		/* counter full: the loop is awake anyway */
+	}
+}
+
+bool evloop_is_loop_thread(struct evloop *loop)
+{
+	return !loop->thread_known || pthread_equal(loop->thread, pthread_self());
+}

@@ -1,0 +1,59 @@
+/* common/evloop.h - the main ("Arm control") thread's event loop: fd
+ * watches, deferred calls, timers and messages from other threads. */
+#ifndef NVME_EMU_COMMON_EVLOOP_H
+#define NVME_EMU_COMMON_EVLOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct evloop;
+struct evloop_watch;
+struct evloop_timer;
+
+/* Called on the loop thread with the epoll events (EPOLLIN, ...) seen. */
+typedef void (*evloop_fd_fn)(int fd, uint32_t events, void *arg);
+typedef void (*evloop_fn)(void *arg);
+
+/* Creates a loop. Returns NULL on failure (errno set). */
+struct evloop *evloop_create(void);
+/* Destroys a loop; watches and timers still registered are freed, pending
+ * messages are dropped without being run. */
+void evloop_destroy(struct evloop *loop);
+
+/* Watches fd for events (EPOLLIN etc.). Loop thread only. Returns NULL on
+ * failure. The fd stays owned by the caller. */
+struct evloop_watch *evloop_watch_add(struct evloop *loop, int fd, uint32_t events,
+				      evloop_fd_fn fn, void *arg);
+int evloop_watch_modify(struct evloop_watch *w, uint32_t events);
+/* Removes a watch; safe from inside its own callback. */
+void evloop_watch_remove(struct evloop_watch *w);
+
+/* Runs fn(arg) on the loop thread after the current callback returns, before
+ * the loop sleeps again. Loop thread only. Returns 0 or -ENOMEM. */
+int evloop_defer(struct evloop *loop, evloop_fn fn, void *arg);
+
+/* Runs fn(arg) on the loop thread. Any thread; wakes the loop. Messages run
+ * in the order they were sent. Returns 0 or -ENOMEM. */
+int evloop_send_msg(struct evloop *loop, evloop_fn fn, void *arg);
+
+/* One-shot timer firing after `usec` microseconds; cancel before it fires
+ * with evloop_timer_cancel (the timer is freed either way). Loop thread only. */
+struct evloop_timer *evloop_timer_add(struct evloop *loop, uint64_t usec, evloop_fn fn,
+				      void *arg);
+void evloop_timer_cancel(struct evloop_timer *t);
+
+/* Runs one iteration: waits up to timeout_ms (-1 forever) for events, then
+ * runs callbacks, messages, timers and deferred calls. Returns the number of
+ * callbacks run, or -errno. */
+int evloop_run_once(struct evloop *loop, int timeout_ms);
+/* Runs until evloop_stop. Returns 0. */
+int evloop_run(struct evloop *loop);
+/* Makes evloop_run return; any thread. */
+void evloop_stop(struct evloop *loop);
+/* True when called on the thread running the loop (or before it ever ran). */
+bool evloop_is_loop_thread(struct evloop *loop);
+
+/* Monotonic clock in microseconds. */
+uint64_t evloop_now_us(void);
+
+#endif

@@ -1,0 +1,134 @@
+/* common/log.c - levelled logging to stderr. */
+#include "common/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static atomic_int log_threshold = 0; /* 0 = not yet initialised */
+
+static const struct {
+	int level;
+	const char *name;
+} log_names[] = {
+	{ LOG_LEVEL_DISABLE, "disable" }, { LOG_LEVEL_CRIT, "critical" },
+	{ LOG_LEVEL_ERROR, "error" },     { LOG_LEVEL_WARN, "warning" },
+	{ LOG_LEVEL_INFO, "info" },       { LOG_LEVEL_DEBUG, "debug" },
+	{ LOG_LEVEL_TRACE, "trace" },
+};
+
+int log_level_parse(const char *text)
+{
+	char *end;
+	long v;
+
+	if (!text || !*text)
+		return -1;
+	for (size_t i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++)
+		if (!strcasecmp(text, log_names[i].name))
+			return log_names[i].level;
+	if (!strcasecmp(text, "warn"))
+		return LOG_LEVEL_WARN;
+	if (!strcasecmp(text, "err"))
+		return LOG_LEVEL_ERROR;
+	v = strtol(text, &end, 10);
+	if (*end || v < LOG_LEVEL_DISABLE || v > LOG_LEVEL_TRACE)
+		return -1;
+	return (int)v;
+}
+
+const char *log_level_name(int level)
+{
+	const char *name = "trace";
+
+	for (size_t i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++)
+		if (level >= log_names[i].level)
+			name = log_names[i].name;
+	return name;
+}
+
+void log_set_level(int level)
+{
+	if (level < LOG_LEVEL_DISABLE)
+		level = LOG_LEVEL_DISABLE;
+	if (level > LOG_LEVEL_TRACE)
+		level = LOG_LEVEL_TRACE;
+	atomic_store(&log_threshold, level);
+}
+
+int log_get_level(void)
+{
+	int level = atomic_load_explicit(&log_threshold, memory_order_relaxed);
+
+	if (level == 0) {
+		level = log_level_parse(getenv("NVME_EMU_LOG_LEVEL"));
+		if (level < 0)
+			level = LOG_LEVEL_INFO;
+		atomic_store(&log_threshold, level);
+	}
+	return level;
+}
+
+void log_vmsg(int level, const char *component, const char *fmt, va_list ap)
+{
+	static const char *tags[] = { "CRIT", "ERR", "WARN", "INFO", "DBG", "TRACE" };
+	char line[1024];
+	struct timespec ts;
+	struct tm tm;
+	int idx, n;
+
+	if (level <= LOG_LEVEL_DISABLE || !log_enabled(level))
+		return;
+	idx = level / 10 - 2;
+	if (idx < 0)
+		idx = 0;
+	if (idx > 5)
+		idx = 5;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%06ld %-5s %s: ", tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, tags[idx],
+		     component ? component : "-");
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = 0;
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	/* One fputs per line so lines from threads do not interleave. */
+	fprintf(stderr, "%s\n", line);
+}
+
+void log_msg(int level, const char *component, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(level, component, fmt, ap);
+	va_end(ap);
+}
+
+bool log_ratelimit_ok(struct log_ratelimit *rl, unsigned int burst)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	pthread_mutex_lock(&lock);
+	if (ts.tv_sec != rl->window_start_s) {
+		if (rl->suppressed)
+			fprintf(stderr, "(%u similar messages suppressed)\n", rl->suppressed);
+		rl->window_start_s = ts.tv_sec;
+		rl->printed = 0;
+		rl->suppressed = 0;
+	}
+	ok = rl->printed < burst;
+	if (ok)
+		rl->printed++;
+	else
+		rl->suppressed++;
+	pthread_mutex_unlock(&lock);
+	return ok;
+}

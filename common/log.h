@@ -1,0 +1,62 @@
+/* common/log.h - levelled logging with components, DOCA-style numeric levels. */
+#ifndef NVME_EMU_COMMON_LOG_H
+#define NVME_EMU_COMMON_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+enum log_level {
+	LOG_LEVEL_DISABLE = 10,
+	LOG_LEVEL_CRIT = 20,
+	LOG_LEVEL_ERROR = 30,
+	LOG_LEVEL_WARN = 40,
+	LOG_LEVEL_INFO = 50,
+	LOG_LEVEL_DEBUG = 60,
+	LOG_LEVEL_TRACE = 70,
+};
+
+/* Global threshold; messages with a level above it are dropped. Default
+ * LOG_LEVEL_INFO, or $NVME_EMU_LOG_LEVEL (a number or a name) at first use.
+ * Thread-safe. */
+void log_set_level(int level);
+int log_get_level(void);
+
+/* Parses "info", "debug", ... or a number 10..70. Returns -1 if invalid. */
+int log_level_parse(const char *text);
+const char *log_level_name(int level);
+
+/* Writes one line to stderr: "<time> <LEVEL> <component>: message". */
+void log_msg(int level, const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void log_vmsg(int level, const char *component, const char *fmt, va_list ap);
+
+static inline bool log_enabled(int level)
+{
+	return level <= log_get_level();
+}
+
+#define LOG_CRIT(comp, ...)  log_msg(LOG_LEVEL_CRIT, comp, __VA_ARGS__)
+#define LOG_ERR(comp, ...)   log_msg(LOG_LEVEL_ERROR, comp, __VA_ARGS__)
+#define LOG_WARN(comp, ...)  log_msg(LOG_LEVEL_WARN, comp, __VA_ARGS__)
+#define LOG_INFO(comp, ...)  log_msg(LOG_LEVEL_INFO, comp, __VA_ARGS__)
+#define LOG_DBG(comp, ...)   do { if (log_enabled(LOG_LEVEL_DEBUG)) \
+	log_msg(LOG_LEVEL_DEBUG, comp, __VA_ARGS__); } while (0)
+#define LOG_TRACE(comp, ...) do { if (log_enabled(LOG_LEVEL_TRACE)) \
+	log_msg(LOG_LEVEL_TRACE, comp, __VA_ARGS__); } while (0)
+
+/* Guest-caused errors: at most `burst` lines per second per call site, then
+ * a count of what was suppressed. */
+struct log_ratelimit {
+	long window_start_s;
+	unsigned int printed;
+	unsigned int suppressed;
+};
+bool log_ratelimit_ok(struct log_ratelimit *rl, unsigned int burst);
+
+#define LOG_GUEST_ERR(comp, ...) do { \
+	static struct log_ratelimit rl_; \
+	if (log_ratelimit_ok(&rl_, 10)) \
+		log_msg(LOG_LEVEL_WARN, comp, __VA_ARGS__); \
+} while (0)
+
+#endif

@@ -1,0 +1,2 @@
+MODULES += common
+common_SRCS := common/log.c common/evloop.c

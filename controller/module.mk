@@ -1,0 +1,3 @@
+# controller/: the NVMe controller and its PCIe-emulation transport.
+MODULES += controller
+controller_SRCS := $(wildcard controller/*.c)

@@ -1,0 +1,3 @@
+# dpa/: harts, DPA threads, DB completion contexts, message queues.
+MODULES += dpa
+dpa_SRCS := $(wildcard dpa/*.c)

@@ -1,0 +1,298 @@
+/* hw/hw.h - generic emulated PCIe function, served to a host over vfio-user.
+ *
+ * The model is DOCA DevEmu PCI Generic: a PCI *type* declares IDs, class
+ * code, BARs and BAR regions (stateful, doorbell by offset, doorbell by data,
+ * MSI-X table, MSI-X PBA) and is validated against a *platform profile*
+ * (`bf3`, `unlimited`); *devices* of a started type are hot-plugged: each
+ * gets its own vfio-user socket that one client (QEMU, or the test client)
+ * attaches to. Nothing here knows about NVMe.
+ *
+ * Threads: every function runs on the thread that runs the device's evloop
+ * (the "main"/Arm-control thread) unless its comment says "any thread".
+ * Callbacks in struct hw_dev_ops are called on that thread too.
+ *
+ * Errors: functions returning int give 0 or a negative errno; functions
+ * returning a pointer give NULL and set errno.
+ */
+#ifndef NVME_EMU_HW_HW_H
+#define NVME_EMU_HW_HW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+struct evloop;
+struct hw_pci_type;
+struct hw_dev;
+struct hw_db;
+struct hw_msix_vector;
+struct hw_mmap;
+
+/* ------------------------------------------------------------------------ */
+/* Platform profile: the limits a type must fit (DOCA's doca_caps).         */
+
+struct hw_profile {
+	const char *name;
+	uint32_t max_hotplug_devices;
+	uint32_t max_bars;
+	uint32_t log_min_bar_size, log_max_bar_size;
+	bool bar_32bit_supported;
+	bool bar_64bit_supported;
+	uint32_t max_msix;
+	uint32_t max_db;
+	uint32_t log_min_db_size, log_max_db_size;
+	uint32_t log_min_db_stride, log_max_db_stride;
+	uint32_t max_regions_per_bar;
+	uint32_t max_regions_per_type;
+	uint32_t stateful_block_size, stateful_max_blocks, stateful_align;
+	uint32_t max_stateful_regions_per_bar;
+	uint32_t db_block_size, db_max_blocks, db_align;
+	uint32_t max_db_regions_per_bar;
+	uint32_t msix_table_block_size, msix_table_max_blocks, msix_table_align;
+	uint32_t msix_pba_block_size, msix_pba_max_blocks, msix_pba_align;
+};
+
+/* "bf3" or "unlimited"; NULL if unknown. */
+const struct hw_profile *hw_profile_find(const char *name);
+/* Prints the profile as "key value" lines, like doca_caps. */
+void hw_profile_print(const struct hw_profile *profile, FILE *out);
+
+/* ------------------------------------------------------------------------ */
+/* PCI type.                                                                */
+
+enum hw_bar_mem_type {
+	HW_BAR_MEM_32 = 0,
+	HW_BAR_MEM_64 = 2, /* the next BAR becomes its upper half (size 0) */
+};
+
+enum hw_region_kind {
+	HW_REGION_STATEFUL,
+	HW_REGION_DB_BY_OFFSET,
+	HW_REGION_DB_BY_DATA,
+	HW_REGION_MSIX_TABLE,
+	HW_REGION_MSIX_PBA,
+};
+
+struct hw_pci_ids {
+	uint16_t vendor_id, device_id;
+	uint16_t subsys_vendor_id, subsys_id;
+	uint8_t revision;
+	uint32_t class_code; /* 24 bits: base << 16 | sub << 8 | prog-if */
+};
+
+/* Creates an empty type. */
+struct hw_pci_type *hw_pci_type_create(const char *name);
+void hw_pci_type_destroy(struct hw_pci_type *type); /* -EBUSY-safe: refuses (returns) if devices exist */
+
+int hw_pci_type_set_ids(struct hw_pci_type *type, const struct hw_pci_ids *ids);
+int hw_pci_type_set_memory_bar(struct hw_pci_type *type, uint8_t bar_id, uint8_t log_size,
+			       enum hw_bar_mem_type mem_type, bool prefetchable);
+int hw_pci_type_set_io_bar(struct hw_pci_type *type, uint8_t bar_id, uint8_t log_size);
+int hw_pci_type_set_num_msix(struct hw_pci_type *type, uint16_t num_msix);
+
+/* Regions. start and size are byte offsets inside the BAR. */
+int hw_pci_type_add_stateful_region(struct hw_pci_type *type, uint8_t bar_id,
+				    uint64_t start, uint64_t size);
+/* db_id = (offset - start) / (1 << log_stride); each doorbell is
+ * (1 << log_db_size) bytes wide. */
+int hw_pci_type_add_db_by_offset_region(struct hw_pci_type *type, uint8_t bar_id,
+					uint64_t start, uint64_t size, uint8_t log_db_size,
+					uint8_t log_stride);
+/* db_id is taken from the written value's bytes db_id_msbyte..db_id_lsbyte:
+ * little endian when msbyte > lsbyte, big endian otherwise (DOCA: writing
+ * 0xCCDDEEFF with msbyte 3, lsbyte 1 gives db_id 0xCCDDEE). */
+int hw_pci_type_add_db_by_data_region(struct hw_pci_type *type, uint8_t bar_id,
+				      uint64_t start, uint64_t size, uint8_t log_db_size,
+				      uint8_t db_id_msbyte, uint8_t db_id_lsbyte);
+int hw_pci_type_add_msix_table_region(struct hw_pci_type *type, uint8_t bar_id,
+				      uint64_t start, uint64_t size);
+int hw_pci_type_add_msix_pba_region(struct hw_pci_type *type, uint8_t bar_id,
+				    uint64_t start, uint64_t size);
+/* Type-level default for bytes of a stateful region (read order: last
+ * written, device default, type default, 0). */
+int hw_pci_type_set_stateful_default(struct hw_pci_type *type, uint8_t bar_id,
+				     uint64_t offset, const void *data, size_t len);
+
+/* Validates the type against `profile` and freezes it. On failure returns
+ * -EINVAL and writes a sentence naming the violated limit into err. */
+int hw_pci_type_start(struct hw_pci_type *type, const struct hw_profile *profile,
+		      char *err, size_t err_len);
+bool hw_pci_type_is_started(const struct hw_pci_type *type);
+
+/* Pure helper, exposed for tests: extracts a DB id from a written value. */
+uint32_t hw_db_id_from_data(uint64_t value, uint8_t msbyte, uint8_t lsbyte);
+
+/* ------------------------------------------------------------------------ */
+/* Device.                                                                  */
+
+enum hw_hotplug_state {
+	HW_HOTPLUG_POWER_OFF,         /* no socket */
+	HW_HOTPLUG_POWER_ON_PENDING,  /* socket listening, no client yet */
+	HW_HOTPLUG_POWER_ON,          /* a client negotiated and is attached */
+	HW_HOTPLUG_POWER_OFF_PENDING, /* unplug requested, tearing down */
+};
+const char *hw_hotplug_state_name(enum hw_hotplug_state state);
+
+/* Doorbell delivery (DESIGN.md section 7). */
+enum hw_db_mode {
+	HW_DB_MODE_TRAP, /* no mmap: every BAR write is a (posted) message */
+	HW_DB_MODE_MMAP, /* DB-by-offset pages are a memfd offered as sparse mmap */
+};
+const char *hw_db_mode_name(enum hw_db_mode mode);
+
+/* Result of an event handler that finishes later: the device holds back the
+ * client's next message (and the reply, if any) until hw_dev_event_done(). */
+#define HW_EVENT_ASYNC 1
+
+struct hw_dev_ops {
+	/* The hotplug state changed (client attached, detached, unplugged). */
+	void (*hotplug_state_changed)(struct hw_dev *dev, enum hw_hotplug_state state,
+				      void *arg);
+	/* The driver wrote into the stateful region starting at region_start of
+	 * BAR bar_id. Re-raised after the handler returns if the handler did not
+	 * query or modify the written bytes. */
+	void (*stateful_write)(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
+			       void *arg);
+	/* Function level reset (PCIe FLR, vfio-user DEVICE_RESET, or the client
+	 * going away with reason `client_gone`). The handler must stop using host
+	 * memory, destroy its doorbells, MSI-X vectors and mmaps; it returns 0 when
+	 * done or HW_EVENT_ASYNC and calls hw_dev_event_done() later. */
+	int (*flr)(struct hw_dev *dev, bool client_gone, void *arg);
+	/* The client is about to unmap [iova, iova+len): stop touching it. 0 or
+	 * HW_EVENT_ASYNC as for flr. May be NULL. */
+	int (*dma_unmap)(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg);
+	/* The client enabled or disabled MSI-X, or masked/unmasked the function. */
+	void (*msix_state_changed)(struct hw_dev *dev, bool enabled, bool function_masked,
+				   void *arg);
+};
+
+struct hw_dev_config {
+	const char *vuid;        /* unique id, e.g. "nvme-emu-0" */
+	const char *socket_path; /* the vfio-user socket to create at hotplug */
+	unsigned int socket_mode; /* 0 means 0600 */
+	enum hw_db_mode db_mode;
+};
+
+/* Creates a device of a started type, powered off. */
+struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
+			     const struct hw_dev_config *config,
+			     const struct hw_dev_ops *ops, void *arg);
+/* Unplugs (if needed, synchronously) and frees. */
+void hw_dev_destroy(struct hw_dev *dev);
+
+/* Creates the socket and listens: POWER_OFF -> POWER_ON_PENDING; a client
+ * that negotiates moves it to POWER_ON. A client that disconnects returns it
+ * to POWER_ON_PENDING (device state reset, resources freed, a new client may
+ * attach). */
+int hw_dev_hotplug(struct hw_dev *dev);
+/* Closes the client and the socket: -> POWER_OFF_PENDING -> POWER_OFF. */
+int hw_dev_hotunplug(struct hw_dev *dev);
+enum hw_hotplug_state hw_dev_get_hotplug_state(const struct hw_dev *dev);
+
+const char *hw_dev_vuid(const struct hw_dev *dev);
+const char *hw_dev_socket_path(const struct hw_dev *dev);
+struct hw_pci_type *hw_dev_type(const struct hw_dev *dev);
+/* The mode the attached client actually uses (mmap requested but the client
+ * did not map the area reads as trap). */
+enum hw_db_mode hw_dev_db_mode(const struct hw_dev *dev);
+
+/* Finishes an event handled asynchronously (HW_EVENT_ASYNC). */
+void hw_dev_event_done(struct hw_dev *dev);
+
+/* Stateful region access. offset is inside the BAR and [offset, offset+len)
+ * must lie in one stateful region. */
+int hw_dev_stateful_query(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
+			  void *buf, size_t len);
+int hw_dev_stateful_modify(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
+			   const void *buf, size_t len);
+/* Device-level default; takes effect at the next FLR or hotplug. */
+int hw_dev_set_stateful_default(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
+				const void *data, size_t len);
+
+/* Counters of the vfio-user endpoint, for stats and tests. */
+struct hw_dev_stats {
+	uint64_t msgs_rx, msgs_tx, errors_replied, bad_messages, disconnects;
+	uint64_t region_reads, region_writes, posted_writes;
+	uint64_t db_writes, db_invalid_writes, msix_raised, msix_pended;
+	uint64_t dma_maps, dma_unmaps;
+	uint64_t clients_attached;
+};
+void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Doorbells.                                                               */
+
+/* Called on the device's loop thread when the driver (or hw_db_modify_value)
+ * wrote the doorbell in trap mode. In mmap mode nothing calls it: the
+ * consumer polls hw_db_value_ptr(). */
+typedef void (*hw_db_notify_fn)(struct hw_db *db, uint32_t value, void *arg);
+
+/* Creates DB object db_id (it must exist in a DB region of the type). */
+struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify,
+			   void *arg);
+int hw_db_start(struct hw_db *db);   /* writes now notify */
+int hw_db_stop(struct hw_db *db);    /* writes are stored, not notified */
+void hw_db_destroy(struct hw_db *db);
+uint32_t hw_db_id(const struct hw_db *db);
+/* Latest value. Any thread. */
+uint32_t hw_db_query_value(const struct hw_db *db);
+/* Same effect as a driver write (stores, then notifies if started). */
+int hw_db_modify_value(struct hw_db *db, uint32_t value);
+/* Where the value lives (in the shared doorbell page for by-offset DBs); the
+ * consumer may poll it from any thread. Never NULL for a created DB. */
+volatile const uint32_t *hw_db_value_ptr(const struct hw_db *db);
+
+/* ------------------------------------------------------------------------ */
+/* MSI-X.                                                                   */
+
+struct hw_msix_vector *hw_msix_vector_create(struct hw_dev *dev, uint16_t vector);
+void hw_msix_vector_destroy(struct hw_msix_vector *vec);
+uint16_t hw_msix_vector_num(const struct hw_msix_vector *vec);
+/* Raises the interrupt: signals the client's eventfd, or sets the PBA bit if
+ * the vector or the function is masked (delivered on unmask), or drops it if
+ * MSI-X is disabled / no eventfd is set. Any thread, never blocks.
+ * Returns 0 if signalled, 1 if pended, -ENODEV if dropped. */
+int hw_msix_vector_raise(struct hw_msix_vector *vec);
+
+/* ------------------------------------------------------------------------ */
+/* Host (guest) memory.                                                     */
+
+enum hw_mmap_perm {
+	HW_MMAP_READ = 1,  /* device reads host memory */
+	HW_MMAP_WRITE = 2, /* device writes host memory */
+};
+
+/* A view of host memory the device may access: the range
+ * [base, base+len) of host addresses with permissions `perm`. Accesses
+ * outside it, or outside what the client DMA-mapped, are refused. */
+struct hw_mmap *hw_mmap_create(struct hw_dev *dev, uint64_t base, uint64_t len,
+			       unsigned int perm);
+void hw_mmap_destroy(struct hw_mmap *map);
+
+/* Translates [addr, addr+len) to a local pointer if it lies wholly in one
+ * fd-backed DMA window with the needed permission and inside the mmap's range.
+ * Returns NULL otherwise (errno EFAULT / EPERM / ENOENT for fd-less windows).
+ * Any thread; the pointer stays valid until the dma_unmap or flr event for
+ * that range has been handled. */
+void *hw_mmap_translate(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm);
+/* Fills iov with the local pieces of [addr, addr+len) (it may span adjacent
+ * windows). Returns the number of entries used, or -EFAULT/-EPERM/-E2BIG. */
+int hw_mmap_iov(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm,
+		struct iovec *iov, int max_iov);
+/* Synchronous copies through translation. Any thread. 0 or -errno. */
+int hw_mmap_copy_from_host(struct hw_mmap *map, void *dst, uint64_t addr, uint64_t len);
+int hw_mmap_copy_to_host(struct hw_mmap *map, uint64_t addr, const void *src, uint64_t len);
+
+/* Copies for windows the client mapped without an fd: served by DMA_READ /
+ * DMA_WRITE messages to the client. Asynchronous; cb runs on the loop
+ * thread with 0 or -errno. Also works for fd-backed windows (done at once,
+ * cb deferred). */
+typedef void (*hw_dma_done_fn)(int status, void *arg);
+int hw_mmap_read_async(struct hw_mmap *map, void *dst, uint64_t addr, uint64_t len,
+		       hw_dma_done_fn cb, void *arg);
+int hw_mmap_write_async(struct hw_mmap *map, uint64_t addr, const void *src, uint64_t len,
+			hw_dma_done_fn cb, void *arg);
+
+#endif

@@ -1,0 +1,104 @@
+/* tests/unit/common/evloop_test.c - fd watches, deferred calls, timers and
+ * cross-thread messages. */
+#include "common/evloop.h"
+#include "tests/unit/cunit_runner.h"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+static int order[16], norder;
+
+static void record(void *arg)
+{
+	if (norder < 16)
+		order[norder++] = (int)(long)arg;
+}
+
+static void on_readable(int fd, uint32_t events, void *arg)
+{
+	struct evloop *loop = arg;
+	char c;
+
+	CU_ASSERT_TRUE(events & EPOLLIN);
+	CU_ASSERT_EQUAL(read(fd, &c, 1), 1);
+	record((void *)(long)c);
+	/* A call deferred from a callback runs before the loop sleeps again. */
+	evloop_defer(loop, record, (void *)8);
+}
+
+static void test_watch_and_defer(void)
+{
+	struct evloop *loop = evloop_create();
+	struct evloop_watch *w;
+	int p[2];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(loop);
+	CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+	norder = 0;
+	w = evloop_watch_add(loop, p[0], EPOLLIN, on_readable, loop);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_EQUAL(evloop_run_once(loop, 0), 0);
+	CU_ASSERT_EQUAL(write(p[1], "\3", 1), 1);
+	CU_ASSERT_EQUAL(evloop_run_once(loop, 1000), 2);
+	CU_ASSERT_EQUAL(norder, 2);
+	CU_ASSERT_EQUAL(order[0], 3);
+	CU_ASSERT_EQUAL(order[1], 8);
+	evloop_watch_remove(w);
+	CU_ASSERT_EQUAL(write(p[1], "\4", 1), 1);
+	CU_ASSERT_EQUAL(evloop_run_once(loop, 10), 0);
+	CU_ASSERT_EQUAL(norder, 2);
+	close(p[0]);
+	close(p[1]);
+	evloop_destroy(loop);
+}
+
+static void *sender(void *arg)
+{
+	struct evloop *loop = arg;
+
+	for (long i = 1; i <= 5; i++)
+		evloop_send_msg(loop, record, (void *)i);
+	return NULL;
+}
+
+static void test_messages_in_order(void)
+{
+	struct evloop *loop = evloop_create();
+	pthread_t t;
+
+	norder = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sender, loop), 0);
+	pthread_join(t, NULL);
+	while (norder < 5 && evloop_run_once(loop, 1000) > 0)
+		;
+	CU_ASSERT_EQUAL(norder, 5);
+	for (int i = 0; i < 5 && i < norder; i++)
+		CU_ASSERT_EQUAL(order[i], i + 1);
+	evloop_destroy(loop);
+}
+
+static void test_timers(void)
+{
+	struct evloop *loop = evloop_create();
+	struct evloop_timer *cancelled;
+	uint64_t start = evloop_now_us();
+
+	norder = 0;
+	evloop_timer_add(loop, 20000, record, (void *)2);
+	evloop_timer_add(loop, 5000, record, (void *)1);
+	cancelled = evloop_timer_add(loop, 10000, record, (void *)9);
+	evloop_timer_cancel(cancelled);
+	while (norder < 2 && evloop_now_us() - start < 2000000)
+		evloop_run_once(loop, 100);
+	CU_ASSERT_EQUAL(norder, 2);
+	CU_ASSERT_EQUAL(order[0], 1);
+	CU_ASSERT_EQUAL(order[1], 2);
+	CU_ASSERT_TRUE(evloop_now_us() - start >= 20000);
+	evloop_destroy(loop);
+}
+
+CUNIT_SUITE(evloop, NULL, NULL,
+	{ "watch_and_defer", test_watch_and_defer },
+	{ "messages_in_order", test_messages_in_order },
+	{ "timers", test_timers })
