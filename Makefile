@@ -24,6 +24,7 @@ MODULES :=
 PROGRAMS :=
 UNIT_TESTS :=
 SCRIPT_TESTS :=
+INTEG_TESTS :=
 GUEST_TESTS :=
 BENCHES :=
 
@@ -50,13 +51,19 @@ $(BUILD)/bin/$(1): $$(call OBJ,$$($(1)_SRCS)) $$(foreach l,$$($(1)_LIBS),$(BUILD
 	@mkdir -p $$(@D)
 	$$(CC) $$(LDFLAGS) -o $$@ $$(call OBJ,$$($(1)_SRCS)) $$(foreach l,$$($(1)_LIBS),$(BUILD)/lib/lib$$(l).a) $$($(1)_LDLIBS) $$(LDLIBS)
 endef
-$(foreach p,$(PROGRAMS) $(UNIT_TESTS),$(eval $(call PROGRAM_template,$(p))))
+$(foreach p,$(PROGRAMS) $(UNIT_TESTS) $(INTEG_TESTS),$(eval $(call PROGRAM_template,$(p))))
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-ALL_BINS := $(addprefix $(BUILD)/bin/,$(PROGRAMS) $(UNIT_TESTS))
+ALL_BINS := $(addprefix $(BUILD)/bin/,$(PROGRAMS) $(UNIT_TESTS) $(INTEG_TESTS))
+
+# Suites as "group:name=command" for scripts/run-tests.sh. Integration
+# programs and scripts get the build tree to test as their argument.
+RUN_UNIT = $(foreach t,$(UNIT_TESTS),"$(2):$(t)=$(1)/bin/$(t)")
+RUN_INTEG = $(foreach t,$(INTEG_TESTS),"$(2):$(t)=$(1)/bin/$(t) $(1)") \
+	    $(foreach t,$(SCRIPT_TESTS),"$(2):$(notdir $(t))=$(t) $(1)")
 
 .PHONY: all deps test test-unit test-guest asan bench demo guest-image clean help check-build
 all: $(ALL_BINS)
@@ -69,23 +76,18 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 all
-	@scripts/run-tests.sh \
-	    $(foreach t,$(UNIT_TESTS),"unit:$(t)=build/bin/$(t)") \
-	    $(foreach t,$(UNIT_TESTS),"asan:$(t)=build-asan/bin/$(t)") \
-	    $(foreach t,$(SCRIPT_TESTS),"integration:$(notdir $(t))=$(t) build") \
-	    $(foreach t,$(SCRIPT_TESTS),"asan-integration:$(notdir $(t))=$(t) build-asan") \
+	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration) \
+	    $(call RUN_UNIT,build-asan,asan) $(call RUN_INTEG,build-asan,asan-integration) \
 	    $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")
 
 # Fast loop while developing: no guest, no ASan.
 test-unit: all
-	@scripts/run-tests.sh $(foreach t,$(UNIT_TESTS),"unit:$(t)=build/bin/$(t)") \
-	    $(foreach t,$(SCRIPT_TESTS),"integration:$(notdir $(t))=$(t) build")
+	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration)
 
 # ASan/UBSan build of every unit and integration suite.
 asan: deps
 	@$(MAKE) --no-print-directory SAN=1 all
-	@scripts/run-tests.sh $(foreach t,$(UNIT_TESTS),"asan:$(t)=build-asan/bin/$(t)") \
-	    $(foreach t,$(SCRIPT_TESTS),"asan-integration:$(notdir $(t))=$(t) build-asan")
+	@scripts/run-tests.sh $(call RUN_UNIT,build-asan,asan) $(call RUN_INTEG,build-asan,asan-integration)
 
 bench: deps all
 	@for b in $(BENCHES); do $$b || exit 1; done

@@ -1,3 +1,6 @@
-# hw/: vfio-user server and the generic emulated PCIe function.
-MODULES += hw
-hw_SRCS := $(wildcard hw/*.c)
+# hw/: the vfio-user protocol endpoint (library "vfu": hw/vfu_*.c, knows the
+# wire protocol only) and the generic emulated PCIe function built on it
+# (library "hw": every other hw/*.c). Link both: hw vfu.
+MODULES += vfu hw
+vfu_SRCS := $(wildcard hw/vfu_*.c)
+hw_SRCS := $(filter-out hw/vfu_%,$(wildcard hw/*.c))
