@@ -18,7 +18,7 @@ CPPFLAGS += -I. -D_GNU_SOURCE -MMD -MP
 CFLAGS   += -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LDLIBS   += -lpthread
+LDLIBS   += -ljson-c -laio -lpthread
 
 MODULES :=
 PROGRAMS :=
