@@ -1,0 +1,279 @@
+/* backend/bdev.h - block devices (malloc, null, aio) behind an ops table: registry, I/O channels,
+ * asynchronous I/O submission and completion. */
+#ifndef NVME_EMU_BACKEND_BDEV_H
+#define NVME_EMU_BACKEND_BDEV_H
+
+/*
+ * Model (SPDK's bdev layer, reduced):
+ *
+ * - A bdev is a named block device created by a module (malloc, null, aio) and kept in a process-wide
+ *   registry. Registry functions (create, delete, lookup, foreach, open/close, claim/release,
+ *   set_write_cache) belong to the main thread: they are not thread-safe against each other.
+ * - A user (the controller's namespace) opens the bdev (bdev_open) and usually claims it
+ *   (bdev_claim). A bdev that is open or claimed cannot be deleted (-EBUSY).
+ * - Every thread that submits I/O creates its own channel on an open bdev (bdev_channel_create).
+ *   A channel belongs to the thread that created it: submit, poll, get_fd and destroy are called on
+ *   that thread only, and every completion callback runs on it, from bdev_channel_poll(). No
+ *   locks are taken on the data path.
+ * - struct bdev_io is allocated by the caller (preallocated per SQ slot), sizeof(struct bdev_io) +
+ *   bdev_io_ctx_size(bdev) bytes, so the data path never allocates. The completion callback is never
+ *   called from inside bdev_submit(): even an immediate result (a malloc copy, a validation error)
+ *   is queued and delivered by the next bdev_channel_poll(). The channel's fd becomes readable
+ *   whenever completions are waiting.
+ *
+ * Completion status domain (the `status` argument of bdev_io_cb):
+ *   0        success
+ *   -EINVAL  malformed request: unknown type, iovec total != num_blocks * block_size, no ranges
+ *   -ERANGE  an LBA range falls outside the device (nothing was accessed)
+ *   -ENOTSUP the bdev does not support this I/O type (see bdev_io_type_supported)
+ *   -EIO     media/backing error (read or write failed, short transfer)
+ *   -ENOSPC  the backing file system is full (write or allocate failed with ENOSPC)
+ *   -ENOMEM  a bounce buffer could not be allocated (transient; may be retried)
+ * Other negative errno values from the backing file may appear and are media errors to the caller.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define BDEV_NAME_MAX 63   /* longest bdev name, without the NUL */
+#define BDEV_UUID_LEN 16   /* bytes in a binary UUID */
+#define BDEV_UUID_STR_LEN 37 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
+
+struct bdev;
+struct bdev_channel;
+
+enum bdev_io_type {
+	BDEV_IO_READ = 0,
+	BDEV_IO_WRITE,
+	BDEV_IO_FLUSH,        /* make every completed write durable (fdatasync) */
+	BDEV_IO_WRITE_ZEROES, /* offset_blocks/num_blocks read back as zeroes afterwards */
+	BDEV_IO_UNMAP,        /* deallocate `ranges`; they read back as zeroes afterwards */
+	BDEV_IO_TYPE_COUNT,
+};
+
+/* io->flags */
+#define BDEV_IO_F_FUA (1u << 0) /* WRITE/WRITE_ZEROES: durable before completion */
+
+/* One range of an UNMAP request (NVMe Dataset Management deallocate). */
+struct bdev_range {
+	uint64_t offset_blocks;
+	uint64_t num_blocks;
+};
+
+struct bdev_io;
+
+/* Completion callback: runs on the channel's thread from bdev_channel_poll(), exactly once per
+ * submitted io. `status` is in the domain documented at the top of this file. The io may be
+ * reused or resubmitted from inside the callback. */
+typedef void (*bdev_io_cb)(struct bdev_io *io, int status, void *cb_arg);
+
+/*
+ * One I/O request. The caller fills the fields of the first block before bdev_submit() and must
+ * not touch the io (nor the memory its iov/ranges point to) until the callback ran.
+ * Allocation size: sizeof(struct bdev_io) + bdev_io_ctx_size(bdev).
+ */
+struct bdev_io {
+	enum bdev_io_type type;
+	uint32_t flags;            /* BDEV_IO_F_* */
+	uint64_t offset_blocks;    /* READ, WRITE, WRITE_ZEROES */
+	uint64_t num_blocks;       /* READ, WRITE, WRITE_ZEROES; 0 is -EINVAL */
+	const struct iovec *iov;   /* READ, WRITE: total length must be num_blocks * block_size */
+	int iovcnt;
+	const struct bdev_range *ranges; /* UNMAP: nranges >= 1 ranges, each checked */
+	uint32_t nranges;
+	bdev_io_cb cb;
+	void *cb_arg;
+
+	/* Owned by the bdev layer from bdev_submit() until the callback. */
+	struct {
+		struct bdev_channel *ch;
+		struct bdev_io *next; /* deferred-completion queue link */
+		int status;
+		uint64_t bytes;       /* for the counters */
+	} internal;
+
+	/* The backend's per-I/O context: bdev_io_ctx_size(bdev) bytes, max_align_t aligned. */
+	_Alignas(16) unsigned char driver_ctx[];
+};
+
+/* Description of a bdev for bdev_get_bdevs-style listings. */
+struct bdev_info {
+	char name[BDEV_NAME_MAX + 1];
+	const char *product_name; /* "Malloc disk", "Null disk", "AIO disk" (static string) */
+	const char *module_name;  /* "malloc", "null", "aio" (static string) */
+	uint32_t block_size;
+	uint64_t num_blocks;
+	uint8_t uuid[BDEV_UUID_LEN];
+	bool claimed;
+	char claimed_by[BDEV_NAME_MAX + 1]; /* owner string given to bdev_claim, "" if none */
+	uint32_t open_count;
+	uint32_t io_types;        /* bit (1u << enum bdev_io_type) per supported type */
+	bool write_cache;         /* volatile write cache present and enabled */
+	const char *filename;     /* aio: backing path; NULL otherwise (valid while the bdev exists) */
+	bool direct_io;           /* aio: opened with O_DIRECT; false otherwise */
+};
+
+/* Counters per bdev, updated on completion (any channel). For SMART / Get Log Page. */
+struct bdev_stats {
+	uint64_t read_ops;
+	uint64_t write_ops;
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+	uint64_t flush_ops;
+	uint64_t unmap_ops;        /* UNMAP requests (not ranges) */
+	uint64_t write_zeroes_ops;
+	uint64_t errors;           /* completions with a non-zero status */
+};
+
+/* ---- creation (main thread) ---- */
+
+/*
+ * Creates a RAM-backed bdev: `num_blocks` blocks of `block_size` (512 or 4096) bytes, zero-filled,
+ * page aligned. `uuid` is BDEV_UUID_LEN bytes or NULL for a random (version 4) UUID.
+ * On success stores the bdev in *out (may be NULL) and returns 0. Errors: -EINVAL (name empty or
+ * longer than BDEV_NAME_MAX, bad block size, num_blocks 0 or too large), -EEXIST (name taken),
+ * -ENOMEM. Main thread; does not block beyond allocating the memory.
+ */
+int bdev_malloc_create(const char *name, uint64_t num_blocks, uint32_t block_size,
+		       const uint8_t *uuid, struct bdev **out);
+
+/*
+ * Creates a null bdev: reads return zeroes, writes/unmap/write-zeroes/flush succeed and store
+ * nothing. Same parameters, errors and thread as bdev_malloc_create (no memory per block).
+ */
+int bdev_null_create(const char *name, uint64_t num_blocks, uint32_t block_size,
+		     const uint8_t *uuid, struct bdev **out);
+
+/* Options of an aio bdev. Zero-initialise, then set what you need. */
+struct bdev_aio_opts {
+	const char *filename;   /* regular file or block device (required) */
+	uint32_t block_size;    /* 512 or 4096 (0 = 512) */
+	uint64_t create_size;   /* if > 0: create the file if missing and extend it to this size
+				 * (bytes, multiple of block_size); ignored for block devices */
+	uint32_t queue_depth;   /* io_setup depth per channel (0 = 128) */
+	bool buffered;          /* true: do not try O_DIRECT */
+	const uint8_t *uuid;    /* BDEV_UUID_LEN bytes or NULL for random */
+};
+
+/*
+ * Creates a bdev on a file or block device through libaio. O_DIRECT is used when the file system
+ * accepts it and the bdev block size is a multiple of the device's logical block size; otherwise
+ * the file is opened buffered and a log line says why. The size comes from st_size (files) or
+ * BLKGETSIZE64 (block devices), rounded down to whole blocks. Flush and FUA are real (fdatasync /
+ * RWF_DSYNC); unmap punches holes (falling back to writing zeroes). Write cache starts enabled.
+ * Errors: -EINVAL (bad options, size smaller than one block), -EEXIST, -ENOENT/-EACCES/... from
+ * open, -ENOMEM. Main thread; blocks on open/stat/ftruncate.
+ */
+int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out);
+
+/* ---- registry (main thread) ---- */
+
+/* Returns the bdev called `name`, or NULL. */
+struct bdev *bdev_lookup(const char *name);
+
+/*
+ * Calls fn(bdev, arg) for each bdev in creation order; stops early and returns fn's value when it
+ * returns non-zero, else returns 0. fn must not create or delete bdevs.
+ */
+int bdev_foreach(int (*fn)(struct bdev *bdev, void *arg), void *arg);
+
+/*
+ * Deletes the bdev called `name` and frees its resources (closes the backing file; the file itself
+ * is kept). Returns 0, -ENOENT (no such bdev) or -EBUSY (claimed or open).
+ */
+int bdev_delete(const char *name);
+
+/* Deletes every bdev that is neither open nor claimed (process teardown). Returns the number of
+ * bdevs left behind because they are busy. */
+int bdev_delete_all(void);
+
+/* Opens / closes a bdev: while open it cannot be deleted. Channels may only exist while the bdev is
+ * open. bdev_open returns 0; bdev_close must be called once per successful open, after every
+ * channel on the bdev was destroyed. */
+int bdev_open(struct bdev *bdev);
+void bdev_close(struct bdev *bdev);
+
+/* Claims a bdev for exclusive use by `owner` (e.g. "nqn...:ns1"; copied, truncated to
+ * BDEV_NAME_MAX). Returns 0 or -EBUSY when already claimed. bdev_release drops the claim. */
+int bdev_claim(struct bdev *bdev, const char *owner);
+void bdev_release(struct bdev *bdev);
+
+/*
+ * Enables or disables the volatile write cache. Disabled: every WRITE and WRITE_ZEROES is made
+ * durable before it completes, as if BDEV_IO_F_FUA were set (NVMe Volatile Write Cache feature).
+ * Takes effect for I/O submitted afterwards on any channel. Returns 0. malloc and null bdevs have
+ * no volatile cache (writes are final when they complete): disabling returns 0, enabling -ENOTSUP.
+ */
+int bdev_set_write_cache(struct bdev *bdev, bool enable);
+
+/* ---- properties (any thread, while the bdev exists; non-blocking) ---- */
+
+const char *bdev_get_name(const struct bdev *bdev);
+const char *bdev_get_module_name(const struct bdev *bdev);
+uint32_t bdev_get_block_size(const struct bdev *bdev);
+uint64_t bdev_get_num_blocks(const struct bdev *bdev);
+/* Copies the UUID (BDEV_UUID_LEN bytes) into out. */
+void bdev_get_uuid(const struct bdev *bdev, uint8_t *out);
+bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type);
+bool bdev_has_write_cache(const struct bdev *bdev);
+/* Fills *info (see struct bdev_info). */
+void bdev_get_info(const struct bdev *bdev, struct bdev_info *info);
+/* Snapshot of the counters (each counter read atomically, the set not as one). */
+void bdev_get_stats(const struct bdev *bdev, struct bdev_stats *stats);
+
+/* Bytes of backend context needed after each struct bdev_io for this bdev (a multiple of 16,
+ * possibly 0). */
+size_t bdev_io_ctx_size(const struct bdev *bdev);
+/* sizeof(struct bdev_io) + bdev_io_ctx_size(bdev): what to allocate per preallocated io. */
+size_t bdev_io_size(const struct bdev *bdev);
+
+/* Formats a UUID as 36 lowercase characters + NUL into out (BDEV_UUID_STR_LEN bytes). */
+void bdev_uuid_format(const uint8_t *uuid, char *out);
+/* Parses "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (either case). Returns 0 or -EINVAL. */
+int bdev_uuid_parse(const char *text, uint8_t *uuid);
+
+/* ---- I/O channels (the creating thread only) ---- */
+
+/*
+ * Creates an I/O channel on an open bdev for the calling thread (aio: io_setup with the bdev's
+ * queue depth). Stores it in *out and returns 0, or -EINVAL (bdev not open), -ENOMEM, -EAGAIN
+ * (aio context limit, /proc/sys/fs/aio-max-nr), or another -errno. Does not block.
+ */
+int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out);
+
+/*
+ * Destroys a channel. Every submitted io must have completed (its callback ran); returns -EBUSY
+ * and destroys nothing otherwise, 0 on success. NULL is accepted (returns 0).
+ */
+int bdev_channel_destroy(struct bdev_channel *ch);
+
+/*
+ * Returns an eventfd (non-blocking) that becomes readable when completions are waiting; the poll
+ * group epolls it (EPOLLIN) and then calls bdev_channel_poll(). The fd stays owned by the channel:
+ * do not read or close it. Valid until bdev_channel_destroy.
+ */
+int bdev_channel_get_fd(const struct bdev_channel *ch);
+
+/*
+ * Submits an io on the channel's thread. Always succeeds from the caller's point of view: the
+ * result, including validation errors (-EINVAL, -ERANGE, -ENOTSUP), arrives through io->cb from a
+ * later bdev_channel_poll(), never from inside this call. I/O that the backend cannot accept yet
+ * (aio queue full) is queued in the channel and issued by bdev_channel_poll(). Does not block,
+ * except aio operations without an asynchronous form (hole punching, buffered fallback writes of
+ * zeroes), which run synchronously here and complete through the queue.
+ */
+void bdev_submit(struct bdev_channel *ch, struct bdev_io *io);
+
+/*
+ * Reaps finished I/O and calls their callbacks (on this thread), issues queued I/O, and resets the
+ * channel's eventfd. Returns the number of callbacks run (>= 0). Never blocks. Callbacks may
+ * submit more I/O; those complete in a later poll.
+ */
+int bdev_channel_poll(struct bdev_channel *ch);
+
+/* Number of submitted ios whose callback has not run yet. */
+uint32_t bdev_channel_outstanding(const struct bdev_channel *ch);
+
+#endif
