@@ -35,28 +35,31 @@ struct hw_mmap;
 
 struct hw_profile {
 	const char *name;
-	uint32_t max_hotplug_devices;
-	uint32_t max_bars;
+	uint32_t max_hotplug_devices; /* devices hot-plugged at once, all types */
+	uint32_t max_bars;            /* declared BARs (a 64-bit BAR counts once) */
 	uint32_t log_min_bar_size, log_max_bar_size;
 	bool bar_32bit_supported;
 	bool bar_64bit_supported;
+	bool io_bar_supported;
 	uint32_t max_msix;
-	uint32_t max_db;
+	uint32_t max_db; /* DB objects per device (checked by hw_db_create) */
 	uint32_t log_min_db_size, log_max_db_size;
 	uint32_t log_min_db_stride, log_max_db_stride;
 	uint32_t max_regions_per_bar;
 	uint32_t max_regions_per_type;
 	uint32_t stateful_block_size, stateful_max_blocks, stateful_align;
-	uint32_t max_stateful_regions_per_bar;
+	uint32_t max_stateful_regions_per_bar, max_stateful_regions_per_type;
 	uint32_t db_block_size, db_max_blocks, db_align;
-	uint32_t max_db_regions_per_bar;
+	uint32_t max_db_regions_per_bar, max_db_regions_per_type; /* both DB kinds */
 	uint32_t msix_table_block_size, msix_table_max_blocks, msix_table_align;
 	uint32_t msix_pba_block_size, msix_pba_max_blocks, msix_pba_align;
 };
 
-/* "bf3" or "unlimited"; NULL if unknown. */
+/* "bf3" or "unlimited"; NULL if unknown. The profile is static (never freed).
+ * A type holds at most one MSI-X table and one PBA region whatever the
+ * profile (the MSI-X capability points at exactly one of each). */
 const struct hw_profile *hw_profile_find(const char *name);
-/* Prints the profile as "key value" lines, like doca_caps. */
+/* Prints the profile as "key value" lines, keys named like doca_caps's. */
 void hw_profile_print(const struct hw_profile *profile, FILE *out);
 
 /* ------------------------------------------------------------------------ */
@@ -224,12 +227,17 @@ void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *stats);
 /* ------------------------------------------------------------------------ */
 /* Doorbells.                                                               */
 
-/* Called on the device's loop thread when the driver (or hw_db_modify_value)
- * wrote the doorbell in trap mode. In mmap mode nothing calls it: the
+/* Called on the device's loop thread when the driver's write reached the
+ * server as a message (always in trap mode; in mmap mode only when the
+ * client did not map the page) or hw_db_modify_value ran, and the DB is
+ * started. Guest stores into an mmap'd doorbell page call nothing: the
  * consumer polls hw_db_value_ptr(). */
 typedef void (*hw_db_notify_fn)(struct hw_db *db, uint32_t value, void *arg);
 
-/* Creates DB object db_id (it must exist in a DB region of the type). */
+/* Creates DB object db_id, stopped. db_id must be a slot of a DB-by-offset
+ * region (size >> log_stride slots, counted from the first such region) or,
+ * if the type has a DB-by-data region, any id. NULL with errno EINVAL (no such
+ * slot), EEXIST (already created), ENOSPC (profile max_db objects reached). */
 struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify,
 			   void *arg);
 int hw_db_start(struct hw_db *db);   /* writes now notify */
@@ -247,6 +255,11 @@ volatile const uint32_t *hw_db_value_ptr(const struct hw_db *db);
 /* ------------------------------------------------------------------------ */
 /* MSI-X.                                                                   */
 
+/* MSI-X vector object for `vector` (< the type's num_msix). NULL with errno
+ * EINVAL (out of range) or EEXIST. The vector-control mask bit seen by raise
+ * is the one the client wrote into the table region; QEMU emulates the
+ * table itself and never forwards those writes, so with QEMU only the
+ * function mask (config space) pends vectors here and QEMU latches the rest. */
 struct hw_msix_vector *hw_msix_vector_create(struct hw_dev *dev, uint16_t vector);
 void hw_msix_vector_destroy(struct hw_msix_vector *vec);
 uint16_t hw_msix_vector_num(const struct hw_msix_vector *vec);
