@@ -1,0 +1,134 @@
+/* controller/ctrlr.h - the NVMe controller's public API (for app/ and the transport): create a
+ * controller from a config, namespaces, vendor-specific commands, statistics.
+ *
+ * Every function here runs on the controller's admin thread (see ctrlr_transport.h) unless
+ * marked otherwise, and none blocks. Plumbing returns 0 or a negative errno.
+ */
+#ifndef NVME_EMU_CONTROLLER_CTRLR_H
+#define NVME_EMU_CONTROLLER_CTRLR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/ctrlr_transport.h"
+
+struct bdev;
+struct ctrlr_req;
+
+#define CTRLR_MAX_NAMESPACES 32   /* NN */
+#define CTRLR_MAX_IO_QUEUES 1023  /* I/O queue pairs a config may ask for */
+#define CTRLR_MAX_QUEUE_ENTRIES 4096
+
+struct ctrlr_config {
+	const char *serial;       /* up to 20 ASCII characters (required) */
+	const char *model;        /* up to 40 (NULL: "nvme-emu") */
+	const char *firmware_rev; /* up to 8 (NULL: "1.0") */
+	const char *subnqn;       /* up to 223 (NULL: "nqn.2026-11.io.nvme-emu:<serial>") */
+	uint16_t cntlid;          /* controller id (0 is fine) */
+	uint16_t max_io_queues;   /* I/O SQs = I/O CQs the controller allows, 1..CTRLR_MAX_IO_QUEUES;
+				   * MSI-X vectors needed: max_io_queues + 1 */
+	uint16_t num_vectors;     /* MSI-X vectors the function has (0: max_io_queues + 1) */
+	uint32_t max_queue_entries; /* CAP.MQES + 1, 2..CTRLR_MAX_QUEUE_ENTRIES (0: 1024) */
+	uint8_t mdts;             /* max transfer 2^mdts pages of CAP.MPSMIN, 1..10 (0: 5) */
+	bool sgl;                 /* advertise and accept SGLs for I/O commands */
+	bool no_dbbuf;            /* do not offer Doorbell Buffer Config (OACS bit 8) */
+};
+
+/*
+ * Creates a controller, disabled (CSTS.RDY 0), with no namespace. `ops`/`tctx` are the transport
+ * (kept, not copied: they must outlive the controller). Returns 0 and the controller in *out,
+ * -EINVAL for a bad config, -ENOMEM. The calling thread becomes the admin thread.
+ */
+int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport_ops *ops,
+		 void *tctx, struct ctrlr **out);
+
+/*
+ * Destroys a controller. The transport must have stopped every queue first (run ctrlr_flr and
+ * waited for its done) - destroying with live I/O queues is refused with -EBUSY. Releases the
+ * namespaces' bdevs (bdev_close/bdev_release, ops->put_bdev). NULL: returns 0.
+ */
+int ctrlr_destroy(struct ctrlr *ctrlr);
+
+/* ---- Namespaces ---- */
+
+struct ctrlr_ns_opts {
+	const uint8_t *nguid; /* 16 bytes, or NULL: derived from the bdev UUID */
+	const uint8_t *eui64; /* 8 bytes, or NULL: derived from the bdev UUID */
+	const uint8_t *uuid;  /* 16 bytes, or NULL: the bdev UUID */
+};
+
+/*
+ * Attaches `bdev` as namespace `nsid` (1..CTRLR_MAX_NAMESPACES; 0 = the lowest free id). Opens and
+ * claims the bdev. If the controller is enabled, a Namespace Attribute Changed event is reported.
+ * Returns the nsid (> 0) or -EINVAL (bad nsid, bad block size), -EEXIST (nsid in use), -EBUSY
+ * (bdev claimed), -ENOMEM.
+ */
+int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
+		 const struct ctrlr_ns_opts *opts);
+
+/*
+ * Detaches namespace `nsid`: new commands to it fail with Invalid Namespace at once; the bdev is
+ * released (ops->put_bdev, bdev_release, bdev_close) once its in-flight I/O drained, which may be
+ * after this returns. A Namespace Attribute Changed event is reported. Returns 0 or -ENOENT.
+ */
+int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid);
+
+/* Number of attached namespaces. */
+uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);
+
+/* ---- Vendor-specific commands (admin 0xC0-0xFF, I/O 0x80-0xFF) ---- */
+
+/*
+ * A vendor command handler. Runs on the thread of the queue the command came from (admin thread
+ * for admin, owner thread for I/O). It must end - now or later, on that thread - in exactly one
+ * ctrlr_req_complete(req, status). Return value: none; statuses are NVMe statuses (nvme_spec.h).
+ * Helpers for handlers: ctrlr_req_sqe(), ctrlr_req_set_cdw0(), ctrlr_req_copy_to_host(),
+ * ctrlr_req_copy_from_host(), ctrlr_req_ns_bdev(), ctrlr_req_submit_io() (ctrlr_vendor.h).
+ */
+typedef void (*ctrlr_vendor_fn)(struct ctrlr_req *req, void *arg);
+
+struct ctrlr_vendor_cmd {
+	uint8_t opcode;
+	bool io;          /* false: admin (0xC0-0xFF), true: I/O (0x80-0xFF) */
+	bool needs_ns;    /* the command addresses a namespace: NSID is checked before the handler */
+	uint32_t effects; /* NVME_CMD_EFFECTS_* bits for the Commands Supported and Effects log
+			   * (CSUPP is added) */
+	const char *name;
+	ctrlr_vendor_fn fn;
+	void *arg;
+};
+
+/*
+ * Registers a vendor command (copied). Returns 0, -EINVAL (opcode outside the vendor range, no
+ * fn), -EEXIST (opcode taken). Registered commands appear in the effects log at once.
+ */
+int ctrlr_vendor_register(struct ctrlr *ctrlr, const struct ctrlr_vendor_cmd *cmd);
+/* Removes one; returns 0 or -ENOENT. Must not be called while such a command is in flight. */
+int ctrlr_vendor_unregister(struct ctrlr *ctrlr, bool io, uint8_t opcode);
+/* Registers the shipped examples: admin 0xC0 (controller-info blob, CDW0 = namespace count) and
+ * I/O 0x80 (CRC-32C of an LBA range in CDW0). ctrlr_create calls it; 0 or -errno. */
+int ctrlr_vendor_register_defaults(struct ctrlr *ctrlr);
+
+/* ---- Statistics ---- */
+
+struct ctrlr_stats {
+	uint64_t admin_cmds, io_cmds;      /* commands completed */
+	uint64_t errors;                   /* completions with a non-zero status */
+	uint64_t data_units_read;          /* 1000 x 512 bytes, as in SMART (rounded up) */
+	uint64_t data_units_written;
+	uint64_t host_read_cmds, host_write_cmds;
+	uint64_t media_errors;
+	uint64_t invalid_db_writes;
+	uint64_t aer_sent;
+	uint64_t irqs_raised;
+	uint64_t cq_full_holds;            /* completions held back by a full CQ */
+	uint64_t resets, shutdowns;
+	uint32_t io_sqs, io_cqs;           /* live I/O queues */
+	bool enabled;                      /* CSTS.RDY */
+};
+
+/* Snapshot of the counters (each one read atomically). Thread: any. */
+void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *stats);
+
+#endif

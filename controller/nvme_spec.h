@@ -1,0 +1,687 @@
+/* controller/nvme_spec.h - NVMe Base / NVM command set wire layouts: registers, SQE, CQE, identify,
+ * log pages, features and status codes (NVMe Base 2.0, NVM Command Set 1.0). */
+#ifndef NVME_EMU_CONTROLLER_NVME_SPEC_H
+#define NVME_EMU_CONTROLLER_NVME_SPEC_H
+
+#include <stdint.h>
+
+#define NVME_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+
+/* ---- Controller registers (NVMe Base 2.0 section 3.1.4) ---- */
+enum nvme_reg_offset {
+	NVME_REG_CAP = 0x00,
+	NVME_REG_VS = 0x08,
+	NVME_REG_INTMS = 0x0c,
+	NVME_REG_INTMC = 0x10,
+	NVME_REG_CC = 0x14,
+	NVME_REG_CSTS = 0x1c,
+	NVME_REG_NSSR = 0x20,
+	NVME_REG_AQA = 0x24,
+	NVME_REG_ASQ = 0x28,
+	NVME_REG_ACQ = 0x30,
+	NVME_REG_END = 0x38,
+	NVME_REG_DBS = 0x1000,
+};
+
+union nvme_cap {
+	uint64_t raw;
+	struct {
+		uint64_t mqes : 16;  /* max queue entries, 0-based */
+		uint64_t cqr : 1;    /* contiguous queues required */
+		uint64_t ams : 2;
+		uint64_t rsvd19 : 5;
+		uint64_t to : 8;     /* ready timeout, 500 ms units */
+		uint64_t dstrd : 4;  /* doorbell stride 4 << dstrd */
+		uint64_t nssrs : 1;
+		uint64_t css : 8;    /* bit 0: NVM command set */
+		uint64_t bps : 1;
+		uint64_t cps : 2;
+		uint64_t mpsmin : 4; /* 2 ^ (12 + mpsmin) */
+		uint64_t mpsmax : 4;
+		uint64_t pmrs : 1;
+		uint64_t cmbs : 1;
+		uint64_t nsss : 1;
+		uint64_t crms : 2;
+		uint64_t rsvd61 : 3;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cap) == 8, "CAP");
+
+union nvme_vs {
+	uint32_t raw;
+	struct {
+		uint32_t ter : 8;
+		uint32_t mnr : 8;
+		uint32_t mjr : 16;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_vs) == 4, "VS");
+#define NVME_VERSION(mjr, mnr, ter) (((uint32_t)(mjr) << 16) | ((uint32_t)(mnr) << 8) | (ter))
+
+enum nvme_shn {
+	NVME_SHN_NONE = 0,
+	NVME_SHN_NORMAL = 1,
+	NVME_SHN_ABRUPT = 2,
+};
+
+enum nvme_shst {
+	NVME_SHST_NORMAL = 0,
+	NVME_SHST_OCCURRING = 1,
+	NVME_SHST_COMPLETE = 2,
+};
+
+union nvme_cc {
+	uint32_t raw;
+	struct {
+		uint32_t en : 1;
+		uint32_t rsvd1 : 3;
+		uint32_t css : 3;
+		uint32_t mps : 4;
+		uint32_t ams : 3;
+		uint32_t shn : 2;
+		uint32_t iosqes : 4;
+		uint32_t iocqes : 4;
+		uint32_t crime : 1;
+		uint32_t rsvd25 : 7;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cc) == 4, "CC");
+
+union nvme_csts {
+	uint32_t raw;
+	struct {
+		uint32_t rdy : 1;
+		uint32_t cfs : 1;
+		uint32_t shst : 2;
+		uint32_t nssro : 1;
+		uint32_t pp : 1;
+		uint32_t st : 1;
+		uint32_t rsvd7 : 25;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_csts) == 4, "CSTS");
+
+union nvme_aqa {
+	uint32_t raw;
+	struct {
+		uint32_t asqs : 12; /* 0-based */
+		uint32_t rsvd12 : 4;
+		uint32_t acqs : 12; /* 0-based */
+		uint32_t rsvd28 : 4;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_aqa) == 4, "AQA");
+
+/* ---- Submission and completion queue entries (section 4.2, 4.6) ---- */
+enum nvme_psdt {
+	NVME_PSDT_PRP = 0,
+	NVME_PSDT_SGL_MPTR_CONTIG = 1,
+	NVME_PSDT_SGL_MPTR_SGL = 2,
+};
+
+/* SGL descriptor (section 4.1.1): type in the high nibble of the last byte. */
+enum nvme_sgl_type {
+	NVME_SGL_TYPE_DATA_BLOCK = 0x0,
+	NVME_SGL_TYPE_BIT_BUCKET = 0x1,
+	NVME_SGL_TYPE_SEGMENT = 0x2,
+	NVME_SGL_TYPE_LAST_SEGMENT = 0x3,
+	NVME_SGL_TYPE_KEYED_DATA_BLOCK = 0x4,
+	NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK = 0x5,
+	NVME_SGL_TYPE_VENDOR = 0xf,
+};
+#define NVME_SGL_SUBTYPE_ADDRESS 0x0
+
+struct nvme_sgl_desc {
+	uint64_t addr;
+	uint32_t length;
+	uint8_t rsvd[3];
+	uint8_t type; /* type << 4 | subtype */
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_sgl_desc) == 16, "SGL descriptor");
+
+union nvme_dptr {
+	struct {
+		uint64_t prp1;
+		uint64_t prp2;
+	} prp;
+	struct nvme_sgl_desc sgl;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_dptr) == 16, "DPTR");
+
+union nvme_cdw0 {
+	uint32_t raw;
+	struct {
+		uint32_t opc : 8;
+		uint32_t fuse : 2;
+		uint32_t rsvd10 : 4;
+		uint32_t psdt : 2;
+		uint32_t cid : 16;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cdw0) == 4, "CDW0");
+
+struct nvme_sqe {
+	union nvme_cdw0 cdw0;
+	uint32_t nsid;
+	uint32_t cdw2;
+	uint32_t cdw3;
+	uint64_t mptr;
+	union nvme_dptr dptr;
+	uint32_t cdw10;
+	uint32_t cdw11;
+	uint32_t cdw12;
+	uint32_t cdw13;
+	uint32_t cdw14;
+	uint32_t cdw15;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_sqe) == 64, "SQE");
+#define NVME_SQES_LOG2 6
+
+/* Status field of a CQE without the phase bit: SC bits 0-7, SCT bits 8-10, CRD 11-12, M 13,
+ * DNR 14. The CQE holds it shifted left by one, with the phase tag in bit 0. */
+struct nvme_cqe {
+	uint32_t dw0;
+	uint32_t dw1;
+	uint16_t sqhd;
+	uint16_t sqid;
+	uint16_t cid;
+	uint16_t status; /* phase | status << 1 */
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_cqe) == 16, "CQE");
+#define NVME_CQES_LOG2 4
+
+/* ---- Status codes: SCT << 8 | SC, DNR as 0x4000 (section 4.6.1.2) ---- */
+#define NVME_SCT_GENERIC 0x0
+#define NVME_SCT_CMD_SPECIFIC 0x1
+#define NVME_SCT_MEDIA 0x2
+#define NVME_SCT_PATH 0x3
+#define NVME_STATUS(sct, sc) ((uint16_t)(((sct) << 8) | (sc)))
+#define NVME_DNR 0x4000
+#define NVME_MORE 0x2000
+#define NVME_STATUS_SCT(s) (((s) >> 8) & 0x7)
+#define NVME_STATUS_SC(s) ((s) & 0xff)
+
+enum nvme_status {
+	NVME_SC_SUCCESS = 0x0000,
+	NVME_SC_INVALID_OPCODE = 0x0001,
+	NVME_SC_INVALID_FIELD = 0x0002,
+	NVME_SC_CID_CONFLICT = 0x0003,
+	NVME_SC_DATA_XFER_ERROR = 0x0004,
+	NVME_SC_POWER_LOSS_ABORT = 0x0005,
+	NVME_SC_INTERNAL = 0x0006,
+	NVME_SC_ABORT_REQ = 0x0007,
+	NVME_SC_ABORT_SQ_DELETION = 0x0008,
+	NVME_SC_FUSED_FAIL = 0x0009,
+	NVME_SC_FUSED_MISSING = 0x000a,
+	NVME_SC_INVALID_NS = 0x000b,
+	NVME_SC_CMD_SEQ_ERROR = 0x000c,
+	NVME_SC_SGL_INVALID_LAST = 0x000d,
+	NVME_SC_SGL_INVALID_COUNT = 0x000e,
+	NVME_SC_SGL_INVALID_DATA_LEN = 0x000f,
+	NVME_SC_SGL_INVALID_MD_LEN = 0x0010,
+	NVME_SC_SGL_INVALID_TYPE = 0x0011,
+	NVME_SC_PRP_INVALID_OFFSET = 0x0013,
+	NVME_SC_SGL_INVALID_OFFSET = 0x0016,
+	NVME_SC_LBA_RANGE = 0x0080,
+	NVME_SC_CAP_EXCEEDED = 0x0081,
+	NVME_SC_NS_NOT_READY = 0x0082,
+
+	NVME_SC_CQ_INVALID = 0x0100,
+	NVME_SC_QID_INVALID = 0x0101,
+	NVME_SC_QUEUE_SIZE = 0x0102,
+	NVME_SC_ABORT_LIMIT = 0x0103,
+	NVME_SC_ASYNC_LIMIT = 0x0105,
+	NVME_SC_INVALID_FW_SLOT = 0x0106,
+	NVME_SC_INVALID_VECTOR = 0x0108,
+	NVME_SC_INVALID_LOG_PAGE = 0x0109,
+	NVME_SC_INVALID_FORMAT = 0x010a,
+	NVME_SC_INVALID_QUEUE_DELETION = 0x010c,
+	NVME_SC_FEATURE_NOT_SAVEABLE = 0x010d,
+	NVME_SC_FEATURE_NOT_CHANGEABLE = 0x010e,
+	NVME_SC_FEATURE_NOT_PER_NS = 0x010f,
+	NVME_SC_INVALID_IOCS = 0x012c,
+
+	NVME_SC_WRITE_FAULT = 0x0280,
+	NVME_SC_UNRECOVERED_READ = 0x0281,
+	NVME_SC_COMPARE_FAILED = 0x0285,
+};
+
+/* ---- Opcodes ---- */
+enum nvme_admin_opcode {
+	NVME_ADM_DELETE_SQ = 0x00,
+	NVME_ADM_CREATE_SQ = 0x01,
+	NVME_ADM_GET_LOG_PAGE = 0x02,
+	NVME_ADM_DELETE_CQ = 0x04,
+	NVME_ADM_CREATE_CQ = 0x05,
+	NVME_ADM_IDENTIFY = 0x06,
+	NVME_ADM_ABORT = 0x08,
+	NVME_ADM_SET_FEATURES = 0x09,
+	NVME_ADM_GET_FEATURES = 0x0a,
+	NVME_ADM_ASYNC_EVENT = 0x0c,
+	NVME_ADM_DBBUF = 0x7c,
+	NVME_ADM_FORMAT_NVM = 0x80,
+	NVME_ADM_VENDOR_FIRST = 0xc0,
+};
+
+enum nvme_io_opcode {
+	NVME_CMD_FLUSH = 0x00,
+	NVME_CMD_WRITE = 0x01,
+	NVME_CMD_READ = 0x02,
+	NVME_CMD_COMPARE = 0x05,
+	NVME_CMD_WRITE_ZEROES = 0x08,
+	NVME_CMD_DSM = 0x09,
+	NVME_CMD_VERIFY = 0x0c,
+	NVME_CMD_VENDOR_FIRST = 0x80,
+};
+
+/* Read/Write/Compare/Verify/Write Zeroes CDW12 bits. */
+#define NVME_RW_NLB_MASK 0xffffu
+#define NVME_RW_FUA (1u << 30)
+#define NVME_RW_LR (1u << 31)
+#define NVME_WZ_DEAC (1u << 25)
+
+/* Dataset Management (NVM command set 3.2.3). */
+#define NVME_DSM_NR_MASK 0xffu
+#define NVME_DSM_AD (1u << 2)
+struct nvme_dsm_range {
+	uint32_t cattr;
+	uint32_t nlb;
+	uint64_t slba;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_dsm_range) == 16, "DSM range");
+
+/* ---- Queue creation (section 5.4, 5.5) ---- */
+#define NVME_QUEUE_PC (1u << 0)
+#define NVME_CQ_IEN (1u << 1)
+
+/* ---- Identify (section 5.17) ---- */
+enum nvme_cns {
+	NVME_CNS_NS = 0x00,
+	NVME_CNS_CTRL = 0x01,
+	NVME_CNS_ACTIVE_NS_LIST = 0x02,
+	NVME_CNS_NS_DESC_LIST = 0x03,
+	NVME_CNS_CS_NS = 0x05,
+	NVME_CNS_CS_CTRL = 0x06,
+	NVME_CNS_CS_ACTIVE_NS_LIST = 0x07,
+	NVME_CNS_CS_INDEP_NS = 0x08,
+};
+#define NVME_CSI_NVM 0x00
+#define NVME_IDENTIFY_SIZE 4096
+
+struct nvme_power_state {
+	uint16_t mp; /* centiwatts */
+	uint8_t rsvd2;
+	uint8_t flags;
+	uint32_t enlat;
+	uint32_t exlat;
+	uint8_t rrt;
+	uint8_t rrl;
+	uint8_t rwt;
+	uint8_t rwl;
+	uint16_t idlp;
+	uint8_t ips;
+	uint8_t rsvd19;
+	uint16_t actp;
+	uint8_t apw_aps;
+	uint8_t rsvd23[9];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_power_state) == 32, "power state");
+
+struct nvme_id_ctrl {
+	uint16_t vid;
+	uint16_t ssvid;
+	char sn[20];
+	char mn[40];
+	char fr[8];
+	uint8_t rab;
+	uint8_t ieee[3];
+	uint8_t cmic;
+	uint8_t mdts;
+	uint16_t cntlid;
+	uint32_t ver;
+	uint32_t rtd3r;
+	uint32_t rtd3e;
+	uint32_t oaes;
+	uint32_t ctratt;
+	uint16_t rrls;
+	uint8_t rsvd102[9];
+	uint8_t cntrltype;
+	uint8_t fguid[16];
+	uint16_t crdt[3];
+	uint8_t rsvd134[119];
+	uint8_t nvmsr;
+	uint8_t vwci;
+	uint8_t mec;
+	uint16_t oacs;
+	uint8_t acl;
+	uint8_t aerl;
+	uint8_t frmw;
+	uint8_t lpa;
+	uint8_t elpe;
+	uint8_t npss;
+	uint8_t avscc;
+	uint8_t apsta;
+	uint16_t wctemp;
+	uint16_t cctemp;
+	uint16_t mtfa;
+	uint32_t hmpre;
+	uint32_t hmmin;
+	uint8_t tnvmcap[16];
+	uint8_t unvmcap[16];
+	uint32_t rpmbs;
+	uint16_t edstt;
+	uint8_t dsto;
+	uint8_t fwug;
+	uint16_t kas;
+	uint16_t hctma;
+	uint16_t mntmt;
+	uint16_t mxtmt;
+	uint32_t sanicap;
+	uint32_t hmminds;
+	uint16_t hmmaxd;
+	uint16_t nsetidmax;
+	uint16_t endgidmax;
+	uint8_t anatt;
+	uint8_t anacap;
+	uint32_t anagrpmax;
+	uint32_t nanagrpid;
+	uint32_t pels;
+	uint16_t domainid;
+	uint8_t rsvd358[10];
+	uint8_t megcap[16];
+	uint8_t rsvd384[128];
+	uint8_t sqes;
+	uint8_t cqes;
+	uint16_t maxcmd;
+	uint32_t nn;
+	uint16_t oncs;
+	uint16_t fuses;
+	uint8_t fna;
+	uint8_t vwc;
+	uint16_t awun;
+	uint16_t awupf;
+	uint8_t icsvscc;
+	uint8_t nwpc;
+	uint16_t acwu;
+	uint16_t ocfs;
+	uint32_t sgls;
+	uint32_t mnan;
+	uint8_t maxdna[16];
+	uint32_t maxcna;
+	uint8_t rsvd564[204];
+	char subnqn[256];
+	uint8_t rsvd1024[768];
+	uint8_t nvmeof[256];
+	struct nvme_power_state psd[32];
+	uint8_t vs[1024];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ctrl) == 4096, "identify controller");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, oacs) == 256, "OACS offset");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, sqes) == 512, "SQES offset");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, sgls) == 536, "SGLS offset");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBNQN offset");
+
+/* Identify controller bits. */
+#define NVME_OACS_FORMAT (1u << 1)
+#define NVME_OACS_DBBUF (1u << 8)
+#define NVME_ONCS_COMPARE (1u << 0)
+#define NVME_ONCS_DSM (1u << 2)
+#define NVME_ONCS_WRITE_ZEROES (1u << 3)
+#define NVME_ONCS_SAVE_SELECT (1u << 4)
+#define NVME_ONCS_TIMESTAMP (1u << 6)
+#define NVME_ONCS_VERIFY (1u << 7)
+#define NVME_LPA_SMART_PER_NS (1u << 0)
+#define NVME_LPA_CMD_EFFECTS (1u << 1)
+#define NVME_LPA_EXT_DATA (1u << 2)
+#define NVME_OAES_NS_ATTR (1u << 8)
+#define NVME_VWC_PRESENT (1u << 0)
+#define NVME_VWC_NSID_ALL_FLUSH (3u << 1)
+#define NVME_FRMW_SLOT1_RO (1u << 0)
+#define NVME_FRMW_SLOTS(n) ((uint8_t)((n) << 1))
+#define NVME_SGLS_SUPPORTED (1u << 0)
+#define NVME_SGLS_BIT_BUCKET (1u << 16)
+#define NVME_SGLS_EXCESS_LEN (1u << 18)
+#define NVME_FNA_FORMAT_ALL (1u << 0)
+#define NVME_CTRL_TYPE_IO 1
+
+struct nvme_lbaf {
+	uint16_t ms;
+	uint8_t lbads;
+	uint8_t rp;
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_lbaf) == 4, "LBA format");
+
+struct nvme_id_ns {
+	uint64_t nsze;
+	uint64_t ncap;
+	uint64_t nuse;
+	uint8_t nsfeat;
+	uint8_t nlbaf;
+	uint8_t flbas;
+	uint8_t mc;
+	uint8_t dpc;
+	uint8_t dps;
+	uint8_t nmic;
+	uint8_t rescap;
+	uint8_t fpi;
+	uint8_t dlfeat;
+	uint16_t nawun;
+	uint16_t nawupf;
+	uint16_t nacwu;
+	uint16_t nabsn;
+	uint16_t nabo;
+	uint16_t nabspf;
+	uint16_t noiob;
+	uint8_t nvmcap[16];
+	uint16_t npwg;
+	uint16_t npwa;
+	uint16_t npdg;
+	uint16_t npda;
+	uint16_t nows;
+	uint16_t mssrl;
+	uint32_t mcl;
+	uint8_t msrc;
+	uint8_t rsvd81;
+	uint8_t nulbaf;
+	uint8_t rsvd83[9];
+	uint32_t anagrpid;
+	uint8_t rsvd96[3];
+	uint8_t nsattr;
+	uint16_t nvmsetid;
+	uint16_t endgid;
+	uint8_t nguid[16];
+	uint8_t eui64[8];
+	struct nvme_lbaf lbaf[64];
+	uint8_t vs[3712];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns) == 4096, "identify namespace");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ns, nguid) == 104, "NGUID offset");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ns, lbaf) == 128, "LBAF offset");
+
+#define NVME_NSFEAT_THIN (1u << 0)
+#define NVME_NSFEAT_DEALLOC_ERR (1u << 2)
+#define NVME_DLFEAT_READ_ZEROES 0x1
+#define NVME_DLFEAT_WZ_DEAC (1u << 3)
+
+/* CNS 06h, CSI NVM: I/O command set specific identify controller (NVM command set 4.1.5.2). */
+struct nvme_id_ctrl_nvm {
+	uint8_t vsl;
+	uint8_t wzsl;
+	uint8_t wusl;
+	uint8_t dmrl;
+	uint32_t dmrsl;
+	uint64_t dmsl;
+	uint8_t rsvd16[4080];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ctrl_nvm) == 4096, "identify controller NVM");
+
+/* CNS 08h: I/O command set independent identify namespace (Base 2.0 5.17.2.9). */
+struct nvme_id_ns_indep {
+	uint8_t nsfeat;
+	uint8_t nmic;
+	uint8_t rescap;
+	uint8_t fpi;
+	uint32_t anagrpid;
+	uint8_t nsattr;
+	uint8_t rsvd9;
+	uint16_t nvmsetid;
+	uint16_t endgid;
+	uint8_t nstat;
+	uint8_t rsvd15[4081];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns_indep) == 4096, "identify ns independent");
+#define NVME_NSTAT_READY 0x1
+
+/* CNS 03h descriptors. */
+enum nvme_nidt {
+	NVME_NIDT_EUI64 = 1,
+	NVME_NIDT_NGUID = 2,
+	NVME_NIDT_UUID = 3,
+	NVME_NIDT_CSI = 4,
+};
+struct nvme_ns_id_desc {
+	uint8_t nidt;
+	uint8_t nidl;
+	uint16_t rsvd;
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_ns_id_desc) == 4, "ns id descriptor header");
+
+/* ---- Log pages (section 5.16) ---- */
+enum nvme_log_id {
+	NVME_LOG_SUPPORTED = 0x00,
+	NVME_LOG_ERROR = 0x01,
+	NVME_LOG_SMART = 0x02,
+	NVME_LOG_FW_SLOT = 0x03,
+	NVME_LOG_CHANGED_NS = 0x04,
+	NVME_LOG_CMD_EFFECTS = 0x05,
+};
+
+struct nvme_error_log_entry {
+	uint64_t error_count;
+	uint16_t sqid;
+	uint16_t cid;
+	uint16_t status; /* status field as in a CQE, phase tag included */
+	uint16_t param_error_location;
+	uint64_t lba;
+	uint32_t nsid;
+	uint8_t vs;
+	uint8_t trtype;
+	uint8_t rsvd30[2];
+	uint64_t cs;
+	uint16_t trtype_spec;
+	uint8_t rsvd42[22];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_error_log_entry) == 64, "error log entry");
+
+struct nvme_smart_log {
+	uint8_t critical_warning;
+	uint16_t temperature; /* Kelvin */
+	uint8_t avail_spare;
+	uint8_t spare_thresh;
+	uint8_t percent_used;
+	uint8_t endu_grp_crit;
+	uint8_t rsvd7[25];
+	uint64_t data_units_read[2];
+	uint64_t data_units_written[2];
+	uint64_t host_reads[2];
+	uint64_t host_writes[2];
+	uint64_t ctrl_busy_time[2];
+	uint64_t power_cycles[2];
+	uint64_t power_on_hours[2];
+	uint64_t unsafe_shutdowns[2];
+	uint64_t media_errors[2];
+	uint64_t num_err_log_entries[2];
+	uint32_t warning_temp_time;
+	uint32_t critical_comp_time;
+	uint16_t temp_sensor[8];
+	uint32_t thm_temp_trans_count[2];
+	uint32_t thm_temp_total_time[2];
+	uint8_t rsvd232[280];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_smart_log) == 512, "SMART log");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_smart_log, data_units_read) == 32, "DUR");
+#define NVME_SMART_CRIT_TEMPERATURE (1u << 1)
+
+struct nvme_fw_slot_log {
+	uint8_t afi;
+	uint8_t rsvd1[7];
+	char frs[7][8];
+	uint8_t rsvd64[448];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_fw_slot_log) == 512, "firmware slot log");
+
+struct nvme_effects_log {
+	uint32_t acs[256];
+	uint32_t iocs[256];
+	uint8_t rsvd2048[2048];
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_effects_log) == 4096, "effects log");
+
+#define NVME_CMD_EFFECTS_CSUPP (1u << 0)
+#define NVME_CMD_EFFECTS_LBCC (1u << 1)
+#define NVME_CMD_EFFECTS_NCC (1u << 2)
+#define NVME_CMD_EFFECTS_NIC (1u << 3)
+#define NVME_CMD_EFFECTS_CCC (1u << 4)
+#define NVME_CMD_EFFECTS_CSE_NS (1u << 16)
+#define NVME_CMD_EFFECTS_CSE_CTRL (1u << 17)
+
+#define NVME_LOG_SUPPORTED_LSUPP (1u << 0)
+#define NVME_CHANGED_NS_MAX 1024
+#define NVME_CHANGED_NS_OVERFLOW 0xffffffffu
+
+/* ---- Features (section 5.27.1) ---- */
+enum nvme_feature_id {
+	NVME_FEAT_ARBITRATION = 0x01,
+	NVME_FEAT_POWER_MGMT = 0x02,
+	NVME_FEAT_TEMP_THRESH = 0x04,
+	NVME_FEAT_ERR_RECOVERY = 0x05,
+	NVME_FEAT_VOLATILE_WC = 0x06,
+	NVME_FEAT_NUM_QUEUES = 0x07,
+	NVME_FEAT_IRQ_COALESCE = 0x08,
+	NVME_FEAT_IRQ_CONFIG = 0x09,
+	NVME_FEAT_WRITE_ATOMIC = 0x0a,
+	NVME_FEAT_ASYNC_EVENT = 0x0b,
+	NVME_FEAT_AUTO_PST = 0x0c,
+	NVME_FEAT_TIMESTAMP = 0x0e,
+};
+
+enum nvme_feat_sel {
+	NVME_SEL_CURRENT = 0,
+	NVME_SEL_DEFAULT = 1,
+	NVME_SEL_SAVED = 2,
+	NVME_SEL_SUPPORTED = 3,
+};
+#define NVME_FEAT_CAP_SAVE (1u << 0)
+#define NVME_FEAT_CAP_NS (1u << 1)
+#define NVME_FEAT_CAP_CHANGE (1u << 2)
+#define NVME_SET_FEAT_SV (1u << 31)
+#define NVME_IRQ_CONFIG_CD (1u << 16)
+#define NVME_APST_DATA_SIZE 256
+#define NVME_TIMESTAMP_DATA_SIZE 8
+
+/* ---- Asynchronous events (section 5.2) ---- */
+enum nvme_aer_type {
+	NVME_AER_TYPE_ERROR = 0,
+	NVME_AER_TYPE_SMART = 1,
+	NVME_AER_TYPE_NOTICE = 2,
+};
+enum nvme_aer_info {
+	NVME_AER_ERR_INVALID_DB_REG = 0x00,
+	NVME_AER_ERR_INVALID_DB_VALUE = 0x01,
+	NVME_AER_SMART_TEMP_THRESH = 0x01,
+	NVME_AER_NOTICE_NS_CHANGED = 0x00,
+};
+#define NVME_AEC_SMART_MASK 0xffu
+#define NVME_AEC_NS_ATTR (1u << 8)
+#define NVME_AER_DW0(type, info, lid) ((uint32_t)(type) | ((uint32_t)(info) << 8) | \
+				       ((uint32_t)(lid) << 16))
+
+/* ---- Format NVM (section 5.23) ---- */
+#define NVME_FORMAT_LBAF(cdw10) (((cdw10) & 0xf) | (((cdw10) >> 8) & 0x30))
+#define NVME_FORMAT_MSET(cdw10) (((cdw10) >> 4) & 0x1)
+#define NVME_FORMAT_PI(cdw10) (((cdw10) >> 5) & 0x7)
+#define NVME_FORMAT_SES(cdw10) (((cdw10) >> 9) & 0x7)
+
+#define NVME_NSID_ALL 0xffffffffu
+
+#endif
