@@ -44,7 +44,11 @@ int vfu_dma_table_find(struct vfu_dma_table *t, uint64_t iova, uint64_t len,
  * `prot`. Returns entries used or -EFAULT / -EPERM / -E2BIG. Any thread. */
 int vfu_dma_table_iov(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot,
 		      struct iovec *iov, int max_iov);
+/* Bumped (atomically) by every add, remove and clear: callers caching a
+ * translation compare it to know the cache is still valid. Any thread. */
 uint64_t vfu_dma_table_generation(const struct vfu_dma_table *t);
+/* Number of windows. Any thread. */
+uint32_t vfu_dma_table_count(struct vfu_dma_table *t);
 
 /* ------------------------------------------------------------------------ */
 /* Endpoint.                                                                */

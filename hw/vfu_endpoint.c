@@ -1,0 +1,543 @@
+/* hw/vfu_endpoint.c - the vfio-user endpoint's transport: listening socket,
+ * one client at a time, non-blocking framing with SCM_RIGHTS, the send queue,
+ * disconnect and the async hold/resume of requests. */
+#include "hw/vfu_internal.h"
+
+#include "common/evloop.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static void vfu_ep_on_conn(int fd, uint32_t events, void *arg);
+
+static void vfu_ep_rx_reset(struct vfu_endpoint *ep)
+{
+	for (size_t i = 0; i < ep->rx_nfds; i++)
+		close(ep->rx_fds[i]);
+	ep->rx_nfds = 0;
+	ep->rx_fds_overflow = false;
+	ep->rx_hdr_got = 0;
+	ep->rx_body_got = 0;
+}
+
+static void vfu_ep_tx_free(struct vfu_endpoint *ep)
+{
+	while (ep->tx_head) {
+		struct vfu_tx *tx = ep->tx_head;
+
+		ep->tx_head = tx->next;
+		if (tx->fd >= 0)
+			close(tx->fd);
+		free(tx);
+	}
+	ep->tx_tail = NULL;
+	ep->tx_bytes = 0;
+}
+
+/* Frees everything the client had and goes back to listening. */
+static void vfu_ep_teardown(struct vfu_endpoint *ep)
+{
+	bool was_attached = ep->negotiated;
+
+	if (ep->conn_fd < 0)
+		return;
+	evloop_watch_remove(ep->conn_w);
+	ep->conn_w = NULL;
+	close(ep->conn_fd);
+	ep->conn_fd = -1;
+	ep->conn_events = 0;
+	ep->negotiated = false;
+	ep->held = VFU_HELD_NONE;
+	ep->resume_early = false;
+	ep->dead = false;
+	ep->st.disconnects++;
+	if (was_attached && ep->ops->detach)
+		ep->ops->detach(ep->arg);
+	vfu_dma_table_clear(ep->dma);
+	vfu_ep_rx_reset(ep);
+	vfu_ep_tx_free(ep);
+	vfu_dma_msg_fail_all(ep, -ECONNRESET);
+	LOG_INFO(VFU_COMP, "%s: client detached", ep->path);
+}
+
+void vfu_ep_drop(struct vfu_endpoint *ep, const char *why)
+{
+	if (ep->conn_fd < 0)
+		return;
+	if (why)
+		LOG_GUEST_ERR(VFU_COMP, "%s: dropping client: %s", ep->path, why);
+	/* Inside the connection callback, the reader finishes first. */
+	if (ep->in_io) {
+		ep->dead = true;
+		return;
+	}
+	vfu_ep_teardown(ep);
+}
+
+void vfu_ep_update_events(struct vfu_endpoint *ep)
+{
+	uint32_t ev = 0;
+
+	if (ep->conn_fd < 0 || ep->dead)
+		return;
+	if (ep->held == VFU_HELD_NONE && ep->tx_bytes < VFU_TX_HIGH_WATER)
+		ev |= EPOLLIN;
+	if (ep->tx_head)
+		ev |= EPOLLOUT;
+	if (ev != ep->conn_events && !evloop_watch_modify(ep->conn_w, ev))
+		ep->conn_events = ev;
+}
+
+/* One sendmsg; the fd rides on the first byte. Returns bytes or -errno. */
+static ssize_t vfu_ep_sendmsg(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return n < 0 ? -errno : n;
+}
+
+/* Sends what the queue holds until the socket is full. 0 or -errno. */
+static int vfu_ep_flush(struct vfu_endpoint *ep)
+{
+	while (ep->tx_head) {
+		struct vfu_tx *tx = ep->tx_head;
+		ssize_t n = vfu_ep_sendmsg(ep->conn_fd, tx->data + tx->sent, tx->len - tx->sent,
+					   tx->fd);
+
+		if (n == -EAGAIN || n == -EINTR)
+			break;
+		if (n < 0)
+			return (int)n;
+		if (tx->fd >= 0) {
+			close(tx->fd);
+			tx->fd = -1;
+		}
+		tx->sent += (size_t)n;
+		ep->tx_bytes -= (size_t)n;
+		if (tx->sent < tx->len)
+			break;
+		ep->tx_head = tx->next;
+		if (!ep->tx_head)
+			ep->tx_tail = NULL;
+		free(tx);
+	}
+	vfu_ep_update_events(ep);
+	return 0;
+}
+
+int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr,
+		const void *payload, size_t len, int fd)
+{
+	struct vfu_tx *tx;
+	int rc;
+
+	if (ep->conn_fd < 0 || ep->dead)
+		return -ENOTCONN;
+	tx = malloc(sizeof(*tx) + sizeof(*hdr) + len);
+	if (!tx) {
+		vfu_ep_drop(ep, "out of memory for a reply");
+		return -ENOMEM;
+	}
+	tx->next = NULL;
+	tx->len = sizeof(*hdr) + len;
+	tx->sent = 0;
+	tx->fd = -1;
+	memcpy(tx->data, hdr, sizeof(*hdr));
+	if (len)
+		memcpy(tx->data + sizeof(*hdr), payload, len);
+	if (fd >= 0) {
+		/* Our own copy: the owner may close its fd before we flush. */
+		tx->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (tx->fd < 0) {
+			free(tx);
+			vfu_ep_drop(ep, "cannot dup an fd for a reply");
+			return -EMFILE;
+		}
+	}
+	if (ep->tx_tail)
+		ep->tx_tail->next = tx;
+	else
+		ep->tx_head = tx;
+	ep->tx_tail = tx;
+	ep->tx_bytes += tx->len;
+	ep->st.msgs_tx++;
+	rc = vfu_ep_flush(ep);
+	if (rc) {
+		vfu_ep_drop(ep, "send failed");
+		return rc;
+	}
+	return 0;
+}
+
+void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err,
+		  const void *payload, size_t len)
+{
+	struct vfio_user_header h = {
+		.msg_id = req->msg_id,
+		.command = req->command,
+		.flags = VFIO_USER_F_TYPE_REPLY,
+	};
+
+	if (err) {
+		ep->st.errors_replied++;
+		LOG_GUEST_ERR(VFU_COMP, "%s: command %u id %u failed: %s", ep->path, req->command,
+			      req->msg_id, strerror(err));
+	}
+	/* Spec: a NO_REPLY request never gets an answer, not even an error; the
+	 * client would not expect it and would desynchronise. */
+	if (req->flags & VFIO_USER_F_NO_REPLY)
+		return;
+	if (err) {
+		h.flags |= VFIO_USER_F_ERROR;
+		h.error_no = (uint32_t)err;
+		payload = NULL;
+		len = 0;
+	}
+	h.msg_size = (uint32_t)(sizeof(h) + len);
+	vfu_ep_send(ep, &h, payload, len, -1);
+}
+
+/* One recvmsg into buf, collecting SCM_RIGHTS fds. Returns bytes, 0 on EOF,
+ * -EAGAIN, or -errno (-EPROTO for a truncated control message). */
+static ssize_t vfu_ep_recv(struct vfu_endpoint *ep, void *buf, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * VFU_MAX_MSG_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	};
+	ssize_t n = recvmsg(ep->conn_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t nfd;
+		int *fds;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		fds = (int *)CMSG_DATA(c);
+		for (size_t i = 0; i < nfd; i++) {
+			int f;
+
+			memcpy(&f, &fds[i], sizeof(f));
+			if (ep->rx_nfds < VFU_MAX_MSG_FDS) {
+				ep->rx_fds[ep->rx_nfds++] = f;
+			} else {
+				close(f);
+				ep->rx_fds_overflow = true;
+			}
+		}
+	}
+	/* The kernel dropped fds it could not deliver: the client sent more than
+	 * max_msg_fds, and we cannot tell which message they belonged to. */
+	if (msg.msg_flags & MSG_CTRUNC)
+		return -EPROTO;
+	return n;
+}
+
+/* Validates a complete header. false: drop the connection. */
+static bool vfu_ep_check_header(struct vfu_endpoint *ep)
+{
+	const struct vfio_user_header *h = &ep->rx_hdr;
+	uint32_t type = h->flags & VFIO_USER_F_TYPE_MASK;
+	size_t body;
+
+	if (h->msg_size < sizeof(*h) || h->msg_size > VFU_MAX_MSG_SIZE) {
+		ep->st.bad_messages++;
+		vfu_ep_drop(ep, "message size out of bounds");
+		return false;
+	}
+	if (type != VFIO_USER_F_TYPE_COMMAND && type != VFIO_USER_F_TYPE_REPLY) {
+		ep->st.bad_messages++;
+		vfu_ep_drop(ep, "message type neither command nor reply");
+		return false;
+	}
+	body = h->msg_size - sizeof(*h);
+	if (body > ep->rx_body_cap) {
+		uint8_t *nb = realloc(ep->rx_body, body);
+
+		if (!nb) {
+			vfu_ep_drop(ep, "out of memory for a message");
+			return false;
+		}
+		ep->rx_body = nb;
+		ep->rx_body_cap = body;
+	}
+	return true;
+}
+
+/* A complete message is in rx_hdr/rx_body/rx_fds: handle it. */
+static void vfu_ep_process(struct vfu_endpoint *ep)
+{
+	ep->st.msgs_rx++;
+	if ((ep->rx_hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY) {
+		if (!vfu_dma_msg_reply(ep)) {
+			ep->st.bad_messages++;
+			vfu_ep_drop(ep, "reply to nothing we sent");
+		}
+		return;
+	}
+	ep->in_handler = true;
+	vfu_cmd_dispatch(ep);
+	ep->in_handler = false;
+	if (ep->resume_early) {
+		ep->resume_early = false;
+		if (ep->held != VFU_HELD_NONE)
+			vfu_cmd_resume(ep, ep->resume_status);
+	}
+}
+
+/* Reads and handles messages until the socket is empty, a request is held,
+ * the send queue is full, or a bounded batch was handled (level-triggered
+ * epoll brings us back, so other fds get their turn). */
+static void vfu_ep_read(struct vfu_endpoint *ep)
+{
+	for (int batch = 0; batch < 64; batch++) {
+		ssize_t n;
+		size_t body;
+
+		if (ep->dead || ep->held != VFU_HELD_NONE || ep->tx_bytes >= VFU_TX_HIGH_WATER)
+			return;
+		if (ep->rx_hdr_got < sizeof(ep->rx_hdr)) {
+			n = vfu_ep_recv(ep, (uint8_t *)&ep->rx_hdr + ep->rx_hdr_got,
+					sizeof(ep->rx_hdr) - ep->rx_hdr_got);
+			if (n == -EAGAIN)
+				return;
+			if (n <= 0)
+				goto out_drop;
+			ep->rx_hdr_got += (size_t)n;
+			if (ep->rx_hdr_got < sizeof(ep->rx_hdr))
+				continue;
+			if (!vfu_ep_check_header(ep))
+				return;
+		}
+		body = ep->rx_hdr.msg_size - sizeof(ep->rx_hdr);
+		if (ep->rx_body_got < body) {
+			n = vfu_ep_recv(ep, ep->rx_body + ep->rx_body_got, body - ep->rx_body_got);
+			if (n == -EAGAIN)
+				return;
+			if (n <= 0)
+				goto out_drop;
+			ep->rx_body_got += (size_t)n;
+			if (ep->rx_body_got < body)
+				continue;
+		}
+		vfu_ep_process(ep);
+		vfu_ep_rx_reset(ep);
+	}
+	return;
+out_drop:
+	/* EOF or an error: mid-message it is a short read, else a plain close. */
+	if (ep->rx_hdr_got || ep->rx_body_got) {
+		ep->st.bad_messages++;
+		vfu_ep_drop(ep, "short read");
+	} else {
+		vfu_ep_drop(ep, NULL);
+	}
+}
+
+static void vfu_ep_on_conn(int fd, uint32_t events, void *arg)
+{
+	struct vfu_endpoint *ep = arg;
+
+	ep->in_io = true;
+	if ((events & EPOLLOUT) && vfu_ep_flush(ep))
+		vfu_ep_drop(ep, "send failed");
+	if (!ep->dead && (events & EPOLLIN))
+		vfu_ep_read(ep);
+	else if (!ep->dead && (events & (EPOLLHUP | EPOLLERR)))
+		/* Not reading (held or backlogged) and the peer is gone. */
+		vfu_ep_drop(ep, NULL);
+	ep->in_io = false;
+	if (ep->dead) {
+		vfu_ep_teardown(ep);
+		return;
+	}
+	vfu_ep_update_events(ep);
+	vfu_dma_msg_kick(ep);
+}
+
+static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
+{
+	struct vfu_endpoint *ep = arg;
+	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (c < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			LOG_WARN(VFU_COMP, "%s: accept: %s", ep->path, strerror(errno));
+		return;
+	}
+	if (ep->conn_fd >= 0) {
+		/* One client per device: QEMU never shares a socket. */
+		LOG_WARN(VFU_COMP, "%s: second client refused while one is attached", ep->path);
+		close(c);
+		return;
+	}
+	ep->conn_w = evloop_watch_add(ep->loop, c, EPOLLIN, vfu_ep_on_conn, ep);
+	if (!ep->conn_w) {
+		LOG_ERR(VFU_COMP, "%s: cannot watch the client socket", ep->path);
+		close(c);
+		return;
+	}
+	ep->conn_fd = c;
+	ep->conn_events = EPOLLIN;
+	ep->client_max_xfer = VFU_MAX_DATA_XFER_SIZE;
+	vfu_ep_rx_reset(ep);
+	LOG_INFO(VFU_COMP, "%s: client connected", ep->path);
+}
+
+struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
+					 unsigned int mode,
+					 const struct vfu_endpoint_ops *ops, void *arg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct vfu_endpoint *ep;
+	int err;
+
+	if (!loop || !path || !ops || !ops->device_info || !ops->region_info ||
+	    !ops->region_access || !ops->irq_info || !ops->set_irqs || !ops->reset) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	strcpy(sa.sun_path, path);
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->loop = loop;
+	ep->ops = ops;
+	ep->arg = arg;
+	ep->conn_fd = -1;
+	ep->path = strdup(path);
+	if (!ep->path)
+		goto out_free;
+	ep->dma = vfu_dma_table_create(VFU_MAX_DMA_MAPS);
+	if (!ep->dma)
+		goto out_path;
+	ep->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ep->listen_fd < 0)
+		goto out_dma;
+	/* A stale socket file from an earlier run would make bind fail. */
+	if (unlink(path) < 0 && errno != ENOENT)
+		goto out_sock;
+	if (bind(ep->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto out_sock;
+	if (chmod(path, mode ? mode : 0600) < 0 || listen(ep->listen_fd, 4) < 0)
+		goto out_unlink;
+	ep->listen_w = evloop_watch_add(loop, ep->listen_fd, EPOLLIN, vfu_ep_on_listen, ep);
+	if (!ep->listen_w)
+		goto out_unlink;
+	return ep;
+
+out_unlink:
+	err = errno;
+	unlink(path);
+	errno = err;
+out_sock:
+	err = errno;
+	close(ep->listen_fd);
+	errno = err;
+out_dma:
+	err = errno;
+	vfu_dma_table_destroy(ep->dma);
+	errno = err;
+out_path:
+	err = errno;
+	free(ep->path);
+	errno = err;
+out_free:
+	err = errno;
+	free(ep);
+	errno = err;
+	return NULL;
+}
+
+void vfu_endpoint_destroy(struct vfu_endpoint *ep)
+{
+	if (!ep)
+		return;
+	ep->in_io = false;
+	vfu_ep_teardown(ep);
+	evloop_watch_remove(ep->listen_w);
+	close(ep->listen_fd);
+	unlink(ep->path);
+	vfu_dma_table_destroy(ep->dma);
+	free(ep->rx_body);
+	free(ep->path);
+	free(ep);
+}
+
+void vfu_endpoint_disconnect(struct vfu_endpoint *ep)
+{
+	vfu_ep_drop(ep, NULL);
+}
+
+bool vfu_endpoint_attached(const struct vfu_endpoint *ep)
+{
+	return ep->conn_fd >= 0 && ep->negotiated && !ep->dead;
+}
+
+struct vfu_dma_table *vfu_endpoint_dma(struct vfu_endpoint *ep)
+{
+	return ep->dma;
+}
+
+void vfu_endpoint_resume(struct vfu_endpoint *ep, int status)
+{
+	if (ep->in_handler) {
+		/* Completed before the handler even returned HW_EVENT_ASYNC. */
+		ep->resume_early = true;
+		ep->resume_status = status;
+		return;
+	}
+	if (ep->held == VFU_HELD_NONE || ep->conn_fd < 0) {
+		LOG_DBG(VFU_COMP, "%s: resume with nothing held", ep->path);
+		return;
+	}
+	vfu_cmd_resume(ep, status);
+	if (ep->conn_fd < 0)
+		return;
+	vfu_ep_update_events(ep);
+	vfu_dma_msg_kick(ep);
+}
+
+void vfu_endpoint_get_stats(const struct vfu_endpoint *ep, struct vfu_endpoint_stats *st)
+{
+	*st = ep->st;
+}
