@@ -1,0 +1,612 @@
+/* backend/bdev.c - bdev core: registry, open/claim, properties, I/O channels, request
+ * validation and the completion funnel shared by all modules. */
+#include "backend/bdev_internal.h"
+#include "common/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+/* Registry, creation order. Main thread only (see bdev.h). */
+static struct bdev *bdev_list;
+
+static void bdev_stat_add(uint64_t *counter, uint64_t n)
+{
+	__atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+static uint64_t bdev_stat_get(const uint64_t *counter)
+{
+	return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+/* ---- UUIDs ---- */
+
+void bdev_uuid_format(const uint8_t *uuid, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	int i, o = 0;
+
+	for (i = 0; i < BDEV_UUID_LEN; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[uuid[i] >> 4];
+		out[o++] = hex[uuid[i] & 0xf];
+	}
+	out[o] = '\0';
+}
+
+static int bdev_hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int bdev_uuid_parse(const char *text, uint8_t *uuid)
+{
+	uint8_t tmp[BDEV_UUID_LEN];
+	int i, pos = 0;
+
+	if (!text || strlen(text) != BDEV_UUID_STR_LEN - 1)
+		return -EINVAL;
+	for (i = 0; i < BDEV_UUID_LEN; i++) {
+		int hi, lo;
+
+		if (i == 4 || i == 6 || i == 8 || i == 10) {
+			if (text[pos++] != '-')
+				return -EINVAL;
+		}
+		hi = bdev_hex_val(text[pos++]);
+		lo = bdev_hex_val(text[pos++]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		tmp[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(uuid, tmp, sizeof(tmp));
+	return 0;
+}
+
+/* RFC 9562 version 4: random bits with the version and variant fields set. */
+static int bdev_uuid_generate(uint8_t *uuid)
+{
+	size_t got = 0;
+
+	while (got < BDEV_UUID_LEN) {
+		ssize_t n = getrandom(uuid + got, BDEV_UUID_LEN - got, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	uuid[6] = (uuid[6] & 0x0f) | 0x40;
+	uuid[8] = (uuid[8] & 0x3f) | 0x80;
+	return 0;
+}
+
+/* ---- registry ---- */
+
+struct bdev *bdev_lookup(const char *name)
+{
+	struct bdev *b;
+
+	if (!name)
+		return NULL;
+	for (b = bdev_list; b; b = b->next) {
+		if (!strcmp(b->name, name))
+			return b;
+	}
+	return NULL;
+}
+
+int bdev_alloc(const char *name, const struct bdev_module_ops *ops, uint32_t block_size,
+	       uint64_t num_blocks, const uint8_t *uuid, struct bdev **out)
+{
+	struct bdev *b;
+	size_t len;
+	int rc;
+
+	if (!name)
+		return -EINVAL;
+	len = strlen(name);
+	if (len == 0 || len > BDEV_NAME_MAX)
+		return -EINVAL;
+	if (block_size != 512 && block_size != 4096)
+		return -EINVAL;
+	/* The byte size must fit in 64 bits so that every offset computed later does. */
+	if (num_blocks == 0 || num_blocks > UINT64_MAX / block_size)
+		return -EINVAL;
+	if (bdev_lookup(name))
+		return -EEXIST;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	memcpy(b->name, name, len + 1);
+	b->ops = ops;
+	b->block_size = block_size;
+	b->num_blocks = num_blocks;
+	if (uuid) {
+		memcpy(b->uuid, uuid, BDEV_UUID_LEN);
+	} else {
+		rc = bdev_uuid_generate(b->uuid);
+		if (rc) {
+			free(b);
+			return rc;
+		}
+	}
+	b->write_cache = ops->has_write_cache;
+	*out = b;
+	return 0;
+}
+
+int bdev_register(struct bdev *bdev)
+{
+	struct bdev **pp;
+
+	if (bdev_lookup(bdev->name))
+		return -EEXIST;
+	for (pp = &bdev_list; *pp; pp = &(*pp)->next)
+		;
+	bdev->next = NULL;
+	*pp = bdev;
+	LOG_INFO(BDEV_LOG, "created %s bdev %s: %" PRIu64 " blocks of %u bytes", bdev->ops->module_name,
+		 bdev->name, bdev->num_blocks, bdev->block_size);
+	return 0;
+}
+
+void bdev_free(struct bdev *bdev)
+{
+	free(bdev);
+}
+
+int bdev_foreach(int (*fn)(struct bdev *bdev, void *arg), void *arg)
+{
+	struct bdev *b, *next;
+	int rc;
+
+	for (b = bdev_list; b; b = next) {
+		next = b->next;
+		rc = fn(b, arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static bool bdev_is_busy(const struct bdev *b)
+{
+	return b->claimed || b->open_count > 0 ||
+	       __atomic_load_n(&b->channel_count, __ATOMIC_ACQUIRE) > 0;
+}
+
+static void bdev_destroy(struct bdev *b)
+{
+	LOG_INFO(BDEV_LOG, "deleting bdev %s", b->name);
+	if (b->ops->destruct)
+		b->ops->destruct(b);
+	free(b);
+}
+
+int bdev_delete(const char *name)
+{
+	struct bdev **pp, *b;
+
+	for (pp = &bdev_list; *pp; pp = &(*pp)->next) {
+		b = *pp;
+		if (strcmp(b->name, name))
+			continue;
+		if (bdev_is_busy(b))
+			return -EBUSY;
+		*pp = b->next;
+		bdev_destroy(b);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int bdev_delete_all(void)
+{
+	struct bdev **pp = &bdev_list, *b;
+	int left = 0;
+
+	while (*pp) {
+		b = *pp;
+		if (bdev_is_busy(b)) {
+			LOG_WARN(BDEV_LOG, "bdev %s still in use, not deleted", b->name);
+			left++;
+			pp = &b->next;
+			continue;
+		}
+		*pp = b->next;
+		bdev_destroy(b);
+	}
+	return left;
+}
+
+int bdev_open(struct bdev *bdev)
+{
+	bdev->open_count++;
+	return 0;
+}
+
+void bdev_close(struct bdev *bdev)
+{
+	assert(bdev->open_count > 0);
+	if (bdev->open_count > 0)
+		bdev->open_count--;
+}
+
+int bdev_claim(struct bdev *bdev, const char *owner)
+{
+	if (bdev->claimed)
+		return -EBUSY;
+	bdev->claimed = true;
+	snprintf(bdev->claimed_by, sizeof(bdev->claimed_by), "%s", owner ? owner : "");
+	return 0;
+}
+
+void bdev_release(struct bdev *bdev)
+{
+	bdev->claimed = false;
+	bdev->claimed_by[0] = '\0';
+}
+
+int bdev_set_write_cache(struct bdev *bdev, bool enable)
+{
+	if (!bdev->ops->has_write_cache)
+		return enable ? -ENOTSUP : 0;
+	__atomic_store_n(&bdev->write_cache, enable, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- properties ---- */
+
+const char *bdev_get_name(const struct bdev *bdev)
+{
+	return bdev->name;
+}
+
+const char *bdev_get_module_name(const struct bdev *bdev)
+{
+	return bdev->ops->module_name;
+}
+
+uint32_t bdev_get_block_size(const struct bdev *bdev)
+{
+	return bdev->block_size;
+}
+
+uint64_t bdev_get_num_blocks(const struct bdev *bdev)
+{
+	return bdev->num_blocks;
+}
+
+void bdev_get_uuid(const struct bdev *bdev, uint8_t *out)
+{
+	memcpy(out, bdev->uuid, BDEV_UUID_LEN);
+}
+
+bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type)
+{
+	if ((unsigned int)type >= BDEV_IO_TYPE_COUNT)
+		return false;
+	return bdev->ops->io_types & (1u << type);
+}
+
+bool bdev_has_write_cache(const struct bdev *bdev)
+{
+	return __atomic_load_n(&bdev->write_cache, __ATOMIC_RELAXED);
+}
+
+void bdev_get_info(const struct bdev *bdev, struct bdev_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "%s", bdev->name);
+	info->product_name = bdev->ops->product_name;
+	info->module_name = bdev->ops->module_name;
+	info->block_size = bdev->block_size;
+	info->num_blocks = bdev->num_blocks;
+	memcpy(info->uuid, bdev->uuid, BDEV_UUID_LEN);
+	info->claimed = bdev->claimed;
+	snprintf(info->claimed_by, sizeof(info->claimed_by), "%s", bdev->claimed_by);
+	info->open_count = bdev->open_count;
+	info->io_types = bdev->ops->io_types;
+	info->write_cache = bdev_has_write_cache(bdev);
+	if (bdev->ops->get_info)
+		bdev->ops->get_info(bdev, info);
+}
+
+void bdev_get_stats(const struct bdev *bdev, struct bdev_stats *stats)
+{
+	const struct bdev_stats *s = &bdev->stats;
+
+	stats->read_ops = bdev_stat_get(&s->read_ops);
+	stats->write_ops = bdev_stat_get(&s->write_ops);
+	stats->bytes_read = bdev_stat_get(&s->bytes_read);
+	stats->bytes_written = bdev_stat_get(&s->bytes_written);
+	stats->flush_ops = bdev_stat_get(&s->flush_ops);
+	stats->unmap_ops = bdev_stat_get(&s->unmap_ops);
+	stats->write_zeroes_ops = bdev_stat_get(&s->write_zeroes_ops);
+	stats->errors = bdev_stat_get(&s->errors);
+}
+
+size_t bdev_io_ctx_size(const struct bdev *bdev)
+{
+	/* Rounded so that an array of ios stays aligned for driver_ctx. */
+	return (bdev->ops->io_ctx_size + 15) & ~(size_t)15;
+}
+
+size_t bdev_io_size(const struct bdev *bdev)
+{
+	return sizeof(struct bdev_io) + bdev_io_ctx_size(bdev);
+}
+
+/* ---- iovec helpers ---- */
+
+void bdev_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t len)
+{
+	uint8_t *dst = buf;
+	int i;
+
+	for (i = 0; i < iovcnt && len > 0; i++) {
+		size_t n = iov[i].iov_len < len ? iov[i].iov_len : len;
+
+		memcpy(dst, iov[i].iov_base, n);
+		dst += n;
+		len -= n;
+	}
+}
+
+void bdev_buf_to_iov(const struct iovec *iov, int iovcnt, const void *buf, size_t len)
+{
+	const uint8_t *src = buf;
+	int i;
+
+	for (i = 0; i < iovcnt && len > 0; i++) {
+		size_t n = iov[i].iov_len < len ? iov[i].iov_len : len;
+
+		memcpy(iov[i].iov_base, src, n);
+		src += n;
+		len -= n;
+	}
+}
+
+/* ---- channels ---- */
+
+int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out)
+{
+	struct bdev_channel *ch;
+	int rc;
+
+	if (!bdev || bdev->open_count == 0)
+		return -EINVAL;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->bdev = bdev;
+	ch->owner = pthread_self();
+	ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ch->efd < 0) {
+		rc = -errno;
+		goto out_free_ch;
+	}
+	if (bdev->ops->channel_create) {
+		rc = bdev->ops->channel_create(ch);
+		if (rc)
+			goto out_close_efd;
+	}
+	__atomic_fetch_add(&bdev->channel_count, 1, __ATOMIC_ACQ_REL);
+	*out = ch;
+	return 0;
+
+out_close_efd:
+	close(ch->efd);
+out_free_ch:
+	free(ch);
+	return rc;
+}
+
+int bdev_channel_destroy(struct bdev_channel *ch)
+{
+	if (!ch)
+		return 0;
+	assert(pthread_equal(ch->owner, pthread_self()));
+	if (ch->outstanding)
+		return -EBUSY;
+	if (ch->bdev->ops->channel_destroy)
+		ch->bdev->ops->channel_destroy(ch);
+	close(ch->efd);
+	__atomic_fetch_sub(&ch->bdev->channel_count, 1, __ATOMIC_ACQ_REL);
+	free(ch);
+	return 0;
+}
+
+int bdev_channel_get_fd(const struct bdev_channel *ch)
+{
+	return ch->efd;
+}
+
+uint32_t bdev_channel_outstanding(const struct bdev_channel *ch)
+{
+	return ch->outstanding;
+}
+
+void bdev_channel_kick(struct bdev_channel *ch)
+{
+	uint64_t one = 1;
+
+	if (ch->signaled || ch->in_poll)
+		return;
+	/* The counter cannot overflow (we read it on every poll), so a failed write would mean a
+	 * closed fd: a bug that the poll's own reap still tolerates. */
+	if (write(ch->efd, &one, sizeof(one)) == sizeof(one))
+		ch->signaled = true;
+}
+
+void bdev_io_complete(struct bdev_io *io, int status)
+{
+	struct bdev_channel *ch = io->internal.ch;
+
+	io->internal.status = status;
+	io->internal.next = NULL;
+	if (ch->done_tail)
+		ch->done_tail->internal.next = io;
+	else
+		ch->done_head = io;
+	ch->done_tail = io;
+	bdev_channel_kick(ch);
+}
+
+static bool bdev_range_ok(const struct bdev *b, uint64_t offset, uint64_t num)
+{
+	return offset <= b->num_blocks && num <= b->num_blocks - offset;
+}
+
+/* Returns 0 or the status an invalid io completes with. Nothing is accessed for a bad io. */
+static int bdev_io_check(const struct bdev *b, const struct bdev_io *io)
+{
+	uint64_t want, total = 0;
+	uint32_t i;
+	int j;
+
+	if ((unsigned int)io->type >= BDEV_IO_TYPE_COUNT)
+		return -EINVAL;
+	if (!bdev_io_type_supported(b, io->type))
+		return -ENOTSUP;
+	switch (io->type) {
+	case BDEV_IO_READ:
+	case BDEV_IO_WRITE:
+		if (io->num_blocks == 0 || !io->iov || io->iovcnt <= 0)
+			return -EINVAL;
+		if (!bdev_range_ok(b, io->offset_blocks, io->num_blocks))
+			return -ERANGE;
+		want = io->num_blocks * b->block_size;
+		for (j = 0; j < io->iovcnt; j++) {
+			if (io->iov[j].iov_len > want - total)
+				return -EINVAL;
+			if (io->iov[j].iov_len && !io->iov[j].iov_base)
+				return -EINVAL;
+			total += io->iov[j].iov_len;
+		}
+		return total == want ? 0 : -EINVAL;
+	case BDEV_IO_WRITE_ZEROES:
+		if (io->num_blocks == 0)
+			return -EINVAL;
+		return bdev_range_ok(b, io->offset_blocks, io->num_blocks) ? 0 : -ERANGE;
+	case BDEV_IO_UNMAP:
+		if (!io->ranges || io->nranges == 0)
+			return -EINVAL;
+		for (i = 0; i < io->nranges; i++) {
+			if (!bdev_range_ok(b, io->ranges[i].offset_blocks, io->ranges[i].num_blocks))
+				return -ERANGE;
+		}
+		return 0;
+	case BDEV_IO_FLUSH:
+	case BDEV_IO_TYPE_COUNT:
+		break;
+	}
+	return 0;
+}
+
+void bdev_submit(struct bdev_channel *ch, struct bdev_io *io)
+{
+	struct bdev *b = ch->bdev;
+	int rc;
+
+	assert(pthread_equal(ch->owner, pthread_self()));
+	io->internal.ch = ch;
+	io->internal.next = NULL;
+	io->internal.status = 0;
+	io->internal.bytes = 0;
+	ch->outstanding++;
+	rc = bdev_io_check(b, io);
+	if (rc) {
+		LOG_DBG(BDEV_LOG, "%s: rejected io type %d lba %" PRIu64 "+%" PRIu64 ": %d", b->name,
+			(int)io->type, io->offset_blocks, io->num_blocks, rc);
+		bdev_io_complete(io, rc);
+		return;
+	}
+	if (io->type == BDEV_IO_READ || io->type == BDEV_IO_WRITE)
+		io->internal.bytes = io->num_blocks * b->block_size;
+	/* Without a volatile write cache enabled, a write completes only when durable. */
+	if ((io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES) &&
+	    !bdev_has_write_cache(b))
+		io->flags |= BDEV_IO_F_FUA;
+	b->ops->submit(ch, io);
+}
+
+static void bdev_io_account(struct bdev *b, const struct bdev_io *io, int status)
+{
+	struct bdev_stats *s = &b->stats;
+
+	if (status) {
+		bdev_stat_add(&s->errors, 1);
+		return;
+	}
+	switch (io->type) {
+	case BDEV_IO_READ:
+		bdev_stat_add(&s->read_ops, 1);
+		bdev_stat_add(&s->bytes_read, io->internal.bytes);
+		break;
+	case BDEV_IO_WRITE:
+		bdev_stat_add(&s->write_ops, 1);
+		bdev_stat_add(&s->bytes_written, io->internal.bytes);
+		break;
+	case BDEV_IO_FLUSH:
+		bdev_stat_add(&s->flush_ops, 1);
+		break;
+	case BDEV_IO_WRITE_ZEROES:
+		bdev_stat_add(&s->write_zeroes_ops, 1);
+		break;
+	case BDEV_IO_UNMAP:
+		bdev_stat_add(&s->unmap_ops, 1);
+		break;
+	case BDEV_IO_TYPE_COUNT:
+		break;
+	}
+}
+
+int bdev_channel_poll(struct bdev_channel *ch)
+{
+	struct bdev_io *io, *next;
+	uint64_t cnt;
+	int n = 0;
+
+	assert(pthread_equal(ch->owner, pthread_self()));
+	/* Reset the eventfd before reaping: anything finishing after this read signals again. */
+	if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
+	ch->signaled = false;
+	if (ch->bdev->ops->poll) {
+		ch->in_poll = true;
+		ch->bdev->ops->poll(ch);
+		ch->in_poll = false;
+	}
+	/* Take the list as it stands: ios completed by the callbacks below (resubmitted and
+	 * rejected at once) go to a fresh list and signal the eventfd for the next poll. */
+	io = ch->done_head;
+	ch->done_head = ch->done_tail = NULL;
+	for (; io; io = next) {
+		int status = io->internal.status;
+
+		next = io->internal.next;
+		bdev_io_account(ch->bdev, io, status);
+		ch->outstanding--;
+		io->cb(io, status, io->cb_arg);
+		n++;
+	}
+	return n;
+}

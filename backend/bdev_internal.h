@@ -1,0 +1,86 @@
+/* backend/bdev_internal.h - what bdev modules (malloc, null, aio) share with the core: the module
+ * ops table, the bdev and channel objects, and the completion funnel. */
+#ifndef NVME_EMU_BACKEND_BDEV_INTERNAL_H
+#define NVME_EMU_BACKEND_BDEV_INTERNAL_H
+
+#include "backend/bdev.h"
+
+#include <pthread.h>
+
+#define BDEV_LOG "bdev"
+
+/*
+ * A module's ops table. The core validates every io (type, ranges, iovec length) before
+ * `submit` sees it, so a module only does the transfer. A module reports each result through
+ * bdev_io_complete(), from submit (queued, delivered at the next poll) or from its `poll`.
+ */
+struct bdev_module_ops {
+	const char *module_name;
+	const char *product_name;
+	size_t io_ctx_size;        /* bytes of driver_ctx per io */
+	uint32_t io_types;         /* bit per enum bdev_io_type */
+	bool has_write_cache;      /* the module honours BDEV_IO_F_FUA and FLUSH */
+	/* Frees the module's state (bdev->ctx). Main thread; no channel is left. */
+	void (*destruct)(struct bdev *bdev);
+	/* Sets ch->drv. Channel thread. Returns 0/-errno. Optional. */
+	int (*channel_create)(struct bdev_channel *ch);
+	/* Frees ch->drv. Channel thread; nothing outstanding. Optional. */
+	void (*channel_destroy)(struct bdev_channel *ch);
+	/* Starts a validated io. Channel thread. */
+	void (*submit)(struct bdev_channel *ch, struct bdev_io *io);
+	/* Issues queued work and reaps finished work into bdev_io_complete(). Channel thread.
+	 * Optional. */
+	void (*poll)(struct bdev_channel *ch);
+	/* Adds module-specific fields to *info. Optional. */
+	void (*get_info)(const struct bdev *bdev, struct bdev_info *info);
+};
+
+struct bdev {
+	char name[BDEV_NAME_MAX + 1];
+	const struct bdev_module_ops *ops;
+	void *ctx;                 /* module state */
+	uint32_t block_size;
+	uint64_t num_blocks;
+	uint8_t uuid[BDEV_UUID_LEN];
+	bool write_cache;          /* read with __atomic by channel threads */
+	uint32_t open_count;
+	bool claimed;
+	char claimed_by[BDEV_NAME_MAX + 1];
+	uint32_t channel_count;    /* __atomic: channels are created on poll group threads */
+	struct bdev_stats stats;   /* each field updated with __atomic_fetch_add */
+	struct bdev *next;         /* registry list, creation order */
+};
+
+struct bdev_channel {
+	struct bdev *bdev;
+	void *drv;                 /* module channel state */
+	int efd;                   /* readable while completions wait */
+	bool signaled;             /* efd written since the last poll read it */
+	bool in_poll;              /* the module is reaping: the drain follows, no need to signal */
+	struct bdev_io *done_head; /* completed, callback not yet run */
+	struct bdev_io *done_tail;
+	uint32_t outstanding;
+	pthread_t owner;
+};
+
+/* Checks a name and block size, allocates a bdev (not yet visible) with the given geometry and a
+ * random UUID unless `uuid` is given. Returns 0 or -EINVAL/-EEXIST/-ENOMEM. Main thread. */
+int bdev_alloc(const char *name, const struct bdev_module_ops *ops, uint32_t block_size,
+	       uint64_t num_blocks, const uint8_t *uuid, struct bdev **out);
+/* Makes an allocated bdev visible in the registry. Returns 0 or -EEXIST. Main thread. */
+int bdev_register(struct bdev *bdev);
+/* Frees a bdev from bdev_alloc that was never registered (ctx must already be released). */
+void bdev_free(struct bdev *bdev);
+
+/* The completion funnel: records the result and queues the io for the channel's next poll,
+ * signalling the channel's eventfd unless a poll is already under way. Channel thread. */
+void bdev_io_complete(struct bdev_io *io, int status);
+
+/* Signals the channel's eventfd (once until the next poll) so that bdev_channel_poll() runs. */
+void bdev_channel_kick(struct bdev_channel *ch);
+
+/* Copies between an iovec array and a flat buffer (len bytes). */
+void bdev_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t len);
+void bdev_buf_to_iov(const struct iovec *iov, int iovcnt, const void *buf, size_t len);
+
+#endif
