@@ -121,11 +121,17 @@ struct dpa_thread *dpa_thread_create(struct dpa *dpa, dpa_thread_fn fn, const vo
  * hart) or -EALREADY (already running). Thread: control. */
 int dpa_thread_run(struct dpa_thread *thread, int hart);
 
-/* Detaches the thread from its hart (waiting for a running activation to
- * end) and frees it. Its DB completion context and the message queues that
- * name it must have been destroyed first (otherwise returns -EBUSY and frees
- * nothing). Returns 0. Thread: control; blocks until the hart let go. In
- * fused mode it must not race with dpa_thread_poll() of the same thread. */
+/* Stops the thread: detaches it from its hart, waiting for a running
+ * activation to end; it is never activated again (kicks are ignored, and
+ * dpa_thread_poll returns -EINVAL). Call it before destroying the resources
+ * the program uses (its DB completion context, its message queues).
+ * Idempotent. Thread: control; blocks until the hart let go. In fused mode
+ * it must not race with dpa_thread_poll() of the same thread. */
+void dpa_thread_stop(struct dpa_thread *thread);
+
+/* Stops the thread (dpa_thread_stop) and frees it. Its DB completion context
+ * and the message queues that name it must have been destroyed first
+ * (otherwise returns -EBUSY and does nothing). Returns 0. Thread: control. */
 int dpa_thread_destroy(struct dpa_thread *thread);
 
 /* The thread's copy of its argument block. Thread: any. */
@@ -177,8 +183,13 @@ struct dpa_db_comp_elem {
 struct dpa_db_comp *dpa_db_comp_create(struct dpa_thread *thread);
 
 /* Destroys the context. Every DB created on it must have been destroyed
- * (returns -EBUSY otherwise). Returns 0. Thread: control. */
+ * (returns -EBUSY otherwise), and the program must no longer use it (stop
+ * the thread first, or make the program forget it). Returns 0.
+ * Thread: control. */
 int dpa_db_comp_destroy(struct dpa_db_comp *comp);
+
+/* DBs created on the context and not yet destroyed. Thread: any. */
+uint32_t dpa_db_comp_num_dbs(const struct dpa_db_comp *comp);
 
 /* The DPA thread the context activates. Thread: any. */
 struct dpa_thread *dpa_db_comp_thread(const struct dpa_db_comp *comp);
@@ -272,7 +283,8 @@ struct dpa_msgq_config {
 struct dpa_msgq *dpa_msgq_create(struct dpa *dpa, const struct dpa_msgq_config *config);
 
 /* Frees the queue; messages still in it are dropped. Neither side may use it
- * any more. Thread: control. */
+ * any more (stop a DPA thread side with dpa_thread_stop first).
+ * Thread: control. */
 void dpa_msgq_destroy(struct dpa_msgq *q);
 
 uint32_t dpa_msgq_msg_size(const struct dpa_msgq *q);
