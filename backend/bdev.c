@@ -586,15 +586,16 @@ int bdev_channel_poll(struct bdev_channel *ch)
 	int n = 0;
 
 	assert(pthread_equal(ch->owner, pthread_self()));
+	ch->in_poll = true;
+	if (ch->bdev->ops->issue)
+		ch->bdev->ops->issue(ch);
 	/* Reset the eventfd before reaping: anything finishing after this read signals again. */
 	if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
 		LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
 	ch->signaled = false;
-	if (ch->bdev->ops->poll) {
-		ch->in_poll = true;
+	if (ch->bdev->ops->poll)
 		ch->bdev->ops->poll(ch);
-		ch->in_poll = false;
-	}
+	ch->in_poll = false;
 	/* Take the list as it stands: ios completed by the callbacks below (resubmitted and
 	 * rejected at once) go to a fresh list and signal the eventfd for the next poll. */
 	io = ch->done_head;

@@ -259,8 +259,10 @@ int bdev_channel_get_fd(const struct bdev_channel *ch);
 /*
  * Submits an io on the channel's thread. Always succeeds from the caller's point of view: the
  * result, including validation errors (-EINVAL, -ERANGE, -ENOTSUP), arrives through io->cb from a
- * later bdev_channel_poll(), never from inside this call. I/O that the backend cannot accept yet
- * (aio queue full) is queued in the channel and issued by bdev_channel_poll(). Does not block,
+ * later bdev_channel_poll(), never from inside this call. aio batches: up to 16 prepared iocbs
+ * wait in the channel (its eventfd is signalled) and go to io_submit together at the next poll;
+ * so does I/O beyond the queue depth. When the write cache is disabled, WRITE and WRITE_ZEROES
+ * get BDEV_IO_F_FUA added to io->flags. Does not block,
  * except aio operations without an asynchronous form (hole punching, buffered fallback writes of
  * zeroes), which run synchronously here and complete through the queue.
  */

@@ -28,8 +28,12 @@ struct bdev_module_ops {
 	void (*channel_destroy)(struct bdev_channel *ch);
 	/* Starts a validated io. Channel thread. */
 	void (*submit)(struct bdev_channel *ch, struct bdev_io *io);
-	/* Issues queued work and reaps finished work into bdev_io_complete(). Channel thread.
-	 * Optional. */
+	/* Gives queued work to the device. Called by bdev_channel_poll() before the eventfd is
+	 * reset, so that completions signalled while issuing are reaped by this poll rather than
+	 * waking the thread again. Channel thread. Optional. */
+	void (*issue)(struct bdev_channel *ch);
+	/* Reaps finished work into bdev_io_complete(); may issue work that waited for free queue
+	 * slots. Channel thread. Optional. */
 	void (*poll)(struct bdev_channel *ch);
 	/* Adds module-specific fields to *info. Optional. */
 	void (*get_info)(const struct bdev *bdev, struct bdev_info *info);

@@ -52,6 +52,7 @@ void ut_io_rw(struct bdev_io *io, enum bdev_io_type type, uint64_t lba, uint64_t
 	io->cb_arg = res;
 	res->status = 1;
 	res->calls = 0;
+	res->done_count = NULL;
 }
 
 void ut_io_nodata(struct bdev_io *io, enum bdev_io_type type, uint64_t lba, uint64_t nblocks,

@@ -1,0 +1,419 @@
+/* tests/unit/backend/bdev_aio_test.c - aio bdev on temp files in /tmp and /dev/shm: round trips
+ * with aligned and unaligned iovecs, flush and FUA checked through a separate plain read(), hole
+ * punching, write-zeroes, eventfd completion, queue depth 32 under load, short reads. */
+#include "backend/bdev.h"
+#include "tests/unit/backend/bdev_ut_util.h"
+#include "tests/unit/cunit_runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct aut {
+	char path[64];
+	struct bdev *b;
+	struct bdev_channel *ch;
+	uint32_t bs;
+};
+
+/* Makes an empty temp file in dir; the bdev extends it to nblocks. */
+static void aut_setup(struct aut *t, const char *dir, uint32_t bs, uint64_t nblocks,
+		      uint32_t qd, bool buffered)
+{
+	struct bdev_aio_opts opts = { 0 };
+	int fd;
+
+	snprintf(t->path, sizeof(t->path), "%s/bdev_aio_ut.XXXXXX", dir);
+	fd = mkstemp(t->path);
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	close(fd);
+	t->bs = bs;
+	opts.filename = t->path;
+	opts.block_size = bs;
+	opts.create_size = nblocks * bs;
+	opts.queue_depth = qd;
+	opts.buffered = buffered;
+	CU_ASSERT_EQUAL_FATAL(bdev_aio_create("aio0", &opts, &t->b), 0);
+	CU_ASSERT_EQUAL(bdev_get_num_blocks(t->b), nblocks);
+	CU_ASSERT_TRUE(bdev_io_size(t->b) <= UT_IO_SIZE);
+	CU_ASSERT_EQUAL_FATAL(bdev_open(t->b), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(t->b, &t->ch), 0);
+}
+
+static void aut_teardown(struct aut *t)
+{
+	struct stat st;
+
+	CU_ASSERT_EQUAL(bdev_channel_outstanding(t->ch), 0);
+	CU_ASSERT_EQUAL(bdev_channel_destroy(t->ch), 0);
+	bdev_close(t->b);
+	CU_ASSERT_EQUAL(bdev_delete("aio0"), 0);
+	/* Deleting the bdev keeps the file. */
+	CU_ASSERT_EQUAL(stat(t->path, &st), 0);
+	unlink(t->path);
+}
+
+/* Reads the file with plain pread() on a new descriptor (not through the bdev). */
+static void aut_file_read(const struct aut *t, uint64_t lba, void *buf, size_t len)
+{
+	int fd = open(t->path, O_RDONLY);
+
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pread(fd, buf, len, (off_t)(lba * t->bs)), (ssize_t)len);
+	close(fd);
+}
+
+static long aut_file_blocks(const struct aut *t)
+{
+	struct stat st;
+
+	CU_ASSERT_EQUAL_FATAL(stat(t->path, &st), 0);
+	return (long)st.st_blocks;
+}
+
+static void *aut_alloc(size_t len)
+{
+	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	return p;
+}
+
+/* Write, read back (aligned and cut at odd places), flush, then check the file itself. */
+static void aut_round_trip(const char *dir, uint32_t bs, bool buffered)
+{
+	static const size_t odd_cuts[] = { 1, 511, 1000, 7, 4096, 0 };
+	static const size_t block_cuts[] = { 4096, 8192, 0 };
+	size_t len = 16 * (size_t)bs;
+	uint8_t *wbuf = aut_alloc(len + 1), *rbuf = aut_alloc(len), *fbuf = aut_alloc(len);
+	struct bdev_info info;
+	struct bdev_stats st;
+	struct aut t;
+
+	aut_setup(&t, dir, bs, 256, 0, buffered);
+	bdev_get_info(t.b, &info);
+	CU_ASSERT_STRING_EQUAL(info.module_name, "aio");
+	CU_ASSERT_STRING_EQUAL(info.filename, t.path);
+	CU_ASSERT_TRUE(info.write_cache);
+	if (buffered)
+		CU_ASSERT_FALSE(info.direct_io);
+	printf("[%s bs %u: %s I/O] ", dir, bs, info.direct_io ? "direct" : "buffered");
+
+	/* A new file reads as zeroes. */
+	memset(rbuf, 0xff, len);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_READ, 0, 16, rbuf, NULL), 0);
+	CU_ASSERT_TRUE(ut_is_zero(rbuf, len));
+
+	ut_pattern(wbuf, len, bs + 1);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_WRITE, 3, 16, wbuf, block_cuts), 0);
+	memset(rbuf, 0, len);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_READ, 3, 16, rbuf, block_cuts), 0);
+	CU_ASSERT_EQUAL(memcmp(rbuf, wbuf, len), 0);
+	/* Unaligned iovecs (bounce path under O_DIRECT) both ways. */
+	memset(rbuf, 0, len);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_READ, 3, 16, rbuf, odd_cuts), 0);
+	CU_ASSERT_EQUAL(memcmp(rbuf, wbuf, len), 0);
+	ut_pattern(wbuf, len + 1, bs + 2);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_WRITE, 100, 16, wbuf + 1, odd_cuts), 0);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_READ, 100, 16, rbuf, NULL), 0);
+	CU_ASSERT_EQUAL(memcmp(rbuf, wbuf + 1, len - 1), 0);
+	/* The last block, and one past it. */
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_WRITE, 255, 1, wbuf, NULL), 0);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, bs, BDEV_IO_READ, 256, 1, rbuf, NULL), -ERANGE);
+
+	/* After FLUSH the data is in the file, seen through another descriptor. */
+	CU_ASSERT_EQUAL(ut_nodata_sync(t.ch, BDEV_IO_FLUSH, 0, 0, 0), 0);
+	aut_file_read(&t, 100, fbuf, len - 1);
+	CU_ASSERT_EQUAL(memcmp(fbuf, wbuf + 1, len - 1), 0);
+	aut_file_read(&t, 255, fbuf, bs);
+	CU_ASSERT_EQUAL(memcmp(fbuf, wbuf, bs), 0);
+
+	bdev_get_stats(t.b, &st);
+	CU_ASSERT_EQUAL(st.write_ops, 3);
+	CU_ASSERT_EQUAL(st.read_ops, 4);
+	CU_ASSERT_EQUAL(st.flush_ops, 1);
+	CU_ASSERT_EQUAL(st.errors, 1);
+	CU_ASSERT_EQUAL(st.bytes_written, (2 * 16 + 1) * (uint64_t)bs);
+	aut_teardown(&t);
+	free(wbuf);
+	free(rbuf);
+	free(fbuf);
+}
+
+static void test_tmp_512(void)
+{
+	aut_round_trip("/tmp", 512, false);
+}
+
+static void test_tmp_4096(void)
+{
+	aut_round_trip("/tmp", 4096, false);
+}
+
+static void test_shm_512(void)
+{
+	aut_round_trip("/dev/shm", 512, false);
+}
+
+static void test_shm_4096(void)
+{
+	aut_round_trip("/dev/shm", 4096, false);
+}
+
+static void test_buffered_4096(void)
+{
+	aut_round_trip("/tmp", 4096, true);
+}
+
+/* FUA writes and writes with the write cache disabled reach the file before completing. */
+static void test_fua_and_write_cache(void)
+{
+	uint8_t *wbuf = aut_alloc(8192), *fbuf = aut_alloc(8192);
+	struct iovec iov = { wbuf, 4096 };
+	struct ut_result res;
+	struct bdev_io *io;
+	struct aut t;
+
+	aut_setup(&t, "/tmp", 4096, 64, 0, false);
+	io = ut_io_alloc(t.b);
+	ut_pattern(wbuf, 8192, 42);
+	ut_io_rw(io, BDEV_IO_WRITE, 7, 1, &iov, 1, &res);
+	io->flags = BDEV_IO_F_FUA;
+	CU_ASSERT_EQUAL(ut_submit_wait(t.ch, io, &res), 0);
+	aut_file_read(&t, 7, fbuf, 4096);
+	CU_ASSERT_EQUAL(memcmp(fbuf, wbuf, 4096), 0);
+
+	/* Cache off: a plain write is turned into FUA. */
+	CU_ASSERT_EQUAL(bdev_set_write_cache(t.b, false), 0);
+	CU_ASSERT_FALSE(bdev_has_write_cache(t.b));
+	iov.iov_base = wbuf + 4096;
+	ut_io_rw(io, BDEV_IO_WRITE, 8, 1, &iov, 1, &res);
+	CU_ASSERT_EQUAL(ut_submit_wait(t.ch, io, &res), 0);
+	CU_ASSERT_TRUE(io->flags & BDEV_IO_F_FUA);
+	aut_file_read(&t, 8, fbuf, 4096);
+	CU_ASSERT_EQUAL(memcmp(fbuf, wbuf + 4096, 4096), 0);
+	CU_ASSERT_EQUAL(bdev_set_write_cache(t.b, true), 0);
+	ut_io_rw(io, BDEV_IO_WRITE, 9, 1, &iov, 1, &res);
+	CU_ASSERT_EQUAL(ut_submit_wait(t.ch, io, &res), 0);
+	CU_ASSERT_FALSE(io->flags & BDEV_IO_F_FUA);
+	/* FUA on write-zeroes too. */
+	CU_ASSERT_EQUAL(ut_nodata_sync(t.ch, BDEV_IO_WRITE_ZEROES, 7, 2, BDEV_IO_F_FUA), 0);
+	aut_file_read(&t, 7, fbuf, 8192);
+	CU_ASSERT_TRUE(ut_is_zero(fbuf, 8192));
+	free(io);
+	aut_teardown(&t);
+	free(wbuf);
+	free(fbuf);
+}
+
+/* Unmap punches holes (the file loses blocks) and reads zeroes; write-zeroes reads zeroes. */
+static void aut_punch(const char *dir)
+{
+	size_t len = 256 * 4096;
+	uint8_t *wbuf = aut_alloc(len), *rbuf = aut_alloc(len);
+	struct bdev_range ranges[] = { { 16, 64 }, { 128, 32 }, { 200, 0 } };
+	long before, after;
+	struct aut t;
+	uint64_t lba;
+
+	aut_setup(&t, dir, 4096, 256, 0, false);
+	ut_pattern(wbuf, len, 3);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_WRITE, 0, 256, wbuf, NULL), 0);
+	CU_ASSERT_EQUAL(ut_nodata_sync(t.ch, BDEV_IO_FLUSH, 0, 0, 0), 0);
+	before = aut_file_blocks(&t);
+	CU_ASSERT_EQUAL(ut_unmap_sync(t.ch, ranges, 3), 0);
+	after = aut_file_blocks(&t);
+	/* 96 blocks of 4 KiB = 768 sectors of 512 bytes were released. */
+	CU_ASSERT_TRUE(before - after >= 768);
+	CU_ASSERT_EQUAL(ut_nodata_sync(t.ch, BDEV_IO_WRITE_ZEROES, 220, 10, 0), 0);
+	/* The file keeps its size. */
+	CU_ASSERT_EQUAL(bdev_get_num_blocks(t.b), 256);
+	memset(rbuf, 0xee, len);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_READ, 0, 256, rbuf, NULL), 0);
+	for (lba = 0; lba < 256; lba++) {
+		bool zero = (lba >= 16 && lba < 80) || (lba >= 128 && lba < 160) ||
+			    (lba >= 220 && lba < 230);
+
+		if (zero) {
+			CU_ASSERT_TRUE(ut_is_zero(rbuf + lba * 4096, 4096));
+		} else {
+			CU_ASSERT_EQUAL(memcmp(rbuf + lba * 4096, wbuf + lba * 4096, 4096), 0);
+		}
+	}
+	CU_ASSERT_EQUAL(ut_nodata_sync(t.ch, BDEV_IO_FLUSH, 0, 0, 0), 0);
+	aut_file_read(&t, 16, rbuf, 64 * 4096);
+	CU_ASSERT_TRUE(ut_is_zero(rbuf, 64 * 4096));
+	aut_teardown(&t);
+	free(wbuf);
+	free(rbuf);
+}
+
+static void test_punch_tmp(void)
+{
+	aut_punch("/tmp");
+}
+
+static void test_punch_shm(void)
+{
+	aut_punch("/dev/shm");
+}
+
+/* The completion arrives through the channel's eventfd, never inside submit. */
+static void test_eventfd_completion(void)
+{
+	uint8_t *buf = aut_alloc(4096);
+	struct iovec iov = { buf, 4096 };
+	struct ut_result res;
+	struct bdev_io *io;
+	struct aut t;
+	int polls = 0;
+
+	aut_setup(&t, "/tmp", 4096, 16, 0, false);
+	io = ut_io_alloc(t.b);
+	ut_io_rw(io, BDEV_IO_READ, 1, 1, &iov, 1, &res);
+	bdev_submit(t.ch, io);
+	CU_ASSERT_EQUAL(res.calls, 0);
+	CU_ASSERT_EQUAL(bdev_channel_outstanding(t.ch), 1);
+	while (res.calls == 0 && polls < 10) {
+		CU_ASSERT_TRUE_FATAL(ut_fd_readable(t.ch, 5000));
+		bdev_channel_poll(t.ch);
+		polls++;
+	}
+	CU_ASSERT_EQUAL(res.calls, 1);
+	CU_ASSERT_EQUAL(res.status, 0);
+	CU_ASSERT_FALSE(ut_fd_readable(t.ch, 0));
+	free(io);
+	aut_teardown(&t);
+	free(buf);
+}
+
+/* Queue depth 32 with 96 ios submitted at once: the excess waits in the channel. */
+static void test_queue_depth_32(void)
+{
+	enum { N = 96 };
+	struct bdev_io *ios[N];
+	struct ut_result res[N];
+	struct iovec iov[N];
+	uint8_t *wbuf = aut_alloc(N * 4096), *rbuf = aut_alloc(N * 4096);
+	struct aut t;
+	int i, done = 0;
+
+	aut_setup(&t, "/tmp", 4096, 128, 32, false);
+	ut_pattern(wbuf, N * 4096, 11);
+	for (i = 0; i < N; i++) {
+		ios[i] = ut_io_alloc(t.b);
+		iov[i].iov_base = wbuf + (size_t)i * 4096;
+		iov[i].iov_len = 4096;
+		ut_io_rw(ios[i], BDEV_IO_WRITE, (uint64_t)(N - 1 - i), 1, &iov[i], 1, &res[i]);
+		res[i].done_count = &done;
+		bdev_submit(t.ch, ios[i]);
+	}
+	CU_ASSERT_EQUAL(done, 0);
+	CU_ASSERT_EQUAL(bdev_channel_outstanding(t.ch), N);
+	CU_ASSERT_EQUAL(ut_wait(t.ch, &done, N, 5000), 0);
+	for (i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(res[i].calls, 1);
+		CU_ASSERT_EQUAL(res[i].status, 0);
+	}
+	/* Read back concurrently too. */
+	done = 0;
+	for (i = 0; i < N; i++) {
+		iov[i].iov_base = rbuf + (size_t)i * 4096;
+		ut_io_rw(ios[i], BDEV_IO_READ, (uint64_t)i, 1, &iov[i], 1, &res[i]);
+		res[i].done_count = &done;
+		bdev_submit(t.ch, ios[i]);
+	}
+	CU_ASSERT_EQUAL(ut_wait(t.ch, &done, N, 5000), 0);
+	for (i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(res[i].calls, 1);
+		CU_ASSERT_EQUAL(res[i].status, 0);
+		CU_ASSERT_EQUAL(memcmp(rbuf + (size_t)i * 4096,
+				       wbuf + (size_t)(N - 1 - i) * 4096, 4096), 0);
+		free(ios[i]);
+	}
+	aut_teardown(&t);
+	free(wbuf);
+	free(rbuf);
+}
+
+/* The file shrinks behind the bdev: the read comes back short and completes with -EIO. */
+static void test_short_read_is_eio(void)
+{
+	uint8_t *buf = aut_alloc(4096);
+	struct bdev_stats st;
+	struct aut t;
+
+	aut_setup(&t, "/tmp", 4096, 16, 0, false);
+	CU_ASSERT_EQUAL(truncate(t.path, 8 * 4096), 0);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_READ, 12, 1, buf, NULL), -EIO);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_READ, 2, 1, buf, NULL), 0);
+	bdev_get_stats(t.b, &st);
+	CU_ASSERT_EQUAL(st.errors, 1);
+	aut_teardown(&t);
+	free(buf);
+}
+
+static void test_create_errors(void)
+{
+	struct bdev_aio_opts opts = { 0 };
+	char path[64] = "/tmp/bdev_aio_ut.XXXXXX";
+	struct bdev *b = NULL;
+	struct stat st;
+	int fd = mkstemp(path);
+
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, "tiny", 4), 4);
+	close(fd);
+	CU_ASSERT_EQUAL(bdev_aio_create("a", NULL, &b), -EINVAL);
+	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	opts.filename = "/tmp/bdev_aio_ut_does_not_exist";
+	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -ENOENT);
+	opts.filename = path;
+	/* Smaller than one block. */
+	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	opts.block_size = 1024;
+	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	opts.block_size = 4096;
+	opts.create_size = 4096 * 3 + 512;
+	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	opts.filename = "/tmp";
+	opts.create_size = 0;
+	CU_ASSERT_NOT_EQUAL(bdev_aio_create("a", &opts, &b), 0);
+	CU_ASSERT_PTR_NULL(b);
+	CU_ASSERT_PTR_NULL(bdev_lookup("a"));
+
+	/* A taken name is refused before the file is created. */
+	CU_ASSERT_EQUAL_FATAL(bdev_null_create("taken", 8, 512, NULL, NULL), 0);
+	opts.filename = "/tmp/bdev_aio_ut_never_created";
+	opts.create_size = 4096 * 4;
+	CU_ASSERT_EQUAL(bdev_aio_create("taken", &opts, &b), -EEXIST);
+	CU_ASSERT_NOT_EQUAL(stat(opts.filename, &st), 0);
+	CU_ASSERT_EQUAL(bdev_delete("taken"), 0);
+
+	/* create_size creates a missing file. */
+	CU_ASSERT_EQUAL(bdev_aio_create("made", &opts, &b), 0);
+	CU_ASSERT_EQUAL(stat(opts.filename, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 4096 * 4);
+	CU_ASSERT_EQUAL(bdev_get_num_blocks(b), 4);
+	CU_ASSERT_EQUAL(bdev_delete("made"), 0);
+	unlink(opts.filename);
+	unlink(path);
+}
+
+CUNIT_SUITE(bdev_aio, NULL, NULL,
+	    { "create_errors", test_create_errors },
+	    { "tmp_512", test_tmp_512 },
+	    { "tmp_4096", test_tmp_4096 },
+	    { "shm_512", test_shm_512 },
+	    { "shm_4096", test_shm_4096 },
+	    { "buffered_4096", test_buffered_4096 },
+	    { "fua_and_write_cache", test_fua_and_write_cache },
+	    { "punch_tmp", test_punch_tmp },
+	    { "punch_shm", test_punch_shm },
+	    { "eventfd_completion", test_eventfd_completion },
+	    { "queue_depth_32", test_queue_depth_32 },
+	    { "short_read_is_eio", test_short_read_is_eio })
