@@ -1,0 +1,238 @@
+/* tests/unit/vfu/dma_table_test.c - the DMA window table: overlaps,
+ * adjacency, boundaries, wrap-around, permissions, fd mapping, iovecs. */
+#include "hw/vfu.h"
+#include "tests/unit/cunit_runner.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define R VFIO_USER_DMA_READ_PROT
+#define W VFIO_USER_DMA_WRITE_PROT
+
+static void test_add_overlap(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	uint64_t gen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	gen = vfu_dma_table_generation(t);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x1000, R | W, -1, 0), 0);
+	CU_ASSERT_NOT_EQUAL(vfu_dma_table_generation(t), gen);
+	/* Any byte in common is an overlap. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x1000, R, -1, 0), -EEXIST);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0xf000, 0x1001, R, -1, 0), -EEXIST);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10fff, 0x1, R, -1, 0), -EEXIST);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x8000, 0x10000, R, -1, 0), -EEXIST);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10800, 0x100, R, -1, 0), -EEXIST);
+	/* Touching on either side is not. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0xf000, 0x1000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x11000, 0x1000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 3);
+	vfu_dma_table_destroy(t);
+}
+
+static void test_add_invalid(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(2);
+
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x1000, 0, R, -1, 0), -EINVAL);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, UINT64_MAX - 0xfff, 0x2000, R, -1, 0), -EINVAL);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x1000, 0x1000, 0x4, -1, 0), -EINVAL);
+	/* The very top of the address space is fine. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, UINT64_MAX - 0xfff, 0x1000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0, 0x1000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x5000, 0x1000, R, -1, 0), -ENOSPC);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 2);
+	vfu_dma_table_destroy(t);
+}
+
+static void test_remove_exact(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	struct vfu_dma_window w;
+
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x2000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x10000, 0x1000), -ENOENT);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x11000, 0x1000), -ENOENT);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x10000, 0x3000), -ENOENT);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x10000, 0), -ENOENT);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x10000, 0x2000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x10000, 0x2000), -ENOENT);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10000, 1, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 0);
+	vfu_dma_table_destroy(t);
+}
+
+static void test_find_boundaries(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	struct vfu_dma_window w;
+
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x1000, R | W, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x11000, 0x1000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x30000, 0x1000, W, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10000, 0x1000, &w), 0);
+	CU_ASSERT_EQUAL(w.iova, 0x10000);
+	CU_ASSERT_EQUAL(w.len, 0x1000);
+	CU_ASSERT_EQUAL(w.prot, R | W);
+	CU_ASSERT_PTR_NULL(w.local);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10fff, 1, &w), 0);
+	CU_ASSERT_EQUAL(w.iova, 0x10000);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x11000, 1, &w), 0);
+	CU_ASSERT_EQUAL(w.iova, 0x11000);
+	/* find needs one window: adjacency does not help. */
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10fff, 2, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0xffff, 1, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x12000, 1, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x2ffff, 2, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x30fff, 1, &w), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, UINT64_MAX, 2, &w), -EFAULT);
+	vfu_dma_table_destroy(t);
+}
+
+static void test_many_sorted(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(1000);
+	struct vfu_dma_window w;
+
+	/* Inserted out of order: lookups must still find each one. */
+	for (uint64_t i = 0; i < 500; i++)
+		CU_ASSERT_EQUAL(vfu_dma_table_add(t, ((i * 7919) % 500) * 0x2000, 0x1000, R, -1, 0),
+				0);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 500);
+	for (uint64_t i = 0; i < 500; i++) {
+		CU_ASSERT_EQUAL(vfu_dma_table_find(t, i * 0x2000 + 0x800, 0x10, &w), 0);
+		CU_ASSERT_EQUAL(w.iova, i * 0x2000);
+		CU_ASSERT_EQUAL(vfu_dma_table_find(t, i * 0x2000 + 0x1000, 1, &w), -EFAULT);
+	}
+	for (uint64_t i = 0; i < 500; i += 2)
+		CU_ASSERT_EQUAL(vfu_dma_table_remove(t, i * 0x2000, 0x1000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 250);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x2000, 1, &w), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x4000, 1, &w), -EFAULT);
+	vfu_dma_table_clear(t);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 0);
+	vfu_dma_table_destroy(t);
+}
+
+static int make_memfd(size_t size, uint8_t fill)
+{
+	int fd = memfd_create("dma-test", MFD_CLOEXEC);
+	uint8_t *p;
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		return -1;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	for (size_t i = 0; i < size; i++)
+		p[i] = (uint8_t)(fill + i / 4096);
+	munmap(p, size);
+	return fd;
+}
+
+static void test_fd_mapping(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	int fd = make_memfd(0x4000, 0x40);
+	struct vfu_dma_window w;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	/* Window at fd offset 0x1000: page 1 of the file. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x2000, R | W, fd, 0x1000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x100000, 0x2000, &w), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w.local);
+	CU_ASSERT_EQUAL(((uint8_t *)w.local)[0], 0x41);
+	CU_ASSERT_EQUAL(((uint8_t *)w.local)[0x1000], 0x42);
+	/* Writes go to the shared file. */
+	((uint8_t *)w.local)[5] = 0xee;
+	{
+		uint8_t b = 0;
+
+		CU_ASSERT_EQUAL(pread(fd, &b, 1, 0x1005), 1);
+		CU_ASSERT_EQUAL(b, 0xee);
+	}
+	/* Unaligned fd offset: mapped by rounding down, pointer adjusted. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x100, R, fd, 0x2010), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x200000, 1, &w), 0);
+	CU_ASSERT_EQUAL(((uint8_t *)w.local)[0], 0x42);
+	/* Beyond the end of the file would SIGBUS later: refused now. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x300000, 0x2000, R, fd, 0x3000), -EINVAL);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x300000, 0x1000, R, fd, 0x10000), -EINVAL);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x300000, 0x1000, R, fd, UINT64_MAX - 0x10), -EINVAL);
+	/* Not an fd at all. */
+	CU_ASSERT(vfu_dma_table_add(t, 0x300000, 0x1000, R, 1000000, 0) < 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 2);
+	close(fd); /* the table keeps its mapping, not the fd */
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x100000, 1, &w), 0);
+	CU_ASSERT_EQUAL(((uint8_t *)w.local)[5], 0xee);
+	vfu_dma_table_destroy(t);
+}
+
+static void test_iov(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	int fd = make_memfd(0x4000, 0x10);
+	struct iovec iov[4];
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x1000, R | W, fd, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x11000, 0x1000, R | W, fd, 0x2000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x12000, 0x1000, R, fd, 0x1000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x14000, 0x1000, R | W, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x13000, 0x1000, R | W, -1, 0), 0);
+
+	/* Inside one window. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x10100, 0x100, R | W, iov, 4), 1);
+	CU_ASSERT_EQUAL(iov[0].iov_len, 0x100);
+	CU_ASSERT_EQUAL(((uint8_t *)iov[0].iov_base)[0], 0x10);
+	/* Across two adjacent windows with different backing. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x10f00, 0x200, R | W, iov, 4), 2);
+	CU_ASSERT_EQUAL(iov[0].iov_len, 0x100);
+	CU_ASSERT_EQUAL(iov[1].iov_len, 0x100);
+	CU_ASSERT_EQUAL(((uint8_t *)iov[1].iov_base)[0], 0x12);
+	/* Three windows, read only needed. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x10000, 0x3000, R, iov, 4), 3);
+	CU_ASSERT_EQUAL(((uint8_t *)iov[2].iov_base)[0], 0x11);
+	/* Not enough entries. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x10000, 0x3000, R, iov, 2), -E2BIG);
+	/* Write into a read-only window. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x11f00, 0x200, W, iov, 4), -EPERM);
+	/* Into a message-only window: no local memory. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x12f00, 0x200, R, iov, 4), -EFAULT);
+	/* A hole, before the first, wrap, zero length. */
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0xff00, 0x200, R, iov, 4), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, UINT64_MAX, 2, R, iov, 4), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x10000, 0, R, iov, 4), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x11000, 0x1000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_iov(t, 0x10f00, 0x200, R, iov, 4), -EFAULT);
+	close(fd);
+	vfu_dma_table_destroy(t);
+}
+
+static void test_read_only_mapping(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(4);
+	int fd = make_memfd(0x1000, 0x33);
+	struct vfu_dma_window w;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x1000, 0x1000, R, fd, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x1000, 1, &w), 0);
+	CU_ASSERT_EQUAL(w.prot, R);
+	CU_ASSERT_EQUAL(((uint8_t *)w.local)[0], 0x33);
+	close(fd);
+	vfu_dma_table_destroy(t);
+}
+
+CUNIT_SUITE(vfu_dma_table, NULL, NULL,
+	    { "add_overlap", test_add_overlap },
+	    { "add_invalid", test_add_invalid },
+	    { "remove_exact", test_remove_exact },
+	    { "find_boundaries", test_find_boundaries },
+	    { "many_sorted", test_many_sorted },
+	    { "fd_mapping", test_fd_mapping },
+	    { "iov", test_iov },
+	    { "read_only_mapping", test_read_only_mapping })
