@@ -368,51 +368,52 @@ static int hw_type_check_region(struct hw_type_check *c, unsigned int idx)
 	return hw_type_fail(c, "region %u: unknown kind", idx);
 }
 
-/* Counts per BAR and per type, and the MSI-X structures. */
+/* Region counts per BAR and per type (checked before the regions themselves
+ * so each count limit is reported as such), and the MSI-X structures. */
 static int hw_type_check_counts(struct hw_type_check *c, int *table_idx, int *pba_idx)
 {
 	const struct hw_pci_type *t = c->type;
 	const struct hw_profile *p = c->p;
+	unsigned int all[HW_NUM_BARS] = { 0 }, st[HW_NUM_BARS] = { 0 }, db[HW_NUM_BARS] = { 0 };
 	unsigned int st_total = 0, db_total = 0, tables = 0, pbas = 0;
 
-	for (unsigned int bar = 0; bar < HW_NUM_BARS; bar++) {
-		unsigned int all = 0, st = 0, db = 0;
+	for (unsigned int i = 0; i < t->nr_regions; i++) {
+		const struct hw_region *r = &t->regions[i];
+		bool is_st = r->kind == HW_REGION_STATEFUL;
+		bool is_db = r->kind == HW_REGION_DB_BY_OFFSET || r->kind == HW_REGION_DB_BY_DATA;
 
-		for (unsigned int i = 0; i < t->nr_regions; i++) {
-			const struct hw_region *r = &t->regions[i];
-
-			if (r->bar_id != bar)
-				continue;
-			all++;
-			st += r->kind == HW_REGION_STATEFUL;
-			db += r->kind == HW_REGION_DB_BY_OFFSET || r->kind == HW_REGION_DB_BY_DATA;
-			if (r->kind == HW_REGION_MSIX_TABLE) {
-				tables++;
-				*table_idx = (int)i;
-			}
-			if (r->kind == HW_REGION_MSIX_PBA) {
-				pbas++;
-				*pba_idx = (int)i;
-			}
+		all[r->bar_id]++;
+		st[r->bar_id] += is_st;
+		db[r->bar_id] += is_db;
+		st_total += is_st;
+		db_total += is_db;
+		if (r->kind == HW_REGION_MSIX_TABLE) {
+			tables++;
+			*table_idx = (int)i;
 		}
-		if (all > p->max_regions_per_bar)
-			return hw_type_fail(c, "BAR %u: %u regions above bar_max_bar_regions %u", bar,
-					    all, p->max_regions_per_bar);
-		if (st > p->max_stateful_regions_per_bar)
-			return hw_type_fail(c, "BAR %u: %u stateful regions above bar_max_bar_stateful_regions %u",
-					    bar, st, p->max_stateful_regions_per_bar);
-		if (db > p->max_db_regions_per_bar)
-			return hw_type_fail(c, "BAR %u: %u DB regions above bar_max_bar_db_regions %u",
-					    bar, db, p->max_db_regions_per_bar);
-		st_total += st;
-		db_total += db;
+		if (r->kind == HW_REGION_MSIX_PBA) {
+			pbas++;
+			*pba_idx = (int)i;
+		}
 	}
+	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
+		if (all[b] > p->max_regions_per_bar)
+			return hw_type_fail(c, "BAR %u: %u regions above bar_max_bar_regions %u", b,
+					    all[b], p->max_regions_per_bar);
 	if (t->nr_regions > p->max_regions_per_type)
 		return hw_type_fail(c, "%u regions above type_max_bar_regions %u", t->nr_regions,
 				    p->max_regions_per_type);
+	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
+		if (st[b] > p->max_stateful_regions_per_bar)
+			return hw_type_fail(c, "BAR %u: %u stateful regions above bar_max_bar_stateful_regions %u",
+					    b, st[b], p->max_stateful_regions_per_bar);
 	if (st_total > p->max_stateful_regions_per_type)
 		return hw_type_fail(c, "%u stateful regions above type_max_bar_stateful_regions %u",
 				    st_total, p->max_stateful_regions_per_type);
+	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
+		if (db[b] > p->max_db_regions_per_bar)
+			return hw_type_fail(c, "BAR %u: %u DB regions above bar_max_bar_db_regions %u",
+					    b, db[b], p->max_db_regions_per_bar);
 	if (db_total > p->max_db_regions_per_type)
 		return hw_type_fail(c, "%u DB regions above type_max_bar_db_regions %u", db_total,
 				    p->max_db_regions_per_type);
@@ -465,10 +466,10 @@ int hw_pci_type_start(struct hw_pci_type *type, const struct hw_profile *profile
 	if (!profile)
 		return hw_type_fail(&c, "no platform profile");
 	rc = hw_type_check_bars(&c);
-	for (unsigned int i = 0; !rc && i < type->nr_regions; i++)
-		rc = hw_type_check_region(&c, i);
 	if (!rc)
 		rc = hw_type_check_counts(&c, &table_idx, &pba_idx);
+	for (unsigned int i = 0; !rc && i < type->nr_regions; i++)
+		rc = hw_type_check_region(&c, i);
 	if (!rc)
 		rc = hw_type_check_msix(&c, table_idx, pba_idx);
 	if (rc) {

@@ -1,0 +1,51 @@
+/* tests/unit/hw/hw_test_util.c - shared helpers of the hw unit tests. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+
+#include "tests/unit/hw/hw_test_util.h"
+
+struct hw_pci_type *hw_test_nvme_type(uint16_t num_msix)
+{
+	struct hw_pci_type *t = hw_pci_type_create("nvme-like");
+	struct hw_pci_ids ids = { .vendor_id = 0x4e58, .device_id = 0x0001,
+				  .subsys_vendor_id = 0x4e58, .subsys_id = 0x1234,
+				  .revision = 2, .class_code = 0x010802 };
+
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT_EQUAL(hw_pci_type_set_ids(t, &ids), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_set_memory_bar(t, 0, 14, HW_BAR_MEM_64, false), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_set_num_msix(t, num_msix), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_stateful_region(t, 0, 0x0, 0x100), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_db_by_offset_region(t, 0, 0x1000, 0x1000, 2, 2), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_msix_table_region(t, 0, 0x2000, 0x1000), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_msix_pba_region(t, 0, 0x3000, 0x1000), 0);
+	return t;
+}
+
+struct hw_pci_type *hw_test_full_type(bool start)
+{
+	struct hw_pci_type *t = hw_test_nvme_type(8);
+	char err[256];
+
+	CU_ASSERT_EQUAL(hw_pci_type_set_memory_bar(t, 0, 16, HW_BAR_MEM_64, false), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_db_by_data_region(t, 0, 0x8000, 0x1000, 2, 3, 1), 0);
+	if (start) {
+		int rc = hw_pci_type_start(t, hw_profile_find("unlimited"), err, sizeof(err));
+
+		if (rc)
+			fprintf(stderr, "start: %s\n", err);
+		CU_ASSERT_FATAL(rc == 0);
+	}
+	return t;
+}
+
+struct hw_dev *hw_test_dev(struct hw_pci_type *type, struct evloop *loop,
+			   const struct hw_dev_ops *ops, void *arg, enum hw_db_mode mode)
+{
+	struct hw_dev_config cfg = { .vuid = "test-dev", .socket_path = "/nonexistent/test.sock",
+				     .db_mode = mode };
+	struct hw_dev *dev = hw_dev_create(type, loop, &cfg, ops, arg);
+
+	CU_ASSERT_FATAL(dev != NULL);
+	return dev;
+}
