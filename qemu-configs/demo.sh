@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make demo`: boots the guest on an emulated disk, runs nvme list, nvme id-ctrl and the fio jobs, prints the results table.
+#
+# Usage: demo.sh [qemu-nvme|virtio-blk|vfio-user:SOCKET]   (DEMO_RUNTIME=seconds per fio job, default 5)
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+kind=${1:-qemu-nvme}
+runtime=${DEMO_RUNTIME:-5}
+[[ $runtime =~ ^[0-9]+$ ]] && [ "$runtime" -ge 1 ] || { echo "demo: DEMO_RUNTIME must be > 0" >&2; exit 2; }
+dir=$top/build/guest/demo
+rm -rf "$dir/run"
+mkdir -p "$dir"
+
+disk=$dir/disk.img
+case $kind in
+qemu-nvme) truncate -s 1G "$disk"; dev=(--qemu-nvme "$disk") ;;
+virtio-blk) truncate -s 1G "$disk"; dev=(--virtio-blk "$disk") ;;
+vfio-user:?*) dev=(--vfio-user "${kind#vfio-user:}") ;;
+*) echo "demo: DEMO_DEVICE must be qemu-nvme, virtio-blk or vfio-user:SOCKET, not '$kind'" >&2; exit 2 ;;
+esac
+printf 'DEMO_KIND=%s\nDEMO_RUNTIME=%s\n' "${kind%%:*}" "$runtime" > "$dir/demo.env"
+
+echo "demo: device $kind, fio jobs of ${runtime}s each; logs in $dir/run"
+rc=0
+"$top/qemu-configs/launch-guest.sh" --job "$top/tests/guest/jobs/demo.sh" \
+	--add "$top/tests/perf/fio" --add "$dir/demo.env" "${dev[@]}" \
+	--run-dir "$dir/run" --timeout $((240 + 20 * runtime)) || rc=$?
+echo
+echo "demo: fio results ($kind)"
+shopt -s nullglob
+results=("$dir"/run/out/*.json)
+if [ ${#results[@]} -gt 0 ]; then
+	if ! "$top/tests/perf/fio/fio_table.py" "${results[@]}"; then
+		[ "$rc" -ne 0 ] || rc=1
+	fi
+else
+	echo "demo: no fio results"
+	[ "$rc" -ne 0 ] || rc=1
+fi
+exit "$rc"

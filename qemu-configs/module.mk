@@ -1,0 +1,19 @@
+# Guest harness: the cached sysroot and initramfs (guest-image), the demo, and the guest tests run by `make test`.
+
+GUEST_TESTS += tests/guest/test-qemu-nvme.sh
+
+# `make demo DEMO_DEVICE=...`: qemu-nvme (QEMU's built-in NVMe device on a
+# file, the default until our controller serves the guest), virtio-blk, or
+# vfio-user:SOCKET (a vfio-user server already listening on SOCKET).
+DEMO_DEVICE ?= qemu-nvme
+
+guest-image:
+	@qemu-configs/initramfs.sh "$$(qemu-configs/sysroot.sh)" >/dev/null
+	@echo "guest image: $$(qemu-configs/sysroot.sh) + $$(qemu-configs/initramfs.sh "$$(qemu-configs/sysroot.sh)")"
+
+demo: guest-image
+	@qemu-configs/demo.sh "$(DEMO_DEVICE)"
+
+# Only the guest tests (make test runs them too).
+test-guest: deps guest-image
+	@scripts/run-tests.sh $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")

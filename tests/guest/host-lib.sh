@@ -1,0 +1,43 @@
+# Host-side helpers for the guest tests (sourced by tests/guest/test-*.sh): runs, disk images, the closing count.
+#
+# A guest test boots one guest through qemu-configs/launch-guest.sh; its
+# checks are the job's "ok - " / "not ok - " lines. guest_report turns them and
+# the launcher's exit status into the closing "N passed, N failed" line: a
+# guest that never reached its job, timed out or exited non-zero without a
+# failed step counts as one failure.
+
+GT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+GT_LAUNCH=$GT_TOP/qemu-configs/launch-guest.sh
+GT_FIO=$GT_TOP/tests/perf/fio
+GT_JOBS=$GT_TOP/tests/guest/jobs
+GT_TIMEOUT=${GUEST_TIMEOUT:-240}
+
+# gt_setup NAME: makes a fresh work directory $GT_DIR = build/guest/tests/NAME.
+gt_setup() {
+	GT_DIR=$GT_TOP/build/guest/tests/$1
+	rm -rf "$GT_DIR"
+	mkdir -p "$GT_DIR"
+}
+
+# gt_disk NAME SIZE: creates a sparse raw image in $GT_DIR, prints its path.
+gt_disk() {
+	truncate -s "$2" "$GT_DIR/$1.img"
+	echo "$GT_DIR/$1.img"
+}
+
+# gt_report RC: prints the closing line from $GT_DIR/run/out/output.log and
+# the launcher's exit status RC; returns non-zero on any failure.
+gt_report() {
+	local rc=$1 out=$GT_DIR/run/out/output.log passed=0 failed=0
+	if [ -f "$out" ]; then
+		passed=$(grep -c '^ok - ' "$out" || true)
+		failed=$(grep -c '^not ok - ' "$out" || true)
+	fi
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		echo "guest test: launcher exit status $rc (124 = timeout, 125 = the guest never reported)"
+		failed=1
+	fi
+	[ "$passed" -gt 0 ] || [ "$failed" -gt 0 ] || failed=1
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+}
