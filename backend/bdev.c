@@ -162,8 +162,8 @@ int bdev_register(struct bdev *bdev)
 		;
 	bdev->next = NULL;
 	*pp = bdev;
-	LOG_INFO(BDEV_LOG, "created %s bdev %s: %" PRIu64 " blocks of %u bytes", bdev->ops->module_name,
-		 bdev->name, bdev->num_blocks, bdev->block_size);
+	LOG_INFO(BDEV_LOG, "created %s bdev %s: %" PRIu64 " blocks of %u bytes",
+		 bdev->ops->module_name, bdev->name, bdev->num_blocks, bdev->block_size);
 	return 0;
 }
 
@@ -510,7 +510,8 @@ static int bdev_io_check(const struct bdev *b, const struct bdev_io *io)
 		if (!io->ranges || io->nranges == 0)
 			return -EINVAL;
 		for (i = 0; i < io->nranges; i++) {
-			if (!bdev_range_ok(b, io->ranges[i].offset_blocks, io->ranges[i].num_blocks))
+			if (!bdev_range_ok(b, io->ranges[i].offset_blocks,
+					   io->ranges[i].num_blocks))
 				return -ERANGE;
 		}
 		return 0;
@@ -534,8 +535,8 @@ void bdev_submit(struct bdev_channel *ch, struct bdev_io *io)
 	ch->outstanding++;
 	rc = bdev_io_check(b, io);
 	if (rc) {
-		LOG_DBG(BDEV_LOG, "%s: rejected io type %d lba %" PRIu64 "+%" PRIu64 ": %d", b->name,
-			(int)io->type, io->offset_blocks, io->num_blocks, rc);
+		LOG_DBG(BDEV_LOG, "%s: rejected io type %d lba %" PRIu64 "+%" PRIu64 ": %d",
+			b->name, (int)io->type, io->offset_blocks, io->num_blocks, rc);
 		bdev_io_complete(io, rc);
 		return;
 	}

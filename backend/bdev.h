@@ -6,9 +6,9 @@
 /*
  * Model (SPDK's bdev layer, reduced):
  *
- * - A bdev is a named block device created by a module (malloc, null, aio) and kept in a process-wide
- *   registry. Registry functions (create, delete, lookup, foreach, open/close, claim/release,
- *   set_write_cache) belong to the main thread: they are not thread-safe against each other.
+ * - A bdev is a named block device created by a module (malloc, null, aio) and kept in a
+ *   process-wide registry. Registry functions (create, delete, lookup, foreach, open/close,
+ *   claim/release, set_write_cache) belong to the main thread: they are not thread-safe.
  * - A user (the controller's namespace) opens the bdev (bdev_open) and usually claims it
  *   (bdev_claim). A bdev that is open or claimed cannot be deleted (-EBUSY).
  * - Every thread that submits I/O creates its own channel on an open bdev (bdev_channel_create).
@@ -16,10 +16,10 @@
  *   that thread only, and every completion callback runs on it, from bdev_channel_poll(). No
  *   locks are taken on the data path.
  * - struct bdev_io is allocated by the caller (preallocated per SQ slot), sizeof(struct bdev_io) +
- *   bdev_io_ctx_size(bdev) bytes, so the data path never allocates. The completion callback is never
- *   called from inside bdev_submit(): even an immediate result (a malloc copy, a validation error)
- *   is queued and delivered by the next bdev_channel_poll(). The channel's fd becomes readable
- *   whenever completions are waiting.
+ *   bdev_io_ctx_size(bdev) bytes, so the data path never allocates. The completion callback is
+ *   never called from inside bdev_submit(): even an immediate result (a malloc copy, a
+ *   validation error) is queued and delivered by the next bdev_channel_poll(). The channel's fd
+ *   becomes readable whenever completions are waiting.
  *
  * Completion status domain (the `status` argument of bdev_io_cb):
  *   0        success
@@ -37,8 +37,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define BDEV_NAME_MAX 63   /* longest bdev name, without the NUL */
-#define BDEV_UUID_LEN 16   /* bytes in a binary UUID */
+#define BDEV_NAME_MAX 63     /* longest bdev name, without the NUL */
+#define BDEV_UUID_LEN 16     /* bytes in a binary UUID */
 #define BDEV_UUID_STR_LEN 37 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
 
 struct bdev;
@@ -47,9 +47,9 @@ struct bdev_channel;
 enum bdev_io_type {
 	BDEV_IO_READ = 0,
 	BDEV_IO_WRITE,
-	BDEV_IO_FLUSH,        /* make every completed write durable (fdatasync) */
+	BDEV_IO_FLUSH,	      /* make every completed write durable (fdatasync) */
 	BDEV_IO_WRITE_ZEROES, /* offset_blocks/num_blocks read back as zeroes afterwards */
-	BDEV_IO_UNMAP,        /* deallocate `ranges`; they read back as zeroes afterwards */
+	BDEV_IO_UNMAP,	      /* deallocate `ranges`; they read back as zeroes afterwards */
 	BDEV_IO_TYPE_COUNT,
 };
 
@@ -76,10 +76,10 @@ typedef void (*bdev_io_cb)(struct bdev_io *io, int status, void *cb_arg);
  */
 struct bdev_io {
 	enum bdev_io_type type;
-	uint32_t flags;            /* BDEV_IO_F_* */
-	uint64_t offset_blocks;    /* READ, WRITE, WRITE_ZEROES */
-	uint64_t num_blocks;       /* READ, WRITE, WRITE_ZEROES; 0 is -EINVAL */
-	const struct iovec *iov;   /* READ, WRITE: total length must be num_blocks * block_size */
+	uint32_t flags;		 /* BDEV_IO_F_* */
+	uint64_t offset_blocks;	 /* READ, WRITE, WRITE_ZEROES */
+	uint64_t num_blocks;	 /* READ, WRITE, WRITE_ZEROES; 0 is -EINVAL */
+	const struct iovec *iov; /* READ, WRITE: total length must be num_blocks * block_size */
 	int iovcnt;
 	const struct bdev_range *ranges; /* UNMAP: nranges >= 1 ranges, each checked */
 	uint32_t nranges;
@@ -91,7 +91,7 @@ struct bdev_io {
 		struct bdev_channel *ch;
 		struct bdev_io *next; /* deferred-completion queue link */
 		int status;
-		uint64_t bytes;       /* for the counters */
+		uint64_t bytes; /* for the counters */
 	} internal;
 
 	/* The backend's per-I/O context: bdev_io_ctx_size(bdev) bytes, max_align_t aligned. */
@@ -109,10 +109,10 @@ struct bdev_info {
 	bool claimed;
 	char claimed_by[BDEV_NAME_MAX + 1]; /* owner string given to bdev_claim, "" if none */
 	uint32_t open_count;
-	uint32_t io_types;        /* bit (1u << enum bdev_io_type) per supported type */
-	bool write_cache;         /* volatile write cache present and enabled */
-	const char *filename;     /* aio: backing path; NULL otherwise (valid while the bdev exists) */
-	bool direct_io;           /* aio: opened with O_DIRECT; false otherwise */
+	uint32_t io_types;    /* bit (1u << enum bdev_io_type) per supported type */
+	bool write_cache;     /* volatile write cache present and enabled */
+	const char *filename; /* aio: backing path; NULL otherwise (valid while the bdev exists) */
+	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
 };
 
 /* Counters per bdev, updated on completion (any channel). For SMART / Get Log Page. */
@@ -122,9 +122,9 @@ struct bdev_stats {
 	uint64_t bytes_read;
 	uint64_t bytes_written;
 	uint64_t flush_ops;
-	uint64_t unmap_ops;        /* UNMAP requests (not ranges) */
+	uint64_t unmap_ops; /* UNMAP requests (not ranges) */
 	uint64_t write_zeroes_ops;
-	uint64_t errors;           /* completions with a non-zero status */
+	uint64_t errors; /* completions with a non-zero status */
 };
 
 /* ---- creation (main thread) ---- */
@@ -148,13 +148,13 @@ int bdev_null_create(const char *name, uint64_t num_blocks, uint32_t block_size,
 
 /* Options of an aio bdev. Zero-initialise, then set what you need. */
 struct bdev_aio_opts {
-	const char *filename;   /* regular file or block device (required) */
-	uint32_t block_size;    /* 512 or 4096 (0 = 512) */
-	uint64_t create_size;   /* if > 0: create the file if missing and extend it to this size
-				 * (bytes, multiple of block_size); ignored for block devices */
-	uint32_t queue_depth;   /* io_setup depth per channel (0 = 128) */
-	bool buffered;          /* true: do not try O_DIRECT */
-	const uint8_t *uuid;    /* BDEV_UUID_LEN bytes or NULL for random */
+	const char *filename; /* regular file or block device (required) */
+	uint32_t block_size;  /* 512 or 4096 (0 = 512) */
+	uint64_t create_size; /* if > 0: create the file if missing and extend it to this size
+			       * (bytes, multiple of block_size); ignored for block devices */
+	uint32_t queue_depth; /* io_setup depth per channel (0 = 128) */
+	bool buffered;	      /* true: do not try O_DIRECT */
+	const uint8_t *uuid;  /* BDEV_UUID_LEN bytes or NULL for random */
 };
 
 /*

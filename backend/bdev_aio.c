@@ -32,13 +32,13 @@ struct bdev_aio {
 	bool direct;
 	bool is_blkdev;
 	uint32_t queue_depth;
-	size_t mem_align;          /* O_DIRECT: buffer address alignment */
-	size_t len_align;          /* O_DIRECT: segment length alignment */
-	/* Capabilities discovered at run time; read and cleared with __atomic by channel threads. */
-	bool fdsync_async;         /* IOCB_CMD_FDSYNC accepted by the kernel */
-	bool punch_ok;             /* FALLOC_FL_PUNCH_HOLE supported */
-	bool zero_range_ok;        /* FALLOC_FL_ZERO_RANGE supported */
-	void *zero_buf;            /* BDEV_AIO_ZERO_BUF aligned zero bytes (fallback writes) */
+	size_t mem_align; /* O_DIRECT: buffer address alignment */
+	size_t len_align; /* O_DIRECT: segment length alignment */
+	/* Learned at run time; read and cleared with __atomic by channel threads. */
+	bool fdsync_async;  /* IOCB_CMD_FDSYNC accepted by the kernel */
+	bool punch_ok;	    /* FALLOC_FL_PUNCH_HOLE supported */
+	bool zero_range_ok; /* FALLOC_FL_ZERO_RANGE supported */
+	void *zero_buf;	    /* BDEV_AIO_ZERO_BUF aligned zero bytes (fallback writes) */
 };
 
 struct bdev_aio_bounce {
@@ -49,11 +49,11 @@ struct bdev_aio_bounce {
 struct bdev_aio_chan {
 	io_context_t ctx;
 	struct io_event *events;   /* queue_depth */
-	struct iocb **batch;       /* queue_depth */
+	struct iocb **batch;	   /* queue_depth */
 	struct bdev_io *pend_head; /* prepared, not yet given to io_submit */
 	struct bdev_io *pend_tail;
 	uint32_t npending;
-	uint32_t inflight;         /* in the kernel */
+	uint32_t inflight; /* in the kernel */
 	struct bdev_aio_bounce bounce[BDEV_AIO_BOUNCE_CACHE];
 	unsigned int nbounce;
 };
@@ -64,7 +64,7 @@ struct bdev_aio_io {
 	struct bdev_io *pend_next;
 	void *bounce;
 	size_t bounce_len;
-	size_t expect;             /* bytes the transfer must move */
+	size_t expect; /* bytes the transfer must move */
 };
 
 static struct bdev_aio_io *bdev_aio_io(struct bdev_io *io)
@@ -91,8 +91,8 @@ static void *bdev_aio_bounce_get(struct bdev_aio_chan *c, size_t len, size_t *go
 
 	/* Smallest cached buffer that fits. */
 	for (i = 0; i < c->nbounce; i++) {
-		if (c->bounce[i].len >= len && (best == c->nbounce ||
-						c->bounce[i].len < c->bounce[best].len))
+		if (c->bounce[i].len >= len &&
+		    (best == c->nbounce || c->bounce[i].len < c->bounce[best].len))
 			best = i;
 	}
 	if (best < c->nbounce) {
@@ -141,7 +141,8 @@ static bool bdev_aio_needs_bounce(const struct bdev_aio *a, const struct bdev_io
 	if (!a->direct)
 		return false;
 	for (i = 0; i < io->iovcnt; i++) {
-		if ((uintptr_t)io->iov[i].iov_base % a->mem_align || io->iov[i].iov_len % a->len_align)
+		if ((uintptr_t)io->iov[i].iov_base % a->mem_align ||
+		    io->iov[i].iov_len % a->len_align)
 			return true;
 	}
 	return false;
@@ -203,7 +204,8 @@ static int bdev_aio_punch(struct bdev_aio *a, uint64_t off, uint64_t len)
 			return 0;
 		if (!bdev_aio_fallocate_unsupported(errno))
 			return -errno;
-		LOG_INFO(BDEV_LOG, "%s: no FALLOC_FL_PUNCH_HOLE (%m): zeroing instead", a->filename);
+		LOG_INFO(BDEV_LOG, "%s: no FALLOC_FL_PUNCH_HOLE (%m): zeroing instead",
+			 a->filename);
 		bdev_aio_cap_clear(&a->punch_ok);
 	}
 	return bdev_aio_zero_range(a, off, len);
@@ -263,7 +265,8 @@ static void bdev_aio_refused(struct bdev_channel *ch, int rc)
 	bdev_aio_release(c, io);
 	if (io->type == BDEV_IO_FLUSH && rc == -EINVAL) {
 		/* Kernels before 4.18 have no aio fdsync: flush synchronously from now on. */
-		LOG_INFO(BDEV_LOG, "%s: no asynchronous fdsync: flushing synchronously", a->filename);
+		LOG_INFO(BDEV_LOG, "%s: no asynchronous fdsync: flushing synchronously",
+			 a->filename);
 		bdev_aio_cap_clear(&a->fdsync_async);
 		rc = bdev_aio_fdatasync(a);
 	} else {
@@ -375,14 +378,15 @@ static void bdev_aio_reap(struct bdev_channel *ch)
 {
 	struct bdev_aio_chan *c = ch->drv;
 	struct bdev_aio *a = ch->bdev->ctx;
-	struct timespec zero = { 0, 0 };
+	struct timespec zero = {0, 0};
 	int n, i;
 
 	do {
 		n = io_getevents(c->ctx, 0, (long)a->queue_depth, c->events, &zero);
 		if (n < 0) {
 			if (n != -EINTR)
-				LOG_ERR(BDEV_LOG, "%s: io_getevents: %s", a->filename, strerror(-n));
+				LOG_ERR(BDEV_LOG, "%s: io_getevents: %s", a->filename,
+					strerror(-n));
 			return;
 		}
 		for (i = 0; i < n; i++) {
@@ -433,7 +437,8 @@ static int bdev_aio_channel_create(struct bdev_channel *ch)
 	}
 	rc = io_setup((int)a->queue_depth, &c->ctx);
 	if (rc) {
-		LOG_ERR(BDEV_LOG, "%s: io_setup(%u): %s", a->filename, a->queue_depth, strerror(-rc));
+		LOG_ERR(BDEV_LOG, "%s: io_setup(%u): %s", a->filename, a->queue_depth,
+			strerror(-rc));
 		goto out_free;
 	}
 	ch->drv = c;
@@ -536,6 +541,15 @@ static void bdev_aio_probe_direct(struct bdev_aio *a, uint32_t block_size)
 	}
 }
 
+/* Some file systems accept an O_DIRECT open and refuse the I/O itself: try one aligned read. */
+static void bdev_aio_probe_read(struct bdev_aio *a, uint32_t block_size)
+{
+	if (pread(a->fd, a->zero_buf, block_size, 0) < 0 && errno == EINVAL)
+		bdev_aio_go_buffered(a, "direct read refused");
+	/* The probe read into the zero buffer: restore what the fallback writes rely on. */
+	memset(a->zero_buf, 0, block_size);
+}
+
 static int bdev_aio_open(struct bdev_aio *a, const struct bdev_aio_opts *opts)
 {
 	int flags = O_RDWR | O_CLOEXEC;
@@ -589,15 +603,19 @@ int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct b
 	struct bdev_aio *a;
 	struct bdev *b;
 	uint64_t size = 0;
+	bool created;
 	int rc;
 
 	if (!opts || !opts->filename || !opts->filename[0] || (bs != 512 && bs != 4096))
 		return -EINVAL;
 	if (opts->create_size % bs || opts->queue_depth > BDEV_AIO_MAX_QD)
 		return -EINVAL;
-	/* Refuse a taken name before touching (or creating) the file. */
-	if (name && bdev_lookup(name))
+	/* Refuse a bad or taken name before touching (or creating) the file. */
+	if (!name || !name[0] || strlen(name) > BDEV_NAME_MAX)
+		return -EINVAL;
+	if (bdev_lookup(name))
 		return -EEXIST;
+	created = opts->create_size && access(opts->filename, F_OK) && errno == ENOENT;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
@@ -605,7 +623,8 @@ int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct b
 	a->queue_depth = opts->queue_depth ? opts->queue_depth : BDEV_AIO_DEFAULT_QD;
 	a->fdsync_async = a->punch_ok = a->zero_range_ok = true;
 	a->filename = strdup(opts->filename);
-	if (!a->filename || posix_memalign(&a->zero_buf, BDEV_AIO_BOUNCE_ALIGN, BDEV_AIO_ZERO_BUF)) {
+	if (!a->filename ||
+	    posix_memalign(&a->zero_buf, BDEV_AIO_BOUNCE_ALIGN, BDEV_AIO_ZERO_BUF)) {
 		a->zero_buf = NULL;
 		rc = -ENOMEM;
 		goto out_free_a;
@@ -619,6 +638,8 @@ int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct b
 		goto out_free_a;
 	if (a->direct)
 		bdev_aio_probe_direct(a, bs);
+	if (a->direct && size >= bs)
+		bdev_aio_probe_read(a, bs);
 	rc = bdev_alloc(name, &bdev_aio_ops, bs, size / bs, opts->uuid, &b);
 	if (rc)
 		goto out_free_a;
@@ -635,6 +656,9 @@ int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct b
 out_free_bdev:
 	bdev_free(b);
 out_free_a:
+	/* Do not leave behind a file that this failed call created. */
+	if (created && a->fd >= 0)
+		unlink(a->filename);
 	bdev_aio_free(a);
 	return rc;
 }

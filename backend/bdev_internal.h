@@ -17,9 +17,9 @@
 struct bdev_module_ops {
 	const char *module_name;
 	const char *product_name;
-	size_t io_ctx_size;        /* bytes of driver_ctx per io */
-	uint32_t io_types;         /* bit per enum bdev_io_type */
-	bool has_write_cache;      /* the module honours BDEV_IO_F_FUA and FLUSH */
+	size_t io_ctx_size;   /* bytes of driver_ctx per io */
+	uint32_t io_types;    /* bit per enum bdev_io_type */
+	bool has_write_cache; /* the module honours BDEV_IO_F_FUA and FLUSH */
 	/* Frees the module's state (bdev->ctx). Main thread; no channel is left. */
 	void (*destruct)(struct bdev *bdev);
 	/* Sets ch->drv. Channel thread. Returns 0/-errno. Optional. */
@@ -42,25 +42,25 @@ struct bdev_module_ops {
 struct bdev {
 	char name[BDEV_NAME_MAX + 1];
 	const struct bdev_module_ops *ops;
-	void *ctx;                 /* module state */
+	void *ctx; /* module state */
 	uint32_t block_size;
 	uint64_t num_blocks;
 	uint8_t uuid[BDEV_UUID_LEN];
-	bool write_cache;          /* read with __atomic by channel threads */
+	bool write_cache; /* read with __atomic by channel threads */
 	uint32_t open_count;
 	bool claimed;
 	char claimed_by[BDEV_NAME_MAX + 1];
-	uint32_t channel_count;    /* __atomic: channels are created on poll group threads */
-	struct bdev_stats stats;   /* each field updated with __atomic_fetch_add */
-	struct bdev *next;         /* registry list, creation order */
+	uint32_t channel_count;	 /* __atomic: channels are created on poll group threads */
+	struct bdev_stats stats; /* each field updated with __atomic_fetch_add */
+	struct bdev *next;	 /* registry list, creation order */
 };
 
 struct bdev_channel {
 	struct bdev *bdev;
-	void *drv;                 /* module channel state */
-	int efd;                   /* readable while completions wait */
-	bool signaled;             /* efd written since the last poll read it */
-	bool in_poll;              /* the module is reaping: the drain follows, no need to signal */
+	void *drv;		   /* module channel state */
+	int efd;		   /* readable while completions wait */
+	bool signaled;		   /* efd written since the last poll read it */
+	bool in_poll;		   /* the module is reaping: the drain follows, no need to signal */
 	struct bdev_io *done_head; /* completed, callback not yet run */
 	struct bdev_io *done_tail;
 	uint32_t outstanding;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,10 @@ struct aut {
 };
 
 /* Makes an empty temp file in dir; the bdev extends it to nblocks. */
-static void aut_setup(struct aut *t, const char *dir, uint32_t bs, uint64_t nblocks,
-		      uint32_t qd, bool buffered)
+static void aut_setup(struct aut *t, const char *dir, uint32_t bs, uint64_t nblocks, uint32_t qd,
+		      bool buffered)
 {
-	struct bdev_aio_opts opts = { 0 };
+	struct bdev_aio_opts opts = {0};
 	int fd;
 
 	snprintf(t->path, sizeof(t->path), "%s/bdev_aio_ut.XXXXXX", dir);
@@ -86,8 +87,8 @@ static void *aut_alloc(size_t len)
 /* Write, read back (aligned and cut at odd places), flush, then check the file itself. */
 static void aut_round_trip(const char *dir, uint32_t bs, bool buffered)
 {
-	static const size_t odd_cuts[] = { 1, 511, 1000, 7, 4096, 0 };
-	static const size_t block_cuts[] = { 4096, 8192, 0 };
+	static const size_t odd_cuts[] = {1, 511, 1000, 7, 4096, 0};
+	static const size_t block_cuts[] = {4096, 8192, 0};
 	size_t len = 16 * (size_t)bs;
 	uint8_t *wbuf = aut_alloc(len + 1), *rbuf = aut_alloc(len), *fbuf = aut_alloc(len);
 	struct bdev_info info;
@@ -173,7 +174,7 @@ static void test_buffered_4096(void)
 static void test_fua_and_write_cache(void)
 {
 	uint8_t *wbuf = aut_alloc(8192), *fbuf = aut_alloc(8192);
-	struct iovec iov = { wbuf, 4096 };
+	struct iovec iov = {wbuf, 4096};
 	struct ut_result res;
 	struct bdev_io *io;
 	struct aut t;
@@ -215,7 +216,7 @@ static void aut_punch(const char *dir)
 {
 	size_t len = 256 * 4096;
 	uint8_t *wbuf = aut_alloc(len), *rbuf = aut_alloc(len);
-	struct bdev_range ranges[] = { { 16, 64 }, { 128, 32 }, { 200, 0 } };
+	struct bdev_range ranges[] = {{16, 64}, {128, 32}, {200, 0}};
 	long before, after;
 	struct aut t;
 	uint64_t lba;
@@ -266,7 +267,7 @@ static void test_punch_shm(void)
 static void test_eventfd_completion(void)
 {
 	uint8_t *buf = aut_alloc(4096);
-	struct iovec iov = { buf, 4096 };
+	struct iovec iov = {buf, 4096};
 	struct ut_result res;
 	struct bdev_io *io;
 	struct aut t;
@@ -331,8 +332,8 @@ static void test_queue_depth_32(void)
 	for (i = 0; i < N; i++) {
 		CU_ASSERT_EQUAL(res[i].calls, 1);
 		CU_ASSERT_EQUAL(res[i].status, 0);
-		CU_ASSERT_EQUAL(memcmp(rbuf + (size_t)i * 4096,
-				       wbuf + (size_t)(N - 1 - i) * 4096, 4096), 0);
+		CU_ASSERT_EQUAL(
+		    memcmp(rbuf + (size_t)i * 4096, wbuf + (size_t)(N - 1 - i) * 4096, 4096), 0);
 		free(ios[i]);
 	}
 	aut_teardown(&t);
@@ -359,7 +360,7 @@ static void test_short_read_is_eio(void)
 
 static void test_create_errors(void)
 {
-	struct bdev_aio_opts opts = { 0 };
+	struct bdev_aio_opts opts = {0};
 	char path[64] = "/tmp/bdev_aio_ut.XXXXXX";
 	struct bdev *b = NULL;
 	struct stat st;
@@ -394,6 +395,11 @@ static void test_create_errors(void)
 	CU_ASSERT_NOT_EQUAL(stat(opts.filename, &st), 0);
 	CU_ASSERT_EQUAL(bdev_delete("taken"), 0);
 
+	/* So is a bad name. */
+	CU_ASSERT_EQUAL(bdev_aio_create(NULL, &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(bdev_aio_create("", &opts, &b), -EINVAL);
+	CU_ASSERT_NOT_EQUAL(stat(opts.filename, &st), 0);
+
 	/* create_size creates a missing file. */
 	CU_ASSERT_EQUAL(bdev_aio_create("made", &opts, &b), 0);
 	CU_ASSERT_EQUAL(stat(opts.filename, &st), 0);
@@ -404,16 +410,72 @@ static void test_create_errors(void)
 	unlink(path);
 }
 
-CUNIT_SUITE(bdev_aio, NULL, NULL,
-	    { "create_errors", test_create_errors },
-	    { "tmp_512", test_tmp_512 },
-	    { "tmp_4096", test_tmp_4096 },
-	    { "shm_512", test_shm_512 },
-	    { "shm_4096", test_shm_4096 },
-	    { "buffered_4096", test_buffered_4096 },
-	    { "fua_and_write_cache", test_fua_and_write_cache },
-	    { "punch_tmp", test_punch_tmp },
-	    { "punch_shm", test_punch_shm },
-	    { "eventfd_completion", test_eventfd_completion },
-	    { "queue_depth_32", test_queue_depth_32 },
-	    { "short_read_is_eio", test_short_read_is_eio })
+/* A second thread with its own channel on the same bdev: each thread submits, polls and gets
+ * its callbacks on its own channel (the poll group model). */
+struct aut_thread {
+	struct bdev *b;
+	uint8_t *buf;
+	int rc_create, rc_write, rc_destroy;
+};
+
+/* No CUnit assertions on this thread (CUnit is not thread-safe): results go back in *th. */
+static void *aut_thread_main(void *arg)
+{
+	struct aut_thread *th = arg;
+	struct iovec iov = {th->buf, 32 * 4096};
+	struct bdev_channel *ch;
+	struct ut_result res;
+	struct bdev_io *io;
+	int done = 0;
+
+	th->rc_create = bdev_channel_create(th->b, &ch);
+	if (th->rc_create)
+		return NULL;
+	io = ut_io_alloc(th->b);
+	ut_io_rw(io, BDEV_IO_WRITE, 32, 32, &iov, 1, &res);
+	res.done_count = &done;
+	bdev_submit(ch, io);
+	th->rc_write = ut_wait(ch, &done, 1, 5000);
+	if (!th->rc_write)
+		th->rc_write = res.calls == 1 ? res.status : -EPROTO;
+	th->rc_destroy = bdev_channel_destroy(ch);
+	free(io);
+	return NULL;
+}
+
+static void test_two_threads(void)
+{
+	uint8_t *mine = aut_alloc(32 * 4096), *theirs = aut_alloc(32 * 4096);
+	uint8_t *rbuf = aut_alloc(64 * 4096);
+	struct aut_thread th = {0};
+	pthread_t tid;
+	struct aut t;
+
+	aut_setup(&t, "/tmp", 4096, 64, 8, false);
+	ut_pattern(mine, 32 * 4096, 100);
+	ut_pattern(theirs, 32 * 4096, 200);
+	th.b = t.b;
+	th.buf = theirs;
+	th.rc_create = th.rc_write = th.rc_destroy = 1;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&tid, NULL, aut_thread_main, &th), 0);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_WRITE, 0, 32, mine, NULL), 0);
+	CU_ASSERT_EQUAL(pthread_join(tid, NULL), 0);
+	CU_ASSERT_EQUAL(th.rc_create, 0);
+	CU_ASSERT_EQUAL(th.rc_write, 0);
+	CU_ASSERT_EQUAL(th.rc_destroy, 0);
+	CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_READ, 0, 64, rbuf, NULL), 0);
+	CU_ASSERT_EQUAL(memcmp(rbuf, mine, 32 * 4096), 0);
+	CU_ASSERT_EQUAL(memcmp(rbuf + 32 * 4096, theirs, 32 * 4096), 0);
+	aut_teardown(&t);
+	free(mine);
+	free(theirs);
+	free(rbuf);
+}
+
+CUNIT_SUITE(bdev_aio, NULL, NULL, {"two_threads", test_two_threads},
+	    {"create_errors", test_create_errors}, {"tmp_512", test_tmp_512},
+	    {"tmp_4096", test_tmp_4096}, {"shm_512", test_shm_512}, {"shm_4096", test_shm_4096},
+	    {"buffered_4096", test_buffered_4096},
+	    {"fua_and_write_cache", test_fua_and_write_cache}, {"punch_tmp", test_punch_tmp},
+	    {"punch_shm", test_punch_shm}, {"eventfd_completion", test_eventfd_completion},
+	    {"queue_depth_32", test_queue_depth_32}, {"short_read_is_eio", test_short_read_is_eio})

@@ -34,8 +34,8 @@ static void mut_teardown(struct mut *m)
 static void mut_round_trip(uint32_t bs)
 {
 	/* Write and read back through iovecs cut at odd sizes that do not line up with blocks. */
-	static const size_t wcuts[] = { 1, 7, 511, 513, 4097, 3, 0 };
-	static const size_t rcuts[] = { 100, 1000, 10000, 5, 0 };
+	static const size_t wcuts[] = {1, 7, 511, 513, 4097, 3, 0};
+	static const size_t rcuts[] = {100, 1000, 10000, 5, 0};
 	size_t len = 24 * (size_t)bs;
 	uint8_t *wbuf = malloc(len), *rbuf = malloc(len);
 	struct mut m;
@@ -82,7 +82,7 @@ static void mut_zero_and_unmap(uint32_t bs)
 {
 	size_t len = 32 * (size_t)bs;
 	uint8_t *wbuf = malloc(len), *rbuf = malloc(len);
-	struct bdev_range ranges[] = { { 2, 1 }, { 20, 4 }, { 30, 0 } };
+	struct bdev_range ranges[] = {{2, 1}, {20, 4}, {30, 0}};
 	struct bdev_stats st;
 	struct mut m;
 	uint64_t lba;
@@ -196,10 +196,8 @@ static void test_two_bdevs(void)
 	CU_ASSERT_EQUAL(bdev_delete_all(), 0);
 }
 
-CUNIT_SUITE(bdev_malloc, NULL, NULL,
-	    { "round_trip_512", test_round_trip_512 },
-	    { "round_trip_4096", test_round_trip_4096 },
-	    { "zero_and_unmap_512", test_zero_and_unmap_512 },
-	    { "zero_and_unmap_4096", test_zero_and_unmap_4096 },
-	    { "many_outstanding", test_many_outstanding },
-	    { "two_bdevs", test_two_bdevs })
+CUNIT_SUITE(bdev_malloc, NULL, NULL, {"round_trip_512", test_round_trip_512},
+	    {"round_trip_4096", test_round_trip_4096},
+	    {"zero_and_unmap_512", test_zero_and_unmap_512},
+	    {"zero_and_unmap_4096", test_zero_and_unmap_4096},
+	    {"many_outstanding", test_many_outstanding}, {"two_bdevs", test_two_bdevs})

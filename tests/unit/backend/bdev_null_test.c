@@ -10,8 +10,8 @@
 
 static void nut_semantics(uint32_t bs)
 {
-	static const size_t cuts[] = { 3, 1000, 0 };
-	struct bdev_range range = { 0, 8 };
+	static const size_t cuts[] = {3, 1000, 0};
+	struct bdev_range range = {0, 8};
 	size_t len = 8 * (size_t)bs;
 	uint8_t *buf = malloc(len);
 	struct bdev_channel *ch;
@@ -55,6 +55,4 @@ static void test_null_4096(void)
 	nut_semantics(4096);
 }
 
-CUNIT_SUITE(bdev_null, NULL, NULL,
-	    { "null_512", test_null_512 },
-	    { "null_4096", test_null_4096 })
+CUNIT_SUITE(bdev_null, NULL, NULL, {"null_512", test_null_512}, {"null_4096", test_null_4096})

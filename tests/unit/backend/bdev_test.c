@@ -115,8 +115,9 @@ static void test_foreach(void)
 
 static void test_uuid(void)
 {
-	static const uint8_t given[BDEV_UUID_LEN] = { 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
-						      0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef };
+	static const uint8_t given[BDEV_UUID_LEN] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc,
+						     0xde, 0xf0, 0x01, 0x23, 0x45, 0x67,
+						     0x89, 0xab, 0xcd, 0xef};
 	uint8_t u1[BDEV_UUID_LEN], u2[BDEV_UUID_LEN], parsed[BDEV_UUID_LEN];
 	char text[BDEV_UUID_STR_LEN];
 	struct bdev *a, *b, *c;
@@ -204,10 +205,10 @@ static void test_validation(void)
 	struct bdev_channel *ch;
 	struct bdev *b = bdev_ut_setup(&ch);
 	struct bdev_io *io = ut_io_alloc(b);
-	struct bdev_range ranges[2] = { { 0, 4 }, { 60, 5 } };
+	struct bdev_range ranges[2] = {{0, 4}, {60, 5}};
 	struct ut_result res;
 	uint8_t *buf = malloc(4096);
-	struct iovec iov[2] = { { buf, 512 }, { buf + 512, 512 } };
+	struct iovec iov[2] = {{buf, 512}, {buf + 512, 512}};
 	struct bdev_stats st;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
@@ -310,7 +311,7 @@ static void test_resubmit_from_callback(void)
 	struct bdev_channel *ch;
 	struct bdev *b = bdev_ut_setup(&ch);
 	struct bdev_io *io = ut_io_alloc(b);
-	struct bdev_ut_chain chain = { .ch = ch, .left = 3 };
+	struct bdev_ut_chain chain = {.ch = ch, .left = 3};
 
 	io->type = BDEV_IO_FLUSH;
 	io->cb = bdev_ut_chain_cb;
@@ -331,11 +332,8 @@ static void test_resubmit_from_callback(void)
 }
 
 CUNIT_SUITE(bdev_core, NULL, bdev_ut_cleanup,
-	    { "create_lookup_duplicate", test_create_lookup_duplicate },
-	    { "delete_busy", test_delete_busy },
-	    { "foreach", test_foreach },
-	    { "uuid", test_uuid },
-	    { "info_and_write_cache", test_info_and_write_cache },
-	    { "validation", test_validation },
-	    { "completion_queue_and_fd", test_completion_queue_and_fd },
-	    { "resubmit_from_callback", test_resubmit_from_callback })
+	    {"create_lookup_duplicate", test_create_lookup_duplicate},
+	    {"delete_busy", test_delete_busy}, {"foreach", test_foreach}, {"uuid", test_uuid},
+	    {"info_and_write_cache", test_info_and_write_cache}, {"validation", test_validation},
+	    {"completion_queue_and_fd", test_completion_queue_and_fd},
+	    {"resubmit_from_callback", test_resubmit_from_callback})

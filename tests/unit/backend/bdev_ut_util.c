@@ -63,7 +63,7 @@ void ut_io_nodata(struct bdev_io *io, enum bdev_io_type type, uint64_t lba, uint
 
 int ut_fd_readable(struct bdev_channel *ch, int timeout_ms)
 {
-	struct epoll_event ev = { .events = EPOLLIN }, out;
+	struct epoll_event ev = {.events = EPOLLIN}, out;
 	int ep = epoll_create1(EPOLL_CLOEXEC), n;
 
 	if (ep < 0)
@@ -103,8 +103,8 @@ int ut_submit_wait(struct bdev_channel *ch, struct bdev_io *io, struct ut_result
 	return res->status;
 }
 
-int ut_rw_sync(struct bdev_channel *ch, uint32_t block_size, enum bdev_io_type type,
-	       uint64_t lba, uint64_t nblocks, void *buf, const size_t *cuts)
+int ut_rw_sync(struct bdev_channel *ch, uint32_t block_size, enum bdev_io_type type, uint64_t lba,
+	       uint64_t nblocks, void *buf, const size_t *cuts)
 {
 	struct iovec iov[64];
 	struct ut_result res;
@@ -129,8 +129,8 @@ int ut_rw_sync(struct bdev_channel *ch, uint32_t block_size, enum bdev_io_type t
 	return rc;
 }
 
-int ut_nodata_sync(struct bdev_channel *ch, enum bdev_io_type type, uint64_t lba,
-		   uint64_t nblocks, uint32_t flags)
+int ut_nodata_sync(struct bdev_channel *ch, enum bdev_io_type type, uint64_t lba, uint64_t nblocks,
+		   uint32_t flags)
 {
 	struct ut_result res;
 	struct bdev_io *io = ut_io_alloc_size(UT_IO_SIZE);

@@ -8,7 +8,7 @@
 /* Result slot that the test completion callback fills. */
 struct ut_result {
 	int status;
-	int calls;       /* how many times the callback ran for this io (must end at 1) */
+	int calls;	 /* how many times the callback ran for this io (must end at 1) */
 	int *done_count; /* incremented on each completion when not NULL */
 };
 
@@ -38,12 +38,12 @@ int ut_submit_wait(struct bdev_channel *ch, struct bdev_io *io, struct ut_result
 
 /* Synchronous READ/WRITE of a flat buffer cut into iovecs at the given lengths (0-terminated
  * list; NULL = one iovec). Returns the completion status. */
-int ut_rw_sync(struct bdev_channel *ch, uint32_t block_size, enum bdev_io_type type,
-	       uint64_t lba, uint64_t nblocks, void *buf, const size_t *cuts);
+int ut_rw_sync(struct bdev_channel *ch, uint32_t block_size, enum bdev_io_type type, uint64_t lba,
+	       uint64_t nblocks, void *buf, const size_t *cuts);
 
 /* Synchronous no-data io (FLUSH, WRITE_ZEROES) and UNMAP of ranges. */
-int ut_nodata_sync(struct bdev_channel *ch, enum bdev_io_type type, uint64_t lba,
-		   uint64_t nblocks, uint32_t flags);
+int ut_nodata_sync(struct bdev_channel *ch, enum bdev_io_type type, uint64_t lba, uint64_t nblocks,
+		   uint32_t flags);
 int ut_unmap_sync(struct bdev_channel *ch, const struct bdev_range *ranges, uint32_t nranges);
 
 /* Fills buf with a pattern derived from seed. */
