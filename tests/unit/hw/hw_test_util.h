@@ -13,7 +13,7 @@ struct hw_pci_type *hw_test_nvme_type(uint16_t num_msix);
 /* The above plus a DB-by-data region at BAR0 0x8000..0x8fff (4-byte DBs, id
  * in bytes 3..1) in a 64 KiB BAR0; started on "unlimited" when `start`. */
 struct hw_pci_type *hw_test_full_type(bool start);
-/* A device of `type` (started), not hot-plugged, on `loop`. */
+/* A device of `type` (started), not hot-plugged, on `loop`; NULL on error. */
 struct hw_dev *hw_test_dev(struct hw_pci_type *type, struct evloop *loop,
 			   const struct hw_dev_ops *ops, void *arg, enum hw_db_mode mode);
 

@@ -50,6 +50,8 @@ static void hw_type_test_ok(struct hw_pci_type *t, const struct hw_profile *p)
 static void test_nvme_layout_fits_bf3(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(11);
+
+	CU_ASSERT_FATAL(t != NULL);
 	char err[128];
 
 	hw_type_test_ok(t, bf3);
@@ -66,6 +68,8 @@ static void test_limit_max_bars(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(4);
 
+	CU_ASSERT_FATAL(t != NULL);
+
 	hw_pci_type_set_memory_bar(t, 2, 12, HW_BAR_MEM_64, false);
 	hw_pci_type_set_memory_bar(t, 4, 12, HW_BAR_MEM_64, false);
 	hw_type_test_fail(t, bf3, "type_max_bars 2");
@@ -74,6 +78,8 @@ static void test_limit_max_bars(void)
 static void test_limit_bar_log_size(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(4);
+
+	CU_ASSERT_FATAL(t != NULL);
 
 	hw_pci_type_set_memory_bar(t, 2, 11, HW_BAR_MEM_64, false);
 	hw_type_test_fail(t, bf3, "type_log_min_bar_size 12");
@@ -85,6 +91,8 @@ static void test_limit_bar_log_size(void)
 static void test_limit_bar_kinds(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(4);
+
+	CU_ASSERT_FATAL(t != NULL);
 
 	hw_pci_type_set_memory_bar(t, 2, 12, HW_BAR_MEM_32, false);
 	hw_type_test_fail(t, bf3, "bar_is_32_bit_supported");
@@ -105,6 +113,8 @@ static void test_64bit_bar_pairs(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(4);
 
+	CU_ASSERT_FATAL(t != NULL);
+
 	/* BAR1 is BAR0's upper half. */
 	hw_pci_type_set_memory_bar(t, 1, 12, HW_BAR_MEM_32, false);
 	hw_type_test_fail(t, unlim, "upper half of 64-bit BAR 0");
@@ -116,6 +126,8 @@ static void test_64bit_bar_pairs(void)
 static void test_limit_msix(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(12);
+
+	CU_ASSERT_FATAL(t != NULL);
 
 	hw_type_test_fail(t, bf3, "type_max_num_msix 11");
 	/* Table too small for the vectors (16 bytes each). */
@@ -291,6 +303,8 @@ static void test_region_placement(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(4);
 
+	CU_ASSERT_FATAL(t != NULL);
+
 	hw_pci_type_add_stateful_region(t, 0, 0x3f00, 0x200);
 	hw_type_test_fail(t, unlim, "outside the BAR size");
 	t = hw_test_nvme_type(4);
@@ -309,6 +323,8 @@ static void test_region_placement(void)
 static void test_type_stateful_default(void)
 {
 	struct hw_pci_type *t = hw_test_nvme_type(4);
+
+	CU_ASSERT_FATAL(t != NULL);
 	uint32_t v = 0x12345678;
 
 	CU_ASSERT_EQUAL(hw_pci_type_set_stateful_default(t, 0, 0x8, &v, 4), 0);
