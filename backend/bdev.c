@@ -308,6 +308,11 @@ bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type)
 
 bool bdev_has_write_cache(const struct bdev *bdev)
 {
+	return bdev->ops->has_write_cache;
+}
+
+bool bdev_write_cache_enabled(const struct bdev *bdev)
+{
 	return __atomic_load_n(&bdev->write_cache, __ATOMIC_RELAXED);
 }
 
@@ -325,6 +330,7 @@ void bdev_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->open_count = bdev->open_count;
 	info->io_types = bdev->ops->io_types;
 	info->write_cache = bdev_has_write_cache(bdev);
+	info->write_cache_enabled = bdev_write_cache_enabled(bdev);
 	if (bdev->ops->get_info)
 		bdev->ops->get_info(bdev, info);
 }
@@ -544,7 +550,7 @@ void bdev_submit(struct bdev_channel *ch, struct bdev_io *io)
 		io->internal.bytes = io->num_blocks * b->block_size;
 	/* Without a volatile write cache enabled, a write completes only when durable. */
 	if ((io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES) &&
-	    !bdev_has_write_cache(b))
+	    !bdev_write_cache_enabled(b))
 		io->flags |= BDEV_IO_F_FUA;
 	b->ops->submit(ch, io);
 }

@@ -109,8 +109,9 @@ struct bdev_info {
 	bool claimed;
 	char claimed_by[BDEV_NAME_MAX + 1]; /* owner string given to bdev_claim, "" if none */
 	uint32_t open_count;
-	uint32_t io_types;    /* bit (1u << enum bdev_io_type) per supported type */
-	bool write_cache;     /* volatile write cache present and enabled */
+	uint32_t io_types;	  /* bit (1u << enum bdev_io_type) per supported type */
+	bool write_cache;	  /* has a volatile write cache (NVMe Identify VWC present) */
+	bool write_cache_enabled; /* ... and it is on (NVMe Set Features VWC) */
 	const char *filename; /* aio: backing path; NULL otherwise (valid while the bdev exists) */
 	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
 };
@@ -217,7 +218,11 @@ uint64_t bdev_get_num_blocks(const struct bdev *bdev);
 /* Copies the UUID (BDEV_UUID_LEN bytes) into out. */
 void bdev_get_uuid(const struct bdev *bdev, uint8_t *out);
 bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type);
+/* True when the bdev has a volatile write cache that FLUSH/FUA act on (aio): what Identify reports
+ * as VWC present. Fixed for the life of the bdev. */
 bool bdev_has_write_cache(const struct bdev *bdev);
+/* True while that cache is enabled (bdev_set_write_cache); false for bdevs without one. */
+bool bdev_write_cache_enabled(const struct bdev *bdev);
 /* Fills *info (see struct bdev_info). */
 void bdev_get_info(const struct bdev *bdev, struct bdev_info *info);
 /* Snapshot of the counters (each counter read atomically, the set not as one). */

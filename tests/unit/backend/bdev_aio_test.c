@@ -100,6 +100,7 @@ static void aut_round_trip(const char *dir, uint32_t bs, bool buffered)
 	CU_ASSERT_STRING_EQUAL(info.module_name, "aio");
 	CU_ASSERT_STRING_EQUAL(info.filename, t.path);
 	CU_ASSERT_TRUE(info.write_cache);
+	CU_ASSERT_TRUE(info.write_cache_enabled);
 	if (buffered)
 		CU_ASSERT_FALSE(info.direct_io);
 	printf("[%s bs %u: %s I/O] ", dir, bs, info.direct_io ? "direct" : "buffered");
@@ -190,7 +191,9 @@ static void test_fua_and_write_cache(void)
 
 	/* Cache off: a plain write is turned into FUA. */
 	CU_ASSERT_EQUAL(bdev_set_write_cache(t.b, false), 0);
-	CU_ASSERT_FALSE(bdev_has_write_cache(t.b));
+	CU_ASSERT_FALSE(bdev_write_cache_enabled(t.b));
+	/* Still present (Identify does not change), only disabled. */
+	CU_ASSERT_TRUE(bdev_has_write_cache(t.b));
 	iov.iov_base = wbuf + 4096;
 	ut_io_rw(io, BDEV_IO_WRITE, 8, 1, &iov, 1, &res);
 	CU_ASSERT_EQUAL(ut_submit_wait(t.ch, io, &res), 0);

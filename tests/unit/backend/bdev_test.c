@@ -164,6 +164,7 @@ static void test_info_and_write_cache(void)
 	CU_ASSERT_EQUAL(info.open_count, 1);
 	CU_ASSERT_EQUAL(info.io_types, (1u << BDEV_IO_TYPE_COUNT) - 1);
 	CU_ASSERT_FALSE(info.write_cache);
+	CU_ASSERT_FALSE(info.write_cache_enabled);
 	CU_ASSERT_PTR_NULL(info.filename);
 	CU_ASSERT_TRUE(bdev_io_type_supported(b, BDEV_IO_UNMAP));
 	CU_ASSERT_FALSE(bdev_io_type_supported(b, BDEV_IO_TYPE_COUNT));
@@ -171,6 +172,7 @@ static void test_info_and_write_cache(void)
 	CU_ASSERT_EQUAL(bdev_set_write_cache(b, true), -ENOTSUP);
 	CU_ASSERT_EQUAL(bdev_set_write_cache(b, false), 0);
 	CU_ASSERT_FALSE(bdev_has_write_cache(b));
+	CU_ASSERT_FALSE(bdev_write_cache_enabled(b));
 	CU_ASSERT_EQUAL(bdev_io_ctx_size(b) % 16, 0);
 	CU_ASSERT_EQUAL(bdev_io_size(b), sizeof(struct bdev_io) + bdev_io_ctx_size(b));
 	CU_ASSERT_TRUE(bdev_io_size(b) <= UT_IO_SIZE);
