@@ -66,7 +66,8 @@ struct bdev_io;
 
 /* Completion callback: runs on the channel's thread from bdev_channel_poll(), exactly once per
  * submitted io. `status` is in the domain documented at the top of this file. The io may be
- * reused or resubmitted from inside the callback. */
+ * reused or resubmitted from inside the callback; the channel must not be destroyed from it
+ * (destroy after bdev_channel_poll returns). */
 typedef void (*bdev_io_cb)(struct bdev_io *io, int status, void *cb_arg);
 
 /*
