@@ -134,12 +134,13 @@ static void dpa_hart_sleep(struct dpa_hart *hart, int64_t timeout_us)
 		ts.tv_sec = timeout_us / 1000000;
 		ts.tv_nsec = (timeout_us % 1000000) * 1000;
 	}
+	/* Counted on the way in, so an observer sees a sleeping hart. */
+	dpa_counter_add(&hart->counters.sleeps, 1);
 	t0 = evloop_now_us();
 	rc = ppoll(&pfd, 1, timeout_us >= 0 ? &ts : NULL, NULL);
 	atomic_store(&hart->sleeping, false);
 	if (rc > 0)
 		dpa_hart_efd_drain(hart->efd);
-	dpa_counter_add(&hart->counters.sleeps, 1);
 	dpa_counter_add(&hart->counters.asleep_us, evloop_now_us() - t0);
 }
 

@@ -152,6 +152,10 @@ static bool dpa_nvme_handle_requests(struct dpa_thread *thread, struct dpa_nvme_
 			continue;
 		}
 		rep.bind = req.bind;
+		/* Requests complete in order: raises asked for before this one
+		 * are done when its reply leaves (the Arm may then destroy
+		 * the vectors). */
+		dpa_nvme_raise_all(thread, p);
 		if (dpa_msgq_send(p->to_arm, &rep)) {
 			p->held = rep;
 			p->has_held = true;
