@@ -199,6 +199,8 @@ int vfu_client_send_raw(struct vfu_client *c, const void *buf, size_t len, const
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EPIPE || errno == ECONNRESET)
+				c->eof = true;
 			return -errno;
 		}
 		sent += (size_t)n;
