@@ -475,7 +475,26 @@ static void test_two_threads(void)
 	free(rbuf);
 }
 
-CUNIT_SUITE(bdev_aio, NULL, NULL, {"two_threads", test_two_threads},
+/* Random mixed workload against a model: direct and buffered, both block sizes, 32 ios per
+ * round on a queue depth of 8 so that most of them wait in the channel. */
+static void aut_model(const char *dir, uint32_t bs, bool buffered, unsigned int seed)
+{
+	struct aut t;
+
+	aut_setup(&t, dir, bs, 192, 8, buffered);
+	CU_ASSERT_EQUAL(ut_model_run(t.ch, bs, 192, seed, 40, 32), 0);
+	aut_teardown(&t);
+}
+
+static void test_model(void)
+{
+	aut_model("/tmp", 512, false, 1);
+	aut_model("/tmp", 4096, false, 2);
+	aut_model("/tmp", 4096, true, 3);
+	aut_model("/dev/shm", 512, false, 4);
+}
+
+CUNIT_SUITE(bdev_aio, NULL, NULL, {"model", test_model}, {"two_threads", test_two_threads},
 	    {"create_errors", test_create_errors}, {"tmp_512", test_tmp_512},
 	    {"tmp_4096", test_tmp_4096}, {"shm_512", test_shm_512}, {"shm_4096", test_shm_4096},
 	    {"buffered_4096", test_buffered_4096},

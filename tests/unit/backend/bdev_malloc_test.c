@@ -196,7 +196,20 @@ static void test_two_bdevs(void)
 	CU_ASSERT_EQUAL(bdev_delete_all(), 0);
 }
 
-CUNIT_SUITE(bdev_malloc, NULL, NULL, {"round_trip_512", test_round_trip_512},
+/* Random mixed workload against a model, both block sizes. */
+static void test_model(void)
+{
+	struct mut m;
+
+	mut_setup(&m, 512);
+	CU_ASSERT_EQUAL(ut_model_run(m.ch, 512, MUT_BLOCKS, 1, 60, 16), 0);
+	mut_teardown(&m);
+	mut_setup(&m, 4096);
+	CU_ASSERT_EQUAL(ut_model_run(m.ch, 4096, MUT_BLOCKS, 2, 60, 16), 0);
+	mut_teardown(&m);
+}
+
+CUNIT_SUITE(bdev_malloc, NULL, NULL, {"model", test_model}, {"round_trip_512", test_round_trip_512},
 	    {"round_trip_4096", test_round_trip_4096},
 	    {"zero_and_unmap_512", test_zero_and_unmap_512},
 	    {"zero_and_unmap_4096", test_zero_and_unmap_4096},

@@ -3,6 +3,9 @@
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,4 +182,194 @@ int ut_is_zero(const void *buf, size_t len)
 			return 0;
 	}
 	return 1;
+}
+
+/* ---- random workload against a model ---- */
+
+struct ut_model_op {
+	struct bdev_io *io;
+	struct ut_result res;
+	struct iovec iov[5];
+	struct bdev_range ranges[3];
+	uint8_t *buf;
+};
+
+static uint32_t ut_rand(uint32_t *state)
+{
+	/* xorshift32: deterministic per seed, so a failure can be replayed. */
+	*state ^= *state << 13;
+	*state ^= *state >> 17;
+	*state ^= *state << 5;
+	return *state;
+}
+
+/* Claims [lba, lba + n) in the round's busy map; false if any block is taken. */
+static bool ut_model_claim(uint8_t *busy, uint64_t lba, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = lba; i < lba + n; i++) {
+		if (busy[i])
+			return false;
+	}
+	memset(busy + lba, 1, n);
+	return true;
+}
+
+/* Cuts len bytes of buf into up to 5 iovecs, at 512-byte multiples or anywhere. */
+static int ut_model_cut(struct iovec *iov, uint8_t *buf, size_t len, uint32_t *rs)
+{
+	bool aligned = ut_rand(rs) & 1;
+	size_t off = 0;
+	int n = 0;
+
+	while (n < 4 && off < len) {
+		size_t left = len - off, piece;
+
+		if (ut_rand(rs) % 3 == 0)
+			break;
+		piece = 1 + ut_rand(rs) % left;
+		if (aligned)
+			piece = (piece + 511) & ~(size_t)511;
+		if (piece >= left)
+			break;
+		iov[n].iov_base = buf + off;
+		iov[n].iov_len = piece;
+		off += piece;
+		n++;
+	}
+	iov[n].iov_base = buf + off;
+	iov[n].iov_len = len - off;
+	return n + 1;
+}
+
+/* Prepares one random io on free blocks; false when it found none this time. */
+static bool ut_model_prepare(struct ut_model_op *op, uint8_t *model, uint8_t *busy, uint32_t bs,
+			     uint64_t nblocks, uint32_t *rs)
+{
+	uint32_t kind = ut_rand(rs) % 20, i;
+	uint64_t n = 1 + ut_rand(rs) % 16, lba;
+	size_t len;
+
+	if (n > nblocks)
+		n = nblocks;
+	lba = ut_rand(rs) % (nblocks - n + 1);
+	len = n * bs;
+	if (kind < 2) {
+		ut_io_nodata(op->io, BDEV_IO_FLUSH, 0, 0, &op->res);
+		return true;
+	}
+	if (kind < 4) {
+		/* Unmap up to 3 free ranges. */
+		uint32_t want = 1 + ut_rand(rs) % 3, got = 0;
+
+		for (i = 0; i < want; i++) {
+			uint64_t rn = 1 + ut_rand(rs) % 8, rl;
+
+			if (rn > nblocks)
+				rn = nblocks;
+			rl = ut_rand(rs) % (nblocks - rn + 1);
+			if (!ut_model_claim(busy, rl, rn))
+				continue;
+			op->ranges[got].offset_blocks = rl;
+			op->ranges[got].num_blocks = rn;
+			memset(model + rl * bs, 0, rn * bs);
+			got++;
+		}
+		if (!got)
+			return false;
+		ut_io_nodata(op->io, BDEV_IO_UNMAP, 0, 0, &op->res);
+		op->io->ranges = op->ranges;
+		op->io->nranges = got;
+		return true;
+	}
+	if (!ut_model_claim(busy, lba, n))
+		return false;
+	if (kind < 6) {
+		ut_io_nodata(op->io, BDEV_IO_WRITE_ZEROES, lba, n, &op->res);
+		memset(model + lba * bs, 0, len);
+		return true;
+	}
+	/* One spare byte so that a buffer can start unaligned. */
+	op->buf = aligned_alloc(4096, (len + 1 + 4095) & ~(size_t)4095);
+	if (!op->buf)
+		abort();
+	if (kind < 13) {
+		uint8_t *data = op->buf + (ut_rand(rs) % 4 == 0);
+		int cnt;
+
+		ut_pattern(data, len, ut_rand(rs));
+		memcpy(model + lba * bs, data, len);
+		cnt = ut_model_cut(op->iov, data, len, rs);
+		ut_io_rw(op->io, BDEV_IO_WRITE, lba, n, op->iov, cnt, &op->res);
+		if (ut_rand(rs) % 4 == 0)
+			op->io->flags = BDEV_IO_F_FUA;
+		return true;
+	}
+	memset(op->buf, 0xa5, len + 1);
+	ut_io_rw(op->io, BDEV_IO_READ, lba, n, op->iov, ut_model_cut(op->iov, op->buf, len, rs),
+		 &op->res);
+	return true;
+}
+
+int ut_model_run(struct bdev_channel *ch, uint32_t block_size, uint64_t nblocks, unsigned int seed,
+		 int rounds, int qd)
+{
+	struct ut_model_op *ops = calloc((size_t)qd, sizeof(*ops));
+	uint8_t *model = calloc(nblocks, block_size), *busy = malloc(nblocks);
+	uint8_t *all = aligned_alloc(4096, nblocks * block_size);
+	uint32_t rs = seed * 2654435761u | 1;
+	int bad = 0, r, i, n, done;
+
+	if (!ops || !model || !busy || !all)
+		abort();
+	for (i = 0; i < qd; i++)
+		ops[i].io = ut_io_alloc_size(UT_IO_SIZE);
+	for (r = 0; r < rounds; r++) {
+		memset(busy, 0, nblocks);
+		n = 0;
+		for (i = 0; i < qd; i++) {
+			ops[n].buf = NULL;
+			if (ut_model_prepare(&ops[n], model, busy, block_size, nblocks, &rs))
+				n++;
+			else
+				free(ops[n].buf);
+		}
+		done = 0;
+		for (i = 0; i < n; i++) {
+			ops[i].res.done_count = &done;
+			bdev_submit(ch, ops[i].io);
+		}
+		if (ut_wait(ch, &done, n, 5000))
+			return bad + n - done + 1;
+		for (i = 0; i < n; i++) {
+			struct bdev_io *io = ops[i].io;
+
+			if (ops[i].res.calls != 1 || ops[i].res.status != 0) {
+				printf("round %d io %d type %d: calls %d status %d\n", r, i,
+				       (int)io->type, ops[i].res.calls, ops[i].res.status);
+				bad++;
+			} else if (io->type == BDEV_IO_READ &&
+				   memcmp(ops[i].buf, model + io->offset_blocks * block_size,
+					  io->num_blocks * block_size)) {
+				printf("round %d: read lba %" PRIu64 "+%" PRIu64 " differs\n", r,
+				       io->offset_blocks, io->num_blocks);
+				bad++;
+			}
+			free(ops[i].buf);
+			ops[i].buf = NULL;
+		}
+	}
+	if (ut_rw_sync(ch, block_size, BDEV_IO_READ, 0, nblocks, all, NULL) ||
+	    memcmp(all, model, nblocks * block_size)) {
+		printf("final read back differs\n");
+		bad++;
+	}
+	for (i = 0; i < qd; i++)
+		free(ops[i].io);
+	free(ops);
+	free(model);
+	free(busy);
+	free(all);
+	return bad;
 }

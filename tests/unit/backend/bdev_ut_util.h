@@ -46,6 +46,17 @@ int ut_nodata_sync(struct bdev_channel *ch, enum bdev_io_type type, uint64_t lba
 		   uint32_t flags);
 int ut_unmap_sync(struct bdev_channel *ch, const struct bdev_range *ranges, uint32_t nranges);
 
+/*
+ * Random mixed workload checked against an in-memory model of the first `nblocks` blocks (which
+ * must read as zeroes at the start): each round submits up to `qd` ios on disjoint ranges at once
+ * (writes with iovecs cut at random, sometimes unaligned, places; reads; write-zeroes; unmaps of
+ * 1-3 ranges; flushes), waits for all, checks every status and every read, and finally reads the
+ * whole area back. Returns the number of mismatches or failed ios (0 = pass). Uses CUnit asserts:
+ * main thread only.
+ */
+int ut_model_run(struct bdev_channel *ch, uint32_t block_size, uint64_t nblocks, unsigned int seed,
+		 int rounds, int qd);
+
 /* Fills buf with a pattern derived from seed. */
 void ut_pattern(void *buf, size_t len, unsigned int seed);
 /* True when every byte of buf is zero. */
