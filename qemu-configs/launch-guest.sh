@@ -225,8 +225,10 @@ for s in "${vfio_socks[@]}"; do
 done
 args+=("${extra[@]}")
 
+# The command twice: shell-quoted to paste, and one argument a line to read.
 printf '%q ' "${qemu[@]}" "${args[@]}" > "$run_dir/qemu-cmdline"
 echo >> "$run_dir/qemu-cmdline"
+printf '%s\n' "${qemu[@]}" "${args[@]}" > "$run_dir/qemu-args"
 if [ "$dry" = 1 ]; then
 	cat "$run_dir/qemu-cmdline"
 	exit 0

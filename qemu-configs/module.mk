@@ -1,6 +1,7 @@
 # Guest harness: the cached sysroot and initramfs (guest-image), the demo, and the guest tests run by `make test`.
 
-GUEST_TESTS += tests/guest/test-qemu-nvme.sh
+GUEST_TESTS += tests/guest/test-launcher.sh tests/guest/test-qemu-nvme.sh \
+	       tests/guest/test-two-devices.sh tests/guest/test-hotplug.sh
 
 # `make demo DEMO_DEVICE=...`: qemu-nvme (QEMU's built-in NVMe device on a
 # file, the default until our controller serves the guest), virtio-blk, or
