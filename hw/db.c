@@ -10,8 +10,9 @@
 struct hw_db {
 	struct hw_dev *dev;
 	uint32_t id;
-	int ridx;      /* DB-by-offset region holding the slot, -1 for by-data */
-	uint32_t slot; /* slot inside that region */
+	int ridx;      /* the DB region it belongs to */
+	bool by_data;
+	uint32_t slot; /* by offset: slot inside the region */
 	uint32_t own;  /* value of by-data and narrow (< 4 byte) DBs */
 	bool started;
 	hw_db_notify_fn notify;
@@ -62,7 +63,7 @@ static uint8_t *hw_db_slot_mem(const struct hw_db *db)
  * pollers of the page see it) and notifies if started. */
 static void hw_db_store_and_notify(struct hw_db *db, uint32_t value)
 {
-	if (db->ridx >= 0) {
+	if (!db->by_data) {
 		const struct hw_region *r = &db->dev->type->regions[db->ridx];
 		uint8_t *p = hw_db_slot_mem(db);
 		uint32_t width = hw_db_width(r);
@@ -102,34 +103,31 @@ static int hw_db_find_slot(const struct hw_pci_type *type, uint32_t id, uint32_t
 	return -1;
 }
 
-static bool hw_db_type_has_by_data(const struct hw_pci_type *type)
+static int hw_db_first_by_data(const struct hw_pci_type *type)
 {
 	for (unsigned int i = 0; i < type->nr_regions; i++)
 		if (type->regions[i].kind == HW_REGION_DB_BY_DATA)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
 }
 
-static struct hw_db *hw_db_find_by_data(struct hw_dev *dev, uint32_t id)
+static struct hw_db *hw_db_find_by_data(struct hw_dev *dev, int ridx, uint32_t id)
 {
 	for (unsigned int i = 0; i < dev->nr_by_data; i++)
-		if (dev->by_data[i]->id == id)
+		if (dev->by_data[i]->ridx == ridx && dev->by_data[i]->id == id)
 			return dev->by_data[i];
 	return NULL;
 }
 
-struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify, void *arg)
+/* Creates DB `id` in region ridx (slot for by-offset regions). */
+static struct hw_db *hw_db_create_in(struct hw_dev *dev, int ridx, uint32_t id, uint32_t slot,
+				     hw_db_notify_fn notify, void *arg)
 {
-	uint32_t slot = 0;
-	int ridx = hw_db_find_slot(dev->type, db_id, &slot);
+	bool by_data = dev->type->regions[ridx].kind == HW_REGION_DB_BY_DATA;
 	struct hw_db *db;
 
-	if (ridx < 0 && !hw_db_type_has_by_data(dev->type)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if ((ridx >= 0 && dev->rs[ridx].slots[slot]) ||
-	    (ridx < 0 && hw_db_find_by_data(dev, db_id))) {
+	if ((!by_data && dev->rs[ridx].slots[slot]) ||
+	    (by_data && hw_db_find_by_data(dev, ridx, id))) {
 		errno = EEXIST;
 		return NULL;
 	}
@@ -137,7 +135,7 @@ struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn n
 		errno = ENOSPC;
 		return NULL;
 	}
-	if (ridx < 0 && dev->nr_by_data == dev->cap_by_data) {
+	if (by_data && dev->nr_by_data == dev->cap_by_data) {
 		unsigned int cap = dev->cap_by_data ? dev->cap_by_data * 2 : 16;
 		struct hw_db **n = realloc(dev->by_data, cap * sizeof(*n));
 
@@ -149,9 +147,9 @@ struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn n
 	db = calloc(1, sizeof(*db));
 	if (!db)
 		return NULL;
-	*db = (struct hw_db){ .dev = dev, .id = db_id, .ridx = ridx, .slot = slot,
-			      .notify = notify, .arg = arg };
-	if (ridx >= 0) {
+	*db = (struct hw_db){ .dev = dev, .id = id, .ridx = ridx, .by_data = by_data,
+			      .slot = slot, .notify = notify, .arg = arg };
+	if (!by_data) {
 		dev->rs[ridx].slots[slot] = db;
 		db->own = hw_db_le_value(hw_db_slot_mem(db),
 					 hw_db_width(&dev->type->regions[ridx]));
@@ -160,6 +158,40 @@ struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn n
 	}
 	dev->nr_dbs++;
 	return db;
+}
+
+struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify, void *arg)
+{
+	uint32_t slot = 0;
+	int ridx = hw_db_find_slot(dev->type, db_id, &slot);
+
+	if (ridx < 0)
+		ridx = hw_db_first_by_data(dev->type);
+	if (ridx < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return hw_db_create_in(dev, ridx, db_id, slot, notify, arg);
+}
+
+struct hw_db *hw_db_create_at(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
+			      uint32_t db_id, hw_db_notify_fn notify, void *arg)
+{
+	const struct hw_pci_type *type = dev->type;
+
+	for (unsigned int i = 0; i < type->nr_regions; i++) {
+		const struct hw_region *r = &type->regions[i];
+
+		if (r->bar_id != bar_id || r->start != region_start)
+			continue;
+		if (r->kind == HW_REGION_DB_BY_DATA)
+			return hw_db_create_in(dev, (int)i, db_id, 0, notify, arg);
+		if (r->kind == HW_REGION_DB_BY_OFFSET && db_id < dev->rs[i].nr_slots)
+			return hw_db_create_in(dev, (int)i, db_id, db_id, notify, arg);
+		break;
+	}
+	errno = EINVAL;
+	return NULL;
 }
 
 int hw_db_start(struct hw_db *db)
@@ -181,7 +213,7 @@ void hw_db_destroy(struct hw_db *db)
 	if (!db)
 		return;
 	dev = db->dev;
-	if (db->ridx >= 0) {
+	if (!db->by_data) {
 		dev->rs[db->ridx].slots[db->slot] = NULL;
 	} else {
 		for (unsigned int i = 0; i < dev->nr_by_data; i++) {
@@ -202,7 +234,7 @@ uint32_t hw_db_id(const struct hw_db *db)
 
 uint32_t hw_db_query_value(const struct hw_db *db)
 {
-	if (db->ridx >= 0) {
+	if (!db->by_data) {
 		const struct hw_region *r = &db->dev->type->regions[db->ridx];
 		const uint8_t *p = hw_db_slot_mem(db);
 
@@ -224,7 +256,7 @@ volatile const uint32_t *hw_db_value_ptr(const struct hw_db *db)
 	/* 4-byte by-offset DBs are read in place (the mmap'd page in mmap mode);
 	 * narrower ones would drag neighbouring bytes into a 32-bit load, so
 	 * their pointer is the copy kept on trapped writes. */
-	if (db->ridx >= 0 && hw_db_width(&db->dev->type->regions[db->ridx]) == 4)
+	if (!db->by_data && hw_db_width(&db->dev->type->regions[db->ridx]) == 4)
 		return (volatile const uint32_t *)hw_db_slot_mem(db);
 	return &db->own;
 }
@@ -248,7 +280,7 @@ int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void 
 	if (r->kind == HW_REGION_DB_BY_DATA) {
 		uint32_t id = hw_db_id_from_data(value, r->db_msbyte, r->db_lsbyte);
 
-		db = hw_db_find_by_data(dev, id);
+		db = hw_db_find_by_data(dev, ridx, id);
 		if (!db) {
 			dev->db_invalid_writes++;
 			LOG_GUEST_ERR(HW_LOG_COMP, "%s: DB-by-data write for unknown DB %u", dev->vuid, id);

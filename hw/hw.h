@@ -240,6 +240,13 @@ typedef void (*hw_db_notify_fn)(struct hw_db *db, uint32_t value, void *arg);
  * slot), EEXIST (already created), ENOSPC (profile max_db objects reached). */
 struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify,
 			   void *arg);
+/* Like hw_db_create but in the DB region starting at region_start of BAR
+ * bar_id (as DOCA's db_create takes bar id and region start): by offset,
+ * db_id is the slot inside that region; by data, any id. Needed when a type
+ * has both kinds (plain hw_db_create gives ids below the by-offset slot count
+ * to the by-offset regions). Same errors. */
+struct hw_db *hw_db_create_at(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
+			      uint32_t db_id, hw_db_notify_fn notify, void *arg);
 int hw_db_start(struct hw_db *db);   /* writes now notify */
 int hw_db_stop(struct hw_db *db);    /* writes are stored, not notified */
 void hw_db_destroy(struct hw_db *db);

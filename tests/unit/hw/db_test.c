@@ -147,6 +147,26 @@ static void test_by_data(void)
 	CU_ASSERT_EQUAL(hw_bar_access(dev, 0, 0x8000, &rd, 4, false), 0);
 	CU_ASSERT_EQUAL(rd, 0);
 	hw_db_destroy(db);
+
+	/* Both kinds with the same small id, each in its region. */
+	struct hw_db *off5 = hw_db_create_at(dev, 0, 0x1000, 5, db_notify, NULL);
+	struct hw_db *data5 = hw_db_create_at(dev, 0, 0x8000, 5, db_notify, NULL);
+
+	CU_ASSERT_FATAL(off5 && data5);
+	hw_db_start(off5);
+	hw_db_start(data5);
+	db_write(dev, 0x8000, 0x000005FF, 4);
+	CU_ASSERT_PTR_EQUAL(note_db, data5);
+	CU_ASSERT_EQUAL(hw_db_query_value(off5), 0);
+	db_write(dev, 0x1000 + 5 * 4, 9, 4);
+	CU_ASSERT_PTR_EQUAL(note_db, off5);
+	CU_ASSERT_EQUAL(hw_db_query_value(data5), 0x000005FF);
+	CU_ASSERT_PTR_NULL(hw_db_create_at(dev, 0, 0x8000, 5, NULL, NULL));
+	CU_ASSERT_EQUAL(errno, EEXIST);
+	CU_ASSERT_PTR_NULL(hw_db_create_at(dev, 0, 0x1000, 1024, NULL, NULL));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	CU_ASSERT_PTR_NULL(hw_db_create_at(dev, 0, 0x0, 1, NULL, NULL)); /* stateful */
+	CU_ASSERT_EQUAL(errno, EINVAL);
 	hw_dev_destroy(dev);
 	hw_pci_type_destroy(t);
 }
