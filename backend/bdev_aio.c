@@ -174,9 +174,12 @@ static int bdev_aio_write_zeroes_buf(struct bdev_aio *a, uint64_t off, uint64_t 
 	return 0;
 }
 
+/* EOPNOTSUPP/ENOSYS: the file system or device lacks the mode, so stop trying. EINVAL: this
+ * range is not aligned to what the device accepts (a block device's logical block), so write
+ * zeroes for this request only. */
 static bool bdev_aio_fallocate_unsupported(int err)
 {
-	return err == EOPNOTSUPP || err == ENOSYS || err == EINVAL;
+	return err == EOPNOTSUPP || err == ENOSYS;
 }
 
 static int bdev_aio_zero_range(struct bdev_aio *a, uint64_t off, uint64_t len)
@@ -185,11 +188,14 @@ static int bdev_aio_zero_range(struct bdev_aio *a, uint64_t off, uint64_t len)
 		if (!fallocate(a->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off,
 			       (off_t)len))
 			return 0;
-		if (!bdev_aio_fallocate_unsupported(errno))
+		if (bdev_aio_fallocate_unsupported(errno)) {
+			LOG_INFO(BDEV_LOG,
+				 "%s: no FALLOC_FL_ZERO_RANGE (%m): writing zeroes instead",
+				 a->filename);
+			bdev_aio_cap_clear(&a->zero_range_ok);
+		} else if (errno != EINVAL) {
 			return -errno;
-		LOG_INFO(BDEV_LOG, "%s: no FALLOC_FL_ZERO_RANGE (%m): writing zeroes instead",
-			 a->filename);
-		bdev_aio_cap_clear(&a->zero_range_ok);
+		}
 	}
 	return bdev_aio_write_zeroes_buf(a, off, len);
 }
@@ -202,11 +208,13 @@ static int bdev_aio_punch(struct bdev_aio *a, uint64_t off, uint64_t len)
 		if (!fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
 			       (off_t)len))
 			return 0;
-		if (!bdev_aio_fallocate_unsupported(errno))
+		if (bdev_aio_fallocate_unsupported(errno)) {
+			LOG_INFO(BDEV_LOG, "%s: no FALLOC_FL_PUNCH_HOLE (%m): zeroing instead",
+				 a->filename);
+			bdev_aio_cap_clear(&a->punch_ok);
+		} else if (errno != EINVAL) {
 			return -errno;
-		LOG_INFO(BDEV_LOG, "%s: no FALLOC_FL_PUNCH_HOLE (%m): zeroing instead",
-			 a->filename);
-		bdev_aio_cap_clear(&a->punch_ok);
+		}
 	}
 	return bdev_aio_zero_range(a, off, len);
 }
