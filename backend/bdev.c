@@ -306,6 +306,21 @@ bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type)
 	return bdev->ops->io_types & (1u << type);
 }
 
+const char *bdev_io_type_name(enum bdev_io_type type)
+{
+	static const char *const names[BDEV_IO_TYPE_COUNT] = {
+		[BDEV_IO_READ] = "read",
+		[BDEV_IO_WRITE] = "write",
+		[BDEV_IO_FLUSH] = "flush",
+		[BDEV_IO_WRITE_ZEROES] = "write_zeroes",
+		[BDEV_IO_UNMAP] = "unmap",
+	};
+
+	if ((unsigned int)type >= BDEV_IO_TYPE_COUNT)
+		return NULL;
+	return names[type];
+}
+
 bool bdev_has_write_cache(const struct bdev *bdev)
 {
 	return bdev->ops->has_write_cache;

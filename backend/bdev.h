@@ -224,6 +224,9 @@ bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type);
 bool bdev_has_write_cache(const struct bdev *bdev);
 /* True while that cache is enabled (bdev_set_write_cache); false for bdevs without one. */
 bool bdev_write_cache_enabled(const struct bdev *bdev);
+/* Lowercase name of an I/O type as SPDK's bdev_get_bdevs "supported_io_types" spells it ("read",
+ * "write", "flush", "write_zeroes", "unmap"); NULL for an unknown type. */
+const char *bdev_io_type_name(enum bdev_io_type type);
 /* Fills *info (see struct bdev_info). */
 void bdev_get_info(const struct bdev *bdev, struct bdev_info *info);
 /* Snapshot of the counters (each counter read atomically, the set not as one). */

@@ -168,6 +168,9 @@ static void test_info_and_write_cache(void)
 	CU_ASSERT_PTR_NULL(info.filename);
 	CU_ASSERT_TRUE(bdev_io_type_supported(b, BDEV_IO_UNMAP));
 	CU_ASSERT_FALSE(bdev_io_type_supported(b, BDEV_IO_TYPE_COUNT));
+	CU_ASSERT_STRING_EQUAL(bdev_io_type_name(BDEV_IO_WRITE_ZEROES), "write_zeroes");
+	CU_ASSERT_STRING_EQUAL(bdev_io_type_name(BDEV_IO_READ), "read");
+	CU_ASSERT_PTR_NULL(bdev_io_type_name(BDEV_IO_TYPE_COUNT));
 	/* RAM has no volatile cache to switch on. */
 	CU_ASSERT_EQUAL(bdev_set_write_cache(b, true), -ENOTSUP);
 	CU_ASSERT_EQUAL(bdev_set_write_cache(b, false), 0);
