@@ -4,3 +4,9 @@
 MODULES += vfu hw
 vfu_SRCS := $(wildcard hw/vfu_*.c)
 hw_SRCS := $(filter-out hw/vfu_%,$(wildcard hw/*.c))
+
+# The sample generic device (hw/samples/sample_device.c), driven by the
+# integration tests in tests/integration/.
+PROGRAMS += hw-sample-device
+hw-sample-device_SRCS := hw/samples/sample_device.c
+hw-sample-device_LIBS := hw vfu common
