@@ -55,7 +55,8 @@ static int vfu_dma_msg_submit(struct vfu_endpoint *ep, bool is_write, uint64_t i
 	else
 		ep->dma_pending_head = req;
 	ep->dma_pending_tail = req;
-	vfu_dma_msg_kick(ep);
+	/* A send failure must not run callbacks (ours included) in here. */
+	vfu_ep_guarded(ep, vfu_dma_msg_kick);
 	return 0;
 }
 

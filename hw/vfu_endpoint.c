@@ -47,6 +47,10 @@ static void vfu_ep_teardown(struct vfu_endpoint *ep)
 {
 	bool was_attached = ep->negotiated;
 
+	if (ep->drop_timer) {
+		evloop_timer_cancel(ep->drop_timer);
+		ep->drop_timer = NULL;
+	}
 	if (ep->conn_fd < 0)
 		return;
 	evloop_watch_remove(ep->conn_w);
@@ -80,6 +84,32 @@ void vfu_ep_drop(struct vfu_endpoint *ep, const char *why)
 		return;
 	}
 	vfu_ep_teardown(ep);
+}
+
+static void vfu_ep_drop_timer(void *arg)
+{
+	struct vfu_endpoint *ep = arg;
+
+	ep->drop_timer = NULL;
+	if (ep->dead)
+		vfu_ep_teardown(ep);
+}
+
+void vfu_ep_guarded(struct vfu_endpoint *ep, void (*fn)(struct vfu_endpoint *ep))
+{
+	bool outer = !ep->in_io;
+
+	ep->in_io = true;
+	fn(ep);
+	if (!outer)
+		return;
+	ep->in_io = false;
+	if (ep->dead && !ep->drop_timer) {
+		ep->drop_timer = evloop_timer_add(ep->loop, 0, vfu_ep_drop_timer, ep);
+		/* Without a timer, tear down now rather than leak the client. */
+		if (!ep->drop_timer)
+			vfu_ep_teardown(ep);
+	}
 }
 
 void vfu_ep_update_events(struct vfu_endpoint *ep)
@@ -425,6 +455,7 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct vfu_endpoint *ep;
+	struct stat st;
 	int err;
 
 	if (!loop || !path || !ops || !ops->device_info || !ops->region_info ||
@@ -453,9 +484,16 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
 	ep->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ep->listen_fd < 0)
 		goto out_dma;
-	/* A stale socket file from an earlier run would make bind fail. */
-	if (unlink(path) < 0 && errno != ENOENT)
-		goto out_sock;
+	/* A stale socket file from an earlier run would make bind fail; anything
+	 * else at that path is not ours to delete. */
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			errno = EEXIST;
+			goto out_sock;
+		}
+		if (unlink(path) < 0)
+			goto out_sock;
+	}
 	if (bind(ep->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		goto out_sock;
 	if (chmod(path, mode ? mode : 0600) < 0 || listen(ep->listen_fd, 4) < 0)
@@ -518,6 +556,13 @@ struct vfu_dma_table *vfu_endpoint_dma(struct vfu_endpoint *ep)
 	return ep->dma;
 }
 
+static void vfu_ep_resume_guarded(struct vfu_endpoint *ep)
+{
+	vfu_cmd_resume(ep, ep->resume_status);
+	vfu_ep_update_events(ep);
+	vfu_dma_msg_kick(ep);
+}
+
 void vfu_endpoint_resume(struct vfu_endpoint *ep, int status)
 {
 	if (ep->in_handler) {
@@ -526,15 +571,12 @@ void vfu_endpoint_resume(struct vfu_endpoint *ep, int status)
 		ep->resume_status = status;
 		return;
 	}
-	if (ep->held == VFU_HELD_NONE || ep->conn_fd < 0) {
+	if (ep->held == VFU_HELD_NONE || ep->conn_fd < 0 || ep->dead) {
 		LOG_DBG(VFU_COMP, "%s: resume with nothing held", ep->path);
 		return;
 	}
-	vfu_cmd_resume(ep, status);
-	if (ep->conn_fd < 0)
-		return;
-	vfu_ep_update_events(ep);
-	vfu_dma_msg_kick(ep);
+	ep->resume_status = status;
+	vfu_ep_guarded(ep, vfu_ep_resume_guarded);
 }
 
 void vfu_endpoint_get_stats(const struct vfu_endpoint *ep, struct vfu_endpoint_stats *st)

@@ -100,9 +100,12 @@ struct vfu_endpoint {
 	uint16_t next_msg_id;
 	bool dma_kicking;
 
-	/* Inside the connection callback: drops are deferred to its end. */
+	/* Inside the connection callback, or a call made by the device: drops
+	 * are deferred to its end (or to drop_timer), so detach and DMA
+	 * callbacks never run inside a call the device made. */
 	bool in_io;
 	bool dead;
+	struct evloop_timer *drop_timer;
 };
 
 /* vfu_dma.c */
@@ -120,6 +123,9 @@ void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, i
 		  const void *payload, size_t len);
 /* Drops the client after a protocol violation. */
 void vfu_ep_drop(struct vfu_endpoint *ep, const char *why);
+/* Runs fn(ep) with drops deferred; a drop it caused is carried out from a
+ * zero-delay timer on the loop. */
+void vfu_ep_guarded(struct vfu_endpoint *ep, void (*fn)(struct vfu_endpoint *ep));
 /* Recomputes which epoll events the connection needs. */
 void vfu_ep_update_events(struct vfu_endpoint *ep);
 
