@@ -355,8 +355,9 @@ static void vfu_ep_process(struct vfu_endpoint *ep)
  * epoll brings us back, so other fds get their turn). */
 static void vfu_ep_read(struct vfu_endpoint *ep)
 {
+	ssize_t n = 0;
+
 	for (int batch = 0; batch < 64; batch++) {
-		ssize_t n;
 		size_t body;
 
 		if (ep->dead || ep->held != VFU_HELD_NONE || ep->tx_bytes >= VFU_TX_HIGH_WATER)
@@ -391,7 +392,10 @@ static void vfu_ep_read(struct vfu_endpoint *ep)
 	return;
 out_drop:
 	/* EOF or an error: mid-message it is a short read, else a plain close. */
-	if (ep->rx_hdr_got || ep->rx_body_got) {
+	if (n == -EPROTO) {
+		ep->st.bad_messages++;
+		vfu_ep_drop(ep, "more fds than max_msg_fds");
+	} else if (ep->rx_hdr_got || ep->rx_body_got) {
 		ep->st.bad_messages++;
 		vfu_ep_drop(ep, "short read");
 	} else {

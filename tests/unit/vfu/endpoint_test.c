@@ -3,6 +3,7 @@
  * negotiation, every command's success and error replies, NO_REPLY, region
  * info, SET_IRQS, DMA map/unmap, async hold/resume, server->client DMA,
  * disconnect and a second client. */
+#include "common/evloop.h"
 #include "tests/client/vfu_client.h"
 #include "tests/unit/cunit_runner.h"
 #include "tests/unit/vfu/fake_dev.h"
@@ -13,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static char sock_path[108];
@@ -815,6 +820,94 @@ static void test_partial_messages(void)
 	teardown();
 }
 
+static void test_too_many_fds(void)
+{
+	struct vfio_user_irq_set set = { .argsz = sizeof(set),
+					 .flags = VFIO_IRQ_SET_DATA_EVENTFD |
+						  VFIO_IRQ_SET_ACTION_TRIGGER,
+					 .index = 2, .count = 17 };
+	uint8_t msg[sizeof(struct vfio_user_header) + sizeof(set)];
+	struct vfio_user_header h = { .msg_id = 9, .command = VFIO_USER_DEVICE_SET_IRQS,
+				      .msg_size = sizeof(msg) };
+	struct vfu_endpoint_stats st;
+	int fds[17], before;
+	size_t len;
+
+	setup();
+	before = count_fds();
+	for (int i = 0; i < 17; i++)
+		fds[i] = eventfd(0, EFD_CLOEXEC);
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &set, sizeof(set));
+	/* More than max_msg_fds: the kernel truncates, the server drops us. */
+	CU_ASSERT_EQUAL(vfu_client_send_raw(cl, msg, sizeof(msg), fds, 17), 0);
+	CU_ASSERT_EQUAL(vfu_client_recv_msg(cl, &h, NULL, 0, &len, NULL, NULL, 5000),
+			-ECONNRESET);
+	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_detach, (void *)1, 5000));
+	fake_dev_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.bad_messages, 1);
+	for (int i = 0; i < 17; i++)
+		close(fds[i]);
+	/* Nothing kept on the server side; our end of the socket is still open. */
+	CU_ASSERT_EQUAL(count_fds(), before - 1);
+	teardown();
+}
+
+static const struct vfu_endpoint_ops null_ops;
+
+static void test_socket_file(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct evloop *loop = evloop_create();
+	struct vfu_endpoint *ep;
+	struct stat st;
+	int s, f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(loop);
+	snprintf(sock_path, sizeof(sock_path), "/tmp/vfu-ep-test-%d-file.sock", (int)getpid());
+	/* A leftover socket file is replaced. */
+	strcpy(sa.sun_path, sock_path);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	CU_ASSERT_EQUAL(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(s);
+	dev = fake_dev_start(sock_path);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	CU_ASSERT_EQUAL(stat(sock_path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
+	fake_dev_stop(dev);
+	dev = NULL;
+	CU_ASSERT_EQUAL(stat(sock_path, &st), -1); /* unlinked on destroy */
+	/* Anything else at the path is left alone. */
+	f = open(sock_path, O_CREAT | O_WRONLY, 0644);
+	CU_ASSERT(f >= 0);
+	close(f);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(vfu_endpoint_create(loop, sock_path, 0600, &fake_dev_ops, NULL));
+	CU_ASSERT_EQUAL(errno, EEXIST);
+	CU_ASSERT_EQUAL(stat(sock_path, &st), 0);
+	CU_ASSERT_TRUE(S_ISREG(st.st_mode));
+	unlink(sock_path);
+	/* Required ops missing; a path too long for sun_path. */
+	errno = 0;
+	CU_ASSERT_PTR_NULL(vfu_endpoint_create(loop, sock_path, 0600, &null_ops, NULL));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	{
+		char longp[200];
+
+		memset(longp, 'a', sizeof(longp) - 1);
+		longp[sizeof(longp) - 1] = 0;
+		CU_ASSERT_PTR_NULL(vfu_endpoint_create(loop, longp, 0600, &fake_dev_ops, NULL));
+		CU_ASSERT_EQUAL(errno, ENAMETOOLONG);
+	}
+	/* A custom mode is applied. */
+	ep = vfu_endpoint_create(loop, sock_path, 0660, &fake_dev_ops, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ep);
+	CU_ASSERT_EQUAL(stat(sock_path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 0777, 0660);
+	vfu_endpoint_destroy(ep);
+	evloop_destroy(loop);
+}
+
 CUNIT_SUITE(vfu_endpoint, NULL, NULL,
 	    { "negotiate_ok", test_negotiate_ok },
 	    { "negotiate_bad", test_negotiate_bad },
@@ -835,4 +928,6 @@ CUNIT_SUITE(vfu_endpoint, NULL, NULL,
 	    { "second_client_refused", test_second_client_refused },
 	    { "unsupported_commands", test_unsupported_commands },
 	    { "framing_drops", test_framing_drops },
-	    { "partial_messages", test_partial_messages })
+	    { "partial_messages", test_partial_messages },
+	    { "too_many_fds", test_too_many_fds },
+	    { "socket_file", test_socket_file })

@@ -245,7 +245,7 @@ static void fake_dev_dma_map(void *arg, uint64_t iova, uint64_t len, uint32_t pr
 	fake_dev_changed(fd);
 }
 
-static const struct vfu_endpoint_ops fake_dev_ops = {
+const struct vfu_endpoint_ops fake_dev_ops = {
 	.attach = fake_dev_attach,
 	.detach = fake_dev_detach,
 	.device_info = fake_dev_device_info,

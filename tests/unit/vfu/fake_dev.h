@@ -26,6 +26,9 @@ struct fake_dev_counts {
 
 struct fake_dev;
 
+/* The fake's ops (their arg is a struct fake_dev *). */
+extern const struct vfu_endpoint_ops fake_dev_ops;
+
 /* Creates the endpoint at path and runs its loop on a new thread. */
 struct fake_dev *fake_dev_start(const char *path);
 /* Stops the thread, destroys the endpoint and frees everything. */
