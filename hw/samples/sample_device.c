@@ -286,12 +286,13 @@ static void sample_stateful_write(struct hw_dev *dev, uint8_t bar_id, uint64_t r
 	hw_dev_stateful_query(dev, bar_id, region_start, regs, sizeof(regs));
 	memcpy(&scratch, regs + SAMPLE_REG_SCRATCH, 4);
 	memcpy(&ctrl, regs + SAMPLE_REG_DMA_CTRL, 4);
-	sample_out("EVENT %s stateful bar=%u start=0x%llx scratch=0x%x", hw_dev_vuid(dev), bar_id,
-		   (unsigned long long)region_start, scratch);
 	if (scratch != s->scratch_seen) {
 		s->scratch_seen = scratch;
 		sample_set_reg(s, SAMPLE_REG_ECHO, scratch);
 	}
+	/* Printed after the echo, so a test seeing the event can read it. */
+	sample_out("EVENT %s stateful bar=%u start=0x%llx scratch=0x%x", hw_dev_vuid(dev), bar_id,
+		   (unsigned long long)region_start, scratch);
 	if (ctrl == 1)
 		sample_dma_start(s);
 }
