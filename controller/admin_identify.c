@@ -1,0 +1,196 @@
+/* controller/admin_identify.c - Identify (NVMe Base 2.0 section 5.17): CNS 00h namespace, 01h
+ * controller, 02h/07h active namespace lists, 03h namespace identification descriptors, 05h/06h
+ * NVM command set specific namespace/controller, 08h command set independent namespace. */
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/ctrlr_internal.h"
+
+#define CTRLR_PCI_VID 0x4e58
+#define CTRLR_RTD3E_US 1000000 /* resume/entry latency reported (1 s) */
+#define CTRLR_WCTEMP_K 343
+#define CTRLR_CCTEMP_K 358
+#define CTRLR_PS0_CENTIWATTS 2500
+
+static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
+{
+	id->vid = CTRLR_PCI_VID;
+	id->ssvid = CTRLR_PCI_VID;
+	ctrlr_copy_padded(id->sn, ctrlr->serial, sizeof(id->sn));
+	ctrlr_copy_padded(id->mn, ctrlr->model, sizeof(id->mn));
+	ctrlr_copy_padded(id->fr, ctrlr->fwrev, sizeof(id->fr));
+	id->rab = 6;
+	/* IEEE OUI, least significant byte first: 02-4E-58 (locally administered). */
+	id->ieee[0] = 0x58;
+	id->ieee[1] = 0x4e;
+	id->ieee[2] = 0x02;
+	id->mdts = ctrlr->cfg.mdts;
+	id->cntlid = ctrlr->cfg.cntlid;
+	id->ver = ctrlr->vs;
+	id->rtd3r = CTRLR_RTD3E_US;
+	id->rtd3e = CTRLR_RTD3E_US;
+	id->oaes = NVME_OAES_NS_ATTR;
+	id->cntrltype = NVME_CTRL_TYPE_IO;
+	id->oacs = NVME_OACS_FORMAT | (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);
+	id->acl = CTRLR_ACL;
+	id->aerl = CTRLR_AERL;
+	id->frmw = NVME_FRMW_SLOT1_RO | NVME_FRMW_SLOTS(1);
+	id->lpa = NVME_LPA_CMD_EFFECTS | NVME_LPA_EXT_DATA;
+	id->elpe = CTRLR_ERROR_LOG_ENTRIES - 1;
+	id->npss = 0;
+	id->wctemp = CTRLR_WCTEMP_K;
+	id->cctemp = CTRLR_CCTEMP_K;
+	id->sqes = (NVME_SQES_LOG2 << 4) | NVME_SQES_LOG2;
+	id->cqes = (NVME_CQES_LOG2 << 4) | NVME_CQES_LOG2;
+	id->nn = CTRLR_MAX_NAMESPACES;
+	id->oncs = NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
+		   NVME_ONCS_SAVE_SELECT | NVME_ONCS_TIMESTAMP | NVME_ONCS_VERIFY;
+	id->vwc = NVME_VWC_PRESENT | NVME_VWC_NSID_ALL_FLUSH;
+	if (ctrlr->cfg.sgl)
+		id->sgls = NVME_SGLS_SUPPORTED | NVME_SGLS_BIT_BUCKET | NVME_SGLS_EXCESS_LEN;
+	snprintf(id->subnqn, sizeof(id->subnqn), "%s", ctrlr->subnqn);
+	id->psd[0].mp = CTRLR_PS0_CENTIWATTS;
+}
+
+static void ctrlr_le128_put(uint8_t *dst, uint64_t v)
+{
+	memset(dst, 0, 16);
+	memcpy(dst, &v, 8);
+}
+
+static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
+{
+	id->nsze = ns->num_blocks;
+	id->ncap = ns->num_blocks;
+	id->nuse = ns->num_blocks;
+	id->nsfeat = ns->has_unmap ? NVME_NSFEAT_THIN : 0;
+	id->nlbaf = 0; /* one LBA format (0-based count) */
+	id->flbas = 0;
+	/* Deallocated blocks read back as zeroes; Write Zeroes may deallocate. */
+	if (ns->has_unmap)
+		id->dlfeat = NVME_DLFEAT_READ_ZEROES | NVME_DLFEAT_WZ_DEAC;
+	ctrlr_le128_put(id->nvmcap, ns->num_blocks * ns->block_size);
+	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
+	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
+	id->lbaf[0].lbads = ns->lbads;
+}
+
+/* Active NSIDs greater than `after`, ascending, up to 1024 entries. */
+static void ctrlr_identify_ns_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *list)
+{
+	uint32_t n = 0;
+
+	for (uint32_t nsid = after + 1; nsid <= CTRLR_MAX_NAMESPACES && n < 1024; nsid++)
+		if (ctrlr->ns[nsid - 1])
+			list[n++] = nsid;
+}
+
+static size_t ctrlr_desc_add(uint8_t *buf, size_t off, uint8_t nidt, const void *v, uint8_t len)
+{
+	struct nvme_ns_id_desc d = { .nidt = nidt, .nidl = len };
+
+	memcpy(buf + off, &d, sizeof(d));
+	memcpy(buf + off + sizeof(d), v, len);
+	return off + sizeof(d) + len;
+}
+
+static void ctrlr_identify_descs(const struct ctrlr_ns *ns, uint8_t *buf)
+{
+	uint8_t csi = NVME_CSI_NVM;
+	size_t off = 0;
+
+	off = ctrlr_desc_add(buf, off, NVME_NIDT_EUI64, ns->eui64, 8);
+	off = ctrlr_desc_add(buf, off, NVME_NIDT_NGUID, ns->nguid, 16);
+	off = ctrlr_desc_add(buf, off, NVME_NIDT_UUID, ns->uuid, 16);
+	ctrlr_desc_add(buf, off, NVME_NIDT_CSI, &csi, 1);
+}
+
+static void ctrlr_identify_ns_indep(const struct ctrlr_ns *ns, struct nvme_id_ns_indep *id)
+{
+	id->nsfeat = ns->has_unmap ? NVME_NSFEAT_THIN : 0;
+	id->nstat = NVME_NSTAT_READY;
+}
+
+void ctrlr_admin_identify(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t cns = req->sqe.cdw10 & 0xff;
+	uint8_t csi = req->sqe.cdw11 >> 24;
+	uint32_t nsid = req->sqe.nsid;
+	union {
+		uint8_t raw[NVME_IDENTIFY_SIZE];
+		uint32_t list[1024];
+		struct nvme_id_ctrl ctrl;
+		struct nvme_id_ns ns;
+		struct nvme_id_ctrl_nvm ctrl_nvm;
+		struct nvme_id_ns_indep indep;
+	} buf;
+	struct ctrlr_ns *ns = NULL;
+	uint16_t st = NVME_SC_SUCCESS;
+
+	memset(&buf, 0, sizeof(buf));
+	switch (cns) {
+	case NVME_CNS_CTRL:
+		ctrlr_identify_ctrl(ctrlr, &buf.ctrl);
+		break;
+	case NVME_CNS_CS_CTRL:
+		/* NVM command set specific controller data: no limits beyond MDTS (all zero). */
+		if (csi != NVME_CSI_NVM)
+			st = NVME_SC_INVALID_FIELD;
+		break;
+	case NVME_CNS_CS_ACTIVE_NS_LIST:
+		if (csi != NVME_CSI_NVM) {
+			st = NVME_SC_INVALID_FIELD;
+			break;
+		}
+		/* fall through */
+	case NVME_CNS_ACTIVE_NS_LIST:
+		if (nsid >= 0xfffffffeu) {
+			st = NVME_SC_INVALID_NS;
+			break;
+		}
+		ctrlr_identify_ns_list(ctrlr, nsid, buf.list);
+		break;
+	case NVME_CNS_NS:
+	case NVME_CNS_NS_DESC_LIST:
+	case NVME_CNS_CS_NS:
+	case NVME_CNS_CS_INDEP_NS:
+		if (cns == NVME_CNS_CS_NS && csi != NVME_CSI_NVM) {
+			st = NVME_SC_INVALID_FIELD;
+			break;
+		}
+		if (nsid == 0 || (nsid > CTRLR_MAX_NAMESPACES && nsid != NVME_NSID_ALL) ||
+		    (nsid == NVME_NSID_ALL && cns != NVME_CNS_NS)) {
+			st = NVME_SC_INVALID_NS;
+			break;
+		}
+		if (nsid == NVME_NSID_ALL) {
+			/* Capabilities common to all namespaces: the LBA format. */
+			buf.ns.lbaf[0].lbads = 9;
+			break;
+		}
+		ns = ctrlr_ns_get(ctrlr, nsid);
+		if (!ns) {
+			/* An allocated-but-inactive id reads as zeroes for CNS 00h/05h/08h. */
+			if (cns == NVME_CNS_NS_DESC_LIST)
+				st = NVME_SC_INVALID_NS;
+			break;
+		}
+		if (cns == NVME_CNS_NS)
+			ctrlr_identify_ns(ns, &buf.ns);
+		else if (cns == NVME_CNS_NS_DESC_LIST)
+			ctrlr_identify_descs(ns, buf.raw);
+		else if (cns == NVME_CNS_CS_INDEP_NS)
+			ctrlr_identify_ns_indep(ns, &buf.indep);
+		ctrlr_ns_put(ns);
+		break;
+	default:
+		st = NVME_SC_INVALID_FIELD;
+		break;
+	}
+	if (st)
+		return ctrlr_req_complete_err(req, st, st == NVME_SC_INVALID_NS ?
+					      offsetof(struct nvme_sqe, nsid) :
+					      offsetof(struct nvme_sqe, cdw10));
+	ctrlr_req_complete(req, ctrlr_req_copy_to_host(req, buf.raw, sizeof(buf)));
+}

@@ -1,0 +1,358 @@
+/* controller/admin_queue.c - the admin command table (dispatch and effects) and the queue
+ * management commands: Create/Delete I/O SQ/CQ, Abort, Doorbell Buffer Config. Admin thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrlr_internal.h"
+
+static void ctrlr_admin_abort(struct ctrlr_req *req);
+
+struct ctrlr_admin_cmd {
+	ctrlr_req_exec_fn exec;
+	uint32_t effects;
+};
+
+/* Opcode-indexed: dispatch and the Commands Supported and Effects log come from this one table. */
+static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
+	[NVME_ADM_DELETE_SQ] = { ctrlr_admin_delete_sq, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_CREATE_SQ] = { ctrlr_admin_create_sq, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_GET_LOG_PAGE] = { ctrlr_admin_get_log_page, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_DELETE_CQ] = { ctrlr_admin_delete_cq, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_CREATE_CQ] = { ctrlr_admin_create_cq, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_IDENTIFY] = { ctrlr_admin_identify, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_ABORT] = { ctrlr_admin_abort, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_SET_FEATURES] = { ctrlr_admin_set_features,
+				    NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC },
+	[NVME_ADM_GET_FEATURES] = { ctrlr_admin_get_features, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_ASYNC_EVENT] = { ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_DBBUF] = { ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP },
+	[NVME_ADM_FORMAT_NVM] = { ctrlr_admin_format,
+				  NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
+				  NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
+				  NVME_CMD_EFFECTS_CSE_NS },
+};
+
+uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode)
+{
+	const struct ctrlr_vendor_cmd *v;
+
+	if (opcode == NVME_ADM_DBBUF && ctrlr->cfg.no_dbbuf)
+		return 0;
+	if (opcode >= NVME_ADM_VENDOR_FIRST) {
+		v = ctrlr_vendor_lookup(ctrlr, false, opcode);
+		return v ? v->effects | NVME_CMD_EFFECTS_CSUPP : 0;
+	}
+	return ctrlr_admin_cmds[opcode].effects;
+}
+
+void ctrlr_admin_exec(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t opc = req->sqe.cdw0.bits.opc;
+	const struct ctrlr_vendor_cmd *v;
+
+	LOG_TRACE(CTRLR_LOG, "admin cid %u opc 0x%02x nsid %u", req->sqe.cdw0.bits.cid, opc,
+		  req->sqe.nsid);
+	if (req->sqe.cdw0.bits.fuse)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
+	if (opc >= NVME_ADM_VENDOR_FIRST) {
+		v = ctrlr_vendor_lookup(ctrlr, false, opc);
+		if (!v)
+			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+		return ctrlr_vendor_exec(req, v);
+	}
+	if (!ctrlr_admin_effects(ctrlr, opc))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	ctrlr_admin_cmds[opc].exec(req);
+}
+
+/* The queue limit the host negotiated with Number of Queues, or the configured one. */
+static uint32_t ctrlr_max_qid(const struct ctrlr *ctrlr, bool cq)
+{
+	if (!ctrlr->feat.num_queues_set)
+		return ctrlr->cfg.max_io_queues;
+	return (cq ? (ctrlr->feat.num_queues >> 16) : (ctrlr->feat.num_queues & 0xffff)) + 1;
+}
+
+static bool ctrlr_ring_mapped(struct ctrlr *ctrlr, uint64_t addr, uint64_t bytes,
+			      unsigned int dir)
+{
+	return ctrlr->ops->mem_map(ctrlr->tctx, addr, bytes, dir) != NULL;
+}
+
+/* ---- Create / Delete I/O CQ ---- */
+
+void ctrlr_admin_create_cq(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	const struct nvme_sqe *sqe = &req->sqe;
+	uint16_t qid = sqe->cdw10 & 0xffff;
+	uint32_t qsize = (sqe->cdw10 >> 16) + 1;
+	uint16_t iv = sqe->cdw11 >> 16;
+	bool ien = sqe->cdw11 & NVME_CQ_IEN;
+	uint64_t addr = sqe->dptr.prp.prp1;
+	struct ctrlr_cq *cq;
+
+	if (qid == 0 || qid > ctrlr_max_qid(ctrlr, true) || ctrlr->cqs[qid])
+		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
+					      offsetof(struct nvme_sqe, cdw10));
+	if (qsize < 2 || qsize > ctrlr->cap.bits.mqes + 1u)
+		return ctrlr_req_complete_err(req, NVME_SC_QUEUE_SIZE,
+					      offsetof(struct nvme_sqe, cdw10) + 2);
+	if (!(sqe->cdw11 & NVME_QUEUE_PC))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw11));
+	if (iv >= ctrlr->cfg.num_vectors)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_VECTOR,
+					      offsetof(struct nvme_sqe, cdw11) + 2);
+	if (!addr || (addr & (ctrlr->page_size - 1)) ||
+	    !ctrlr_ring_mapped(ctrlr, addr, (uint64_t)qsize * sizeof(struct nvme_cqe),
+			       CTRLR_DMA_WRITE))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, dptr));
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	ctrlr_cq_init(ctrlr, cq, qid, addr, qsize, iv, ien);
+	cq->create_req = req;
+	ctrlr->cqs[qid] = cq;
+	ctrlr->queue_ops_pending++;
+	if (ctrlr->ops->create_cq(ctrlr->tctx, cq)) {
+		ctrlr->queue_ops_pending--;
+		ctrlr->cqs[qid] = NULL;
+		free(cq);
+		ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	}
+}
+
+void ctrlr_cq_create_done(struct ctrlr_cq *cq, int status)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+	struct ctrlr_req *req = cq->create_req;
+
+	cq->create_req = NULL;
+	ctrlr->queue_ops_pending--;
+	if (status) {
+		ctrlr->cqs[cq->qid] = NULL;
+		free(cq);
+		ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	} else {
+		cq->state = CTRLR_Q_LIVE;
+		CTRLR_STAT_ADD(ctrlr->io_cqs, 1);
+		ctrlr_cq_dbbuf_attach(ctrlr, cq);
+		ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	}
+	ctrlr_reset_continue(ctrlr);
+}
+
+void ctrlr_admin_delete_cq(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint16_t qid = req->sqe.cdw10 & 0xffff;
+	struct ctrlr_cq *cq = qid && qid < ctrlr->num_queues ? ctrlr->cqs[qid] : NULL;
+
+	if (!cq || cq->state != CTRLR_Q_LIVE)
+		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
+					      offsetof(struct nvme_sqe, cdw10));
+	if (cq->sq_refs)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_QUEUE_DELETION,
+					      offsetof(struct nvme_sqe, cdw10));
+	cq->state = CTRLR_Q_DELETING;
+	cq->create_req = req;
+	ctrlr->queue_ops_pending++;
+	if (ctrlr->ops->delete_cq(ctrlr->tctx, cq)) {
+		ctrlr->queue_ops_pending--;
+		cq->state = CTRLR_Q_LIVE;
+		cq->create_req = NULL;
+		ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	}
+}
+
+void ctrlr_cq_delete_done(struct ctrlr_cq *cq)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+	struct ctrlr_req *req = cq->create_req;
+	struct ctrlr_req *held;
+
+	ctrlr->queue_ops_pending--;
+	ctrlr->cqs[cq->qid] = NULL;
+	CTRLR_STAT_ADD(ctrlr->io_cqs, -1);
+	/* No SQ is bound any more, so nothing can be held here; free defensively anyway. */
+	while ((held = cq->held_head)) {
+		cq->held_head = held->next;
+		ctrlr_req_free(held);
+	}
+	free(cq);
+	if (req)
+		ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	ctrlr_reset_continue(ctrlr);
+}
+
+/* ---- Create / Delete I/O SQ ---- */
+
+void ctrlr_admin_create_sq(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	const struct nvme_sqe *sqe = &req->sqe;
+	uint16_t qid = sqe->cdw10 & 0xffff;
+	uint32_t qsize = (sqe->cdw10 >> 16) + 1;
+	uint16_t cqid = sqe->cdw11 >> 16;
+	uint64_t addr = sqe->dptr.prp.prp1;
+	struct ctrlr_cq *cq;
+	struct ctrlr_sq *sq;
+
+	if (qid == 0 || qid > ctrlr_max_qid(ctrlr, false) || ctrlr->sqs[qid])
+		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
+					      offsetof(struct nvme_sqe, cdw10));
+	cq = cqid && cqid < ctrlr->num_queues ? ctrlr->cqs[cqid] : NULL;
+	if (!cq || cq->state != CTRLR_Q_LIVE)
+		return ctrlr_req_complete_err(req, NVME_SC_CQ_INVALID,
+					      offsetof(struct nvme_sqe, cdw11) + 2);
+	if (qsize < 2 || qsize > ctrlr->cap.bits.mqes + 1u)
+		return ctrlr_req_complete_err(req, NVME_SC_QUEUE_SIZE,
+					      offsetof(struct nvme_sqe, cdw10) + 2);
+	if (!(sqe->cdw11 & NVME_QUEUE_PC))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw11));
+	if (!addr || (addr & (ctrlr->page_size - 1)) ||
+	    !ctrlr_ring_mapped(ctrlr, addr, (uint64_t)qsize * sizeof(struct nvme_sqe),
+			       CTRLR_DMA_READ))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, dptr));
+	sq = calloc(1, sizeof(*sq));
+	if (!sq)
+		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	if (ctrlr_sq_init(ctrlr, sq, qid, cq, addr, qsize, (sqe->cdw11 >> 1) & 3)) {
+		free(sq);
+		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	}
+	sq->create_req = req;
+	ctrlr->sqs[qid] = sq;
+	cq->sq_refs++;
+	ctrlr->queue_ops_pending++;
+	if (ctrlr->ops->create_sq(ctrlr->tctx, sq)) {
+		ctrlr->queue_ops_pending--;
+		ctrlr->sqs[qid] = NULL;
+		cq->sq_refs--;
+		ctrlr_sq_fini(sq);
+		free(sq);
+		ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	}
+}
+
+void ctrlr_sq_create_done(struct ctrlr_sq *sq, int status)
+{
+	struct ctrlr *ctrlr = sq->ctrlr;
+	struct ctrlr_req *req = sq->create_req;
+
+	sq->create_req = NULL;
+	ctrlr->queue_ops_pending--;
+	if (status) {
+		ctrlr->sqs[sq->qid] = NULL;
+		sq->cq->sq_refs--;
+		ctrlr_sq_fini(sq);
+		free(sq);
+		ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	} else {
+		ctrlr_sq_dbbuf_attach(sq);
+		CTRLR_STORE(sq->state, CTRLR_Q_LIVE);
+		CTRLR_STAT_ADD(ctrlr->io_sqs, 1);
+		ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	}
+	ctrlr_reset_continue(ctrlr);
+}
+
+void ctrlr_admin_delete_sq(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint16_t qid = req->sqe.cdw10 & 0xffff;
+	struct ctrlr_sq *sq = qid && qid < ctrlr->num_queues ? ctrlr->sqs[qid] : NULL;
+
+	if (!sq || sq->state == CTRLR_Q_CREATING || sq->state == CTRLR_Q_DELETING)
+		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
+					      offsetof(struct nvme_sqe, cdw10));
+	CTRLR_STORE(sq->state, CTRLR_Q_DELETING);
+	sq->create_req = req;
+	ctrlr->queue_ops_pending++;
+	if (ctrlr->ops->delete_sq(ctrlr->tctx, sq)) {
+		ctrlr->queue_ops_pending--;
+		sq->create_req = NULL;
+		CTRLR_STORE(sq->state, CTRLR_Q_LIVE);
+		ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	}
+}
+
+void ctrlr_sq_delete_done(struct ctrlr_sq *sq)
+{
+	struct ctrlr *ctrlr = sq->ctrlr;
+	struct ctrlr_req *req = sq->create_req;
+
+	ctrlr->queue_ops_pending--;
+	ctrlr->sqs[sq->qid] = NULL;
+	sq->cq->sq_refs--;
+	CTRLR_STAT_ADD(ctrlr->io_sqs, -1);
+	ctrlr_sq_fini(sq);
+	free(sq);
+	if (req)
+		ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	ctrlr_reset_continue(ctrlr);
+}
+
+/* ---- Abort ---- */
+
+/* Commands run as soon as they are fetched, so only a waiting Asynchronous Event Request can be
+ * aborted; CDW0 bit 0 = 1 reports "not aborted" (section 5.1). */
+static void ctrlr_admin_abort(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint16_t sqid = req->sqe.cdw10 & 0xffff;
+	uint16_t cid = req->sqe.cdw10 >> 16;
+
+	req->cdw0 = 1;
+	if (sqid == 0) {
+		for (uint32_t i = 0; i < ctrlr->num_aer_reqs; i++) {
+			if (ctrlr->aer_reqs[i]->sqe.cdw0.bits.cid == cid) {
+				ctrlr_aer_abort(ctrlr->aer_reqs[i]);
+				req->cdw0 = 0;
+				break;
+			}
+		}
+	}
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}
+
+/* ---- Doorbell Buffer Config ---- */
+
+void ctrlr_admin_dbbuf(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint64_t shadow = req->sqe.dptr.prp.prp1, evt = req->sqe.dptr.prp.prp2;
+	uint64_t bytes = (uint64_t)ctrlr->num_queues * 8;
+	void *sp, *ep;
+
+	if (bytes > ctrlr->page_size)
+		bytes = ctrlr->page_size;
+	/* Both buffers are one memory page, page aligned (section 5.8). */
+	if (!shadow || !evt || (shadow & (ctrlr->page_size - 1)) || (evt & (ctrlr->page_size - 1)))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, dptr));
+	sp = ctrlr->ops->mem_map(ctrlr->tctx, shadow, bytes, CTRLR_DMA_READ);
+	ep = ctrlr->ops->mem_map(ctrlr->tctx, evt, bytes, CTRLR_DMA_READ | CTRLR_DMA_WRITE);
+	if (!sp || !ep)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, dptr));
+	ctrlr->dbbuf_shadow = shadow;
+	ctrlr->dbbuf_eventidx = evt;
+	ctrlr->dbbuf_eventidx_ptr = ep;
+	CTRLR_STORE(ctrlr->dbbuf_shadow_ptr, sp);
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		if (ctrlr->sqs[qid] && ctrlr->sqs[qid]->state == CTRLR_Q_LIVE)
+			ctrlr_sq_dbbuf_attach(ctrlr->sqs[qid]);
+		if (ctrlr->cqs[qid] && ctrlr->cqs[qid]->state == CTRLR_Q_LIVE)
+			ctrlr_cq_dbbuf_attach(ctrlr, ctrlr->cqs[qid]);
+	}
+	if (ctrlr->ops->dbbuf_changed)
+		ctrlr->ops->dbbuf_changed(ctrlr->tctx, true);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}

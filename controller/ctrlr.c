@@ -1,0 +1,458 @@
+/* controller/ctrlr.c - the controller object: create/destroy, namespaces, the reset / shutdown /
+ * FLR teardown flow, admin doorbells, statistics. Admin thread. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/evloop.h"
+#include "common/log.h"
+#include "controller/ctrlr_internal.h"
+
+static int ctrlr_config_check(const struct ctrlr_config *c)
+{
+	if (!c->serial || !c->serial[0] || strlen(c->serial) > 20)
+		return -EINVAL;
+	if ((c->model && strlen(c->model) > 40) || (c->firmware_rev && strlen(c->firmware_rev) > 8))
+		return -EINVAL;
+	if (c->subnqn && strlen(c->subnqn) > 223)
+		return -EINVAL;
+	if (c->max_io_queues < 1 || c->max_io_queues > CTRLR_MAX_IO_QUEUES)
+		return -EINVAL;
+	if (c->max_queue_entries == 1 || c->max_queue_entries > CTRLR_MAX_QUEUE_ENTRIES)
+		return -EINVAL;
+	if (c->mdts > CTRLR_MAX_MDTS)
+		return -EINVAL;
+	if (c->num_vectors && c->num_vectors > 2048)
+		return -EINVAL;
+	return 0;
+}
+
+int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport_ops *ops,
+		 void *tctx, struct ctrlr **out)
+{
+	struct ctrlr *ctrlr;
+	int ret;
+
+	if (!config || !ops || !out || !ops->mem_map || !ops->raise_irq || !ops->write_regs ||
+	    !ops->create_cq || !ops->create_sq || !ops->delete_sq || !ops->delete_cq ||
+	    !ops->get_channel || !ops->put_bdev || !ops->admin_msg)
+		return -EINVAL;
+	ret = ctrlr_config_check(config);
+	if (ret)
+		return ret;
+	ctrlr = calloc(1, sizeof(*ctrlr));
+	if (!ctrlr)
+		return -ENOMEM;
+	ctrlr->ops = ops;
+	ctrlr->tctx = tctx;
+	ctrlr->cfg = *config;
+	if (!ctrlr->cfg.max_queue_entries)
+		ctrlr->cfg.max_queue_entries = 1024;
+	if (!ctrlr->cfg.mdts)
+		ctrlr->cfg.mdts = 5;
+	if (!ctrlr->cfg.num_vectors)
+		ctrlr->cfg.num_vectors = ctrlr->cfg.max_io_queues + 1;
+	snprintf(ctrlr->serial, sizeof(ctrlr->serial), "%s", config->serial);
+	snprintf(ctrlr->model, sizeof(ctrlr->model), "%s", config->model ? config->model : "nvme-emu");
+	snprintf(ctrlr->fwrev, sizeof(ctrlr->fwrev), "%s",
+		 config->firmware_rev ? config->firmware_rev : "1.0");
+	if (config->subnqn)
+		snprintf(ctrlr->subnqn, sizeof(ctrlr->subnqn), "%s", config->subnqn);
+	else
+		snprintf(ctrlr->subnqn, sizeof(ctrlr->subnqn), "nqn.2026-11.io.nvme-emu:%s",
+			 config->serial);
+	/* These pointers are only kept, not interpreted, by the config copy. */
+	ctrlr->cfg.serial = ctrlr->serial;
+	ctrlr->cfg.model = ctrlr->model;
+	ctrlr->cfg.firmware_rev = ctrlr->fwrev;
+	ctrlr->cfg.subnqn = ctrlr->subnqn;
+	ctrlr->num_queues = ctrlr->cfg.max_io_queues + 1u;
+	ctrlr->sqs = calloc(ctrlr->num_queues, sizeof(*ctrlr->sqs));
+	ctrlr->cqs = calloc(ctrlr->num_queues, sizeof(*ctrlr->cqs));
+	ctrlr->feat.irq_cd = calloc(ctrlr->cfg.num_vectors, sizeof(*ctrlr->feat.irq_cd));
+	if (!ctrlr->sqs || !ctrlr->cqs || !ctrlr->feat.irq_cd) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ctrlr_regs_init(ctrlr);
+	ctrlr_features_init(ctrlr);
+	ctrlr->created_us = evloop_now_us();
+	ret = ctrlr_vendor_register_defaults(ctrlr);
+	if (ret)
+		goto out_free_vendor;
+	*out = ctrlr;
+	return 0;
+
+out_free_vendor:
+	ctrlr_vendor_free_all(ctrlr);
+out_free:
+	free(ctrlr->feat.irq_cd);
+	free(ctrlr->cqs);
+	free(ctrlr->sqs);
+	free(ctrlr);
+	return ret;
+}
+
+static void ctrlr_ns_release(struct ctrlr_ns *ns)
+{
+	struct ctrlr *ctrlr = ns->ctrlr;
+
+	ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev);
+	bdev_release(ns->bdev);
+	bdev_close(ns->bdev);
+	free(ns);
+}
+
+int ctrlr_destroy(struct ctrlr *ctrlr)
+{
+	if (!ctrlr)
+		return 0;
+	if (ctrlr->io_sqs || ctrlr->io_cqs || ctrlr->queue_ops_pending ||
+	    ctrlr->state == CTRLR_ST_RESETTING)
+		return -EBUSY;
+	ctrlr_aer_reset(ctrlr);
+	if (ctrlr->sqs[0]) {
+		if (ctrlr->sqs[0]->inflight)
+			return -EBUSY;
+		ctrlr_sq_fini(ctrlr->sqs[0]);
+		free(ctrlr->sqs[0]);
+		free(ctrlr->cqs[0]);
+	}
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		if (ctrlr->ns[i] && !ctrlr->ns[i]->released)
+			ctrlr_ns_release(ctrlr->ns[i]);
+	}
+	ctrlr_vendor_free_all(ctrlr);
+	free(ctrlr->feat.irq_cd);
+	free(ctrlr->cqs);
+	free(ctrlr->sqs);
+	free(ctrlr);
+	return 0;
+}
+
+/* ---- namespaces ---- */
+
+static void ctrlr_ns_changed(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	for (uint32_t i = 0; i < ctrlr->num_changed_ns; i++)
+		if (ctrlr->changed_ns[i] == nsid)
+			goto report;
+	if (ctrlr->num_changed_ns < CTRLR_MAX_NAMESPACES)
+		ctrlr->changed_ns[ctrlr->num_changed_ns++] = nsid;
+	else
+		ctrlr->changed_ns_overflow = true;
+report:
+	if (ctrlr->state == CTRLR_ST_ENABLED)
+		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_NS_CHANGED,
+				 NVME_LOG_CHANGED_NS);
+}
+
+int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
+		 const struct ctrlr_ns_opts *opts)
+{
+	uint32_t bs = bdev ? bdev_get_block_size(bdev) : 0;
+	struct ctrlr_ns *ns;
+	char owner[BDEV_NAME_MAX + 1];
+	int ret;
+
+	if (!bdev || nsid > CTRLR_MAX_NAMESPACES || (bs != 512 && bs != 4096) ||
+	    bdev_io_ctx_size(bdev) > CTRLR_BDEV_CTX_MAX)
+		return -EINVAL;
+	if (nsid == 0) {
+		while (nsid < CTRLR_MAX_NAMESPACES && ctrlr->ns[nsid])
+			nsid++;
+		if (nsid == CTRLR_MAX_NAMESPACES)
+			return -ENOSPC;
+		nsid++;
+	}
+	if (ctrlr->ns[nsid - 1])
+		return -EEXIST;
+	ns = calloc(1, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	ret = bdev_open(bdev);
+	if (ret)
+		goto out_free;
+	snprintf(owner, sizeof(owner), "%s:ns%u", ctrlr->serial, nsid);
+	ret = bdev_claim(bdev, owner);
+	if (ret)
+		goto out_close;
+	ns->ctrlr = ctrlr;
+	ns->nsid = nsid;
+	ns->bdev = bdev;
+	ns->block_size = bs;
+	ns->lbads = bs == 512 ? 9 : 12;
+	ns->num_blocks = bdev_get_num_blocks(bdev);
+	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
+	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
+	bdev_get_uuid(bdev, ns->uuid);
+	if (opts && opts->uuid)
+		memcpy(ns->uuid, opts->uuid, 16);
+	if (opts && opts->nguid)
+		memcpy(ns->nguid, opts->nguid, 16);
+	else
+		memcpy(ns->nguid, ns->uuid, 16);
+	if (opts && opts->eui64) {
+		memcpy(ns->eui64, opts->eui64, 8);
+	} else {
+		/* An IEEE-style EUI-64 from our OUI and the UUID's tail, unique per bdev. */
+		ns->eui64[0] = 0x02;
+		ns->eui64[1] = 0x4e;
+		ns->eui64[2] = 0x58;
+		memcpy(&ns->eui64[3], &ns->uuid[11], 5);
+	}
+	CTRLR_STORE(ctrlr->ns[nsid - 1], ns);
+	ctrlr_ns_changed(ctrlr, nsid);
+	return (int)nsid;
+
+out_close:
+	bdev_close(bdev);
+out_free:
+	free(ns);
+	return ret;
+}
+
+/* Runs on the admin thread once the last I/O of a removed namespace finished. */
+static void ctrlr_ns_release_msg(void *arg)
+{
+	ctrlr_ns_release(arg);
+}
+
+static void ctrlr_ns_try_release(struct ctrlr_ns *ns, bool on_admin)
+{
+	if (__atomic_load_n(&ns->inflight, __ATOMIC_SEQ_CST) != 0)
+		return;
+	if (__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
+		return;
+	if (on_admin)
+		ctrlr_ns_release(ns);
+	else if (ns->ctrlr->ops->admin_msg(ns->ctrlr->tctx, ctrlr_ns_release_msg, ns))
+		LOG_ERR(CTRLR_LOG, "ns %u: cannot post its release, bdev kept open", ns->nsid);
+}
+
+int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	struct ctrlr_ns *ns;
+
+	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
+		return -ENOENT;
+	ns = ctrlr->ns[nsid - 1];
+	CTRLR_STORE(ctrlr->ns[nsid - 1], NULL);
+	__atomic_store_n(&ns->removing, true, __ATOMIC_SEQ_CST);
+	ctrlr_ns_try_release(ns, true);
+	ctrlr_ns_changed(ctrlr, nsid);
+	return 0;
+}
+
+uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		n += ctrlr->ns[i] != NULL;
+	return n;
+}
+
+struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	struct ctrlr_ns *ns;
+
+	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES)
+		return NULL;
+	ns = CTRLR_LOAD(ctrlr->ns[nsid - 1]);
+	if (!ns)
+		return NULL;
+	/* Reference first, then check removal: pairs with ctrlr_ns_remove's order. */
+	__atomic_fetch_add(&ns->inflight, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ns->removing, __ATOMIC_SEQ_CST)) {
+		ctrlr_ns_put(ns);
+		return NULL;
+	}
+	return ns;
+}
+
+void ctrlr_ns_put(struct ctrlr_ns *ns)
+{
+	if (__atomic_sub_fetch(&ns->inflight, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    __atomic_load_n(&ns->removing, __ATOMIC_SEQ_CST))
+		ctrlr_ns_try_release(ns, false);
+}
+
+/* ---- reset / shutdown / FLR ---- */
+
+static void ctrlr_admin_sq_drained(void *arg)
+{
+	ctrlr_reset_continue(arg);
+}
+
+static void ctrlr_reset_finish(struct ctrlr *ctrlr)
+{
+	bool was_dbbuf = ctrlr->dbbuf_shadow_ptr != NULL;
+	bool shutdown = ctrlr->reset_shutdown;
+
+	if (ctrlr->sqs[0]) {
+		ctrlr_sq_fini(ctrlr->sqs[0]);
+		free(ctrlr->sqs[0]);
+		free(ctrlr->cqs[0]);
+		ctrlr->sqs[0] = NULL;
+		ctrlr->cqs[0] = NULL;
+	}
+	CTRLR_STORE(ctrlr->dbbuf_shadow_ptr, NULL);
+	ctrlr->dbbuf_eventidx_ptr = NULL;
+	ctrlr->dbbuf_shadow = ctrlr->dbbuf_eventidx = 0;
+	if (was_dbbuf && ctrlr->ops->dbbuf_changed)
+		ctrlr->ops->dbbuf_changed(ctrlr->tctx, false);
+	ctrlr_features_reset(ctrlr);
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_DISABLED);
+	ctrlr->csts.raw = 0;
+	if (shutdown)
+		ctrlr->csts.bits.shst = NVME_SHST_COMPLETE;
+	ctrlr->reset_shutdown = false;
+	if (ctrlr->reset_flr) {
+		uint8_t img[NVME_REG_END];
+		void (*done)(void *arg) = ctrlr->flr_done;
+
+		ctrlr->reset_flr = false;
+		ctrlr->flr_done = NULL;
+		ctrlr_regs_init(ctrlr);
+		ctrlr_regs_read(ctrlr, 0, img, sizeof(img));
+		ctrlr->ops->write_regs(ctrlr->tctx, 0, img, sizeof(img));
+		if (done)
+			done(ctrlr->flr_arg);
+		return;
+	}
+	ctrlr_regs_write_csts(ctrlr);
+	LOG_DBG(CTRLR_LOG, "%s done", shutdown ? "shutdown" : "reset");
+	/* The guest re-enabled while the teardown ran. */
+	if (ctrlr->cc.bits.en && !shutdown)
+		ctrlr_enable(ctrlr);
+}
+
+void ctrlr_reset_continue(struct ctrlr *ctrlr)
+{
+	struct ctrlr_sq *asq = ctrlr->sqs[0];
+	bool waiting = false;
+
+	if (ctrlr->state != CTRLR_ST_RESETTING || ctrlr->queue_ops_pending)
+		return;
+	/* Admin commands still running (e.g. Format NVM on a bdev) finish first. */
+	if (asq && asq->inflight) {
+		asq->stop_done = ctrlr_admin_sq_drained;
+		asq->stop_arg = ctrlr;
+		return;
+	}
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+
+		if (!sq)
+			continue;
+		waiting = true;
+		if (sq->state == CTRLR_Q_DELETING)
+			continue;
+		sq->state = CTRLR_Q_DELETING;
+		ctrlr->queue_ops_pending++;
+		if (ctrlr->ops->delete_sq(ctrlr->tctx, sq)) {
+			LOG_ERR(CTRLR_LOG, "transport refused to delete SQ %u during reset", qid);
+			ctrlr->queue_ops_pending--;
+		}
+	}
+	if (waiting)
+		return;
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_cq *cq = ctrlr->cqs[qid];
+
+		if (!cq)
+			continue;
+		waiting = true;
+		if (cq->state == CTRLR_Q_DELETING)
+			continue;
+		cq->state = CTRLR_Q_DELETING;
+		ctrlr->queue_ops_pending++;
+		if (ctrlr->ops->delete_cq(ctrlr->tctx, cq)) {
+			LOG_ERR(CTRLR_LOG, "transport refused to delete CQ %u during reset", qid);
+			ctrlr->queue_ops_pending--;
+		}
+	}
+	if (!waiting)
+		ctrlr_reset_finish(ctrlr);
+}
+
+void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
+{
+	if (shutdown) {
+		ctrlr->reset_shutdown = true;
+		CTRLR_STAT_ADD(ctrlr->cnt.shutdowns, 1);
+	} else {
+		CTRLR_STAT_ADD(ctrlr->cnt.resets, 1);
+	}
+	if (ctrlr->state == CTRLR_ST_RESETTING)
+		return;
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_RESETTING);
+	ctrlr_aer_reset(ctrlr);
+	if (shutdown) {
+		ctrlr->csts.bits.shst = NVME_SHST_OCCURRING;
+		ctrlr_regs_write_csts(ctrlr);
+	}
+	ctrlr_reset_continue(ctrlr);
+}
+
+void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
+{
+	ctrlr->reset_flr = true;
+	ctrlr->flr_done = done;
+	ctrlr->flr_arg = arg;
+	ctrlr->cc.raw = 0;
+	ctrlr_reset_start(ctrlr, false);
+}
+
+/* ---- admin doorbells and invalid doorbells ---- */
+
+void ctrlr_doorbell_write(struct ctrlr *ctrlr, uint32_t db_index, uint32_t value)
+{
+	uint32_t qid = db_index / 2;
+	bool is_cq = db_index & 1;
+
+	if (qid == 0 && ctrlr->state == CTRLR_ST_ENABLED && ctrlr->sqs[0]) {
+		if (is_cq) {
+			ctrlr_cq_head_doorbell(ctrlr->cqs[0], value);
+		} else if (!ctrlr_sq_tail_doorbell(ctrlr->sqs[0], value)) {
+			/* The admin queue is served at once, on this thread. */
+			while (ctrlr_sq_poll(ctrlr->sqs[0], 64) > 0)
+				;
+		}
+		return;
+	}
+	if (qid == 0)
+		return; /* the controller is not ready: writes are ignored (3.1.4.18) */
+	CTRLR_STAT_ADD(ctrlr->cnt.invalid_db_writes, 1);
+	LOG_GUEST_ERR(CTRLR_LOG, "doorbell %u (%s %u) written for a queue that does not exist",
+		      db_index, is_cq ? "CQ" : "SQ", qid);
+	if (ctrlr->state == CTRLR_ST_ENABLED)
+		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_REG,
+				 NVME_LOG_ERROR);
+}
+
+void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
+{
+	const struct ctrlr_counters *c = &ctrlr->cnt;
+
+	memset(s, 0, sizeof(*s));
+	s->admin_cmds = CTRLR_LOAD(c->admin_cmds);
+	s->io_cmds = CTRLR_LOAD(c->io_cmds);
+	s->errors = CTRLR_LOAD(c->errors);
+	s->data_units_read = (CTRLR_LOAD(c->bytes_read) / 512 + 999) / 1000;
+	s->data_units_written = (CTRLR_LOAD(c->bytes_written) / 512 + 999) / 1000;
+	s->host_read_cmds = CTRLR_LOAD(c->host_read_cmds);
+	s->host_write_cmds = CTRLR_LOAD(c->host_write_cmds);
+	s->media_errors = CTRLR_LOAD(c->media_errors);
+	s->invalid_db_writes = CTRLR_LOAD(c->invalid_db_writes);
+	s->aer_sent = CTRLR_LOAD(c->aer_sent);
+	s->irqs_raised = CTRLR_LOAD(c->irqs_raised);
+	s->cq_full_holds = CTRLR_LOAD(c->cq_full_holds);
+	s->resets = CTRLR_LOAD(c->resets);
+	s->shutdowns = CTRLR_LOAD(c->shutdowns);
+	s->io_sqs = CTRLR_LOAD(ctrlr->io_sqs);
+	s->io_cqs = CTRLR_LOAD(ctrlr->io_cqs);
+	s->enabled = ctrlr->csts.bits.rdy;
+}

@@ -1,0 +1,398 @@
+/* controller/ctrlr_internal.h - the controller core's objects (controller, namespaces, queues,
+ * requests) and the functions the core's files share. Not for use outside controller/. */
+#ifndef NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
+#define NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "backend/bdev.h"
+#include "controller/ctrlr.h"
+#include "controller/ctrlr_transport.h"
+#include "controller/nvme_spec.h"
+
+#define CTRLR_LOG "ctrlr"
+#define CTRLR_PAGE_SHIFT_MIN 12
+#define CTRLR_MPSMIN 0            /* 4 KiB */
+#define CTRLR_MPSMAX 4            /* 64 KiB */
+#define CTRLR_MAX_MDTS 8          /* bounds the per-request iovec array */
+#define CTRLR_ADMIN_MAX_ENTRIES 4096
+#define CTRLR_AERL 3              /* 0-based: four outstanding AERs */
+#define CTRLR_ACL 3               /* 0-based abort command limit */
+#define CTRLR_ERROR_LOG_ENTRIES 64 /* ELPE + 1 */
+#define CTRLR_AER_QUEUE 16        /* events waiting for an AER command */
+#define CTRLR_BDEV_CTX_MAX 512    /* largest backend per-I/O context accepted */
+#define CTRLR_DSM_BATCH 16        /* DSM ranges unmapped per bdev request */
+#define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size for Verify / vendor checksum */
+#define CTRLR_TEMP_KELVIN 313     /* composite temperature reported (40 C) */
+#define CTRLR_SGL_MAX_SEGMENTS 64
+
+#define CTRLR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Relaxed counters shared by threads: no locks on the I/O path. */
+#define CTRLR_STAT_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
+#define CTRLR_LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define CTRLR_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+struct ctrlr;
+struct ctrlr_req;
+
+/* Guest-memory translator, injected into the PRP/SGL walkers (ops->mem_map). */
+typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
+
+/* ---- Namespaces ---- */
+struct ctrlr_ns {
+	struct ctrlr *ctrlr;
+	uint32_t nsid;
+	struct bdev *bdev;
+	uint32_t block_size;
+	uint8_t lbads;
+	uint64_t num_blocks;
+	uint8_t nguid[16];
+	uint8_t eui64[8];
+	uint8_t uuid[16];
+	bool has_unmap;
+	bool has_write_zeroes;
+	/* Removal vs. I/O without locks: I/O increments inflight then checks removing; removal sets
+	 * removing then checks inflight (both sequentially consistent), so one of them sees the
+	 * other. The last finisher releases the bdev exactly once (released flag). */
+	uint32_t inflight;
+	bool removing;
+	bool released;
+	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
+};
+
+/* ---- Queues ---- */
+enum ctrlr_q_state {
+	CTRLR_Q_CREATING = 0,
+	CTRLR_Q_LIVE,
+	CTRLR_Q_STOPPED,
+	CTRLR_Q_DELETING,
+};
+
+struct ctrlr_cq {
+	struct ctrlr *ctrlr;
+	uint16_t qid;
+	uint16_t vector;
+	bool ien;
+	uint8_t phase;
+	uint32_t size;       /* entries */
+	uint64_t dma_addr;
+	uint32_t tail;       /* next slot the controller writes */
+	uint32_t head;       /* last head the guest reported */
+	enum ctrlr_q_state state;
+	uint32_t sq_refs;    /* SQs bound to this CQ */
+	struct ctrlr_req *held_head, *held_tail; /* completions waiting for room */
+	uint32_t irq_pending;  /* CQEs posted since the last interrupt */
+	uint64_t irq_first_us; /* when the first of them was posted (coalescing time) */
+	int batch;
+	void *tctx;
+	struct ctrlr_req *create_req; /* the admin command waiting for create/delete done */
+};
+
+struct ctrlr_sq {
+	struct ctrlr *ctrlr;
+	uint16_t qid;
+	uint16_t cqid;
+	struct ctrlr_cq *cq;
+	uint32_t size;
+	uint64_t dma_addr;
+	uint32_t head;       /* next SQE to fetch */
+	uint32_t tail;       /* last tail the guest reported */
+	uint8_t qprio;
+	enum ctrlr_q_state state;
+	/* Request pool sized to the queue depth, with iovecs and backend context. */
+	struct ctrlr_req *reqs;
+	unsigned char *bio_mem;
+	struct iovec *iov_mem;
+	struct ctrlr_req *free_list;
+	uint32_t inflight;
+	uint32_t max_iov;
+	void (*stop_done)(void *arg);
+	void *stop_arg;
+	void *tctx;
+	struct ctrlr_req *create_req;
+	/* Shadow doorbells (Doorbell Buffer Config): NULL when off. */
+	volatile uint32_t *shadow_db;
+	volatile uint32_t *eventidx;
+};
+
+/* ---- Requests ---- */
+enum ctrlr_req_state {
+	CTRLR_REQ_FREE = 0,
+	CTRLR_REQ_EXEC,
+	CTRLR_REQ_HELD, /* completed, waiting for CQ room */
+};
+
+typedef void (*ctrlr_req_exec_fn)(struct ctrlr_req *req);
+typedef void (*ctrlr_req_io_done_fn)(struct ctrlr_req *req, int status);
+
+struct ctrlr_req {
+	struct ctrlr_sq *sq;
+	struct nvme_sqe sqe;
+	enum ctrlr_req_state state;
+	uint32_t cdw0;
+	uint16_t status;
+	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
+	uint64_t error_lba;
+	struct ctrlr_ns *ns; /* holds a namespace inflight reference while set */
+	struct ctrlr_req *next;
+	struct iovec *iov;
+	int iovcnt;
+	uint64_t data_len;
+	struct bdev_io *bio;
+	ctrlr_req_io_done_fn io_done;
+	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
+	 * vendor). */
+	struct {
+		uint64_t lba;
+		uint64_t remaining;
+		uint32_t index;
+		uint32_t count;
+		void *buf;
+		uint32_t crc;
+		struct bdev_range ranges[CTRLR_DSM_BATCH];
+		struct iovec biov;
+		void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len);
+		void (*range_done)(struct ctrlr_req *req, uint16_t status);
+	} step;
+};
+
+/* ---- Controller ---- */
+enum ctrlr_state {
+	CTRLR_ST_DISABLED = 0,
+	CTRLR_ST_ENABLED,
+	CTRLR_ST_RESETTING,  /* CC.EN 1->0, FLR, or shutdown: deleting queues */
+	CTRLR_ST_FAILED,     /* enable failed: CSTS.CFS */
+};
+
+struct ctrlr_aer_event {
+	uint8_t type;
+	uint8_t info;
+	uint8_t lid;
+};
+
+struct ctrlr_features {
+	uint32_t arbitration;
+	uint32_t power_mgmt;
+	uint16_t temp_over[9];  /* per sensor; [0] composite */
+	uint16_t temp_under[9];
+	uint32_t vwc;           /* WCE bit */
+	uint32_t num_queues;    /* granted, 0-based NSQA | NCQA << 16 */
+	bool num_queues_set;
+	uint32_t irq_coalesce;  /* THR | TIME << 8 */
+	uint32_t write_atomic;
+	uint32_t async_event;
+	uint32_t apst;
+	uint8_t apst_table[NVME_APST_DATA_SIZE];
+	uint64_t timestamp_ms;  /* value set by the host */
+	uint64_t timestamp_set_us; /* evloop_now_us() when set, 0 = never set */
+	uint8_t *irq_cd;         /* per vector: coalescing disabled (CD) */
+};
+
+struct ctrlr_counters {
+	uint64_t admin_cmds, io_cmds, errors;
+	uint64_t bytes_read, bytes_written;
+	uint64_t host_read_cmds, host_write_cmds;
+	uint64_t media_errors;
+	uint64_t invalid_db_writes;
+	uint64_t aer_sent;
+	uint64_t irqs_raised;
+	uint64_t cq_full_holds;
+	uint64_t resets, shutdowns;
+	uint64_t lost_events;
+};
+
+struct ctrlr {
+	const struct ctrlr_transport_ops *ops;
+	void *tctx;
+	struct ctrlr_config cfg;
+	char serial[21], model[41], fwrev[9], subnqn[224];
+	enum ctrlr_state state;
+
+	/* Register file (little-endian host). */
+	union nvme_cap cap;
+	uint32_t vs;
+	uint32_t intm;           /* interrupt mask (INTMS/INTMC) */
+	union nvme_cc cc;
+	union nvme_csts csts;
+	union nvme_aqa aqa;
+	uint64_t asq, acq;
+	uint32_t page_size;      /* from CC.MPS at enable */
+
+	/* Queues: index = qid; [0] the admin queue. */
+	struct ctrlr_sq **sqs;
+	struct ctrlr_cq **cqs;
+	uint32_t num_queues;     /* max_io_queues + 1 */
+	uint32_t io_sqs, io_cqs;
+	uint32_t queue_ops_pending; /* create/delete in the transport */
+
+	/* Namespaces: index = nsid - 1. */
+	struct ctrlr_ns *ns[CTRLR_MAX_NAMESPACES];
+	uint32_t changed_ns[CTRLR_MAX_NAMESPACES];
+	uint32_t num_changed_ns;
+	bool changed_ns_overflow;
+
+	/* Asynchronous events. */
+	struct ctrlr_req *aer_reqs[CTRLR_AERL + 1];
+	uint32_t num_aer_reqs;
+	struct ctrlr_aer_event aer_queue[CTRLR_AER_QUEUE];
+	uint32_t aer_count;
+	uint32_t aer_masked;       /* bit per event type: reported, log page not read yet */
+	uint32_t aer_pending_bits; /* from owner threads: (type << 8 | info) bits, atomic */
+	bool aer_msg_queued;       /* atomic */
+	uint8_t smart_critical;
+
+	/* Error log ring (written by any thread on failure). */
+	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
+	uint64_t error_count;
+
+	struct ctrlr_features feat;
+	struct ctrlr_counters cnt;
+	uint64_t created_us;
+
+	/* Doorbell Buffer Config. */
+	uint64_t dbbuf_shadow, dbbuf_eventidx;
+	volatile uint32_t *dbbuf_shadow_ptr;
+	volatile uint32_t *dbbuf_eventidx_ptr;
+
+	/* Vendor commands: [0] admin, [1] I/O, indexed by opcode. */
+	struct ctrlr_vendor_cmd *vendor[2][256];
+
+	/* Reset / shutdown / FLR flow. */
+	bool reset_shutdown;       /* set SHST complete when the flow ends */
+	bool reset_flr;
+	void (*flr_done)(void *arg);
+	void *flr_arg;
+	bool destroying;
+};
+
+/* ---- prp.c / sgl.c: data pointers to iovecs (pure functions) ---- */
+
+/* Maps a PRP pair for `len` bytes at page size `page_size` into iov[0..max_iov). Returns an NVMe
+ * status: SUCCESS with *iovcnt set, PRP Offset Invalid, Data Transfer Error (unmapped page or
+ * list), Invalid Field (too many pieces). */
+uint16_t ctrlr_prp_map(ctrlr_map_fn map, void *mctx, uint64_t prp1, uint64_t prp2, uint64_t len,
+		       uint32_t page_size, unsigned int dir, struct iovec *iov, int max_iov,
+		       int *iovcnt);
+
+/* Maps an SGL (first descriptor from the SQE) for `len` bytes. Data blocks and bit buckets (reads
+ * only: sink memory), segments and last segments. Returns an NVMe status. */
+uint16_t ctrlr_sgl_map(ctrlr_map_fn map, void *mctx, const struct nvme_sgl_desc *sgl, uint64_t len,
+		       unsigned int dir, struct iovec *iov, int max_iov, int *iovcnt);
+
+/* ---- queue.c ---- */
+int ctrlr_cq_init(struct ctrlr *ctrlr, struct ctrlr_cq *cq, uint16_t qid, uint64_t addr,
+		  uint32_t size, uint16_t vector, bool ien);
+int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct ctrlr_cq *cq,
+		  uint64_t addr, uint32_t size, uint8_t qprio);
+void ctrlr_sq_fini(struct ctrlr_sq *sq);
+/* Posts (or holds) the CQE of a completed request. Owner thread. */
+void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req);
+bool ctrlr_cq_is_full(struct ctrlr_cq *cq);
+void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq);
+/* Re-evaluates masked interrupts after INTMC cleared mask bits. Admin thread. */
+void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq);
+/* Shadow doorbell pointers for this queue (admin thread at DBBC or creation). */
+void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq);
+void ctrlr_cq_dbbuf_attach(struct ctrlr *ctrlr, struct ctrlr_cq *cq);
+
+/* ---- req.c ---- */
+struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);
+/* Returns a request to its pool; signals ctrlr_sq_stop's done when the SQ drained. */
+void ctrlr_req_free(struct ctrlr_req *req);
+/* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
+ * (or drops it if the queue or controller is going away) and frees the request. */
+void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
+/* Same, recording the failing field's offset in the SQE for the error log. */
+void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc);
+/* Maps the command's data pointer (PRP or SGL per PSDT) for `len` bytes into req->iov. */
+uint16_t ctrlr_req_map_data(struct ctrlr_req *req, uint64_t len, unsigned int dir);
+/* Copies between a local buffer and the command's data (maps first). NVMe status. */
+uint16_t ctrlr_req_copy_to_host(struct ctrlr_req *req, const void *buf, uint64_t len);
+uint16_t ctrlr_req_copy_from_host(struct ctrlr_req *req, void *buf, uint64_t len);
+/* Looks up the namespace for the SQE's NSID and takes an inflight reference (req->ns). */
+uint16_t ctrlr_req_get_ns(struct ctrlr_req *req);
+/* Submits req->bio (filled by the caller except cb) to the namespace's bdev on this thread's
+ * channel; `done` runs on completion with the bdev status. Returns NVMe status (failure: nothing
+ * submitted). */
+uint16_t ctrlr_req_submit_bio(struct ctrlr_req *req, ctrlr_req_io_done_fn done);
+/* bdev status (-errno) -> NVMe status. */
+uint16_t ctrlr_bdev_status(int status, bool is_write);
+uint64_t ctrlr_mdts_bytes(const struct ctrlr *ctrlr);
+void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint16_t status);
+
+/* ---- regs.c ---- */
+void ctrlr_regs_init(struct ctrlr *ctrlr);
+void ctrlr_regs_write_csts(struct ctrlr *ctrlr);
+/* CC.EN 0 -> 1 (or re-enable after a reset that the guest overtook). */
+void ctrlr_enable(struct ctrlr *ctrlr);
+
+/* ---- ctrlr.c: reset flow, namespaces ---- */
+/* Starts (or continues) the teardown of every queue; ends in ctrlr_reset_finish. */
+void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown);
+void ctrlr_reset_continue(struct ctrlr *ctrlr);
+struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid);
+void ctrlr_ns_put(struct ctrlr_ns *ns);
+
+/* ---- admin_*.c ---- */
+/* Dispatch of one admin command: parse picks the handler or returns an error status. */
+void ctrlr_admin_exec(struct ctrlr_req *req);
+void ctrlr_admin_identify(struct ctrlr_req *req);
+void ctrlr_admin_get_log_page(struct ctrlr_req *req);
+void ctrlr_admin_get_features(struct ctrlr_req *req);
+void ctrlr_admin_set_features(struct ctrlr_req *req);
+void ctrlr_admin_create_cq(struct ctrlr_req *req);
+void ctrlr_admin_create_sq(struct ctrlr_req *req);
+void ctrlr_admin_delete_cq(struct ctrlr_req *req);
+void ctrlr_admin_delete_sq(struct ctrlr_req *req);
+void ctrlr_admin_dbbuf(struct ctrlr_req *req);
+void ctrlr_admin_format(struct ctrlr_req *req);
+/* Effects of the admin opcodes the core implements (0 = unsupported). */
+uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode);
+uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode);
+void ctrlr_features_init(struct ctrlr *ctrlr);
+void ctrlr_features_reset(struct ctrlr *ctrlr);
+void ctrlr_smart_check_temperature(struct ctrlr *ctrlr);
+
+/* ---- aer.c ---- */
+void ctrlr_aer_request(struct ctrlr_req *req);
+void ctrlr_aer_abort(struct ctrlr_req *req);
+/* Queues an event (admin thread) and completes a waiting AER if allowed. */
+void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t lid);
+/* From an owner thread: posts to the admin thread. Only error events (type ERROR). */
+void ctrlr_aer_report_async(struct ctrlr *ctrlr, uint8_t info);
+/* The host read log page `lid` with RAE 0: unmask its event type. */
+void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid);
+/* Drops outstanding AER commands and queued events (reset). */
+void ctrlr_aer_reset(struct ctrlr *ctrlr);
+
+/* ---- io_cmd.c ---- */
+void ctrlr_io_exec(struct ctrlr_req *req);
+/* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,
+ * then range_done(req, status) once (the owner thread). Returns an NVMe status; on failure
+ * nothing was started. */
+uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
+			     void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len),
+			     void (*range_done)(struct ctrlr_req *req, uint16_t status));
+/* LBA range check against req->ns; records the LBA for the error log. */
+uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+
+/* ---- vendor.c ---- */
+const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bool io,
+						   uint8_t opcode);
+void ctrlr_vendor_exec(struct ctrlr_req *req, const struct ctrlr_vendor_cmd *cmd);
+void ctrlr_vendor_free_all(struct ctrlr *ctrlr);
+uint32_t ctrlr_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Little helpers. */
+static inline uint64_t ctrlr_sqe_slba(const struct nvme_sqe *sqe)
+{
+	return (uint64_t)sqe->cdw10 | ((uint64_t)sqe->cdw11 << 32);
+}
+
+void ctrlr_copy_padded(char *dst, const char *src, size_t len);
+
+#endif

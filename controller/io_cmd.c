@@ -1,0 +1,455 @@
+/* controller/io_cmd.c - NVM command set I/O commands (NVM Command Set 1.0 section 3): Read, Write
+ * (FUA), Flush (one or all namespaces), Write Zeroes (DEAC), Dataset Management (deallocate),
+ * Compare, Verify, against the namespace's bdev. Owner thread of the SQ. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrlr_internal.h"
+
+static void ctrlr_io_rw(struct ctrlr_req *req);
+static void ctrlr_io_flush(struct ctrlr_req *req);
+static void ctrlr_io_write_zeroes(struct ctrlr_req *req);
+static void ctrlr_io_dsm(struct ctrlr_req *req);
+static void ctrlr_io_compare(struct ctrlr_req *req);
+static void ctrlr_io_verify(struct ctrlr_req *req);
+
+struct ctrlr_io_cmd {
+	ctrlr_req_exec_fn exec;
+	uint32_t effects;
+	bool any_nsid; /* NSID FFFFFFFFh allowed (handled by the command) */
+};
+
+/* Opcode-indexed: dispatch and the I/O half of the Commands Supported and Effects log. */
+static const struct ctrlr_io_cmd ctrlr_io_cmds[256] = {
+	[NVME_CMD_FLUSH] = { ctrlr_io_flush, NVME_CMD_EFFECTS_CSUPP, true },
+	[NVME_CMD_WRITE] = { ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false },
+	[NVME_CMD_READ] = { ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP, false },
+	[NVME_CMD_COMPARE] = { ctrlr_io_compare, NVME_CMD_EFFECTS_CSUPP, false },
+	[NVME_CMD_WRITE_ZEROES] = { ctrlr_io_write_zeroes,
+				    NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false },
+	[NVME_CMD_DSM] = { ctrlr_io_dsm, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false },
+	[NVME_CMD_VERIFY] = { ctrlr_io_verify, NVME_CMD_EFFECTS_CSUPP, false },
+};
+
+uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode)
+{
+	const struct ctrlr_vendor_cmd *v;
+
+	if (opcode >= NVME_CMD_VENDOR_FIRST) {
+		v = ctrlr_vendor_lookup(ctrlr, true, opcode);
+		return v ? v->effects | NVME_CMD_EFFECTS_CSUPP : 0;
+	}
+	return ctrlr_io_cmds[opcode].effects;
+}
+
+void ctrlr_io_exec(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t opc = req->sqe.cdw0.bits.opc;
+	const struct ctrlr_vendor_cmd *v;
+	const struct ctrlr_io_cmd *cmd;
+	uint16_t st;
+
+	LOG_TRACE(CTRLR_LOG, "io qid %u cid %u opc 0x%02x nsid %u", req->sq->qid,
+		  req->sqe.cdw0.bits.cid, opc, req->sqe.nsid);
+	if (req->sqe.cdw0.bits.fuse)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
+	if (opc >= NVME_CMD_VENDOR_FIRST) {
+		v = ctrlr_vendor_lookup(ctrlr, true, opc);
+		if (!v)
+			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+		if (v->needs_ns && (st = ctrlr_req_get_ns(req)))
+			return ctrlr_req_complete(req, st);
+		return ctrlr_vendor_exec(req, v);
+	}
+	cmd = &ctrlr_io_cmds[opc];
+	if (!cmd->exec)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	if (!(cmd->any_nsid && req->sqe.nsid == NVME_NSID_ALL)) {
+		st = ctrlr_req_get_ns(req);
+		if (st)
+			return ctrlr_req_complete(req, st);
+	}
+	cmd->exec(req);
+}
+
+uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	uint64_t nsze = req->ns->num_blocks;
+
+	if (slba >= nsze || nlb > nsze - slba) {
+		req->error_lba = slba;
+		req->error_loc = offsetof(struct nvme_sqe, cdw10);
+		return NVME_SC_LBA_RANGE;
+	}
+	return NVME_SC_SUCCESS;
+}
+
+static void ctrlr_io_fail(struct ctrlr_req *req, uint16_t st)
+{
+	if (st && !req->error_lba)
+		req->error_lba = ctrlr_sqe_slba(&req->sqe);
+	ctrlr_req_complete(req, st);
+}
+
+/* ---- Read / Write ---- */
+
+static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	bool write = req->sqe.cdw0.bits.opc == NVME_CMD_WRITE;
+	uint16_t st = ctrlr_bdev_status(status, write);
+
+	if (!st) {
+		if (write) {
+			CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
+			CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, req->data_len);
+		} else {
+			CTRLR_STAT_ADD(ctrlr->cnt.host_read_cmds, 1);
+			CTRLR_STAT_ADD(ctrlr->cnt.bytes_read, req->data_len);
+		}
+	}
+	ctrlr_io_fail(req, st);
+}
+
+static void ctrlr_io_rw(struct ctrlr_req *req)
+{
+	const struct nvme_sqe *sqe = &req->sqe;
+	bool write = sqe->cdw0.bits.opc == NVME_CMD_WRITE;
+	uint64_t slba = ctrlr_sqe_slba(sqe);
+	uint64_t nlb = (sqe->cdw12 & NVME_RW_NLB_MASK) + 1;
+	struct bdev_io *bio = req->bio;
+	uint16_t st;
+
+	st = ctrlr_io_check_range(req, slba, nlb);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	st = ctrlr_req_map_data(req, nlb * req->ns->block_size,
+				write ? CTRLR_DMA_READ : CTRLR_DMA_WRITE);
+	if (st)
+		return ctrlr_io_fail(req, st);
+	bio->type = write ? BDEV_IO_WRITE : BDEV_IO_READ;
+	bio->flags = write && (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
+	bio->offset_blocks = slba;
+	bio->num_blocks = nlb;
+	bio->iov = req->iov;
+	bio->iovcnt = req->iovcnt;
+	st = ctrlr_req_submit_bio(req, ctrlr_io_rw_done);
+	if (st)
+		ctrlr_io_fail(req, st);
+}
+
+/* ---- Flush ---- */
+
+static void ctrlr_io_flush_next(struct ctrlr_req *req);
+
+static void ctrlr_io_flush_done(struct ctrlr_req *req, int status)
+{
+	uint16_t st = ctrlr_bdev_status(status, true);
+
+	if (st || req->sqe.nsid != NVME_NSID_ALL)
+		return ctrlr_req_complete(req, st);
+	ctrlr_ns_put(req->ns);
+	req->ns = NULL;
+	ctrlr_io_flush_next(req);
+}
+
+static void ctrlr_io_flush_submit(struct ctrlr_req *req)
+{
+	uint16_t st;
+
+	memset(req->bio, 0, sizeof(*req->bio));
+	req->bio->type = BDEV_IO_FLUSH;
+	st = ctrlr_req_submit_bio(req, ctrlr_io_flush_done);
+	if (st)
+		ctrlr_req_complete(req, st);
+}
+
+/* NSID FFFFFFFFh (VWC bits 2:1 = 11b): flush every namespace, one after the other. */
+static void ctrlr_io_flush_next(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+
+	while (req->step.index < CTRLR_MAX_NAMESPACES) {
+		struct ctrlr_ns *ns = ctrlr_ns_get(ctrlr, ++req->step.index);
+
+		if (ns) {
+			req->ns = ns;
+			return ctrlr_io_flush_submit(req);
+		}
+	}
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}
+
+static void ctrlr_io_flush(struct ctrlr_req *req)
+{
+	if (req->sqe.nsid != NVME_NSID_ALL)
+		return ctrlr_io_flush_submit(req);
+	req->step.index = 0;
+	ctrlr_io_flush_next(req);
+}
+
+/* ---- Write Zeroes ---- */
+
+static void ctrlr_io_simple_done(struct ctrlr_req *req, int status)
+{
+	ctrlr_io_fail(req, ctrlr_bdev_status(status, true));
+}
+
+static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
+{
+	const struct nvme_sqe *sqe = &req->sqe;
+	uint64_t slba = ctrlr_sqe_slba(sqe);
+	uint64_t nlb = (sqe->cdw12 & NVME_RW_NLB_MASK) + 1;
+	struct bdev_io *bio = req->bio;
+	uint16_t st;
+
+	st = ctrlr_io_check_range(req, slba, nlb);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	memset(bio, 0, sizeof(*bio));
+	/* DEAC: deallocating reads back as zeroes here (DLFEAT), so it is a valid way to zero. */
+	if ((sqe->cdw12 & NVME_WZ_DEAC) && req->ns->has_unmap && !(sqe->cdw12 & NVME_RW_FUA)) {
+		req->step.ranges[0].offset_blocks = slba;
+		req->step.ranges[0].num_blocks = nlb;
+		bio->type = BDEV_IO_UNMAP;
+		bio->ranges = req->step.ranges;
+		bio->nranges = 1;
+	} else {
+		bio->type = BDEV_IO_WRITE_ZEROES;
+		bio->flags = (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
+		bio->offset_blocks = slba;
+		bio->num_blocks = nlb;
+	}
+	st = ctrlr_req_submit_bio(req, ctrlr_io_simple_done);
+	if (st)
+		ctrlr_io_fail(req, st);
+}
+
+/* ---- Dataset Management ---- */
+
+/* Copies `len` bytes at byte `off` of the command's mapped data. */
+static void ctrlr_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
+{
+	char *d = dst;
+
+	for (int i = 0; i < req->iovcnt && len; i++) {
+		size_t il = req->iov[i].iov_len;
+
+		if (off >= il) {
+			off -= il;
+			continue;
+		}
+		size_t c = il - off < len ? il - off : len;
+
+		memcpy(d, (char *)req->iov[i].iov_base + off, c);
+		d += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+static void ctrlr_io_dsm_next(struct ctrlr_req *req);
+
+static void ctrlr_io_dsm_done(struct ctrlr_req *req, int status)
+{
+	uint16_t st = ctrlr_bdev_status(status, true);
+
+	if (st)
+		return ctrlr_io_fail(req, st);
+	ctrlr_io_dsm_next(req);
+}
+
+/* Deallocates the ranges in batches of CTRLR_DSM_BATCH; each range is read from guest memory
+ * once, copied, and checked before use. */
+static void ctrlr_io_dsm_next(struct ctrlr_req *req)
+{
+	uint32_t n = 0;
+	uint16_t st;
+
+	while (req->step.index < req->step.count && n < CTRLR_DSM_BATCH) {
+		struct nvme_dsm_range r;
+
+		ctrlr_iov_read(req, (uint64_t)req->step.index * sizeof(r), &r, sizeof(r));
+		req->step.index++;
+		if (r.nlb == 0)
+			continue;
+		st = ctrlr_io_check_range(req, r.slba, r.nlb);
+		if (st)
+			return ctrlr_req_complete(req, st);
+		req->step.ranges[n].offset_blocks = r.slba;
+		req->step.ranges[n].num_blocks = r.nlb;
+		n++;
+	}
+	if (n == 0)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	memset(req->bio, 0, sizeof(*req->bio));
+	req->bio->type = BDEV_IO_UNMAP;
+	req->bio->ranges = req->step.ranges;
+	req->bio->nranges = n;
+	st = ctrlr_req_submit_bio(req, ctrlr_io_dsm_done);
+	if (st)
+		ctrlr_req_complete(req, st);
+}
+
+static void ctrlr_io_dsm(struct ctrlr_req *req)
+{
+	uint32_t nr = (req->sqe.cdw10 & NVME_DSM_NR_MASK) + 1;
+	uint16_t st;
+
+	st = ctrlr_req_map_data(req, (uint64_t)nr * sizeof(struct nvme_dsm_range), CTRLR_DMA_READ);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	/* Only deallocate has an effect; the other attributes are hints (NVM 3.2.3). */
+	if (!(req->sqe.cdw11 & NVME_DSM_AD) || !req->ns->has_unmap)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	req->step.index = 0;
+	req->step.count = nr;
+	ctrlr_io_dsm_next(req);
+}
+
+/* ---- chunked range reads (Verify, Compare, vendor commands) ---- */
+
+static void ctrlr_io_range_submit(struct ctrlr_req *req);
+
+static void ctrlr_io_range_finish(struct ctrlr_req *req, uint16_t st)
+{
+	free(req->step.buf);
+	req->step.buf = NULL;
+	req->step.range_done(req, st);
+}
+
+static void ctrlr_io_range_chunk_done(struct ctrlr_req *req, int status)
+{
+	uint16_t st = ctrlr_bdev_status(status, false);
+
+	if (st)
+		return ctrlr_io_range_finish(req, st);
+	req->step.chunk_fn(req, req->step.buf, req->bio->num_blocks * req->ns->block_size);
+	req->step.lba += req->bio->num_blocks;
+	req->step.remaining -= req->bio->num_blocks;
+	if (!req->step.remaining)
+		return ctrlr_io_range_finish(req, NVME_SC_SUCCESS);
+	ctrlr_io_range_submit(req);
+}
+
+static void ctrlr_io_range_submit(struct ctrlr_req *req)
+{
+	uint32_t per = CTRLR_CHUNK_BYTES / req->ns->block_size;
+	uint64_t n = req->step.remaining < per ? req->step.remaining : per;
+	uint16_t st;
+
+	memset(req->bio, 0, sizeof(*req->bio));
+	req->step.biov.iov_base = req->step.buf;
+	req->step.biov.iov_len = n * req->ns->block_size;
+	req->bio->type = BDEV_IO_READ;
+	req->bio->offset_blocks = req->step.lba;
+	req->bio->num_blocks = n;
+	req->bio->iov = &req->step.biov;
+	req->bio->iovcnt = 1;
+	st = ctrlr_req_submit_bio(req, ctrlr_io_range_chunk_done);
+	if (st)
+		ctrlr_io_range_finish(req, st);
+}
+
+uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
+			     void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len),
+			     void (*range_done)(struct ctrlr_req *req, uint16_t status))
+{
+	uint16_t st = ctrlr_io_check_range(req, slba, nlb);
+
+	if (st)
+		return st;
+	/* A bounce buffer for commands that read without a host buffer: rare commands, so it is
+	 * allocated per command rather than kept per request. */
+	req->step.buf = malloc(CTRLR_CHUNK_BYTES);
+	if (!req->step.buf)
+		return NVME_SC_INTERNAL;
+	req->step.lba = slba;
+	req->step.remaining = nlb;
+	req->step.chunk_fn = chunk_fn;
+	req->step.range_done = range_done;
+	ctrlr_io_range_submit(req);
+	return NVME_SC_SUCCESS;
+}
+
+/* ---- Verify ---- */
+
+static void ctrlr_io_verify_chunk(struct ctrlr_req *req, const void *data, size_t len)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+
+	/* Verify reads the media and checks it is readable; no data goes to the host. */
+	CTRLR_STAT_ADD(ctrlr->cnt.bytes_read, len);
+}
+
+static void ctrlr_io_verify_done(struct ctrlr_req *req, uint16_t st)
+{
+	if (!st)
+		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_read_cmds, 1);
+	ctrlr_io_fail(req, st);
+}
+
+static void ctrlr_io_verify(struct ctrlr_req *req)
+{
+	uint64_t nlb = (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1;
+	uint16_t st;
+
+	st = ctrlr_io_read_range(req, ctrlr_sqe_slba(&req->sqe), nlb, ctrlr_io_verify_chunk,
+				 ctrlr_io_verify_done);
+	if (st)
+		ctrlr_req_complete(req, st);
+}
+
+/* ---- Compare ---- */
+
+static void ctrlr_io_compare_chunk(struct ctrlr_req *req, const void *data, size_t len)
+{
+	uint64_t off = (req->step.lba - ctrlr_sqe_slba(&req->sqe)) * req->ns->block_size;
+	const char *d = data;
+
+	/* A first mismatch is remembered in step.crc; later chunks are still read. */
+	for (int i = 0; i < req->iovcnt && len && !req->step.crc; i++) {
+		size_t il = req->iov[i].iov_len;
+
+		if (off >= il) {
+			off -= il;
+			continue;
+		}
+		size_t c = il - off < len ? il - off : len;
+
+		if (memcmp((char *)req->iov[i].iov_base + off, d, c))
+			req->step.crc = 1;
+		d += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+static void ctrlr_io_compare_done(struct ctrlr_req *req, uint16_t st)
+{
+	if (!st && req->step.crc)
+		st = NVME_SC_COMPARE_FAILED;
+	if (!st)
+		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_read_cmds, 1);
+	ctrlr_io_fail(req, st);
+}
+
+static void ctrlr_io_compare(struct ctrlr_req *req)
+{
+	uint64_t slba = ctrlr_sqe_slba(&req->sqe);
+	uint64_t nlb = (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1;
+	uint16_t st;
+
+	st = ctrlr_io_check_range(req, slba, nlb);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	st = ctrlr_req_map_data(req, nlb * req->ns->block_size, CTRLR_DMA_READ);
+	if (st)
+		return ctrlr_io_fail(req, st);
+	req->step.crc = 0;
+	st = ctrlr_io_read_range(req, slba, nlb, ctrlr_io_compare_chunk, ctrlr_io_compare_done);
+	if (st)
+		ctrlr_req_complete(req, st);
+}

@@ -1,0 +1,514 @@
+/* controller/queue.c - SQ and CQ mirrors of the host rings: doorbells, shadow doorbells with event
+ * index, SQE fetch, CQE posting with phase tag and SQ head, CQ-full back-pressure, interrupts
+ * (IEN, INTMS, per-vector coalescing). Everything here runs on the queue's owner thread. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/evloop.h"
+#include "common/log.h"
+#include "controller/ctrlr_internal.h"
+
+int ctrlr_cq_init(struct ctrlr *ctrlr, struct ctrlr_cq *cq, uint16_t qid, uint64_t addr,
+		  uint32_t size, uint16_t vector, bool ien)
+{
+	memset(cq, 0, sizeof(*cq));
+	cq->ctrlr = ctrlr;
+	cq->qid = qid;
+	cq->dma_addr = addr;
+	cq->size = size;
+	cq->vector = vector;
+	cq->ien = ien;
+	cq->phase = 1;
+	cq->state = CTRLR_Q_CREATING;
+	return 0;
+}
+
+int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct ctrlr_cq *cq,
+		  uint64_t addr, uint32_t size, uint8_t qprio)
+{
+	size_t bio_size = sizeof(struct bdev_io) + CTRLR_BDEV_CTX_MAX;
+	uint32_t max_iov = (1u << ctrlr->cfg.mdts) + 1;
+
+	memset(sq, 0, sizeof(*sq));
+	sq->ctrlr = ctrlr;
+	sq->qid = qid;
+	sq->cq = cq;
+	sq->cqid = cq->qid;
+	sq->dma_addr = addr;
+	sq->size = size;
+	sq->qprio = qprio;
+	sq->max_iov = max_iov;
+	sq->state = CTRLR_Q_CREATING;
+	sq->reqs = calloc(size, sizeof(*sq->reqs));
+	if (!sq->reqs)
+		goto out_err;
+	sq->bio_mem = aligned_alloc(16, (size_t)size * bio_size);
+	if (!sq->bio_mem)
+		goto out_free_reqs;
+	memset(sq->bio_mem, 0, (size_t)size * bio_size);
+	sq->iov_mem = calloc((size_t)size * max_iov, sizeof(struct iovec));
+	if (!sq->iov_mem)
+		goto out_free_bio;
+	/* The pool: one request per SQ slot, so a full SQ never waits for memory. */
+	for (uint32_t i = size; i-- > 0;) {
+		struct ctrlr_req *req = &sq->reqs[i];
+
+		req->sq = sq;
+		req->bio = (struct bdev_io *)(sq->bio_mem + (size_t)i * bio_size);
+		req->iov = &sq->iov_mem[(size_t)i * max_iov];
+		req->next = sq->free_list;
+		sq->free_list = req;
+	}
+	return 0;
+
+out_free_bio:
+	free(sq->bio_mem);
+out_free_reqs:
+	free(sq->reqs);
+out_err:
+	return -ENOMEM;
+}
+
+void ctrlr_sq_fini(struct ctrlr_sq *sq)
+{
+	free(sq->iov_mem);
+	free(sq->bio_mem);
+	free(sq->reqs);
+	sq->reqs = NULL;
+	sq->bio_mem = NULL;
+	sq->iov_mem = NULL;
+}
+
+/* ---- shadow doorbells ---- */
+
+/* Whether queue `qid`'s two shadow slots lie inside the one page the host gave. */
+static bool ctrlr_dbbuf_covers(const struct ctrlr *ctrlr, uint16_t qid)
+{
+	return qid != 0 && (2u * qid + 2) * 4 <= ctrlr->page_size;
+}
+
+void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq)
+{
+	struct ctrlr *ctrlr = sq->ctrlr;
+
+	/* Linux uses shadow doorbells only for I/O queues; the admin queue always rings BAR0. */
+	if (!ctrlr->dbbuf_shadow_ptr || !ctrlr_dbbuf_covers(ctrlr, sq->qid)) {
+		CTRLR_STORE(sq->shadow_db, NULL);
+		return;
+	}
+	sq->eventidx = &ctrlr->dbbuf_eventidx_ptr[2 * sq->qid];
+	CTRLR_STORE(sq->shadow_db, &ctrlr->dbbuf_shadow_ptr[2 * sq->qid]);
+	/* Ask for a doorbell on the next submission. */
+	__atomic_store_n(sq->eventidx, sq->tail, __ATOMIC_RELEASE);
+}
+
+void ctrlr_cq_dbbuf_attach(struct ctrlr *ctrlr, struct ctrlr_cq *cq)
+{
+	if (!ctrlr->dbbuf_eventidx_ptr || !ctrlr_dbbuf_covers(ctrlr, cq->qid))
+		return;
+	/* CQ heads are read from the shadow page when room is needed, so the guest need not ring
+	 * (VFIO-USER.md 13): an event index it never crosses. */
+	__atomic_store_n(&ctrlr->dbbuf_eventidx_ptr[2 * cq->qid + 1], 0xffffffffu, __ATOMIC_RELEASE);
+}
+
+static volatile uint32_t *ctrlr_cq_shadow(struct ctrlr_cq *cq)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+
+	if (!CTRLR_LOAD(ctrlr->dbbuf_shadow_ptr) || !ctrlr_dbbuf_covers(ctrlr, cq->qid))
+		return NULL;
+	return &ctrlr->dbbuf_shadow_ptr[2 * cq->qid + 1];
+}
+
+/* ---- interrupts ---- */
+
+static bool ctrlr_cq_coalesced(struct ctrlr_cq *cq, uint32_t *thr, uint32_t *time_us)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+	uint32_t coal = CTRLR_LOAD(ctrlr->feat.irq_coalesce);
+
+	/* Coalescing never applies to the admin CQ, nor to a vector with CD set (section 5.27.1.9). */
+	if (cq->qid == 0 || CTRLR_LOAD(ctrlr->feat.irq_cd[cq->vector]))
+		return false;
+	*thr = (coal & 0xff) + 1;
+	*time_us = ((coal >> 8) & 0xff) * 100;
+	/* Aggregation time 0 disables coalescing. */
+	return *time_us != 0;
+}
+
+void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+
+	if (!cq->irq_pending)
+		return;
+	/* INTMS masks vectors 0-31; the interrupt stays pending until INTMC clears the bit. */
+	if (cq->vector < 32 && (CTRLR_LOAD(ctrlr->intm) & (1u << cq->vector)))
+		return;
+	cq->irq_pending = 0;
+	CTRLR_STAT_ADD(ctrlr->cnt.irqs_raised, 1);
+	ctrlr->ops->raise_irq(ctrlr->tctx, cq->vector);
+}
+
+void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq)
+{
+	ctrlr_cq_irq_raise_now(cq);
+}
+
+static void ctrlr_cq_irq_check(struct ctrlr_cq *cq, uint64_t now_us)
+{
+	uint32_t thr, time_us;
+
+	if (!cq->irq_pending || cq->batch)
+		return;
+	if (ctrlr_cq_coalesced(cq, &thr, &time_us) && cq->irq_pending < thr &&
+	    now_us - cq->irq_first_us < time_us)
+		return;
+	ctrlr_cq_irq_raise_now(cq);
+}
+
+uint64_t ctrlr_cq_irq_poll(struct ctrlr_cq *cq, uint64_t now_us)
+{
+	uint32_t thr, time_us;
+
+	ctrlr_cq_irq_check(cq, now_us);
+	if (!cq->irq_pending || !ctrlr_cq_coalesced(cq, &thr, &time_us))
+		return 0;
+	return cq->irq_first_us + time_us;
+}
+
+void ctrlr_cq_batch_begin(struct ctrlr_cq *cq)
+{
+	cq->batch++;
+}
+
+void ctrlr_cq_batch_end(struct ctrlr_cq *cq)
+{
+	if (--cq->batch == 0 && cq->irq_pending)
+		ctrlr_cq_irq_check(cq, evloop_now_us());
+}
+
+/* ---- CQ posting ---- */
+
+/* Reads the shadow CQ head (if any) into cq->head when it is a sane value. */
+static void ctrlr_cq_refresh_head(struct ctrlr_cq *cq)
+{
+	volatile uint32_t *shadow = ctrlr_cq_shadow(cq);
+	uint32_t head, used, adv;
+
+	if (!shadow)
+		return;
+	head = __atomic_load_n(shadow, __ATOMIC_ACQUIRE);
+	used = (cq->tail + cq->size - cq->head) % cq->size;
+	adv = (head + cq->size - cq->head) % cq->size;
+	/* Ignore values that would free slots the controller never posted. */
+	if (head < cq->size && adv <= used)
+		cq->head = head;
+}
+
+bool ctrlr_cq_is_full(struct ctrlr_cq *cq)
+{
+	if ((cq->tail + 1) % cq->size != cq->head)
+		return false;
+	ctrlr_cq_refresh_head(cq);
+	return (cq->tail + 1) % cq->size == cq->head;
+}
+
+/* Writes one CQE. The status word (with the phase tag) is stored last with release order: it
+ * pairs with the host's read barrier after it sees the new phase (nvme_cqe_pending). */
+static void ctrlr_cq_write(struct ctrlr_cq *cq, struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+	struct nvme_cqe *cqe;
+	uint64_t addr = cq->dma_addr + (uint64_t)cq->tail * sizeof(*cqe);
+
+	cqe = ctrlr->ops->mem_map(ctrlr->tctx, addr, sizeof(*cqe), CTRLR_DMA_WRITE);
+	if (!cqe) {
+		LOG_GUEST_ERR(CTRLR_LOG, "CQ %u slot %u at 0x%llx is not guest memory: CQE dropped",
+			      cq->qid, cq->tail, (unsigned long long)addr);
+		return;
+	}
+	cqe->dw0 = req->cdw0;
+	cqe->dw1 = 0;
+	cqe->sqhd = (uint16_t)req->sq->head;
+	cqe->sqid = req->sq->qid;
+	cqe->cid = req->sqe.cdw0.bits.cid;
+	__atomic_store_n(&cqe->status, (uint16_t)((req->status << 1) | cq->phase),
+			 __ATOMIC_RELEASE);
+	if (++cq->tail == cq->size) {
+		cq->tail = 0;
+		cq->phase ^= 1;
+	}
+	if (cq->ien) {
+		if (cq->irq_pending++ == 0)
+			cq->irq_first_us = evloop_now_us();
+	}
+}
+
+/* Arms the CQ head event index so the guest rings the CQ head doorbell on its next update: used
+ * while completions are held back. Full barrier, then re-read, closes the race with a head update
+ * that happened before the arm became visible. Returns true if room appeared meanwhile. */
+static bool ctrlr_cq_arm_head_event(struct ctrlr_cq *cq)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+
+	if (!ctrlr_cq_shadow(cq))
+		return false;
+	__atomic_store_n(&ctrlr->dbbuf_eventidx_ptr[2 * cq->qid + 1], cq->head, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return !ctrlr_cq_is_full(cq);
+}
+
+static void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
+{
+	while (cq->held_head) {
+		struct ctrlr_req *req = cq->held_head;
+
+		if (ctrlr_cq_is_full(cq) && !ctrlr_cq_arm_head_event(cq))
+			break;
+		cq->held_head = req->next;
+		if (!cq->held_head)
+			cq->held_tail = NULL;
+		ctrlr_cq_write(cq, req);
+		ctrlr_req_free(req);
+	}
+	if (!cq->held_head && ctrlr_cq_shadow(cq))
+		ctrlr_cq_dbbuf_attach(cq->ctrlr, cq);
+}
+
+void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
+{
+	if (cq->held_head || ctrlr_cq_is_full(cq)) {
+		/* Never overwrite: hold it until the guest frees a slot (section 3.3.1.2.1). */
+		req->state = CTRLR_REQ_HELD;
+		req->next = NULL;
+		if (cq->held_tail)
+			cq->held_tail->next = req;
+		else
+			cq->held_head = req;
+		cq->held_tail = req;
+		CTRLR_STAT_ADD(cq->ctrlr->cnt.cq_full_holds, 1);
+		if (ctrlr_cq_arm_head_event(cq))
+			ctrlr_cq_drain_held(cq);
+	} else {
+		ctrlr_cq_write(cq, req);
+		ctrlr_req_free(req);
+	}
+	ctrlr_cq_irq_check(cq, cq->irq_pending ? evloop_now_us() : 0);
+}
+
+/* Drops the held completions of one SQ (it is being deleted: the host expects none). */
+static void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq)
+{
+	struct ctrlr_req **pp = &cq->held_head;
+
+	cq->held_tail = NULL;
+	while (*pp) {
+		struct ctrlr_req *req = *pp;
+
+		if (req->sq == sq) {
+			*pp = req->next;
+			ctrlr_req_free(req);
+			continue;
+		}
+		cq->held_tail = req;
+		pp = &req->next;
+	}
+}
+
+/* ---- doorbells ---- */
+
+int ctrlr_cq_head_doorbell(struct ctrlr_cq *cq, uint32_t value)
+{
+	uint32_t used = (cq->tail + cq->size - cq->head) % cq->size;
+
+	if (value >= cq->size || (value + cq->size - cq->head) % cq->size > used) {
+		LOG_GUEST_ERR(CTRLR_LOG, "CQ %u head doorbell %u invalid (size %u head %u tail %u)",
+			      cq->qid, value, cq->size, cq->head, cq->tail);
+		ctrlr_aer_report_async(cq->ctrlr, NVME_AER_ERR_INVALID_DB_VALUE);
+		return -EINVAL;
+	}
+	cq->head = value;
+	if (cq->held_head) {
+		ctrlr_cq_batch_begin(cq);
+		ctrlr_cq_drain_held(cq);
+		ctrlr_cq_batch_end(cq);
+	}
+	return 0;
+}
+
+int ctrlr_sq_tail_doorbell(struct ctrlr_sq *sq, uint32_t value)
+{
+	if (value >= sq->size) {
+		LOG_GUEST_ERR(CTRLR_LOG, "SQ %u tail doorbell %u beyond size %u", sq->qid, value,
+			      sq->size);
+		ctrlr_aer_report_async(sq->ctrlr, NVME_AER_ERR_INVALID_DB_VALUE);
+		return -EINVAL;
+	}
+	sq->tail = value;
+	return 0;
+}
+
+/* With shadow doorbells the current tail lives in the shadow page. */
+static void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq)
+{
+	uint32_t tail;
+	volatile uint32_t *shadow = CTRLR_LOAD(sq->shadow_db);
+
+	if (!shadow)
+		return;
+	tail = __atomic_load_n(shadow, __ATOMIC_ACQUIRE);
+	if (tail < sq->size)
+		sq->tail = tail;
+}
+
+bool ctrlr_sq_has_work(struct ctrlr_sq *sq)
+{
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
+		return false;
+	ctrlr_sq_refresh_tail(sq);
+	return sq->head != sq->tail;
+}
+
+/* Arms the SQ tail event index at the last consumed tail, then re-reads the shadow tail after a
+ * full barrier (pairs with the guest's barrier between its shadow store and its event index
+ * read): a submission that raced with the arm is seen here instead of being lost. */
+static bool ctrlr_sq_arm_tail_event(struct ctrlr_sq *sq)
+{
+	if (!CTRLR_LOAD(sq->shadow_db))
+		return false;
+	__atomic_store_n(sq->eventidx, sq->head, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ctrlr_sq_refresh_tail(sq);
+	return sq->head != sq->tail;
+}
+
+int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
+{
+	struct ctrlr *ctrlr = sq->ctrlr;
+	struct ctrlr_cq *cq = sq->cq;
+	unsigned int n = 0;
+
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED)
+		return 0;
+	ctrlr_cq_batch_begin(cq);
+	ctrlr_sq_refresh_tail(sq);
+	for (;;) {
+		while (n < budget && sq->head != sq->tail && CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE) {
+			uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(struct nvme_sqe);
+			const struct nvme_sqe *sqe;
+			struct ctrlr_req *req;
+
+			req = ctrlr_req_get(sq);
+			if (!req)
+				goto out;
+			/* The tail was read before: the acquire fence pairs with the host's write
+			 * barrier between filling the SQE and ringing the doorbell. */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			sqe = ctrlr->ops->mem_map(ctrlr->tctx, addr, sizeof(*sqe), CTRLR_DMA_READ);
+			if (!sqe) {
+				LOG_GUEST_ERR(CTRLR_LOG, "SQ %u slot %u at 0x%llx is not guest memory",
+					      sq->qid, sq->head, (unsigned long long)addr);
+				ctrlr_req_free(req);
+				goto out;
+			}
+			memcpy(&req->sqe, sqe, sizeof(req->sqe));
+			sq->head = (sq->head + 1) % sq->size;
+			n++;
+			if (sq->qid == 0)
+				ctrlr_admin_exec(req);
+			else
+				ctrlr_io_exec(req);
+		}
+		if (n >= budget || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE ||
+		    !ctrlr_sq_arm_tail_event(sq))
+			break;
+	}
+out:
+	ctrlr_cq_batch_end(cq);
+	return (int)n;
+}
+
+void ctrlr_sq_stop(struct ctrlr_sq *sq, void (*done)(void *arg), void *arg)
+{
+	enum ctrlr_q_state live = CTRLR_Q_LIVE;
+
+	/* A queue the admin thread is deleting stays DELETING; either state stops fetching. */
+	__atomic_compare_exchange_n(&sq->state, &live, CTRLR_Q_STOPPED, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+	ctrlr_cq_drop_held(sq->cq, sq);
+	if (sq->inflight == 0) {
+		done(arg);
+		return;
+	}
+	sq->stop_done = done;
+	sq->stop_arg = arg;
+}
+
+/* ---- accessors for the transport ---- */
+
+uint16_t ctrlr_sq_get_qid(const struct ctrlr_sq *sq)
+{
+	return sq->qid;
+}
+
+uint16_t ctrlr_cq_get_qid(const struct ctrlr_cq *cq)
+{
+	return cq->qid;
+}
+
+struct ctrlr_cq *ctrlr_sq_get_cq(const struct ctrlr_sq *sq)
+{
+	return sq->cq;
+}
+
+uint16_t ctrlr_cq_get_vector(const struct ctrlr_cq *cq)
+{
+	return cq->vector;
+}
+
+bool ctrlr_cq_irq_enabled(const struct ctrlr_cq *cq)
+{
+	return cq->ien;
+}
+
+uint32_t ctrlr_sq_get_size(const struct ctrlr_sq *sq)
+{
+	return sq->size;
+}
+
+uint32_t ctrlr_cq_get_size(const struct ctrlr_cq *cq)
+{
+	return cq->size;
+}
+
+struct ctrlr *ctrlr_sq_get_ctrlr(const struct ctrlr_sq *sq)
+{
+	return sq->ctrlr;
+}
+
+struct ctrlr *ctrlr_cq_get_ctrlr(const struct ctrlr_cq *cq)
+{
+	return cq->ctrlr;
+}
+
+void ctrlr_sq_set_tctx(struct ctrlr_sq *sq, void *ctx)
+{
+	sq->tctx = ctx;
+}
+
+void *ctrlr_sq_get_tctx(const struct ctrlr_sq *sq)
+{
+	return sq->tctx;
+}
+
+void ctrlr_cq_set_tctx(struct ctrlr_cq *cq, void *ctx)
+{
+	cq->tctx = ctx;
+}
+
+void *ctrlr_cq_get_tctx(const struct ctrlr_cq *cq)
+{
+	return cq->tctx;
+}

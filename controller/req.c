@@ -1,0 +1,244 @@
+/* controller/req.c - requests: the per-SQ pool, the single completion funnel (CQE, error log,
+ * counters, trace), data pointer mapping and copies, namespace references, bdev submission. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrlr_internal.h"
+
+struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
+{
+	struct ctrlr_req *req = sq->free_list;
+
+	if (!req)
+		return NULL;
+	sq->free_list = req->next;
+	sq->inflight++;
+	req->next = NULL;
+	req->state = CTRLR_REQ_EXEC;
+	req->cdw0 = 0;
+	req->status = 0;
+	req->error_loc = 0xffff;
+	req->error_lba = 0;
+	req->ns = NULL;
+	req->iovcnt = 0;
+	req->data_len = 0;
+	req->io_done = NULL;
+	req->step.buf = NULL;
+	return req;
+}
+
+void ctrlr_req_free(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+
+	req->state = CTRLR_REQ_FREE;
+	req->next = sq->free_list;
+	sq->free_list = req;
+	if (--sq->inflight == 0 && sq->stop_done) {
+		void (*done)(void *arg) = sq->stop_done;
+
+		sq->stop_done = NULL;
+		done(sq->stop_arg);
+	}
+}
+
+void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint16_t status)
+{
+	/* Any thread: a ticket picks the slot, so concurrent failures never share one. A reader on
+	 * the admin thread may see an entry being written; the count still says what happened. */
+	uint64_t n = __atomic_add_fetch(&ctrlr->error_count, 1, __ATOMIC_RELAXED);
+	struct nvme_error_log_entry *e = &ctrlr->error_log[(n - 1) % CTRLR_ERROR_LOG_ENTRIES];
+
+	memset(e, 0, sizeof(*e));
+	e->error_count = n;
+	e->sqid = req->sq->qid;
+	e->cid = req->sqe.cdw0.bits.cid;
+	e->status = (uint16_t)(status << 1);
+	e->param_error_location = req->error_loc;
+	e->lba = req->error_lba;
+	e->nsid = req->sqe.nsid;
+}
+
+/* Statuses the host may retry: no DNR. */
+static bool ctrlr_status_retryable(uint16_t status)
+{
+	return status == NVME_SC_INTERNAL || status == NVME_SC_ABORT_SQ_DELETION ||
+	       status == NVME_SC_ABORT_REQ;
+}
+
+void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc)
+{
+	req->error_loc = loc;
+	ctrlr_req_complete(req, status);
+}
+
+void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
+{
+	struct ctrlr_sq *sq = req->sq;
+	struct ctrlr *ctrlr = sq->ctrlr;
+
+	if (status && !ctrlr_status_retryable(status & 0x7ff))
+		status |= NVME_DNR;
+	req->status = status;
+	if (req->ns) {
+		ctrlr_ns_put(req->ns);
+		req->ns = NULL;
+	}
+	CTRLR_STAT_ADD(*(sq->qid ? &ctrlr->cnt.io_cmds : &ctrlr->cnt.admin_cmds), 1);
+	if (status) {
+		CTRLR_STAT_ADD(ctrlr->cnt.errors, 1);
+		if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA)
+			CTRLR_STAT_ADD(ctrlr->cnt.media_errors, 1);
+		ctrlr_error_log_add(ctrlr, req, status);
+	}
+	LOG_TRACE(CTRLR_LOG, "done qid %u cid %u opc 0x%02x nsid %u status 0x%04x cdw0 0x%x", sq->qid,
+		  req->sqe.cdw0.bits.cid, req->sqe.cdw0.bits.opc, req->sqe.nsid, status, req->cdw0);
+	/* Nothing reaches guest memory once the SQ is being deleted or the controller resets. */
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED) {
+		ctrlr_req_free(req);
+		return;
+	}
+	ctrlr_cq_post(sq->cq, req);
+}
+
+static void *ctrlr_req_mem_map(void *mctx, uint64_t addr, uint64_t len, unsigned int dir)
+{
+	struct ctrlr *ctrlr = mctx;
+
+	return ctrlr->ops->mem_map(ctrlr->tctx, addr, len, dir);
+}
+
+uint64_t ctrlr_mdts_bytes(const struct ctrlr *ctrlr)
+{
+	return ((uint64_t)1 << ctrlr->cfg.mdts) << (CTRLR_PAGE_SHIFT_MIN + CTRLR_MPSMIN);
+}
+
+uint16_t ctrlr_req_map_data(struct ctrlr_req *req, uint64_t len, unsigned int dir)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	const struct nvme_sqe *sqe = &req->sqe;
+	uint16_t st;
+
+	req->iovcnt = 0;
+	req->data_len = len;
+	if (len > ctrlr_mdts_bytes(ctrlr)) {
+		req->error_loc = offsetof(struct nvme_sqe, cdw12);
+		return NVME_SC_INVALID_FIELD;
+	}
+	switch (sqe->cdw0.bits.psdt) {
+	case NVME_PSDT_PRP:
+		st = ctrlr_prp_map(ctrlr_req_mem_map, ctrlr, sqe->dptr.prp.prp1, sqe->dptr.prp.prp2,
+				   len, ctrlr->page_size, dir, req->iov, (int)req->sq->max_iov,
+				   &req->iovcnt);
+		break;
+	case NVME_PSDT_SGL_MPTR_CONTIG:
+	case NVME_PSDT_SGL_MPTR_SGL:
+		/* SGLs are for I/O commands only over PCIe (section 4.1.2). */
+		if (!ctrlr->cfg.sgl || req->sq->qid == 0) {
+			req->error_loc = 1; /* PSDT lives in byte 1 of CDW0 */
+			return NVME_SC_INVALID_FIELD;
+		}
+		st = ctrlr_sgl_map(ctrlr_req_mem_map, ctrlr, &sqe->dptr.sgl, len, dir, req->iov,
+				   (int)req->sq->max_iov, &req->iovcnt);
+		break;
+	default:
+		req->error_loc = 1;
+		return NVME_SC_INVALID_FIELD;
+	}
+	if (st && req->error_loc == 0xffff)
+		req->error_loc = offsetof(struct nvme_sqe, dptr);
+	return st;
+}
+
+uint16_t ctrlr_req_copy_to_host(struct ctrlr_req *req, const void *buf, uint64_t len)
+{
+	uint16_t st = ctrlr_req_map_data(req, len, CTRLR_DMA_WRITE);
+	const char *src = buf;
+
+	if (st)
+		return st;
+	for (int i = 0; i < req->iovcnt; i++) {
+		memcpy(req->iov[i].iov_base, src, req->iov[i].iov_len);
+		src += req->iov[i].iov_len;
+	}
+	return NVME_SC_SUCCESS;
+}
+
+uint16_t ctrlr_req_copy_from_host(struct ctrlr_req *req, void *buf, uint64_t len)
+{
+	uint16_t st = ctrlr_req_map_data(req, len, CTRLR_DMA_READ);
+	char *dst = buf;
+
+	if (st)
+		return st;
+	for (int i = 0; i < req->iovcnt; i++) {
+		memcpy(dst, req->iov[i].iov_base, req->iov[i].iov_len);
+		dst += req->iov[i].iov_len;
+	}
+	return NVME_SC_SUCCESS;
+}
+
+uint16_t ctrlr_req_get_ns(struct ctrlr_req *req)
+{
+	struct ctrlr_ns *ns = ctrlr_ns_get(req->sq->ctrlr, req->sqe.nsid);
+
+	if (!ns) {
+		req->error_loc = offsetof(struct nvme_sqe, nsid);
+		return NVME_SC_INVALID_NS;
+	}
+	req->ns = ns;
+	return NVME_SC_SUCCESS;
+}
+
+static void ctrlr_req_bio_done(struct bdev_io *io, int status, void *cb_arg)
+{
+	struct ctrlr_req *req = cb_arg;
+
+	req->io_done(req, status);
+}
+
+uint16_t ctrlr_req_submit_bio(struct ctrlr_req *req, ctrlr_req_io_done_fn done)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct bdev_channel *ch;
+
+	ch = ctrlr->ops->get_channel(ctrlr->tctx, req->sq, req->ns->bdev);
+	if (!ch)
+		return NVME_SC_INTERNAL;
+	req->io_done = done;
+	req->bio->cb = ctrlr_req_bio_done;
+	req->bio->cb_arg = req;
+	bdev_submit(ch, req->bio);
+	return NVME_SC_SUCCESS;
+}
+
+uint16_t ctrlr_bdev_status(int status, bool is_write)
+{
+	switch (status) {
+	case 0:
+		return NVME_SC_SUCCESS;
+	case -ERANGE:
+		return NVME_SC_LBA_RANGE;
+	case -EINVAL:
+		return NVME_SC_INVALID_FIELD;
+	case -ENOTSUP:
+		return NVME_SC_INVALID_OPCODE;
+	case -ENOSPC:
+		return NVME_SC_CAP_EXCEEDED;
+	case -ENOMEM:
+		return NVME_SC_INTERNAL;
+	default:
+		return is_write ? NVME_SC_WRITE_FAULT : NVME_SC_UNRECOVERED_READ;
+	}
+}
+
+void ctrlr_copy_padded(char *dst, const char *src, size_t len)
+{
+	size_t n = src ? strnlen(src, len) : 0;
+
+	/* Identify strings are space padded, not NUL terminated. */
+	memset(dst, ' ', len);
+	if (n)
+		memcpy(dst, src, n);
+}
