@@ -6,7 +6,8 @@
 # needs to write. The job share (9p tag "job") is mounted on /job; the job is
 # /job/job.sh, its output goes to /job/out/output.log and to the console, its
 # exit status to /job/out/status and to the console as a marker line (the
-# launcher reads the file and falls back to the marker).
+# launcher reads the file and falls back to the marker). job.sh runs through
+# its "#!" line when it is executable and has one, otherwise with /bin/sh.
 
 PATH=/bin
 export PATH
@@ -69,7 +70,9 @@ tee $NR/job/out/output.log < /job-fifo > /dev/console &
 teepid=$!
 chroot $NR /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb \
 	GUEST_LIB=/job/.harness/guest-lib.sh JOB_OUT=/job/out \
-	/bin/sh -c 'cd /job && exec /bin/sh ./job.sh' > /job-fifo 2>&1 < /dev/null
+	/bin/sh -c 'cd /job &&
+		if [ -x job.sh ] && [ "$(head -c 2 job.sh)" = "#!" ]; then exec ./job.sh; fi
+		exec /bin/sh ./job.sh' > /job-fifo 2>&1 < /dev/null
 rc=$?
 wait $teepid
 

@@ -12,7 +12,6 @@
 # Usage: sysroot.sh [--print-key]   (progress on stderr, the path on stdout)
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nvme-emu
 mirror=http://deb.debian.org/debian
 
@@ -43,8 +42,11 @@ if [ -e "$root/.nvme-emu-complete" ]; then
 	exit 0
 fi
 
+# Leftovers of builds that were killed (we hold the lock, so none is
+# running). --one-file-system: never follow a mount a killed mmdebstrap left.
+rm -rf --one-file-system "$cache"/sysroot-*.tmp.*
 tmp=$(mktemp -d "$cache/sysroot-$key.tmp.XXXXXX")
-cleanup() { rm -rf "$tmp"; }
+cleanup() { rm -rf --one-file-system "$tmp"; }
 trap cleanup EXIT
 rmdir "$tmp" # mmdebstrap wants to create the target itself
 
@@ -72,5 +74,11 @@ mmdebstrap --variant=essential --mode=root --format=directory \
 touch "$tmp/.nvme-emu-complete"
 mv -T "$tmp" "$root"
 trap - EXIT
+# Sysroots of older recipes are dead weight (about 400 MB each).
+for old in "$cache"/sysroot-*; do
+	[ "$old" != "$root" ] && [ -e "$old/.nvme-emu-complete" ] || continue
+	echo "sysroot: removing the outdated $old" >&2
+	rm -rf --one-file-system "$old"
+done
 echo "sysroot: done in $(($(date +%s) - start)) s" >&2
 echo "$root"
