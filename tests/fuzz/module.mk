@@ -4,3 +4,19 @@
 INTEG_TESTS += vfu_fuzz
 vfu_fuzz_SRCS := tests/fuzz/vfu_fuzz.c tests/unit/vfu/fake_dev.c
 vfu_fuzz_LIBS := vfuclient vfu common
+
+# `make fuzz` (FUZZ_TIME seconds, default 60): libFuzzer over the endpoint's
+# message parser, built with clang straight from the sources.
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZ_TARGET_SRCS := tests/fuzz/vfu_libfuzzer.c tests/unit/vfu/fake_dev.c $(vfu_SRCS) \
+		    $(vfuclient_SRCS) $(common_SRCS)
+$(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h tests/client/*.h tests/unit/vfu/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+		-o $@ $(FUZZ_TARGET_SRCS) -ljson-c -lpthread
+
+.PHONY: fuzz
+fuzz: $(BUILD)/fuzz/vfu_libfuzzer
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$< -max_total_time=$(FUZZ_TIME) -timeout=20 $(BUILD)/fuzz/corpus
