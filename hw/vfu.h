@@ -22,8 +22,8 @@ struct vfu_dma_table;
 
 struct vfu_dma_window {
 	uint64_t iova, len;
-	uint32_t prot;   /* VFIO_USER_DMA_READ | VFIO_USER_DMA_WRITE */
-	void *local;     /* NULL for fd-less ("message-only") windows */
+	uint32_t prot; /* VFIO_USER_DMA_READ | VFIO_USER_DMA_WRITE */
+	void *local;   /* NULL for fd-less ("message-only") windows */
 };
 
 /* Creates an empty table of at most max_windows windows. NULL + errno. */
@@ -35,8 +35,8 @@ void vfu_dma_table_destroy(struct vfu_dma_table *t);
  * -EEXIST on overlap, -EINVAL on zero size, wrap, unknown prot bits or a
  * range beyond the end of a regular file, -ENOSPC when full, or mmap's
  * -errno. Loop thread. */
-int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot,
-		      int fd, uint64_t fd_offset);
+int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot, int fd,
+		      uint64_t fd_offset);
 /* Removes (and munmaps) the window matching exactly; -ENOENT if none. The
  * caller has quiesced every user of the range. Loop thread. */
 int vfu_dma_table_remove(struct vfu_dma_table *t, uint64_t iova, uint64_t len);
@@ -62,12 +62,14 @@ uint32_t vfu_dma_table_count(struct vfu_dma_table *t);
 
 /* What the device reports for one region index (DEVICE_GET_REGION_INFO). */
 struct vfu_region_desc {
-	uint64_t size;  /* 0: absent */
-	uint32_t flags; /* VFIO_REGION_INFO_FLAG_READ/WRITE/MMAP */
-	int mmap_fd;    /* fd to offer with the sparse-mmap cap, or -1 */
+	uint64_t size;	      /* 0: absent */
+	uint32_t flags;	      /* VFIO_REGION_INFO_FLAG_READ/WRITE/MMAP */
+	int mmap_fd;	      /* fd to offer with the sparse-mmap cap, or -1 */
 	uint64_t mmap_offset; /* "offset" field: fd offset of region start */
 	uint32_t nr_sparse;
-	struct { uint64_t offset, size; } sparse[8];
+	struct {
+		uint64_t offset, size;
+	} sparse[8];
 };
 
 struct vfu_endpoint_ops {
@@ -88,16 +90,16 @@ struct vfu_endpoint_ops {
 	 * (bounds already checked against the region size and READ/WRITE flag).
 	 * 0, -errno, or HW_EVENT_ASYNC (writes only: reply and next message
 	 * wait for vfu_endpoint_resume; a read returning it fails with EIO). */
-	int (*region_access)(void *arg, uint32_t index, uint64_t offset, void *buf,
-			     uint32_t count, bool is_write);
+	int (*region_access)(void *arg, uint32_t index, uint64_t offset, void *buf, uint32_t count,
+			     bool is_write);
 	/* DEVICE_GET_IRQ_INFO: 0 or -EINVAL */
 	int (*irq_info)(void *arg, uint32_t index, uint32_t *flags, uint32_t *count);
 	/* DEVICE_SET_IRQS, already validated against irq_info (index, range,
 	 * exactly one DATA and one ACTION bit, fd count). fds has nfds entries
 	 * (0 or count); the callee takes ownership of every fd, also on error.
 	 * bools has count bytes for DATA_BOOL, else NULL. */
-	int (*set_irqs)(void *arg, uint32_t flags, uint32_t index, uint32_t start,
-			uint32_t count, int *fds, size_t nfds, const uint8_t *bools);
+	int (*set_irqs)(void *arg, uint32_t flags, uint32_t index, uint32_t start, uint32_t count,
+			int *fds, size_t nfds, const uint8_t *bools);
 	/* DEVICE_RESET: 0, -errno or HW_EVENT_ASYNC. */
 	int (*reset)(void *arg);
 	/* Before DMA_UNMAP removes [iova, iova+len): 0 or HW_EVENT_ASYNC. */
@@ -116,8 +118,7 @@ struct vfu_endpoint_stats {
  * file there gives EEXIST), chmods it to mode (0: 0600) and listens on loop.
  * The ops table must outlive the endpoint; device_info, region_info,
  * region_access, irq_info, set_irqs and reset are required. NULL + errno. */
-struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
-					 unsigned int mode,
+struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path, unsigned int mode,
 					 const struct vfu_endpoint_ops *ops, void *arg);
 /* Drops the client (calling detach), closes and unlinks the socket, frees
  * everything. Not from inside one of the endpoint's ops callbacks. */
@@ -157,7 +158,7 @@ void vfu_endpoint_get_stats(const struct vfu_endpoint *ep, struct vfu_endpoint_s
 typedef void (*vfu_dma_done_fn)(int status, void *arg);
 int vfu_endpoint_dma_read(struct vfu_endpoint *ep, uint64_t iova, void *dst, uint64_t len,
 			  vfu_dma_done_fn cb, void *arg);
-int vfu_endpoint_dma_write(struct vfu_endpoint *ep, uint64_t iova, const void *src,
-			   uint64_t len, vfu_dma_done_fn cb, void *arg);
+int vfu_endpoint_dma_write(struct vfu_endpoint *ep, uint64_t iova, const void *src, uint64_t len,
+			   vfu_dma_done_fn cb, void *arg);
 
 #endif

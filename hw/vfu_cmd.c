@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 static const char vfu_cmd_caps[] =
-	"{\"capabilities\":{\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,"
-	"\"pgsizes\":4096,\"max_dma_maps\":65535}}";
+    "{\"capabilities\":{\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,"
+    "\"pgsizes\":4096,\"max_dma_maps\":65535}}";
 
 /* A malformed request: counted, logged, answered EINVAL. */
 static int vfu_cmd_bad(struct vfu_endpoint *ep, const char *what)
@@ -310,8 +310,8 @@ static int vfu_cmd_region_info(struct vfu_endpoint *ep, const uint8_t *p, size_t
 	ri.argsz = (uint32_t)needed;
 	if (caps) {
 		struct vfio_user_region_info_cap_sparse_mmap cap = {
-			.header = { .id = VFIO_REGION_INFO_CAP_SPARSE_MMAP, .version = 1 },
-			.nr_areas = desc.nr_sparse,
+		    .header = {.id = VFIO_REGION_INFO_CAP_SPARSE_MMAP, .version = 1},
+		    .nr_areas = desc.nr_sparse,
 		};
 
 		ri.flags |= VFIO_REGION_INFO_FLAG_CAPS;
@@ -319,8 +319,8 @@ static int vfu_cmd_region_info(struct vfu_endpoint *ep, const uint8_t *p, size_t
 		memcpy(reply + sizeof(ri), &cap, sizeof(cap));
 		for (uint32_t i = 0; i < desc.nr_sparse; i++) {
 			struct vfio_user_sparse_mmap_area a = {
-				.offset = desc.sparse[i].offset,
-				.size = desc.sparse[i].size,
+			    .offset = desc.sparse[i].offset,
+			    .size = desc.sparse[i].size,
 			};
 
 			memcpy(reply + sizeof(ri) + sizeof(cap) + i * sizeof(a), &a, sizeof(a));
@@ -331,10 +331,10 @@ static int vfu_cmd_region_info(struct vfu_endpoint *ep, const uint8_t *p, size_t
 		return 0;
 	{
 		struct vfio_user_header h = {
-			.msg_id = ep->rx_hdr.msg_id,
-			.command = ep->rx_hdr.command,
-			.msg_size = (uint32_t)(sizeof(h) + needed),
-			.flags = VFIO_USER_F_TYPE_REPLY,
+		    .msg_id = ep->rx_hdr.msg_id,
+		    .command = ep->rx_hdr.command,
+		    .msg_size = (uint32_t)(sizeof(h) + needed),
+		    .flags = VFIO_USER_F_TYPE_REPLY,
 		};
 
 		vfu_ep_send(ep, &h, reply, needed, desc.mmap_fd);
@@ -403,8 +403,8 @@ static int vfu_cmd_set_irqs(struct vfu_endpoint *ep, const uint8_t *p, size_t le
 		bools = p + sizeof(s);
 	}
 	/* The callee owns the fds from here on, also on error. */
-	rc = ep->ops->set_irqs(ep->arg, s.flags, s.index, s.start, s.count, ep->rx_fds,
-			       ep->rx_nfds, bools);
+	rc = ep->ops->set_irqs(ep->arg, s.flags, s.index, s.start, s.count, ep->rx_fds, ep->rx_nfds,
+			       bools);
 	ep->rx_nfds = 0;
 	if (rc)
 		return vfu_cmd_errno(rc);

@@ -117,10 +117,10 @@ static int vfu_dma_map_fd(struct vfu_dma_entry *e, int fd, uint64_t fd_offset)
 	return 0;
 }
 
-int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot,
-		      int fd, uint64_t fd_offset)
+int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot, int fd,
+		      uint64_t fd_offset)
 {
-	struct vfu_dma_entry e = { .w = { .iova = iova, .len = len, .prot = prot } };
+	struct vfu_dma_entry e = {.w = {.iova = iova, .len = len, .prot = prot}};
 	uint32_t pos;
 	int rc;
 

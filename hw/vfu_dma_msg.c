@@ -66,8 +66,8 @@ int vfu_endpoint_dma_read(struct vfu_endpoint *ep, uint64_t iova, void *dst, uin
 	return vfu_dma_msg_submit(ep, false, iova, dst, len, cb, arg);
 }
 
-int vfu_endpoint_dma_write(struct vfu_endpoint *ep, uint64_t iova, const void *src,
-			   uint64_t len, vfu_dma_done_fn cb, void *arg)
+int vfu_endpoint_dma_write(struct vfu_endpoint *ep, uint64_t iova, const void *src, uint64_t len,
+			   vfu_dma_done_fn cb, void *arg)
 {
 	return vfu_dma_msg_submit(ep, true, iova, (void *)src, len, cb, arg);
 }
@@ -77,16 +77,16 @@ static int vfu_dma_msg_send_chunk(struct vfu_endpoint *ep)
 {
 	struct vfu_dma_req *req = ep->dma_pending_head;
 	uint64_t max = ep->client_max_xfer < VFU_MAX_DATA_XFER_SIZE ? ep->client_max_xfer
-								     : VFU_MAX_DATA_XFER_SIZE;
+								    : VFU_MAX_DATA_XFER_SIZE;
 	uint64_t left = req->len - req->next_off;
 	uint64_t count = left < max ? left : max;
 	size_t plen = sizeof(struct vfio_user_dma_rw) + (req->is_write ? (size_t)count : 0);
-	struct vfio_user_dma_rw rw = { .addr = req->iova + req->next_off, .count = count };
+	struct vfio_user_dma_rw rw = {.addr = req->iova + req->next_off, .count = count};
 	struct vfio_user_header h = {
-		.msg_id = ep->next_msg_id++,
-		.command = req->is_write ? VFIO_USER_DMA_WRITE : VFIO_USER_DMA_READ,
-		.msg_size = (uint32_t)(sizeof(h) + plen),
-		.flags = VFIO_USER_F_TYPE_COMMAND,
+	    .msg_id = ep->next_msg_id++,
+	    .command = req->is_write ? VFIO_USER_DMA_WRITE : VFIO_USER_DMA_READ,
+	    .msg_size = (uint32_t)(sizeof(h) + plen),
+	    .flags = VFIO_USER_F_TYPE_COMMAND,
 	};
 	struct vfu_dma_chunk *c = calloc(1, sizeof(*c));
 	uint8_t *payload = malloc(plen);
@@ -171,7 +171,8 @@ bool vfu_dma_msg_reply(struct vfu_endpoint *ep)
 			if (rw.addr != req->iova + c->off || rw.count != c->count)
 				status = -EPROTO;
 			else
-				memcpy(req->buf + c->off, ep->rx_body + sizeof(rw), (size_t)c->count);
+				memcpy(req->buf + c->off, ep->rx_body + sizeof(rw),
+				       (size_t)c->count);
 		}
 	}
 	if (status) {

@@ -133,8 +133,8 @@ static ssize_t vfu_ep_sendmsg(int sock, const void *buf, size_t len, int fd)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
 	if (fd >= 0) {
@@ -158,8 +158,8 @@ static int vfu_ep_flush(struct vfu_endpoint *ep)
 {
 	while (ep->tx_head) {
 		struct vfu_tx *tx = ep->tx_head;
-		ssize_t n = vfu_ep_sendmsg(ep->conn_fd, tx->data + tx->sent, tx->len - tx->sent,
-					   tx->fd);
+		ssize_t n =
+		    vfu_ep_sendmsg(ep->conn_fd, tx->data + tx->sent, tx->len - tx->sent, tx->fd);
 
 		if (n == -EAGAIN || n == -EINTR)
 			break;
@@ -182,8 +182,8 @@ static int vfu_ep_flush(struct vfu_endpoint *ep)
 	return 0;
 }
 
-int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr,
-		const void *payload, size_t len, int fd)
+int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, const void *payload,
+		size_t len, int fd)
 {
 	struct vfu_tx *tx;
 	int rc;
@@ -230,9 +230,9 @@ void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, i
 		  const void *payload, size_t len)
 {
 	struct vfio_user_header h = {
-		.msg_id = req->msg_id,
-		.command = req->command,
-		.flags = VFIO_USER_F_TYPE_REPLY,
+	    .msg_id = req->msg_id,
+	    .command = req->command,
+	    .flags = VFIO_USER_F_TYPE_REPLY,
 	};
 
 	if (err) {
@@ -262,10 +262,12 @@ static ssize_t vfu_ep_recv(struct vfu_endpoint *ep, void *buf, size_t len)
 		char buf[CMSG_SPACE(sizeof(int) * VFU_MAX_MSG_FDS)];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = ctl.buf,
+	    .msg_controllen = sizeof(ctl.buf),
 	};
 	ssize_t n = recvmsg(ep->conn_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
@@ -453,11 +455,10 @@ static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 	LOG_INFO(VFU_COMP, "%s: client connected", ep->path);
 }
 
-struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
-					 unsigned int mode,
+struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path, unsigned int mode,
 					 const struct vfu_endpoint_ops *ops, void *arg)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct vfu_endpoint *ep;
 	struct stat st;
 	int err;

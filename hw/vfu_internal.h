@@ -29,10 +29,10 @@ struct vfu_dma_req {
 	struct vfu_dma_req *next;
 	bool is_write;
 	uint64_t iova, len;
-	uint8_t *buf;            /* dst (read) or src (write), caller's */
-	uint64_t next_off;       /* next chunk not yet sent */
-	uint32_t chunks_out;     /* sent, reply not yet received */
-	int status;              /* first error */
+	uint8_t *buf;	     /* dst (read) or src (write), caller's */
+	uint64_t next_off;   /* next chunk not yet sent */
+	uint32_t chunks_out; /* sent, reply not yet received */
+	int status;	     /* first error */
 	vfu_dma_done_fn cb;
 	void *cb_arg;
 };
@@ -50,8 +50,8 @@ enum vfu_held_kind {
 	VFU_HELD_NONE,
 	VFU_HELD_REGION_WRITE, /* reply echoes the 16-byte access header */
 	VFU_HELD_RESET,
-	VFU_HELD_UNMAP,        /* remove held_iova/len on success */
-	VFU_HELD_UNMAP_ALL,    /* remove held window, then continue with the next */
+	VFU_HELD_UNMAP,	    /* remove held_iova/len on success */
+	VFU_HELD_UNMAP_ALL, /* remove held window, then continue with the next */
 };
 
 struct vfu_endpoint {
@@ -90,7 +90,7 @@ struct vfu_endpoint {
 	struct vfio_user_header held_hdr;
 	struct vfio_user_region_access held_access;
 	uint64_t held_iova, held_len;
-	bool resume_early;   /* resume called before the handler returned */
+	bool resume_early; /* resume called before the handler returned */
 	int resume_status;
 
 	/* Server->client DMA. */
@@ -115,8 +115,8 @@ int vfu_dma_table_first(struct vfu_dma_table *t, struct vfu_dma_window *out);
 /* vfu_endpoint.c */
 /* Queues (or sends) one message: header + payload, optional fd (dup'ed, the
  * caller keeps its own). 0 or -errno (the connection is then dropped). */
-int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr,
-		const void *payload, size_t len, int fd);
+int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, const void *payload,
+		size_t len, int fd);
 /* Replies to request `req`: success with payload, or header-only error when
  * err > 0. Nothing is sent for NO_REPLY requests. */
 void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err,

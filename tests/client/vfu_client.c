@@ -15,20 +15,20 @@
 #include <unistd.h>
 
 #define VFU_CLIENT_MAX_WINDOWS 64
-#define VFU_CLIENT_MAX_RX_FDS  32
+#define VFU_CLIENT_MAX_RX_FDS 32
 /* Largest message we accept from a server: header + 16 + 64 MiB. */
-#define VFU_CLIENT_MAX_MSG     (32u + (64u << 20))
+#define VFU_CLIENT_MAX_MSG (32u + (64u << 20))
 
 const char vfu_client_qemu_caps[] =
-	"{\"capabilities\": {\"pgsizes\": 4096, \"max_msg_fds\": 16, \"max_dma_maps\": 65535, "
-	"\"max_data_xfer_size\": 1048576, \"migration\": {\"max_bitmap_size\": 268435456, "
-	"\"pgsize\": 4096}, \"write_multiple\": true}}";
+    "{\"capabilities\": {\"pgsizes\": 4096, \"max_msg_fds\": 16, \"max_dma_maps\": 65535, "
+    "\"max_data_xfer_size\": 1048576, \"migration\": {\"max_bitmap_size\": 268435456, "
+    "\"pgsize\": 4096}, \"write_multiple\": true}}";
 
 struct vfu_client_window {
 	uint64_t iova, size;
 	uint32_t prot;
 	uint8_t *local;
-	int memfd;   /* guest RAM: the memfd; -1 for a message-only window */
+	int memfd; /* guest RAM: the memfd; -1 for a message-only window */
 };
 
 struct vfu_client {
@@ -55,7 +55,7 @@ static int64_t vfu_client_now_ms(void)
 
 struct vfu_client *vfu_client_connect(const char *path, int timeout_ms)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int64_t deadline = vfu_client_now_ms() + timeout_ms;
 	struct vfu_client *c;
 
@@ -178,8 +178,8 @@ int vfu_client_send_raw(struct vfu_client *c, const void *buf, size_t len, const
 	if (nfds > VFU_CLIENT_MAX_RX_FDS)
 		return -EINVAL;
 	while (sent < len || (len == 0 && nfds)) {
-		struct iovec iov = { .iov_base = (uint8_t *)buf + sent, .iov_len = len - sent };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct iovec iov = {.iov_base = (uint8_t *)buf + sent, .iov_len = len - sent};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 		ssize_t n;
 
 		/* The fds ride on the first byte, as QEMU sends them. */
@@ -211,8 +211,8 @@ int vfu_client_send_raw(struct vfu_client *c, const void *buf, size_t len, const
 }
 
 /* Reads exactly len bytes before deadline, collecting fds. */
-static int vfu_client_read_full(struct vfu_client *c, void *buf, size_t len, int *fds,
-				size_t *nfds, int64_t deadline)
+static int vfu_client_read_full(struct vfu_client *c, void *buf, size_t len, int *fds, size_t *nfds,
+				int64_t deadline)
 {
 	size_t got = 0;
 
@@ -221,12 +221,14 @@ static int vfu_client_read_full(struct vfu_client *c, void *buf, size_t len, int
 			char buf[CMSG_SPACE(sizeof(int) * VFU_CLIENT_MAX_RX_FDS)];
 			struct cmsghdr align;
 		} ctl;
-		struct iovec iov = { .iov_base = (uint8_t *)buf + got, .iov_len = len - got };
+		struct iovec iov = {.iov_base = (uint8_t *)buf + got, .iov_len = len - got};
 		struct msghdr msg = {
-			.msg_iov = &iov, .msg_iovlen = 1,
-			.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+		    .msg_iov = &iov,
+		    .msg_iovlen = 1,
+		    .msg_control = ctl.buf,
+		    .msg_controllen = sizeof(ctl.buf),
 		};
-		struct pollfd pfd = { .fd = c->sock, .events = POLLIN };
+		struct pollfd pfd = {.fd = c->sock, .events = POLLIN};
 		int64_t left = deadline - vfu_client_now_ms();
 		ssize_t n;
 		int rc;
@@ -352,13 +354,16 @@ static struct vfu_client_window *vfu_client_window_find(struct vfu_client *c, ui
 	return NULL;
 }
 
-static int vfu_client_send_msg(struct vfu_client *c, uint16_t id, uint16_t command,
-			       uint32_t flags, uint32_t error_no, const void *payload, size_t len,
-			       const int *fds, size_t nfds)
+static int vfu_client_send_msg(struct vfu_client *c, uint16_t id, uint16_t command, uint32_t flags,
+			       uint32_t error_no, const void *payload, size_t len, const int *fds,
+			       size_t nfds)
 {
 	struct vfio_user_header h = {
-		.msg_id = id, .command = command, .msg_size = (uint32_t)(sizeof(h) + len),
-		.flags = flags, .error_no = error_no,
+	    .msg_id = id,
+	    .command = command,
+	    .msg_size = (uint32_t)(sizeof(h) + len),
+	    .flags = flags,
+	    .error_no = error_no,
 	};
 	uint8_t *buf = malloc(sizeof(h) + len);
 	int rc;
@@ -431,8 +436,8 @@ static int vfu_client_serve_one(struct vfu_client *c, const struct vfio_user_hea
 		c->st.dma_reads_served++;
 		rc = 0;
 		if (!(h->flags & VFIO_USER_F_NO_REPLY))
-			rc = vfu_client_send_msg(c, h->msg_id, h->command, VFIO_USER_F_TYPE_REPLY, 0,
-						 reply, sizeof(rw) + rw.count, NULL, 0);
+			rc = vfu_client_send_msg(c, h->msg_id, h->command, VFIO_USER_F_TYPE_REPLY,
+						 0, reply, sizeof(rw) + rw.count, NULL, 0);
 		free(reply);
 		return rc;
 	}
@@ -441,7 +446,8 @@ out_err:
 	if (h->flags & VFIO_USER_F_NO_REPLY)
 		return 0;
 	return vfu_client_send_msg(c, h->msg_id, h->command,
-				   VFIO_USER_F_TYPE_REPLY | VFIO_USER_F_ERROR, err, NULL, 0, NULL, 0);
+				   VFIO_USER_F_TYPE_REPLY | VFIO_USER_F_ERROR, err, NULL, 0, NULL,
+				   0);
 }
 
 int vfu_client_serve(struct vfu_client *c, int timeout_ms)
@@ -469,9 +475,9 @@ int vfu_client_serve(struct vfu_client *c, int timeout_ms)
 /* ---------------------------------------------------------------------- */
 /* Requests                                                               */
 
-int vfu_client_request(struct vfu_client *c, uint16_t command, uint32_t flags,
-		       const void *payload, size_t len, const int *fds, size_t nfds, void *reply,
-		       size_t reply_cap, size_t *reply_len, int *reply_fd)
+int vfu_client_request(struct vfu_client *c, uint16_t command, uint32_t flags, const void *payload,
+		       size_t len, const int *fds, size_t nfds, void *reply, size_t reply_cap,
+		       size_t *reply_len, int *reply_fd)
 {
 	int64_t deadline = vfu_client_now_ms() + c->timeout_ms;
 	uint16_t id = c->next_id++;
@@ -532,7 +538,7 @@ int vfu_client_version(struct vfu_client *c, uint16_t major, uint16_t minor, con
 		       char *reply_json, size_t reply_cap)
 {
 	size_t jlen = json ? strlen(json) + 1 : 0, rlen;
-	struct vfio_user_version v = { .major = major, .minor = minor };
+	struct vfio_user_version v = {.major = major, .minor = minor};
 	uint8_t *msg = malloc(sizeof(v) + jlen), reply[4096];
 	struct json_object *root = NULL, *caps, *x;
 	int rc;
@@ -584,11 +590,15 @@ int vfu_client_negotiate(struct vfu_client *c)
 /* ---------------------------------------------------------------------- */
 /* DMA windows                                                            */
 
-int vfu_client_dma_map(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t prot,
-		       int fd, uint64_t offset)
+int vfu_client_dma_map(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t prot, int fd,
+		       uint64_t offset)
 {
 	struct vfio_user_dma_map m = {
-		.argsz = sizeof(m), .flags = prot, .offset = offset, .addr = iova, .size = size,
+	    .argsz = sizeof(m),
+	    .flags = prot,
+	    .offset = offset,
+	    .addr = iova,
+	    .size = size,
 	};
 
 	return vfu_client_request(c, VFIO_USER_DMA_MAP, 0, &m, sizeof(m), fd >= 0 ? &fd : NULL,
@@ -631,8 +641,7 @@ out_close:
 	return rc;
 }
 
-int vfu_client_map_msg_window(struct vfu_client *c, uint64_t iova, uint64_t size,
-			      uint32_t prot)
+int vfu_client_map_msg_window(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t prot)
 {
 	struct vfu_client_window *w;
 	int rc;
@@ -666,7 +675,10 @@ void *vfu_client_ram_ptr(struct vfu_client *c, uint64_t iova, uint64_t len)
 int vfu_client_dma_unmap(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t flags)
 {
 	struct vfio_user_dma_unmap u = {
-		.argsz = sizeof(u), .flags = flags, .addr = iova, .size = size,
+	    .argsz = sizeof(u),
+	    .flags = flags,
+	    .addr = iova,
+	    .size = size,
 	};
 	int rc = vfu_client_request(c, VFIO_USER_DMA_UNMAP, 0, &u, sizeof(u), NULL, 0, NULL, 0,
 				    NULL, NULL);
@@ -691,7 +703,7 @@ int vfu_client_dma_unmap(struct vfu_client *c, uint64_t iova, uint64_t size, uin
 
 int vfu_client_device_info(struct vfu_client *c, struct vfio_user_device_info *out)
 {
-	struct vfio_user_device_info d = { .argsz = sizeof(d) };
+	struct vfio_user_device_info d = {.argsz = sizeof(d)};
 	size_t rlen;
 	int rc = vfu_client_request(c, VFIO_USER_DEVICE_GET_INFO, 0, &d, sizeof(d), NULL, 0, out,
 				    sizeof(*out), &rlen, NULL);
@@ -708,8 +720,8 @@ static int vfu_client_parse_caps(struct vfu_client_region *r, const uint8_t *buf
 	for (int hops = 0; cap_offset && hops < 16; hops++) {
 		struct vfio_user_region_info_cap_sparse_mmap cap;
 
-		if (cap_offset < sizeof(struct vfio_user_region_info) ||
-		    cap_offset > len || len - cap_offset < sizeof(struct vfio_user_cap_header))
+		if (cap_offset < sizeof(struct vfio_user_region_info) || cap_offset > len ||
+		    len - cap_offset < sizeof(struct vfio_user_cap_header))
 			return -EPROTO;
 		memset(&cap, 0, sizeof(cap));
 		memcpy(&cap.header, buf + cap_offset, sizeof(cap.header));
@@ -718,13 +730,15 @@ static int vfu_client_parse_caps(struct vfu_client_region *r, const uint8_t *buf
 				return -EPROTO;
 			memcpy(&cap, buf + cap_offset, sizeof(cap));
 			if (cap.nr_areas > VFU_CLIENT_MAX_AREAS ||
-			    (len - cap_offset - sizeof(cap)) / sizeof(struct vfio_user_sparse_mmap_area) <
-				    cap.nr_areas)
+			    (len - cap_offset - sizeof(cap)) /
+				    sizeof(struct vfio_user_sparse_mmap_area) <
+				cap.nr_areas)
 				return -EPROTO;
 			for (uint32_t i = 0; i < cap.nr_areas; i++) {
 				struct vfio_user_sparse_mmap_area a;
 
-				memcpy(&a, buf + cap_offset + sizeof(cap) + i * sizeof(a), sizeof(a));
+				memcpy(&a, buf + cap_offset + sizeof(cap) + i * sizeof(a),
+				       sizeof(a));
 				r->areas[i].offset = a.offset;
 				r->areas[i].size = a.size;
 			}
@@ -738,8 +752,8 @@ static int vfu_client_parse_caps(struct vfu_client_region *r, const uint8_t *buf
 int vfu_client_region_info(struct vfu_client *c, uint32_t index, struct vfu_client_region *out)
 {
 	uint8_t buf[sizeof(struct vfio_user_region_info) + 1024];
-	struct vfio_user_region_info ri = { .argsz = sizeof(ri), .index = index };
-	struct vfu_client_region r = { .index = index, .fd = -1 };
+	struct vfio_user_region_info ri = {.argsz = sizeof(ri), .index = index};
+	struct vfu_client_region r = {.index = index, .fd = -1};
 	size_t rlen;
 	int rc, fd = -1;
 
@@ -754,7 +768,7 @@ int vfu_client_region_info(struct vfu_client *c, uint32_t index, struct vfu_clie
 	memcpy(&ri, buf, sizeof(ri));
 	if (ri.argsz > sizeof(ri)) {
 		/* Step two: ask again with room for the capabilities. */
-		struct vfio_user_region_info again = { .argsz = ri.argsz, .index = index };
+		struct vfio_user_region_info again = {.argsz = ri.argsz, .index = index};
 
 		if (fd >= 0 || ri.argsz > sizeof(buf) || rlen != sizeof(ri))
 			goto out_proto;
@@ -831,7 +845,7 @@ void *vfu_client_region_ptr(struct vfu_client *c, uint32_t index, uint64_t offse
 int vfu_client_region_read(struct vfu_client *c, uint32_t index, uint64_t offset, void *buf,
 			   uint32_t count)
 {
-	struct vfio_user_region_access a = { .offset = offset, .region = index, .count = count };
+	struct vfio_user_region_access a = {.offset = offset, .region = index, .count = count};
 	uint8_t *reply = malloc(sizeof(a) + count);
 	size_t rlen;
 	int rc;
@@ -841,7 +855,7 @@ int vfu_client_region_read(struct vfu_client *c, uint32_t index, uint64_t offset
 	rc = vfu_client_request(c, VFIO_USER_REGION_READ, 0, &a, sizeof(a), NULL, 0, reply,
 				sizeof(a) + count, &rlen, NULL);
 	if (!rc) {
-		struct vfio_user_region_access echo = { 0 };
+		struct vfio_user_region_access echo = {0};
 
 		memcpy(&echo, reply, sizeof(echo) <= rlen ? sizeof(echo) : 0);
 		if (rlen != sizeof(a) + count || echo.offset != offset || echo.region != index ||
@@ -854,10 +868,10 @@ int vfu_client_region_read(struct vfu_client *c, uint32_t index, uint64_t offset
 	return rc;
 }
 
-int vfu_client_region_write(struct vfu_client *c, uint32_t index, uint64_t offset,
-			    const void *buf, uint32_t count, bool posted)
+int vfu_client_region_write(struct vfu_client *c, uint32_t index, uint64_t offset, const void *buf,
+			    uint32_t count, bool posted)
 {
-	struct vfio_user_region_access a = { .offset = offset, .region = index, .count = count };
+	struct vfio_user_region_access a = {.offset = offset, .region = index, .count = count};
 	uint8_t *msg = malloc(sizeof(a) + count);
 	size_t rlen;
 	int rc;
@@ -876,7 +890,7 @@ int vfu_client_region_write(struct vfu_client *c, uint32_t index, uint64_t offse
 
 int vfu_client_irq_info(struct vfu_client *c, uint32_t index, uint32_t *flags, uint32_t *count)
 {
-	struct vfio_user_irq_info ii = { .argsz = sizeof(ii), .index = index };
+	struct vfio_user_irq_info ii = {.argsz = sizeof(ii), .index = index};
 	size_t rlen;
 	int rc = vfu_client_request(c, VFIO_USER_DEVICE_GET_IRQ_INFO, 0, &ii, sizeof(ii), NULL, 0,
 				    &ii, sizeof(ii), &rlen, NULL);
@@ -895,8 +909,11 @@ int vfu_client_set_irqs(struct vfu_client *c, uint32_t flags, uint32_t index, ui
 {
 	size_t blen = (flags & VFIO_IRQ_SET_DATA_BOOL) && bools ? count : 0;
 	struct vfio_user_irq_set s = {
-		.argsz = (uint32_t)(sizeof(s) + blen), .flags = flags, .index = index,
-		.start = start, .count = count,
+	    .argsz = (uint32_t)(sizeof(s) + blen),
+	    .flags = flags,
+	    .index = index,
+	    .start = start,
+	    .count = count,
 	};
 	uint8_t *msg = malloc(sizeof(s) + blen);
 	int rc;
@@ -912,10 +929,9 @@ int vfu_client_set_irqs(struct vfu_client *c, uint32_t flags, uint32_t index, ui
 	return rc;
 }
 
-int vfu_client_irq_eventfds(struct vfu_client *c, uint32_t index, uint32_t start,
-			    uint32_t count)
+int vfu_client_irq_eventfds(struct vfu_client *c, uint32_t index, uint32_t start, uint32_t count)
 {
-	int fds[VFU_MAX_MSG_FDS] = { 0 };
+	int fds[VFU_MAX_MSG_FDS] = {0};
 	int rc;
 
 	if (index >= VFU_CLIENT_MAX_IRQS || count > VFU_MAX_MSG_FDS ||
@@ -953,8 +969,7 @@ int vfu_client_irq_fd(const struct vfu_client *c, uint32_t index, uint32_t vecto
 	return c->irq_fds[index][vector];
 }
 
-int64_t vfu_client_irq_wait(struct vfu_client *c, uint32_t index, uint32_t vector,
-			    int timeout_ms)
+int64_t vfu_client_irq_wait(struct vfu_client *c, uint32_t index, uint32_t vector, int timeout_ms)
 {
 	int fd = vfu_client_irq_fd(c, index, vector);
 	int64_t deadline = vfu_client_now_ms() + timeout_ms;
@@ -962,8 +977,8 @@ int64_t vfu_client_irq_wait(struct vfu_client *c, uint32_t index, uint32_t vecto
 	if (fd < 0)
 		return -EINVAL;
 	for (;;) {
-		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
-				       { .fd = c->sock, .events = POLLIN } };
+		struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+				      {.fd = c->sock, .events = POLLIN}};
 		int64_t left = deadline - vfu_client_now_ms();
 		uint64_t v;
 		int rc;
@@ -993,9 +1008,10 @@ int64_t vfu_client_irq_wait(struct vfu_client *c, uint32_t index, uint32_t vecto
 int vfu_client_irq_mask(struct vfu_client *c, uint32_t index, uint32_t start, uint32_t count,
 			bool mask)
 {
-	return vfu_client_set_irqs(c, VFIO_IRQ_SET_DATA_NONE |
-				   (mask ? VFIO_IRQ_SET_ACTION_MASK : VFIO_IRQ_SET_ACTION_UNMASK),
-				   index, start, count, NULL, 0, NULL);
+	return vfu_client_set_irqs(
+	    c,
+	    VFIO_IRQ_SET_DATA_NONE | (mask ? VFIO_IRQ_SET_ACTION_MASK : VFIO_IRQ_SET_ACTION_UNMASK),
+	    index, start, count, NULL, 0, NULL);
 }
 
 int vfu_client_reset(struct vfu_client *c)

@@ -22,8 +22,8 @@
 struct vfu_client;
 
 #define VFU_CLIENT_MAX_REGIONS 16
-#define VFU_CLIENT_MAX_AREAS   8
-#define VFU_CLIENT_MAX_IRQS    8
+#define VFU_CLIENT_MAX_AREAS 8
+#define VFU_CLIENT_MAX_IRQS 8
 #define VFU_CLIENT_MAX_VECTORS 64
 
 /* QEMU 11.1.3's VERSION capabilities, byte for byte what it sends. */
@@ -32,13 +32,13 @@ extern const char vfu_client_qemu_caps[];
 /* One region as the last DEVICE_GET_REGION_INFO reported it. */
 struct vfu_client_region {
 	uint32_t index, flags;
-	uint64_t size, offset;  /* offset: fd offset of the region start */
+	uint64_t size, offset; /* offset: fd offset of the region start */
 	uint32_t nr_areas;
 	struct {
 		uint64_t offset, size;
-		void *ptr;          /* mmapped area, NULL if not mapped */
+		void *ptr; /* mmapped area, NULL if not mapped */
 	} areas[VFU_CLIENT_MAX_AREAS];
-	int fd;                     /* fd received with the full reply, or -1 */
+	int fd; /* fd received with the full reply, or -1 */
 };
 
 struct vfu_client_stats {
@@ -71,14 +71,13 @@ uint32_t vfu_client_server_max_xfer(const struct vfu_client *c);
 int vfu_client_ram_create(struct vfu_client *c, uint64_t iova, uint64_t size);
 /* Maps an fd-less ("message-only") window at iova backed by a local buffer;
  * server DMA_READ/DMA_WRITE into it are served while the client waits. */
-int vfu_client_map_msg_window(struct vfu_client *c, uint64_t iova, uint64_t size,
-			      uint32_t prot);
+int vfu_client_map_msg_window(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t prot);
 /* Local pointer for [iova, iova+len) inside one RAM or message window, or
  * NULL. */
 void *vfu_client_ram_ptr(struct vfu_client *c, uint64_t iova, uint64_t len);
 /* Plain DMA_MAP (fd < 0: no fd); the window is not recorded locally. */
-int vfu_client_dma_map(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t prot,
-		       int fd, uint64_t offset);
+int vfu_client_dma_map(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t prot, int fd,
+		       uint64_t offset);
 /* DMA_UNMAP (flags 0 or VFIO_USER_DMA_UNMAP_ALL); on success the matching
  * local windows are forgotten (all of them for UNMAP_ALL). */
 int vfu_client_dma_unmap(struct vfu_client *c, uint64_t iova, uint64_t size, uint32_t flags);
@@ -90,13 +89,12 @@ int vfu_client_device_info(struct vfu_client *c, struct vfio_user_device_info *o
 int vfu_client_region_info(struct vfu_client *c, uint32_t index, struct vfu_client_region *out);
 /* Pointer to [offset, offset+len) of region index inside one mmapped area
  * (after vfu_client_region_info), or NULL. */
-void *vfu_client_region_ptr(struct vfu_client *c, uint32_t index, uint64_t offset,
-			    uint64_t len);
+void *vfu_client_region_ptr(struct vfu_client *c, uint32_t index, uint64_t offset, uint64_t len);
 int vfu_client_region_read(struct vfu_client *c, uint32_t index, uint64_t offset, void *buf,
 			   uint32_t count);
 /* posted: send with NO_REPLY and return at once (errors are never seen). */
-int vfu_client_region_write(struct vfu_client *c, uint32_t index, uint64_t offset,
-			    const void *buf, uint32_t count, bool posted);
+int vfu_client_region_write(struct vfu_client *c, uint32_t index, uint64_t offset, const void *buf,
+			    uint32_t count, bool posted);
 
 int vfu_client_irq_info(struct vfu_client *c, uint32_t index, uint32_t *flags, uint32_t *count);
 /* Raw DEVICE_SET_IRQS: fds are sent with SCM_RIGHTS (not consumed). */
@@ -104,15 +102,13 @@ int vfu_client_set_irqs(struct vfu_client *c, uint32_t flags, uint32_t index, ui
 			uint32_t count, const int *fds, size_t nfds, const uint8_t *bools);
 /* Creates eventfds for vectors [start, start+count) of index and assigns
  * them (DATA_EVENTFD | ACTION_TRIGGER), replacing earlier ones. */
-int vfu_client_irq_eventfds(struct vfu_client *c, uint32_t index, uint32_t start,
-			    uint32_t count);
+int vfu_client_irq_eventfds(struct vfu_client *c, uint32_t index, uint32_t start, uint32_t count);
 /* The eventfd of a vector, or -1. */
 int vfu_client_irq_fd(const struct vfu_client *c, uint32_t index, uint32_t vector);
 /* Waits up to timeout_ms for the vector's eventfd, serving server requests
  * meanwhile. Returns the eventfd counter (>= 1, and resets it), 0 on
  * timeout, or -errno. */
-int64_t vfu_client_irq_wait(struct vfu_client *c, uint32_t index, uint32_t vector,
-			    int timeout_ms);
+int64_t vfu_client_irq_wait(struct vfu_client *c, uint32_t index, uint32_t vector, int timeout_ms);
 /* ACTION_MASK (mask true) or ACTION_UNMASK with DATA_NONE. */
 int vfu_client_irq_mask(struct vfu_client *c, uint32_t index, uint32_t start, uint32_t count,
 			bool mask);
@@ -127,9 +123,9 @@ int vfu_client_serve(struct vfu_client *c, int timeout_ms);
  * reply: where the reply payload goes (may be NULL with cap 0); reply_len
  * gets its length; reply_fd (if not NULL) gets an fd that came with the
  * reply or -1 (extra fds are closed). */
-int vfu_client_request(struct vfu_client *c, uint16_t command, uint32_t flags,
-		       const void *payload, size_t len, const int *fds, size_t nfds, void *reply,
-		       size_t reply_cap, size_t *reply_len, int *reply_fd);
+int vfu_client_request(struct vfu_client *c, uint16_t command, uint32_t flags, const void *payload,
+		       size_t len, const int *fds, size_t nfds, void *reply, size_t reply_cap,
+		       size_t *reply_len, int *reply_fd);
 /* Raw bytes with optional fds, nothing checked (hostile tests). 0 or -errno. */
 int vfu_client_send_raw(struct vfu_client *c, const void *buf, size_t len, const int *fds,
 			size_t nfds);

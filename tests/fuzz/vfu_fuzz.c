@@ -20,22 +20,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FUZZ_MAX_MSGS    150000
-#define FUZZ_TIME_LIMIT  15 /* seconds */
-#define FUZZ_MAX_LEN     512
-#define FUZZ_FD_POOL     20
+#define FUZZ_MAX_MSGS 150000
+#define FUZZ_TIME_LIMIT 15 /* seconds */
+#define FUZZ_MAX_LEN 512
+#define FUZZ_FD_POOL 20
 
 static int passed, failed;
 static uint64_t rng_state;
 
-#define CHECK(cond) do { \
-	if (cond) { \
-		passed++; \
-	} else { \
-		failed++; \
-		fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-	} \
-} while (0)
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			passed++;                                                                  \
+		} else {                                                                           \
+			failed++;                                                                  \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);            \
+		}                                                                                  \
+	} while (0)
 
 static uint32_t fuzz_rand(void)
 {
@@ -82,13 +83,13 @@ static int fuzz_count_fds(void)
 /* Builds a well-formed request into buf; returns its length. */
 static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 {
-	struct vfio_user_header h = { .msg_id = id };
+	struct vfio_user_header h = {.msg_id = id};
 	uint8_t *p = buf + sizeof(h);
 	size_t len = 0;
 
 	switch (fuzz_below(10)) {
 	case 0: {
-		struct vfio_user_version v = { 0, 0 };
+		struct vfio_user_version v = {0, 0};
 		size_t j = strlen(vfu_client_qemu_caps) + 1;
 
 		h.command = VFIO_USER_VERSION;
@@ -99,8 +100,10 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 	}
 	case 1: {
 		struct vfio_user_dma_map m = {
-			.argsz = sizeof(m), .flags = 1 + fuzz_below(3),
-			.addr = (uint64_t)fuzz_below(64) << 12, .size = (1 + fuzz_below(4)) << 12,
+		    .argsz = sizeof(m),
+		    .flags = 1 + fuzz_below(3),
+		    .addr = (uint64_t)fuzz_below(64) << 12,
+		    .size = (1 + fuzz_below(4)) << 12,
 		};
 
 		h.command = VFIO_USER_DMA_MAP;
@@ -110,8 +113,9 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 	}
 	case 2: {
 		struct vfio_user_dma_unmap u = {
-			.argsz = sizeof(u), .addr = (uint64_t)fuzz_below(64) << 12,
-			.size = (1 + fuzz_below(4)) << 12,
+		    .argsz = sizeof(u),
+		    .addr = (uint64_t)fuzz_below(64) << 12,
+		    .size = (1 + fuzz_below(4)) << 12,
 		};
 
 		if (!fuzz_below(8)) {
@@ -124,7 +128,7 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 		break;
 	}
 	case 3: {
-		struct vfio_user_device_info d = { .argsz = sizeof(d) };
+		struct vfio_user_device_info d = {.argsz = sizeof(d)};
 
 		h.command = VFIO_USER_DEVICE_GET_INFO;
 		memcpy(p, &d, sizeof(d));
@@ -132,8 +136,8 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 		break;
 	}
 	case 4: {
-		struct vfio_user_region_info r = { .argsz = fuzz_below(2) ? 32 : 64,
-						   .index = fuzz_below(10) };
+		struct vfio_user_region_info r = {.argsz = fuzz_below(2) ? 32 : 64,
+						  .index = fuzz_below(10)};
 
 		h.command = VFIO_USER_DEVICE_GET_REGION_INFO;
 		memcpy(p, &r, sizeof(r));
@@ -141,7 +145,7 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 		break;
 	}
 	case 5: {
-		struct vfio_user_irq_info i = { .argsz = sizeof(i), .index = fuzz_below(6) };
+		struct vfio_user_irq_info i = {.argsz = sizeof(i), .index = fuzz_below(6)};
 
 		h.command = VFIO_USER_DEVICE_GET_IRQ_INFO;
 		memcpy(p, &i, sizeof(i));
@@ -150,9 +154,11 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 	}
 	case 6: {
 		struct vfio_user_irq_set s = {
-			.argsz = sizeof(s),
-			.flags = (1u << fuzz_below(3)) | (8u << fuzz_below(3)),
-			.index = fuzz_below(5), .start = fuzz_below(5), .count = fuzz_below(3),
+		    .argsz = sizeof(s),
+		    .flags = (1u << fuzz_below(3)) | (8u << fuzz_below(3)),
+		    .index = fuzz_below(5),
+		    .start = fuzz_below(5),
+		    .count = fuzz_below(3),
 		};
 
 		h.command = VFIO_USER_DEVICE_SET_IRQS;
@@ -166,10 +172,11 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 	}
 	case 7:
 	case 8: {
-		static const uint32_t regions[] = { 0, 2, 7 };
+		static const uint32_t regions[] = {0, 2, 7};
 		struct vfio_user_region_access a = {
-			.region = regions[fuzz_below(3)], .offset = fuzz_below(0x100),
-			.count = 1u << fuzz_below(4),
+		    .region = regions[fuzz_below(3)],
+		    .offset = fuzz_below(0x100),
+		    .count = 1u << fuzz_below(4),
 		};
 
 		h.command = fuzz_below(2) ? VFIO_USER_REGION_READ : VFIO_USER_REGION_WRITE;
@@ -196,7 +203,7 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 static bool fuzz_drain(int sock)
 {
 	uint8_t junk[4096];
-	struct pollfd p = { .fd = sock, .events = POLLIN };
+	struct pollfd p = {.fd = sock, .events = POLLIN};
 
 	while (poll(&p, 1, 0) > 0) {
 		ssize_t n = recv(sock, junk, sizeof(junk), MSG_DONTWAIT);

@@ -47,7 +47,7 @@ static void fuzz_stream(int sock, const uint8_t *data, size_t len)
 	bool shut = false;
 
 	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN | (shut ? 0 : POLLOUT) };
+		struct pollfd p = {.fd = sock, .events = POLLIN | (shut ? 0 : POLLOUT)};
 		int rc = poll(&p, 1, 10000);
 
 		if (rc <= 0) {
@@ -64,7 +64,8 @@ static void fuzz_stream(int sock, const uint8_t *data, size_t len)
 			ssize_t n = 0;
 
 			if (sent < len)
-				n = send(sock, data + sent, len - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+				n = send(sock, data + sent, len - sent,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (n < 0 && errno != EAGAIN)
 				return;
 			if (n > 0)

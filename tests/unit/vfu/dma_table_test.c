@@ -227,12 +227,8 @@ static void test_read_only_mapping(void)
 	vfu_dma_table_destroy(t);
 }
 
-CUNIT_SUITE(vfu_dma_table, NULL, NULL,
-	    { "add_overlap", test_add_overlap },
-	    { "add_invalid", test_add_invalid },
-	    { "remove_exact", test_remove_exact },
-	    { "find_boundaries", test_find_boundaries },
-	    { "many_sorted", test_many_sorted },
-	    { "fd_mapping", test_fd_mapping },
-	    { "iov", test_iov },
-	    { "read_only_mapping", test_read_only_mapping })
+CUNIT_SUITE(vfu_dma_table, NULL, NULL, {"add_overlap", test_add_overlap},
+	    {"add_invalid", test_add_invalid}, {"remove_exact", test_remove_exact},
+	    {"find_boundaries", test_find_boundaries}, {"many_sorted", test_many_sorted},
+	    {"fd_mapping", test_fd_mapping}, {"iov", test_iov},
+	    {"read_only_mapping", test_read_only_mapping})

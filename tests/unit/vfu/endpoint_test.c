@@ -93,8 +93,8 @@ static int raw_request(uint16_t cmd, uint32_t flags, const void *p, size_t len, 
 
 static int send_header(uint16_t id, uint16_t cmd, uint32_t size, uint32_t flags)
 {
-	struct vfio_user_header h = { .msg_id = id, .command = cmd, .msg_size = size,
-				      .flags = flags };
+	struct vfio_user_header h = {
+	    .msg_id = id, .command = cmd, .msg_size = size, .flags = flags};
 
 	return vfu_client_send_raw(cl, &h, sizeof(h), NULL, 0);
 }
@@ -123,8 +123,8 @@ static void test_negotiate_ok(void)
 
 static void test_negotiate_bad(void)
 {
-	static const uint8_t no_nul[] = { 0, 0, 0, 0, '{', '}' };
-	struct vfio_user_device_info di = { .argsz = sizeof(di) };
+	static const uint8_t no_nul[] = {0, 0, 0, 0, '{', '}'};
+	struct vfio_user_device_info di = {.argsz = sizeof(di)};
 	struct fake_dev_counts n;
 
 	setup_raw();
@@ -135,16 +135,15 @@ static void test_negotiate_bad(void)
 	CU_ASSERT_EQUAL(vfu_client_version(cl, 0, 0, "{not json", NULL, 0), -EINVAL);
 	CU_ASSERT_EQUAL(vfu_client_version(cl, 0, 0, "[1,2]", NULL, 0), -EINVAL);
 	CU_ASSERT_EQUAL(vfu_client_version(cl, 0, 0, "{\"capabilities\":5}", NULL, 0), -EINVAL);
-	CU_ASSERT_EQUAL(vfu_client_version(cl, 0, 0,
-					   "{\"capabilities\":{\"max_msg_fds\":\"x\"}}", NULL, 0),
-			-EINVAL);
-	CU_ASSERT_EQUAL(vfu_client_version(cl, 0, 0, "{\"capabilities\":{\"pgsizes\":8192}}",
-					   NULL, 0),
-			-EINVAL);
-	CU_ASSERT_EQUAL(vfu_client_version(cl, 0, 0,
-					   "{\"capabilities\":{\"max_data_xfer_size\":0}}", NULL,
-					   0),
-			-EINVAL);
+	CU_ASSERT_EQUAL(
+	    vfu_client_version(cl, 0, 0, "{\"capabilities\":{\"max_msg_fds\":\"x\"}}", NULL, 0),
+	    -EINVAL);
+	CU_ASSERT_EQUAL(
+	    vfu_client_version(cl, 0, 0, "{\"capabilities\":{\"pgsizes\":8192}}", NULL, 0),
+	    -EINVAL);
+	CU_ASSERT_EQUAL(
+	    vfu_client_version(cl, 0, 0, "{\"capabilities\":{\"max_data_xfer_size\":0}}", NULL, 0),
+	    -EINVAL);
 	CU_ASSERT_EQUAL(raw_request(VFIO_USER_VERSION, 0, no_nul, sizeof(no_nul), NULL, 0),
 			-EINVAL);
 	CU_ASSERT_EQUAL(raw_request(VFIO_USER_VERSION, 0, no_nul, 2, NULL, 0), -EINVAL);
@@ -160,7 +159,7 @@ static void test_negotiate_bad(void)
 static void test_device_info(void)
 {
 	struct vfio_user_device_info di;
-	uint32_t small[4] = { 8, 0, 0, 0 };
+	uint32_t small[4] = {8, 0, 0, 0};
 
 	setup();
 	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);
@@ -176,7 +175,7 @@ static void test_device_info(void)
 
 static void test_region_info(void)
 {
-	struct vfio_user_region_info ri = { .argsz = sizeof(ri), .index = 0 }, rep;
+	struct vfio_user_region_info ri = {.argsz = sizeof(ri), .index = 0}, rep;
 	struct vfu_client_region r;
 	size_t rlen;
 	int fd;
@@ -184,8 +183,8 @@ static void test_region_info(void)
 
 	setup();
 	/* Step one by hand: fixed part only, argsz = needed, no CAPS, no fd. */
-	CU_ASSERT_EQUAL(vfu_client_request(cl, VFIO_USER_DEVICE_GET_REGION_INFO, 0, &ri,
-					   sizeof(ri), NULL, 0, &rep, sizeof(rep), &rlen, &fd),
+	CU_ASSERT_EQUAL(vfu_client_request(cl, VFIO_USER_DEVICE_GET_REGION_INFO, 0, &ri, sizeof(ri),
+					   NULL, 0, &rep, sizeof(rep), &rlen, &fd),
 			0);
 	CU_ASSERT_EQUAL(rlen, 32);
 	CU_ASSERT_EQUAL(fd, -1);
@@ -250,8 +249,10 @@ static void test_region_rw(void)
 	free(big);
 	{
 		/* Data shorter than count. */
-		struct { struct vfio_user_region_access a; uint32_t d; } __attribute__((packed)) w = {
-			{ .offset = 0, .region = 2, .count = 8 }, 1 };
+		struct {
+			struct vfio_user_region_access a;
+			uint32_t d;
+		} __attribute__((packed)) w = {{.offset = 0, .region = 2, .count = 8}, 1};
 
 		CU_ASSERT_EQUAL(raw_request(VFIO_USER_REGION_WRITE, 0, &w, sizeof(w), NULL, 0),
 				-EINVAL);
@@ -264,7 +265,7 @@ static void test_region_rw(void)
 static void test_no_reply(void)
 {
 	uint32_t v = 0x11223344, back = 0;
-	struct vfio_user_device_info di = { .argsz = sizeof(di) };
+	struct vfio_user_device_info di = {.argsz = sizeof(di)};
 	struct vfu_endpoint_stats st;
 
 	setup();
@@ -276,12 +277,11 @@ static void test_no_reply(void)
 	 * the next request would see a reply with the wrong id (-EPROTO). */
 	CU_ASSERT_EQUAL(vfu_client_region_write(cl, 2, 0x200, &v, 4, true), 0);
 	CU_ASSERT_EQUAL(raw_request(99, VFIO_USER_F_NO_REPLY, NULL, 0, NULL, 0), 0);
-	CU_ASSERT_EQUAL(raw_request(VFIO_USER_DEVICE_GET_INFO, VFIO_USER_F_NO_REPLY, &di, 4, NULL,
-				    0),
-			0);
-	CU_ASSERT_EQUAL(raw_request(VFIO_USER_DEVICE_GET_INFO, VFIO_USER_F_NO_REPLY, &di,
-				    sizeof(di), NULL, 0),
-			0);
+	CU_ASSERT_EQUAL(
+	    raw_request(VFIO_USER_DEVICE_GET_INFO, VFIO_USER_F_NO_REPLY, &di, 4, NULL, 0), 0);
+	CU_ASSERT_EQUAL(
+	    raw_request(VFIO_USER_DEVICE_GET_INFO, VFIO_USER_F_NO_REPLY, &di, sizeof(di), NULL, 0),
+	    0);
 	CU_ASSERT_EQUAL(vfu_client_region_read(cl, 2, 0x20, &back, 4), 0);
 	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);
 	fake_dev_stats(dev, &st);
@@ -310,10 +310,11 @@ static void test_irq_info(void)
 static void test_set_irqs(void)
 {
 	struct fake_dev_counts n;
-	uint8_t bools[2] = { 1, 0 };
+	uint8_t bools[2] = {1, 0};
 
 	setup();
-	CU_ASSERT_EQUAL(vfu_client_irq_eventfds(cl, VFIO_PCI_MSIX_IRQ_INDEX, 0, FAKE_MSIX_COUNT), 0);
+	CU_ASSERT_EQUAL(vfu_client_irq_eventfds(cl, VFIO_PCI_MSIX_IRQ_INDEX, 0, FAKE_MSIX_COUNT),
+			0);
 	CU_ASSERT_EQUAL(vfu_client_irq_eventfds(cl, VFIO_PCI_ERR_IRQ_INDEX, 0, 1), 0);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, FAKE_MSIX_COUNT + 1);
@@ -323,13 +324,13 @@ static void test_set_irqs(void)
 	CU_ASSERT_TRUE(fake_dev_trigger(dev, VFIO_PCI_ERR_IRQ_INDEX, 0));
 	CU_ASSERT_EQUAL(vfu_client_irq_wait(cl, VFIO_PCI_ERR_IRQ_INDEX, 0, 5000), 1);
 	/* Client-side trigger with DATA_NONE and DATA_BOOL. */
-	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_NONE |
-					    VFIO_IRQ_SET_ACTION_TRIGGER,
+	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl,
+					    VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
 					    VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, NULL, 0, NULL),
 			0);
 	CU_ASSERT_EQUAL(vfu_client_irq_wait(cl, VFIO_PCI_MSIX_IRQ_INDEX, 3, 5000), 1);
-	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_BOOL |
-					    VFIO_IRQ_SET_ACTION_TRIGGER,
+	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl,
+					    VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER,
 					    VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, NULL, 0, bools),
 			0);
 	CU_ASSERT_EQUAL(vfu_client_irq_wait(cl, VFIO_PCI_MSIX_IRQ_INDEX, 0, 5000), 1);
@@ -341,15 +342,15 @@ static void test_set_irqs(void)
 	CU_ASSERT_TRUE(fake_dev_trigger(dev, VFIO_PCI_MSIX_IRQ_INDEX, 2));
 	CU_ASSERT_EQUAL(vfu_client_irq_wait(cl, VFIO_PCI_MSIX_IRQ_INDEX, 2, 5000), 1);
 	/* QEMU's "enable with no vectors": 0x24 with no fd de-assigns. */
-	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_EVENTFD |
-					    VFIO_IRQ_SET_ACTION_TRIGGER,
+	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl,
+					    VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
 					    VFIO_PCI_MSIX_IRQ_INDEX, 0, 1, NULL, 0, NULL),
 			0);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, FAKE_MSIX_COUNT);
 	/* Disable the index: 0x21 count 0. */
-	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_NONE |
-					    VFIO_IRQ_SET_ACTION_TRIGGER,
+	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl,
+					    VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
 					    VFIO_PCI_MSIX_IRQ_INDEX, 0, 0, NULL, 0, NULL),
 			0);
 	fake_dev_counts(dev, &n);
@@ -361,8 +362,8 @@ static void test_set_irqs(void)
 static void test_set_irqs_invalid(void)
 {
 	uint32_t base = VFIO_IRQ_SET_ACTION_TRIGGER;
-	uint8_t bools[4] = { 0 };
-	struct vfio_user_device_info di = { .argsz = sizeof(di) };
+	uint8_t bools[4] = {0};
+	struct vfio_user_device_info di = {.argsz = sizeof(di)};
 	struct fake_dev_counts n;
 	int efd[3], before;
 
@@ -370,15 +371,16 @@ static void test_set_irqs_invalid(void)
 	for (int i = 0; i < 3; i++)
 		efd[i] = eventfd(0, EFD_CLOEXEC);
 	before = count_fds();
-#define SET(flags, idx, start, count, fds, nfds, b) \
+#define SET(flags, idx, start, count, fds, nfds, b)                                                \
 	vfu_client_set_irqs(cl, flags, idx, start, count, fds, nfds, b)
-	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_DATA_BOOL | base, 2, 0, 1, NULL,
-			    0, bools), -EINVAL);
+	CU_ASSERT_EQUAL(
+	    SET(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_DATA_BOOL | base, 2, 0, 1, NULL, 0, bools),
+	    -EINVAL);
 	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE, 2, 0, 1, NULL, 0, NULL), -EINVAL);
-	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | base | VFIO_IRQ_SET_ACTION_MASK, 2, 0, 1,
-			    NULL, 0, NULL), -EINVAL);
-	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | base | 0x40, 2, 0, 1, NULL, 0, NULL),
-			-EINVAL);
+	CU_ASSERT_EQUAL(
+	    SET(VFIO_IRQ_SET_DATA_NONE | base | VFIO_IRQ_SET_ACTION_MASK, 2, 0, 1, NULL, 0, NULL),
+	    -EINVAL);
+	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | base | 0x40, 2, 0, 1, NULL, 0, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | base, 5, 0, 0, NULL, 0, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | base, 0, 0, 1, NULL, 0, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(SET(VFIO_IRQ_SET_DATA_NONE | base, 2, 3, 2, NULL, 0, NULL), -EINVAL);
@@ -396,8 +398,8 @@ static void test_set_irqs_invalid(void)
 			-EINVAL);
 	CU_ASSERT_EQUAL(raw_request(VFIO_USER_DEVICE_RESET, 0, NULL, 0, efd, 1), -EINVAL);
 	{
-		struct vfio_user_irq_set s = { .argsz = 8, .flags = VFIO_IRQ_SET_DATA_NONE | base,
-					       .index = 2, .count = 1 };
+		struct vfio_user_irq_set s = {
+		    .argsz = 8, .flags = VFIO_IRQ_SET_DATA_NONE | base, .index = 2, .count = 1};
 
 		CU_ASSERT_EQUAL(raw_request(VFIO_USER_DEVICE_SET_IRQS, 0, &s, sizeof(s), NULL, 0),
 				-EINVAL);
@@ -412,9 +414,8 @@ static void test_set_irqs_invalid(void)
 	CU_ASSERT_EQUAL(n.set_irqs, 0);
 	CU_ASSERT_EQUAL(n.fds_held, 0);
 	/* A valid one passes ownership: the fake holds 2 fds, ours stay open. */
-	CU_ASSERT_EQUAL(vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_EVENTFD | base, 2, 1, 2, efd, 2,
-					    NULL),
-			0);
+	CU_ASSERT_EQUAL(
+	    vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_EVENTFD | base, 2, 1, 2, efd, 2, NULL), 0);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, 2);
 	CU_ASSERT_EQUAL(count_fds(), before + 2);
@@ -427,8 +428,8 @@ static void test_dma_map_unmap(void)
 {
 	struct fake_dev_counts n;
 	int fd = memfd_create("x", MFD_CLOEXEC);
-	struct vfio_user_dma_unmap u = { .argsz = sizeof(u), .flags = VFIO_USER_DMA_UNMAP_ALL,
-					 .addr = 0x1000 };
+	struct vfio_user_dma_unmap u = {
+	    .argsz = sizeof(u), .flags = VFIO_USER_DMA_UNMAP_ALL, .addr = 0x1000};
 
 	setup();
 	CU_ASSERT_FATAL(fd >= 0 && !ftruncate(fd, 0x2000));
@@ -441,9 +442,9 @@ static void test_dma_map_unmap(void)
 	CU_ASSERT_EQUAL(vfu_client_dma_map(cl, 0x200000, 0x1000, 0x7, -1, 0), -EINVAL);
 	CU_ASSERT_EQUAL(vfu_client_dma_map(cl, 0x200000, 0x4000, 3, fd, 0), -EINVAL);
 	{
-		struct vfio_user_dma_map m = { .argsz = sizeof(m), .flags = 3, .addr = 0x300000,
-					       .size = 0x1000 };
-		int two[2] = { fd, fd };
+		struct vfio_user_dma_map m = {
+		    .argsz = sizeof(m), .flags = 3, .addr = 0x300000, .size = 0x1000};
+		int two[2] = {fd, fd};
 
 		CU_ASSERT_EQUAL(raw_request(VFIO_USER_DMA_MAP, 0, &m, sizeof(m), two, 2), -EINVAL);
 		m.argsz = 16;
@@ -479,7 +480,7 @@ static void test_async_reset(void)
 {
 	struct vfio_user_header h;
 	struct fake_dev_counts n, m;
-	struct vfio_user_device_info di = { .argsz = sizeof(di) };
+	struct vfio_user_device_info di = {.argsz = sizeof(di)};
 	uint8_t msg[sizeof(h) + sizeof(di)];
 	uint16_t id;
 	size_t len;
@@ -489,9 +490,9 @@ static void test_async_reset(void)
 	id = vfu_client_next_id(cl);
 	/* RESET then GET_INFO pipelined, as QEMU may do. */
 	CU_ASSERT_EQUAL(send_header(id, VFIO_USER_DEVICE_RESET, sizeof(h), 0), 0);
-	h = (struct vfio_user_header){ .msg_id = (uint16_t)(id + 1),
-				       .command = VFIO_USER_DEVICE_GET_INFO,
-				       .msg_size = sizeof(msg) };
+	h = (struct vfio_user_header){.msg_id = (uint16_t)(id + 1),
+				      .command = VFIO_USER_DEVICE_GET_INFO,
+				      .msg_size = sizeof(msg)};
 	memcpy(msg, &h, sizeof(h));
 	memcpy(msg + sizeof(h), &di, sizeof(di));
 	CU_ASSERT_EQUAL(vfu_client_send_raw(cl, msg, sizeof(msg), NULL, 0), 0);
@@ -527,10 +528,10 @@ static void test_async_reset(void)
 
 static void test_async_unmap(void)
 {
-	struct vfio_user_dma_unmap u = { .argsz = sizeof(u), .addr = 0x10000, .size = 0x1000 };
+	struct vfio_user_dma_unmap u = {.argsz = sizeof(u), .addr = 0x10000, .size = 0x1000};
 	uint8_t msg[sizeof(struct vfio_user_header) + sizeof(u)];
-	struct vfio_user_header h = { .msg_id = 0x100, .command = VFIO_USER_DMA_UNMAP,
-				      .msg_size = sizeof(msg) };
+	struct vfio_user_header h = {
+	    .msg_id = 0x100, .command = VFIO_USER_DMA_UNMAP, .msg_size = sizeof(msg)};
 	size_t len;
 
 	setup();
@@ -551,9 +552,9 @@ static void test_async_unmap(void)
 	CU_ASSERT_EQUAL(h.flags, VFIO_USER_F_TYPE_REPLY);
 	CU_ASSERT_EQUAL(fake_dev_dma_windows(dev), 2);
 	/* UNMAP_ALL: one async step per window. */
-	u = (struct vfio_user_dma_unmap){ .argsz = sizeof(u), .flags = VFIO_USER_DMA_UNMAP_ALL };
-	h = (struct vfio_user_header){ .msg_id = 0x101, .command = VFIO_USER_DMA_UNMAP,
-				       .msg_size = sizeof(msg) };
+	u = (struct vfio_user_dma_unmap){.argsz = sizeof(u), .flags = VFIO_USER_DMA_UNMAP_ALL};
+	h = (struct vfio_user_header){
+	    .msg_id = 0x101, .command = VFIO_USER_DMA_UNMAP, .msg_size = sizeof(msg)};
 	memcpy(msg, &h, sizeof(h));
 	memcpy(msg + sizeof(h), &u, sizeof(u));
 	CU_ASSERT_EQUAL(vfu_client_send_raw(cl, msg, sizeof(msg), NULL, 0), 0);
@@ -613,7 +614,8 @@ static void test_server_dma(void)
 	/* A small max_data_xfer_size makes the server chunk its requests. */
 	CU_ASSERT_EQUAL_FATAL(vfu_client_version(cl, 0, 0,
 						 "{\"capabilities\":{\"max_data_xfer_size\":4096}}",
-						 NULL, 0), 0);
+						 NULL, 0),
+			      0);
 	CU_ASSERT_EQUAL(vfu_client_map_msg_window(cl, 0x100000, 0x3000, 3), 0);
 	CU_ASSERT_EQUAL(vfu_client_map_msg_window(cl, 0x200000, 0x1000, 1), 0);
 	win = vfu_client_ram_ptr(cl, 0x100000, 0x3000);
@@ -736,7 +738,7 @@ static void test_second_client_refused(void)
 
 static void test_unsupported_commands(void)
 {
-	static const uint16_t cmds[] = { 6, 11, 12, 14, 15, 16, 17, 18, 99, 0, 0xffff };
+	static const uint16_t cmds[] = {6, 11, 12, 14, 15, 16, 17, 18, 99, 0, 0xffff};
 
 	setup();
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -755,8 +757,7 @@ static void expect_drop(const void *bytes, size_t len)
 	setup();
 	fake_dev_stats(dev, &before);
 	CU_ASSERT_EQUAL(vfu_client_send_raw(cl, bytes, len, NULL, 0), 0);
-	CU_ASSERT_EQUAL(vfu_client_recv_msg(cl, &h, NULL, 0, &plen, NULL, NULL, 5000),
-			-ECONNRESET);
+	CU_ASSERT_EQUAL(vfu_client_recv_msg(cl, &h, NULL, 0, &plen, NULL, NULL, 5000), -ECONNRESET);
 	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_detach, (void *)1, 5000));
 	fake_dev_stats(dev, &after);
 	CU_ASSERT_EQUAL(after.bad_messages, before.bad_messages + 1);
@@ -766,8 +767,8 @@ static void expect_drop(const void *bytes, size_t len)
 
 static void test_framing_drops(void)
 {
-	struct vfio_user_header h = { .msg_id = 1, .command = VFIO_USER_DEVICE_GET_INFO };
-	uint8_t part[sizeof(h) + 4] = { 0 };
+	struct vfio_user_header h = {.msg_id = 1, .command = VFIO_USER_DEVICE_GET_INFO};
+	uint8_t part[sizeof(h) + 4] = {0};
 
 	h.msg_size = 8;
 	expect_drop(&h, sizeof(h));
@@ -800,9 +801,10 @@ static void test_framing_drops(void)
 
 static void test_partial_messages(void)
 {
-	struct vfio_user_device_info di = { .argsz = sizeof(di) };
-	struct vfio_user_header h = { .msg_id = 0x42, .command = VFIO_USER_DEVICE_GET_INFO,
-				      .msg_size = sizeof(h) + sizeof(di) };
+	struct vfio_user_device_info di = {.argsz = sizeof(di)};
+	struct vfio_user_header h = {.msg_id = 0x42,
+				     .command = VFIO_USER_DEVICE_GET_INFO,
+				     .msg_size = sizeof(h) + sizeof(di)};
 	uint8_t msg[sizeof(h) + sizeof(di)];
 	size_t len;
 
@@ -822,13 +824,14 @@ static void test_partial_messages(void)
 
 static void test_too_many_fds(void)
 {
-	struct vfio_user_irq_set set = { .argsz = sizeof(set),
-					 .flags = VFIO_IRQ_SET_DATA_EVENTFD |
-						  VFIO_IRQ_SET_ACTION_TRIGGER,
-					 .index = 2, .count = 17 };
+	struct vfio_user_irq_set set = {.argsz = sizeof(set),
+					.flags =
+					    VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+					.index = 2,
+					.count = 17};
 	uint8_t msg[sizeof(struct vfio_user_header) + sizeof(set)];
-	struct vfio_user_header h = { .msg_id = 9, .command = VFIO_USER_DEVICE_SET_IRQS,
-				      .msg_size = sizeof(msg) };
+	struct vfio_user_header h = {
+	    .msg_id = 9, .command = VFIO_USER_DEVICE_SET_IRQS, .msg_size = sizeof(msg)};
 	struct vfu_endpoint_stats st;
 	int fds[17], before;
 	size_t len;
@@ -841,8 +844,7 @@ static void test_too_many_fds(void)
 	memcpy(msg + sizeof(h), &set, sizeof(set));
 	/* More than max_msg_fds: the kernel truncates, the server drops us. */
 	CU_ASSERT_EQUAL(vfu_client_send_raw(cl, msg, sizeof(msg), fds, 17), 0);
-	CU_ASSERT_EQUAL(vfu_client_recv_msg(cl, &h, NULL, 0, &len, NULL, NULL, 5000),
-			-ECONNRESET);
+	CU_ASSERT_EQUAL(vfu_client_recv_msg(cl, &h, NULL, 0, &len, NULL, NULL, 5000), -ECONNRESET);
 	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_detach, (void *)1, 5000));
 	fake_dev_stats(dev, &st);
 	CU_ASSERT_EQUAL(st.bad_messages, 1);
@@ -857,7 +859,7 @@ static const struct vfu_endpoint_ops null_ops;
 
 static void test_socket_file(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct evloop *loop = evloop_create();
 	struct vfu_endpoint *ep;
 	struct stat st;
@@ -908,26 +910,16 @@ static void test_socket_file(void)
 	evloop_destroy(loop);
 }
 
-CUNIT_SUITE(vfu_endpoint, NULL, NULL,
-	    { "negotiate_ok", test_negotiate_ok },
-	    { "negotiate_bad", test_negotiate_bad },
-	    { "device_info", test_device_info },
-	    { "region_info", test_region_info },
-	    { "region_rw", test_region_rw },
-	    { "no_reply", test_no_reply },
-	    { "irq_info", test_irq_info },
-	    { "set_irqs", test_set_irqs },
-	    { "set_irqs_invalid", test_set_irqs_invalid },
-	    { "dma_map_unmap", test_dma_map_unmap },
-	    { "async_reset", test_async_reset },
-	    { "async_unmap", test_async_unmap },
-	    { "async_posted_write", test_async_posted_write },
-	    { "server_dma", test_server_dma },
-	    { "dma_fail_on_disconnect", test_dma_fail_on_disconnect },
-	    { "disconnect_and_reattach", test_disconnect_and_reattach },
-	    { "second_client_refused", test_second_client_refused },
-	    { "unsupported_commands", test_unsupported_commands },
-	    { "framing_drops", test_framing_drops },
-	    { "partial_messages", test_partial_messages },
-	    { "too_many_fds", test_too_many_fds },
-	    { "socket_file", test_socket_file })
+CUNIT_SUITE(vfu_endpoint, NULL, NULL, {"negotiate_ok", test_negotiate_ok},
+	    {"negotiate_bad", test_negotiate_bad}, {"device_info", test_device_info},
+	    {"region_info", test_region_info}, {"region_rw", test_region_rw},
+	    {"no_reply", test_no_reply}, {"irq_info", test_irq_info}, {"set_irqs", test_set_irqs},
+	    {"set_irqs_invalid", test_set_irqs_invalid}, {"dma_map_unmap", test_dma_map_unmap},
+	    {"async_reset", test_async_reset}, {"async_unmap", test_async_unmap},
+	    {"async_posted_write", test_async_posted_write}, {"server_dma", test_server_dma},
+	    {"dma_fail_on_disconnect", test_dma_fail_on_disconnect},
+	    {"disconnect_and_reattach", test_disconnect_and_reattach},
+	    {"second_client_refused", test_second_client_refused},
+	    {"unsupported_commands", test_unsupported_commands},
+	    {"framing_drops", test_framing_drops}, {"partial_messages", test_partial_messages},
+	    {"too_many_fds", test_too_many_fds}, {"socket_file", test_socket_file})

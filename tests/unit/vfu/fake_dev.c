@@ -189,8 +189,8 @@ static int fake_dev_set_irqs(void *arg, uint32_t flags, uint32_t index, uint32_t
 		}
 	} else if (action == VFIO_IRQ_SET_ACTION_TRIGGER && data == VFIO_IRQ_SET_DATA_NONE) {
 		if (!count)
-			fake_dev_close_irqs(fd, slots, index == VFIO_PCI_MSIX_IRQ_INDEX ?
-						       FAKE_MSIX_COUNT : 1);
+			fake_dev_close_irqs(fd, slots,
+					    index == VFIO_PCI_MSIX_IRQ_INDEX ? FAKE_MSIX_COUNT : 1);
 		for (uint32_t i = 0; i < count; i++)
 			fake_dev_signal(slots[start + i]);
 	} else if (action == VFIO_IRQ_SET_ACTION_TRIGGER && data == VFIO_IRQ_SET_DATA_BOOL) {
@@ -246,16 +246,16 @@ static void fake_dev_dma_map(void *arg, uint64_t iova, uint64_t len, uint32_t pr
 }
 
 const struct vfu_endpoint_ops fake_dev_ops = {
-	.attach = fake_dev_attach,
-	.detach = fake_dev_detach,
-	.device_info = fake_dev_device_info,
-	.region_info = fake_dev_region_info,
-	.region_access = fake_dev_region_access,
-	.irq_info = fake_dev_irq_info,
-	.set_irqs = fake_dev_set_irqs,
-	.reset = fake_dev_reset,
-	.dma_unmap = fake_dev_dma_unmap,
-	.dma_map = fake_dev_dma_map,
+    .attach = fake_dev_attach,
+    .detach = fake_dev_detach,
+    .device_info = fake_dev_device_info,
+    .region_info = fake_dev_region_info,
+    .region_access = fake_dev_region_access,
+    .irq_info = fake_dev_irq_info,
+    .set_irqs = fake_dev_set_irqs,
+    .reset = fake_dev_reset,
+    .dma_unmap = fake_dev_dma_unmap,
+    .dma_map = fake_dev_dma_map,
 };
 
 static void *fake_dev_thread(void *arg)
@@ -286,7 +286,7 @@ static void fake_dev_call_msg(void *arg)
 
 static void fake_dev_call(struct fake_dev *fd, void (*fn)(struct fake_dev *, void *), void *arg)
 {
-	struct fake_dev_call call = { .fd = fd, .fn = fn, .arg = arg };
+	struct fake_dev_call call = {.fd = fd, .fn = fn, .arg = arg};
 
 	if (evloop_send_msg(fd->loop, fake_dev_call_msg, &call))
 		abort();
@@ -363,7 +363,7 @@ static void fake_dev_set_async_msg(struct fake_dev *fd, void *arg)
 
 void fake_dev_set_async(struct fake_dev *fd, bool reset, bool unmap, bool write)
 {
-	struct fake_dev_async_arg a = { reset, unmap, write };
+	struct fake_dev_async_arg a = {reset, unmap, write};
 
 	fake_dev_call(fd, fake_dev_set_async_msg, &a);
 }
@@ -451,16 +451,16 @@ static void fake_dev_dma_msg(struct fake_dev *fd, void *arg)
 	struct fake_dev_dma_arg *a = arg;
 
 	if (a->is_write)
-		a->rc = vfu_endpoint_dma_write(fd->ep, a->iova, a->buf, a->len, fake_dev_dma_done,
-					       fd);
+		a->rc =
+		    vfu_endpoint_dma_write(fd->ep, a->iova, a->buf, a->len, fake_dev_dma_done, fd);
 	else
-		a->rc = vfu_endpoint_dma_read(fd->ep, a->iova, a->buf, a->len, fake_dev_dma_done,
-					      fd);
+		a->rc =
+		    vfu_endpoint_dma_read(fd->ep, a->iova, a->buf, a->len, fake_dev_dma_done, fd);
 }
 
 int fake_dev_dma(struct fake_dev *fd, bool is_write, uint64_t iova, void *buf, uint64_t len)
 {
-	struct fake_dev_dma_arg a = { .is_write = is_write, .iova = iova, .len = len, .buf = buf };
+	struct fake_dev_dma_arg a = {.is_write = is_write, .iova = iova, .len = len, .buf = buf};
 
 	fake_dev_call(fd, fake_dev_dma_msg, &a);
 	return a.rc;
@@ -498,8 +498,7 @@ static void fake_dev_trigger_msg(struct fake_dev *fd, void *arg)
 	struct fake_dev_trigger_arg *t = arg;
 	int efd = -1;
 
-	if (t->index == VFIO_PCI_MSIX_IRQ_INDEX && t->v < FAKE_MSIX_COUNT &&
-	    !fd->msix_masked[t->v])
+	if (t->index == VFIO_PCI_MSIX_IRQ_INDEX && t->v < FAKE_MSIX_COUNT && !fd->msix_masked[t->v])
 		efd = fd->msix_fds[t->v];
 	else if (t->index == VFIO_PCI_ERR_IRQ_INDEX && t->v == 0)
 		efd = fd->err_fd;
@@ -509,7 +508,7 @@ static void fake_dev_trigger_msg(struct fake_dev *fd, void *arg)
 
 bool fake_dev_trigger(struct fake_dev *fd, uint32_t index, uint32_t v)
 {
-	struct fake_dev_trigger_arg t = { .index = index, .v = v };
+	struct fake_dev_trigger_arg t = {.index = index, .v = v};
 
 	fake_dev_call(fd, fake_dev_trigger_msg, &t);
 	return t.ok;

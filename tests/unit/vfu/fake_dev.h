@@ -10,17 +10,17 @@
 
 #include "hw/vfu.h"
 
-#define FAKE_BAR0_SIZE  0x2000u
-#define FAKE_BAR2_SIZE  0x100u
-#define FAKE_CFG_SIZE   4096u
+#define FAKE_BAR0_SIZE 0x2000u
+#define FAKE_BAR2_SIZE 0x100u
+#define FAKE_CFG_SIZE 4096u
 #define FAKE_MSIX_COUNT 4u
 
 struct fake_dev_counts {
 	int attach, detach, device_info, resets, dma_maps, dma_unmaps, set_irqs, writes;
-	int fds_held;        /* eventfds the fake currently owns */
-	int dma_done;        /* server->client DMA callbacks seen */
-	int dma_status;      /* status of the last one */
-	bool async_pending;  /* an op returned HW_EVENT_ASYNC, not yet resumed */
+	int fds_held;	    /* eventfds the fake currently owns */
+	int dma_done;	    /* server->client DMA callbacks seen */
+	int dma_status;	    /* status of the last one */
+	bool async_pending; /* an op returned HW_EVENT_ASYNC, not yet resumed */
 	uint64_t last_unmap_iova, last_unmap_len;
 };
 
