@@ -305,6 +305,7 @@ static void sample_after_flr(void *arg)
 
 	sample_set_reg(s, SAMPLE_REG_FLR_COUNT, s->flr_count);
 	s->scratch_seen = 0;
+	s->db_count = 0; /* the register went back to 0 with the reset */
 	if (hw_dev_get_hotplug_state(s->dev) == HW_HOTPLUG_POWER_ON && sample_acquire(s))
 		LOG_ERR("sample", "%s: cannot re-create resources after FLR", hw_dev_vuid(s->dev));
 }
