@@ -8,6 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The DB's value in the doorbell page: shared with the guest (mmap mode) or
+ * hw/'s loop thread, so read it as a relaxed atomic (one untorn load). */
+static inline uint32_t dpa_db_read(const struct dpa_db *db)
+{
+	return __atomic_load_n(db->value_ptr, __ATOMIC_RELAXED);
+}
+
 struct dpa_db_comp *dpa_db_comp_create(struct dpa_thread *thread)
 {
 	struct dpa_db_comp *comp;
@@ -111,7 +118,7 @@ struct dpa_db *dpa_db_create(struct dpa_db_comp *comp, struct hw_dev *dev, uint3
 	}
 	db->value_ptr = hw_db_value_ptr(db->hw);
 	db->polled = hw_dev_db_mode(dev) == HW_DB_MODE_MMAP;
-	db->last_seen = *db->value_ptr;
+	db->last_seen = dpa_db_read(db);
 	atomic_fetch_add(&comp->n_dbs, 1);
 	return db;
 }
@@ -125,7 +132,7 @@ int dpa_db_start(struct dpa_db *db)
 	/* DOCA: starting a DB produces a completion at once, so the program
 	 * picks up a value written while the DB was stopped. */
 	atomic_thread_fence(memory_order_seq_cst);
-	dpa_db_complete(db, *db->value_ptr, false);
+	dpa_db_complete(db, dpa_db_read(db), false);
 	return 0;
 }
 
@@ -212,7 +219,7 @@ int dpa_db_comp_bind(struct dpa_db_comp *comp, dpa_db_handle_t handle, uint64_t 
 	if (atomic_load_explicit(&db->bound, memory_order_relaxed))
 		return -EALREADY;
 	db->user = user;
-	db->last_seen = *db->value_ptr;
+	db->last_seen = dpa_db_read(db);
 	atomic_store(&db->bound, true);
 	if (db->polled)
 		dpa_poll_list_add(dpa_thread_poll_list(comp->thread), db);
@@ -326,7 +333,7 @@ uint32_t dpa_db_get_value(struct dpa_db *db)
 	/* Pairs with the fence in dpa_db_hw_notify: a write whose notify found
 	 * the DB not yet armed is visible to this read. */
 	atomic_thread_fence(memory_order_seq_cst);
-	db->last_seen = *db->value_ptr;
+	db->last_seen = dpa_db_read(db);
 	return db->last_seen;
 }
 
@@ -364,7 +371,7 @@ uint32_t dpa_poll_list_scan(struct dpa_poll_list *list)
 		 * changed value versus what the program last read is a write;
 		 * the program re-reads the latest value, so only the final one
 		 * of a run of writes matters (intermediate ones may coalesce). */
-		v = *db->value_ptr;
+		v = dpa_db_read(db);
 		if (v == db->last_seen)
 			continue;
 		/* Acquire: what the guest wrote before the doorbell (SQEs) is

@@ -7,6 +7,8 @@
 
 #define DPA_DEFAULT_BURST_US 50
 #define DPA_DEFAULT_SLEEP_STEP_US 30
+#define DPA_DEFAULT_BACKOFF_AFTER_US 10000
+#define DPA_DEFAULT_MAX_STEP_US 200
 #define DPA_MAX_POLL_PARAM_US 1000000
 
 struct dpa *dpa_create(unsigned int n_harts)
@@ -24,6 +26,8 @@ struct dpa *dpa_create(unsigned int n_harts)
 		goto out_nomem;
 	atomic_init(&dpa->burst_us, DPA_DEFAULT_BURST_US);
 	atomic_init(&dpa->sleep_step_us, DPA_DEFAULT_SLEEP_STEP_US);
+	atomic_init(&dpa->backoff_after_us, DPA_DEFAULT_BACKOFF_AFTER_US);
+	atomic_init(&dpa->max_step_us, DPA_DEFAULT_MAX_STEP_US);
 	if (n_harts) {
 		/* Harts hold cache-line aligned members: allocate aligned. */
 		if (posix_memalign((void **)&dpa->harts, DPA_CACHELINE,
@@ -83,6 +87,32 @@ int dpa_set_poll_params(struct dpa *dpa, uint32_t burst_us, uint32_t sleep_step_
 	atomic_store_explicit(&dpa->burst_us, burst_us, memory_order_relaxed);
 	atomic_store_explicit(&dpa->sleep_step_us, sleep_step_us, memory_order_relaxed);
 	return 0;
+}
+
+int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_step_us)
+{
+	if (!max_step_us || max_step_us > DPA_MAX_POLL_PARAM_US)
+		return -EINVAL;
+	atomic_store_explicit(&dpa->backoff_after_us, idle_after_us, memory_order_relaxed);
+	atomic_store_explicit(&dpa->max_step_us, max_step_us, memory_order_relaxed);
+	return 0;
+}
+
+uint32_t dpa_poll_step_us(const struct dpa *dpa, uint64_t idle_us)
+{
+	struct dpa *d = (struct dpa *)dpa;
+	uint64_t step = atomic_load_explicit(&d->sleep_step_us, memory_order_relaxed);
+	uint64_t after = atomic_load_explicit(&d->backoff_after_us, memory_order_relaxed);
+	uint64_t max = atomic_load_explicit(&d->max_step_us, memory_order_relaxed);
+	uint64_t doublings;
+
+	if (idle_us < after || step >= max)
+		return (uint32_t)step;
+	/* One doubling per `after` of further idle: a ramp, not a cliff. */
+	doublings = after ? (idle_us - after) / after + 1 : 32;
+	while (doublings-- && step < max)
+		step *= 2;
+	return (uint32_t)(step < max ? step : max);
 }
 
 void dpa_counters_snapshot(const struct dpa_counters *c, struct dpa_stats *s)

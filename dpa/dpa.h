@@ -99,6 +99,17 @@ unsigned int dpa_num_harts(const struct dpa *dpa);
  * Thread: any; takes effect at the next idle period. */
 int dpa_set_poll_params(struct dpa *dpa, uint32_t burst_us, uint32_t sleep_step_us);
 
+/* Back-off of the step sleeps in mmap mode: after idle_after_us without
+ * activity each further step sleep doubles, up to max_step_us, so a long
+ * idle costs little CPU; the first activity resets it. Defaults: 10000 and
+ * 200. Returns 0 or -EINVAL (max_step_us 0 or > 1000000). Thread: any. */
+int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_step_us);
+
+/* The step a poller idle for idle_us should sleep next under the instance's
+ * parameters (what harts do; fused consumers may follow it for their mmap
+ * DBs). Thread: any. */
+uint32_t dpa_poll_step_us(const struct dpa *dpa, uint64_t idle_us);
+
 /* ------------------------------------------------------------------------ */
 /* DPA threads.                                                             */
 

@@ -81,6 +81,8 @@ struct dpa {
 	struct dpa_hart *harts;
 	_Atomic uint32_t burst_us;
 	_Atomic uint32_t sleep_step_us;
+	_Atomic uint32_t backoff_after_us;
+	_Atomic uint32_t max_step_us;
 	_Atomic uint32_t n_objects; /* DPA threads + message queues alive */
 };
 

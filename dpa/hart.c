@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -20,9 +21,15 @@ struct dpa_hart_req {
 	struct dpa_hart_req *next;
 };
 
+/* One idle turn of the burst window. Yielding (rather than only pausing)
+ * lets a runnable thread that shares this CPU - the device loop thread or a
+ * poll group that is about to produce our next work, or a guest vCPU - run:
+ * on a host with fewer cores than busy threads a pure spin would only delay
+ * the work it waits for. */
 static inline void dpa_hart_cpu_relax(void)
 {
 	__builtin_ia32_pause();
+	sched_yield();
 }
 
 static void dpa_hart_efd_signal(int efd)
@@ -177,19 +184,16 @@ static void *dpa_hart_main(void *arg)
 		/* Idle: keep polling for the burst window after the last activity
 		 * (not again after a step sleep found nothing), then sleep: in
 		 * short steps while mmap-mode DBs need watching, else until kicked. */
-		if (!after_sleep) {
-			now = evloop_now_us();
-			if (!idle_since)
-				idle_since = now;
-			if (now - idle_since <
-			    atomic_load_explicit(&dpa->burst_us, memory_order_relaxed)) {
-				dpa_hart_cpu_relax();
-				continue;
-			}
+		now = evloop_now_us();
+		if (!idle_since)
+			idle_since = now;
+		if (!after_sleep &&
+		    now - idle_since < atomic_load_explicit(&dpa->burst_us, memory_order_relaxed)) {
+			dpa_hart_cpu_relax();
+			continue;
 		}
 		dpa_hart_sleep(hart, hart->polled.count ?
-			       (int64_t)atomic_load_explicit(&dpa->sleep_step_us,
-							     memory_order_relaxed) : -1);
+			       (int64_t)dpa_poll_step_us(dpa, now - idle_since) : -1);
 		after_sleep = true;
 	}
 	return NULL;

@@ -166,25 +166,29 @@ static bool dpa_nvme_handle_requests(struct dpa_thread *thread, struct dpa_nvme_
 }
 
 /* Fetches DB completions in DOCA's order: get all, ack, re-arm the context,
- * then per DB re-arm and (at send time) read the latest value. */
+ * then re-arm each DB; its latest value is read when it is sent. A DB that
+ * completed is not re-armed before the loop ends, so it appears at most once
+ * per call and a busy writer cannot keep the loop going. */
 static void dpa_nvme_collect_dbs(struct dpa_nvme_prog *p)
 {
+	struct dpa_db *done[DPA_NVME_MAX_DBS];
 	struct dpa_db_comp_elem e;
-	uint32_t n = 0;
+	uint32_t n = 0, i;
 
-	while (dpa_db_comp_get_completion(p->comp, &e) == 1) {
+	while (n < DPA_NVME_MAX_DBS && dpa_db_comp_get_completion(p->comp, &e) == 1) {
 		struct dpa_nvme_slot *s = &p->slots[e.user];
 
-		dpa_db_request_notification(e.db);
+		done[n++] = e.db;
 		if (!s->dirty) {
 			s->dirty = true;
 			p->n_dirty++;
 		}
-		n++;
 	}
 	if (n)
 		dpa_db_comp_ack(p->comp, n);
 	dpa_db_comp_request_notification(p->comp);
+	for (i = 0; i < n; i++)
+		dpa_db_request_notification(done[i]);
 }
 
 static void dpa_nvme_prog_run(struct dpa_thread *thread, void *arg)

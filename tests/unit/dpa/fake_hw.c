@@ -161,3 +161,8 @@ uint64_t fake_hw_msix_raised(struct hw_msix_vector *vec)
 {
 	return atomic_load(&vec->raised);
 }
+
+const char *hw_db_mode_name(enum hw_db_mode mode)
+{
+	return mode == HW_DB_MODE_MMAP ? "mmap" : "trap";
+}
