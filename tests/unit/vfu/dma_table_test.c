@@ -4,6 +4,7 @@
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -227,8 +228,76 @@ static void test_read_only_mapping(void)
 	vfu_dma_table_destroy(t);
 }
 
+struct reader_arg {
+	struct vfu_dma_table *t;
+	bool stop;    /* atomic */
+	long lookups; /* atomic */
+	long bad;
+};
+
+/* Looks up the stable window while the writer reshapes the table. */
+static void *reader(void *arg)
+{
+	struct reader_arg *a = arg;
+
+	while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+		struct vfu_dma_window w;
+		struct iovec iov[2];
+
+		if (vfu_dma_table_find(a->t, 0x800, 0x10, &w) ||
+		    ((uint8_t *)w.local)[0x800] != 0x55)
+			a->bad++;
+		if (vfu_dma_table_iov(a->t, 0x100, 0x100, R, iov, 2) != 1)
+			a->bad++;
+		__atomic_add_fetch(&a->lookups, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static bool readers_done(struct reader_arg *a, int n, long want)
+{
+	for (int i = 0; i < n; i++)
+		if (__atomic_load_n(&a[i].lookups, __ATOMIC_RELAXED) < want)
+			return false;
+	return true;
+}
+
+static void test_concurrent_readers(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(1024);
+	int fd = make_memfd(0x1000, 0x55);
+	struct reader_arg a[2] = {{.t = t}, {.t = t}};
+	pthread_t th[2];
+	uint64_t gen = vfu_dma_table_generation(t);
+	int rounds = 0;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0, 0x1000, R, fd, 0), 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, reader, &a[i]), 0);
+	/* Growth (realloc) and shifting of the sorted array under readers, until
+	 * both have done many lookups meanwhile (bounded). */
+	while (rounds < 20 || (!readers_done(a, 2, 10000) && rounds < 20000)) {
+		for (uint64_t i = 1; i <= 300; i++)
+			CU_ASSERT_EQUAL(vfu_dma_table_add(t, i * 0x10000, 0x1000, R, -1, 0), 0);
+		for (uint64_t i = 1; i <= 300; i++)
+			CU_ASSERT_EQUAL(vfu_dma_table_remove(t, i * 0x10000, 0x1000), 0);
+		rounds++;
+	}
+	for (int i = 0; i < 2; i++) {
+		__atomic_store_n(&a[i].stop, true, __ATOMIC_RELEASE);
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(a[i].bad, 0);
+	}
+	CU_ASSERT_TRUE(readers_done(a, 2, 10000));
+	CU_ASSERT_EQUAL(vfu_dma_table_generation(t), gen + 1 + (uint64_t)rounds * 600);
+	close(fd);
+	vfu_dma_table_destroy(t);
+}
+
 CUNIT_SUITE(vfu_dma_table, NULL, NULL, {"add_overlap", test_add_overlap},
 	    {"add_invalid", test_add_invalid}, {"remove_exact", test_remove_exact},
 	    {"find_boundaries", test_find_boundaries}, {"many_sorted", test_many_sorted},
 	    {"fd_mapping", test_fd_mapping}, {"iov", test_iov},
-	    {"read_only_mapping", test_read_only_mapping})
+	    {"read_only_mapping", test_read_only_mapping},
+	    {"concurrent_readers", test_concurrent_readers})

@@ -25,6 +25,7 @@ struct fake_dev {
 	bool msix_masked[FAKE_MSIX_COUNT];
 	int err_fd;
 	bool async_reset, async_unmap, async_write;
+	bool inline_resume; /* reset completes from inside the op */
 
 	pthread_mutex_t lock; /* counts, and the cond below */
 	pthread_cond_t cond;
@@ -214,6 +215,14 @@ static int fake_dev_reset(void *arg)
 {
 	struct fake_dev *fd = arg;
 
+	if (fd->inline_resume) {
+		/* Finished before even returning HW_EVENT_ASYNC. */
+		vfu_endpoint_resume(fd->ep, 0);
+		pthread_mutex_lock(&fd->lock);
+		fd->n.resets++;
+		fake_dev_changed(fd);
+		return HW_EVENT_ASYNC;
+	}
 	pthread_mutex_lock(&fd->lock);
 	fd->n.resets++;
 	if (fd->async_reset)
@@ -366,6 +375,16 @@ void fake_dev_set_async(struct fake_dev *fd, bool reset, bool unmap, bool write)
 	struct fake_dev_async_arg a = {reset, unmap, write};
 
 	fake_dev_call(fd, fake_dev_set_async_msg, &a);
+}
+
+static void fake_dev_inline_msg(struct fake_dev *fd, void *arg)
+{
+	fd->inline_resume = *(bool *)arg;
+}
+
+void fake_dev_set_inline_resume(struct fake_dev *fd, bool on)
+{
+	fake_dev_call(fd, fake_dev_inline_msg, &on);
 }
 
 static void fake_dev_resume_msg(struct fake_dev *fd, void *arg)

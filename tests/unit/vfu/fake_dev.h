@@ -35,6 +35,9 @@ struct fake_dev *fake_dev_start(const char *path);
 void fake_dev_stop(struct fake_dev *fd);
 /* Makes reset / dma_unmap / region writes return HW_EVENT_ASYNC. */
 void fake_dev_set_async(struct fake_dev *fd, bool reset, bool unmap, bool write);
+/* Makes reset call vfu_endpoint_resume(0) itself before returning
+ * HW_EVENT_ASYNC. */
+void fake_dev_set_inline_resume(struct fake_dev *fd, bool on);
 /* vfu_endpoint_resume(status) on the loop thread. */
 void fake_dev_resume(struct fake_dev *fd, int status);
 void fake_dev_counts(struct fake_dev *fd, struct fake_dev_counts *out);
