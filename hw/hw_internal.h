@@ -147,6 +147,9 @@ struct hw_dev {
 
 	struct evloop_timer *stateful_timer; /* queued stateful_write dispatch */
 	enum hw_dev_event pending_ev;
+	bool in_event;      /* inside an flr/dma_unmap handler */
+	bool ev_done_early; /* hw_dev_event_done called from inside it */
+	bool gone_deferred; /* client left while an event was pending */
 
 	uint64_t db_writes, db_invalid_writes;
 };

@@ -253,26 +253,42 @@ static void hw_dev_flr_finish(struct hw_dev *dev, enum hw_dev_event ev)
 		hw_dev_set_state(dev, HW_HOTPLUG_POWER_ON_PENDING);
 }
 
-int hw_dev_flr_start(struct hw_dev *dev, enum hw_dev_event ev)
+/* Calls an flr / dma_unmap handler with the event recorded as pending, so
+ * hw_dev_event_done works from inside the handler too. Returns 0 when the
+ * event is complete, HW_EVENT_ASYNC while it is not. */
+static int hw_dev_call_event(struct hw_dev *dev, enum hw_dev_event ev, uint64_t iova,
+			     uint64_t len)
 {
 	int rc = 0;
 
-	if (dev->pending_ev != HW_DEV_EV_NONE) {
-		/* The client went away while an event was held: its reply is
-		 * gone with it; finish as a client-gone reset when the handler
-		 * completes. */
-		if (ev == HW_DEV_EV_FLR_GONE)
-			dev->pending_ev = HW_DEV_EV_FLR_GONE;
-		return HW_EVENT_ASYNC;
-	}
-	if (dev->ops && dev->ops->flr)
+	dev->pending_ev = ev;
+	dev->ev_done_early = false;
+	dev->in_event = true;
+	if (ev == HW_DEV_EV_UNMAP)
+		rc = dev->ops->dma_unmap(dev, iova, len, dev->arg);
+	else if (dev->ops && dev->ops->flr)
 		rc = dev->ops->flr(dev, ev == HW_DEV_EV_FLR_GONE, dev->arg);
-	if (rc == HW_EVENT_ASYNC) {
-		dev->pending_ev = ev;
+	dev->in_event = false;
+	if (rc == HW_EVENT_ASYNC && !dev->ev_done_early)
+		return HW_EVENT_ASYNC;
+	if (rc < 0)
+		LOG_ERR(HW_LOG_COMP, "%s: %s handler failed: %d; going on", dev->vuid,
+			ev == HW_DEV_EV_UNMAP ? "dma_unmap" : "FLR", rc);
+	dev->pending_ev = HW_DEV_EV_NONE;
+	return 0;
+}
+
+int hw_dev_flr_start(struct hw_dev *dev, enum hw_dev_event ev)
+{
+	if (dev->pending_ev != HW_DEV_EV_NONE) {
+		/* Only the client leaving can overlap a pending event (the endpoint
+		 * holds further messages): its reset runs once that event is done. */
+		if (ev == HW_DEV_EV_FLR_GONE)
+			dev->gone_deferred = true;
 		return HW_EVENT_ASYNC;
 	}
-	if (rc < 0)
-		LOG_ERR(HW_LOG_COMP, "%s: FLR handler failed: %d; resetting anyway", dev->vuid, rc);
+	if (hw_dev_call_event(dev, ev, 0, 0) == HW_EVENT_ASYNC)
+		return HW_EVENT_ASYNC;
 	hw_dev_flr_finish(dev, ev);
 	return 0;
 }
@@ -281,20 +297,24 @@ void hw_dev_event_done(struct hw_dev *dev)
 {
 	enum hw_dev_event ev = dev->pending_ev;
 
-	dev->pending_ev = HW_DEV_EV_NONE;
-	switch (ev) {
-	case HW_DEV_EV_NONE:
+	if (dev->in_event) {
+		dev->ev_done_early = true;
+		return;
+	}
+	if (ev == HW_DEV_EV_NONE) {
 		LOG_ERR(HW_LOG_COMP, "%s: event_done without a pending event", dev->vuid);
 		return;
-	case HW_DEV_EV_FLR:
-	case HW_DEV_EV_FLR_GONE:
-		hw_dev_flr_finish(dev, ev);
-		break;
-	case HW_DEV_EV_UNMAP:
-		break;
 	}
+	dev->pending_ev = HW_DEV_EV_NONE;
+	if (ev != HW_DEV_EV_UNMAP)
+		hw_dev_flr_finish(dev, ev);
+	/* Sends the held reply; a no-op when the client has gone meanwhile. */
 	if (ev != HW_DEV_EV_FLR_GONE && dev->ep)
 		vfu_endpoint_resume(dev->ep, 0);
+	if (dev->gone_deferred) {
+		dev->gone_deferred = false;
+		hw_dev_flr_start(dev, HW_DEV_EV_FLR_GONE);
+	}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -515,14 +535,10 @@ static int hw_dev_ep_reset(void *arg)
 static int hw_dev_ep_dma_unmap(void *arg, uint64_t iova, uint64_t len)
 {
 	struct hw_dev *dev = arg;
-	int rc;
 
 	if (!dev->ops || !dev->ops->dma_unmap)
 		return 0;
-	rc = dev->ops->dma_unmap(dev, iova, len, dev->arg);
-	if (rc == HW_EVENT_ASYNC)
-		dev->pending_ev = HW_DEV_EV_UNMAP;
-	return rc == HW_EVENT_ASYNC ? rc : 0;
+	return hw_dev_call_event(dev, HW_DEV_EV_UNMAP, iova, len);
 }
 
 const struct vfu_endpoint_ops hw_dev_ep_ops = {

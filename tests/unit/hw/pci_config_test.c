@@ -15,13 +15,24 @@
 static struct evloop *loop;
 static struct hw_pci_type *type;
 static struct hw_dev *dev;
-static unsigned int flr_calls, msix_calls;
-static bool flr_async, last_en, last_masked;
+static unsigned int flr_calls, msix_calls, unmap_calls;
+static bool flr_async, flr_done_inside, last_en, last_masked, last_gone;
 
 static int cfg_test_flr(struct hw_dev *d, bool client_gone, void *arg)
 {
 	flr_calls++;
+	last_gone = client_gone;
+	if (flr_done_inside) {
+		hw_dev_event_done(d);
+		return HW_EVENT_ASYNC;
+	}
 	return flr_async ? HW_EVENT_ASYNC : 0;
+}
+
+static int cfg_test_unmap(struct hw_dev *d, uint64_t iova, uint64_t len, void *arg)
+{
+	unmap_calls++;
+	return HW_EVENT_ASYNC;
 }
 
 static void cfg_test_msix(struct hw_dev *d, bool en, bool masked, void *arg)
@@ -34,6 +45,7 @@ static void cfg_test_msix(struct hw_dev *d, bool en, bool masked, void *arg)
 static const struct hw_dev_ops cfg_test_ops = {
 	.flr = cfg_test_flr,
 	.msix_state_changed = cfg_test_msix,
+	.dma_unmap = cfg_test_unmap,
 };
 
 static int cfg_test_setup(void)
@@ -56,8 +68,8 @@ static void cfg_before(void)
 {
 	dev = hw_test_dev(type, loop, &cfg_test_ops, NULL, HW_DB_MODE_TRAP);
 	CU_ASSERT_FATAL(dev != NULL);
-	flr_calls = msix_calls = 0;
-	flr_async = false;
+	flr_calls = msix_calls = unmap_calls = 0;
+	flr_async = flr_done_inside = false;
 }
 
 static uint32_t cfg_rd(uint32_t off, uint32_t len)
@@ -295,6 +307,43 @@ static void test_irq_info_and_set_irqs(void)
 	hw_dev_destroy(dev);
 }
 
+/* Event completion corner cases: done from inside the handler, and the
+ * client leaving while an event is pending (its reset runs afterwards). */
+static void test_event_completion(void)
+{
+	cfg_before();
+	flr_done_inside = true;
+	cfg_wr(0x04, 0x0002, 2);
+	CU_ASSERT_EQUAL(cfg_wr(0x50, 0x8000, 2), 0); /* completed at once */
+	CU_ASSERT_EQUAL(cfg_rd(0x04, 2), 0);
+	CU_ASSERT_EQUAL(dev->pending_ev, HW_DEV_EV_NONE);
+	flr_done_inside = false;
+
+	flr_async = true;
+	CU_ASSERT_EQUAL(hw_dev_ep_ops.reset(dev), HW_EVENT_ASYNC);
+	CU_ASSERT_EQUAL(flr_calls, 2);
+	hw_dev_ep_ops.detach(dev); /* client gone meanwhile */
+	CU_ASSERT_EQUAL(flr_calls, 2);
+	hw_dev_event_done(dev); /* ends the reset, then the client-gone FLR runs */
+	CU_ASSERT_EQUAL(flr_calls, 3);
+	CU_ASSERT_TRUE(last_gone);
+	hw_dev_event_done(dev);
+	CU_ASSERT_EQUAL(dev->pending_ev, HW_DEV_EV_NONE);
+
+	/* DMA unmap held until done; the client leaving meanwhile. */
+	CU_ASSERT_EQUAL(hw_dev_ep_ops.dma_unmap(dev, 0x1000, 0x1000), HW_EVENT_ASYNC);
+	CU_ASSERT_EQUAL(unmap_calls, 1);
+	hw_dev_ep_ops.detach(dev);
+	CU_ASSERT_EQUAL(flr_calls, 3);
+	hw_dev_event_done(dev);
+	CU_ASSERT_EQUAL(flr_calls, 4);
+	hw_dev_event_done(dev);
+	/* A stray event_done is ignored. */
+	hw_dev_event_done(dev);
+	CU_ASSERT_EQUAL(dev->pending_ev, HW_DEV_EV_NONE);
+	hw_dev_destroy(dev);
+}
+
 CUNIT_SUITE(hw_pci_config, cfg_test_setup, cfg_test_teardown,
 	    { "ids_and_header", test_ids_and_header },
 	    { "bar_sizing", test_bar_sizing },
@@ -303,4 +352,5 @@ CUNIT_SUITE(hw_pci_config, cfg_test_setup, cfg_test_teardown,
 	    { "flr_bit", test_flr_bit },
 	    { "msix_control_event", test_msix_control_event },
 	    { "device_and_region_info", test_device_and_region_info },
-	    { "irq_info_and_set_irqs", test_irq_info_and_set_irqs })
+	    { "irq_info_and_set_irqs", test_irq_info_and_set_irqs },
+	    { "event_completion", test_event_completion })
