@@ -57,9 +57,13 @@ mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=512000 job $NR/job
 [ -f $NR/job/job.sh ] || die "no job.sh in the job share"
 mkdir -p $NR/job/out
 
-# nvme and nvme-core come from the sysroot; a guest without an NVMe device
-# still runs its job, so a failure here is reported, not fatal.
-chroot $NR /sbin/modprobe nvme || say "modprobe nvme failed"
+# Disk drivers come from the sysroot (nvme pulls in nvme-core). There is no
+# udev to load them when a device shows up, and a driver loaded now also
+# binds devices hot-added later. A guest without such a device still runs
+# its job, so a failure here is reported, not fatal.
+for m in nvme virtio_blk; do
+	chroot $NR /sbin/modprobe $m || say "modprobe $m failed"
+done
 
 read -r up _ < /proc/uptime
 echo "$up" > $NR/job/out/boot-seconds

@@ -72,4 +72,8 @@ echo "initramfs: modules: $(tr '\n' ' ' < "$tmp/tree/modules.order")" >&2
 (cd "$tmp/tree" && find . -print0 | LC_ALL=C sort -z |
 	cpio --null -o -H newc --owner=0:0 --quiet) > "$tmp/initramfs.cpio"
 mv -f "$tmp/initramfs.cpio" "$out"
+# Older images are never used again (their key names an older recipe).
+for old in "$cache"/initramfs-*.cpio; do
+	[ "$old" = "$out" ] || rm -f "$old"
+done
 echo "$out"

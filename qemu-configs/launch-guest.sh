@@ -79,7 +79,8 @@ for n in "$cpus" "$timeout_s" "$hp_ports"; do
 done
 [ "$cpus" -ge 1 ] && [ "$timeout_s" -ge 1 ] || harness_fail "--cpus and --timeout must be > 0"
 [ "$hp_ports" -le 30 ] || harness_fail "--hotplug-ports: at most 30"
-[[ $mem =~ ^[0-9]+[MG]?$ ]] || harness_fail "--mem: a size like 1G or 512M"
+# With a unit: QEMU reads a bare -m number as MiB but a bare size= as bytes.
+[[ $mem =~ ^[1-9][0-9]*[MG]$ ]] || harness_fail "--mem: a size like 1G or 512M"
 case $kvm in auto|on|off) ;; *) harness_fail "--kvm auto|on|off" ;; esac
 for f in "${vblks[@]}" "${adds[@]}"; do
 	[ -e "$f" ] || harness_fail "no such file: $f"
@@ -135,7 +136,7 @@ cp "$here/guest-lib.sh" "$share/.harness/guest-lib.sh"
 # --- KVM: decided by booting, not by the existence of /dev/kvm -------------
 kvm_probe() {
 	local verdict key cache_file probe_dir probe
-	key=$( (uname -r; basename "$root"; basename "$initrd") | sha256sum | cut -c1-16)
+	key=$( (uname -r; basename "$root") | sha256sum | cut -c1-16)
 	cache_file=$(dirname "$root")/kvm-verdict-$key
 	if [ ! -w /dev/kvm ]; then
 		echo off

@@ -1,4 +1,4 @@
-# Guest job: two QEMU NVMe controllers at once, each bound, listed, distinct, and passing its own crc32c verify.
+# Guest job: two QEMU NVMe controllers and a virtio-blk disk at once, each visible with its own size, the NVMe pair passing concurrent crc32c verifies.
 . "$GUEST_LIB"
 
 for s in nvme-emu-q0 nvme-emu-q1; do
@@ -13,6 +13,8 @@ step "two distinct namespaces ($d0, $d1)" test -n "$d0" -a -n "$d1" -a "$d0" != 
 size_is() { [ "$(blockdev --getsize64 "$1")" = "$2" ]; }
 step "$d0 is 128 MiB" size_is "$d0" 134217728
 step "$d1 is 192 MiB" size_is "$d1" 201326592
+step "virtio-blk /dev/vda is there" wait_for 30 test -b /dev/vda
+step "/dev/vda is 64 MiB" size_is /dev/vda 67108864
 # Both verifies at once: the two controllers serve I/O concurrently.
 both_verify() {
 	FIO_DEV=$d0 FIO_SIZE=16M fio --output-format=json --output="$JOB_OUT/verify-q0.json" \
