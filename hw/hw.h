@@ -114,7 +114,9 @@ int hw_pci_type_add_msix_table_region(struct hw_pci_type *type, uint8_t bar_id,
 int hw_pci_type_add_msix_pba_region(struct hw_pci_type *type, uint8_t bar_id,
 				    uint64_t start, uint64_t size);
 /* Type-level default for bytes of a stateful region (read order: last
- * written, device default, type default, 0). */
+ * written, device default, type default, 0). -EINVAL unless [offset,
+ * offset+len) lies in one stateful region added before; -EBUSY while devices
+ * of the type exist (DOCA's rule). */
 int hw_pci_type_set_stateful_default(struct hw_pci_type *type, uint8_t bar_id,
 				     uint64_t offset, const void *data, size_t len);
 
@@ -154,8 +156,10 @@ struct hw_dev_ops {
 	void (*hotplug_state_changed)(struct hw_dev *dev, enum hw_hotplug_state state,
 				      void *arg);
 	/* The driver wrote into the stateful region starting at region_start of
-	 * BAR bar_id. Re-raised after the handler returns if the handler did not
-	 * query or modify the written bytes. */
+	 * BAR bar_id (writes coalesce until the handler runs, on a later loop
+	 * iteration). Re-raised after the handler returns if the handler did not
+	 * query or modify the written bytes, at most 8 times, then dropped with a
+	 * warning (a handler ignoring it must not spin the loop). */
 	void (*stateful_write)(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
 			       void *arg);
 	/* Function level reset (PCIe FLR, vfio-user DEVICE_RESET, or the client
@@ -178,34 +182,47 @@ struct hw_dev_config {
 	enum hw_db_mode db_mode;
 };
 
-/* Creates a device of a started type, powered off. */
+/* Creates a device of a started type, powered off. NULL with errno EINVAL
+ * (type not started, missing vuid/socket_path) or ENOMEM. */
 struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
 			     const struct hw_dev_config *config,
 			     const struct hw_dev_ops *ops, void *arg);
-/* Unplugs (if needed, synchronously) and frees. */
+/* Unplugs (if needed, synchronously) and frees, with any DB objects and
+ * MSI-X vector objects still alive. Not from inside one of the device's
+ * callbacks, and not while an event returned HW_EVENT_ASYNC is pending. */
 void hw_dev_destroy(struct hw_dev *dev);
 
 /* Creates the socket and listens: POWER_OFF -> POWER_ON_PENDING; a client
  * that negotiates moves it to POWER_ON. A client that disconnects returns it
  * to POWER_ON_PENDING (device state reset, resources freed, a new client may
- * attach). */
+ * attach). Config space, MSI-X and stateful regions are reset to power-on
+ * values first (device defaults take effect). -EBUSY if not powered off,
+ * -ENOSPC when the profile's max_hotplug_devices are plugged, or the
+ * endpoint's -errno. */
 int hw_dev_hotplug(struct hw_dev *dev);
-/* Closes the client and the socket: -> POWER_OFF_PENDING -> POWER_OFF. */
+/* Closes the client (running the client-gone flr handler) and the socket:
+ * -> POWER_OFF_PENDING -> POWER_OFF. 0 (also when already off). */
 int hw_dev_hotunplug(struct hw_dev *dev);
 enum hw_hotplug_state hw_dev_get_hotplug_state(const struct hw_dev *dev);
 
 const char *hw_dev_vuid(const struct hw_dev *dev);
 const char *hw_dev_socket_path(const struct hw_dev *dev);
 struct hw_pci_type *hw_dev_type(const struct hw_dev *dev);
-/* The mode the attached client actually uses (mmap requested but the client
- * did not map the area reads as trap). */
+/* HW_DB_MODE_MMAP when a client is attached and the device offers a
+ * doorbell page as a sparse mmap (mmap mode and a page-aligned DB-by-offset
+ * region); TRAP otherwise. Whether the client really mapped it cannot be
+ * seen from here: trapped doorbell writes are handled in either mode. */
 enum hw_db_mode hw_dev_db_mode(const struct hw_dev *dev);
 
-/* Finishes an event handled asynchronously (HW_EVENT_ASYNC). */
+/* Finishes an event handled asynchronously (HW_EVENT_ASYNC): completes the
+ * reset after an flr, then sends the held reply. May also be called from
+ * inside the handler before it returns HW_EVENT_ASYNC. */
 void hw_dev_event_done(struct hw_dev *dev);
 
 /* Stateful region access. offset is inside the BAR and [offset, offset+len)
- * must lie in one stateful region. */
+ * must lie in one stateful region (-EINVAL otherwise). A query or modify
+ * that overlaps the bytes of a pending driver write marks it handled.
+ * Modify raises no event. */
 int hw_dev_stateful_query(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
 			  void *buf, size_t len);
 int hw_dev_stateful_modify(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
@@ -286,7 +303,11 @@ enum hw_mmap_perm {
 
 /* A view of host memory the device may access: the range
  * [base, base+len) of host addresses with permissions `perm`. Accesses
- * outside it, or outside what the client DMA-mapped, are refused. */
+ * outside it, or outside what the client DMA-mapped with a matching
+ * READ/WRITE protection, are refused. NULL with errno EINVAL, or ENODEV when
+ * the device is not hot-plugged. The mmap dies with the client: once the
+ * client has gone (a new one may have attached), every access fails with
+ * EFAULT; destroy it in the flr handler. */
 struct hw_mmap *hw_mmap_create(struct hw_dev *dev, uint64_t base, uint64_t len,
 			       unsigned int perm);
 void hw_mmap_destroy(struct hw_mmap *map);
