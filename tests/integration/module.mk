@@ -2,7 +2,8 @@
 # sample, each spawning hw-sample-device and driving it with the vfio-user
 # test client. Run as "<prog> <build dir>".
 HW_ITESTS := hw_sample_list_test hw_sample_hotplug_test hw_sample_stateful_test \
-	     hw_sample_db_test hw_sample_msix_test hw_sample_dma_test hw_sample_flr_test
+	     hw_sample_db_test hw_sample_msix_test hw_sample_dma_test hw_sample_flr_test \
+	     hw_sample_hostile_test
 INTEG_TESTS += $(HW_ITESTS)
 $(foreach t,$(HW_ITESTS),$(eval $(t)_SRCS := tests/integration/$(t).c tests/integration/itest.c))
 $(foreach t,$(HW_ITESTS),$(eval $(t)_LIBS := vfuclient common))
