@@ -10,7 +10,7 @@
 struct hw_db {
 	struct hw_dev *dev;
 	uint32_t id;
-	int ridx;      /* the DB region it belongs to */
+	int ridx; /* the DB region it belongs to */
 	bool by_data;
 	uint32_t slot; /* by offset: slot inside the region */
 	uint32_t own;  /* value of by-data and narrow (< 4 byte) DBs */
@@ -147,12 +147,17 @@ static struct hw_db *hw_db_create_in(struct hw_dev *dev, int ridx, uint32_t id, 
 	db = calloc(1, sizeof(*db));
 	if (!db)
 		return NULL;
-	*db = (struct hw_db){ .dev = dev, .id = id, .ridx = ridx, .by_data = by_data,
-			      .slot = slot, .notify = notify, .arg = arg };
+	*db = (struct hw_db){.dev = dev,
+			     .id = id,
+			     .ridx = ridx,
+			     .by_data = by_data,
+			     .slot = slot,
+			     .notify = notify,
+			     .arg = arg};
 	if (!by_data) {
 		dev->rs[ridx].slots[slot] = db;
-		db->own = hw_db_le_value(hw_db_slot_mem(db),
-					 hw_db_width(&dev->type->regions[ridx]));
+		db->own =
+		    hw_db_le_value(hw_db_slot_mem(db), hw_db_width(&dev->type->regions[ridx]));
 	} else {
 		dev->by_data[dev->nr_by_data++] = db;
 	}
@@ -261,8 +266,7 @@ volatile const uint32_t *hw_db_value_ptr(const struct hw_db *db)
 	return &db->own;
 }
 
-int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void *buf,
-		      uint32_t len)
+int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void *buf, uint32_t len)
 {
 	const struct hw_region *r = &dev->type->regions[ridx];
 	uint32_t width = hw_db_width(r);
@@ -272,8 +276,9 @@ int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void 
 	/* DOCA: a DB write must be exactly the DB size, at a DB-aligned offset. */
 	if (len != width || offset % width) {
 		dev->db_invalid_writes++;
-		LOG_GUEST_ERR(HW_LOG_COMP, "%s: DB write of %u bytes at region offset 0x%llx dropped",
-			      dev->vuid, len, (unsigned long long)offset);
+		LOG_GUEST_ERR(HW_LOG_COMP,
+			      "%s: DB write of %u bytes at region offset 0x%llx dropped", dev->vuid,
+			      len, (unsigned long long)offset);
 		return 0;
 	}
 	value = hw_db_le_value(buf, width);
@@ -283,7 +288,8 @@ int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void 
 		db = hw_db_find_by_data(dev, ridx, id);
 		if (!db) {
 			dev->db_invalid_writes++;
-			LOG_GUEST_ERR(HW_LOG_COMP, "%s: DB-by-data write for unknown DB %u", dev->vuid, id);
+			LOG_GUEST_ERR(HW_LOG_COMP, "%s: DB-by-data write for unknown DB %u",
+				      dev->vuid, id);
 			return 0;
 		}
 		dev->db_writes++;

@@ -33,8 +33,11 @@ struct hw_mmap *hw_mmap_create(struct hw_dev *dev, uint64_t base, uint64_t len, 
 	map = calloc(1, sizeof(*map));
 	if (!map)
 		return NULL;
-	*map = (struct hw_mmap){ .dev = dev, .base = base, .len = len, .perm = perm,
-				 .gen = atomic_load(&dev->client_gen) };
+	*map = (struct hw_mmap){.dev = dev,
+				.base = base,
+				.len = len,
+				.perm = perm,
+				.gen = atomic_load(&dev->client_gen)};
 	return map;
 }
 
@@ -51,8 +54,7 @@ static uint32_t hw_mmap_prot(unsigned int perm)
 
 /* Range, permission and liveness of an access; 0 or -errno. A device read of
  * host memory needs the client to have mapped it readable, and so on. */
-static int hw_mmap_check(const struct hw_mmap *map, uint64_t addr, uint64_t len,
-			 unsigned int perm)
+static int hw_mmap_check(const struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm)
 {
 	if (!perm || (perm & ~map->perm))
 		return -EPERM;
@@ -92,8 +94,7 @@ int hw_mmap_iov(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int p
 	return vfu_dma_table_iov(map->dev->dma, addr, len, hw_mmap_prot(perm), iov, max_iov);
 }
 
-static int hw_mmap_copy(struct hw_mmap *map, uint64_t addr, void *local, uint64_t len,
-			bool to_host)
+static int hw_mmap_copy(struct hw_mmap *map, uint64_t addr, void *local, uint64_t len, bool to_host)
 {
 	struct iovec iov[HW_MMAP_COPY_IOV];
 	uint8_t *p = local;
@@ -169,7 +170,7 @@ static int hw_mmap_async(struct hw_mmap *map, uint64_t addr, void *local, uint64
 		memcpy((uint8_t *)w.local + (addr - w.iova), local, len);
 	else
 		memcpy(local, (uint8_t *)w.local + (addr - w.iova), len);
-	*d = (struct hw_mmap_done){ .cb = cb, .arg = arg, .status = 0 };
+	*d = (struct hw_mmap_done){.cb = cb, .arg = arg, .status = 0};
 	rc = evloop_defer(map->dev->loop, hw_mmap_done_run, d);
 	if (rc)
 		free(d);

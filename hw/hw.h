@@ -36,7 +36,7 @@ struct hw_mmap;
 struct hw_profile {
 	const char *name;
 	uint32_t max_hotplug_devices; /* devices hot-plugged at once, all types */
-	uint32_t max_bars;            /* declared BARs (a 64-bit BAR counts once) */
+	uint32_t max_bars;	      /* declared BARs (a 64-bit BAR counts once) */
 	uint32_t log_min_bar_size, log_max_bar_size;
 	bool bar_32bit_supported;
 	bool bar_64bit_supported;
@@ -87,7 +87,8 @@ struct hw_pci_ids {
 
 /* Creates an empty type. */
 struct hw_pci_type *hw_pci_type_create(const char *name);
-void hw_pci_type_destroy(struct hw_pci_type *type); /* -EBUSY-safe: refuses (returns) if devices exist */
+void hw_pci_type_destroy(
+    struct hw_pci_type *type); /* -EBUSY-safe: refuses (returns) if devices exist */
 
 int hw_pci_type_set_ids(struct hw_pci_type *type, const struct hw_pci_ids *ids);
 int hw_pci_type_set_memory_bar(struct hw_pci_type *type, uint8_t bar_id, uint8_t log_size,
@@ -96,34 +97,33 @@ int hw_pci_type_set_io_bar(struct hw_pci_type *type, uint8_t bar_id, uint8_t log
 int hw_pci_type_set_num_msix(struct hw_pci_type *type, uint16_t num_msix);
 
 /* Regions. start and size are byte offsets inside the BAR. */
-int hw_pci_type_add_stateful_region(struct hw_pci_type *type, uint8_t bar_id,
-				    uint64_t start, uint64_t size);
+int hw_pci_type_add_stateful_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+				    uint64_t size);
 /* db_id = (offset - start) / (1 << log_stride); each doorbell is
  * (1 << log_db_size) bytes wide. */
-int hw_pci_type_add_db_by_offset_region(struct hw_pci_type *type, uint8_t bar_id,
-					uint64_t start, uint64_t size, uint8_t log_db_size,
-					uint8_t log_stride);
+int hw_pci_type_add_db_by_offset_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+					uint64_t size, uint8_t log_db_size, uint8_t log_stride);
 /* db_id is taken from the written value's bytes db_id_msbyte..db_id_lsbyte:
  * little endian when msbyte > lsbyte, big endian otherwise (DOCA: writing
  * 0xCCDDEEFF with msbyte 3, lsbyte 1 gives db_id 0xCCDDEE). */
-int hw_pci_type_add_db_by_data_region(struct hw_pci_type *type, uint8_t bar_id,
-				      uint64_t start, uint64_t size, uint8_t log_db_size,
-				      uint8_t db_id_msbyte, uint8_t db_id_lsbyte);
-int hw_pci_type_add_msix_table_region(struct hw_pci_type *type, uint8_t bar_id,
-				      uint64_t start, uint64_t size);
-int hw_pci_type_add_msix_pba_region(struct hw_pci_type *type, uint8_t bar_id,
-				    uint64_t start, uint64_t size);
+int hw_pci_type_add_db_by_data_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+				      uint64_t size, uint8_t log_db_size, uint8_t db_id_msbyte,
+				      uint8_t db_id_lsbyte);
+int hw_pci_type_add_msix_table_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+				      uint64_t size);
+int hw_pci_type_add_msix_pba_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+				    uint64_t size);
 /* Type-level default for bytes of a stateful region (read order: last
  * written, device default, type default, 0). -EINVAL unless [offset,
  * offset+len) lies in one stateful region added before; -EBUSY while devices
  * of the type exist (DOCA's rule). */
-int hw_pci_type_set_stateful_default(struct hw_pci_type *type, uint8_t bar_id,
-				     uint64_t offset, const void *data, size_t len);
+int hw_pci_type_set_stateful_default(struct hw_pci_type *type, uint8_t bar_id, uint64_t offset,
+				     const void *data, size_t len);
 
 /* Validates the type against `profile` and freezes it. On failure returns
  * -EINVAL and writes a sentence naming the violated limit into err. */
-int hw_pci_type_start(struct hw_pci_type *type, const struct hw_profile *profile,
-		      char *err, size_t err_len);
+int hw_pci_type_start(struct hw_pci_type *type, const struct hw_profile *profile, char *err,
+		      size_t err_len);
 bool hw_pci_type_is_started(const struct hw_pci_type *type);
 
 /* Pure helper, exposed for tests: extracts a DB id from a written value. */
@@ -133,9 +133,9 @@ uint32_t hw_db_id_from_data(uint64_t value, uint8_t msbyte, uint8_t lsbyte);
 /* Device.                                                                  */
 
 enum hw_hotplug_state {
-	HW_HOTPLUG_POWER_OFF,         /* no socket */
+	HW_HOTPLUG_POWER_OFF,	      /* no socket */
 	HW_HOTPLUG_POWER_ON_PENDING,  /* socket listening, no client yet */
-	HW_HOTPLUG_POWER_ON,          /* a client negotiated and is attached */
+	HW_HOTPLUG_POWER_ON,	      /* a client negotiated and is attached */
 	HW_HOTPLUG_POWER_OFF_PENDING, /* unplug requested, tearing down */
 };
 const char *hw_hotplug_state_name(enum hw_hotplug_state state);
@@ -153,8 +153,7 @@ const char *hw_db_mode_name(enum hw_db_mode mode);
 
 struct hw_dev_ops {
 	/* The hotplug state changed (client attached, detached, unplugged). */
-	void (*hotplug_state_changed)(struct hw_dev *dev, enum hw_hotplug_state state,
-				      void *arg);
+	void (*hotplug_state_changed)(struct hw_dev *dev, enum hw_hotplug_state state, void *arg);
 	/* The driver wrote into the stateful region starting at region_start of
 	 * BAR bar_id (writes coalesce until the handler runs, on a later loop
 	 * iteration). Re-raised after the handler returns if the handler did not
@@ -176,8 +175,8 @@ struct hw_dev_ops {
 };
 
 struct hw_dev_config {
-	const char *vuid;        /* unique id, e.g. "nvme-emu-0" */
-	const char *socket_path; /* the vfio-user socket to create at hotplug */
+	const char *vuid;	  /* unique id, e.g. "nvme-emu-0" */
+	const char *socket_path;  /* the vfio-user socket to create at hotplug */
 	unsigned int socket_mode; /* 0 means 0600 */
 	enum hw_db_mode db_mode;
 };
@@ -185,8 +184,8 @@ struct hw_dev_config {
 /* Creates a device of a started type, powered off. NULL with errno EINVAL
  * (type not started, missing vuid/socket_path) or ENOMEM. */
 struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
-			     const struct hw_dev_config *config,
-			     const struct hw_dev_ops *ops, void *arg);
+			     const struct hw_dev_config *config, const struct hw_dev_ops *ops,
+			     void *arg);
 /* Unplugs (if needed, synchronously) and frees, with any DB objects and
  * MSI-X vector objects still alive. Not from inside one of the device's
  * callbacks, and not while an event returned HW_EVENT_ASYNC is pending. */
@@ -223,10 +222,10 @@ void hw_dev_event_done(struct hw_dev *dev);
  * must lie in one stateful region (-EINVAL otherwise). A query or modify
  * that overlaps the bytes of a pending driver write marks it handled.
  * Modify raises no event. */
-int hw_dev_stateful_query(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
-			  void *buf, size_t len);
-int hw_dev_stateful_modify(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
-			   const void *buf, size_t len);
+int hw_dev_stateful_query(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf,
+			  size_t len);
+int hw_dev_stateful_modify(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, const void *buf,
+			   size_t len);
 /* Device-level default; takes effect at the next FLR or hotplug. */
 int hw_dev_set_stateful_default(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
 				const void *data, size_t len);
@@ -255,8 +254,7 @@ typedef void (*hw_db_notify_fn)(struct hw_db *db, uint32_t value, void *arg);
  * region (size >> log_stride slots, counted from the first such region) or,
  * if the type has a DB-by-data region, any id. NULL with errno EINVAL (no such
  * slot), EEXIST (already created), ENOSPC (profile max_db objects reached). */
-struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify,
-			   void *arg);
+struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn notify, void *arg);
 /* Like hw_db_create but in the DB region starting at region_start of BAR
  * bar_id (as DOCA's db_create takes bar id and region start): by offset,
  * db_id is the slot inside that region; by data, any id. Needed when a type
@@ -264,8 +262,8 @@ struct hw_db *hw_db_create(struct hw_dev *dev, uint32_t db_id, hw_db_notify_fn n
  * to the by-offset regions). Same errors. */
 struct hw_db *hw_db_create_at(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
 			      uint32_t db_id, hw_db_notify_fn notify, void *arg);
-int hw_db_start(struct hw_db *db);   /* writes now notify */
-int hw_db_stop(struct hw_db *db);    /* writes are stored, not notified */
+int hw_db_start(struct hw_db *db); /* writes now notify */
+int hw_db_stop(struct hw_db *db);  /* writes are stored, not notified */
 void hw_db_destroy(struct hw_db *db);
 uint32_t hw_db_id(const struct hw_db *db);
 /* Latest value. Any thread. */
@@ -308,8 +306,7 @@ enum hw_mmap_perm {
  * the device is not hot-plugged. The mmap dies with the client: once the
  * client has gone (a new one may have attached), every access fails with
  * EFAULT; destroy it in the flr handler. */
-struct hw_mmap *hw_mmap_create(struct hw_dev *dev, uint64_t base, uint64_t len,
-			       unsigned int perm);
+struct hw_mmap *hw_mmap_create(struct hw_dev *dev, uint64_t base, uint64_t len, unsigned int perm);
 void hw_mmap_destroy(struct hw_mmap *map);
 
 /* Translates [addr, addr+len) to a local pointer if it lies wholly in one

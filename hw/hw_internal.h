@@ -18,7 +18,7 @@
 /* Type.                                                                    */
 
 struct hw_bar {
-	bool present;    /* declared by set_memory_bar / set_io_bar */
+	bool present;	 /* declared by set_memory_bar / set_io_bar */
 	bool upper_half; /* the high dword of the 64-bit BAR below it */
 	bool is_io;
 	bool prefetchable;
@@ -31,9 +31,9 @@ struct hw_region {
 	enum hw_region_kind kind;
 	uint8_t bar_id;
 	uint64_t start, size;
-	uint8_t log_db_size;            /* DB kinds */
-	uint8_t log_stride;             /* DB by offset */
-	uint8_t db_msbyte, db_lsbyte;   /* DB by data */
+	uint8_t log_db_size;		   /* DB kinds */
+	uint8_t log_stride;		   /* DB by offset */
+	uint8_t db_msbyte, db_lsbyte;	   /* DB by data */
 	uint8_t *type_def, *type_def_mask; /* stateful: type-level defaults (size bytes each) */
 };
 
@@ -58,9 +58,9 @@ int hw_pci_type_find_region(const struct hw_pci_type *type, uint8_t bar_id, uint
 /* MSI-X state (msix.c). Raise is lock-free; everything else loop thread.   */
 
 struct hw_msix_vec_state {
-	_Atomic int fd;           /* client eventfd or -1 */
+	_Atomic int fd;		    /* client eventfd or -1 */
 	_Atomic unsigned int users; /* raisers between reading fd and write() */
-	_Atomic uint32_t ctrl;    /* vector control dword from the table (bit 0 mask) */
+	_Atomic uint32_t ctrl;	    /* vector control dword from the table (bit 0 mask) */
 	uint32_t addr_lo, addr_hi, data;
 	struct hw_msix_vector *obj;
 };
@@ -88,8 +88,7 @@ int hw_msix_raise_num(struct hw_msix *m, uint16_t v);
 /* Table (16 B per entry) and PBA accesses at offset inside the region. */
 int hw_msix_table_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len,
 			 bool is_write);
-int hw_msix_pba_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len,
-		       bool is_write);
+int hw_msix_pba_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len, bool is_write);
 bool hw_msix_pending(const struct hw_msix *m, uint16_t v);
 /* FLR: disabled, unmasked function, table entries cleared, PBA cleared. */
 void hw_msix_reset(struct hw_msix *m);
@@ -99,8 +98,8 @@ void hw_msix_reset(struct hw_msix *m);
 
 /* Per-region runtime state of a device, parallel to type->regions. */
 struct hw_dev_region {
-	uint8_t *mem;          /* stateful values, or the DB-by-offset doorbell slots */
-	bool mem_in_bar_map;   /* mem points into the BAR's memfd mapping */
+	uint8_t *mem;	     /* stateful values, or the DB-by-offset doorbell slots */
+	bool mem_in_bar_map; /* mem points into the BAR's memfd mapping */
 	/* DB by offset: created DB objects by slot. */
 	struct hw_db **slots;
 	uint32_t nr_slots;
@@ -113,7 +112,7 @@ struct hw_dev_region {
 
 enum hw_dev_event {
 	HW_DEV_EV_NONE,
-	HW_DEV_EV_FLR,      /* config FLR or DEVICE_RESET: reply held */
+	HW_DEV_EV_FLR,	    /* config FLR or DEVICE_RESET: reply held */
 	HW_DEV_EV_FLR_GONE, /* client went away: no reply */
 	HW_DEV_EV_UNMAP,    /* DMA_UNMAP: reply held */
 };
@@ -147,7 +146,7 @@ struct hw_dev {
 
 	struct evloop_timer *stateful_timer; /* queued stateful_write dispatch */
 	enum hw_dev_event pending_ev;
-	bool in_event;      /* inside an flr/dma_unmap handler */
+	bool in_event;	    /* inside an flr/dma_unmap handler */
 	bool ev_done_early; /* hw_dev_event_done called from inside it */
 	bool gone_deferred; /* client left while an event was pending */
 
@@ -170,12 +169,11 @@ int hw_stateful_init(struct hw_dev *dev);
 void hw_stateful_fini(struct hw_dev *dev);
 /* Values back to defaults: device default > type default > 0. */
 void hw_stateful_reset(struct hw_dev *dev);
-int hw_stateful_guest_access(struct hw_dev *dev, int ridx, uint64_t offset, void *buf,
-			     uint32_t len, bool is_write);
+int hw_stateful_guest_access(struct hw_dev *dev, int ridx, uint64_t offset, void *buf, uint32_t len,
+			     bool is_write);
 
 /* db.c */
-int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void *buf,
-		      uint32_t len);
+int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void *buf, uint32_t len);
 void hw_dbs_fini(struct hw_dev *dev);
 
 /* pci_dev.c: runs the FLR flow (ops->flr, then the reset). Returns 0 when

@@ -150,8 +150,7 @@ bool hw_msix_pending(const struct hw_msix *m, uint16_t v)
 	return v < m->nr_vectors && (atomic_load(&m->pba[v / 64]) >> (v % 64) & 1);
 }
 
-int hw_msix_table_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len,
-			 bool is_write)
+int hw_msix_table_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len, bool is_write)
 {
 	uint64_t entry = offset / HW_MSIX_ENTRY_SIZE;
 	uint32_t in = offset % HW_MSIX_ENTRY_SIZE;
@@ -208,8 +207,7 @@ int hw_msix_table_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t
 	return 0;
 }
 
-int hw_msix_pba_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len,
-		       bool is_write)
+int hw_msix_pba_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t len, bool is_write)
 {
 	uint8_t *dst = buf;
 
@@ -219,9 +217,9 @@ int hw_msix_pba_access(struct hw_msix *m, uint64_t offset, void *buf, uint32_t l
 		uint64_t byte = offset + i;
 		uint64_t word = byte / 8;
 
-		dst[i] = word < (m->nr_vectors + 63u) / 64u ?
-				 (uint8_t)(atomic_load(&m->pba[word]) >> (8 * (byte % 8))) :
-				 0;
+		dst[i] = word < (m->nr_vectors + 63u) / 64u
+			     ? (uint8_t)(atomic_load(&m->pba[word]) >> (8 * (byte % 8)))
+			     : 0;
 	}
 	return 0;
 }

@@ -53,7 +53,8 @@ uint16_t hw_pci_config_get16(const struct hw_pci_config *cfg, uint32_t offset)
 
 uint32_t hw_pci_config_get32(const struct hw_pci_config *cfg, uint32_t offset)
 {
-	return hw_pci_config_get16(cfg, offset) | (uint32_t)hw_pci_config_get16(cfg, offset + 2) << 16;
+	return hw_pci_config_get16(cfg, offset) | (uint32_t)hw_pci_config_get16(cfg, offset + 2)
+						      << 16;
 }
 
 /* BAR registers: the type bits are read-only, the address bits writable above
@@ -68,7 +69,7 @@ static void hw_pci_config_init_bars(struct hw_pci_config *cfg, const struct hw_p
 			continue;
 		if (bar->is_io) {
 			hw_pci_config_put32(cfg, off, 0x1);
-			hw_pci_config_wmask32(cfg, off, (uint32_t)~(bar->size - 1) & ~0x3u);
+			hw_pci_config_wmask32(cfg, off, (uint32_t) ~(bar->size - 1) & ~0x3u);
 			continue;
 		}
 		uint32_t lo = (uint32_t)bar->mem_type << 1 | (bar->prefetchable ? 0x8u : 0);
@@ -120,7 +121,8 @@ static void hw_pci_config_init_caps(struct hw_pci_config *cfg, const struct hw_p
 	hw_pci_config_put8(cfg, HW_PCI_CAP_MSIX, HW_PCI_CAP_ID_MSIX);
 	hw_pci_config_put8(cfg, HW_PCI_CAP_MSIX + 1, 0);
 	hw_pci_config_put16(cfg, HW_PCI_MSIX_CTRL, (uint16_t)(type->num_msix - 1));
-	hw_pci_config_wmask16(cfg, HW_PCI_MSIX_CTRL, HW_PCI_MSIX_CTRL_MASK | HW_PCI_MSIX_CTRL_ENABLE);
+	hw_pci_config_wmask16(cfg, HW_PCI_MSIX_CTRL,
+			      HW_PCI_MSIX_CTRL_MASK | HW_PCI_MSIX_CTRL_ENABLE);
 	hw_pci_config_put32(cfg, HW_PCI_MSIX_TABLE, (uint32_t)tbl->start | tbl->bar_id);
 	hw_pci_config_put32(cfg, HW_PCI_MSIX_PBA, (uint32_t)pba->start | pba->bar_id);
 }
@@ -128,14 +130,13 @@ static void hw_pci_config_init_caps(struct hw_pci_config *cfg, const struct hw_p
 void hw_pci_config_init(struct hw_pci_config *cfg, const struct hw_pci_type *type)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->has_msix = type->num_msix > 0 && type->msix_table_idx >= 0 &&
-			type->msix_pba_idx >= 0;
+	cfg->has_msix = type->num_msix > 0 && type->msix_table_idx >= 0 && type->msix_pba_idx >= 0;
 
 	hw_pci_config_put16(cfg, HW_PCI_VENDOR_ID, type->ids.vendor_id);
 	hw_pci_config_put16(cfg, HW_PCI_DEVICE_ID, type->ids.device_id);
 	hw_pci_config_wmask16(cfg, HW_PCI_COMMAND,
 			      HW_PCI_COMMAND_IO | HW_PCI_COMMAND_MEM | HW_PCI_COMMAND_MASTER |
-				      HW_PCI_COMMAND_SERR | HW_PCI_COMMAND_INTX_DISABLE);
+				  HW_PCI_COMMAND_SERR | HW_PCI_COMMAND_INTX_DISABLE);
 	hw_pci_config_put16(cfg, HW_PCI_STATUS, HW_PCI_STATUS_CAP_LIST);
 	hw_pci_config_put8(cfg, HW_PCI_REVISION, type->ids.revision);
 	hw_pci_config_put8(cfg, HW_PCI_CLASS_PROG, type->ids.class_code & 0xff);
@@ -151,8 +152,7 @@ void hw_pci_config_init(struct hw_pci_config *cfg, const struct hw_pci_type *typ
 	hw_pci_config_init_caps(cfg, type);
 }
 
-void hw_pci_config_read(const struct hw_pci_config *cfg, uint32_t offset, void *buf,
-			uint32_t len)
+void hw_pci_config_read(const struct hw_pci_config *cfg, uint32_t offset, void *buf, uint32_t len)
 {
 	memcpy(buf, &cfg->raw[offset], len);
 }
@@ -169,8 +169,8 @@ unsigned int hw_pci_config_write(struct hw_pci_config *cfg, uint32_t offset, con
 
 		if (off >= sizeof(cfg->wmask))
 			break; /* extended space: no extended caps, all read-only 0 */
-		cfg->raw[off] = (uint8_t)((cfg->raw[off] & ~cfg->wmask[off]) |
-					  (src[i] & cfg->wmask[off]));
+		cfg->raw[off] =
+		    (uint8_t)((cfg->raw[off] & ~cfg->wmask[off]) | (src[i] & cfg->wmask[off]));
 		/* DEVCTL bit 15 (initiate FLR) is write-only: it reads 0. */
 		if (off == HW_PCI_EXP_DEVCTL + 1 && (src[i] & 0x80))
 			events |= HW_PCI_CFG_EV_FLR;
@@ -182,10 +182,12 @@ unsigned int hw_pci_config_write(struct hw_pci_config *cfg, uint32_t offset, con
 
 bool hw_pci_config_msix_enabled(const struct hw_pci_config *cfg)
 {
-	return cfg->has_msix && (hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) & HW_PCI_MSIX_CTRL_ENABLE);
+	return cfg->has_msix &&
+	       (hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) & HW_PCI_MSIX_CTRL_ENABLE);
 }
 
 bool hw_pci_config_msix_masked(const struct hw_pci_config *cfg)
 {
-	return cfg->has_msix && (hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) & HW_PCI_MSIX_CTRL_MASK);
+	return cfg->has_msix &&
+	       (hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) & HW_PCI_MSIX_CTRL_MASK);
 }

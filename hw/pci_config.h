@@ -52,7 +52,7 @@ struct hw_pci_type;
 #define HW_PCI_MSIX_CTRL_ENABLE (1u << 15)
 
 /* What a config write changed, for the device to act on. */
-#define HW_PCI_CFG_EV_FLR 0x1u  /* DEVCTL initiate-FLR written as 1 */
+#define HW_PCI_CFG_EV_FLR 0x1u	/* DEVCTL initiate-FLR written as 1 */
 #define HW_PCI_CFG_EV_MSIX 0x2u /* MSI-X enable or function mask changed */
 
 struct hw_pci_config {
@@ -65,8 +65,7 @@ struct hw_pci_config {
 void hw_pci_config_init(struct hw_pci_config *cfg, const struct hw_pci_type *type);
 /* Reads len bytes at offset (bounds checked by the caller: offset + len <=
  * HW_PCI_CONFIG_SIZE). */
-void hw_pci_config_read(const struct hw_pci_config *cfg, uint32_t offset, void *buf,
-			uint32_t len);
+void hw_pci_config_read(const struct hw_pci_config *cfg, uint32_t offset, void *buf, uint32_t len);
 /* Applies a write of any size at any offset, keeping read-only bits. Returns
  * HW_PCI_CFG_EV_* flags. The FLR bit never sticks. */
 unsigned int hw_pci_config_write(struct hw_pci_config *cfg, uint32_t offset, const void *buf,

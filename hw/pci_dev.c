@@ -67,8 +67,8 @@ struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
 	struct hw_dev *dev;
 	int rc;
 
-	if (!type || !type->started || !loop || !config || !config->vuid ||
-	    !config->socket_path || strlen(config->vuid) >= sizeof(dev->vuid)) {
+	if (!type || !type->started || !loop || !config || !config->vuid || !config->socket_path ||
+	    strlen(config->vuid) >= sizeof(dev->vuid)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -142,7 +142,8 @@ int hw_dev_hotplug(struct hw_dev *dev)
 	if (!plugged)
 		return -ENOMEM;
 	if (*plugged >= p->max_hotplug_devices) {
-		LOG_ERR(HW_LOG_COMP, "%s: hotplug refused: max_hotplug_devices %u of profile %s reached",
+		LOG_ERR(HW_LOG_COMP,
+			"%s: hotplug refused: max_hotplug_devices %u of profile %s reached",
 			dev->vuid, p->max_hotplug_devices, p->name);
 		return -ENOSPC;
 	}
@@ -151,12 +152,13 @@ int hw_dev_hotplug(struct hw_dev *dev)
 	hw_msix_reset(&dev->msix);
 	hw_stateful_reset(dev);
 	hw_bars_reset(dev);
-	dev->ep = vfu_endpoint_create(dev->loop, dev->socket_path, dev->socket_mode, &hw_dev_ep_ops,
-				      dev);
+	dev->ep =
+	    vfu_endpoint_create(dev->loop, dev->socket_path, dev->socket_mode, &hw_dev_ep_ops, dev);
 	if (!dev->ep) {
 		int rc = errno ? -errno : -EIO;
 
-		LOG_ERR(HW_LOG_COMP, "%s: cannot listen on %s: %d", dev->vuid, dev->socket_path, rc);
+		LOG_ERR(HW_LOG_COMP, "%s: cannot listen on %s: %d", dev->vuid, dev->socket_path,
+			rc);
 		return rc;
 	}
 	dev->dma = vfu_endpoint_dma(dev->ep);
@@ -211,26 +213,26 @@ enum hw_db_mode hw_dev_db_mode(const struct hw_dev *dev)
 
 void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *st)
 {
-	struct vfu_endpoint_stats es = { 0 };
+	struct vfu_endpoint_stats es = {0};
 
 	if (dev->ep)
 		vfu_endpoint_get_stats(dev->ep, &es);
 	*st = (struct hw_dev_stats){
-		.msgs_rx = es.msgs_rx,
-		.msgs_tx = es.msgs_tx,
-		.errors_replied = es.errors_replied,
-		.bad_messages = es.bad_messages,
-		.disconnects = es.disconnects,
-		.region_reads = es.region_reads,
-		.region_writes = es.region_writes,
-		.posted_writes = es.posted_writes,
-		.db_writes = dev->db_writes,
-		.db_invalid_writes = dev->db_invalid_writes,
-		.msix_raised = atomic_load(&dev->msix.raised),
-		.msix_pended = atomic_load(&dev->msix.pended),
-		.dma_maps = es.dma_maps,
-		.dma_unmaps = es.dma_unmaps,
-		.clients_attached = es.clients_attached,
+	    .msgs_rx = es.msgs_rx,
+	    .msgs_tx = es.msgs_tx,
+	    .errors_replied = es.errors_replied,
+	    .bad_messages = es.bad_messages,
+	    .disconnects = es.disconnects,
+	    .region_reads = es.region_reads,
+	    .region_writes = es.region_writes,
+	    .posted_writes = es.posted_writes,
+	    .db_writes = dev->db_writes,
+	    .db_invalid_writes = dev->db_invalid_writes,
+	    .msix_raised = atomic_load(&dev->msix.raised),
+	    .msix_pended = atomic_load(&dev->msix.pended),
+	    .dma_maps = es.dma_maps,
+	    .dma_unmaps = es.dma_unmaps,
+	    .clients_attached = es.clients_attached,
 	};
 }
 
@@ -256,8 +258,7 @@ static void hw_dev_flr_finish(struct hw_dev *dev, enum hw_dev_event ev)
 /* Calls an flr / dma_unmap handler with the event recorded as pending, so
  * hw_dev_event_done works from inside the handler too. Returns 0 when the
  * event is complete, HW_EVENT_ASYNC while it is not. */
-static int hw_dev_call_event(struct hw_dev *dev, enum hw_dev_event ev, uint64_t iova,
-			     uint64_t len)
+static int hw_dev_call_event(struct hw_dev *dev, enum hw_dev_event ev, uint64_t iova, uint64_t len)
 {
 	int rc = 0;
 
@@ -447,9 +448,8 @@ static void hw_dev_close_fds(int *fds, size_t nfds)
 			close(fds[i]);
 }
 
-static int hw_dev_set_msix_irqs(struct hw_dev *dev, uint32_t data, uint32_t action,
-				uint32_t start, uint32_t count, int *fds, size_t nfds,
-				const uint8_t *bools)
+static int hw_dev_set_msix_irqs(struct hw_dev *dev, uint32_t data, uint32_t action, uint32_t start,
+				uint32_t count, int *fds, size_t nfds, const uint8_t *bools)
 {
 	struct hw_msix *m = &dev->msix;
 
@@ -501,7 +501,8 @@ static int hw_dev_ep_set_irqs(void *arg, uint32_t flags, uint32_t index, uint32_
 	    (uint64_t)start + count <= dev->msix.nr_vectors)
 		return hw_dev_set_msix_irqs(dev, data, action, start, count, fds, nfds, bools);
 	if (index == VFIO_PCI_ERR_IRQ_INDEX && action == VFIO_IRQ_SET_ACTION_TRIGGER &&
-	    start + count <= 1 && (data == VFIO_IRQ_SET_DATA_EVENTFD || data == VFIO_IRQ_SET_DATA_NONE)) {
+	    start + count <= 1 &&
+	    (data == VFIO_IRQ_SET_DATA_EVENTFD || data == VFIO_IRQ_SET_DATA_NONE)) {
 		if (data == VFIO_IRQ_SET_DATA_NONE && count) {
 			/* Loop-back trigger: signalling ERR stops a QEMU VM; only
 			 * do it when asked. */
@@ -542,13 +543,13 @@ static int hw_dev_ep_dma_unmap(void *arg, uint64_t iova, uint64_t len)
 }
 
 const struct vfu_endpoint_ops hw_dev_ep_ops = {
-	.attach = hw_dev_ep_attach,
-	.detach = hw_dev_ep_detach,
-	.device_info = hw_dev_ep_device_info,
-	.region_info = hw_dev_ep_region_info,
-	.region_access = hw_dev_ep_region_access,
-	.irq_info = hw_dev_ep_irq_info,
-	.set_irqs = hw_dev_ep_set_irqs,
-	.reset = hw_dev_ep_reset,
-	.dma_unmap = hw_dev_ep_dma_unmap,
+    .attach = hw_dev_ep_attach,
+    .detach = hw_dev_ep_detach,
+    .device_info = hw_dev_ep_device_info,
+    .region_info = hw_dev_ep_region_info,
+    .region_access = hw_dev_ep_region_access,
+    .irq_info = hw_dev_ep_irq_info,
+    .set_irqs = hw_dev_ep_set_irqs,
+    .reset = hw_dev_ep_reset,
+    .dma_unmap = hw_dev_ep_dma_unmap,
 };

@@ -62,12 +62,12 @@ static int hw_pci_type_set_bar(struct hw_pci_type *type, uint8_t bar_id, uint8_t
 	if (mem_type != HW_BAR_MEM_32 && mem_type != HW_BAR_MEM_64)
 		return -EINVAL;
 	type->bars[bar_id] = (struct hw_bar){
-		.present = true,
-		.is_io = is_io,
-		.prefetchable = prefetchable,
-		.mem_type = mem_type,
-		.log_size = log_size,
-		.size = 1ull << log_size,
+	    .present = true,
+	    .is_io = is_io,
+	    .prefetchable = prefetchable,
+	    .mem_type = mem_type,
+	    .log_size = log_size,
+	    .size = 1ull << log_size,
 	};
 	return 0;
 }
@@ -93,9 +93,8 @@ int hw_pci_type_set_num_msix(struct hw_pci_type *type, uint16_t num_msix)
 	return 0;
 }
 
-static struct hw_region *hw_pci_type_add_region(struct hw_pci_type *type,
-						enum hw_region_kind kind, uint8_t bar_id,
-						uint64_t start, uint64_t size)
+static struct hw_region *hw_pci_type_add_region(struct hw_pci_type *type, enum hw_region_kind kind,
+						uint8_t bar_id, uint64_t start, uint64_t size)
 {
 	if (type->started) {
 		errno = EBUSY;
@@ -116,7 +115,7 @@ static struct hw_region *hw_pci_type_add_region(struct hw_pci_type *type,
 	}
 	struct hw_region *r = &type->regions[type->nr_regions++];
 
-	*r = (struct hw_region){ .kind = kind, .bar_id = bar_id, .start = start, .size = size };
+	*r = (struct hw_region){.kind = kind, .bar_id = bar_id, .start = start, .size = size};
 	return r;
 }
 
@@ -231,7 +230,7 @@ struct hw_type_check {
 };
 
 static int hw_type_fail(struct hw_type_check *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static int hw_type_fail(struct hw_type_check *c, const char *fmt, ...)
 {
@@ -259,34 +258,37 @@ static int hw_type_check_bars(struct hw_type_check *c)
 		nr_bars++;
 		if (b->is_io) {
 			if (!p->io_bar_supported)
-				return hw_type_fail(c, "BAR %u: I/O BARs unsupported (bar_is_io_supported)", i);
+				return hw_type_fail(
+				    c, "BAR %u: I/O BARs unsupported (bar_is_io_supported)", i);
 			/* PCI: I/O BARs decode at most 256 bytes, at least 4. */
 			if (b->log_size < 2 || b->log_size > 8)
-				return hw_type_fail(c, "BAR %u: I/O BAR log size %u outside 2..8", i,
-						    b->log_size);
+				return hw_type_fail(c, "BAR %u: I/O BAR log size %u outside 2..8",
+						    i, b->log_size);
 			continue;
 		}
 		if (b->mem_type == HW_BAR_MEM_32 && !p->bar_32bit_supported)
-			return hw_type_fail(c, "BAR %u: 32-bit BARs unsupported (bar_is_32_bit_supported)",
-					    i);
+			return hw_type_fail(
+			    c, "BAR %u: 32-bit BARs unsupported (bar_is_32_bit_supported)", i);
 		if (b->mem_type == HW_BAR_MEM_64 && !p->bar_64bit_supported)
-			return hw_type_fail(c, "BAR %u: 64-bit BARs unsupported (bar_is_64_bit_supported)",
-					    i);
+			return hw_type_fail(
+			    c, "BAR %u: 64-bit BARs unsupported (bar_is_64_bit_supported)", i);
 		if (b->log_size < p->log_min_bar_size)
-			return hw_type_fail(c, "BAR %u: log size %u below type_log_min_bar_size %u", i,
-					    b->log_size, p->log_min_bar_size);
+			return hw_type_fail(c, "BAR %u: log size %u below type_log_min_bar_size %u",
+					    i, b->log_size, p->log_min_bar_size);
 		if (b->log_size > p->log_max_bar_size)
-			return hw_type_fail(c, "BAR %u: log size %u above type_log_max_bar_size %u", i,
-					    b->log_size, p->log_max_bar_size);
+			return hw_type_fail(c, "BAR %u: log size %u above type_log_max_bar_size %u",
+					    i, b->log_size, p->log_max_bar_size);
 		if (b->mem_type == HW_BAR_MEM_32 && b->log_size > 31)
 			return hw_type_fail(c, "BAR %u: a 32-bit BAR cannot be 2^%u bytes", i,
 					    b->log_size);
 		if (b->mem_type == HW_BAR_MEM_64) {
 			if (i + 1 >= HW_NUM_BARS)
-				return hw_type_fail(c, "BAR %u: a 64-bit BAR needs BAR %u for its upper half",
-						    i, i + 1);
+				return hw_type_fail(
+				    c, "BAR %u: a 64-bit BAR needs BAR %u for its upper half", i,
+				    i + 1);
 			if (t->bars[i + 1].present)
-				return hw_type_fail(c, "BAR %u: is the upper half of 64-bit BAR %u", i + 1, i);
+				return hw_type_fail(c, "BAR %u: is the upper half of 64-bit BAR %u",
+						    i + 1, i);
 		}
 	}
 	if (nr_bars > p->max_bars)
@@ -296,18 +298,25 @@ static int hw_type_check_bars(struct hw_type_check *c)
 
 /* Block size, block count and start alignment of one region kind. */
 static int hw_type_check_blocks(struct hw_type_check *c, const struct hw_region *r,
-				const char *what, uint32_t block, uint32_t max_blocks, uint32_t align)
+				const char *what, uint32_t block, uint32_t max_blocks,
+				uint32_t align)
 {
 	if (r->size % block)
-		return hw_type_fail(c, "%s region at BAR %u 0x%llx: size 0x%llx not a multiple of bar_%s_region_block_size %u",
+		return hw_type_fail(c,
+				    "%s region at BAR %u 0x%llx: size 0x%llx not a multiple of "
+				    "bar_%s_region_block_size %u",
 				    what, r->bar_id, (unsigned long long)r->start,
 				    (unsigned long long)r->size, what, block);
 	if (r->size / block > max_blocks)
-		return hw_type_fail(c, "%s region at BAR %u 0x%llx: %llu blocks above bar_%s_region_max_num_region_blocks %u",
+		return hw_type_fail(c,
+				    "%s region at BAR %u 0x%llx: %llu blocks above "
+				    "bar_%s_region_max_num_region_blocks %u",
 				    what, r->bar_id, (unsigned long long)r->start,
 				    (unsigned long long)(r->size / block), what, max_blocks);
 	if (r->start % align)
-		return hw_type_fail(c, "%s region at BAR %u 0x%llx: start not aligned to bar_%s_region_start_addr_alignment %u",
+		return hw_type_fail(c,
+				    "%s region at BAR %u 0x%llx: start not aligned to "
+				    "bar_%s_region_start_addr_alignment %u",
 				    what, r->bar_id, (unsigned long long)r->start, what, align);
 	return 0;
 }
@@ -317,14 +326,19 @@ static int hw_type_check_db(struct hw_type_check *c, const struct hw_region *r)
 	const struct hw_profile *p = c->p;
 
 	if (r->log_db_size < p->log_min_db_size || r->log_db_size > p->log_max_db_size)
-		return hw_type_fail(c, "DB region at BAR %u 0x%llx: DB log size %u outside type_log_min_db_size %u .. type_log_max_db_size %u",
+		return hw_type_fail(c,
+				    "DB region at BAR %u 0x%llx: DB log size %u outside "
+				    "type_log_min_db_size %u .. type_log_max_db_size %u",
 				    r->bar_id, (unsigned long long)r->start, r->log_db_size,
 				    p->log_min_db_size, p->log_max_db_size);
 	if (r->kind == HW_REGION_DB_BY_OFFSET &&
 	    (r->log_stride < p->log_min_db_stride || r->log_stride > p->log_max_db_stride))
-		return hw_type_fail(c, "DB region at BAR %u 0x%llx: stride log %u outside type_log_min_db_stride_size %u .. type_log_max_db_stride_size %u",
-				    r->bar_id, (unsigned long long)r->start, r->log_stride,
-				    p->log_min_db_stride, p->log_max_db_stride);
+		return hw_type_fail(
+		    c,
+		    "DB region at BAR %u 0x%llx: stride log %u outside type_log_min_db_stride_size "
+		    "%u .. type_log_max_db_stride_size %u",
+		    r->bar_id, (unsigned long long)r->start, r->log_stride, p->log_min_db_stride,
+		    p->log_max_db_stride);
 	return hw_type_check_blocks(c, r, "db", p->db_block_size, p->db_max_blocks, p->db_align);
 }
 
@@ -339,17 +353,18 @@ static int hw_type_check_region(struct hw_type_check *c, unsigned int idx)
 		return hw_type_fail(c, "region at BAR %u 0x%llx: BAR %u not declared", r->bar_id,
 				    (unsigned long long)r->start, r->bar_id);
 	if (r->start >= b->size || r->size > b->size - r->start)
-		return hw_type_fail(c, "region at BAR %u 0x%llx size 0x%llx: outside the BAR size 0x%llx",
-				    r->bar_id, (unsigned long long)r->start,
-				    (unsigned long long)r->size, (unsigned long long)b->size);
+		return hw_type_fail(
+		    c, "region at BAR %u 0x%llx size 0x%llx: outside the BAR size 0x%llx",
+		    r->bar_id, (unsigned long long)r->start, (unsigned long long)r->size,
+		    (unsigned long long)b->size);
 	for (unsigned int j = 0; j < idx; j++) {
 		const struct hw_region *o = &t->regions[j];
 
 		if (o->bar_id == r->bar_id && r->start < o->start + o->size &&
 		    o->start < r->start + r->size)
-			return hw_type_fail(c, "region at BAR %u 0x%llx overlaps the region at 0x%llx",
-					    r->bar_id, (unsigned long long)r->start,
-					    (unsigned long long)o->start);
+			return hw_type_fail(
+			    c, "region at BAR %u 0x%llx overlaps the region at 0x%llx", r->bar_id,
+			    (unsigned long long)r->start, (unsigned long long)o->start);
 	}
 	switch (r->kind) {
 	case HW_REGION_STATEFUL:
@@ -374,7 +389,7 @@ static int hw_type_check_counts(struct hw_type_check *c, int *table_idx, int *pb
 {
 	const struct hw_pci_type *t = c->type;
 	const struct hw_profile *p = c->p;
-	unsigned int all[HW_NUM_BARS] = { 0 }, st[HW_NUM_BARS] = { 0 }, db[HW_NUM_BARS] = { 0 };
+	unsigned int all[HW_NUM_BARS] = {0}, st[HW_NUM_BARS] = {0}, db[HW_NUM_BARS] = {0};
 	unsigned int st_total = 0, db_total = 0, tables = 0, pbas = 0;
 
 	for (unsigned int i = 0; i < t->nr_regions; i++) {
@@ -405,20 +420,24 @@ static int hw_type_check_counts(struct hw_type_check *c, int *table_idx, int *pb
 				    p->max_regions_per_type);
 	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
 		if (st[b] > p->max_stateful_regions_per_bar)
-			return hw_type_fail(c, "BAR %u: %u stateful regions above bar_max_bar_stateful_regions %u",
-					    b, st[b], p->max_stateful_regions_per_bar);
+			return hw_type_fail(
+			    c, "BAR %u: %u stateful regions above bar_max_bar_stateful_regions %u",
+			    b, st[b], p->max_stateful_regions_per_bar);
 	if (st_total > p->max_stateful_regions_per_type)
 		return hw_type_fail(c, "%u stateful regions above type_max_bar_stateful_regions %u",
 				    st_total, p->max_stateful_regions_per_type);
 	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
 		if (db[b] > p->max_db_regions_per_bar)
-			return hw_type_fail(c, "BAR %u: %u DB regions above bar_max_bar_db_regions %u",
+			return hw_type_fail(c,
+					    "BAR %u: %u DB regions above bar_max_bar_db_regions %u",
 					    b, db[b], p->max_db_regions_per_bar);
 	if (db_total > p->max_db_regions_per_type)
 		return hw_type_fail(c, "%u DB regions above type_max_bar_db_regions %u", db_total,
 				    p->max_db_regions_per_type);
 	if (tables > 1 || pbas > 1)
-		return hw_type_fail(c, "more than one MSI-X table or PBA region (type_max_bar_msix_table_regions 1)");
+		return hw_type_fail(
+		    c,
+		    "more than one MSI-X table or PBA region (type_max_bar_msix_table_regions 1)");
 	return 0;
 }
 
@@ -441,21 +460,23 @@ static int hw_type_check_msix(struct hw_type_check *c, int table_idx, int pba_id
 	const struct hw_region *pba = &t->regions[pba_idx];
 
 	if (tbl->size < 16ull * t->num_msix)
-		return hw_type_fail(c, "MSI-X table of 0x%llx bytes too small for %u vectors (16 bytes each)",
-				    (unsigned long long)tbl->size, t->num_msix);
+		return hw_type_fail(
+		    c, "MSI-X table of 0x%llx bytes too small for %u vectors (16 bytes each)",
+		    (unsigned long long)tbl->size, t->num_msix);
 	if (pba->size < 8ull * ((t->num_msix + 63u) / 64u))
 		return hw_type_fail(c, "MSI-X PBA of 0x%llx bytes too small for %u pending bits",
 				    (unsigned long long)pba->size, t->num_msix);
 	/* The capability holds offset | BIR in 32 bits, offset 8-byte aligned. */
 	if ((tbl->start | pba->start) & 7 || tbl->start > UINT32_MAX || pba->start > UINT32_MAX)
-		return hw_type_fail(c, "MSI-X table/PBA offsets must be 8-byte aligned and below 4 GiB");
+		return hw_type_fail(
+		    c, "MSI-X table/PBA offsets must be 8-byte aligned and below 4 GiB");
 	return 0;
 }
 
 int hw_pci_type_start(struct hw_pci_type *type, const struct hw_profile *profile, char *err,
 		      size_t err_len)
 {
-	struct hw_type_check c = { .type = type, .p = profile, .err = err, .err_len = err_len };
+	struct hw_type_check c = {.type = type, .p = profile, .err = err, .err_len = err_len};
 	int table_idx = -1, pba_idx = -1;
 	int rc;
 
@@ -481,7 +502,7 @@ int hw_pci_type_start(struct hw_pci_type *type, const struct hw_profile *profile
 		struct hw_bar *b = &type->bars[i];
 
 		if (b->present && !b->is_io && b->mem_type == HW_BAR_MEM_64)
-			type->bars[i + 1] = (struct hw_bar){ .upper_half = true };
+			type->bars[i + 1] = (struct hw_bar){.upper_half = true};
 	}
 	type->msix_table_idx = table_idx;
 	type->msix_pba_idx = pba_idx;

@@ -66,8 +66,9 @@ void hw_stateful_reset(struct hw_dev *dev)
 		if (!hw_is_stateful(dev, i))
 			continue;
 		for (uint64_t b = 0; b < r->size; b++)
-			rs->mem[b] = rs->dev_def_mask[b] ? rs->dev_def[b] :
-				     r->type_def_mask[b] ? r->type_def[b] : 0;
+			rs->mem[b] = rs->dev_def_mask[b]   ? rs->dev_def[b]
+				     : r->type_def_mask[b] ? r->type_def[b]
+							   : 0;
 		rs->ev_pending = false;
 		rs->reraises = 0;
 	}
@@ -110,7 +111,8 @@ static void hw_stateful_dispatch(void *arg)
 			rs->ev_pending = false;
 			rs->reraises = 0;
 		} else if (++rs->reraises > HW_STATEFUL_MAX_RERAISE) {
-			LOG_WARN(HW_LOG_COMP, "%s: stateful write at BAR %u 0x%llx never queried, dropped",
+			LOG_WARN(HW_LOG_COMP,
+				 "%s: stateful write at BAR %u 0x%llx never queried, dropped",
 				 dev->vuid, r->bar_id, (unsigned long long)r->start);
 			rs->ev_pending = false;
 			rs->reraises = 0;
@@ -122,8 +124,8 @@ static void hw_stateful_dispatch(void *arg)
 		hw_stateful_queue(dev);
 }
 
-int hw_stateful_guest_access(struct hw_dev *dev, int ridx, uint64_t offset, void *buf,
-			     uint32_t len, bool is_write)
+int hw_stateful_guest_access(struct hw_dev *dev, int ridx, uint64_t offset, void *buf, uint32_t len,
+			     bool is_write)
 {
 	struct hw_dev_region *rs = &dev->rs[ridx];
 

@@ -161,10 +161,10 @@ static void sample_release(struct sample_dev *s)
 static int sample_acquire(struct sample_dev *s)
 {
 	for (unsigned int i = 0; i < SAMPLE_NUM_DBS; i++) {
-		s->db_off[i] = hw_db_create_at(s->dev, 0, SAMPLE_DB_OFFSET_REGION, i,
-					       sample_db_notify, s);
-		s->db_data[i] = hw_db_create_at(s->dev, 0, SAMPLE_DB_DATA_REGION, i,
-						sample_db_notify, s);
+		s->db_off[i] =
+		    hw_db_create_at(s->dev, 0, SAMPLE_DB_OFFSET_REGION, i, sample_db_notify, s);
+		s->db_data[i] =
+		    hw_db_create_at(s->dev, 0, SAMPLE_DB_DATA_REGION, i, sample_db_notify, s);
 		if (!s->db_off[i] || !s->db_data[i])
 			goto out_release;
 		hw_db_start(s->db_off[i]);
@@ -253,9 +253,9 @@ static void sample_dma_start(struct sample_dev *s)
 		sample_set_reg(s, SAMPLE_REG_DMA_STATUS, SAMPLE_DMA_ERROR);
 		return;
 	}
-	*c = (struct sample_dma_ctx){ .s = s, .gen = s->dma_gen, .len = len };
-	c->dst = sample_reg(s, SAMPLE_REG_DMA_DST) |
-		 (uint64_t)sample_reg(s, SAMPLE_REG_DMA_DST + 4) << 32;
+	*c = (struct sample_dma_ctx){.s = s, .gen = s->dma_gen, .len = len};
+	c->dst = sample_reg(s, SAMPLE_REG_DMA_DST) | (uint64_t)sample_reg(s, SAMPLE_REG_DMA_DST + 4)
+							 << 32;
 	s->dma_busy = true;
 	sample_set_reg(s, SAMPLE_REG_DMA_STATUS, SAMPLE_DMA_BUSY);
 	rc = hw_mmap_read_async(s->map, c->buf, src, len, sample_dma_read_done, c);
@@ -328,10 +328,10 @@ static void sample_msix_changed(struct hw_dev *dev, bool enabled, bool masked, v
 }
 
 static const struct hw_dev_ops sample_ops = {
-	.hotplug_state_changed = sample_hotplug_changed,
-	.stateful_write = sample_stateful_write,
-	.flr = sample_flr,
-	.msix_state_changed = sample_msix_changed,
+    .hotplug_state_changed = sample_hotplug_changed,
+    .stateful_write = sample_stateful_write,
+    .flr = sample_flr,
+    .msix_state_changed = sample_msix_changed,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -339,9 +339,12 @@ static const struct hw_dev_ops sample_ops = {
 
 static struct hw_pci_type *sample_type_create(const struct hw_profile *profile)
 {
-	struct hw_pci_ids ids = { .vendor_id = 0x4e58, .device_id = 0x00a0,
-				  .subsys_vendor_id = 0x4e58, .subsys_id = 0x00a0,
-				  .revision = 1, .class_code = 0xff0000 };
+	struct hw_pci_ids ids = {.vendor_id = 0x4e58,
+				 .device_id = 0x00a0,
+				 .subsys_vendor_id = 0x4e58,
+				 .subsys_id = 0x00a0,
+				 .revision = 1,
+				 .class_code = 0xff0000};
 	struct hw_pci_type *t = hw_pci_type_create("sample");
 	uint32_t magic = 0x4c504d53, type_def = 0x7e7e7e7e;
 	char err[256] = "";
@@ -374,7 +377,7 @@ static int sample_dev_create(unsigned int i, const char *dir, enum hw_db_mode mo
 	struct sample_dev *s = &sample.devs[i];
 	char vuid[32], path[256];
 	uint32_t dev_def = 0xd0d0d0d0;
-	struct hw_dev_config cfg = { .vuid = vuid, .socket_path = path, .db_mode = mode };
+	struct hw_dev_config cfg = {.vuid = vuid, .socket_path = path, .db_mode = mode};
 
 	snprintf(vuid, sizeof(vuid), "sample-%u", i);
 	snprintf(path, sizeof(path), "%s/sample-%u.sock", dir, i);
@@ -477,11 +480,11 @@ static void sample_usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket-dir", required_argument, NULL, 's' },
-		{ "devices", required_argument, NULL, 'n' },
-		{ "profile", required_argument, NULL, 'p' },
-		{ "doorbells", required_argument, NULL, 'd' },
-		{ NULL, 0, NULL, 0 },
+	    {"socket-dir", required_argument, NULL, 's'},
+	    {"devices", required_argument, NULL, 'n'},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"doorbells", required_argument, NULL, 'd'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *dir = NULL, *profile_name = "bf3";
 	enum hw_db_mode mode = HW_DB_MODE_TRAP;

@@ -64,7 +64,7 @@ out:
 
 static void test_db_mmap_page(const char *build)
 {
-	static const char *const args[] = { "--doorbells", "mmap", NULL };
+	static const char *const args[] = {"--doorbells", "mmap", NULL};
 	struct vfu_client_region r;
 	struct itest_sample s;
 	char line[256];

@@ -48,7 +48,8 @@ static void test_dma(const char *build)
 		goto out;
 	ITEST_CHECK(vfu_client_ram_create(c, RAM_IOVA, 0x100000) == 0);
 	ITEST_CHECK(vfu_client_map_msg_window(c, MSG_IOVA, 0x20000,
-					      VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT) == 0);
+					      VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT) ==
+		    0);
 	uint8_t *ram = vfu_client_ram_ptr(c, RAM_IOVA, 0x100000);
 	uint8_t *msg = vfu_client_ram_ptr(c, MSG_IOVA, 0x20000);
 

@@ -35,8 +35,8 @@ static void test_works(struct itest_sample *s, struct vfu_client *c, uint32_t ta
 	uint32_t before = itest_bar_rd32(c, REG_DB_COUNT);
 
 	itest_bar_wr32(c, 0x1000, tag, false);
-	ITEST_CHECK(itest_sample_expect(s, "EVENT sample-0 db", line, sizeof(line),
-					ITEST_TIMEOUT_MS) == 0);
+	ITEST_CHECK(
+	    itest_sample_expect(s, "EVENT sample-0 db", line, sizeof(line), ITEST_TIMEOUT_MS) == 0);
 	ITEST_CHECK(itest_bar_rd32(c, REG_DB_COUNT) == before + 1);
 }
 
@@ -58,9 +58,9 @@ static void test_flr(const char *build)
 	ITEST_CHECK(test_event(&s, "EVENT sample-0 flr client_gone=0"));
 	ITEST_CHECK(itest_wait_reg(c, REG_FLR_COUNT, 1, ITEST_TIMEOUT_MS));
 	ITEST_CHECK((itest_cfg_rd(c, 0x50, 2) & 0x8000) == 0);
-	ITEST_CHECK(itest_cfg_rd(c, 0x04, 2) == 0);          /* COMMAND reset */
+	ITEST_CHECK(itest_cfg_rd(c, 0x04, 2) == 0);	       /* COMMAND reset */
 	ITEST_CHECK((itest_cfg_rd(c, 0x86, 2) & 0xc000) == 0); /* MSI-X off */
-	ITEST_CHECK(itest_bar_rd32(c, REG_SCRATCH) == 0);     /* defaults back */
+	ITEST_CHECK(itest_bar_rd32(c, REG_SCRATCH) == 0);      /* defaults back */
 	ITEST_CHECK(itest_bar_rd32(c, 0x00) == 0x4c504d53);
 	ITEST_CHECK(itest_bar_rd32(c, 0x38) == 0xd0d0d0d0);
 	test_works(&s, c, 0x22);

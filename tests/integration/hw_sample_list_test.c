@@ -9,7 +9,7 @@
 
 static void test_list_devices(const char *build)
 {
-	static const char *const args[] = { "--devices", "3", NULL };
+	static const char *const args[] = {"--devices", "3", NULL};
 	struct itest_sample s;
 	char line[256], want[256];
 
@@ -21,14 +21,16 @@ static void test_list_devices(const char *build)
 
 		itest_sample_sock(&s, i, sock, sizeof(sock));
 		snprintf(want, sizeof(want), "DEVICE sample-%u %s POWER_ON_PENDING", i, sock);
-		ITEST_CHECK(itest_sample_expect(&s, "DEVICE", line, sizeof(line), ITEST_TIMEOUT_MS) == 0);
+		ITEST_CHECK(
+		    itest_sample_expect(&s, "DEVICE", line, sizeof(line), ITEST_TIMEOUT_MS) == 0);
 		ITEST_CHECK(!strcmp(line, want));
 	}
 	ITEST_CHECK(itest_sample_expect(&s, "OK", line, sizeof(line), ITEST_TIMEOUT_MS) == 0);
 	struct vfu_client *c = itest_attach(&s, 1);
 
 	ITEST_CHECK(itest_sample_cmd(&s, "list") == 0);
-	ITEST_CHECK(itest_sample_expect(&s, "DEVICE sample-1", line, sizeof(line), ITEST_TIMEOUT_MS) == 0);
+	ITEST_CHECK(
+	    itest_sample_expect(&s, "DEVICE sample-1", line, sizeof(line), ITEST_TIMEOUT_MS) == 0);
 	ITEST_CHECK(strstr(line, " POWER_ON") && !strstr(line, "PENDING"));
 	vfu_client_close(c);
 out:
@@ -103,7 +105,7 @@ out:
 /* Starts 16 devices on `profile` and returns how many are plugged. */
 static int test_count_plugged(const char *build, const char *profile, bool *last_plugged)
 {
-	const char *const args[] = { "--devices", "16", "--profile", profile, NULL };
+	const char *const args[] = {"--devices", "16", "--profile", profile, NULL};
 	struct itest_sample s;
 	char line[256];
 	int plugged = 0;

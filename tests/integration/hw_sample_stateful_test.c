@@ -19,7 +19,7 @@ static void test_defaults(const char *build)
 	ITEST_CHECK(itest_bar_rd32(c, 0x00) == 0x4c504d53); /* type default */
 	ITEST_CHECK(itest_bar_rd32(c, 0x38) == 0xd0d0d0d0); /* device default */
 	ITEST_CHECK(itest_bar_rd32(c, 0x3c) == 0x7e7e7e7e); /* type default */
-	ITEST_CHECK(itest_bar_rd32(c, 0x40) == 0);          /* no default */
+	ITEST_CHECK(itest_bar_rd32(c, 0x40) == 0);	    /* no default */
 	/* Last written wins over the defaults. */
 	itest_bar_wr32(c, 0x38, 0x01020304, false);
 	ITEST_CHECK(itest_bar_rd32(c, 0x38) == 0x01020304);

@@ -187,7 +187,7 @@ int itest_sample_expect(struct itest_sample *s, const char *prefix, char *line, 
 			if (!strncmp(line, prefix, strlen(prefix)))
 				return 0;
 		int64_t left = deadline - itest_now_ms();
-		struct pollfd p = { .fd = s->out_fd, .events = POLLIN };
+		struct pollfd p = {.fd = s->out_fd, .events = POLLIN};
 
 		if (left < 0)
 			left = 0;
@@ -225,7 +225,8 @@ struct vfu_client *itest_attach(struct itest_sample *s, unsigned int i)
 	/* Prefix match would also take POWER_ON_PENDING: compare whole lines. */
 	snprintf(want, sizeof(want), "EVENT sample-%u hotplug POWER_ON", i);
 	for (;;) {
-		if (!ITEST_CHECK(itest_sample_expect(s, want, line, sizeof(line), ITEST_TIMEOUT_MS) == 0)) {
+		if (!ITEST_CHECK(
+			itest_sample_expect(s, want, line, sizeof(line), ITEST_TIMEOUT_MS) == 0)) {
 			vfu_client_close(c);
 			return NULL;
 		}

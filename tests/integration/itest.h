@@ -29,7 +29,7 @@ int itest_sample_start(struct itest_sample *s, const char *build, const char *co
 void itest_sample_stop(struct itest_sample *s);
 /* Sends one command line. */
 int itest_sample_cmd(struct itest_sample *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Reads output lines until one starts with prefix (others are skipped),
  * copying it to line. 0, or -ETIMEDOUT after timeout_ms (0: only what is
  * already there), -EPIPE if the device exited. */

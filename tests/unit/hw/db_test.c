@@ -235,9 +235,6 @@ static void test_mmap_page(void)
 	hw_pci_type_destroy(t);
 }
 
-CUNIT_SUITE(hw_db, db_setup, db_teardown,
-	    { "id_from_data", test_id_from_data },
-	    { "by_offset", test_by_offset },
-	    { "by_data", test_by_data },
-	    { "max_db_and_invalid_ids", test_max_db_and_invalid_ids },
-	    { "mmap_page", test_mmap_page })
+CUNIT_SUITE(hw_db, db_setup, db_teardown, {"id_from_data", test_id_from_data},
+	    {"by_offset", test_by_offset}, {"by_data", test_by_data},
+	    {"max_db_and_invalid_ids", test_max_db_and_invalid_ids}, {"mmap_page", test_mmap_page})

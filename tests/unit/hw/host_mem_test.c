@@ -52,14 +52,14 @@ static void hm_before(void)
 	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ram_fd, 0);
 	CU_ASSERT_FATAL(ram != MAP_FAILED);
 	CU_ASSERT_EQUAL(vfu_dma_table_add(table, 0x10000, 0x8000,
-					  VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT, ram_fd,
-					  0),
+					  VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT,
+					  ram_fd, 0),
 			0);
-	CU_ASSERT_EQUAL(vfu_dma_table_add(table, 0x18000, 0x8000, VFIO_USER_DMA_READ_PROT, ram_fd,
-					  0x8000),
-			0);
+	CU_ASSERT_EQUAL(
+	    vfu_dma_table_add(table, 0x18000, 0x8000, VFIO_USER_DMA_READ_PROT, ram_fd, 0x8000), 0);
 	CU_ASSERT_EQUAL(vfu_dma_table_add(table, 0x40000, 0x1000,
-					  VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT, -1, 0),
+					  VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT, -1,
+					  0),
 			0);
 	dev->dma = table; /* as hotplug does with the endpoint's table */
 }
@@ -166,7 +166,7 @@ static void hm_done(int status, void *arg)
 
 static void test_async_and_client_gone(void)
 {
-	uint8_t buf[16] = { 0 };
+	uint8_t buf[16] = {0};
 
 	hm_before();
 	struct hw_mmap *map = hw_mmap_create(dev, 0x10000, 0x10000, HW_MMAP_READ | HW_MMAP_WRITE);
@@ -191,7 +191,6 @@ static void test_async_and_client_gone(void)
 	hm_after();
 }
 
-CUNIT_SUITE(hw_host_mem, hm_setup, hm_teardown,
-	    { "translate_bounds", test_translate_bounds },
-	    { "iov_and_copy", test_iov_and_copy },
-	    { "async_and_client_gone", test_async_and_client_gone })
+CUNIT_SUITE(hw_host_mem, hm_setup, hm_teardown, {"translate_bounds", test_translate_bounds},
+	    {"iov_and_copy", test_iov_and_copy},
+	    {"async_and_client_gone", test_async_and_client_gone})

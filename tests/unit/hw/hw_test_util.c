@@ -8,9 +8,12 @@
 struct hw_pci_type *hw_test_nvme_type(uint16_t num_msix)
 {
 	struct hw_pci_type *t = hw_pci_type_create("nvme-like");
-	struct hw_pci_ids ids = { .vendor_id = 0x4e58, .device_id = 0x0001,
-				  .subsys_vendor_id = 0x4e58, .subsys_id = 0x1234,
-				  .revision = 2, .class_code = 0x010802 };
+	struct hw_pci_ids ids = {.vendor_id = 0x4e58,
+				 .device_id = 0x0001,
+				 .subsys_vendor_id = 0x4e58,
+				 .subsys_id = 0x1234,
+				 .revision = 2,
+				 .class_code = 0x010802};
 	int rc = 0;
 
 	if (!t)
@@ -49,8 +52,8 @@ struct hw_pci_type *hw_test_full_type(bool start)
 struct hw_dev *hw_test_dev(struct hw_pci_type *type, struct evloop *loop,
 			   const struct hw_dev_ops *ops, void *arg, enum hw_db_mode mode)
 {
-	struct hw_dev_config cfg = { .vuid = "test-dev", .socket_path = "/nonexistent/test.sock",
-				     .db_mode = mode };
+	struct hw_dev_config cfg = {
+	    .vuid = "test-dev", .socket_path = "/nonexistent/test.sock", .db_mode = mode};
 
 	return hw_dev_create(type, loop, &cfg, ops, arg);
 }

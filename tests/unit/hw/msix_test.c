@@ -178,7 +178,7 @@ static void *msix_raiser(void *arg)
  * last pended raise. */
 static void test_raise_races_unmask(void)
 {
-	struct msix_race r = { 0 };
+	struct msix_race r = {0};
 	pthread_t th;
 
 	msix_before();
@@ -196,9 +196,7 @@ static void test_raise_races_unmask(void)
 	msix_after();
 }
 
-CUNIT_SUITE(hw_msix, NULL, NULL,
-	    { "raise_basic", test_raise_basic },
-	    { "vector_mask_pba_unmask", test_vector_mask_pba_unmask },
-	    { "function_mask", test_function_mask },
-	    { "table_access", test_table_access },
-	    { "raise_races_unmask", test_raise_races_unmask })
+CUNIT_SUITE(hw_msix, NULL, NULL, {"raise_basic", test_raise_basic},
+	    {"vector_mask_pba_unmask", test_vector_mask_pba_unmask},
+	    {"function_mask", test_function_mask}, {"table_access", test_table_access},
+	    {"raise_races_unmask", test_raise_races_unmask})

@@ -43,9 +43,9 @@ static void cfg_test_msix(struct hw_dev *d, bool en, bool masked, void *arg)
 }
 
 static const struct hw_dev_ops cfg_test_ops = {
-	.flr = cfg_test_flr,
-	.msix_state_changed = cfg_test_msix,
-	.dma_unmap = cfg_test_unmap,
+    .flr = cfg_test_flr,
+    .msix_state_changed = cfg_test_msix,
+    .dma_unmap = cfg_test_unmap,
 };
 
 static int cfg_test_setup(void)
@@ -76,8 +76,8 @@ static uint32_t cfg_rd(uint32_t off, uint32_t len)
 {
 	uint32_t v = 0;
 
-	CU_ASSERT_EQUAL(hw_dev_ep_ops.region_access(dev, VFIO_PCI_CONFIG_REGION_INDEX, off, &v, len,
-						    false), 0);
+	CU_ASSERT_EQUAL(
+	    hw_dev_ep_ops.region_access(dev, VFIO_PCI_CONFIG_REGION_INDEX, off, &v, len, false), 0);
 	return v;
 }
 
@@ -114,7 +114,7 @@ static void test_bar_sizing(void)
 	CU_ASSERT_EQUAL(cfg_wr(0x14, 0xffffffff, 4), 0);
 	CU_ASSERT_EQUAL(cfg_rd(0x14, 4), 0xffffffff);
 	CU_ASSERT_EQUAL(cfg_wr(0x10, 0xfebd5000, 4), 0);
-	CU_ASSERT_EQUAL(cfg_rd(0x10, 4), 0xfebd4004); /* masked by size, type kept */
+	CU_ASSERT_EQUAL(cfg_rd(0x10, 4), 0xfebd4004);	 /* masked by size, type kept */
 	CU_ASSERT_EQUAL(cfg_wr(0x18, 0xffffffff, 4), 0); /* absent BAR2 */
 	CU_ASSERT_EQUAL(cfg_rd(0x18, 4), 0);
 	/* ROM: sizing write reads back 0, so QEMU registers no ROM. */
@@ -135,13 +135,13 @@ static void test_caps_chain(void)
 	CU_ASSERT_EQUAL(cfg_rd(0x42, 2) & 7, 3);
 	CU_ASSERT_EQUAL(cfg_rd(0x48, 1), 0x10); /* PCI Express */
 	CU_ASSERT_EQUAL(cfg_rd(0x49, 1), 0x84);
-	CU_ASSERT_EQUAL(cfg_rd(0x4a, 2) & 0xf, 2);       /* version 2 */
+	CU_ASSERT_EQUAL(cfg_rd(0x4a, 2) & 0xf, 2);	  /* version 2 */
 	CU_ASSERT_EQUAL((cfg_rd(0x4a, 2) >> 4) & 0xf, 0); /* endpoint */
-	CU_ASSERT(cfg_rd(0x4c, 4) & (1u << 28));          /* FLR */
-	CU_ASSERT(cfg_rd(0x4c, 4) & (1u << 15));          /* RBER */
-	CU_ASSERT_EQUAL(cfg_rd(0x84, 1), 0x11); /* MSI-X */
+	CU_ASSERT(cfg_rd(0x4c, 4) & (1u << 28));	  /* FLR */
+	CU_ASSERT(cfg_rd(0x4c, 4) & (1u << 15));	  /* RBER */
+	CU_ASSERT_EQUAL(cfg_rd(0x84, 1), 0x11);		  /* MSI-X */
 	CU_ASSERT_EQUAL(cfg_rd(0x85, 1), 0x00);
-	CU_ASSERT_EQUAL(cfg_rd(0x86, 2), 3);          /* table size - 1 */
+	CU_ASSERT_EQUAL(cfg_rd(0x86, 2), 3);	      /* table size - 1 */
 	CU_ASSERT_EQUAL(cfg_rd(0x88, 4), 0x2000 | 0); /* offset | BIR */
 	CU_ASSERT_EQUAL(cfg_rd(0x8c, 4), 0x3000 | 0);
 	hw_dev_destroy(dev);
@@ -182,8 +182,8 @@ static void test_flr_bit(void)
 	CU_ASSERT_EQUAL(cfg_wr(0x50, 0x8000 | 0x2810, 2), 0);
 	CU_ASSERT_EQUAL(flr_calls, 1);
 	CU_ASSERT_EQUAL(cfg_rd(0x50, 2) & 0x8000, 0); /* self-clearing */
-	CU_ASSERT_EQUAL(cfg_rd(0x04, 2), 0);          /* COMMAND reset */
-	CU_ASSERT_EQUAL(cfg_rd(0x86, 2), 3);          /* MSI-X disabled */
+	CU_ASSERT_EQUAL(cfg_rd(0x04, 2), 0);	      /* COMMAND reset */
+	CU_ASSERT_EQUAL(cfg_rd(0x86, 2), 3);	      /* MSI-X disabled */
 	CU_ASSERT_EQUAL(cfg_rd(0x44, 2) & 3, 0);      /* D0 */
 	/* Byte write of DEVCTL's high byte works too. */
 	CU_ASSERT_EQUAL(cfg_wr(0x51, 0x80, 1), 0);
@@ -345,12 +345,9 @@ static void test_event_completion(void)
 }
 
 CUNIT_SUITE(hw_pci_config, cfg_test_setup, cfg_test_teardown,
-	    { "ids_and_header", test_ids_and_header },
-	    { "bar_sizing", test_bar_sizing },
-	    { "caps_chain", test_caps_chain },
-	    { "read_only_masking", test_read_only_masking },
-	    { "flr_bit", test_flr_bit },
-	    { "msix_control_event", test_msix_control_event },
-	    { "device_and_region_info", test_device_and_region_info },
-	    { "irq_info_and_set_irqs", test_irq_info_and_set_irqs },
-	    { "event_completion", test_event_completion })
+	    {"ids_and_header", test_ids_and_header}, {"bar_sizing", test_bar_sizing},
+	    {"caps_chain", test_caps_chain}, {"read_only_masking", test_read_only_masking},
+	    {"flr_bit", test_flr_bit}, {"msix_control_event", test_msix_control_event},
+	    {"device_and_region_info", test_device_and_region_info},
+	    {"irq_info_and_set_irqs", test_irq_info_and_set_irqs},
+	    {"event_completion", test_event_completion})

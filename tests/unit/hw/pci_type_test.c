@@ -20,8 +20,7 @@ static int hw_type_test_init(void)
 }
 
 /* Starts t on p expecting failure with `needle` in the error text; frees t. */
-static void hw_type_test_fail(struct hw_pci_type *t, const struct hw_profile *p,
-			      const char *needle)
+static void hw_type_test_fail(struct hw_pci_type *t, const struct hw_profile *p, const char *needle)
 {
 	char err[256] = "";
 	int rc = hw_pci_type_start(t, p, err, sizeof(err));
@@ -360,19 +359,13 @@ static void test_profile_print(void)
 	CU_ASSERT_PTR_NULL(hw_profile_find(NULL));
 }
 
-CUNIT_SUITE(hw_pci_type, hw_type_test_init, NULL,
-	    { "nvme_layout_fits_bf3", test_nvme_layout_fits_bf3 },
-	    { "limit_max_bars", test_limit_max_bars },
-	    { "limit_bar_log_size", test_limit_bar_log_size },
-	    { "limit_bar_kinds", test_limit_bar_kinds },
-	    { "64bit_bar_pairs", test_64bit_bar_pairs },
-	    { "limit_msix", test_limit_msix },
-	    { "limit_db_size_and_stride", test_limit_db_size_and_stride },
-	    { "limit_db_blocks", test_limit_db_blocks },
-	    { "limit_db_region_counts", test_limit_db_region_counts },
-	    { "limit_stateful", test_limit_stateful },
-	    { "limit_msix_regions", test_limit_msix_regions },
-	    { "limit_region_counts", test_limit_region_counts },
-	    { "region_placement", test_region_placement },
-	    { "type_stateful_default", test_type_stateful_default },
-	    { "profile_print", test_profile_print })
+CUNIT_SUITE(
+    hw_pci_type, hw_type_test_init, NULL, {"nvme_layout_fits_bf3", test_nvme_layout_fits_bf3},
+    {"limit_max_bars", test_limit_max_bars}, {"limit_bar_log_size", test_limit_bar_log_size},
+    {"limit_bar_kinds", test_limit_bar_kinds}, {"64bit_bar_pairs", test_64bit_bar_pairs},
+    {"limit_msix", test_limit_msix}, {"limit_db_size_and_stride", test_limit_db_size_and_stride},
+    {"limit_db_blocks", test_limit_db_blocks},
+    {"limit_db_region_counts", test_limit_db_region_counts},
+    {"limit_stateful", test_limit_stateful}, {"limit_msix_regions", test_limit_msix_regions},
+    {"limit_region_counts", test_limit_region_counts}, {"region_placement", test_region_placement},
+    {"type_stateful_default", test_type_stateful_default}, {"profile_print", test_profile_print})

@@ -40,7 +40,7 @@ static void st_on_write(struct hw_dev *dev, uint8_t bar_id, uint64_t region_star
 	}
 }
 
-static const struct hw_dev_ops st_ops = { .stateful_write = st_on_write };
+static const struct hw_dev_ops st_ops = {.stateful_write = st_on_write};
 
 static int st_setup(void)
 {
@@ -180,7 +180,6 @@ static void test_event_reraised(void)
 	hw_pci_type_destroy(t);
 }
 
-CUNIT_SUITE(hw_stateful, st_setup, st_teardown,
-	    { "defaults_hierarchy", test_defaults_hierarchy },
-	    { "event_handled_by_query", test_event_handled_by_query },
-	    { "event_reraised", test_event_reraised })
+CUNIT_SUITE(hw_stateful, st_setup, st_teardown, {"defaults_hierarchy", test_defaults_hierarchy},
+	    {"event_handled_by_query", test_event_handled_by_query},
+	    {"event_reraised", test_event_reraised})
