@@ -29,7 +29,9 @@ moddir=$root/lib/modules/$kver
 echo "initramfs: building $out (kernel $kver)" >&2
 tmp=$(mktemp -d "$cache/initramfs.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/tree/bin" "$tmp/tree/lib/modules" "$tmp/tree/job"
+mkdir -p "$tmp/tree/bin" "$tmp/tree/lib/modules" "$tmp/tree/dev"
+# The kernel opens /dev/console for init before devtmpfs is mounted.
+mknod -m 600 "$tmp/tree/dev/console" c 5 1
 cp "$root/bin/busybox" "$tmp/tree/bin/busybox"
 cp "$here/guest-init.sh" "$tmp/tree/init"
 chmod 0755 "$tmp/tree/init" "$tmp/tree/bin/busybox"

@@ -29,6 +29,8 @@ usage: $me --job DIR|SCRIPT [options]
   --log FILE           serial console log (default <run-dir>/console.log)
   --kvm auto|on|off    KVM when a probe boot works (auto, cached), or forced (default auto)
   --qemu-arg ARG       pass ARG to QEMU unchanged (repeatable)
+  --kernel-arg ARG     add ARG to the guest kernel command line (repeatable),
+                       e.g. loglevel=7 to see the whole boot in the console log
   --dry-run            print the QEMU command line and exit
   --quiet              do not stream the job's output
 USAGE
@@ -41,7 +43,7 @@ harness_fail() {
 }
 
 job= run_dir= log= qmp= timeout_s=240 cpus=2 mem=1G kvm=auto dry=0 quiet=0 hp_ports=0
-adds=() vfio_socks=() qnvmes=() vblks=() extra=()
+adds=() vfio_socks=() qnvmes=() vblks=() extra=() kargs=()
 while [ $# -gt 0 ]; do
 	opt=$1
 	case $opt in
@@ -67,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--log) log=$val ;;
 	--kvm) kvm=$val ;;
 	--qemu-arg) extra+=("$val") ;;
+	--kernel-arg) kargs+=("$val") ;;
 	*) usage >&2; harness_fail "unknown option $opt" ;;
 	esac
 done
@@ -194,7 +197,7 @@ args=(-name nvme-emu-guest -nodefaults -no-reboot -display none -vga none -nic n
       -object "memory-backend-memfd,id=mem,size=$mem,share=on"
       -machine q35,memory-backend=mem
       -kernel "$kernel" -initrd "$initrd"
-      -append "console=ttyS0,115200 panic=-1 loglevel=4 rdinit=/init"
+      -append "console=ttyS0,115200 panic=-1 loglevel=4 rdinit=/init${kargs[*]:+ ${kargs[*]}}"
       -chardev "file,id=con0,path=$log" -serial chardev:con0
       -fsdev "local,id=fsroot,path=$root,security_model=none,readonly=on"
       -device virtio-9p-pci,fsdev=fsroot,mount_tag=root

@@ -32,7 +32,7 @@ disk=$(gt_disk disk0 16M)
 "$GT_LAUNCH" --dry-run --job "$GT_DIR/job.sh" --run-dir "$GT_DIR/run" \
 	--vfio-user "$GT_DIR/a.sock" --vfio-user "$GT_DIR/b.sock" --qemu-nvme "$disk" \
 	--qemu-nvme null:2G --virtio-blk "$disk" --hotplug-ports 3 --qmp "$GT_DIR/qmp.sock" \
-	--cpus 3 --mem 512M > "$GT_DIR/cmdline" 2>&1
+	--cpus 3 --mem 512M --kernel-arg loglevel=7 --kernel-arg nokaslr > "$GT_DIR/cmdline" 2>&1
 check "dry run succeeds" test $? -eq 0
 check "first vfio-user device" has "{\"driver\":\"vfio-user-pci\",\"id\":\"vfu0\",\"socket\":{\"path\":\"$GT_DIR/a.sock\",\"type\":\"unix\"}}"
 check "second vfio-user device" has "\"id\":\"vfu1\",\"socket\":{\"path\":\"$GT_DIR/b.sock\""
@@ -46,6 +46,7 @@ check "virtio-blk" has "virtio-blk-pci,id=vblk0,drive=vblk0"
 check "qmp socket" has "unix:$GT_DIR/qmp.sock,server=on,wait=off"
 check "vcpus" arg_is -smp 3
 check "memory" arg_is -m 512M
+check "kernel arguments appended" arg_is -append "console=ttyS0,115200 panic=-1 loglevel=4 rdinit=/init loglevel=7 nokaslr"
 
 check "missing --job is a harness error (125)" status_is 125 "$GT_LAUNCH"
 check "unknown option is a harness error" status_is 125 "$GT_LAUNCH" --job "$GT_DIR/job.sh" --bogus 1
