@@ -42,7 +42,7 @@ harness_fail() {
 	exit 125
 }
 
-job= run_dir= log= qmp= timeout_s=240 cpus=2 mem=1G kvm=auto dry=0 quiet=0 hp_ports=0
+job="" run_dir="" log="" qmp="" timeout_s=240 cpus=2 mem=1G kvm=auto dry=0 quiet=0 hp_ports=0
 adds=() vfio_socks=() qnvmes=() vblks=() extra=() kargs=()
 while [ $# -gt 0 ]; do
 	opt=$1
@@ -257,7 +257,7 @@ fi
 
 # --- run --------------------------------------------------------------------
 : > "$log"
-qpid= tailpid=
+qpid="" tailpid=""
 stop_all() {
 	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null
 	[ -n "$tailpid" ] && kill "$tailpid" 2>/dev/null
