@@ -275,7 +275,6 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 			f->temp_under[tmpsel] = cdw11 & 0xffff;
 		else
 			f->temp_over[tmpsel] = cdw11 & 0xffff;
-		ctrlr_smart_check_temperature(ctrlr);
 		return NVME_SC_SUCCESS;
 	}
 	case NVME_FEAT_ERR_RECOVERY:
@@ -313,8 +312,6 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_ASYNC_EVENT:
 		f->async_event = cdw11 & (NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR);
-		ctrlr->smart_critical &= ~NVME_SMART_CRIT_TEMPERATURE;
-		ctrlr_smart_check_temperature(ctrlr);
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_AUTO_PST:
 		st = ctrlr_req_copy_from_host(req, f->apst_table, NVME_APST_DATA_SIZE);
@@ -340,6 +337,7 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 
 void ctrlr_admin_set_features(struct ctrlr_req *req)
 {
+	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint8_t fid = req->sqe.cdw10 & 0xff;
 	uint16_t st;
 
@@ -353,4 +351,7 @@ void ctrlr_admin_set_features(struct ctrlr_req *req)
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
 	ctrlr_req_complete(req, st);
+	/* A threshold now crossed is reported after this command's own CQE. */
+	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))
+		ctrlr_smart_check_temperature(ctrlr);
 }

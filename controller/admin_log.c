@@ -171,9 +171,10 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 			memset((char *)req->iov[i].iov_base + c, 0, n - c);
 			pos += n;
 		}
-		if (!rae)
-			ctrlr_aer_log_read(ctrlr, lid);
 	}
 	free(buf);
 	ctrlr_req_complete(req, st);
+	/* After the log's own CQE: an event this read unmasks is posted behind it. */
+	if (!st && !rae)
+		ctrlr_aer_log_read(ctrlr, lid);
 }

@@ -135,6 +135,9 @@ int ctrlr_destroy(struct ctrlr *ctrlr)
 
 static void ctrlr_ns_changed(struct ctrlr *ctrlr, uint32_t nsid)
 {
+	/* A host that has not enabled the controller yet will identify everything anyway. */
+	if (ctrlr->state != CTRLR_ST_ENABLED)
+		return;
 	for (uint32_t i = 0; i < ctrlr->num_changed_ns; i++)
 		if (ctrlr->changed_ns[i] == nsid)
 			goto report;
@@ -143,9 +146,8 @@ static void ctrlr_ns_changed(struct ctrlr *ctrlr, uint32_t nsid)
 	else
 		ctrlr->changed_ns_overflow = true;
 report:
-	if (ctrlr->state == CTRLR_ST_ENABLED)
-		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_NS_CHANGED,
-				 NVME_LOG_CHANGED_NS);
+	ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_NS_CHANGED,
+			 NVME_LOG_CHANGED_NS);
 }
 
 int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
