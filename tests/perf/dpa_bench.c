@@ -1,362 +1,75 @@
-/* tests/perf/dpa_bench.c - `make bench` for dpa/: doorbell-to-Arm latency,
- * sustained doorbell notifications per second and idle CPU, per delivery mode
- * (trap, mmap) and for fused vs separate harts, with the in-memory fake of
- * hw/ (tests/unit/dpa/fake_hw.c). */
-#include "dpa/nvme_dpa.h"
+/* tests/perf/dpa_bench.c - dpa-bench: the dpa bench with the in-memory fake
+ * of hw/ (tests/unit/dpa/fake_hw.c), which isolates the cost of the DPA
+ * model from the vfio-user transport. */
+#include "tests/perf/dpa_bench.h"
 #include "tests/unit/dpa/fake_hw.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/eventfd.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
-#define BENCH_DEPTH 4096
-#define BENCH_TPUT_DBS 64
-#define BENCH_RUNS 3
-#define BENCH_HOT_SAMPLES 5000   /* per run */
-#define BENCH_IDLE_SAMPLES 200   /* per run */
-#define BENCH_IDLE_GAP_US 1000   /* > burst windows: the hart is asleep */
-#define BENCH_ARM_SPIN_US 50     /* the Arm side polls this long, then sleeps */
-#define BENCH_SLEEP_STEP_US 30
-#define BENCH_WAIT_MS 2000
-
-struct bench {
-	struct dpa *dpa;
-	struct hw_dev *dev;
-	struct dpa_nvme_chan *ch;
-	struct dpa_db *db[BENCH_TPUT_DBS];
-	unsigned int harts;
-	enum hw_db_mode mode;
-};
-
-struct bench_result {
-	double hot_med, hot_p99, idle_med, idle_p99; /* microseconds */
-	double notif_per_s;
-	double idle_cpu_pct;
-	bool ok;
-};
-
-static uint64_t bench_now_ns(void)
+static int fake_create(struct bench *b)
 {
-	struct timespec ts;
+	unsigned int i;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void bench_sleep_us(uint64_t us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
-/* The Arm side waits for one message like a poll group would: polls for a
- * short window, then sleeps on the channel's eventfd (and, fused, on the DPA
- * thread's eventfd, waking every sleep step while mmap DBs need polling). */
-static bool bench_recv(struct bench *b, struct dpa_nvme_msg *m, int timeout_ms)
-{
-	struct pollfd pfd[2];
-	uint64_t spin_end = bench_now_ns() + BENCH_ARM_SPIN_US * 1000ull;
-	uint64_t deadline = bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	bool fused = b->harts == 0;
-	uint64_t idle_start = bench_now_ns();
-	struct timespec step = { 0, 0 };
-
-	pfd[0].fd = dpa_nvme_chan_fd(b->ch);
-	pfd[0].events = POLLIN;
-	pfd[1].fd = fused ? dpa_thread_event_fd(dpa_nvme_chan_thread(b->ch)) : -1;
-	pfd[1].events = POLLIN;
-	for (;;) {
-		if (fused)
-			dpa_nvme_chan_poll(b->ch);
-		if (dpa_nvme_chan_recv(b->ch, m) == 1)
-			return true;
-		if (bench_now_ns() < spin_end) {
-			sched_yield(); /* as the harts do: let the writer run */
-			continue;
-		}
-		if (bench_now_ns() > deadline)
-			return false;
-		if (dpa_nvme_chan_arm(b->ch))
-			continue;
-		if (fused && dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(b->ch))) {
-			/* The consumer polls the mmap DBs with the harts' step
-			 * and back-off policy. */
-			step.tv_nsec = (long)dpa_poll_step_us(b->dpa, (bench_now_ns() -
-								   idle_start) / 1000) * 1000;
-			ppoll(pfd, 2, &step, NULL);
-		}
-		else
-			poll(pfd, 2, timeout_ms);
-		dpa_msgq_fd_clear(pfd[0].fd);
-	}
-}
-
-static int bench_setup(struct bench *b, unsigned int harts, enum hw_db_mode mode)
-{
-	struct dpa_nvme_msg m;
-	int i;
-
-	memset(b, 0, sizeof(*b));
-	b->harts = harts;
-	b->mode = mode;
-	b->dpa = dpa_create(harts);
-	b->dev = fake_hw_dev_create(mode);
-	if (!b->dpa || !b->dev)
+	b->priv = fake_hw_dev_create(b->mode);
+	b->dpa = dpa_create(b->harts);
+	if (!b->priv || !b->dpa)
 		return -ENOMEM;
-	dpa_set_poll_params(b->dpa, 50, BENCH_SLEEP_STEP_US);
-	b->ch = dpa_nvme_chan_create(b->dpa, -1, BENCH_DEPTH);
+	b->ch = dpa_nvme_chan_create(b->dpa, -1, 4096);
 	if (!b->ch)
 		return -errno;
-	for (i = 0; i < BENCH_TPUT_DBS; i++) {
-		b->db[i] = dpa_db_create(dpa_nvme_chan_db_comp(b->ch), b->dev, (uint32_t)i);
+	/* The fake has no loop thread: the control plane is this thread. */
+	for (i = 0; i < BENCH_DBS; i++) {
+		b->db[i] = dpa_db_create(dpa_nvme_chan_db_comp(b->ch), b->priv, i);
 		if (!b->db[i])
 			return -errno;
-		if (dpa_nvme_chan_bind_db(b->ch, b->db[i], (uint64_t)i))
-			return -EIO;
-		if (!bench_recv(b, &m, BENCH_WAIT_MS) || m.type != DPA_NVME_MSG_BIND_DONE ||
-		    m.status)
-			return -EIO;
-		dpa_db_start(b->db[i]);
-		if (!bench_recv(b, &m, BENCH_WAIT_MS)) /* the start's value */
-			return -EIO;
 	}
 	return 0;
 }
 
-static void bench_teardown(struct bench *b)
+static void fake_start_dbs(struct bench *b)
 {
-	struct dpa_nvme_msg m;
-	int i;
+	for (unsigned int i = 0; i < BENCH_DBS; i++)
+		dpa_db_start(b->db[i]);
+}
 
-	for (i = 0; i < BENCH_TPUT_DBS; i++) {
-		if (!b->db[i])
-			continue;
-		dpa_db_stop(b->db[i]);
-		dpa_nvme_chan_unbind_db(b->ch, b->db[i], (uint64_t)i);
-		while (bench_recv(b, &m, BENCH_WAIT_MS) && m.type != DPA_NVME_MSG_UNBIND_DONE)
-			;
-		dpa_db_destroy(b->db[i]);
-	}
+static void fake_stop_dbs(struct bench *b)
+{
+	for (unsigned int i = 0; i < BENCH_DBS; i++)
+		if (b->db[i])
+			dpa_db_stop(b->db[i]);
+}
+
+static void fake_destroy(struct bench *b)
+{
+	for (unsigned int i = 0; i < BENCH_DBS; i++)
+		if (b->db[i])
+			dpa_db_destroy(b->db[i]);
 	if (b->ch)
 		dpa_nvme_chan_destroy(b->ch);
 	if (b->dpa)
 		dpa_destroy(b->dpa);
-	fake_hw_dev_destroy(b->dev);
+	fake_hw_dev_destroy(b->priv);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Latency: a writer thread (the guest's store, or the device loop thread
- * taking a trapped write) rings DB 0 and notes the time; the Arm side takes
- * the time when the DB value arrives. */
+/* trap: the notify hook runs on the writer thread, as on the loop thread. */
+static void fake_ring(struct bench *b, uint32_t id, uint32_t value)
+{
+	fake_hw_db_write(b->priv, id, value);
+}
 
-struct lat_writer {
-	struct bench *b;
-	int efd; /* the Arm side signals "got it" */
-	unsigned int samples;
-	uint64_t gap_us;
-	_Atomic uint64_t t0;
-	uint32_t value;
+static const struct bench_env fake_env = {
+	.name = "dpa-bench",
+	.description = "hw = in-memory fake (tests/unit/dpa/fake_hw.c): trap = the notify hook "
+		       "runs on the writer thread as on the device loop thread; mmap = plain "
+		       "stores into the doorbell page. No vfio-user transport.",
+	.create = fake_create,
+	.start_dbs = fake_start_dbs,
+	.stop_dbs = fake_stop_dbs,
+	.destroy = fake_destroy,
+	.ring = fake_ring,
 };
-
-static void *lat_writer_main(void *arg)
-{
-	struct lat_writer *w = arg;
-	struct pollfd pfd = { .fd = w->efd, .events = POLLIN };
-	uint64_t v;
-	unsigned int i;
-
-	for (i = 0; i < w->samples; i++) {
-		if (w->gap_us)
-			bench_sleep_us(w->gap_us);
-		w->value++;
-		atomic_store(&w->t0, bench_now_ns());
-		fake_hw_db_write(w->b->dev, 0, w->value);
-		if (poll(&pfd, 1, BENCH_WAIT_MS) != 1 || read(w->efd, &v, sizeof(v)) != sizeof(v))
-			break;
-	}
-	return NULL;
-}
-
-static int bench_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Collects runs * samples latencies; returns median and p99 in us. */
-static bool bench_latency(struct bench *b, unsigned int samples, uint64_t gap_us, double *med,
-			  double *p99)
-{
-	unsigned int n = 0, total = samples * BENCH_RUNS, run, i;
-	double *lat = calloc(total, sizeof(*lat));
-	static uint32_t value_base;
-	struct lat_writer w;
-	struct dpa_nvme_msg m;
-	uint64_t one = 1;
-	pthread_t tid;
-	bool ok = true;
-
-	if (!lat)
-		return false;
-	for (run = 0; run < BENCH_RUNS && ok; run++) {
-		memset(&w, 0, sizeof(w));
-		w.b = b;
-		w.samples = samples;
-		w.gap_us = gap_us;
-		w.value = value_base;
-		w.efd = eventfd(0, 0);
-		if (w.efd < 0 || pthread_create(&tid, NULL, lat_writer_main, &w)) {
-			ok = false;
-			break;
-		}
-		for (i = 0; i < samples; i++) {
-			do {
-				if (!bench_recv(b, &m, BENCH_WAIT_MS)) {
-					ok = false;
-					break;
-				}
-			} while (m.type != DPA_NVME_MSG_DB_VALUE || m.db.db_id != 0);
-			if (!ok)
-				break;
-			lat[n++] = (double)(bench_now_ns() - atomic_load(&w.t0)) / 1000.0;
-			if (write(w.efd, &one, sizeof(one)) != sizeof(one))
-				ok = false;
-		}
-		pthread_join(tid, NULL);
-		close(w.efd);
-		value_base = w.value;
-	}
-	if (ok && n) {
-		qsort(lat, n, sizeof(*lat), bench_cmp_double);
-		*med = lat[n / 2];
-		*p99 = lat[(size_t)((n - 1) * 0.99)];
-	}
-	free(lat);
-	return ok;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Throughput: the Arm thread rings all DBs with new values (so trap-mode
- * hooks run on it, as on the device loop thread), then drains what the DPA
- * delivered; one hart (or the same thread, fused) does the DPA side. */
-
-static double bench_throughput(struct bench *b)
-{
-	uint64_t t0, t1, delivered = 0;
-	struct dpa_nvme_msg m;
-	uint32_t k = 1, d;
-
-	t0 = bench_now_ns();
-	do {
-		for (d = 0; d < BENCH_TPUT_DBS; d++)
-			fake_hw_db_write(b->dev, d, k << 8 | d);
-		k++;
-		if (b->harts == 0)
-			dpa_nvme_chan_poll(b->ch);
-		while (dpa_nvme_chan_recv(b->ch, &m) == 1)
-			delivered++;
-		t1 = bench_now_ns();
-	} while (t1 - t0 < 1000000000ull);
-	/* Let the last deliveries land so the next phase starts quiet. */
-	while (bench_recv(b, &m, 10))
-		;
-	return (double)delivered * 1e9 / (double)(t1 - t0);
-}
-
-/* CPU of the whole process over an idle second in which the Arm side waits
- * for messages the way a poll group does. */
-static double bench_idle_cpu(struct bench *b)
-{
-	struct rusage r0, r1;
-	struct dpa_nvme_msg m;
-	uint64_t t0, t1;
-	double cpu;
-
-	bench_sleep_us(100000);
-	getrusage(RUSAGE_SELF, &r0);
-	t0 = bench_now_ns();
-	while (bench_now_ns() - t0 < 1000000000ull)
-		bench_recv(b, &m, 100);
-	getrusage(RUSAGE_SELF, &r1);
-	t1 = bench_now_ns();
-	cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
-		       r0.ru_stime.tv_sec) * 1e6 +
-	      (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
-		       r0.ru_stime.tv_usec);
-	return cpu * 100.0 / ((double)(t1 - t0) / 1000.0);
-}
-
-static struct bench_result bench_config(unsigned int harts, enum hw_db_mode mode)
-{
-	struct bench_result r = { 0 };
-	struct bench b;
-
-	if (bench_setup(&b, harts, mode) == 0) {
-		r.ok = bench_latency(&b, BENCH_HOT_SAMPLES, 0, &r.hot_med, &r.hot_p99) &&
-		       bench_latency(&b, BENCH_IDLE_SAMPLES, BENCH_IDLE_GAP_US, &r.idle_med,
-				     &r.idle_p99);
-		if (r.ok) {
-			r.notif_per_s = bench_throughput(&b);
-			r.idle_cpu_pct = bench_idle_cpu(&b);
-		}
-	}
-	bench_teardown(&b);
-	return r;
-}
 
 int main(void)
 {
-	static const struct {
-		enum hw_db_mode mode;
-		unsigned int harts;
-	} cfgs[] = {
-		{ HW_DB_MODE_TRAP, 1 },
-		{ HW_DB_MODE_TRAP, 0 },
-		{ HW_DB_MODE_MMAP, 1 },
-		{ HW_DB_MODE_MMAP, 0 },
-	};
-	struct bench_result r;
-	int passed = 0, failed = 0;
-	size_t i;
-
-	/* Step sleeps of tens of microseconds need a small timer slack. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	printf("dpa-bench: hw = in-memory fake (tests/unit/dpa/fake_hw.c): trap = the notify "
-	       "hook runs on the writer thread as on the device loop thread; mmap = plain "
-	       "stores into the doorbell page.\n");
-	printf("latency = doorbell write -> {db,value} message at the Arm side (which polls "
-	       "%u us, then sleeps); %d runs pooled; hot = back to back, idle = %u us apart "
-	       "(hart asleep).\n", BENCH_ARM_SPIN_US, BENCH_RUNS, BENCH_IDLE_GAP_US);
-	printf("%-5s %-8s %9s %9s %10s %10s %14s %10s\n", "mode", "harts", "hot_med", "hot_p99",
-	       "idle_med", "idle_p99", "notif/s", "idle_cpu");
-	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
-		r = bench_config(cfgs[i].harts, cfgs[i].mode);
-		if (!r.ok) {
-			printf("%-5s %-8s FAILED (no delivery within %d ms)\n",
-			       hw_db_mode_name(cfgs[i].mode), cfgs[i].harts ? "1" : "0 fused",
-			       BENCH_WAIT_MS);
-			failed++;
-			continue;
-		}
-		printf("%-5s %-8s %7.1fus %7.1fus %8.1fus %8.1fus %14.0f %9.1f%%\n",
-		       hw_db_mode_name(cfgs[i].mode), cfgs[i].harts ? "1" : "0 fused", r.hot_med,
-		       r.hot_p99, r.idle_med, r.idle_p99, r.notif_per_s, r.idle_cpu_pct);
-		passed++;
-	}
-	printf("goals: >= 5000000 notif/s per hart in mmap mode; idle-to-awake < 50 us in trap "
-	       "mode; idle CPU near zero.\n");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return bench_main(&fake_env);
 }

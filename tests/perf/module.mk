@@ -1,6 +1,9 @@
 # tests/perf: benchmarks run by `make bench` (each prints a table and ends
-# with "N passed, N failed").
-BENCHES += $(BUILD)/bin/dpa-bench
-PROGRAMS += dpa-bench
-dpa-bench_SRCS := tests/perf/dpa_bench.c tests/unit/dpa/fake_hw.c
+# with "N passed, N failed"). dpa-bench measures the DPA model over a fake
+# of hw/, dpa-bench-hw the same over the real device and vfio-user socket.
+BENCHES += $(BUILD)/bin/dpa-bench $(BUILD)/bin/dpa-bench-hw
+PROGRAMS += dpa-bench dpa-bench-hw
+dpa-bench_SRCS := tests/perf/dpa_bench.c tests/perf/dpa_bench_core.c tests/unit/dpa/fake_hw.c
 dpa-bench_LIBS := dpa common
+dpa-bench-hw_SRCS := tests/perf/dpa_bench_hw.c tests/perf/dpa_bench_core.c
+dpa-bench-hw_LIBS := dpa hw vfu vfuclient common
