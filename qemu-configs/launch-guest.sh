@@ -195,7 +195,7 @@ fi
 args=(-name nvme-emu-guest -nodefaults -no-reboot -display none -vga none -nic none
       -monitor none "${accel[@]}" -smp "$cpus" -m "$mem"
       -object "memory-backend-memfd,id=mem,size=$mem,share=on"
-      -machine q35,memory-backend=mem
+      -readconfig "$here/q35-guest.cfg"
       -kernel "$kernel" -initrd "$initrd"
       -append "console=ttyS0,115200 panic=-1 loglevel=4 rdinit=/init${kargs[*]:+ ${kargs[*]}}"
       -chardev "file,id=con0,path=$log" -serial chardev:con0
