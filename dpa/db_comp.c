@@ -314,8 +314,7 @@ void dpa_db_comp_request_notification(struct dpa_db_comp *comp)
 	 * followed by its load of `armed`. Completions already waiting (pushed
 	 * or not yet fetched) kick the thread at once. */
 	atomic_store(&comp->armed, true);
-	if ((atomic_load(&comp->stack) || comp->ready_head) &&
-	    atomic_exchange(&comp->armed, false))
+	if ((atomic_load(&comp->stack) || comp->ready_head) && atomic_exchange(&comp->armed, false))
 		dpa_thread_wake(comp->thread, true);
 }
 
@@ -344,7 +343,8 @@ void dpa_poll_list_add(struct dpa_poll_list *list, struct dpa_db *db)
 	if (list->first)
 		list->first->poll_prev = db;
 	list->first = db;
-	list->count++;
+	/* Relaxed atomic: dpa_thread_has_polled_dbs reads it from other threads. */
+	__atomic_store_n(&list->count, list->count + 1, __ATOMIC_RELAXED);
 }
 
 void dpa_poll_list_del(struct dpa_poll_list *list, struct dpa_db *db)
@@ -356,7 +356,7 @@ void dpa_poll_list_del(struct dpa_poll_list *list, struct dpa_db *db)
 	if (db->poll_next)
 		db->poll_next->poll_prev = db->poll_prev;
 	db->poll_next = db->poll_prev = NULL;
-	list->count--;
+	__atomic_store_n(&list->count, list->count - 1, __ATOMIC_RELAXED);
 }
 
 uint32_t dpa_poll_list_scan(struct dpa_poll_list *list)

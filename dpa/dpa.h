@@ -281,7 +281,7 @@ uint32_t dpa_db_get_value(struct dpa_db *db);
 
 struct dpa_msgq_config {
 	uint32_t msg_size; /* bytes, multiple of 8, 8..256 */
-	uint32_t depth;    /* slots, power of two, 2..65536 */
+	uint32_t depth;	   /* slots, power of two, 2..65536 */
 	/* The DPA thread on each side, or NULL for the Arm side (woken through
 	 * the eventfd of dpa_msgq_consumer_fd / dpa_msgq_producer_fd). */
 	struct dpa_thread *producer;
@@ -344,17 +344,17 @@ int dpa_msix_raise(struct dpa_thread *thread, struct hw_msix_vector *vec);
 
 /* A snapshot of counters (each read atomically; the set is not a transaction). */
 struct dpa_stats {
-	uint64_t activations;    /* program runs */
-	uint64_t kicks;          /* wake requests received */
+	uint64_t activations;	 /* program runs */
+	uint64_t kicks;		 /* wake requests received */
 	uint64_t db_completions; /* elements fetched by programs */
-	uint64_t msgs_sent;      /* messages a DPA thread produced */
-	uint64_t msgs_received;  /* messages a DPA thread consumed */
-	uint64_t msix_raised;    /* dpa_msix_raise calls that signalled */
-	uint64_t msix_pended;    /* ... that set a PBA bit */
-	uint64_t msix_dropped;   /* ... that were dropped (MSI-X off, no fd) */
-	uint64_t polls;          /* mmap-mode poll passes (harts only) */
-	uint64_t sleeps;         /* times the hart went to sleep (harts only) */
-	uint64_t asleep_us;      /* microseconds spent asleep (harts only) */
+	uint64_t msgs_sent;	 /* messages a DPA thread produced */
+	uint64_t msgs_received;	 /* messages a DPA thread consumed */
+	uint64_t msix_raised;	 /* dpa_msix_raise calls that signalled */
+	uint64_t msix_pended;	 /* ... that set a PBA bit */
+	uint64_t msix_dropped;	 /* ... that were dropped (MSI-X off, no fd) */
+	uint64_t polls;		 /* mmap-mode poll passes (harts only) */
+	uint64_t sleeps;	 /* times the hart went to sleep (harts only) */
+	uint64_t asleep_us;	 /* microseconds spent asleep (harts only) */
 };
 
 /* Counters of one DPA thread. Thread: any. */

@@ -114,13 +114,13 @@ void dpa_thread_wake(struct dpa_thread *thread, bool local);
 struct dpa_poll_list *dpa_thread_poll_list(struct dpa_thread *thread);
 
 /* Counts on the thread and, when it runs on a hart, on the hart too. */
-#define DPA_COUNT(thread, field, n) \
-	do { \
-		struct dpa_thread *t_ = (thread); \
-		struct dpa_hart *h_ = atomic_load_explicit(&t_->hart, memory_order_relaxed); \
-		dpa_counter_add(&t_->counters.field, (n)); \
-		if (h_) \
-			dpa_counter_add(&h_->counters.field, (n)); \
+#define DPA_COUNT(thread, field, n)                                                                \
+	do {                                                                                       \
+		struct dpa_thread *t_ = (thread);                                                  \
+		struct dpa_hart *h_ = atomic_load_explicit(&t_->hart, memory_order_relaxed);       \
+		dpa_counter_add(&t_->counters.field, (n));                                         \
+		if (h_)                                                                            \
+			dpa_counter_add(&h_->counters.field, (n));                                 \
 	} while (0)
 
 /* Hart plumbing (hart.c). */
@@ -155,7 +155,7 @@ struct dpa_db {
 	uint32_t last_seen;  /* poller/program private: last value read */
 	uint32_t comp_value; /* written by the producer before the push */
 	uint64_t user;
-	struct dpa_db *next;                 /* completion stack / ready list */
+	struct dpa_db *next;		      /* completion stack / ready list */
 	struct dpa_db *poll_next, *poll_prev; /* poll list */
 };
 

@@ -123,7 +123,7 @@ static void dpa_hart_handle_requests(struct dpa_hart *hart)
 /* Sleeps until kicked, or for at most timeout_us when >= 0. */
 static void dpa_hart_sleep(struct dpa_hart *hart, int64_t timeout_us)
 {
-	struct pollfd pfd = { .fd = hart->efd, .events = POLLIN };
+	struct pollfd pfd = {.fd = hart->efd, .events = POLLIN};
 	struct timespec ts;
 	uint64_t t0;
 	int rc;
@@ -132,8 +132,7 @@ static void dpa_hart_sleep(struct dpa_hart *hart, int64_t timeout_us)
 	 * runq followed by its load of `sleeping` (Dekker): either it sees us
 	 * asleep and signals, or we see its thread and do not sleep. */
 	atomic_store(&hart->sleeping, true);
-	if (atomic_load(&hart->runq) || atomic_load(&hart->has_req) ||
-	    atomic_load(&hart->stop)) {
+	if (atomic_load(&hart->runq) || atomic_load(&hart->has_req) || atomic_load(&hart->stop)) {
 		atomic_store(&hart->sleeping, false);
 		return;
 	}
@@ -192,8 +191,9 @@ static void *dpa_hart_main(void *arg)
 			dpa_hart_cpu_relax();
 			continue;
 		}
-		dpa_hart_sleep(hart, hart->polled.count ?
-			       (int64_t)dpa_poll_step_us(dpa, now - idle_since) : -1);
+		dpa_hart_sleep(hart, hart->polled.count
+					 ? (int64_t)dpa_poll_step_us(dpa, now - idle_since)
+					 : -1);
 		after_sleep = true;
 	}
 	return NULL;
@@ -236,7 +236,7 @@ void dpa_hart_stop(struct dpa_hart *hart)
 
 void dpa_hart_detach(struct dpa_hart *hart, struct dpa_thread *thread)
 {
-	struct dpa_hart_req req = { .thread = thread };
+	struct dpa_hart_req req = {.thread = thread};
 
 	pthread_mutex_lock(&hart->lock);
 	req.next = hart->reqs;

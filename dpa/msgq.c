@@ -13,7 +13,7 @@ struct dpa_msgq {
 	struct dpa *dpa;
 	uint32_t msg_size, depth, mask;
 	struct dpa_thread *producer, *consumer; /* NULL: the Arm side */
-	int prod_fd, cons_fd;                   /* Arm sides only, else -1 */
+	int prod_fd, cons_fd;			/* Arm sides only, else -1 */
 	uint8_t *slots;
 	/* Producer-owned line: tail is published, head_cache private. */
 	_Alignas(DPA_CACHELINE) _Atomic uint32_t tail;

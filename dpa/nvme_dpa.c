@@ -36,7 +36,7 @@ struct dpa_nvme_chan {
  * queue filled up (the rest stay dirty). */
 static bool dpa_nvme_flush_dirty(struct dpa_nvme_prog *p)
 {
-	struct dpa_nvme_msg m = { .type = DPA_NVME_MSG_DB_VALUE };
+	struct dpa_nvme_msg m = {.type = DPA_NVME_MSG_DB_VALUE};
 	struct dpa_nvme_slot *s;
 	uint32_t i;
 
@@ -223,8 +223,8 @@ static void dpa_nvme_prog_run(struct dpa_thread *thread, void *arg)
 
 struct dpa_nvme_chan *dpa_nvme_chan_create(struct dpa *dpa, int hart, uint32_t depth)
 {
-	struct dpa_msgq_config qc = { .msg_size = sizeof(struct dpa_nvme_msg), .depth = depth };
-	struct dpa_nvme_prog init = { 0 }, *p;
+	struct dpa_msgq_config qc = {.msg_size = sizeof(struct dpa_nvme_msg), .depth = depth};
+	struct dpa_nvme_prog init = {0}, *p;
 	struct dpa_nvme_chan *ch;
 	int err, rc;
 
@@ -325,7 +325,7 @@ int dpa_nvme_chan_send(struct dpa_nvme_chan *ch, const struct dpa_nvme_msg *msg)
 static int dpa_nvme_chan_send_bind(struct dpa_nvme_chan *ch, uint16_t type, struct dpa_db *db,
 				   uint64_t cookie)
 {
-	struct dpa_nvme_msg m = { .type = type };
+	struct dpa_nvme_msg m = {.type = type};
 
 	if (!db)
 		return -EINVAL;
@@ -346,7 +346,7 @@ int dpa_nvme_chan_unbind_db(struct dpa_nvme_chan *ch, struct dpa_db *db, uint64_
 
 int dpa_nvme_chan_raise_msix(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec)
 {
-	struct dpa_nvme_msg m = { .type = DPA_NVME_MSG_RAISE_MSIX };
+	struct dpa_nvme_msg m = {.type = DPA_NVME_MSG_RAISE_MSIX};
 
 	if (!vec)
 		return -EINVAL;

@@ -46,24 +46,24 @@
 
 enum dpa_nvme_msg_type {
 	/* Arm -> DPA */
-	DPA_NVME_MSG_BIND_DB = 1,   /* bind.db_handle, bind.cookie */
-	DPA_NVME_MSG_UNBIND_DB = 2, /* bind.db_handle, bind.cookie */
+	DPA_NVME_MSG_BIND_DB = 1,    /* bind.db_handle, bind.cookie */
+	DPA_NVME_MSG_UNBIND_DB = 2,  /* bind.db_handle, bind.cookie */
 	DPA_NVME_MSG_RAISE_MSIX = 3, /* msix.vec */
 	/* DPA -> Arm */
-	DPA_NVME_MSG_DB_VALUE = 16,   /* db.db_id, db.value, db.cookie */
-	DPA_NVME_MSG_BIND_DONE = 17,  /* bind.*, status */
+	DPA_NVME_MSG_DB_VALUE = 16,    /* db.db_id, db.value, db.cookie */
+	DPA_NVME_MSG_BIND_DONE = 17,   /* bind.*, status */
 	DPA_NVME_MSG_UNBIND_DONE = 18, /* bind.*, status */
 };
 
 /* One message in either direction: 32 bytes, fixed. */
 struct dpa_nvme_msg {
-	uint16_t type;  /* enum dpa_nvme_msg_type */
+	uint16_t type; /* enum dpa_nvme_msg_type */
 	uint16_t rsvd0;
 	int32_t status; /* replies: 0 or -errno (of dpa_db_comp_bind/unbind) */
 	union {
 		struct {
 			dpa_db_handle_t db_handle; /* dpa_db_get_handle() */
-			uint64_t cookie;           /* the owner's, echoed in replies and DB_VALUE */
+			uint64_t cookie;	   /* the owner's, echoed in replies and DB_VALUE */
 		} bind;
 		struct {
 			uint32_t db_id;

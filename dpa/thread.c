@@ -196,8 +196,9 @@ int dpa_thread_event_fd(const struct dpa_thread *thread)
 bool dpa_thread_has_polled_dbs(const struct dpa_thread *thread)
 {
 	struct dpa_hart *h = atomic_load(&((struct dpa_thread *)thread)->hart);
+	const struct dpa_poll_list *list = h ? &h->polled : &thread->polled;
 
-	return h ? h->polled.count != 0 : thread->polled.count != 0;
+	return __atomic_load_n(&list->count, __ATOMIC_RELAXED) != 0;
 }
 
 struct dpa_poll_list *dpa_thread_poll_list(struct dpa_thread *thread)

@@ -53,7 +53,7 @@ static int srv_flr(struct hw_dev *dev, bool client_gone, void *arg)
 	return 0;
 }
 
-static const struct hw_dev_ops srv_ops = { .flr = srv_flr };
+static const struct hw_dev_ops srv_ops = {.flr = srv_flr};
 
 static void *srv_loop_main(void *arg)
 {
@@ -82,14 +82,14 @@ static void srv_call_msg(void *arg)
 /* Runs fn on the device's loop thread and waits for it (bounded). */
 static bool srv_call(struct srv *s, void (*fn)(struct srv *s))
 {
-	struct srv_call c = { .s = s, .fn = fn, .efd = eventfd(0, 0) };
-	struct pollfd pfd = { .fd = c.efd, .events = POLLIN };
+	struct srv_call c = {.s = s, .fn = fn, .efd = eventfd(0, 0)};
+	struct pollfd pfd = {.fd = c.efd, .events = POLLIN};
 	bool ok;
 
 	if (c.efd < 0)
 		return false;
-	ok = evloop_send_msg(s->loop, srv_call_msg, &c) == 0 &&
-	     poll(&pfd, 1, ITEST_TIMEOUT_MS) == 1;
+	ok =
+	    evloop_send_msg(s->loop, srv_call_msg, &c) == 0 && poll(&pfd, 1, ITEST_TIMEOUT_MS) == 1;
 	if (!ok)
 		abort(); /* the message would later touch a dead stack frame */
 	close(c.efd);
@@ -98,9 +98,8 @@ static bool srv_call(struct srv *s, void (*fn)(struct srv *s))
 
 static int srv_start(struct srv *s, enum hw_db_mode mode, unsigned int harts)
 {
-	struct hw_pci_ids ids = { .vendor_id = 0x1b36, .device_id = 0x0010,
-				  .class_code = 0x010802 };
-	struct hw_dev_config cfg = { .vuid = "dpa-itest-0", .db_mode = mode };
+	struct hw_pci_ids ids = {.vendor_id = 0x1b36, .device_id = 0x0010, .class_code = 0x010802};
+	struct hw_dev_config cfg = {.vuid = "dpa-itest-0", .db_mode = mode};
 	char err[256];
 	int rc = 0;
 
@@ -232,9 +231,9 @@ static void srv_stop(struct srv *s)
 static bool arm_recv(struct srv *s, struct dpa_nvme_msg *m, int timeout_ms)
 {
 	struct pollfd pfd[2] = {
-		{ .fd = dpa_nvme_chan_fd(s->ch), .events = POLLIN },
-		{ .fd = s->harts ? -1 : dpa_thread_event_fd(dpa_nvme_chan_thread(s->ch)),
-		  .events = POLLIN },
+	    {.fd = dpa_nvme_chan_fd(s->ch), .events = POLLIN},
+	    {.fd = s->harts ? -1 : dpa_thread_event_fd(dpa_nvme_chan_thread(s->ch)),
+	     .events = POLLIN},
 	};
 	uint64_t deadline = evloop_now_us() + (uint64_t)timeout_ms * 1000;
 
@@ -313,8 +312,8 @@ static bool client_attach(struct srv *s, struct client *cl, enum hw_db_mode mode
 	srv_call(s, srv_db_mode);
 	if (!ITEST_CHECK(s->rc == (int)mode))
 		return false;
-	return ITEST_CHECK(vfu_client_irq_eventfds(cl->c, VFIO_PCI_MSIX_IRQ_INDEX, 0,
-						   NUM_MSIX) == 0) &&
+	return ITEST_CHECK(vfu_client_irq_eventfds(cl->c, VFIO_PCI_MSIX_IRQ_INDEX, 0, NUM_MSIX) ==
+			   0) &&
 	       ITEST_CHECK(itest_cfg_wr(cl->c, MSIX_CTRL, 0x8000, 2) == 0);
 }
 
@@ -337,7 +336,7 @@ static void flows(enum hw_db_mode mode, unsigned int harts)
 {
 	struct dpa_nvme_msg m;
 	struct dpa_stats st;
-	struct client cl = { 0 };
+	struct client cl = {0};
 	struct srv s;
 
 	if (!ITEST_CHECK(srv_start(&s, mode, harts) == 0))
@@ -351,8 +350,8 @@ static void flows(enum hw_db_mode mode, unsigned int harts)
 	/* Doorbell -> DPA thread -> {db id, value} at the Arm. */
 	client_ring(&cl, 7, 0x1234);
 	ITEST_CHECK(arm_recv(&s, &m, ITEST_TIMEOUT_MS));
-	ITEST_CHECK(m.type == DPA_NVME_MSG_DB_VALUE && m.db.db_id == 7 &&
-		    m.db.value == 0x1234 && m.db.cookie == 1007);
+	ITEST_CHECK(m.type == DPA_NVME_MSG_DB_VALUE && m.db.db_id == 7 && m.db.value == 0x1234 &&
+		    m.db.cookie == 1007);
 
 	/* Message -> MSI-X -> the client's eventfd. */
 	ITEST_CHECK(dpa_nvme_chan_raise_msix(s.ch, s.vec[3]) == 0);
@@ -412,8 +411,8 @@ static void *consumer_main(void *arg)
 
 static void stress(enum hw_db_mode mode, unsigned int harts)
 {
-	struct consumer k = { 0 };
-	struct client cl = { 0 };
+	struct consumer k = {0};
+	struct client cl = {0};
 	pthread_t tid;
 	struct srv s;
 	uint32_t r, id;

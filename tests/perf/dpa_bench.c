@@ -58,15 +58,15 @@ static void fake_ring(struct bench *b, uint32_t id, uint32_t value)
 }
 
 static const struct bench_env fake_env = {
-	.name = "dpa-bench",
-	.description = "hw = in-memory fake (tests/unit/dpa/fake_hw.c): trap = the notify hook "
-		       "runs on the writer thread as on the device loop thread; mmap = plain "
-		       "stores into the doorbell page. No vfio-user transport.",
-	.create = fake_create,
-	.start_dbs = fake_start_dbs,
-	.stop_dbs = fake_stop_dbs,
-	.destroy = fake_destroy,
-	.ring = fake_ring,
+    .name = "dpa-bench",
+    .description = "hw = in-memory fake (tests/unit/dpa/fake_hw.c): trap = the notify hook "
+		   "runs on the writer thread as on the device loop thread; mmap = plain "
+		   "stores into the doorbell page. No vfio-user transport.",
+    .create = fake_create,
+    .start_dbs = fake_start_dbs,
+    .stop_dbs = fake_stop_dbs,
+    .destroy = fake_destroy,
+    .ring = fake_ring,
 };
 
 int main(void)

@@ -20,10 +20,10 @@
 
 #define BENCH_DEPTH 4096
 #define BENCH_RUNS 3
-#define BENCH_HOT_SAMPLES 5000   /* per run */
-#define BENCH_IDLE_SAMPLES 200   /* per run */
-#define BENCH_IDLE_GAP_US 1000   /* > burst windows: the hart is asleep */
-#define BENCH_ARM_SPIN_US 50     /* the Arm side polls this long, then sleeps */
+#define BENCH_HOT_SAMPLES 5000 /* per run */
+#define BENCH_IDLE_SAMPLES 200 /* per run */
+#define BENCH_IDLE_GAP_US 1000 /* > burst windows: the hart is asleep */
+#define BENCH_ARM_SPIN_US 50   /* the Arm side polls this long, then sleeps */
 #define BENCH_SLEEP_STEP_US 30
 #define BENCH_WAIT_MS 2000
 
@@ -44,7 +44,7 @@ static uint64_t bench_now_ns(void)
 
 static void bench_sleep_us(uint64_t us)
 {
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
 
 	nanosleep(&ts, NULL);
 }
@@ -59,7 +59,7 @@ static bool bench_recv(struct bench *b, struct dpa_nvme_msg *m, int timeout_ms)
 	uint64_t deadline = bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	bool fused = b->harts == 0;
 	uint64_t idle_start = bench_now_ns();
-	struct timespec step = { 0, 0 };
+	struct timespec step = {0, 0};
 
 	pfd[0].fd = dpa_nvme_chan_fd(b->ch);
 	pfd[0].events = POLLIN;
@@ -81,11 +81,11 @@ static bool bench_recv(struct bench *b, struct dpa_nvme_msg *m, int timeout_ms)
 		if (fused && dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(b->ch))) {
 			/* The consumer polls the mmap DBs with the harts' step
 			 * and back-off policy. */
-			step.tv_nsec = (long)dpa_poll_step_us(b->dpa, (bench_now_ns() -
-								   idle_start) / 1000) * 1000;
+			step.tv_nsec =
+			    (long)dpa_poll_step_us(b->dpa, (bench_now_ns() - idle_start) / 1000) *
+			    1000;
 			ppoll(pfd, 2, &step, NULL);
-		}
-		else
+		} else
 			poll(pfd, 2, timeout_ms);
 		dpa_msgq_fd_clear(pfd[0].fd);
 	}
@@ -155,7 +155,7 @@ struct lat_writer {
 static void *lat_writer_main(void *arg)
 {
 	struct lat_writer *w = arg;
-	struct pollfd pfd = { .fd = w->efd, .events = POLLIN };
+	struct pollfd pfd = {.fd = w->efd, .events = POLLIN};
 	uint64_t v;
 	unsigned int i;
 
@@ -289,7 +289,8 @@ static double bench_idle_cpu(struct bench *b)
 	getrusage(RUSAGE_SELF, &r1);
 	t1 = bench_now_ns();
 	cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
-		       r0.ru_stime.tv_sec) * 1e6 +
+		       r0.ru_stime.tv_sec) *
+		  1e6 +
 	      (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
 		       r0.ru_stime.tv_usec);
 	return cpu * 100.0 / ((double)(t1 - t0) / 1000.0);
@@ -298,7 +299,7 @@ static double bench_idle_cpu(struct bench *b)
 static struct bench_result bench_config(const struct bench_env *env, unsigned int harts,
 					enum hw_db_mode mode)
 {
-	struct bench_result r = { 0 };
+	struct bench_result r = {0};
 	struct bench b;
 
 	if (bench_setup(&b, env, harts, mode) == 0) {
@@ -320,10 +321,10 @@ int bench_main(const struct bench_env *env)
 		enum hw_db_mode mode;
 		unsigned int harts;
 	} cfgs[] = {
-		{ HW_DB_MODE_TRAP, 1 },
-		{ HW_DB_MODE_TRAP, 0 },
-		{ HW_DB_MODE_MMAP, 1 },
-		{ HW_DB_MODE_MMAP, 0 },
+	    {HW_DB_MODE_TRAP, 1},
+	    {HW_DB_MODE_TRAP, 0},
+	    {HW_DB_MODE_MMAP, 1},
+	    {HW_DB_MODE_MMAP, 0},
 	};
 	struct bench_result r;
 	int passed = 0, failed = 0;
@@ -334,7 +335,8 @@ int bench_main(const struct bench_env *env)
 	printf("%s: %s\n", env->name, env->description);
 	printf("latency = doorbell write -> {db,value} message at the Arm side (which polls "
 	       "%u us, then sleeps); %d runs pooled; hot = back to back, idle = %u us apart "
-	       "(hart asleep).\n", BENCH_ARM_SPIN_US, BENCH_RUNS, BENCH_IDLE_GAP_US);
+	       "(hart asleep).\n",
+	       BENCH_ARM_SPIN_US, BENCH_RUNS, BENCH_IDLE_GAP_US);
 	printf("%-5s %-8s %9s %9s %10s %10s %14s %10s\n", "mode", "harts", "hot_med", "hot_p99",
 	       "idle_med", "idle_p99", "notif/s", "idle_cpu");
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {

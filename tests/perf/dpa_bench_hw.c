@@ -38,7 +38,7 @@ static int hwb_flr(struct hw_dev *dev, bool client_gone, void *arg)
 	return 0; /* everything is destroyed before the client closes */
 }
 
-static const struct hw_dev_ops hwb_ops = { .flr = hwb_flr };
+static const struct hw_dev_ops hwb_ops = {.flr = hwb_flr};
 
 static void *hwb_loop_main(void *arg)
 {
@@ -66,8 +66,8 @@ static void hwb_call_msg(void *arg)
 static void hwb_call(struct bench *b, void (*fn)(struct bench *b))
 {
 	struct hwb *h = b->priv;
-	struct hwb_call c = { .b = b, .fn = fn, .efd = eventfd(0, 0) };
-	struct pollfd pfd = { .fd = c.efd, .events = POLLIN };
+	struct hwb_call c = {.b = b, .fn = fn, .efd = eventfd(0, 0)};
+	struct pollfd pfd = {.fd = c.efd, .events = POLLIN};
 
 	if (c.efd < 0 || evloop_send_msg(h->loop, hwb_call_msg, &c) ||
 	    poll(&pfd, 1, HWB_WAIT_MS) != 1)
@@ -109,9 +109,8 @@ static void hwb_release(struct bench *b)
 
 static int hwb_create(struct bench *b)
 {
-	struct hw_pci_ids ids = { .vendor_id = 0x1b36, .device_id = 0x0010,
-				  .class_code = 0x010802 };
-	struct hw_dev_config cfg = { .vuid = "dpa-bench-0", .db_mode = b->mode };
+	struct hw_pci_ids ids = {.vendor_id = 0x1b36, .device_id = 0x0010, .class_code = 0x010802};
+	struct hw_dev_config cfg = {.vuid = "dpa-bench-0", .db_mode = b->mode};
 	struct hwb *h = &hwb_state;
 	struct vfu_client_region r;
 	char err[256];
@@ -215,15 +214,15 @@ static void hwb_ring(struct bench *b, uint32_t id, uint32_t value)
 }
 
 static const struct bench_env hw_env = {
-	.name = "dpa-bench-hw",
-	.description = "hw = the real hw/ device on a vfio-user socket, driven by the test "
-		       "client: trap = posted REGION_WRITEs handled by the device loop thread; "
-		       "mmap = stores into the client's mapping of the doorbell page.",
-	.create = hwb_create,
-	.start_dbs = hwb_start_dbs,
-	.stop_dbs = hwb_stop_dbs,
-	.destroy = hwb_destroy,
-	.ring = hwb_ring,
+    .name = "dpa-bench-hw",
+    .description = "hw = the real hw/ device on a vfio-user socket, driven by the test "
+		   "client: trap = posted REGION_WRITEs handled by the device loop thread; "
+		   "mmap = stores into the client's mapping of the doorbell page.",
+    .create = hwb_create,
+    .start_dbs = hwb_start_dbs,
+    .stop_dbs = hwb_stop_dbs,
+    .destroy = hwb_destroy,
+    .ring = hwb_ring,
 };
 
 int main(void)

@@ -30,7 +30,7 @@ struct fixture {
 
 static void fixture_setup(struct fixture *f, enum hw_db_mode mode)
 {
-	struct count_arg a = { 0 };
+	struct count_arg a = {0};
 
 	f->dpa = dpa_create(0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f->dpa);
@@ -57,7 +57,7 @@ static void fixture_teardown(struct fixture *f)
 
 static bool readable(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	return poll(&pfd, 1, 0) == 1;
 }
@@ -93,8 +93,8 @@ static void test_bind_unbind_rules(void)
 	CU_ASSERT_EQUAL(dpa_db_comp_unbind(f.comp, dpa_db_get_handle(db)), -ENOENT);
 	CU_ASSERT_EQUAL(dpa_db_comp_bind(f.comp, dpa_db_get_handle(db), 7), 0);
 	CU_ASSERT_EQUAL(dpa_db_comp_bind(f.comp, dpa_db_get_handle(db), 7), -EALREADY);
-	CU_ASSERT_EQUAL(dpa_db_destroy(db), -EBUSY);    /* still bound */
-	CU_ASSERT_EQUAL(dpa_db_comp_destroy(f.comp), -EBUSY); /* DBs exist */
+	CU_ASSERT_EQUAL(dpa_db_destroy(db), -EBUSY);	       /* still bound */
+	CU_ASSERT_EQUAL(dpa_db_comp_destroy(f.comp), -EBUSY);  /* DBs exist */
 	CU_ASSERT_EQUAL(dpa_thread_destroy(f.thread), -EBUSY); /* has a context */
 
 	/* Fetched but unacked completions block the unbind (DOCA: ack first). */
@@ -329,10 +329,8 @@ static void test_fused_kick_and_stop(void)
 	fixture_teardown(&f);
 }
 
-CUNIT_SUITE(dpa_db_comp, NULL, NULL,
-	    { "bind_unbind_rules", test_bind_unbind_rules },
-	    { "trap_completion_semantics", test_trap_completion_semantics },
-	    { "write_between_ack_and_rearm", test_write_between_ack_and_rearm },
-	    { "unbind_drops_pending", test_unbind_drops_pending },
-	    { "mmap_polling", test_mmap_polling },
-	    { "fused_kick_and_stop", test_fused_kick_and_stop })
+CUNIT_SUITE(dpa_db_comp, NULL, NULL, {"bind_unbind_rules", test_bind_unbind_rules},
+	    {"trap_completion_semantics", test_trap_completion_semantics},
+	    {"write_between_ack_and_rearm", test_write_between_ack_and_rearm},
+	    {"unbind_drops_pending", test_unbind_drops_pending},
+	    {"mmap_polling", test_mmap_polling}, {"fused_kick_and_stop", test_fused_kick_and_stop})

@@ -14,7 +14,7 @@
 #define WAIT_MS 5000
 
 struct signal_arg {
-	int efd;                  /* signalled after every activation */
+	int efd; /* signalled after every activation */
 	_Atomic unsigned int *count;
 };
 
@@ -31,7 +31,7 @@ static void signal_prog(struct dpa_thread *thread, void *arg)
 /* Bounded wait for one activation signal. */
 static bool wait_activation(int efd)
 {
-	struct pollfd pfd = { .fd = efd, .events = POLLIN };
+	struct pollfd pfd = {.fd = efd, .events = POLLIN};
 	uint64_t v;
 
 	if (poll(&pfd, 1, WAIT_MS) != 1)
@@ -43,7 +43,7 @@ static bool wait_activation(int efd)
  * no event for "fell asleep"; this polls a counter with a deadline). */
 static bool wait_sleeps(struct dpa *dpa, unsigned int hart, uint64_t n)
 {
-	struct timespec ts = { 0, 200000 };
+	struct timespec ts = {0, 200000};
 	struct dpa_stats st;
 	int i;
 
@@ -59,7 +59,7 @@ static bool wait_sleeps(struct dpa *dpa, unsigned int hart, uint64_t n)
 static void test_sleep_and_wake_on_kick(void)
 {
 	_Atomic unsigned int count = 0;
-	struct signal_arg a = { .count = &count };
+	struct signal_arg a = {.count = &count};
 	struct dpa_stats st, ts;
 	struct dpa_thread *t;
 	struct dpa *dpa;
@@ -109,10 +109,10 @@ static void test_sleep_and_wake_on_kick(void)
 static void test_placement(void)
 {
 	_Atomic unsigned int count = 0;
-	struct signal_arg a = { .count = &count };
+	struct signal_arg a = {.count = &count};
 	struct dpa_thread *t[4];
 	struct dpa *dpa;
-	int i, per_hart[2] = { 0, 0 };
+	int i, per_hart[2] = {0, 0};
 
 	a.efd = eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE);
 	CU_ASSERT_TRUE_FATAL(a.efd >= 0);
@@ -166,7 +166,7 @@ static void count_only(struct dpa_thread *thread, void *arg)
 static void test_stop_while_kicked(void)
 {
 	_Atomic unsigned int count = 0, *cp = &count;
-	struct kicker k = { 0 };
+	struct kicker k = {0};
 	unsigned int at_stop;
 	struct dpa *dpa;
 	pthread_t tid;
@@ -192,7 +192,27 @@ static void test_stop_while_kicked(void)
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
-CUNIT_SUITE(dpa_hart, NULL, NULL,
-	    { "sleep_and_wake_on_kick", test_sleep_and_wake_on_kick },
-	    { "placement", test_placement },
-	    { "stop_while_kicked", test_stop_while_kicked })
+/* The mmap step policy: short steps, then a doubling ramp to the cap. */
+static void test_poll_step_backoff(void)
+{
+	struct dpa *dpa = dpa_create(0);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
+	CU_ASSERT_EQUAL(dpa_set_poll_params(dpa, 50, 30), 0);
+	CU_ASSERT_EQUAL(dpa_set_poll_backoff(dpa, 1000, 200), 0);
+	CU_ASSERT_EQUAL(dpa_set_poll_backoff(dpa, 1000, 0), -EINVAL);
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, 0), 30);
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, 999), 30);
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, 1000), 60);
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, 2000), 120);
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, 3000), 200); /* capped */
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, UINT64_MAX), 200);
+	/* A cap below the step leaves the step alone. */
+	CU_ASSERT_EQUAL(dpa_set_poll_backoff(dpa, 1000, 10), 0);
+	CU_ASSERT_EQUAL(dpa_poll_step_us(dpa, 5000), 30);
+	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
+}
+
+CUNIT_SUITE(dpa_hart, NULL, NULL, {"poll_step_backoff", test_poll_step_backoff},
+	    {"sleep_and_wake_on_kick", test_sleep_and_wake_on_kick}, {"placement", test_placement},
+	    {"stop_while_kicked", test_stop_while_kicked})

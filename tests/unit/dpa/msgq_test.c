@@ -16,14 +16,14 @@ struct test_msg {
 
 static struct dpa_msgq *msgq_new(struct dpa *dpa, uint32_t depth)
 {
-	struct dpa_msgq_config cfg = { .msg_size = sizeof(struct test_msg), .depth = depth };
+	struct dpa_msgq_config cfg = {.msg_size = sizeof(struct test_msg), .depth = depth};
 
 	return dpa_msgq_create(dpa, &cfg);
 }
 
 static bool fd_readable(int fd, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	return poll(&pfd, 1, timeout_ms) == 1;
 }
@@ -31,7 +31,7 @@ static bool fd_readable(int fd, int timeout_ms)
 static void test_config_checks(void)
 {
 	struct dpa *dpa = dpa_create(0);
-	struct dpa_msgq_config cfg = { .msg_size = 32, .depth = 3 };
+	struct dpa_msgq_config cfg = {.msg_size = 32, .depth = 3};
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
 	CU_ASSERT_PTR_NULL(dpa_msgq_create(dpa, &cfg)); /* not a power of two */
@@ -55,7 +55,7 @@ static void test_order_full_empty(void)
 {
 	struct dpa *dpa = dpa_create(0);
 	struct dpa_msgq *q;
-	struct test_msg m = { 0 }, r;
+	struct test_msg m = {0}, r;
 	uint64_t i;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
@@ -87,7 +87,7 @@ static void test_wrap_around(void)
 {
 	struct dpa *dpa = dpa_create(0);
 	struct dpa_msgq *q;
-	struct test_msg m = { 0 }, r;
+	struct test_msg m = {0}, r;
 	uint64_t sent = 0, got = 0;
 	int round, k;
 
@@ -122,7 +122,7 @@ static void test_arm_side_completions(void)
 {
 	struct dpa *dpa = dpa_create(0);
 	struct dpa_msgq *q;
-	struct test_msg m = { 0 }, r;
+	struct test_msg m = {0}, r;
 	int cfd, pfd;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
@@ -195,7 +195,7 @@ static void *spsc_producer(void *arg)
 static void test_spsc_two_threads(void)
 {
 	struct dpa *dpa = dpa_create(0);
-	struct spsc_ctx c = { 0 };
+	struct spsc_ctx c = {0};
 	struct test_msg r;
 	pthread_t tid;
 	uint64_t expect = 1, sum = 0;
@@ -228,9 +228,7 @@ static void test_spsc_two_threads(void)
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
-CUNIT_SUITE(dpa_msgq, NULL, NULL,
-	    { "config_checks", test_config_checks },
-	    { "order_full_empty", test_order_full_empty },
-	    { "wrap_around", test_wrap_around },
-	    { "arm_side_completions", test_arm_side_completions },
-	    { "spsc_two_threads", test_spsc_two_threads })
+CUNIT_SUITE(dpa_msgq, NULL, NULL, {"config_checks", test_config_checks},
+	    {"order_full_empty", test_order_full_empty}, {"wrap_around", test_wrap_around},
+	    {"arm_side_completions", test_arm_side_completions},
+	    {"spsc_two_threads", test_spsc_two_threads})

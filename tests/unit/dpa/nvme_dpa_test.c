@@ -45,7 +45,7 @@ static void env_teardown(struct env *e)
  * with harts by sleeping on the channel's eventfd (bounded). */
 static bool env_recv(struct env *e, struct dpa_nvme_msg *m)
 {
-	struct pollfd pfd = { .fd = dpa_nvme_chan_fd(e->ch), .events = POLLIN };
+	struct pollfd pfd = {.fd = dpa_nvme_chan_fd(e->ch), .events = POLLIN};
 	int i;
 
 	for (i = 0; i < 1000; i++) {
@@ -211,7 +211,7 @@ static void test_backpressure(void)
 {
 	struct dpa_db *db[4];
 	struct dpa_nvme_msg m;
-	uint32_t last[4] = { 0 };
+	uint32_t last[4] = {0};
 	int i, n_done = 0;
 	struct env e;
 
@@ -265,7 +265,7 @@ static void test_backpressure(void)
 
 #define STRESS_DBS 64
 #define STRESS_ROUNDS 1000 /* writes per DB: 64,000 doorbells */
-#define STRESS_PACE 20    /* pause instructions between writes */
+#define STRESS_PACE 20	   /* pause instructions between writes */
 
 struct writer {
 	struct hw_dev *dev;
@@ -301,8 +301,8 @@ static void *writer_main(void *arg)
 static void stress(unsigned int harts, enum hw_db_mode mode)
 {
 	struct dpa_db *db[STRESS_DBS];
-	uint32_t last[STRESS_DBS] = { 0 };
-	struct writer w = { 0 };
+	uint32_t last[STRESS_DBS] = {0};
+	struct writer w = {0};
 	struct dpa_nvme_msg m;
 	int i, bad = 0, final_seen = 0, idle = 0, n_msgs = 0;
 	struct pollfd pfd[2];
@@ -375,12 +375,9 @@ static void test_stress_mmap_hart(void)
 	stress(1, HW_DB_MODE_MMAP);
 }
 
-CUNIT_SUITE(dpa_nvme, NULL, NULL,
-	    { "flows_fused", test_flows_fused },
-	    { "flows_hart", test_flows_hart },
-	    { "unbind_unknown", test_unbind_unknown },
-	    { "backpressure", test_backpressure },
-	    { "stress_trap_fused", test_stress_trap_fused },
-	    { "stress_mmap_fused", test_stress_mmap_fused },
-	    { "stress_trap_hart", test_stress_trap_hart },
-	    { "stress_mmap_hart", test_stress_mmap_hart })
+CUNIT_SUITE(dpa_nvme, NULL, NULL, {"flows_fused", test_flows_fused},
+	    {"flows_hart", test_flows_hart}, {"unbind_unknown", test_unbind_unknown},
+	    {"backpressure", test_backpressure}, {"stress_trap_fused", test_stress_trap_fused},
+	    {"stress_mmap_fused", test_stress_mmap_fused},
+	    {"stress_trap_hart", test_stress_trap_hart},
+	    {"stress_mmap_hart", test_stress_mmap_hart})
