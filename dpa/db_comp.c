@@ -2,6 +2,7 @@
  * hook, mmap-mode polling, bind/unbind, completion elements, ack, re-arm. */
 #include "dpa/dpa_internal.h"
 #include "hw/hw.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -120,6 +121,8 @@ struct dpa_db *dpa_db_create(struct dpa_db_comp *comp, struct hw_dev *dev, uint3
 	db->polled = hw_dev_db_mode(dev) == HW_DB_MODE_MMAP;
 	db->last_seen = dpa_db_read(db);
 	atomic_fetch_add(&comp->n_dbs, 1);
+	LOG_DBG("dpa", "%s: DB %u watched by %s", hw_dev_vuid(dev), db_id,
+		db->polled ? "polling (mmap)" : "notification (trap)");
 	return db;
 }
 

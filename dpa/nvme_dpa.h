@@ -30,6 +30,15 @@
  * Threads: "control" and "owner" below. The owner is the one Arm-side thread
  * (a poll group, or the main thread for the admin queue) that sends to and
  * receives from the channel: the queues are single-producer/single-consumer.
+ * The owner must keep draining messages from the DPA even while its own
+ * sends are refused (-EAGAIN): a DPA thread whose replies cannot leave stops
+ * taking requests until they can.
+ *
+ * Fused mode (dpa_create(0)): the owner runs the program itself with
+ * dpa_nvme_chan_poll(), waking on dpa_thread_event_fd() of
+ * dpa_nvme_chan_thread() (trap-mode doorbells, requests) and, while
+ * dpa_thread_has_polled_dbs(), every dpa_poll_step_us() for mmap doorbells;
+ * the messages the program produced are then ready for dpa_nvme_chan_recv().
  */
 #ifndef NVME_EMU_DPA_NVME_DPA_H
 #define NVME_EMU_DPA_NVME_DPA_H

@@ -166,3 +166,8 @@ const char *hw_db_mode_name(enum hw_db_mode mode)
 {
 	return mode == HW_DB_MODE_MMAP ? "mmap" : "trap";
 }
+
+const char *hw_dev_vuid(const struct hw_dev *dev)
+{
+	return "fake-hw";
+}
