@@ -7,3 +7,13 @@ HW_ITESTS := hw_sample_list_test hw_sample_hotplug_test hw_sample_stateful_test 
 INTEG_TESTS += $(HW_ITESTS)
 $(foreach t,$(HW_ITESTS),$(eval $(t)_SRCS := tests/integration/$(t).c tests/integration/itest.c))
 $(foreach t,$(HW_ITESTS),$(eval $(t)_LIBS := vfuclient common))
+
+# Controller integration: the nvme-emu daemon driven by the test client's
+# NVMe host driver.
+INTEG_TESTS += nvme_ctrl_test
+nvme_ctrl_test_SRCS := tests/integration/nvme_ctrl_test.c tests/integration/nvme_itest.c \
+		       tests/integration/itest.c
+nvme_ctrl_test_LIBS := vfuclient common
+$(BUILD)/bin/nvme_ctrl_test: $(BUILD)/bin/nvme-emu
+
+include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))

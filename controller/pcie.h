@@ -1,0 +1,78 @@
+/* controller/pcie.h - the PCIe-emulation transport: one NVMe controller served
+ * as an emulated PCIe function (hw/) over vfio-user, its I/O queues spread
+ * over poll-group threads, doorbells and MSI-X through the DPA model (dpa/).
+ * This is the DOCA NVMe app's "transport" half; controller/ctrlr.h is the
+ * core it drives.
+ *
+ * Threads: every function runs on the main thread (the thread running the
+ * evloop given at creation); none blocks for long.
+ */
+#ifndef NVME_EMU_CONTROLLER_PCIE_H
+#define NVME_EMU_CONTROLLER_PCIE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "controller/ctrlr.h"
+#include "hw/hw.h"
+
+struct evloop;
+struct dpa;
+struct pcie_ctrlr;
+struct pcie_poll_groups;
+
+/* ---- Poll groups: shared by every controller of a process ---- */
+
+/* Starts n poll-group threads (1..64), each sleeping on its own evloop until
+ * work arrives. The DPA instance gives the channels' harts (or fused mode). */
+struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa);
+/* Stops and joins the threads. Every controller must be destroyed first. */
+void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs);
+unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs);
+
+struct pcie_poll_group_stats {
+	uint64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
+	uint32_t sqs, cqs;
+};
+/* Snapshot of group i's counters (approximate, relaxed reads). */
+void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,
+			       struct pcie_poll_group_stats *st);
+
+/* ---- The NVMe PCI type ---- */
+
+/* Builds and starts the NVMe PCI type of DESIGN.md section 6 (BAR0 16 KiB,
+ * 64-bit: registers 0x0000 stateful, doorbells 0x1000 by offset with
+ * CAP.DSTRD 0, MSI-X table 0x2000, PBA 0x3000; class 0x010802) with
+ * `num_msix` vectors, validated against `profile`. Returns NULL with the
+ * reason in err. */
+struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint16_t num_msix,
+					  char *err, size_t err_len);
+/* Vectors the NVMe type may have under `profile` (64 at most by default:
+ * Windows' driver fails with more). */
+uint16_t pcie_nvme_max_vectors(const struct hw_profile *profile);
+
+/* ---- Controllers ---- */
+
+struct pcie_ctrlr_opts {
+	const char *vuid;          /* e.g. "nvme-emu-0" */
+	const char *socket_path;   /* vfio-user socket */
+	enum hw_db_mode db_mode;   /* trap or mmap doorbells */
+	const struct hw_profile *profile;
+	struct ctrlr_config ctrlr; /* serial, model, queues, MDTS ... */
+};
+
+/* Creates the controller and its emulated function (powered off). */
+int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct dpa *dpa,
+		      const struct pcie_ctrlr_opts *opts, struct pcie_ctrlr **out);
+/* Hot-unplugs if needed and frees. */
+void pcie_ctrlr_destroy(struct pcie_ctrlr *pc);
+/* The controller core, for namespaces and stats (ctrlr.h). */
+struct ctrlr *pcie_ctrlr_core(struct pcie_ctrlr *pc);
+struct hw_dev *pcie_ctrlr_dev(struct pcie_ctrlr *pc);
+/* Creates the vfio-user socket: a client (QEMU) may attach. */
+int pcie_ctrlr_start(struct pcie_ctrlr *pc);
+/* Closes the client and the socket (the guest sees a surprise removal unless
+ * it released the device first). */
+int pcie_ctrlr_stop(struct pcie_ctrlr *pc);
+
+#endif

@@ -1,0 +1,153 @@
+/* controller/pcie_internal.h - objects of the PCIe-emulation transport shared
+ * by controller/pcie_*.c. Not for use outside the transport. */
+#ifndef NVME_EMU_CONTROLLER_PCIE_INTERNAL_H
+#define NVME_EMU_CONTROLLER_PCIE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "controller/pcie.h"
+
+#define PCIE_LOG "pcie"
+
+/* BAR0 layout (DESIGN.md section 6). */
+#define PCIE_NVME_VENDOR_ID 0x4e58 /* no entry in Linux nvme's quirk table */
+#define PCIE_NVME_DEVICE_ID 0x00e1
+#define PCIE_BAR0_LOG_SIZE 14
+#define PCIE_REGS_START 0x0000
+#define PCIE_REGS_SIZE 0x100
+#define PCIE_DB_START 0x1000
+#define PCIE_DB_SIZE 0x1000
+#define PCIE_MSIX_TABLE_START 0x2000
+#define PCIE_MSIX_TABLE_SIZE 0x1000
+#define PCIE_MSIX_PBA_START 0x3000
+#define PCIE_MSIX_PBA_SIZE 0x1000
+
+/* Messages each DPA channel queue holds. */
+#define PCIE_CHAN_DEPTH 256
+/* SQEs fetched per SQ per poll round (round-robin arbitration burst). */
+#define PCIE_SQ_BURST 32
+
+struct bdev;
+struct bdev_channel;
+struct dpa_nvme_chan;
+struct dpa_db;
+struct evloop_watch;
+struct evloop_timer;
+
+/* A thread that may own bdev channels: the main thread of a controller, or a
+ * poll group. Channels are created on first use and live on that thread. */
+struct pcie_chan_entry {
+	struct bdev *bdev;
+	struct bdev_channel *ch;
+	struct evloop_watch *watch;
+	struct pcie_thread *thread;
+	struct pcie_chan_entry *next;
+};
+
+struct pcie_thread {
+	struct evloop *loop;
+	struct pcie_poll_group *pg; /* NULL on the main thread */
+	struct pcie_chan_entry *channels;
+};
+
+/* Cookie of a DPA binding: which queue a DB_VALUE or BIND/UNBIND reply is for. */
+enum pcie_q_kind { PCIE_Q_SQ = 1, PCIE_Q_CQ = 2 };
+
+struct pcie_cq;
+
+struct pcie_sq {
+	enum pcie_q_kind kind; /* first: the cookie's tag */
+	struct pcie_ctrlr *pc;
+	struct ctrlr_sq *sq;
+	struct pcie_cq *pcq;
+	struct dpa_db *db;
+	bool stopped; /* owner: ctrlr_sq_stop called, ignore further doorbells */
+	struct pcie_sq *next;
+};
+
+struct pcie_cq {
+	enum pcie_q_kind kind;
+	struct pcie_ctrlr *pc;
+	struct ctrlr_cq *cq;
+	struct pcie_poll_group *pg;
+	struct dpa_nvme_chan *chan;
+	struct dpa_db *db;
+	struct hw_msix_vector *vec; /* NULL when interrupts are off (IEN 0) */
+	struct evloop_watch *watch; /* chan fd (harts) or DPA thread fd (fused) */
+	struct evloop_timer *irq_timer;
+	uint64_t irq_deadline;
+	struct pcie_sq *sqs; /* owner thread */
+	struct pcie_cq *next; /* in pg->cqs, owner thread */
+};
+
+struct pcie_poll_group {
+	struct pcie_poll_groups *pgs;
+	unsigned int idx;
+	pthread_t thread;
+	struct pcie_thread t;
+	struct evloop_timer *poll_timer; /* fused mode with polled (mmap) DBs */
+	struct pcie_cq *cqs;
+	atomic_uint_fast64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
+	atomic_uint nr_sqs, nr_cqs;
+};
+
+struct pcie_poll_groups {
+	struct dpa *dpa;
+	bool fused;
+	unsigned int n;
+	unsigned int next_rr;
+	struct pcie_poll_group *pg;
+};
+
+struct pcie_ctrlr {
+	struct evloop *loop;
+	struct pcie_poll_groups *pgs;
+	struct dpa *dpa;
+	struct hw_pci_type *type;
+	struct hw_dev *dev;
+	struct ctrlr *ctrlr;
+	char *vuid, *socket_path;
+	uint16_t num_msix;
+	_Atomic(struct hw_mmap *) map;
+	struct hw_db *admin_db[2];   /* SQ0 tail, CQ0 head */
+	uint32_t admin_db_seen[2];   /* mmap mode: last values handed to the core */
+	struct evloop_timer *admin_timer;
+	uint64_t admin_last_activity_us;
+	struct hw_msix_vector **vectors; /* created on first use, main thread */
+	struct pcie_cq **vec_cq;     /* vector -> the last CQ created with it */
+	struct pcie_thread main_t;
+	bool flr_sync, flr_finished;
+	bool cc_en; /* CC.EN as last seen, for the enable edge */
+};
+
+/* Thread-local: the poll group running on this thread, NULL elsewhere. */
+extern __thread struct pcie_poll_group *pcie_current_pg;
+
+/* pcie_poll_group.c */
+int pcie_pg_send(struct pcie_poll_group *pg, void (*fn)(void *), void *arg);
+/* Runs fn(arg) on the poll group and waits for it (control path only). */
+void pcie_pg_call_sync(struct pcie_poll_group *pg, void (*fn)(void *), void *arg);
+struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs);
+void pcie_pg_cq_attach(struct pcie_cq *pcq);  /* owner thread */
+void pcie_pg_cq_detach(struct pcie_cq *pcq);  /* owner thread */
+void pcie_pg_update_irq_timer(struct pcie_cq *pcq); /* owner thread */
+
+/* pcie_queue.c: completions of the DPA bind/unbind round trips (main thread). */
+void pcie_cq_bound(struct pcie_cq *pcq, int status);
+void pcie_sq_bound(struct pcie_sq *psq, int status);
+void pcie_cq_unbound(struct pcie_cq *pcq);
+void pcie_sq_unbound(struct pcie_sq *psq);
+
+/* pcie_chan.c: bdev channels of a thread. */
+struct bdev_channel *pcie_thread_get_channel(struct pcie_thread *t, struct bdev *bdev);
+void pcie_thread_put_bdev(struct pcie_thread *t, struct bdev *bdev);
+void pcie_thread_put_all(struct pcie_thread *t);
+
+/* pcie_ctrlr.c */
+struct hw_msix_vector *pcie_vector_get(struct pcie_ctrlr *pc, uint16_t vector);
+extern const struct ctrlr_transport_ops pcie_transport_ops;
+
+#endif

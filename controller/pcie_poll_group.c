@@ -1,0 +1,387 @@
+/* controller/pcie_poll_group.c - poll-group threads: each owns some I/O queue
+ * pairs, drains the messages its DPA channels send ({db id, value}, bind and
+ * unbind replies), fetches and runs SQEs, reaps bdev completions, and sleeps
+ * in epoll when there is nothing to do. */
+#include "common/evloop.h"
+#include "common/log.h"
+#include "controller/pcie_internal.h"
+#include "dpa/nvme_dpa.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+
+__thread struct pcie_poll_group *pcie_current_pg;
+
+void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
+void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
+
+int pcie_pg_send(struct pcie_poll_group *pg, void (*fn)(void *), void *arg)
+{
+	return evloop_send_msg(pg->t.loop, fn, arg);
+}
+
+struct pcie_sync_call {
+	void (*fn)(void *);
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void pcie_pg_sync_msg(void *arg)
+{
+	struct pcie_sync_call *c = arg;
+
+	c->fn(c->arg);
+	pthread_mutex_lock(&c->lock);
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void pcie_pg_call_sync(struct pcie_poll_group *pg, void (*fn)(void *), void *arg)
+{
+	struct pcie_sync_call c = { .fn = fn, .arg = arg };
+
+	if (pcie_current_pg == pg) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	if (pcie_pg_send(pg, pcie_pg_sync_msg, &c) == 0) {
+		pthread_mutex_lock(&c.lock);
+		while (!c.done)
+			pthread_cond_wait(&c.cond, &c.lock);
+		pthread_mutex_unlock(&c.lock);
+	} else {
+		LOG_ERR(PCIE_LOG, "poll group %u unreachable", pg->idx);
+	}
+	pthread_cond_destroy(&c.cond);
+	pthread_mutex_destroy(&c.lock);
+}
+
+struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs)
+{
+	return &pgs->pg[pgs->next_rr++ % pgs->n];
+}
+
+/* ---- SQ processing ---- */
+
+static void pcie_pg_poll_sq(struct pcie_poll_group *pg, struct pcie_sq *psq)
+{
+	int n;
+
+	if (psq->stopped)
+		return;
+	/* Stops when the SQ is empty or back-pressured (CQ full, no free
+	 * request): a CQ doorbell or a completion resumes it. */
+	while ((n = ctrlr_sq_poll(psq->sq, PCIE_SQ_BURST)) > 0)
+		atomic_fetch_add_explicit(&pg->sqes, (uint64_t)n, memory_order_relaxed);
+}
+
+static void pcie_pg_poll_cq_sqs(struct pcie_poll_group *pg, struct pcie_cq *pcq)
+{
+	for (struct pcie_sq *psq = pcq->sqs; psq; psq = psq->next)
+		if (!psq->stopped && ctrlr_sq_has_work(psq->sq))
+			pcie_pg_poll_sq(pg, psq);
+}
+
+void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg)
+{
+	for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next) {
+		pcie_pg_poll_cq_sqs(pg, pcq);
+		pcie_pg_update_irq_timer(pcq);
+	}
+}
+
+void pcie_pg_batch(struct pcie_poll_group *pg, bool begin)
+{
+	for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next) {
+		if (begin)
+			ctrlr_cq_batch_begin(pcq->cq);
+		else
+			ctrlr_cq_batch_end(pcq->cq);
+	}
+}
+
+/* ---- Interrupt coalescing (Set Features 08h aggregation time) ---- */
+
+static void pcie_pg_irq_timer_fired(void *arg)
+{
+	struct pcie_cq *pcq = arg;
+
+	pcq->irq_timer = NULL;
+	pcq->irq_deadline = 0;
+	pcie_pg_update_irq_timer(pcq);
+}
+
+void pcie_pg_update_irq_timer(struct pcie_cq *pcq)
+{
+	uint64_t now = evloop_now_us();
+	uint64_t next = ctrlr_cq_irq_poll(pcq->cq, now);
+
+	if (!next || (pcq->irq_timer && pcq->irq_deadline <= next))
+		return;
+	if (pcq->irq_timer)
+		evloop_timer_cancel(pcq->irq_timer);
+	pcq->irq_deadline = next;
+	pcq->irq_timer = evloop_timer_add(pcq->pg->t.loop, next > now ? next - now : 0,
+					  pcie_pg_irq_timer_fired, pcq);
+}
+
+/* ---- Messages from the DPA ---- */
+
+static void pcie_pg_handle_msg(struct pcie_poll_group *pg, const struct dpa_nvme_msg *m)
+{
+	switch (m->type) {
+	case DPA_NVME_MSG_DB_VALUE: {
+		enum pcie_q_kind *kind = (enum pcie_q_kind *)(uintptr_t)m->db.cookie;
+
+		atomic_fetch_add_explicit(&pg->db_msgs, 1, memory_order_relaxed);
+		if (*kind == PCIE_Q_SQ) {
+			struct pcie_sq *psq = (struct pcie_sq *)kind;
+
+			if (psq->stopped)
+				break;
+			if (ctrlr_sq_tail_doorbell(psq->sq, m->db.value) == 0)
+				pcie_pg_poll_sq(pg, psq);
+		} else {
+			struct pcie_cq *pcq = (struct pcie_cq *)kind;
+
+			if (ctrlr_cq_head_doorbell(pcq->cq, m->db.value) == 0)
+				pcie_pg_poll_cq_sqs(pg, pcq);
+		}
+		break;
+	}
+	case DPA_NVME_MSG_BIND_DONE:
+	case DPA_NVME_MSG_UNBIND_DONE: {
+		enum pcie_q_kind *kind = (enum pcie_q_kind *)(uintptr_t)m->bind.cookie;
+		bool bind = m->type == DPA_NVME_MSG_BIND_DONE;
+
+		if (*kind == PCIE_Q_SQ) {
+			struct pcie_sq *psq = (struct pcie_sq *)kind;
+
+			if (bind)
+				pcie_sq_bound(psq, m->status);
+			else
+				pcie_sq_unbound(psq);
+		} else {
+			struct pcie_cq *pcq = (struct pcie_cq *)kind;
+
+			if (bind)
+				pcie_cq_bound(pcq, m->status);
+			else
+				pcie_cq_unbound(pcq);
+		}
+		break;
+	}
+	default:
+		LOG_ERR(PCIE_LOG, "poll group %u: unexpected DPA message %u", pg->idx, m->type);
+	}
+}
+
+/* Drains one channel. The CQ may be detached (and the channel destroyed by
+ * the main thread) by its own UNBIND_DONE: nothing touches pcq after it. */
+static void pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_cq *pcq)
+{
+	struct dpa_nvme_chan *ch = pcq->chan;
+	struct dpa_nvme_msg m;
+
+	for (;;) {
+		while (dpa_nvme_chan_recv(ch, &m) == 1) {
+			bool last = m.type == DPA_NVME_MSG_UNBIND_DONE &&
+				    m.bind.cookie == (uint64_t)(uintptr_t)pcq;
+
+			pcie_pg_handle_msg(pg, &m);
+			if (last)
+				return;
+		}
+		if (pg->pgs->fused) {
+			/* Fused: the DPA program runs here, then its replies. */
+			if (dpa_nvme_chan_poll(ch) > 0)
+				continue;
+			return;
+		}
+		if (dpa_nvme_chan_arm(ch) == 0)
+			return;
+	}
+}
+
+static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
+{
+	struct pcie_cq *pcq = arg;
+	struct pcie_poll_group *pg = pcq->pg;
+
+	atomic_fetch_add_explicit(&pg->wakeups, 1, memory_order_relaxed);
+	if (!pg->pgs->fused)
+		dpa_msgq_fd_clear(fd);
+	pcie_pg_drain_chan(pg, pcq);
+}
+
+/* Fused mode with mmap doorbells: nothing wakes us for guest stores, so poll
+ * the DPA threads at the evloop's timer granularity while such DBs exist. */
+static void pcie_pg_fused_poll(void *arg)
+{
+	struct pcie_poll_group *pg = arg;
+	bool polled = false;
+
+	pg->poll_timer = NULL;
+	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
+		next = pcq->next;
+		if (dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan))) {
+			polled = true;
+			pcie_pg_drain_chan(pg, pcq);
+		}
+	}
+	if (polled)
+		pg->poll_timer = evloop_timer_add(pg->t.loop, 1000, pcie_pg_fused_poll, pg);
+}
+
+void pcie_pg_cq_attach(struct pcie_cq *pcq)
+{
+	struct pcie_poll_group *pg = pcq->pg;
+	int fd;
+
+	if (pg->pgs->fused) {
+		fd = dpa_thread_event_fd(dpa_nvme_chan_thread(pcq->chan));
+	} else {
+		fd = dpa_nvme_chan_fd(pcq->chan);
+		dpa_nvme_chan_arm(pcq->chan);
+	}
+	pcq->watch = evloop_watch_add(pg->t.loop, fd, EPOLLIN, pcie_pg_chan_readable, pcq);
+	if (!pcq->watch)
+		LOG_ERR(PCIE_LOG, "poll group %u: cannot watch CQ %u", pg->idx,
+			ctrlr_cq_get_qid(pcq->cq));
+	pcq->next = pg->cqs;
+	pg->cqs = pcq;
+	atomic_fetch_add(&pg->nr_cqs, 1);
+	if (pg->pgs->fused && !pg->poll_timer)
+		pg->poll_timer = evloop_timer_add(pg->t.loop, 1000, pcie_pg_fused_poll, pg);
+}
+
+void pcie_pg_cq_detach(struct pcie_cq *pcq)
+{
+	struct pcie_poll_group *pg = pcq->pg;
+
+	for (struct pcie_cq **pp = &pg->cqs; *pp; pp = &(*pp)->next) {
+		if (*pp == pcq) {
+			*pp = pcq->next;
+			break;
+		}
+	}
+	evloop_watch_remove(pcq->watch);
+	pcq->watch = NULL;
+	if (pcq->irq_timer) {
+		evloop_timer_cancel(pcq->irq_timer);
+		pcq->irq_timer = NULL;
+	}
+	atomic_fetch_sub(&pg->nr_cqs, 1);
+}
+
+/* ---- Threads ---- */
+
+static void *pcie_pg_main(void *arg)
+{
+	struct pcie_poll_group *pg = arg;
+
+	pcie_current_pg = pg;
+	evloop_run(pg->t.loop);
+	return NULL;
+}
+
+static void pcie_pg_cleanup_msg(void *arg)
+{
+	struct pcie_poll_group *pg = arg;
+
+	if (pg->poll_timer) {
+		evloop_timer_cancel(pg->poll_timer);
+		pg->poll_timer = NULL;
+	}
+	pcie_thread_put_all(&pg->t);
+}
+
+struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa)
+{
+	struct pcie_poll_groups *pgs;
+	unsigned int i;
+
+	if (n == 0 || n > 64 || !dpa) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pgs = calloc(1, sizeof(*pgs));
+	if (!pgs)
+		return NULL;
+	pgs->pg = calloc(n, sizeof(*pgs->pg));
+	if (!pgs->pg)
+		goto out_free;
+	pgs->dpa = dpa;
+	pgs->fused = dpa_num_harts(dpa) == 0;
+	for (i = 0; i < n; i++) {
+		struct pcie_poll_group *pg = &pgs->pg[i];
+
+		pg->pgs = pgs;
+		pg->idx = i;
+		pg->t.pg = pg;
+		pg->t.loop = evloop_create();
+		if (!pg->t.loop)
+			goto out_stop;
+		if (pthread_create(&pg->thread, NULL, pcie_pg_main, pg)) {
+			evloop_destroy(pg->t.loop);
+			goto out_stop;
+		}
+		pgs->n++;
+	}
+	LOG_INFO(PCIE_LOG, "%u poll group(s), %s DPA", n,
+		 pgs->fused ? "fused" : "separate-hart");
+	return pgs;
+
+out_stop:
+	pcie_poll_groups_destroy(pgs);
+	errno = ENOMEM;
+	return NULL;
+out_free:
+	free(pgs);
+	return NULL;
+}
+
+void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs)
+{
+	if (!pgs)
+		return;
+	for (unsigned int i = 0; i < pgs->n; i++) {
+		struct pcie_poll_group *pg = &pgs->pg[i];
+
+		pcie_pg_call_sync(pg, pcie_pg_cleanup_msg, pg);
+		evloop_stop(pg->t.loop);
+		pthread_join(pg->thread, NULL);
+		evloop_destroy(pg->t.loop);
+	}
+	free(pgs->pg);
+	free(pgs);
+}
+
+unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs)
+{
+	return pgs->n;
+}
+
+void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,
+			       struct pcie_poll_group_stats *st)
+{
+	const struct pcie_poll_group *pg;
+
+	*st = (struct pcie_poll_group_stats){ 0 };
+	if (i >= pgs->n)
+		return;
+	pg = &pgs->pg[i];
+	st->wakeups = atomic_load_explicit(&pg->wakeups, memory_order_relaxed);
+	st->db_msgs = atomic_load_explicit(&pg->db_msgs, memory_order_relaxed);
+	st->sqes = atomic_load_explicit(&pg->sqes, memory_order_relaxed);
+	st->bdev_polls = atomic_load_explicit(&pg->bdev_polls, memory_order_relaxed);
+	st->irqs = atomic_load_explicit(&pg->irqs, memory_order_relaxed);
+	st->sqs = atomic_load(&pg->nr_sqs);
+	st->cqs = atomic_load(&pg->nr_cqs);
+}

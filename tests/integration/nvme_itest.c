@@ -1,0 +1,140 @@
+/* tests/integration/nvme_itest.c - spawns nvme-emu and attaches the test
+ * client and host driver (see nvme_itest.h). */
+#include "tests/integration/nvme_itest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *nvme_itest_mode_args[8];
+
+int nvme_itest_start(struct nvme_itest *t, const char *build, const char *const *extra)
+{
+	const char *argv[40];
+	char prog[256];
+	int argc = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = -1;
+	snprintf(t->dir, sizeof(t->dir), "/tmp/nvme-itest-XXXXXX");
+	if (!mkdtemp(t->dir))
+		return -errno;
+	snprintf(t->sock, sizeof(t->sock), "%s/nvme.sock", t->dir);
+	snprintf(t->log, sizeof(t->log), "%s/daemon.log", t->dir);
+	snprintf(prog, sizeof(prog), "%s/bin/nvme-emu", build);
+	argv[argc++] = prog;
+	argv[argc++] = "--socket";
+	argv[argc++] = t->sock;
+	for (int i = 0; nvme_itest_mode_args[i] && argc < 20; i++)
+		argv[argc++] = nvme_itest_mode_args[i];
+	for (int i = 0; extra && extra[i] && argc < 38; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+	t->pid = fork();
+	if (t->pid < 0)
+		return -errno;
+	if (t->pid == 0) {
+		int fd = open(t->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		struct stat st;
+
+		if (stat(t->sock, &st) == 0)
+			return 0;
+		if (!nvme_itest_alive(t))
+			break;
+		usleep(10000);
+	}
+	nvme_itest_stop(t, true);
+	return -ETIMEDOUT;
+}
+
+bool nvme_itest_alive(struct nvme_itest *t)
+{
+	int status;
+
+	if (t->pid <= 0)
+		return false;
+	if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+		t->pid = -1;
+		fprintf(stderr, "  daemon exited (status 0x%x)\n", status);
+		return false;
+	}
+	return true;
+}
+
+int nvme_itest_attach(struct nvme_itest *t, uint32_t vectors)
+{
+	int rc;
+
+	t->c = vfu_client_connect(t->sock, 5000);
+	if (!t->c)
+		return -errno;
+	rc = vfu_client_negotiate(t->c);
+	if (!rc)
+		rc = vfu_client_ram_create(t->c, NVME_ITEST_RAM_IOVA, NVME_ITEST_RAM_SIZE);
+	if (!rc)
+		rc = nvme_host_init(&t->h, t->c, NVME_ITEST_RAM_IOVA, NVME_ITEST_RAM_SIZE, vectors);
+	if (rc) {
+		vfu_client_close(t->c);
+		t->c = NULL;
+	}
+	return rc;
+}
+
+void nvme_itest_detach(struct nvme_itest *t)
+{
+	if (t->c)
+		vfu_client_close(t->c);
+	t->c = NULL;
+}
+
+int nvme_itest_stop(struct nvme_itest *t, bool show_log)
+{
+	int status = 0, rc = -1;
+
+	nvme_itest_detach(t);
+	if (t->pid > 0) {
+		kill(t->pid, SIGTERM);
+		for (int i = 0; i < 500; i++) {
+			if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+				rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+				t->pid = -1;
+				break;
+			}
+			usleep(10000);
+		}
+		if (t->pid > 0) {
+			fprintf(stderr, "  daemon did not stop on SIGTERM: killed\n");
+			kill(t->pid, SIGKILL);
+			waitpid(t->pid, &status, 0);
+			t->pid = -1;
+		}
+	}
+	if (show_log || rc != 0) {
+		char cmd[256];
+
+		fprintf(stderr, "  ---- daemon log tail (%s, exit %d)\n", t->log, rc);
+		snprintf(cmd, sizeof(cmd), "tail -n 30 %s >&2", t->log);
+		if (system(cmd) != 0)
+			fprintf(stderr, "  (no log)\n");
+	}
+	unlink(t->sock);
+	unlink(t->log);
+	rmdir(t->dir);
+	return rc;
+}
