@@ -216,8 +216,11 @@ int ctrlr_cq_head_doorbell(struct ctrlr_cq *cq, uint32_t value);
  */
 int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget);
 
-/* True when the SQ has SQEs that were not fetched yet (per doorbell or shadow doorbell): the
- * transport should poll again. Thread: owner. */
+/* True when the SQ has SQEs that were not fetched yet (per doorbell or shadow doorbell) and a
+ * free request to run one: the transport should call ctrlr_sq_poll again. False while the SQ's
+ * request pool is exhausted (commands in flight or completions held by a full CQ): the transport
+ * re-checks after bdev_channel_poll() and after ctrlr_cq_head_doorbell() for the SQs of that CQ.
+ * Thread: owner. */
 bool ctrlr_sq_has_work(struct ctrlr_sq *sq);
 
 /*

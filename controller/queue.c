@@ -365,7 +365,7 @@ static void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq)
 
 bool ctrlr_sq_has_work(struct ctrlr_sq *sq)
 {
-	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->free_list)
 		return false;
 	ctrlr_sq_refresh_tail(sq);
 	return sq->head != sq->tail;
@@ -408,8 +408,13 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			sqe = ctrlr->ops->mem_map(ctrlr->tctx, addr, sizeof(*sqe), CTRLR_DMA_READ);
 			if (!sqe) {
-				LOG_GUEST_ERR(CTRLR_LOG, "SQ %u slot %u at 0x%llx is not guest memory",
-					      sq->qid, sq->head, (unsigned long long)addr);
+				/* The ring was mapped at creation, so the guest took the memory
+				 * away: drop what is queued rather than retrying forever. */
+				LOG_GUEST_ERR(CTRLR_LOG, "SQ %u slot %u at 0x%llx is not guest memory:"
+					      " %u entries dropped", sq->qid, sq->head,
+					      (unsigned long long)addr,
+					      (sq->tail + sq->size - sq->head) % sq->size);
+				sq->head = sq->tail;
 				ctrlr_req_free(req);
 				goto out;
 			}

@@ -12,6 +12,8 @@ static void *lb_mem_map(void *tctx, uint64_t addr, uint64_t len, unsigned int di
 
 	if (addr < LB_MEM_BASE || len > LB_MEM_SIZE || addr - LB_MEM_BASE > LB_MEM_SIZE - len)
 		return NULL;
+	if (lb->hole_len && addr < lb->hole_start + lb->hole_len && addr + len > lb->hole_start)
+		return NULL;
 	return lb->mem + (addr - LB_MEM_BASE);
 }
 

@@ -57,6 +57,7 @@ struct lb {
 	unsigned int dbbuf_changes;
 	bool dbbuf_on;
 	bool flr_done;
+	uint64_t hole_start, hole_len; /* guest memory the transport refuses to map (len 0: none) */
 };
 
 /* Creates the transport and a controller with `cfg` (NULL: defaults below). 0 or -errno. */

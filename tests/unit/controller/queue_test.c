@@ -376,14 +376,35 @@ static void test_reset_inflight(void)
 static void test_sq_memory_gone(void)
 {
 	struct nvme_sqe sqe;
+	struct nvme_cqe cqe;
 
 	q_restart();
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
-	/* The guest rings with a tail but the request pool and ring stay consistent when the
-	 * request has an unmapped data pointer. */
+	/* The guest takes the SQ ring away after creating the queue: the queued entries are
+	 * dropped, nothing spins, nothing is accessed. */
+	lb.hole_start = lb.hq[1].sq_addr;
+	lb.hole_len = 4096;
+	for (int i = 0; i < 3; i++)
+		q_put(1, q_read(i));
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	CU_ASSERT_EQUAL(ctrlr_sq_poll(lb.sqs[1], 16), 0);
+	CU_ASSERT_FALSE(ctrlr_sq_has_work(lb.sqs[1]));
+	lb_pump(&lb);
+	CU_ASSERT_FALSE(lb_reap(&lb, 1, &cqe, true));
+	/* The CQ ring gone too: completions are dropped, not written elsewhere. */
+	lb.hole_len = 0;
+	lb.hole_start = lb.hq[1].cq_addr;
+	lb.hole_len = 4096;
+	sqe = q_read(0);
+	lb_submit(&lb, 1, &sqe);
+	lb.hole_len = 0;
+	CU_ASSERT_FALSE(lb_reap(&lb, 1, &cqe, true));
+	/* Data pointers outside memory fail the command only. */
 	sqe = q_read(0);
 	sqe.dptr.prp.prp1 = 0xfffff000ull;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_DATA_XFER_ERROR | NVME_DNR);
+	lb_submit(&lb, 1, &sqe);
+	CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, false));
+	CU_ASSERT_EQUAL(cqe.status >> 1, NVME_SC_DATA_XFER_ERROR | NVME_DNR);
 }
 
 CUNIT_SUITE(queue, q_setup, q_teardown,
