@@ -326,7 +326,7 @@ int bench_main(const struct bench_env *env)
 	    {HW_DB_MODE_MMAP, 1},
 	    {HW_DB_MODE_MMAP, 0},
 	};
-	struct bench_result r;
+	struct bench_result r, hart_res[2] = {{0}};
 	int passed = 0, failed = 0;
 	size_t i;
 
@@ -351,7 +351,22 @@ int bench_main(const struct bench_env *env)
 		printf("%-5s %-8s %7.1fus %7.1fus %8.1fus %8.1fus %14.0f %9.1f%%\n",
 		       hw_db_mode_name(cfgs[i].mode), cfgs[i].harts ? "1" : "0 fused", r.hot_med,
 		       r.hot_p99, r.idle_med, r.idle_p99, r.notif_per_s, r.idle_cpu_pct);
+		if (cfgs[i].harts)
+			hart_res[cfgs[i].mode == HW_DB_MODE_MMAP] = r;
 		passed++;
+	}
+	/* DESIGN.md section 7: the default mode is what measures best here. On a
+	 * small host CPU is the scarce resource, so the mode that idles cheaper
+	 * wins unless the other wakes more than twice as fast. */
+	if (hart_res[0].ok && hart_res[1].ok) {
+		bool mmap = hart_res[1].idle_cpu_pct < hart_res[0].idle_cpu_pct
+				? hart_res[1].idle_med <= 2 * hart_res[0].idle_med
+				: hart_res[1].idle_med * 2 < hart_res[0].idle_med;
+
+		printf("best delivery mode here (1 hart): %s (trap: idle %.1f%% CPU, idle-to-awake "
+		       "%.1f us; mmap: idle %.1f%% CPU, idle-to-awake %.1f us)\n",
+		       mmap ? "mmap" : "trap", hart_res[0].idle_cpu_pct, hart_res[0].idle_med,
+		       hart_res[1].idle_cpu_pct, hart_res[1].idle_med);
 	}
 	printf("goals: >= 5000000 notif/s per hart in mmap mode; idle-to-awake < 50 us in trap "
 	       "mode; idle CPU near zero.\n");
