@@ -51,6 +51,7 @@ void ctrlr_admin_exec(struct ctrlr_req *req)
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint8_t opc = req->sqe.cdw0.bits.opc;
 	const struct ctrlr_vendor_cmd *v;
+	uint16_t st;
 
 	LOG_TRACE(CTRLR_LOG, "admin cid %u opc 0x%02x nsid %u", req->sqe.cdw0.bits.cid, opc,
 		  req->sqe.nsid);
@@ -60,6 +61,9 @@ void ctrlr_admin_exec(struct ctrlr_req *req)
 		v = ctrlr_vendor_lookup(ctrlr, false, opc);
 		if (!v)
 			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+		st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
+		if (st)
+			return ctrlr_req_complete(req, st);
 		return ctrlr_vendor_exec(req, v);
 	}
 	if (!ctrlr_admin_effects(ctrlr, opc))

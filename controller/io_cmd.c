@@ -59,7 +59,8 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 		v = ctrlr_vendor_lookup(ctrlr, true, opc);
 		if (!v)
 			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-		if (v->needs_ns && (st = ctrlr_req_get_ns(req)))
+		st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
+		if (st)
 			return ctrlr_req_complete(req, st);
 		return ctrlr_vendor_exec(req, v);
 	}
