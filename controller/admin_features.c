@@ -13,18 +13,18 @@
 
 /* Supported capabilities (SEL 011b) per feature id; 0 = unsupported. Nothing is saveable. */
 static const uint8_t ctrlr_feat_caps[256] = {
-	[NVME_FEAT_ARBITRATION] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_POWER_MGMT] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_TEMP_THRESH] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_ERR_RECOVERY] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
-	[NVME_FEAT_VOLATILE_WC] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_NUM_QUEUES] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_IRQ_COALESCE] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_IRQ_CONFIG] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_WRITE_ATOMIC] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
-	[NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ARBITRATION] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_POWER_MGMT] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_TEMP_THRESH] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ERR_RECOVERY] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
+    [NVME_FEAT_VOLATILE_WC] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_NUM_QUEUES] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_IRQ_COALESCE] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_IRQ_CONFIG] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_WRITE_ATOMIC] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
 };
 
 static uint32_t ctrlr_num_queues_default(const struct ctrlr *ctrlr)
@@ -140,8 +140,8 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		if (tmpsel > CTRLR_TEMP_SENSORS || thsel > 1)
 			return NVME_SC_INVALID_FIELD;
 		if (dflt)
-			v = thsel ? CTRLR_TEMP_UNDER_DEFAULT :
-			    (tmpsel ? 0xffff : CTRLR_TEMP_OVER_DEFAULT);
+			v = thsel ? CTRLR_TEMP_UNDER_DEFAULT
+				  : (tmpsel ? 0xffff : CTRLR_TEMP_OVER_DEFAULT);
 		else
 			v = thsel ? f->temp_under[tmpsel] : f->temp_over[tmpsel];
 		*cdw0 = v | tmpsel << 16 | thsel << 20;
@@ -181,10 +181,11 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		static const uint8_t zero[NVME_APST_DATA_SIZE];
 
 		*cdw0 = dflt ? 0 : f->apst;
-		return ctrlr_req_copy_to_host(req, dflt ? zero : f->apst_table, NVME_APST_DATA_SIZE);
+		return ctrlr_req_copy_to_host(req, dflt ? zero : f->apst_table,
+					      NVME_APST_DATA_SIZE);
 	}
 	case NVME_FEAT_TIMESTAMP: {
-		uint8_t data[NVME_TIMESTAMP_DATA_SIZE] = { 0 };
+		uint8_t data[NVME_TIMESTAMP_DATA_SIZE] = {0};
 		uint8_t attr;
 		uint64_t ms = ctrlr_timestamp_now(ctrlr, &attr);
 
@@ -284,7 +285,8 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		ctrlr_apply_write_cache(ctrlr, f->vwc);
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_NUM_QUEUES: {
-		uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16, max = ctrlr->cfg.max_io_queues - 1u;
+		uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16,
+			 max = ctrlr->cfg.max_io_queues - 1u;
 
 		if (nsq == 0xffff || ncq == 0xffff)
 			return NVME_SC_INVALID_FIELD;

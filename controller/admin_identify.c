@@ -87,7 +87,7 @@ static void ctrlr_identify_ns_list(struct ctrlr *ctrlr, uint32_t after, uint32_t
 
 static size_t ctrlr_desc_add(uint8_t *buf, size_t off, uint8_t nidt, const void *v, uint8_t len)
 {
-	struct nvme_ns_id_desc d = { .nidt = nidt, .nidl = len };
+	struct nvme_ns_id_desc d = {.nidt = nidt, .nidl = len};
 
 	memcpy(buf + off, &d, sizeof(d));
 	memcpy(buf + off + sizeof(d), v, len);
@@ -189,8 +189,9 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 		break;
 	}
 	if (st)
-		return ctrlr_req_complete_err(req, st, st == NVME_SC_INVALID_NS ?
-					      offsetof(struct nvme_sqe, nsid) :
-					      offsetof(struct nvme_sqe, cdw10));
+		return ctrlr_req_complete_err(req, st,
+					      st == NVME_SC_INVALID_NS
+						  ? offsetof(struct nvme_sqe, nsid)
+						  : offsetof(struct nvme_sqe, cdw10));
 	ctrlr_req_complete(req, ctrlr_req_copy_to_host(req, buf.raw, sizeof(buf)));
 }

@@ -10,8 +10,8 @@
 #define CTRLR_LOG_MAX_SIZE 4096
 
 static const uint8_t ctrlr_log_ids[] = {
-	NVME_LOG_SUPPORTED, NVME_LOG_ERROR, NVME_LOG_SMART, NVME_LOG_FW_SLOT,
-	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
+    NVME_LOG_SUPPORTED, NVME_LOG_ERROR,	     NVME_LOG_SMART,
+    NVME_LOG_FW_SLOT,	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
 };
 
 static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf)
@@ -60,8 +60,8 @@ static size_t ctrlr_log_smart(struct ctrlr *ctrlr, uint8_t *buf)
 	ctrlr_u128_put(s->power_cycles, 1);
 	ctrlr_u128_put(s->power_on_hours, (evloop_now_us() - ctrlr->created_us) / 3600000000ull);
 	ctrlr_u128_put(s->media_errors, st.media_errors);
-	ctrlr_u128_put(s->num_err_log_entries, __atomic_load_n(&ctrlr->error_count,
-							       __ATOMIC_RELAXED));
+	ctrlr_u128_put(s->num_err_log_entries,
+		       __atomic_load_n(&ctrlr->error_count, __ATOMIC_RELAXED));
 	s->temp_sensor[0] = CTRLR_TEMP_KELVIN;
 	return sizeof(*s);
 }
@@ -115,7 +115,7 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 	size_t size;
 	uint16_t st;
 
-	if (sqe->cdw14 & (1u << 23))    /* offset type "index": not supported */
+	if (sqe->cdw14 & (1u << 23)) /* offset type "index": not supported */
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw14));
 	if (off & 3)

@@ -15,22 +15,21 @@ struct ctrlr_admin_cmd {
 
 /* Opcode-indexed: dispatch and the Commands Supported and Effects log come from this one table. */
 static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
-	[NVME_ADM_DELETE_SQ] = { ctrlr_admin_delete_sq, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_CREATE_SQ] = { ctrlr_admin_create_sq, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_GET_LOG_PAGE] = { ctrlr_admin_get_log_page, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_DELETE_CQ] = { ctrlr_admin_delete_cq, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_CREATE_CQ] = { ctrlr_admin_create_cq, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_IDENTIFY] = { ctrlr_admin_identify, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_ABORT] = { ctrlr_admin_abort, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_SET_FEATURES] = { ctrlr_admin_set_features,
-				    NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC },
-	[NVME_ADM_GET_FEATURES] = { ctrlr_admin_get_features, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_ASYNC_EVENT] = { ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_DBBUF] = { ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP },
-	[NVME_ADM_FORMAT_NVM] = { ctrlr_admin_format,
-				  NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
-				  NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
-				  NVME_CMD_EFFECTS_CSE_NS },
+    [NVME_ADM_DELETE_SQ] = {ctrlr_admin_delete_sq, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_CREATE_SQ] = {ctrlr_admin_create_sq, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_GET_LOG_PAGE] = {ctrlr_admin_get_log_page, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_DELETE_CQ] = {ctrlr_admin_delete_cq, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_CREATE_CQ] = {ctrlr_admin_create_cq, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_IDENTIFY] = {ctrlr_admin_identify, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_ABORT] = {ctrlr_admin_abort, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_SET_FEATURES] = {ctrlr_admin_set_features,
+			       NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
+    [NVME_ADM_GET_FEATURES] = {ctrlr_admin_get_features, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_ASYNC_EVENT] = {ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_DBBUF] = {ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_FORMAT_NVM] = {ctrlr_admin_format, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
+						     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
+						     NVME_CMD_EFFECTS_CSE_NS},
 };
 
 uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode)
@@ -79,8 +78,7 @@ static uint32_t ctrlr_max_qid(const struct ctrlr *ctrlr, bool cq)
 	return (cq ? (ctrlr->feat.num_queues >> 16) : (ctrlr->feat.num_queues & 0xffff)) + 1;
 }
 
-static bool ctrlr_ring_mapped(struct ctrlr *ctrlr, uint64_t addr, uint64_t bytes,
-			      unsigned int dir)
+static bool ctrlr_ring_mapped(struct ctrlr *ctrlr, uint64_t addr, uint64_t bytes, unsigned int dir)
 {
 	return ctrlr->ops->mem_map(ctrlr->tctx, addr, bytes, dir) != NULL;
 }

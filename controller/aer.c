@@ -69,7 +69,7 @@ void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t l
 		CTRLR_STAT_ADD(ctrlr->cnt.lost_events, 1);
 		return;
 	}
-	ctrlr->aer_queue[ctrlr->aer_count++] = (struct ctrlr_aer_event){ type, info, lid };
+	ctrlr->aer_queue[ctrlr->aer_count++] = (struct ctrlr_aer_event){type, info, lid};
 process:
 	ctrlr_aer_process(ctrlr);
 }

@@ -54,7 +54,8 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	if (!ctrlr->cfg.num_vectors)
 		ctrlr->cfg.num_vectors = ctrlr->cfg.max_io_queues + 1;
 	snprintf(ctrlr->serial, sizeof(ctrlr->serial), "%s", config->serial);
-	snprintf(ctrlr->model, sizeof(ctrlr->model), "%s", config->model ? config->model : "nvme-emu");
+	snprintf(ctrlr->model, sizeof(ctrlr->model), "%s",
+		 config->model ? config->model : "nvme-emu");
 	snprintf(ctrlr->fwrev, sizeof(ctrlr->fwrev), "%s",
 		 config->firmware_rev ? config->firmware_rev : "1.0");
 	if (config->subnqn)

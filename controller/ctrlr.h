@@ -16,23 +16,23 @@
 struct bdev;
 struct ctrlr_req;
 
-#define CTRLR_MAX_NAMESPACES 32   /* NN */
-#define CTRLR_MAX_IO_QUEUES 1023  /* I/O queue pairs a config may ask for */
+#define CTRLR_MAX_NAMESPACES 32	 /* NN */
+#define CTRLR_MAX_IO_QUEUES 1023 /* I/O queue pairs a config may ask for */
 #define CTRLR_MAX_QUEUE_ENTRIES 4096
 
 struct ctrlr_config {
-	const char *serial;       /* up to 20 ASCII characters (required) */
-	const char *model;        /* up to 40 (NULL: "nvme-emu") */
+	const char *serial;	  /* up to 20 ASCII characters (required) */
+	const char *model;	  /* up to 40 (NULL: "nvme-emu") */
 	const char *firmware_rev; /* up to 8 (NULL: "1.0") */
-	const char *subnqn;       /* up to 223 (NULL: "nqn.2026-11.io.nvme-emu:<serial>") */
-	uint16_t cntlid;          /* controller id (0 is fine) */
-	uint16_t max_io_queues;   /* I/O SQs = I/O CQs the controller allows, 1..CTRLR_MAX_IO_QUEUES;
-				   * MSI-X vectors needed: max_io_queues + 1 */
-	uint16_t num_vectors;     /* MSI-X vectors the function has (0: max_io_queues + 1) */
+	const char *subnqn;	  /* up to 223 (NULL: "nqn.2026-11.io.nvme-emu:<serial>") */
+	uint16_t cntlid;	  /* controller id (0 is fine) */
+	uint16_t max_io_queues; /* I/O SQs = I/O CQs the controller allows, 1..CTRLR_MAX_IO_QUEUES;
+				 * MSI-X vectors needed: max_io_queues + 1 */
+	uint16_t num_vectors;	/* MSI-X vectors the function has (0: max_io_queues + 1) */
 	uint32_t max_queue_entries; /* CAP.MQES + 1, 2..CTRLR_MAX_QUEUE_ENTRIES (0: 1024) */
-	uint8_t mdts;             /* max transfer 2^mdts pages of CAP.MPSMIN, 1..10 (0: 5) */
-	bool sgl;                 /* advertise and accept SGLs for I/O commands */
-	bool no_dbbuf;            /* do not offer Doorbell Buffer Config (OACS bit 8) */
+	uint8_t mdts;		    /* max transfer 2^mdts pages of CAP.MPSMIN, 1..10 (0: 5) */
+	bool sgl;		    /* advertise and accept SGLs for I/O commands */
+	bool no_dbbuf;		    /* do not offer Doorbell Buffer Config (OACS bit 8) */
 };
 
 /*
@@ -90,8 +90,8 @@ typedef void (*ctrlr_vendor_fn)(struct ctrlr_req *req, void *arg);
 
 struct ctrlr_vendor_cmd {
 	uint8_t opcode;
-	bool io;          /* false: admin (0xC0-0xFF), true: I/O (0x80-0xFF) */
-	bool needs_ns;    /* the command addresses a namespace: NSID is checked before the handler */
+	bool io;       /* false: admin (0xC0-0xFF), true: I/O (0x80-0xFF) */
+	bool needs_ns; /* the command addresses a namespace: NSID is checked before the handler */
 	uint32_t effects; /* NVME_CMD_EFFECTS_* bits for the Commands Supported and Effects log
 			   * (CSUPP is added) */
 	const char *name;
@@ -113,19 +113,19 @@ int ctrlr_vendor_register_defaults(struct ctrlr *ctrlr);
 /* ---- Statistics ---- */
 
 struct ctrlr_stats {
-	uint64_t admin_cmds, io_cmds;      /* commands completed */
-	uint64_t errors;                   /* completions with a non-zero status */
-	uint64_t data_units_read;          /* 1000 x 512 bytes, as in SMART (rounded up) */
+	uint64_t admin_cmds, io_cmds; /* commands completed */
+	uint64_t errors;	      /* completions with a non-zero status */
+	uint64_t data_units_read;     /* 1000 x 512 bytes, as in SMART (rounded up) */
 	uint64_t data_units_written;
 	uint64_t host_read_cmds, host_write_cmds;
 	uint64_t media_errors;
 	uint64_t invalid_db_writes;
 	uint64_t aer_sent;
 	uint64_t irqs_raised;
-	uint64_t cq_full_holds;            /* completions held back by a full CQ */
+	uint64_t cq_full_holds; /* completions held back by a full CQ */
 	uint64_t resets, shutdowns;
-	uint32_t io_sqs, io_cqs;           /* live I/O queues */
-	bool enabled;                      /* CSTS.RDY */
+	uint32_t io_sqs, io_cqs; /* live I/O queues */
+	bool enabled;		 /* CSTS.RDY */
 };
 
 /* Snapshot of the counters (each one read atomically). Thread: any. */

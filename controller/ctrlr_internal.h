@@ -15,18 +15,18 @@
 
 #define CTRLR_LOG "ctrlr"
 #define CTRLR_PAGE_SHIFT_MIN 12
-#define CTRLR_MPSMIN 0            /* 4 KiB */
-#define CTRLR_MPSMAX 4            /* 64 KiB */
-#define CTRLR_MAX_MDTS 8          /* bounds the per-request iovec array */
+#define CTRLR_MPSMIN 0	 /* 4 KiB */
+#define CTRLR_MPSMAX 4	 /* 64 KiB */
+#define CTRLR_MAX_MDTS 8 /* bounds the per-request iovec array */
 #define CTRLR_ADMIN_MAX_ENTRIES 4096
-#define CTRLR_AERL 3              /* 0-based: four outstanding AERs */
-#define CTRLR_ACL 3               /* 0-based abort command limit */
-#define CTRLR_ERROR_LOG_ENTRIES 64 /* ELPE + 1 */
-#define CTRLR_AER_QUEUE 16        /* events waiting for an AER command */
-#define CTRLR_BDEV_CTX_MAX 512    /* largest backend per-I/O context accepted */
-#define CTRLR_DSM_BATCH 16        /* DSM ranges unmapped per bdev request */
+#define CTRLR_AERL 3			/* 0-based: four outstanding AERs */
+#define CTRLR_ACL 3			/* 0-based abort command limit */
+#define CTRLR_ERROR_LOG_ENTRIES 64	/* ELPE + 1 */
+#define CTRLR_AER_QUEUE 16		/* events waiting for an AER command */
+#define CTRLR_BDEV_CTX_MAX 512		/* largest backend per-I/O context accepted */
+#define CTRLR_DSM_BATCH 16		/* DSM ranges unmapped per bdev request */
 #define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size for Verify / vendor checksum */
-#define CTRLR_TEMP_KELVIN 313     /* composite temperature reported (40 C) */
+#define CTRLR_TEMP_KELVIN 313		/* composite temperature reported (40 C) */
 #define CTRLR_SGL_MAX_SEGMENTS 64
 
 #define CTRLR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -78,14 +78,14 @@ struct ctrlr_cq {
 	uint16_t vector;
 	bool ien;
 	uint8_t phase;
-	uint32_t size;       /* entries */
+	uint32_t size; /* entries */
 	uint64_t dma_addr;
-	uint32_t tail;       /* next slot the controller writes */
-	uint32_t head;       /* last head the guest reported */
+	uint32_t tail; /* next slot the controller writes */
+	uint32_t head; /* last head the guest reported */
 	enum ctrlr_q_state state;
-	uint32_t sq_refs;    /* SQs bound to this CQ */
+	uint32_t sq_refs;			 /* SQs bound to this CQ */
 	struct ctrlr_req *held_head, *held_tail; /* completions waiting for room */
-	uint32_t irq_pending;  /* CQEs posted since the last interrupt */
+	uint32_t irq_pending;			 /* CQEs posted since the last interrupt */
 	uint64_t irq_first_us; /* when the first of them was posted (coalescing time) */
 	int batch;
 	void *tctx;
@@ -99,8 +99,8 @@ struct ctrlr_sq {
 	struct ctrlr_cq *cq;
 	uint32_t size;
 	uint64_t dma_addr;
-	uint32_t head;       /* next SQE to fetch */
-	uint32_t tail;       /* last tail the guest reported */
+	uint32_t head; /* next SQE to fetch */
+	uint32_t tail; /* last tail the guest reported */
 	uint8_t qprio;
 	enum ctrlr_q_state state;
 	/* Request pool sized to the queue depth, with iovecs and backend context. */
@@ -164,8 +164,8 @@ struct ctrlr_req {
 enum ctrlr_state {
 	CTRLR_ST_DISABLED = 0,
 	CTRLR_ST_ENABLED,
-	CTRLR_ST_RESETTING,  /* CC.EN 1->0, FLR, or shutdown: deleting queues */
-	CTRLR_ST_FAILED,     /* enable failed: CSTS.CFS */
+	CTRLR_ST_RESETTING, /* CC.EN 1->0, FLR, or shutdown: deleting queues */
+	CTRLR_ST_FAILED,    /* enable failed: CSTS.CFS */
 };
 
 struct ctrlr_aer_event {
@@ -177,19 +177,19 @@ struct ctrlr_aer_event {
 struct ctrlr_features {
 	uint32_t arbitration;
 	uint32_t power_mgmt;
-	uint16_t temp_over[9];  /* per sensor; [0] composite */
+	uint16_t temp_over[9]; /* per sensor; [0] composite */
 	uint16_t temp_under[9];
-	uint32_t vwc;           /* WCE bit */
-	uint32_t num_queues;    /* granted, 0-based NSQA | NCQA << 16 */
+	uint32_t vwc;	     /* WCE bit */
+	uint32_t num_queues; /* granted, 0-based NSQA | NCQA << 16 */
 	bool num_queues_set;
-	uint32_t irq_coalesce;  /* THR | TIME << 8 */
+	uint32_t irq_coalesce; /* THR | TIME << 8 */
 	uint32_t write_atomic;
 	uint32_t async_event;
 	uint32_t apst;
 	uint8_t apst_table[NVME_APST_DATA_SIZE];
-	uint64_t timestamp_ms;  /* value set by the host */
+	uint64_t timestamp_ms;	   /* value set by the host */
 	uint64_t timestamp_set_us; /* evloop_now_us() when set, 0 = never set */
-	uint8_t *irq_cd;         /* per vector: coalescing disabled (CD) */
+	uint8_t *irq_cd;	   /* per vector: coalescing disabled (CD) */
 };
 
 struct ctrlr_counters {
@@ -215,17 +215,17 @@ struct ctrlr {
 	/* Register file (little-endian host). */
 	union nvme_cap cap;
 	uint32_t vs;
-	uint32_t intm;           /* interrupt mask (INTMS/INTMC) */
+	uint32_t intm; /* interrupt mask (INTMS/INTMC) */
 	union nvme_cc cc;
 	union nvme_csts csts;
 	union nvme_aqa aqa;
 	uint64_t asq, acq;
-	uint32_t page_size;      /* from CC.MPS at enable */
+	uint32_t page_size; /* from CC.MPS at enable */
 
 	/* Queues: index = qid; [0] the admin queue. */
 	struct ctrlr_sq **sqs;
 	struct ctrlr_cq **cqs;
-	uint32_t num_queues;     /* max_io_queues + 1 */
+	uint32_t num_queues; /* max_io_queues + 1 */
 	uint32_t io_sqs, io_cqs;
 	uint32_t queue_ops_pending; /* create/delete in the transport */
 
@@ -240,9 +240,9 @@ struct ctrlr {
 	uint32_t num_aer_reqs;
 	struct ctrlr_aer_event aer_queue[CTRLR_AER_QUEUE];
 	uint32_t aer_count;
-	uint32_t aer_masked;       /* bit per event type: reported, log page not read yet */
+	uint32_t aer_masked;	   /* bit per event type: reported, log page not read yet */
 	uint32_t aer_pending_bits; /* from owner threads: (type << 8 | info) bits, atomic */
-	bool aer_msg_queued;       /* atomic */
+	bool aer_msg_queued;	   /* atomic */
 	uint8_t smart_critical;
 
 	/* Error log ring (written by any thread on failure). */
@@ -262,7 +262,7 @@ struct ctrlr {
 	struct ctrlr_vendor_cmd *vendor[2][256];
 
 	/* Reset / shutdown / FLR flow. */
-	bool reset_shutdown;       /* set SHST complete when the flow ends */
+	bool reset_shutdown; /* set SHST complete when the flow ends */
 	bool reset_flr;
 	void (*flr_done)(void *arg);
 	void *flr_arg;

@@ -63,28 +63,28 @@ enum ctrlr_dma_dir {
 
 struct ctrlr_transport_ops {
 	/*
-	 * Translates guest address range [addr, addr + len) to a local pointer when it lies wholly in
-	 * guest memory that the controller may access in direction `dir` (a CTRLR_DMA_* value).
+	 * Translates guest address range [addr, addr + len) to a local pointer when it lies wholly
+	 * in guest memory that the controller may access in direction `dir` (a CTRLR_DMA_* value).
 	 * Returns NULL otherwise. The core never asks for more than one controller memory page
-	 * (CC.MPS) of PRP data at a time, but SGL data blocks, queue rings and shadow doorbell pages
-	 * may be longer; the transport returns NULL when the range is not contiguous locally.
-	 * Thread: any (admin and every owner thread, concurrently). Must not block. The pointer stays
-	 * valid while the guest keeps the memory mapped; the transport quiesces the queues (delete/
-	 * reset) before acknowledging an unmap. Required.
+	 * (CC.MPS) of PRP data at a time, but SGL data blocks, queue rings and shadow doorbell
+	 * pages may be longer; the transport returns NULL when the range is not contiguous locally.
+	 * Thread: any (admin and every owner thread, concurrently). Must not block. The pointer
+	 * stays valid while the guest keeps the memory mapped; the transport quiesces the queues
+	 * (delete/ reset) before acknowledging an unmap. Required.
 	 */
 	void *(*mem_map)(void *tctx, uint64_t addr, uint64_t len, unsigned int dir);
 
 	/*
-	 * Raises MSI-X vector `vector` (the core already applied IEN, INTMS and interrupt coalescing).
-	 * Thread: the owner thread of the CQ that uses the vector (the admin thread for vector 0 of
-	 * the admin CQ). Must not block. Required.
+	 * Raises MSI-X vector `vector` (the core already applied IEN, INTMS and interrupt
+	 * coalescing). Thread: the owner thread of the CQ that uses the vector (the admin thread
+	 * for vector 0 of the admin CQ). Must not block. Required.
 	 */
 	void (*raise_irq)(void *tctx, uint16_t vector);
 
 	/*
-	 * Writes `len` bytes at register offset `offset` (BAR0 0x00..0x37) back into the register file
-	 * the guest reads (CSTS after state changes, read-only fields restored after a guest write).
-	 * Thread: admin. Required.
+	 * Writes `len` bytes at register offset `offset` (BAR0 0x00..0x37) back into the register
+	 * file the guest reads (CSTS after state changes, read-only fields restored after a guest
+	 * write). Thread: admin. Required.
 	 */
 	void (*write_regs)(void *tctx, uint32_t offset, const void *buf, size_t len);
 
@@ -98,11 +98,11 @@ struct ctrlr_transport_ops {
 	int (*delete_cq)(void *tctx, struct ctrlr_cq *cq);
 
 	/*
-	 * Returns the calling thread's I/O channel on `bdev` (the transport keeps one per thread and
-	 * bdev, creates it on first use, polls its fd and calls bdev_channel_poll() from that thread),
-	 * or NULL when none can be created (the command then fails with Internal Error). `sq` is the
-	 * queue the I/O is for (the admin SQ for admin commands that do I/O, e.g. Format NVM).
-	 * Thread: the owner thread of `sq`. Required.
+	 * Returns the calling thread's I/O channel on `bdev` (the transport keeps one per thread
+	 * and bdev, creates it on first use, polls its fd and calls bdev_channel_poll() from that
+	 * thread), or NULL when none can be created (the command then fails with Internal Error).
+	 * `sq` is the queue the I/O is for (the admin SQ for admin commands that do I/O, e.g.
+	 * Format NVM). Thread: the owner thread of `sq`. Required.
 	 */
 	struct bdev_channel *(*get_channel)(void *tctx, struct ctrlr_sq *sq, struct bdev *bdev);
 
@@ -114,17 +114,17 @@ struct ctrlr_transport_ops {
 	void (*put_bdev)(void *tctx, struct bdev *bdev);
 
 	/*
-	 * Runs fn(arg) later on the admin thread (an evloop message). Used by owner threads to report
-	 * asynchronous events (invalid doorbell values) and namespace I/O drain. Thread: any.
-	 * Returns 0 or -ENOMEM (the event is then lost and counted). Required.
+	 * Runs fn(arg) later on the admin thread (an evloop message). Used by owner threads to
+	 * report asynchronous events (invalid doorbell values) and namespace I/O drain. Thread:
+	 * any. Returns 0 or -ENOMEM (the event is then lost and counted). Required.
 	 */
 	int (*admin_msg)(void *tctx, void (*fn)(void *arg), void *arg);
 
 	/*
 	 * Shadow doorbells were enabled (Doorbell Buffer Config) or disabled (reset): while enabled
-	 * the guest may update tails only in the shadow page and ring the real doorbell only when it
-	 * crosses the event index the core armed, so the transport should call ctrlr_sq_poll() on
-	 * doorbell activity and keep polling for a short window after the last activity. Thread:
+	 * the guest may update tails only in the shadow page and ring the real doorbell only when
+	 * it crosses the event index the core armed, so the transport should call ctrlr_sq_poll()
+	 * on doorbell activity and keep polling for a short window after the last activity. Thread:
 	 * admin. Optional (NULL).
 	 */
 	void (*dbbuf_changed)(void *tctx, bool enabled);

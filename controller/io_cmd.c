@@ -22,14 +22,14 @@ struct ctrlr_io_cmd {
 
 /* Opcode-indexed: dispatch and the I/O half of the Commands Supported and Effects log. */
 static const struct ctrlr_io_cmd ctrlr_io_cmds[256] = {
-	[NVME_CMD_FLUSH] = { ctrlr_io_flush, NVME_CMD_EFFECTS_CSUPP, true },
-	[NVME_CMD_WRITE] = { ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false },
-	[NVME_CMD_READ] = { ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP, false },
-	[NVME_CMD_COMPARE] = { ctrlr_io_compare, NVME_CMD_EFFECTS_CSUPP, false },
-	[NVME_CMD_WRITE_ZEROES] = { ctrlr_io_write_zeroes,
-				    NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false },
-	[NVME_CMD_DSM] = { ctrlr_io_dsm, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false },
-	[NVME_CMD_VERIFY] = { ctrlr_io_verify, NVME_CMD_EFFECTS_CSUPP, false },
+    [NVME_CMD_FLUSH] = {ctrlr_io_flush, NVME_CMD_EFFECTS_CSUPP, true},
+    [NVME_CMD_WRITE] = {ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
+    [NVME_CMD_READ] = {ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP, false},
+    [NVME_CMD_COMPARE] = {ctrlr_io_compare, NVME_CMD_EFFECTS_CSUPP, false},
+    [NVME_CMD_WRITE_ZEROES] = {ctrlr_io_write_zeroes,
+			       NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
+    [NVME_CMD_DSM] = {ctrlr_io_dsm, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
+    [NVME_CMD_VERIFY] = {ctrlr_io_verify, NVME_CMD_EFFECTS_CSUPP, false},
 };
 
 uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode)

@@ -26,14 +26,14 @@ enum nvme_reg_offset {
 union nvme_cap {
 	uint64_t raw;
 	struct {
-		uint64_t mqes : 16;  /* max queue entries, 0-based */
-		uint64_t cqr : 1;    /* contiguous queues required */
+		uint64_t mqes : 16; /* max queue entries, 0-based */
+		uint64_t cqr : 1;   /* contiguous queues required */
 		uint64_t ams : 2;
 		uint64_t rsvd19 : 5;
-		uint64_t to : 8;     /* ready timeout, 500 ms units */
-		uint64_t dstrd : 4;  /* doorbell stride 4 << dstrd */
+		uint64_t to : 8;    /* ready timeout, 500 ms units */
+		uint64_t dstrd : 4; /* doorbell stride 4 << dstrd */
 		uint64_t nssrs : 1;
-		uint64_t css : 8;    /* bit 0: NVM command set */
+		uint64_t css : 8; /* bit 0: NVM command set */
 		uint64_t bps : 1;
 		uint64_t cps : 2;
 		uint64_t mpsmin : 4; /* 2 ^ (12 + mpsmin) */
@@ -199,7 +199,7 @@ NVME_STATIC_ASSERT(sizeof(struct nvme_cqe) == 16, "CQE");
 #define NVME_DNR 0x4000
 #define NVME_MORE 0x2000
 #define NVME_STATUS_SCT(s) (((s) >> 8) & 0x7)
-#define NVME_STATUS_SC(s) ((s) & 0xff)
+#define NVME_STATUS_SC(s) ((s)&0xff)
 
 enum nvme_status {
 	NVME_SC_SUCCESS = 0x0000,
@@ -673,11 +673,11 @@ enum nvme_aer_info {
 };
 #define NVME_AEC_SMART_MASK 0xffu
 #define NVME_AEC_NS_ATTR (1u << 8)
-#define NVME_AER_DW0(type, info, lid) ((uint32_t)(type) | ((uint32_t)(info) << 8) | \
-				       ((uint32_t)(lid) << 16))
+#define NVME_AER_DW0(type, info, lid)                                                              \
+	((uint32_t)(type) | ((uint32_t)(info) << 8) | ((uint32_t)(lid) << 16))
 
 /* ---- Format NVM (section 5.23) ---- */
-#define NVME_FORMAT_LBAF(cdw10) (((cdw10) & 0xf) | (((cdw10) >> 8) & 0x30))
+#define NVME_FORMAT_LBAF(cdw10) (((cdw10)&0xf) | (((cdw10) >> 8) & 0x30))
 #define NVME_FORMAT_MSET(cdw10) (((cdw10) >> 4) & 0x1)
 #define NVME_FORMAT_PI(cdw10) (((cdw10) >> 5) & 0x7)
 #define NVME_FORMAT_SES(cdw10) (((cdw10) >> 9) & 0x7)

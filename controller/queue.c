@@ -109,7 +109,8 @@ void ctrlr_cq_dbbuf_attach(struct ctrlr *ctrlr, struct ctrlr_cq *cq)
 		return;
 	/* CQ heads are read from the shadow page when room is needed, so the guest need not ring
 	 * (VFIO-USER.md 13): an event index it never crosses. */
-	__atomic_store_n(&ctrlr->dbbuf_eventidx_ptr[2 * cq->qid + 1], 0xffffffffu, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctrlr->dbbuf_eventidx_ptr[2 * cq->qid + 1], 0xffffffffu,
+			 __ATOMIC_RELEASE);
 }
 
 static volatile uint32_t *ctrlr_cq_shadow(struct ctrlr_cq *cq)
@@ -128,7 +129,8 @@ static bool ctrlr_cq_coalesced(struct ctrlr_cq *cq, uint32_t *thr, uint32_t *tim
 	struct ctrlr *ctrlr = cq->ctrlr;
 	uint32_t coal = CTRLR_LOAD(ctrlr->feat.irq_coalesce);
 
-	/* Coalescing never applies to the admin CQ, nor to a vector with CD set (section 5.27.1.9). */
+	/* Coalescing never applies to the admin CQ, nor to a vector with CD set (section 5.27.1.9).
+	 */
 	if (cq->qid == 0 || CTRLR_LOAD(ctrlr->feat.irq_cd[cq->vector]))
 		return false;
 	*thr = (coal & 0xff) + 1;
@@ -395,7 +397,8 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 	ctrlr_cq_batch_begin(cq);
 	ctrlr_sq_refresh_tail(sq);
 	for (;;) {
-		while (n < budget && sq->head != sq->tail && CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE) {
+		while (n < budget && sq->head != sq->tail &&
+		       CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE) {
 			uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(struct nvme_sqe);
 			const struct nvme_sqe *sqe;
 			struct ctrlr_req *req;
@@ -410,9 +413,10 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 			if (!sqe) {
 				/* The ring was mapped at creation, so the guest took the memory
 				 * away: drop what is queued rather than retrying forever. */
-				LOG_GUEST_ERR(CTRLR_LOG, "SQ %u slot %u at 0x%llx is not guest memory:"
-					      " %u entries dropped", sq->qid, sq->head,
-					      (unsigned long long)addr,
+				LOG_GUEST_ERR(CTRLR_LOG,
+					      "SQ %u slot %u at 0x%llx is not guest memory:"
+					      " %u entries dropped",
+					      sq->qid, sq->head, (unsigned long long)addr,
 					      (sq->tail + sq->size - sq->head) % sq->size);
 				sq->head = sq->tail;
 				ctrlr_req_free(req);

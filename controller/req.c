@@ -92,8 +92,9 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 			CTRLR_STAT_ADD(ctrlr->cnt.media_errors, 1);
 		ctrlr_error_log_add(ctrlr, req, status);
 	}
-	LOG_TRACE(CTRLR_LOG, "done qid %u cid %u opc 0x%02x nsid %u status 0x%04x cdw0 0x%x", sq->qid,
-		  req->sqe.cdw0.bits.cid, req->sqe.cdw0.bits.opc, req->sqe.nsid, status, req->cdw0);
+	LOG_TRACE(CTRLR_LOG, "done qid %u cid %u opc 0x%02x nsid %u status 0x%04x cdw0 0x%x",
+		  sq->qid, req->sqe.cdw0.bits.cid, req->sqe.cdw0.bits.opc, req->sqe.nsid, status,
+		  req->cdw0);
 	/* Nothing reaches guest memory once the SQ is being deleted or the controller resets. */
 	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED) {
 		ctrlr_req_free(req);

@@ -1,6 +1,7 @@
 /* controller/vendor.c - vendor-specific commands through a registration table (admin 0xC0-0xFF,
  * I/O 0x80-0xFF), the helpers handlers use, and the two shipped examples: admin 0xC0 returns a
- * controller-info blob (CDW0 = namespace count) and I/O 0x80 returns the CRC-32C of an LBA range. */
+ * controller-info blob (CDW0 = namespace count) and I/O 0x80 returns the CRC-32C of an LBA range.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,17 +227,17 @@ static void ctrlr_vendor_checksum_cmd(struct ctrlr_req *req, void *arg)
 int ctrlr_vendor_register_defaults(struct ctrlr *ctrlr)
 {
 	static const struct ctrlr_vendor_cmd info = {
-		.opcode = CTRLR_VS_ADMIN_INFO,
-		.io = false,
-		.name = "controller-info",
-		.fn = ctrlr_vendor_info_cmd,
+	    .opcode = CTRLR_VS_ADMIN_INFO,
+	    .io = false,
+	    .name = "controller-info",
+	    .fn = ctrlr_vendor_info_cmd,
 	};
 	static const struct ctrlr_vendor_cmd checksum = {
-		.opcode = CTRLR_VS_IO_CHECKSUM,
-		.io = true,
-		.needs_ns = true,
-		.name = "lba-checksum",
-		.fn = ctrlr_vendor_checksum_cmd,
+	    .opcode = CTRLR_VS_IO_CHECKSUM,
+	    .io = true,
+	    .needs_ns = true,
+	    .name = "lba-checksum",
+	    .fn = ctrlr_vendor_checksum_cmd,
 	};
 	int ret;
 

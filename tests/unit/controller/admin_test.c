@@ -71,7 +71,7 @@ static void test_identify_ctrl(void)
 	CU_ASSERT_TRUE(id->oacs & NVME_OACS_DBBUF);
 	CU_ASSERT_TRUE(id->oacs & NVME_OACS_FORMAT);
 	CU_ASSERT_EQUAL(id->oncs & 0x8d, NVME_ONCS_COMPARE | NVME_ONCS_DSM |
-						NVME_ONCS_WRITE_ZEROES | NVME_ONCS_VERIFY);
+					     NVME_ONCS_WRITE_ZEROES | NVME_ONCS_VERIFY);
 	CU_ASSERT_TRUE(id->vwc & NVME_VWC_PRESENT);
 	CU_ASSERT_TRUE(id->sgls & NVME_SGLS_SUPPORTED);
 	CU_ASSERT_TRUE(id->sgls & NVME_SGLS_BIT_BUCKET);
@@ -121,7 +121,8 @@ static void test_identify_ns(void)
 	CU_ASSERT_EQUAL(list[1], 0);
 	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, NVME_CSI_NVM), 0);
 	CU_ASSERT_EQUAL(list[1], 3);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, 1), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, 1),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
 	CU_ASSERT_EQUAL(identify(NVME_CNS_ACTIVE_NS_LIST, 0xfffffffe, 0),
 			NVME_SC_INVALID_NS | NVME_DNR);
 	/* Descriptors: EUI64, NGUID, UUID, CSI. */
@@ -449,7 +450,8 @@ static void test_log_pages(void)
 	/* Unknown log page. */
 	CU_ASSERT_EQUAL(get_log(0x70, 4, 0, false), NVME_SC_INVALID_LOG_PAGE | NVME_DNR);
 	/* Above MDTS (128 KiB). */
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 0x10000, 0, false), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 0x10000, 0, false),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
 }
 
 static void test_error_log(void)
@@ -548,8 +550,8 @@ static void test_aer(void)
 	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_TEMP_THRESH, 300, NULL), 0);
 	CU_ASSERT_TRUE(lb_reap(&lb, 0, &cqe, false));
 	CU_ASSERT_EQUAL(cqe.cid, cids[3]);
-	CU_ASSERT_EQUAL(cqe.dw0, NVME_AER_DW0(NVME_AER_TYPE_SMART, NVME_AER_SMART_TEMP_THRESH,
-					      NVME_LOG_SMART));
+	CU_ASSERT_EQUAL(
+	    cqe.dw0, NVME_AER_DW0(NVME_AER_TYPE_SMART, NVME_AER_SMART_TEMP_THRESH, NVME_LOG_SMART));
 	CU_ASSERT_EQUAL(get_log(NVME_LOG_SMART, 128, 0, false), 0);
 	CU_ASSERT_EQUAL(((struct nvme_smart_log *)buf())->critical_warning,
 			NVME_SMART_CRIT_TEMPERATURE);
@@ -644,9 +646,13 @@ static void vendor_echo(struct ctrlr_req *req, void *arg)
 static void test_vendor(void)
 {
 	struct nvme_sqe sqe = sqe_data(0xc0, 0);
-	struct vendor_probe probe = { 0 };
+	struct vendor_probe probe = {0};
 	struct ctrlr_vendor_cmd cmd = {
-		.opcode = 0xd5, .io = false, .name = "echo", .fn = vendor_echo, .arg = &probe,
+	    .opcode = 0xd5,
+	    .io = false,
+	    .name = "echo",
+	    .fn = vendor_echo,
+	    .arg = &probe,
 	};
 	uint32_t dw0 = 0;
 
@@ -689,20 +695,11 @@ static void test_admin_queue_wrap(void)
 		CU_ASSERT_EQUAL_FATAL(get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, NULL), 0);
 }
 
-CUNIT_SUITE(admin, admin_init, admin_fini,
-	{ "identify_ctrl", test_identify_ctrl },
-	{ "identify_ns", test_identify_ns },
-	{ "identify_bad_prp", test_identify_bad_prp },
-	{ "queue_checks", test_queue_checks },
-	{ "num_queues", test_num_queues },
-	{ "features", test_features },
-	{ "features_data", test_features_data },
-	{ "log_pages", test_log_pages },
-	{ "error_log", test_error_log },
-	{ "fused_and_opcodes", test_fused_and_opcodes },
-	{ "aer", test_aer },
-	{ "abort", test_abort },
-	{ "dbbuf_checks", test_dbbuf_checks },
-	{ "format_checks", test_format_checks },
-	{ "vendor", test_vendor },
-	{ "admin_queue_wrap", test_admin_queue_wrap })
+CUNIT_SUITE(admin, admin_init, admin_fini, {"identify_ctrl", test_identify_ctrl},
+	    {"identify_ns", test_identify_ns}, {"identify_bad_prp", test_identify_bad_prp},
+	    {"queue_checks", test_queue_checks}, {"num_queues", test_num_queues},
+	    {"features", test_features}, {"features_data", test_features_data},
+	    {"log_pages", test_log_pages}, {"error_log", test_error_log},
+	    {"fused_and_opcodes", test_fused_and_opcodes}, {"aer", test_aer}, {"abort", test_abort},
+	    {"dbbuf_checks", test_dbbuf_checks}, {"format_checks", test_format_checks},
+	    {"vendor", test_vendor}, {"admin_queue_wrap", test_admin_queue_wrap})

@@ -87,7 +87,7 @@ static bool check(uint8_t seed, size_t len)
 static void test_write_read(void)
 {
 	/* 1 block, 2 pages, and a PRP list (64 KiB). */
-	static const uint32_t sizes[] = { 1, 16, 128, 256 };
+	static const uint32_t sizes[] = {1, 16, 128, 256};
 
 	for (size_t i = 0; i < 4; i++) {
 		fill((uint8_t)(i + 1), sizes[i] * 512);
@@ -116,7 +116,8 @@ static void test_range_and_mdts(void)
 	/* Invalid namespaces. */
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 3, 0, 1, 0), NVME_SC_INVALID_NS | NVME_DNR);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 0, 0, 1, 0), NVME_SC_INVALID_NS | NVME_DNR);
-	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, NVME_NSID_ALL, 0, 1, 0), NVME_SC_INVALID_NS | NVME_DNR);
+	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, NVME_NSID_ALL, 0, 1, 0),
+			NVME_SC_INVALID_NS | NVME_DNR);
 	/* Unknown and vendor opcodes without a handler. */
 	CU_ASSERT_EQUAL(io_rw(0x04, 1, 0, 1, 0), NVME_SC_INVALID_OPCODE | NVME_DNR);
 	CU_ASSERT_EQUAL(io_rw(0x81, 1, 0, 1, 0), NVME_SC_INVALID_OPCODE | NVME_DNR);
@@ -250,7 +251,8 @@ static void test_flush_wz_dsm(void)
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 1, 300, 64, 0), 0);
 	for (int i = 0; i < 19; i++) {
 		CU_ASSERT_EQUAL(data()[3 * i * 512 + 17], 0);
-		CU_ASSERT_EQUAL(data()[(3 * i + 1) * 512 + 17], (uint8_t)(5 + ((3 * i + 1) * 512 + 17) * 7));
+		CU_ASSERT_EQUAL(data()[(3 * i + 1) * 512 + 17],
+				(uint8_t)(5 + ((3 * i + 1) * 512 + 17) * 7));
 	}
 	CU_ASSERT_NOT_EQUAL(data()[3 * 19 * 512 + 1] | data()[3 * 19 * 512 + 2], 0);
 	/* A range beyond the namespace. */
@@ -381,15 +383,9 @@ static void test_ns_remove_inflight(void)
 	CU_ASSERT_EQUAL(bdev_delete("io_rm"), 0);
 }
 
-CUNIT_SUITE(io, io_init, io_fini,
-	{ "write_read", test_write_read },
-	{ "range_and_mdts", test_range_and_mdts },
-	{ "bad_data_pointers", test_bad_data_pointers },
-	{ "sgl", test_sgl },
-	{ "sgl_disabled", test_sgl_disabled },
-	{ "flush_wz_dsm", test_flush_wz_dsm },
-	{ "compare_verify", test_compare_verify },
-	{ "vendor_checksum", test_vendor_checksum },
-	{ "smart_counters", test_smart_counters },
-	{ "format", test_format },
-	{ "ns_remove_inflight", test_ns_remove_inflight })
+CUNIT_SUITE(io, io_init, io_fini, {"write_read", test_write_read},
+	    {"range_and_mdts", test_range_and_mdts}, {"bad_data_pointers", test_bad_data_pointers},
+	    {"sgl", test_sgl}, {"sgl_disabled", test_sgl_disabled},
+	    {"flush_wz_dsm", test_flush_wz_dsm}, {"compare_verify", test_compare_verify},
+	    {"vendor_checksum", test_vendor_checksum}, {"smart_counters", test_smart_counters},
+	    {"format", test_format}, {"ns_remove_inflight", test_ns_remove_inflight})

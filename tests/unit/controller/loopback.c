@@ -36,10 +36,10 @@ static void lb_write_regs(void *tctx, uint32_t offset, const void *buf, size_t l
 static void lb_queue(struct lb *lb, void (*fn)(void *), void *arg, bool queue_op)
 {
 	if (queue_op && lb->hold_queue_ops) {
-		lb->held_ops[lb->nheld++] = (struct lb_thunk){ fn, arg };
+		lb->held_ops[lb->nheld++] = (struct lb_thunk){fn, arg};
 		return;
 	}
-	lb->thunks[lb->nthunks++] = (struct lb_thunk){ fn, arg };
+	lb->thunks[lb->nthunks++] = (struct lb_thunk){fn, arg};
 }
 
 /* Queue operations complete later, from lb_pump, as the real transport's messages would. */
@@ -208,17 +208,17 @@ static void lb_dbbuf_changed(void *tctx, bool enabled)
 }
 
 static const struct ctrlr_transport_ops lb_ops = {
-	.mem_map = lb_mem_map,
-	.raise_irq = lb_raise_irq,
-	.write_regs = lb_write_regs,
-	.create_cq = lb_create_cq,
-	.create_sq = lb_create_sq,
-	.delete_sq = lb_delete_sq,
-	.delete_cq = lb_delete_cq,
-	.get_channel = lb_get_channel,
-	.put_bdev = lb_put_bdev,
-	.admin_msg = lb_admin_msg,
-	.dbbuf_changed = lb_dbbuf_changed,
+    .mem_map = lb_mem_map,
+    .raise_irq = lb_raise_irq,
+    .write_regs = lb_write_regs,
+    .create_cq = lb_create_cq,
+    .create_sq = lb_create_sq,
+    .delete_sq = lb_delete_sq,
+    .delete_cq = lb_delete_cq,
+    .get_channel = lb_get_channel,
+    .put_bdev = lb_put_bdev,
+    .admin_msg = lb_admin_msg,
+    .dbbuf_changed = lb_dbbuf_changed,
 };
 
 void lb_pump(struct lb *lb)
@@ -371,7 +371,7 @@ uint64_t lb_reg_read64(struct lb *lb, uint32_t off)
 uint32_t lb_enable(struct lb *lb, uint32_t entries)
 {
 	struct lb_hq *hq = &lb->hq[0];
-	union nvme_cc cc = { .raw = 0 };
+	union nvme_cc cc = {.raw = 0};
 
 	memset(hq, 0, sizeof(*hq));
 	hq->used = true;
@@ -392,7 +392,7 @@ uint32_t lb_enable(struct lb *lb, uint32_t entries)
 
 uint32_t lb_disable(struct lb *lb)
 {
-	union nvme_cc cc = { .raw = lb_reg_read32(lb, NVME_REG_CC) };
+	union nvme_cc cc = {.raw = lb_reg_read32(lb, NVME_REG_CC)};
 
 	cc.bits.en = 0;
 	lb_reg_write32(lb, NVME_REG_CC, cc.raw);
@@ -471,8 +471,7 @@ struct nvme_sqe lb_sqe(uint8_t opc, uint32_t nsid)
 	return sqe;
 }
 
-uint16_t lb_create_qpair(struct lb *lb, uint16_t qid, uint32_t entries, uint16_t vector,
-			 bool ien)
+uint16_t lb_create_qpair(struct lb *lb, uint16_t qid, uint32_t entries, uint16_t vector, bool ien)
 {
 	struct lb_hq *hq = &lb->hq[qid];
 	struct nvme_sqe sqe;

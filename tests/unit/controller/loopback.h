@@ -12,7 +12,7 @@
 #include "controller/ctrlr.h"
 #include "controller/nvme_spec.h"
 
-#define LB_MEM_BASE 0x100000ull    /* guest address of the first byte of guest memory */
+#define LB_MEM_BASE 0x100000ull /* guest address of the first byte of guest memory */
 #define LB_MEM_SIZE (8u << 20)
 #define LB_MAX_QUEUES 16
 #define LB_MAX_VECTORS 64
@@ -49,9 +49,9 @@ struct lb {
 		struct bdev *bdev;
 		struct bdev_channel *ch;
 	} chans[8];
-	int fail_create;     /* next create_* op returns this -errno at once (then resets) */
+	int fail_create;      /* next create_* op returns this -errno at once (then resets) */
 	int fail_create_done; /* next create_* completes with this status */
-	bool hold_queue_ops; /* leave queue ops queued until lb_release_queue_ops() */
+	bool hold_queue_ops;  /* leave queue ops queued until lb_release_queue_ops() */
 	struct lb_thunk held_ops[LB_MAX_THUNKS];
 	unsigned int nheld;
 	unsigned int dbbuf_changes;
@@ -95,8 +95,7 @@ bool lb_reap(struct lb *lb, uint16_t qid, struct nvme_cqe *cqe, bool no_ring);
 uint16_t lb_cmd(struct lb *lb, uint16_t qid, struct nvme_sqe *sqe, uint32_t *cdw0);
 
 /* Number of Queues, Create I/O CQ + SQ of `entries` with `vector` (IEN as given). Status. */
-uint16_t lb_create_qpair(struct lb *lb, uint16_t qid, uint32_t entries, uint16_t vector,
-			 bool ien);
+uint16_t lb_create_qpair(struct lb *lb, uint16_t qid, uint32_t entries, uint16_t vector, bool ien);
 /* Creates a malloc bdev and attaches it as namespace nsid. Returns nsid or -errno. */
 int lb_add_malloc_ns(struct lb *lb, const char *name, uint32_t nsid, uint64_t blocks,
 		     uint32_t block_size);

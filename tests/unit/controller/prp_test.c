@@ -45,13 +45,15 @@ static void test_single_page_with_offset(void)
 
 	pt_setup();
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(3) + 512, 0, 1024, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 8, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_WRITE, iov, 8, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 1);
 	CU_ASSERT_PTR_EQUAL(iov[0].iov_base, pt_mem + 3 * PT_PS + 512);
 	CU_ASSERT_EQUAL(iov[0].iov_len, 1024);
 	/* Zero length maps nothing. */
-	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(3), 0, 0, PT_PS, CTRLR_DMA_WRITE, iov, 8,
-				      &n), NVME_SC_SUCCESS);
+	CU_ASSERT_EQUAL(
+	    ctrlr_prp_map(pt_map, NULL, pt_page(3), 0, 0, PT_PS, CTRLR_DMA_WRITE, iov, 8, &n),
+	    NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 0);
 }
 
@@ -63,14 +65,16 @@ static void test_two_pages_prp2_data(void)
 	pt_setup();
 	/* 512 bytes left in the first page, the rest (3584) in PRP2's page. */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(1) + 3584, pt_page(7), 4096, PT_PS,
-				      CTRLR_DMA_READ, iov, 8, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 2);
 	CU_ASSERT_EQUAL(iov[0].iov_len, 512);
 	CU_ASSERT_PTR_EQUAL(iov[1].iov_base, pt_mem + 7 * PT_PS);
 	CU_ASSERT_EQUAL(iov[1].iov_len, 3584);
 	/* Adjacent pages merge into one iovec. */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(1), pt_page(2), 8192, PT_PS,
-				      CTRLR_DMA_READ, iov, 8, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 1);
 	CU_ASSERT_EQUAL(iov[0].iov_len, 8192);
 }
@@ -82,10 +86,12 @@ static void test_prp2_offset_invalid(void)
 
 	pt_setup();
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(1), pt_page(7) + 8, 8192, PT_PS,
-				      CTRLR_DMA_READ, iov, 8, &n), NVME_SC_PRP_INVALID_OFFSET);
+				      CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_PRP_INVALID_OFFSET);
 	/* PRP1 must be dword aligned. */
-	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(1) + 2, 0, 16, PT_PS, CTRLR_DMA_READ,
-				      iov, 8, &n), NVME_SC_PRP_INVALID_OFFSET);
+	CU_ASSERT_EQUAL(
+	    ctrlr_prp_map(pt_map, NULL, pt_page(1) + 2, 0, 16, PT_PS, CTRLR_DMA_READ, iov, 8, &n),
+	    NVME_SC_PRP_INVALID_OFFSET);
 }
 
 static void test_list(void)
@@ -99,7 +105,8 @@ static void test_list(void)
 	for (int i = 0; i < 4; i++)
 		l[i] = pt_page(30 + 2 * i);
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20), 5 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 5);
 	for (int i = 0; i < 4; i++) {
 		CU_ASSERT_PTR_EQUAL(iov[1 + i].iov_base, pt_mem + (30 + 2 * i) * PT_PS);
@@ -107,7 +114,8 @@ static void test_list(void)
 	}
 	/* Last page partial. */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20), 2 * PT_PS + 100, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 3);
 	CU_ASSERT_EQUAL(iov[2].iov_len, 100);
 }
@@ -122,10 +130,12 @@ static void test_list_entry_offset_invalid(void)
 	l[0] = pt_page(30);
 	l[1] = pt_page(32) + 0x200;
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20), 3 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_PRP_INVALID_OFFSET);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_PRP_INVALID_OFFSET);
 	/* The list pointer itself must be qword aligned. */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20) + 4, 3 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_PRP_INVALID_OFFSET);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_PRP_INVALID_OFFSET);
 }
 
 static void test_list_with_offset_and_chain(void)
@@ -144,20 +154,23 @@ static void test_list_with_offset_and_chain(void)
 	l2[0] = pt_page(42);
 	l2[1] = pt_page(44);
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), start, 4 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 4);
 	CU_ASSERT_PTR_EQUAL(iov[1].iov_base, pt_mem + 40 * PT_PS);
 	CU_ASSERT_PTR_EQUAL(iov[2].iov_base, pt_mem + 42 * PT_PS);
 	CU_ASSERT_PTR_EQUAL(iov[3].iov_base, pt_mem + 44 * PT_PS);
 	/* With exactly two pages left the second slot is data, not a chain pointer. */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), start, 3 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_SUCCESS);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 3);
 	CU_ASSERT_PTR_EQUAL(iov[2].iov_base, pt_mem + 21 * PT_PS);
 	/* A chain pointer with an offset is invalid. */
 	l[1] = pt_page(21) + 8;
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), start, 4 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_PRP_INVALID_OFFSET);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_PRP_INVALID_OFFSET);
 }
 
 static void test_full_list_page_chains(void)
@@ -176,7 +189,8 @@ static void test_full_list_page_chains(void)
 	l2[2] = pt_page(58);
 	l2[3] = pt_page(63);
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(1), pt_page(10), (pages + 1) * PT_PS,
-				      PT_PS, CTRLR_DMA_WRITE, iov, 600, &n), NVME_SC_SUCCESS);
+				      PT_PS, CTRLR_DMA_WRITE, iov, 600, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 1 + 511 + 4);
 	CU_ASSERT_EQUAL(iov[n - 1].iov_len, PT_PS);
 	CU_ASSERT_PTR_EQUAL(iov[n - 1].iov_base, pt_mem + 63 * PT_PS);
@@ -192,14 +206,17 @@ static void test_unmapped(void)
 	l[0] = pt_page(30);
 	l[1] = 0xdead0000ull; /* outside guest memory */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20), 3 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_DATA_XFER_ERROR);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_DATA_XFER_ERROR);
 	/* The list page itself unmapped. */
 	pt_hole = pt_page(20);
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20), 3 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 16, &n), NVME_SC_DATA_XFER_ERROR);
+				      CTRLR_DMA_WRITE, iov, 16, &n),
+			NVME_SC_DATA_XFER_ERROR);
 	/* PRP1 unmapped. */
-	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, 0x1000, 0, 512, PT_PS, CTRLR_DMA_WRITE, iov, 16,
-				      &n), NVME_SC_DATA_XFER_ERROR);
+	CU_ASSERT_EQUAL(
+	    ctrlr_prp_map(pt_map, NULL, 0x1000, 0, 512, PT_PS, CTRLR_DMA_WRITE, iov, 16, &n),
+	    NVME_SC_DATA_XFER_ERROR);
 }
 
 static void test_iov_limit(void)
@@ -212,7 +229,8 @@ static void test_iov_limit(void)
 	for (int i = 0; i < 4; i++)
 		l[i] = pt_page(30 + 2 * i);
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(2), pt_page(20), 5 * PT_PS, PT_PS,
-				      CTRLR_DMA_WRITE, iov, 2, &n), NVME_SC_INVALID_FIELD);
+				      CTRLR_DMA_WRITE, iov, 2, &n),
+			NVME_SC_INVALID_FIELD);
 }
 
 static void test_large_page_size(void)
@@ -223,7 +241,8 @@ static void test_large_page_size(void)
 	pt_setup();
 	/* 16 KiB pages: 12 KiB in page one (offset 4 KiB), 4 KiB in PRP2's page. */
 	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(4) + PT_PS, pt_page(16), 4 * PT_PS,
-				      4 * PT_PS, CTRLR_DMA_READ, iov, 8, &n), NVME_SC_SUCCESS);
+				      4 * PT_PS, CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_SUCCESS);
 	CU_ASSERT_EQUAL(n, 2);
 	CU_ASSERT_EQUAL(iov[0].iov_len, 3 * PT_PS);
 	CU_ASSERT_EQUAL(iov[1].iov_len, PT_PS);
@@ -233,14 +252,10 @@ static void test_large_page_size(void)
 			NVME_SC_PRP_INVALID_OFFSET);
 }
 
-CUNIT_SUITE(prp, NULL, NULL,
-	{ "single_page_with_offset", test_single_page_with_offset },
-	{ "two_pages_prp2_data", test_two_pages_prp2_data },
-	{ "prp2_offset_invalid", test_prp2_offset_invalid },
-	{ "list", test_list },
-	{ "list_entry_offset_invalid", test_list_entry_offset_invalid },
-	{ "list_with_offset_and_chain", test_list_with_offset_and_chain },
-	{ "full_list_page_chains", test_full_list_page_chains },
-	{ "unmapped", test_unmapped },
-	{ "iov_limit", test_iov_limit },
-	{ "large_page_size", test_large_page_size })
+CUNIT_SUITE(prp, NULL, NULL, {"single_page_with_offset", test_single_page_with_offset},
+	    {"two_pages_prp2_data", test_two_pages_prp2_data},
+	    {"prp2_offset_invalid", test_prp2_offset_invalid}, {"list", test_list},
+	    {"list_entry_offset_invalid", test_list_entry_offset_invalid},
+	    {"list_with_offset_and_chain", test_list_with_offset_and_chain},
+	    {"full_list_page_chains", test_full_list_page_chains}, {"unmapped", test_unmapped},
+	    {"iov_limit", test_iov_limit}, {"large_page_size", test_large_page_size})

@@ -82,7 +82,7 @@ static void test_cq_full_backpressure(void)
 {
 	struct nvme_cqe cqe;
 	struct ctrlr_stats st;
-	bool seen[32] = { false };
+	bool seen[32] = {false};
 	int got = 0;
 
 	q_restart();
@@ -407,15 +407,11 @@ static void test_sq_memory_gone(void)
 	CU_ASSERT_EQUAL(cqe.status >> 1, NVME_SC_DATA_XFER_ERROR | NVME_DNR);
 }
 
-CUNIT_SUITE(queue, q_setup, q_teardown,
-	{ "wrap_phase", test_wrap_phase },
-	{ "cq_full_backpressure", test_cq_full_backpressure },
-	{ "invalid_doorbells", test_invalid_doorbells },
-	{ "shadow_doorbells", test_shadow_doorbells },
-	{ "shadow_cq_head", test_shadow_cq_head },
-	{ "polling_queue", test_polling_queue },
-	{ "irq_batching", test_irq_batching },
-	{ "irq_coalescing", test_irq_coalescing },
-	{ "delete_sq_inflight", test_delete_sq_inflight },
-	{ "reset_inflight", test_reset_inflight },
-	{ "sq_memory_gone", test_sq_memory_gone })
+CUNIT_SUITE(queue, q_setup, q_teardown, {"wrap_phase", test_wrap_phase},
+	    {"cq_full_backpressure", test_cq_full_backpressure},
+	    {"invalid_doorbells", test_invalid_doorbells},
+	    {"shadow_doorbells", test_shadow_doorbells}, {"shadow_cq_head", test_shadow_cq_head},
+	    {"polling_queue", test_polling_queue}, {"irq_batching", test_irq_batching},
+	    {"irq_coalescing", test_irq_coalescing},
+	    {"delete_sq_inflight", test_delete_sq_inflight},
+	    {"reset_inflight", test_reset_inflight}, {"sq_memory_gone", test_sq_memory_gone})

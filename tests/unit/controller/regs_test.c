@@ -27,7 +27,7 @@ static void regs_restart(void)
 
 static void test_cap_vs(void)
 {
-	union nvme_cap cap = { .raw = lb_reg_read64(&lb, NVME_REG_CAP) };
+	union nvme_cap cap = {.raw = lb_reg_read64(&lb, NVME_REG_CAP)};
 
 	CU_ASSERT_EQUAL(cap.bits.mqes, 255);
 	CU_ASSERT_EQUAL(cap.bits.cqr, 1);
@@ -68,7 +68,7 @@ static void test_enable_disable(void)
 
 static void test_enable_fail(void)
 {
-	union nvme_cc cc = { .raw = 0 };
+	union nvme_cc cc = {.raw = 0};
 	union nvme_csts csts;
 
 	/* MPS above MPSMAX. */
@@ -249,13 +249,9 @@ static void test_admin_doorbell_when_disabled(void)
 	CU_ASSERT_EQUAL(st.invalid_db_writes, 1);
 }
 
-CUNIT_SUITE(regs, regs_init, regs_fini,
-	{ "cap_vs", test_cap_vs },
-	{ "enable_disable", test_enable_disable },
-	{ "enable_fail", test_enable_fail },
-	{ "shutdown", test_shutdown },
-	{ "reset_async", test_reset_async },
-	{ "reenable_during_reset", test_reenable_during_reset },
-	{ "flr", test_flr },
-	{ "intms_intmc", test_intms_intmc },
-	{ "admin_doorbell_when_disabled", test_admin_doorbell_when_disabled })
+CUNIT_SUITE(regs, regs_init, regs_fini, {"cap_vs", test_cap_vs},
+	    {"enable_disable", test_enable_disable}, {"enable_fail", test_enable_fail},
+	    {"shutdown", test_shutdown}, {"reset_async", test_reset_async},
+	    {"reenable_during_reset", test_reenable_during_reset}, {"flr", test_flr},
+	    {"intms_intmc", test_intms_intmc},
+	    {"admin_doorbell_when_disabled", test_admin_doorbell_when_disabled})

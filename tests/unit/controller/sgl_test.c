@@ -156,9 +156,6 @@ static void test_bit_bucket(void)
 			NVME_SC_SGL_INVALID_COUNT);
 }
 
-CUNIT_SUITE(sgl, NULL, NULL,
-	{ "data_block", test_data_block },
-	{ "last_segment", test_last_segment },
-	{ "segment_chain", test_segment_chain },
-	{ "segment_loop", test_segment_loop },
-	{ "bit_bucket", test_bit_bucket })
+CUNIT_SUITE(sgl, NULL, NULL, {"data_block", test_data_block}, {"last_segment", test_last_segment},
+	    {"segment_chain", test_segment_chain}, {"segment_loop", test_segment_loop},
+	    {"bit_bucket", test_bit_bucket})
