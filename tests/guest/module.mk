@@ -1,0 +1,3 @@
+# Guest tests of our own controller (the harness's tests are listed in
+# qemu-configs/module.mk). They use build/bin/nvme-emu.
+GUEST_TESTS += tests/guest/test-nvme-emu.sh
