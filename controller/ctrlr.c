@@ -102,7 +102,6 @@ static void ctrlr_ns_release(struct ctrlr_ns *ns)
 	ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev);
 	bdev_release(ns->bdev);
 	bdev_close(ns->bdev);
-	free(ns);
 }
 
 int ctrlr_destroy(struct ctrlr *ctrlr)
@@ -121,8 +120,19 @@ int ctrlr_destroy(struct ctrlr *ctrlr)
 		free(ctrlr->cqs[0]);
 	}
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
-		if (ctrlr->ns[i] && !ctrlr->ns[i]->released)
+		if (ctrlr->ns[i]) {
 			ctrlr_ns_release(ctrlr->ns[i]);
+			free(ctrlr->ns[i]);
+		}
+	}
+	/* No queue is left, so nothing is in flight: release what removal left waiting. */
+	while (ctrlr->dead_ns) {
+		struct ctrlr_ns *ns = ctrlr->dead_ns;
+
+		ctrlr->dead_ns = ns->dead_next;
+		if (!__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
+			ctrlr_ns_release(ns);
+		free(ns);
 	}
 	ctrlr_vendor_free_all(ctrlr);
 	free(ctrlr->feat.irq_cd);
@@ -242,6 +252,8 @@ int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
 		return -ENOENT;
 	ns = ctrlr->ns[nsid - 1];
 	CTRLR_STORE(ctrlr->ns[nsid - 1], NULL);
+	ns->dead_next = ctrlr->dead_ns;
+	ctrlr->dead_ns = ns;
 	__atomic_store_n(&ns->removing, true, __ATOMIC_SEQ_CST);
 	ctrlr_ns_try_release(ns, true);
 	ctrlr_ns_changed(ctrlr, nsid);

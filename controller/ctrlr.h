@@ -45,8 +45,9 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 
 /*
  * Destroys a controller. The transport must have stopped every queue first (run ctrlr_flr and
- * waited for its done) - destroying with live I/O queues is refused with -EBUSY. Releases the
- * namespaces' bdevs (bdev_close/bdev_release, ops->put_bdev). NULL: returns 0.
+ * waited for its done) - destroying with live I/O queues is refused with -EBUSY - and must have
+ * run or dropped every ops->admin_msg callback the core posted (they point at the controller).
+ * Releases the namespaces' bdevs (bdev_close/bdev_release, ops->put_bdev). NULL: returns 0.
  */
 int ctrlr_destroy(struct ctrlr *ctrlr);
 
@@ -104,7 +105,8 @@ struct ctrlr_vendor_cmd {
  * fn), -EEXIST (opcode taken). Registered commands appear in the effects log at once.
  */
 int ctrlr_vendor_register(struct ctrlr *ctrlr, const struct ctrlr_vendor_cmd *cmd);
-/* Removes one; returns 0 or -ENOENT. Must not be called while such a command is in flight. */
+/* Removes one; returns 0 or -ENOENT. Commands already dispatched to it still complete (the entry
+ * is freed with the controller). */
 int ctrlr_vendor_unregister(struct ctrlr *ctrlr, bool io, uint8_t opcode);
 /* Registers the shipped examples: admin 0xC0 (controller-info blob, CDW0 = namespace count) and
  * I/O 0x80 (CRC-32C of an LBA range in CDW0). ctrlr_create calls it; 0 or -errno. */

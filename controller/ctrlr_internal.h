@@ -62,6 +62,9 @@ struct ctrlr_ns {
 	bool removing;
 	bool released;
 	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
+	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
+	 * may still hold the pointer it loaded just before the removal. */
+	struct ctrlr_ns *dead_next;
 };
 
 /* ---- Queues ---- */
@@ -158,6 +161,12 @@ struct ctrlr_req {
 		void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len);
 		void (*range_done)(struct ctrlr_req *req, uint16_t status);
 	} step;
+};
+
+/* A registered vendor command; unregistered ones are kept until destroy like namespaces. */
+struct ctrlr_vendor_entry {
+	struct ctrlr_vendor_cmd cmd;
+	struct ctrlr_vendor_entry *dead_next;
 };
 
 /* ---- Controller ---- */
@@ -259,7 +268,9 @@ struct ctrlr {
 	volatile uint32_t *dbbuf_eventidx_ptr;
 
 	/* Vendor commands: [0] admin, [1] I/O, indexed by opcode. */
-	struct ctrlr_vendor_cmd *vendor[2][256];
+	struct ctrlr_vendor_entry *vendor[2][256];
+	struct ctrlr_vendor_entry *dead_vendor; /* unregistered, freed at destroy (as dead_ns) */
+	struct ctrlr_ns *dead_ns;
 
 	/* Reset / shutdown / FLR flow. */
 	bool reset_shutdown; /* set SHST complete when the flow ends */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "controller/ctrlr_internal.h"
 #include "controller/ctrlr_vendor.h"
 
@@ -17,12 +18,14 @@
 const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bool io,
 						   uint8_t opcode)
 {
-	return CTRLR_LOAD(ctrlr->vendor[io][opcode]);
+	struct ctrlr_vendor_entry *e = CTRLR_LOAD(ctrlr->vendor[io][opcode]);
+
+	return e ? &e->cmd : NULL;
 }
 
 int ctrlr_vendor_register(struct ctrlr *ctrlr, const struct ctrlr_vendor_cmd *cmd)
 {
-	struct ctrlr_vendor_cmd *copy;
+	struct ctrlr_vendor_entry *e;
 
 	if (!cmd || !cmd->fn)
 		return -EINVAL;
@@ -30,22 +33,24 @@ int ctrlr_vendor_register(struct ctrlr *ctrlr, const struct ctrlr_vendor_cmd *cm
 		return -EINVAL;
 	if (ctrlr->vendor[cmd->io][cmd->opcode])
 		return -EEXIST;
-	copy = malloc(sizeof(*copy));
-	if (!copy)
+	e = calloc(1, sizeof(*e));
+	if (!e)
 		return -ENOMEM;
-	*copy = *cmd;
-	CTRLR_STORE(ctrlr->vendor[cmd->io][cmd->opcode], copy);
+	e->cmd = *cmd;
+	CTRLR_STORE(ctrlr->vendor[cmd->io][cmd->opcode], e);
 	return 0;
 }
 
 int ctrlr_vendor_unregister(struct ctrlr *ctrlr, bool io, uint8_t opcode)
 {
-	struct ctrlr_vendor_cmd *cmd = ctrlr->vendor[io][opcode];
+	struct ctrlr_vendor_entry *e = ctrlr->vendor[io][opcode];
 
-	if (!cmd)
+	if (!e)
 		return -ENOENT;
 	CTRLR_STORE(ctrlr->vendor[io][opcode], NULL);
-	free(cmd);
+	/* An owner thread may have looked it up just before: keep it until destroy. */
+	e->dead_next = ctrlr->dead_vendor;
+	ctrlr->dead_vendor = e;
 	return 0;
 }
 
@@ -56,10 +61,18 @@ void ctrlr_vendor_free_all(struct ctrlr *ctrlr)
 			free(ctrlr->vendor[io][op]);
 			ctrlr->vendor[io][op] = NULL;
 		}
+	while (ctrlr->dead_vendor) {
+		struct ctrlr_vendor_entry *e = ctrlr->dead_vendor;
+
+		ctrlr->dead_vendor = e->dead_next;
+		free(e);
+	}
 }
 
 void ctrlr_vendor_exec(struct ctrlr_req *req, const struct ctrlr_vendor_cmd *cmd)
 {
+	LOG_TRACE(CTRLR_LOG, "vendor %s command 0x%02x on qid %u", cmd->name ? cmd->name : "?",
+		  cmd->opcode, req->sq->qid);
 	cmd->fn(req, cmd->arg);
 }
 
