@@ -3,16 +3,16 @@
 GUEST_TESTS += tests/guest/test-launcher.sh tests/guest/test-qemu-nvme.sh \
 	       tests/guest/test-two-devices.sh tests/guest/test-hotplug.sh
 
-# `make demo DEMO_DEVICE=...`: qemu-nvme (QEMU's built-in NVMe device on a
-# file, the default until our controller serves the guest), virtio-blk, or
-# vfio-user:SOCKET (a vfio-user server already listening on SOCKET).
-DEMO_DEVICE ?= qemu-nvme
+# `make demo DEMO_DEVICE=...`: nvme-emu (our controller, started by the demo:
+# the default), qemu-nvme (QEMU's built-in NVMe device on a file, the
+# reference), virtio-blk, or vfio-user:SOCKET (a server already listening).
+DEMO_DEVICE ?= nvme-emu
 
 guest-image:
 	@qemu-configs/initramfs.sh "$$(qemu-configs/sysroot.sh)" >/dev/null
 	@echo "guest image: $$(qemu-configs/sysroot.sh) + $$(qemu-configs/initramfs.sh "$$(qemu-configs/sysroot.sh)")"
 
-demo: guest-image
+demo: deps all guest-image
 	@qemu-configs/demo.sh "$(DEMO_DEVICE)"
 
 # Only the guest tests (make test runs them too).
