@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -251,7 +252,7 @@ static int evloop_run_deferred(struct evloop *loop)
 	return n;
 }
 
-static int evloop_run_msgs(struct evloop *loop)
+static int evloop_run_msgs_now(struct evloop *loop)
 {
 	struct evloop_call *c;
 	uint64_t cnt;
@@ -319,7 +320,7 @@ int evloop_run_once(struct evloop *loop, int timeout_ms)
 		struct evloop_watch *w = evs[i].data.ptr;
 
 		if (!w) {
-			ran += evloop_run_msgs(loop);
+			ran += evloop_run_msgs_now(loop);
 		} else if (!w->removed) {
 			w->fn(w->fd, evs[i].events, w->arg);
 			ran++;
@@ -330,6 +331,18 @@ int evloop_run_once(struct evloop *loop, int timeout_ms)
 	ran += evloop_run_deferred(loop);
 	evloop_free_dead(loop);
 	return ran;
+}
+
+int evloop_run_msgs(struct evloop *loop, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = loop->wake_fd, .events = POLLIN };
+	int n;
+
+	n = poll(&pfd, 1, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	n = evloop_run_msgs_now(loop);
+	return n + evloop_run_deferred(loop);
 }
 
 int evloop_run(struct evloop *loop)

@@ -46,6 +46,11 @@ void evloop_timer_cancel(struct evloop_timer *t);
  * runs callbacks, messages, timers and deferred calls. Returns the number of
  * callbacks run, or -errno. */
 int evloop_run_once(struct evloop *loop, int timeout_ms);
+/* Waits up to timeout_ms for cross-thread messages and runs them (and the
+ * calls they defer), but no fd callback or timer: for a flow that must
+ * finish before the loop may accept more work from its fds. Returns the
+ * number of messages run, or -errno. Loop thread only. */
+int evloop_run_msgs(struct evloop *loop, int timeout_ms);
 /* Runs until evloop_stop. Returns 0. */
 int evloop_run(struct evloop *loop);
 /* Makes evloop_run return; any thread. */

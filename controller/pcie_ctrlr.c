@@ -24,6 +24,8 @@ void pcie_raise_irq(void *tctx, uint16_t vector);
 #define PCIE_ADMIN_POLL_FAST_US 200
 #define PCIE_ADMIN_POLL_SLOW_US 20000
 #define PCIE_ADMIN_FAST_WINDOW_US 1000000
+/* Bound of the synchronous reset when the client disappears. */
+#define PCIE_CLIENT_GONE_DRAIN_US 5000000
 
 /* ---- Transport ops ---- */
 
@@ -247,6 +249,19 @@ static int pcie_flr(struct hw_dev *dev, bool client_gone, void *arg)
 	pc->flr_sync = true;
 	pc->flr_finished = false;
 	ctrlr_flr(pc->ctrlr, pcie_flr_done, pc);
+	/* A client that went away takes its memory with it as soon as this
+	 * returns (the endpoint unmaps its windows and may accept the next
+	 * client), so its reset finishes here: the queue deletions only need
+	 * the poll groups and the DPA, whose replies arrive as messages. */
+	if (client_gone) {
+		uint64_t deadline = evloop_now_us() + PCIE_CLIENT_GONE_DRAIN_US;
+
+		while (!pc->flr_finished && evloop_now_us() < deadline)
+			evloop_run_msgs(pc->loop, 100);
+		if (!pc->flr_finished)
+			LOG_ERR(PCIE_LOG, "%s: reset after client loss did not finish in %d ms",
+				pc->vuid, PCIE_CLIENT_GONE_DRAIN_US / 1000);
+	}
 	pc->flr_sync = false;
 	return pc->flr_finished ? 0 : HW_EVENT_ASYNC;
 }

@@ -78,6 +78,31 @@ static void test_messages_in_order(void)
 	evloop_destroy(loop);
 }
 
+static void test_run_msgs_only(void)
+{
+	struct evloop *loop = evloop_create();
+	struct evloop_watch *w;
+	pthread_t t;
+	int p[2];
+
+	CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+	norder = 0;
+	w = evloop_watch_add(loop, p[0], EPOLLIN, on_readable, loop);
+	CU_ASSERT_EQUAL(write(p[1], "\3", 1), 1);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sender, loop), 0);
+	pthread_join(t, NULL);
+	/* Messages run; the readable pipe is left for the full loop. */
+	CU_ASSERT_EQUAL(evloop_run_msgs(loop, 1000), 5);
+	CU_ASSERT_EQUAL(norder, 5);
+	CU_ASSERT_EQUAL(evloop_run_msgs(loop, 0), 0);
+	CU_ASSERT_EQUAL(evloop_run_once(loop, 0), 2);
+	CU_ASSERT_EQUAL(norder, 7);
+	evloop_watch_remove(w);
+	close(p[0]);
+	close(p[1]);
+	evloop_destroy(loop);
+}
+
 static void test_timers(void)
 {
 	struct evloop *loop = evloop_create();
@@ -101,4 +126,5 @@ static void test_timers(void)
 CUNIT_SUITE(evloop, NULL, NULL,
 	{ "watch_and_defer", test_watch_and_defer },
 	{ "messages_in_order", test_messages_in_order },
-	{ "timers", test_timers })
+	{ "timers", test_timers },
+	{ "run_msgs_only", test_run_msgs_only })
