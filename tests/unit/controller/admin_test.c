@@ -9,7 +9,7 @@
 #include "tests/unit/cunit_runner.h"
 
 static struct lb lb;
-static uint64_t buf_addr; /* a 64 KiB data buffer in guest memory */
+static uint64_t adm_buf_addr; /* a 64 KiB data buffer in guest memory */
 
 static int admin_init(void)
 {
@@ -21,7 +21,7 @@ static int admin_init(void)
 		return -1;
 	if (!(lb_enable(&lb, 32) & 1))
 		return -1;
-	buf_addr = lb_alloc(&lb, 65536);
+	adm_buf_addr = lb_alloc(&lb, 65536);
 	return 0;
 }
 
@@ -31,24 +31,24 @@ static int admin_fini(void)
 	return 0;
 }
 
-static uint8_t *buf(void)
+static uint8_t *adm_buf(void)
 {
-	return lb_ptr(&lb, buf_addr);
+	return lb_ptr(&lb, adm_buf_addr);
 }
 
-static struct nvme_sqe sqe_data(uint8_t opc, uint32_t nsid)
+static struct nvme_sqe adm_sqe_data(uint8_t opc, uint32_t nsid)
 {
 	struct nvme_sqe sqe = lb_sqe(opc, nsid);
 
-	memset(buf(), 0xa5, 65536);
-	sqe.dptr.prp.prp1 = buf_addr;
-	sqe.dptr.prp.prp2 = buf_addr + 4096;
+	memset(adm_buf(), 0xa5, 65536);
+	sqe.dptr.prp.prp1 = adm_buf_addr;
+	sqe.dptr.prp.prp2 = adm_buf_addr + 4096;
 	return sqe;
 }
 
-static uint16_t identify(uint8_t cns, uint32_t nsid, uint8_t csi)
+static uint16_t adm_identify(uint8_t cns, uint32_t nsid, uint8_t csi)
 {
-	struct nvme_sqe sqe = sqe_data(NVME_ADM_IDENTIFY, nsid);
+	struct nvme_sqe sqe = adm_sqe_data(NVME_ADM_IDENTIFY, nsid);
 
 	sqe.cdw10 = cns;
 	sqe.cdw11 = (uint32_t)csi << 24;
@@ -57,9 +57,9 @@ static uint16_t identify(uint8_t cns, uint32_t nsid, uint8_t csi)
 
 static void test_identify_ctrl(void)
 {
-	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)buf();
+	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)adm_buf();
 
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CTRL, 0, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CTRL, 0, 0), 0);
 	CU_ASSERT_EQUAL(id->sqes, 0x66);
 	CU_ASSERT_EQUAL(id->cqes, 0x44);
 	CU_ASSERT_EQUAL(id->nn, CTRLR_MAX_NAMESPACES);
@@ -83,50 +83,50 @@ static void test_identify_ctrl(void)
 	CU_ASSERT_EQUAL(id->cntrltype, 1);
 	CU_ASSERT_TRUE(id->ieee[0] || id->ieee[1] || id->ieee[2]);
 	/* CNS 06h, NVM. */
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_CTRL, 0, NVME_CSI_NVM), 0);
-	CU_ASSERT_EQUAL(buf()[0], 0);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_CTRL, 0, 2), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_CTRL, 0, NVME_CSI_NVM), 0);
+	CU_ASSERT_EQUAL(adm_buf()[0], 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_CTRL, 0, 2), NVME_SC_INVALID_FIELD | NVME_DNR);
 	/* Unknown CNS. */
-	CU_ASSERT_EQUAL(identify(0x1f, 0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_identify(0x1f, 0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
 }
 
 static void test_identify_ns(void)
 {
-	struct nvme_id_ns *id = (struct nvme_id_ns *)buf();
-	struct nvme_id_ns_indep *ind = (struct nvme_id_ns_indep *)buf();
-	uint32_t *list = (uint32_t *)buf();
-	uint8_t *d = buf();
+	struct nvme_id_ns *id = (struct nvme_id_ns *)adm_buf();
+	struct nvme_id_ns_indep *ind = (struct nvme_id_ns_indep *)adm_buf();
+	uint32_t *list = (uint32_t *)adm_buf();
+	uint8_t *d = adm_buf();
 
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS, 1, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 1, 0), 0);
 	CU_ASSERT_EQUAL(id->nsze, 1024);
 	CU_ASSERT_EQUAL(id->ncap, 1024);
 	CU_ASSERT_EQUAL(id->nlbaf, 0);
 	CU_ASSERT_EQUAL(id->lbaf[0].lbads, 9);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS, 3, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 3, 0), 0);
 	CU_ASSERT_EQUAL(id->nsze, 256);
 	CU_ASSERT_EQUAL(id->lbaf[0].lbads, 12);
 	/* Inactive but valid id: zeroes. */
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS, 2, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 2, 0), 0);
 	CU_ASSERT_EQUAL(id->nsze, 0);
 	/* Invalid ids. */
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS, 0, 0), NVME_SC_INVALID_NS | NVME_DNR);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS, 1000, 0), NVME_SC_INVALID_NS | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 0, 0), NVME_SC_INVALID_NS | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 1000, 0), NVME_SC_INVALID_NS | NVME_DNR);
 	/* Active lists. */
-	CU_ASSERT_EQUAL(identify(NVME_CNS_ACTIVE_NS_LIST, 0, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_ACTIVE_NS_LIST, 0, 0), 0);
 	CU_ASSERT_EQUAL(list[0], 1);
 	CU_ASSERT_EQUAL(list[1], 3);
 	CU_ASSERT_EQUAL(list[2], 0);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_ACTIVE_NS_LIST, 1, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_ACTIVE_NS_LIST, 1, 0), 0);
 	CU_ASSERT_EQUAL(list[0], 3);
 	CU_ASSERT_EQUAL(list[1], 0);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, NVME_CSI_NVM), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, NVME_CSI_NVM), 0);
 	CU_ASSERT_EQUAL(list[1], 3);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, 1),
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_ACTIVE_NS_LIST, 0, 1),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_ACTIVE_NS_LIST, 0xfffffffe, 0),
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_ACTIVE_NS_LIST, 0xfffffffe, 0),
 			NVME_SC_INVALID_NS | NVME_DNR);
 	/* Descriptors: EUI64, NGUID, UUID, CSI. */
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS_DESC_LIST, 1, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS_DESC_LIST, 1, 0), 0);
 	CU_ASSERT_EQUAL(d[0], NVME_NIDT_EUI64);
 	CU_ASSERT_EQUAL(d[1], 8);
 	CU_ASSERT_EQUAL(d[12], NVME_NIDT_NGUID);
@@ -137,11 +137,11 @@ static void test_identify_ns(void)
 	CU_ASSERT_EQUAL(d[53], 1);
 	CU_ASSERT_EQUAL(d[56], NVME_CSI_NVM);
 	CU_ASSERT_EQUAL(d[57], 0);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_NS_DESC_LIST, 2, 0), NVME_SC_INVALID_NS | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS_DESC_LIST, 2, 0), NVME_SC_INVALID_NS | NVME_DNR);
 	/* CNS 05h and 08h. */
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_NS, 1, NVME_CSI_NVM), 0);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_NS, 1, 2), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(identify(NVME_CNS_CS_INDEP_NS, 3, 0), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_NS, 1, NVME_CSI_NVM), 0);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_NS, 1, 2), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CS_INDEP_NS, 3, 0), 0);
 	CU_ASSERT_EQUAL(ind->nstat, NVME_NSTAT_READY);
 }
 
@@ -153,17 +153,17 @@ static void test_identify_bad_prp(void)
 	sqe.dptr.prp.prp1 = 0x2000; /* below guest memory */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_DATA_XFER_ERROR | NVME_DNR);
 	/* PRP2 needed (offset in PRP1) and outside memory. */
-	sqe.dptr.prp.prp1 = buf_addr + 2048;
+	sqe.dptr.prp.prp1 = adm_buf_addr + 2048;
 	sqe.dptr.prp.prp2 = 0xfff0000000ull;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_DATA_XFER_ERROR | NVME_DNR);
 	/* SGLs are not allowed for admin commands. */
 	sqe.cdw0.bits.psdt = NVME_PSDT_SGL_MPTR_CONTIG;
-	sqe.dptr.prp.prp1 = buf_addr;
+	sqe.dptr.prp.prp1 = adm_buf_addr;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 }
 
-static uint16_t create_cq(uint16_t qid, uint32_t entries, uint16_t iv, uint32_t flags,
-			  uint64_t addr)
+static uint16_t adm_create_cq(uint16_t qid, uint32_t entries, uint16_t iv, uint32_t flags,
+			      uint64_t addr)
 {
 	struct nvme_sqe sqe = lb_sqe(NVME_ADM_CREATE_CQ, 0);
 
@@ -173,8 +173,8 @@ static uint16_t create_cq(uint16_t qid, uint32_t entries, uint16_t iv, uint32_t 
 	return lb_cmd(&lb, 0, &sqe, NULL);
 }
 
-static uint16_t create_sq(uint16_t qid, uint32_t entries, uint16_t cqid, uint32_t flags,
-			  uint64_t addr)
+static uint16_t adm_create_sq(uint16_t qid, uint32_t entries, uint16_t cqid, uint32_t flags,
+			      uint64_t addr)
 {
 	struct nvme_sqe sqe = lb_sqe(NVME_ADM_CREATE_SQ, 0);
 
@@ -184,7 +184,7 @@ static uint16_t create_sq(uint16_t qid, uint32_t entries, uint16_t cqid, uint32_
 	return lb_cmd(&lb, 0, &sqe, NULL);
 }
 
-static uint16_t delete_q(uint8_t opc, uint16_t qid)
+static uint16_t adm_delete_q(uint8_t opc, uint16_t qid)
 {
 	struct nvme_sqe sqe = lb_sqe(opc, 0);
 
@@ -200,66 +200,68 @@ static void test_queue_checks(void)
 	struct ctrlr_stats st;
 
 	/* CQ checks. */
-	CU_ASSERT_EQUAL(create_cq(0, 16, 1, pc | ien, ring), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(9, 16, 1, pc | ien, ring), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(1, 1, 1, pc | ien, ring), NVME_SC_QUEUE_SIZE | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(1, 257, 1, pc | ien, ring), NVME_SC_QUEUE_SIZE | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, ien, ring), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(1, 16, 9, pc | ien, ring), NVME_SC_INVALID_VECTOR | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, pc | ien, ring + 64), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, pc | ien, LB_MEM_BASE + LB_MEM_SIZE),
+	CU_ASSERT_EQUAL(adm_create_cq(0, 16, 1, pc | ien, ring), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(9, 16, 1, pc | ien, ring), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 1, 1, pc | ien, ring), NVME_SC_QUEUE_SIZE | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 257, 1, pc | ien, ring), NVME_SC_QUEUE_SIZE | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, ien, ring), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 9, pc | ien, ring), NVME_SC_INVALID_VECTOR | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, pc | ien, ring + 64),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, pc | ien, LB_MEM_BASE + LB_MEM_SIZE),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
 	lb.fail_create = -ENOMEM;
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, pc | ien, ring), NVME_SC_INTERNAL);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, pc | ien, ring), NVME_SC_INTERNAL);
 	lb.fail_create_done = -EIO;
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, pc | ien, ring), NVME_SC_INTERNAL);
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, pc | ien, ring), 0);
-	CU_ASSERT_EQUAL(create_cq(1, 16, 1, pc | ien, ring), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, pc | ien, ring), NVME_SC_INTERNAL);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, pc | ien, ring), 0);
+	CU_ASSERT_EQUAL(adm_create_cq(1, 16, 1, pc | ien, ring), NVME_SC_QID_INVALID | NVME_DNR);
 
 	/* SQ checks. */
-	CU_ASSERT_EQUAL(create_sq(1, 16, 2, pc, ring2), NVME_SC_CQ_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(create_sq(1, 16, 0, pc, ring2), NVME_SC_CQ_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(create_sq(0, 16, 1, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(create_sq(1, 300, 1, pc, ring2), NVME_SC_QUEUE_SIZE | NVME_DNR);
-	CU_ASSERT_EQUAL(create_sq(1, 16, 1, 0, ring2), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(create_sq(1, 16, 1, pc, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 2, pc, ring2), NVME_SC_CQ_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 0, pc, ring2), NVME_SC_CQ_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(0, 16, 1, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 300, 1, pc, ring2), NVME_SC_QUEUE_SIZE | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 1, 0, ring2), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 1, pc, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
 	/* The ring must lie wholly in guest memory. */
-	CU_ASSERT_EQUAL(create_sq(1, 256, 1, pc, LB_MEM_BASE + LB_MEM_SIZE - 4096),
+	CU_ASSERT_EQUAL(adm_create_sq(1, 256, 1, pc, LB_MEM_BASE + LB_MEM_SIZE - 4096),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(create_sq(1, 16, 1, pc, ring2), 0);
-	CU_ASSERT_EQUAL(create_sq(1, 16, 1, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 1, pc, ring2), 0);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 1, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
 	/* Two SQs may share a CQ. */
-	CU_ASSERT_EQUAL(create_sq(2, 16, 1, pc, lb_alloc(&lb, 4096)), 0);
+	CU_ASSERT_EQUAL(adm_create_sq(2, 16, 1, pc, lb_alloc(&lb, 4096)), 0);
 	ctrlr_get_stats(lb.ctrlr, &st);
 	CU_ASSERT_EQUAL(st.io_sqs, 2);
 	CU_ASSERT_EQUAL(st.io_cqs, 1);
 
 	/* Deletion. */
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_CQ, 1), NVME_SC_INVALID_QUEUE_DELETION | NVME_DNR);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_SQ, 5), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_SQ, 0), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_SQ, 1000), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_SQ, 1), 0);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_SQ, 2), 0);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_CQ, 2), NVME_SC_QID_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_CQ, 1), 0);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_CQ, 1),
+			NVME_SC_INVALID_QUEUE_DELETION | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_SQ, 5), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_SQ, 0), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_SQ, 1000), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_SQ, 1), 0);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_SQ, 2), 0);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_CQ, 2), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_CQ, 1), 0);
 	ctrlr_get_stats(lb.ctrlr, &st);
 	CU_ASSERT_EQUAL(st.io_sqs, 0);
 	CU_ASSERT_EQUAL(st.io_cqs, 0);
 }
 
-static uint16_t set_feat(uint8_t fid, uint32_t cdw11, uint32_t *cdw0)
+static uint16_t adm_set_feat(uint8_t fid, uint32_t cdw11, uint32_t *cdw0)
 {
-	struct nvme_sqe sqe = sqe_data(NVME_ADM_SET_FEATURES, 0);
+	struct nvme_sqe sqe = adm_sqe_data(NVME_ADM_SET_FEATURES, 0);
 
 	sqe.cdw10 = fid;
 	sqe.cdw11 = cdw11;
 	return lb_cmd(&lb, 0, &sqe, cdw0);
 }
 
-static uint16_t get_feat(uint8_t fid, uint8_t sel, uint32_t cdw11, uint32_t *cdw0)
+static uint16_t adm_get_feat(uint8_t fid, uint8_t sel, uint32_t cdw11, uint32_t *cdw0)
 {
-	struct nvme_sqe sqe = sqe_data(NVME_ADM_GET_FEATURES, 0);
+	struct nvme_sqe sqe = adm_sqe_data(NVME_ADM_GET_FEATURES, 0);
 
 	sqe.cdw10 = fid | (uint32_t)sel << 8;
 	sqe.cdw11 = cdw11;
@@ -270,26 +272,26 @@ static void test_num_queues(void)
 {
 	uint32_t dw0 = 0;
 
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_NUM_QUEUES, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_NUM_QUEUES, 0, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 7 | 7 << 16);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_NUM_QUEUES, 0xffff, &dw0),
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 0xffff, &dw0),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_NUM_QUEUES, 1 | 1 << 16, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 1 | 1 << 16, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 1 | 1 << 16);
 	/* More than allowed is granted the maximum. */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_NUM_QUEUES, 100 | 100 << 16, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 100 | 100 << 16, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 7 | 7 << 16);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_NUM_QUEUES, 1 | 1 << 16, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 1 | 1 << 16, &dw0), 0);
 	/* Queue 3 is beyond the two granted. */
-	CU_ASSERT_EQUAL(create_cq(3, 16, 1, NVME_QUEUE_PC, lb_alloc(&lb, 4096)),
+	CU_ASSERT_EQUAL(adm_create_cq(3, 16, 1, NVME_QUEUE_PC, lb_alloc(&lb, 4096)),
 			NVME_SC_QID_INVALID | NVME_DNR);
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
 	/* Fixed once queues exist. */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_NUM_QUEUES, 3 | 3 << 16, &dw0),
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 3 | 3 << 16, &dw0),
 			NVME_SC_CMD_SEQ_ERROR | NVME_DNR);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_SQ, 1), 0);
-	CU_ASSERT_EQUAL(delete_q(NVME_ADM_DELETE_CQ, 1), 0);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_NUM_QUEUES, 7 | 7 << 16, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_SQ, 1), 0);
+	CU_ASSERT_EQUAL(adm_delete_q(NVME_ADM_DELETE_CQ, 1), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 7 | 7 << 16, &dw0), 0);
 }
 
 static void test_features(void)
@@ -298,53 +300,54 @@ static void test_features(void)
 	struct nvme_sqe sqe;
 
 	/* SEL supported / default / saved. */
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_SUPPORTED, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_SUPPORTED, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, NVME_FEAT_CAP_CHANGE);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_ERR_RECOVERY, NVME_SEL_SUPPORTED, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_ERR_RECOVERY, NVME_SEL_SUPPORTED, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_ARBITRATION, 0x03020103, NULL), 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_CURRENT, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_ARBITRATION, 0x03020103, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_CURRENT, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 0x03020103);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_DEFAULT, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_DEFAULT, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_SAVED, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_ARBITRATION, NVME_SEL_SAVED, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_ARBITRATION, 4, 0, &dw0),
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_ARBITRATION, 4, 0, &dw0),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
 	/* Saving is not supported. */
 	sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
 	sqe.cdw10 = NVME_FEAT_ARBITRATION | NVME_SET_FEAT_SV;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_FEATURE_NOT_SAVEABLE | NVME_DNR);
 	/* Unsupported feature ids. */
-	CU_ASSERT_EQUAL(get_feat(0x03, 0, 0, &dw0), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(set_feat(0x7f, 0, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_get_feat(0x03, 0, 0, &dw0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_set_feat(0x7f, 0, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 
 	/* Power management: only PS 0. */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_POWER_MGMT, 1, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_POWER_MGMT, 0, NULL), 0);
-	/* Volatile write cache. */
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, &dw0), 0);
-	CU_ASSERT_EQUAL(dw0, 1);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_VOLATILE_WC, 0, NULL), 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, &dw0), 0);
-	CU_ASSERT_EQUAL(dw0, 0);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_VOLATILE_WC, 1, NULL), 0);
-	/* Interrupt coalescing and vector configuration. */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_IRQ_COALESCE, 0x0a03, NULL), 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_IRQ_COALESCE, 0, 0, &dw0), 0);
-	CU_ASSERT_EQUAL(dw0, 0x0a03);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_IRQ_COALESCE, 0, NULL), 0);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_IRQ_CONFIG, 2 | NVME_IRQ_CONFIG_CD, NULL), 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_IRQ_CONFIG, 0, 2, &dw0), 0);
-	CU_ASSERT_EQUAL(dw0, 2 | NVME_IRQ_CONFIG_CD);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_IRQ_CONFIG, 0, 1, &dw0), 0);
-	CU_ASSERT_EQUAL(dw0, 1);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_IRQ_CONFIG, 0, 9, &dw0),
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_POWER_MGMT, 1, NULL),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_IRQ_CONFIG, 2, NULL), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_POWER_MGMT, 0, NULL), 0);
+	/* Volatile write cache. */
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 1);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_VOLATILE_WC, 0, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_VOLATILE_WC, 1, NULL), 0);
+	/* Interrupt coalescing and vector configuration. */
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_IRQ_COALESCE, 0x0a03, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_IRQ_COALESCE, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 0x0a03);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_IRQ_COALESCE, 0, NULL), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_IRQ_CONFIG, 2 | NVME_IRQ_CONFIG_CD, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_IRQ_CONFIG, 0, 2, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 2 | NVME_IRQ_CONFIG_CD);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_IRQ_CONFIG, 0, 1, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 1);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_IRQ_CONFIG, 0, 9, &dw0),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_IRQ_CONFIG, 2, NULL), 0);
 	/* Write atomicity, error recovery (per namespace). */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_WRITE_ATOMIC, 1, NULL), 0);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_WRITE_ATOMIC, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_WRITE_ATOMIC, 1, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_WRITE_ATOMIC, 0, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 1);
 	sqe = lb_sqe(NVME_ADM_SET_FEATURES, 1);
 	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
@@ -368,40 +371,40 @@ static void test_features_data(void)
 	uint64_t ts = 0;
 
 	/* APST: accepted, table kept. */
-	sqe = sqe_data(NVME_ADM_SET_FEATURES, 0);
+	sqe = adm_sqe_data(NVME_ADM_SET_FEATURES, 0);
 	sqe.cdw10 = NVME_FEAT_AUTO_PST;
 	sqe.cdw11 = 1;
-	buf()[0] = 0x18;
+	adm_buf()[0] = 0x18;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-	sqe = sqe_data(NVME_ADM_GET_FEATURES, 0);
+	sqe = adm_sqe_data(NVME_ADM_GET_FEATURES, 0);
 	sqe.cdw10 = NVME_FEAT_AUTO_PST;
 	uint32_t dw0 = 0;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 1);
-	CU_ASSERT_EQUAL(buf()[0], 0x18);
-	CU_ASSERT_EQUAL(buf()[1], 0xa5);
-	CU_ASSERT_EQUAL(buf()[256], 0xa5);
+	CU_ASSERT_EQUAL(adm_buf()[0], 0x18);
+	CU_ASSERT_EQUAL(adm_buf()[1], 0xa5);
+	CU_ASSERT_EQUAL(adm_buf()[256], 0xa5);
 	/* Timestamp: set by the host, read back moving forward from it. */
-	sqe = sqe_data(NVME_ADM_SET_FEATURES, 0);
+	sqe = adm_sqe_data(NVME_ADM_SET_FEATURES, 0);
 	sqe.cdw10 = NVME_FEAT_TIMESTAMP;
 	ts = 1700000000000ull;
-	memcpy(buf(), &ts, 8);
+	memcpy(adm_buf(), &ts, 8);
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-	sqe = sqe_data(NVME_ADM_GET_FEATURES, 0);
+	sqe = adm_sqe_data(NVME_ADM_GET_FEATURES, 0);
 	sqe.cdw10 = NVME_FEAT_TIMESTAMP;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	ts = 0;
-	memcpy(&ts, buf(), 6);
+	memcpy(&ts, adm_buf(), 6);
 	CU_ASSERT_TRUE(ts >= 1700000000000ull && ts < 1700000000000ull + 60000);
-	CU_ASSERT_EQUAL((buf()[6] >> 1) & 7, 1);
+	CU_ASSERT_EQUAL((adm_buf()[6] >> 1) & 7, 1);
 	/* Data features with an unmapped buffer. */
 	sqe.dptr.prp.prp1 = 0x3000;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_DATA_XFER_ERROR | NVME_DNR);
 }
 
-static uint16_t get_log(uint8_t lid, uint32_t numd, uint64_t off, bool rae)
+static uint16_t adm_get_log(uint8_t lid, uint32_t numd, uint64_t off, bool rae)
 {
-	struct nvme_sqe sqe = sqe_data(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
+	struct nvme_sqe sqe = adm_sqe_data(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
 
 	sqe.cdw10 = lid | (rae ? 1u << 15 : 0) | ((numd - 1) & 0xffff) << 16;
 	sqe.cdw11 = (numd - 1) >> 16;
@@ -412,18 +415,18 @@ static uint16_t get_log(uint8_t lid, uint32_t numd, uint64_t off, bool rae)
 
 static void test_log_pages(void)
 {
-	uint32_t *dw = (uint32_t *)buf();
-	struct nvme_fw_slot_log *fw = (struct nvme_fw_slot_log *)buf();
+	uint32_t *dw = (uint32_t *)adm_buf();
+	struct nvme_fw_slot_log *fw = (struct nvme_fw_slot_log *)adm_buf();
 
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_SUPPORTED, 256, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_SUPPORTED, 256, 0, false), 0);
 	CU_ASSERT_EQUAL(dw[NVME_LOG_SMART], NVME_LOG_SUPPORTED_LSUPP);
 	CU_ASSERT_EQUAL(dw[NVME_LOG_CMD_EFFECTS], NVME_LOG_SUPPORTED_LSUPP);
 	CU_ASSERT_EQUAL(dw[0x06], 0);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
 	CU_ASSERT_EQUAL(fw->afi, 1);
 	CU_ASSERT_EQUAL(memcmp(fw->frs[0], "0.1     ", 8), 0);
 	/* Effects: generated from the tables, vendor commands included. */
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_CMD_EFFECTS, 1024, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_CMD_EFFECTS, 1024, 0, false), 0);
 	CU_ASSERT_TRUE(dw[NVME_ADM_IDENTIFY] & NVME_CMD_EFFECTS_CSUPP);
 	CU_ASSERT_TRUE(dw[NVME_ADM_DBBUF] & NVME_CMD_EFFECTS_CSUPP);
 	CU_ASSERT_TRUE(dw[0xc0] & NVME_CMD_EFFECTS_CSUPP);
@@ -437,50 +440,52 @@ static void test_log_pages(void)
 	CU_ASSERT_EQUAL(dw[256 + 0x81], 0);
 	CU_ASSERT_EQUAL(dw[256 + 0x04], 0);
 	/* NUMD and offset honoured exactly: 2 dwords from dword 6 (CREATE_CQ's, IDENTIFY's). */
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_CMD_EFFECTS, 2, 5 * 4, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_CMD_EFFECTS, 2, 5 * 4, false), 0);
 	CU_ASSERT_EQUAL(dw[0], NVME_CMD_EFFECTS_CSUPP);
 	CU_ASSERT_EQUAL(dw[1], NVME_CMD_EFFECTS_CSUPP);
 	CU_ASSERT_EQUAL(dw[2], 0xa5a5a5a5);
 	/* Past the end reads zero; at the very end works; beyond is invalid. */
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_FW_SLOT, 4, 510, false), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_FW_SLOT, 4, 508, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 4, 510, false),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 4, 508, false), 0);
 	CU_ASSERT_EQUAL(dw[1], 0);
 	CU_ASSERT_EQUAL(dw[4], 0xa5a5a5a5);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_FW_SLOT, 4, 516, false), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 4, 516, false),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
 	/* Unknown log page. */
-	CU_ASSERT_EQUAL(get_log(0x70, 4, 0, false), NVME_SC_INVALID_LOG_PAGE | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_get_log(0x70, 4, 0, false), NVME_SC_INVALID_LOG_PAGE | NVME_DNR);
 	/* Above MDTS (128 KiB). */
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 0x10000, 0, false),
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 0x10000, 0, false),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
 }
 
 static void test_error_log(void)
 {
-	struct nvme_error_log_entry *e = (struct nvme_error_log_entry *)buf();
+	struct nvme_error_log_entry *e = (struct nvme_error_log_entry *)adm_buf();
 	struct nvme_sqe sqe = lb_sqe(0x03, 0); /* not an admin opcode */
 	uint16_t cid;
 	uint64_t before;
 
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 16, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 16, 0, false), 0);
 	before = e[0].error_count;
 	cid = lb_submit(&lb, 0, &sqe);
 	lb_pump(&lb);
 	struct nvme_cqe cqe;
 	CU_ASSERT_TRUE(lb_reap(&lb, 0, &cqe, false));
 	CU_ASSERT_EQUAL(cqe.status >> 1, NVME_SC_INVALID_OPCODE | NVME_DNR);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 64 * 16, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 64 * 16, 0, false), 0);
 	CU_ASSERT_EQUAL(e[0].error_count, before + 1);
 	CU_ASSERT_EQUAL(e[0].cid, cid);
 	CU_ASSERT_EQUAL(e[0].sqid, 0);
 	CU_ASSERT_EQUAL(e[0].status >> 1, NVME_SC_INVALID_OPCODE | NVME_DNR);
 	/* A bad field records where it was. */
-	CU_ASSERT_EQUAL(identify(0x1f, 0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 16, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_identify(0x1f, 0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 16, 0, false), 0);
 	CU_ASSERT_EQUAL(e[0].param_error_location, offsetof(struct nvme_sqe, cdw10));
 	/* The ring keeps the newest 64. */
 	for (int i = 0; i < 70; i++)
-		CU_ASSERT_EQUAL(identify(0x1f, 0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 64 * 16, 0, false), 0);
+		CU_ASSERT_EQUAL(adm_identify(0x1f, 0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 64 * 16, 0, false), 0);
 	CU_ASSERT_EQUAL(e[0].error_count, e[63].error_count + 63);
 }
 
@@ -496,7 +501,7 @@ static void test_fused_and_opcodes(void)
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_OPCODE | NVME_DNR);
 }
 
-static uint16_t aer_submit(void)
+static uint16_t adm_aer_submit(void)
 {
 	struct nvme_sqe sqe = lb_sqe(NVME_ADM_ASYNC_EVENT, 0);
 
@@ -511,14 +516,14 @@ static void test_aer(void)
 	uint32_t dw0;
 
 	for (int i = 0; i < 4; i++)
-		cids[i] = aer_submit();
+		cids[i] = adm_aer_submit();
 	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
 	/* A fifth exceeds AERL. */
 	sqe = lb_sqe(NVME_ADM_ASYNC_EVENT, 0);
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_ASYNC_LIMIT | NVME_DNR);
 
 	/* Namespace attribute notices are reported once enabled. */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_ASYNC_EVENT, NVME_AEC_NS_ATTR, NULL), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_ASYNC_EVENT, NVME_AEC_NS_ATTR, NULL), 0);
 	CU_ASSERT_EQUAL(lb_add_malloc_ns(&lb, "adm2", 5, 64, 512), 5);
 	CU_ASSERT_TRUE(lb_reap(&lb, 0, &cqe, false));
 	CU_ASSERT_EQUAL(cqe.cid, cids[0]);
@@ -528,13 +533,13 @@ static void test_aer(void)
 	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 5), 0);
 	lb_pump(&lb);
 	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_CHANGED_NS, 1024, 0, false), 0);
-	CU_ASSERT_EQUAL(((uint32_t *)buf())[0], 5);
-	CU_ASSERT_EQUAL(((uint32_t *)buf())[1], 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_CHANGED_NS, 1024, 0, false), 0);
+	CU_ASSERT_EQUAL(((uint32_t *)adm_buf())[0], 5);
+	CU_ASSERT_EQUAL(((uint32_t *)adm_buf())[1], 0);
 	CU_ASSERT_TRUE(lb_reap(&lb, 0, &cqe, false));
 	CU_ASSERT_EQUAL(cqe.cid, cids[1]);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_CHANGED_NS, 1024, 0, false), 0);
-	CU_ASSERT_EQUAL(((uint32_t *)buf())[0], 0); /* cleared by the read with RAE 0 */
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_CHANGED_NS, 1024, 0, false), 0);
+	CU_ASSERT_EQUAL(((uint32_t *)adm_buf())[0], 0); /* cleared by the read with RAE 0 */
 
 	/* Error event: a doorbell for a queue that does not exist. */
 	ctrlr_doorbell_write(lb.ctrlr, 2 * 7, 3);
@@ -543,26 +548,26 @@ static void test_aer(void)
 	CU_ASSERT_EQUAL(cqe.cid, cids[2]);
 	CU_ASSERT_EQUAL(cqe.dw0, NVME_AER_DW0(NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_REG,
 					      NVME_LOG_ERROR));
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_ERROR, 16, 0, false), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 16, 0, false), 0);
 
 	/* SMART temperature: threshold below the current temperature. */
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_ASYNC_EVENT, NVME_AEC_NS_ATTR | 0x2, NULL), 0);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_TEMP_THRESH, 300, NULL), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_ASYNC_EVENT, NVME_AEC_NS_ATTR | 0x2, NULL), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_TEMP_THRESH, 300, NULL), 0);
 	CU_ASSERT_TRUE(lb_reap(&lb, 0, &cqe, false));
 	CU_ASSERT_EQUAL(cqe.cid, cids[3]);
 	CU_ASSERT_EQUAL(
 	    cqe.dw0, NVME_AER_DW0(NVME_AER_TYPE_SMART, NVME_AER_SMART_TEMP_THRESH, NVME_LOG_SMART));
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_SMART, 128, 0, false), 0);
-	CU_ASSERT_EQUAL(((struct nvme_smart_log *)buf())->critical_warning,
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_SMART, 128, 0, false), 0);
+	CU_ASSERT_EQUAL(((struct nvme_smart_log *)adm_buf())->critical_warning,
 			NVME_SMART_CRIT_TEMPERATURE);
-	CU_ASSERT_EQUAL(get_feat(NVME_FEAT_TEMP_THRESH, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_TEMP_THRESH, 0, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0 & 0xffff, 300);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_TEMP_THRESH, 343, NULL), 0);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_SMART, 128, 0, false), 0);
-	CU_ASSERT_EQUAL(((struct nvme_smart_log *)buf())->critical_warning, 0);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_TEMP_THRESH, 5u << 16, NULL),
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_TEMP_THRESH, 343, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_SMART, 128, 0, false), 0);
+	CU_ASSERT_EQUAL(((struct nvme_smart_log *)adm_buf())->critical_warning, 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_TEMP_THRESH, 5u << 16, NULL),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
-	CU_ASSERT_EQUAL(set_feat(NVME_FEAT_ASYNC_EVENT, 0, NULL), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_ASYNC_EVENT, 0, NULL), 0);
 }
 
 static void test_abort(void)
@@ -573,7 +578,7 @@ static void test_abort(void)
 	uint32_t dw0 = 7;
 	bool saw_aer = false, saw_abort = false;
 
-	aer_cid = aer_submit();
+	aer_cid = adm_aer_submit();
 	sqe = lb_sqe(NVME_ADM_ABORT, 0);
 	sqe.cdw10 = 0 | (uint32_t)aer_cid << 16;
 	lb_submit(&lb, 0, &sqe);
@@ -600,8 +605,8 @@ static void test_dbbuf_checks(void)
 {
 	struct nvme_sqe sqe = lb_sqe(NVME_ADM_DBBUF, 0);
 
-	sqe.dptr.prp.prp1 = buf_addr + 8;
-	sqe.dptr.prp.prp2 = buf_addr + 4096;
+	sqe.dptr.prp.prp1 = adm_buf_addr + 8;
+	sqe.dptr.prp.prp2 = adm_buf_addr + 4096;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 	sqe.dptr.prp.prp1 = 0;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
@@ -634,7 +639,7 @@ struct vendor_probe {
 	int calls;
 };
 
-static void vendor_echo(struct ctrlr_req *req, void *arg)
+static void adm_vendor_echo(struct ctrlr_req *req, void *arg)
 {
 	struct vendor_probe *p = arg;
 
@@ -645,13 +650,13 @@ static void vendor_echo(struct ctrlr_req *req, void *arg)
 
 static void test_vendor(void)
 {
-	struct nvme_sqe sqe = sqe_data(0xc0, 0);
+	struct nvme_sqe sqe = adm_sqe_data(0xc0, 0);
 	struct vendor_probe probe = {0};
 	struct ctrlr_vendor_cmd cmd = {
 	    .opcode = 0xd5,
 	    .io = false,
 	    .name = "echo",
-	    .fn = vendor_echo,
+	    .fn = adm_vendor_echo,
 	    .arg = &probe,
 	};
 	uint32_t dw0 = 0;
@@ -659,12 +664,12 @@ static void test_vendor(void)
 	/* The shipped controller-info command. */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 2);
-	CU_ASSERT_EQUAL(memcmp(buf(), "NVMEEMU1", 8), 0);
-	CU_ASSERT_EQUAL(buf()[4095], 0);
-	sqe = sqe_data(0xc0, 0);
+	CU_ASSERT_EQUAL(memcmp(adm_buf(), "NVMEEMU1", 8), 0);
+	CU_ASSERT_EQUAL(adm_buf()[4095], 0);
+	sqe = adm_sqe_data(0xc0, 0);
 	sqe.cdw10 = 16;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
-	CU_ASSERT_EQUAL(buf()[16], 0xa5);
+	CU_ASSERT_EQUAL(adm_buf()[16], 0xa5);
 	sqe.cdw10 = 4097;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), NVME_SC_INVALID_FIELD | NVME_DNR);
 
@@ -678,21 +683,21 @@ static void test_vendor(void)
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 42);
 	CU_ASSERT_EQUAL(probe.calls, 1);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_CMD_EFFECTS, 1024, 0, false), 0);
-	CU_ASSERT_TRUE(((uint32_t *)buf())[0xd5] & NVME_CMD_EFFECTS_CSUPP);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_CMD_EFFECTS, 1024, 0, false), 0);
+	CU_ASSERT_TRUE(((uint32_t *)adm_buf())[0xd5] & NVME_CMD_EFFECTS_CSUPP);
 	CU_ASSERT_EQUAL(ctrlr_vendor_unregister(lb.ctrlr, false, 0xd5), 0);
 	CU_ASSERT_EQUAL(ctrlr_vendor_unregister(lb.ctrlr, false, 0xd5), -ENOENT);
 	sqe = lb_sqe(0xd5, 0);
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), NVME_SC_INVALID_OPCODE | NVME_DNR);
-	CU_ASSERT_EQUAL(get_log(NVME_LOG_CMD_EFFECTS, 1024, 0, false), 0);
-	CU_ASSERT_EQUAL(((uint32_t *)buf())[0xd5], 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_CMD_EFFECTS, 1024, 0, false), 0);
+	CU_ASSERT_EQUAL(((uint32_t *)adm_buf())[0xd5], 0);
 }
 
 static void test_admin_queue_wrap(void)
 {
 	/* 32-entry admin queue: 100 commands wrap it several times, phase flips each time. */
 	for (int i = 0; i < 100; i++)
-		CU_ASSERT_EQUAL_FATAL(get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, NULL), 0);
+		CU_ASSERT_EQUAL_FATAL(adm_get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, NULL), 0);
 }
 
 CUNIT_SUITE(admin, admin_init, admin_fini, {"identify_ctrl", test_identify_ctrl},

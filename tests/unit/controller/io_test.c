@@ -35,7 +35,7 @@ static int io_fini(void)
 	return 0;
 }
 
-static uint8_t *data(void)
+static uint8_t *io_data(void)
 {
 	return lb_ptr(&lb, data_addr);
 }
@@ -70,16 +70,16 @@ static uint16_t io_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb, u
 	return lb_cmd(&lb, 1, &sqe, NULL);
 }
 
-static void fill(uint8_t seed, size_t len)
+static void io_fill(uint8_t seed, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
-		data()[i] = (uint8_t)(seed + i * 7);
+		io_data()[i] = (uint8_t)(seed + i * 7);
 }
 
-static bool check(uint8_t seed, size_t len)
+static bool io_check(uint8_t seed, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
-		if (data()[i] != (uint8_t)(seed + i * 7))
+		if (io_data()[i] != (uint8_t)(seed + i * 7))
 			return false;
 	return true;
 }
@@ -90,18 +90,18 @@ static void test_write_read(void)
 	static const uint32_t sizes[] = {1, 16, 128, 256};
 
 	for (size_t i = 0; i < 4; i++) {
-		fill((uint8_t)(i + 1), sizes[i] * 512);
+		io_fill((uint8_t)(i + 1), sizes[i] * 512);
 		CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 100, sizes[i], 0), 0);
-		memset(data(), 0, sizes[i] * 512);
+		memset(io_data(), 0, sizes[i] * 512);
 		CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 1, 100, sizes[i], 0), 0);
-		CU_ASSERT_TRUE(check((uint8_t)(i + 1), sizes[i] * 512));
+		CU_ASSERT_TRUE(io_check((uint8_t)(i + 1), sizes[i] * 512));
 	}
 	/* FUA write, 4 KiB namespace. */
-	fill(9, 8192);
+	io_fill(9, 8192);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 2, 3, 2, NVME_RW_FUA), 0);
-	memset(data(), 0, 8192);
+	memset(io_data(), 0, 8192);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 2, 3, 2, 0), 0);
-	CU_ASSERT_TRUE(check(9, 8192));
+	CU_ASSERT_TRUE(io_check(9, 8192));
 }
 
 static void test_range_and_mdts(void)
@@ -158,8 +158,8 @@ static void test_sgl(void)
 	struct nvme_sgl_desc *seg = lb_ptr(&lb, list_addr);
 
 	/* Write 2 blocks from two scattered pieces, read back through one data block. */
-	memset(data(), 0x11, 512);
-	memset(data() + 8192, 0x22, 512);
+	memset(io_data(), 0x11, 512);
+	memset(io_data() + 8192, 0x22, 512);
 	memset(seg, 0, 32);
 	seg[0].addr = data_addr;
 	seg[0].length = 512;
@@ -180,9 +180,9 @@ static void test_sgl(void)
 	sqe.cdw10 = 500;
 	sqe.cdw12 = 1;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), 0);
-	CU_ASSERT_EQUAL(data()[16384], 0x11);
-	CU_ASSERT_EQUAL(data()[16384 + 511], 0x11);
-	CU_ASSERT_EQUAL(data()[16384 + 512], 0x22);
+	CU_ASSERT_EQUAL(io_data()[16384], 0x11);
+	CU_ASSERT_EQUAL(io_data()[16384 + 511], 0x11);
+	CU_ASSERT_EQUAL(io_data()[16384 + 512], 0x22);
 	/* Too short an SGL. */
 	sqe.dptr.sgl.length = 512;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_SGL_INVALID_DATA_LEN | NVME_DNR);
@@ -214,28 +214,28 @@ static void test_sgl_disabled(void)
 static void test_flush_wz_dsm(void)
 {
 	struct nvme_sqe sqe;
-	struct nvme_dsm_range *r = (struct nvme_dsm_range *)data();
+	struct nvme_dsm_range *r = (struct nvme_dsm_range *)io_data();
 
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_FLUSH, 1, 0, 1, 0), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_FLUSH, NVME_NSID_ALL, 0, 1, 0), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_FLUSH, 7, 0, 1, 0), NVME_SC_INVALID_NS | NVME_DNR);
 
 	/* Write Zeroes, with and without DEAC. */
-	fill(3, 4096);
+	io_fill(3, 4096);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 200, 8, 0), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE_ZEROES, 1, 201, 2, 0), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE_ZEROES, 1, 204, 1, NVME_WZ_DEAC), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 1, 200, 8, 0), 0);
-	CU_ASSERT_EQUAL(data()[0], 3);
-	CU_ASSERT_EQUAL(data()[512], 0);
-	CU_ASSERT_EQUAL(data()[1535], 0);
-	CU_ASSERT_NOT_EQUAL(data()[1536 + 1], 0);
-	CU_ASSERT_EQUAL(data()[2048 + 100], 0);
+	CU_ASSERT_EQUAL(io_data()[0], 3);
+	CU_ASSERT_EQUAL(io_data()[512], 0);
+	CU_ASSERT_EQUAL(io_data()[1535], 0);
+	CU_ASSERT_NOT_EQUAL(io_data()[1536 + 1], 0);
+	CU_ASSERT_EQUAL(io_data()[2048 + 100], 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE_ZEROES, 1, IO_BLOCKS - 1, 2, 0),
 			NVME_SC_LBA_RANGE | NVME_DNR);
 
 	/* DSM deallocate of 20 ranges (two batches), the blocks read back as zero. */
-	fill(5, 64 * 512);
+	io_fill(5, 64 * 512);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 300, 64, 0), 0);
 	memset(r, 0, 4096);
 	for (int i = 0; i < 20; i++) {
@@ -250,11 +250,11 @@ static void test_flush_wz_dsm(void)
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 1, 300, 64, 0), 0);
 	for (int i = 0; i < 19; i++) {
-		CU_ASSERT_EQUAL(data()[3 * i * 512 + 17], 0);
-		CU_ASSERT_EQUAL(data()[(3 * i + 1) * 512 + 17],
+		CU_ASSERT_EQUAL(io_data()[3 * i * 512 + 17], 0);
+		CU_ASSERT_EQUAL(io_data()[(3 * i + 1) * 512 + 17],
 				(uint8_t)(5 + ((3 * i + 1) * 512 + 17) * 7));
 	}
-	CU_ASSERT_NOT_EQUAL(data()[3 * 19 * 512 + 1] | data()[3 * 19 * 512 + 2], 0);
+	CU_ASSERT_NOT_EQUAL(io_data()[3 * 19 * 512 + 1] | io_data()[3 * 19 * 512 + 2], 0);
 	/* A range beyond the namespace. */
 	memset(r, 0, 32);
 	r[0].slba = IO_BLOCKS - 1;
@@ -268,10 +268,10 @@ static void test_flush_wz_dsm(void)
 
 static void test_compare_verify(void)
 {
-	fill(7, 4096);
+	io_fill(7, 4096);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 600, 8, 0), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_COMPARE, 1, 600, 8, 0), 0);
-	data()[4000] ^= 1;
+	io_data()[4000] ^= 1;
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_COMPARE, 1, 600, 8, 0), NVME_SC_COMPARE_FAILED | NVME_DNR);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_COMPARE, 1, IO_BLOCKS, 1, 0), NVME_SC_LBA_RANGE | NVME_DNR);
 	/* Verify: no data pointer, larger than MDTS is fine. */
@@ -284,9 +284,9 @@ static void test_vendor_checksum(void)
 	struct nvme_sqe sqe;
 	uint32_t dw0 = 0, expect;
 
-	fill(11, 8 * 512);
+	io_fill(11, 8 * 512);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 700, 8, 0), 0);
-	expect = ctrlr_crc32c(0, data(), 8 * 512);
+	expect = ctrlr_crc32c(0, io_data(), 8 * 512);
 	sqe = lb_sqe(0x80, 1);
 	sqe.cdw10 = 700;
 	sqe.cdw12 = 7;
@@ -308,7 +308,7 @@ static void test_vendor_checksum(void)
 static void test_smart_counters(void)
 {
 	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
-	struct nvme_smart_log *s = (struct nvme_smart_log *)data();
+	struct nvme_smart_log *s = (struct nvme_smart_log *)io_data();
 	uint64_t reads0, writes0, reads1, writes1, du_w0, du_w1;
 	struct ctrlr_stats st;
 
@@ -338,14 +338,14 @@ static void test_format(void)
 {
 	struct nvme_sqe sqe;
 
-	fill(13, 4096);
+	io_fill(13, 4096);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 10, 8, 0), 0);
 	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, 1);
 	sqe.cdw10 = 1u << 9; /* user data erase */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 1, 10, 8, 0), 0);
 	for (int i = 0; i < 4096; i++)
-		if (data()[i]) {
+		if (io_data()[i]) {
 			CU_FAIL("data survived Format NVM");
 			break;
 		}
