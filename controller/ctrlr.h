@@ -84,8 +84,9 @@ uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);
  * A vendor command handler. Runs on the thread of the queue the command came from (admin thread
  * for admin, owner thread for I/O). It must end - now or later, on that thread - in exactly one
  * ctrlr_req_complete(req, status). Return value: none; statuses are NVMe statuses (nvme_spec.h).
- * Helpers for handlers: ctrlr_req_sqe(), ctrlr_req_set_cdw0(), ctrlr_req_copy_to_host(),
- * ctrlr_req_copy_from_host(), ctrlr_req_ns_bdev(), ctrlr_req_submit_io() (ctrlr_vendor.h).
+ * Helpers for handlers (ctrlr_vendor.h): ctrlr_req_sqe(), ctrlr_req_set_cdw0(),
+ * ctrlr_req_copy_to_host(), ctrlr_req_copy_from_host(), ctrlr_req_ns_block_size(),
+ * ctrlr_req_ns_num_blocks(), ctrlr_req_read_lbas(), ctrlr_req_complete().
  */
 typedef void (*ctrlr_vendor_fn)(struct ctrlr_req *req, void *arg);
 

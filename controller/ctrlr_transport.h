@@ -133,7 +133,9 @@ struct ctrlr_transport_ops {
 /* ---- Entry points: registers and controller state (admin thread) ---- */
 
 /* Copies the current register image (offsets 0x00..0x37, NVME_REG_END bytes) for the transport to
- * seed its register file (stateful region default). `len` <= NVME_REG_END - offset. */
+ * seed its register file (stateful region default); bytes past 0x37 are not touched. INTMS and
+ * INTMC read as 0 (the core keeps the mask: a rewrite of the same value must stay visible as a
+ * write). Thread: admin. */
 void ctrlr_regs_read(struct ctrlr *ctrlr, uint32_t offset, void *buf, size_t len);
 
 /*
