@@ -330,12 +330,12 @@ void ctrlr_admin_dbbuf(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint64_t shadow = req->sqe.dptr.prp.prp1, evt = req->sqe.dptr.prp.prp2;
+	/* One dword per doorbell of every queue the controller allows (SQ tail, CQ head), page
+	 * aligned (section 5.8); past 512 queue pairs that is more than a 4 KiB page, which hosts
+	 * allocate physically contiguous (Linux sizes it by its queue count). */
 	uint64_t bytes = (uint64_t)ctrlr->num_queues * 8;
 	void *sp, *ep;
 
-	if (bytes > ctrlr->page_size)
-		bytes = ctrlr->page_size;
-	/* Both buffers are one memory page, page aligned (section 5.8). */
 	if (!shadow || !evt || (shadow & (ctrlr->page_size - 1)) || (evt & (ctrlr->page_size - 1)))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, dptr));
@@ -347,6 +347,7 @@ void ctrlr_admin_dbbuf(struct ctrlr_req *req)
 	ctrlr->dbbuf_shadow = shadow;
 	ctrlr->dbbuf_eventidx = evt;
 	ctrlr->dbbuf_eventidx_ptr = ep;
+	ctrlr->dbbuf_bytes = (uint32_t)bytes;
 	CTRLR_STORE(ctrlr->dbbuf_shadow_ptr, sp);
 	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
 		if (ctrlr->sqs[qid] && ctrlr->sqs[qid]->state == CTRLR_Q_LIVE)

@@ -315,6 +315,7 @@ static void ctrlr_reset_finish(struct ctrlr *ctrlr)
 	}
 	CTRLR_STORE(ctrlr->dbbuf_shadow_ptr, NULL);
 	ctrlr->dbbuf_eventidx_ptr = NULL;
+	ctrlr->dbbuf_bytes = 0;
 	ctrlr->dbbuf_shadow = ctrlr->dbbuf_eventidx = 0;
 	if (was_dbbuf && ctrlr->ops->dbbuf_changed)
 		ctrlr->ops->dbbuf_changed(ctrlr->tctx, false);

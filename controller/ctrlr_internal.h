@@ -266,6 +266,7 @@ struct ctrlr {
 	uint64_t dbbuf_shadow, dbbuf_eventidx;
 	volatile uint32_t *dbbuf_shadow_ptr;
 	volatile uint32_t *dbbuf_eventidx_ptr;
+	uint32_t dbbuf_bytes; /* bytes mapped at each of the two pointers */
 
 	/* Vendor commands: [0] admin, [1] I/O, indexed by opcode. */
 	struct ctrlr_vendor_entry *vendor[2][256];

@@ -82,10 +82,11 @@ void ctrlr_sq_fini(struct ctrlr_sq *sq)
 
 /* ---- shadow doorbells ---- */
 
-/* Whether queue `qid`'s two shadow slots lie inside the one page the host gave. */
+/* Whether queue `qid`'s two shadow slots lie inside the buffers the host gave (the admin queue
+ * always rings BAR0). */
 static bool ctrlr_dbbuf_covers(const struct ctrlr *ctrlr, uint16_t qid)
 {
-	return qid != 0 && (2u * qid + 2) * 4 <= ctrlr->page_size;
+	return qid != 0 && (2u * qid + 2) * 4 <= ctrlr->dbbuf_bytes;
 }
 
 void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq)
