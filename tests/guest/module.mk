@@ -1,3 +1,4 @@
 # Guest tests of our own controller (the harness's tests are listed in
 # qemu-configs/module.mk). They use build/bin/nvme-emu.
 GUEST_TESTS += tests/guest/test-nvme-emu.sh
+GUEST_TESTS += tests/guest/test-sample-device.sh
