@@ -386,12 +386,45 @@ static void test_hostile_host(const char *build)
 	teardown(&t);
 }
 
+static void test_two_namespaces(const char *build)
+{
+	static const char *const args[] = { "--malloc", "16M", "--null", "8M", NULL };
+	struct nvme_itest t;
+	uint8_t id[4096], *buf;
+	uint64_t iova, nsze;
+
+	if (!CHECK(nvme_itest_start(&t, build, args) == 0))
+		return;
+	if (!CHECK(nvme_itest_attach(&t, 2) == 0)) {
+		nvme_itest_stop(&t, true);
+		return;
+	}
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	CHECK(nvme_host_identify(&t.h, 2, 0, id) == 0);
+	CHECK(id[0] == 1 && id[4] == 2 && id[8] == 0);
+	CHECK(nvme_host_identify(&t.h, 0, 2, id) == 0);
+	memcpy(&nsze, id, 8);
+	CHECK(nsze == (8u << 20) / 512);
+	CHECK(nvme_host_create_io_queues(&t.h, 1, 32, true, 1) == 0);
+	iova = nvme_host_alloc(&t.h, 4096, (void **)&buf);
+	memset(buf, 0x5a, 4096);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_WRITE, 1, 8, 8, iova, 4096) == 0);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_WRITE, 2, 8, 8, iova, 4096) == 0);
+	memset(buf, 0, 4096);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 1, 8, 8, iova, 4096) == 0);
+	CHECK(buf[0] == 0x5a && buf[4095] == 0x5a);
+	memset(buf, 0xff, 4096);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 2, 8, 8, iova, 4096) == 0); /* null: zeroes */
+	CHECK(buf[0] == 0 && buf[4095] == 0);
+	teardown(&t);
+}
+
 static void run_matrix(const char *build, const char *label, const char *const *args)
 {
 	unsigned int i = 0;
 
 	printf("== %s\n", label);
-	for (; args[i] && i < 7; i++)
+	for (; args[i] && i < 15; i++)
 		nvme_itest_mode_args[i] = args[i];
 	nvme_itest_mode_args[i] = NULL;
 	itest_run("init_identify", test_init_identify, build);
@@ -401,6 +434,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("reset_and_flr", test_reset_and_flr, build);
 	itest_run("reconnect", test_reconnect, build);
 	itest_run("hostile_host", test_hostile_host, build);
+	itest_run("two_namespaces", test_two_namespaces, build);
 }
 
 int main(int argc, char **argv)
@@ -410,10 +444,10 @@ int main(int argc, char **argv)
 	static const char *const mmap_fused[] = { "--doorbells", "mmap", "--dpa-harts", "0",
 						  NULL };
 	static const char *const trap_2pg[] = { "--doorbells", "trap", "-m", "2",
-						"--dpa-harts", "2", NULL };
+						"--dpa-harts", "2", "--profile", "bf3", NULL };
 
 	run_matrix(build, "trap doorbells, 1 DPA hart", trap);
 	run_matrix(build, "mmap doorbells, fused DPA", mmap_fused);
-	run_matrix(build, "trap doorbells, 2 poll groups, 2 harts", trap_2pg);
+	run_matrix(build, "trap doorbells, 2 poll groups, 2 harts, bf3 profile", trap_2pg);
 	return itest_summary();
 }

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *nvme_itest_mode_args[8];
+const char *nvme_itest_mode_args[16];
 
 int nvme_itest_start(struct nvme_itest *t, const char *build, const char *const *extra)
 {

@@ -20,7 +20,7 @@ struct nvme_itest {
 };
 
 /* Daemon arguments every test adds to (set by main from the matrix). */
-extern const char *nvme_itest_mode_args[8];
+extern const char *nvme_itest_mode_args[16];
 
 /* Starts build/bin/nvme-emu with the mode args + extra args (NULL-ended),
  * waits for its socket. 0 or -errno. */
