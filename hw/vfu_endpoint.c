@@ -126,15 +126,15 @@ void vfu_ep_update_events(struct vfu_endpoint *ep)
 		ep->conn_events = ev;
 }
 
-/* One sendmsg; the fd rides on the first byte. Returns bytes or -errno. */
-static ssize_t vfu_ep_sendmsg(int sock, const void *buf, size_t len, int fd)
+/* One sendmsg of iov; the fd rides on the first byte. Returns bytes or
+ * -errno. */
+static ssize_t vfu_ep_sendmsg(int sock, struct iovec *iov, int niov, int fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
 	ssize_t n;
 
 	if (fd >= 0) {
@@ -150,7 +150,7 @@ static ssize_t vfu_ep_sendmsg(int sock, const void *buf, size_t len, int fd)
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
 	n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	return n < 0 ? -errno : n;
+	return n < 0 ? (errno == EINTR ? -EAGAIN : -errno) : n;
 }
 
 /* Sends what the queue holds until the socket is full. 0 or -errno. */
@@ -158,10 +158,10 @@ static int vfu_ep_flush(struct vfu_endpoint *ep)
 {
 	while (ep->tx_head) {
 		struct vfu_tx *tx = ep->tx_head;
-		ssize_t n =
-		    vfu_ep_sendmsg(ep->conn_fd, tx->data + tx->sent, tx->len - tx->sent, tx->fd);
+		struct iovec iov = {.iov_base = tx->data + tx->sent, .iov_len = tx->len - tx->sent};
+		ssize_t n = vfu_ep_sendmsg(ep->conn_fd, &iov, 1, tx->fd);
 
-		if (n == -EAGAIN || n == -EINTR)
+		if (n == -EAGAIN)
 			break;
 		if (n < 0)
 			return (int)n;
@@ -182,32 +182,32 @@ static int vfu_ep_flush(struct vfu_endpoint *ep)
 	return 0;
 }
 
-int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, const void *payload,
-		size_t len, int fd)
+/* Queues the unsent tail of a message: bytes [skip, total) of hdr+payload,
+ * with fd if none of it went out yet. 0 or -errno. */
+static int vfu_ep_queue(struct vfu_endpoint *ep, const struct vfio_user_header *hdr,
+			const void *payload, size_t len, int fd, size_t skip)
 {
-	struct vfu_tx *tx;
-	int rc;
+	size_t total = sizeof(*hdr) + len;
+	struct vfu_tx *tx = malloc(sizeof(*tx) + total - skip);
 
-	if (ep->conn_fd < 0 || ep->dead)
-		return -ENOTCONN;
-	tx = malloc(sizeof(*tx) + sizeof(*hdr) + len);
-	if (!tx) {
-		vfu_ep_drop(ep, "out of memory for a reply");
+	if (!tx)
 		return -ENOMEM;
-	}
 	tx->next = NULL;
-	tx->len = sizeof(*hdr) + len;
+	tx->len = total - skip;
 	tx->sent = 0;
 	tx->fd = -1;
-	memcpy(tx->data, hdr, sizeof(*hdr));
-	if (len)
-		memcpy(tx->data + sizeof(*hdr), payload, len);
-	if (fd >= 0) {
+	if (skip < sizeof(*hdr)) {
+		memcpy(tx->data, (const uint8_t *)hdr + skip, sizeof(*hdr) - skip);
+		if (len)
+			memcpy(tx->data + sizeof(*hdr) - skip, payload, len);
+	} else {
+		memcpy(tx->data, (const uint8_t *)payload + (skip - sizeof(*hdr)), total - skip);
+	}
+	if (fd >= 0 && !skip) {
 		/* Our own copy: the owner may close its fd before we flush. */
 		tx->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		if (tx->fd < 0) {
 			free(tx);
-			vfu_ep_drop(ep, "cannot dup an fd for a reply");
 			return -EMFILE;
 		}
 	}
@@ -217,12 +217,38 @@ int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, con
 		ep->tx_head = tx;
 	ep->tx_tail = tx;
 	ep->tx_bytes += tx->len;
+	return 0;
+}
+
+int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, const void *payload,
+		size_t len, int fd)
+{
+	struct iovec iov[2] = {{.iov_base = (void *)hdr, .iov_len = sizeof(*hdr)},
+			       {.iov_base = (void *)payload, .iov_len = len}};
+	ssize_t n = 0;
+	int rc;
+
+	if (ep->conn_fd < 0 || ep->dead)
+		return -ENOTCONN;
+	/* Straight out when nothing is queued: no copy on the common path. */
+	if (!ep->tx_head) {
+		n = vfu_ep_sendmsg(ep->conn_fd, iov, len ? 2 : 1, fd);
+		if (n == -EAGAIN)
+			n = 0;
+		if (n < 0) {
+			vfu_ep_drop(ep, "send failed");
+			return (int)n;
+		}
+	}
 	ep->st.msgs_tx++;
-	rc = vfu_ep_flush(ep);
+	if ((size_t)n == sizeof(*hdr) + len)
+		return 0;
+	rc = vfu_ep_queue(ep, hdr, payload, len, fd, (size_t)n);
 	if (rc) {
-		vfu_ep_drop(ep, "send failed");
+		vfu_ep_drop(ep, "cannot queue a message");
 		return rc;
 	}
+	vfu_ep_update_events(ep);
 	return 0;
 }
 

@@ -859,6 +859,43 @@ static void test_too_many_fds(void)
 	teardown();
 }
 
+/* Many big replies the client does not read at first: the server queues
+ * what the socket does not take, stops reading at its high-water mark and
+ * flushes on EPOLLOUT; every reply arrives whole and in order. */
+static void test_backpressure(void)
+{
+	enum { N = 3000 };
+	struct vfio_user_region_access a = {.offset = 0, .region = 7, .count = FAKE_CFG_SIZE};
+	size_t one = sizeof(struct vfio_user_header) + sizeof(a);
+	uint8_t *msgs = malloc(N * one), *data = malloc(sizeof(a) + FAKE_CFG_SIZE);
+	struct vfio_user_header h;
+	int bad = 0;
+
+	setup();
+	for (int i = 0; i < N; i++) {
+		h = (struct vfio_user_header){
+		    .msg_id = (uint16_t)i, .command = VFIO_USER_REGION_READ, .msg_size = one};
+		memcpy(msgs + i * one, &h, sizeof(h));
+		memcpy(msgs + i * one + sizeof(h), &a, sizeof(a));
+	}
+	/* One write of all requests (96 KB) fits the socket without blocking,
+	 * while the 12 MB of replies do not. */
+	CU_ASSERT_EQUAL_FATAL(vfu_client_send_raw(cl, msgs, N * one, NULL, 0), 0);
+	for (int i = 0; i < N; i++) {
+		size_t len;
+
+		if (vfu_client_recv_msg(cl, &h, data, sizeof(a) + FAKE_CFG_SIZE, &len, NULL, NULL,
+					5000) ||
+		    h.msg_id != (uint16_t)i || len != sizeof(a) + FAKE_CFG_SIZE ||
+		    data[sizeof(a) + 100] != 100)
+			bad++;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	free(msgs);
+	free(data);
+	teardown();
+}
+
 static const struct vfu_endpoint_ops null_ops;
 
 static void test_socket_file(void)
@@ -926,4 +963,5 @@ CUNIT_SUITE(vfu_endpoint, NULL, NULL, {"negotiate_ok", test_negotiate_ok},
 	    {"second_client_refused", test_second_client_refused},
 	    {"unsupported_commands", test_unsupported_commands},
 	    {"framing_drops", test_framing_drops}, {"partial_messages", test_partial_messages},
-	    {"too_many_fds", test_too_many_fds}, {"socket_file", test_socket_file})
+	    {"too_many_fds", test_too_many_fds}, {"backpressure", test_backpressure},
+	    {"socket_file", test_socket_file})
