@@ -8,12 +8,16 @@ set -u
 cd "$(dirname "$0")/.."
 logdir=build/test-logs
 mkdir -p "$logdir"
-timeout_s=${TEST_TIMEOUT:-900}
+# Per suite: a hung suite fails alone instead of eating CI's hour.
+unit_timeout=${TEST_TIMEOUT:-180}
+guest_timeout=${GUEST_TEST_TIMEOUT:-600}
 total_pass=0 total_fail=0
 for spec in "$@"; do
     label=${spec%%=*}
     cmd=${spec#*=}
     log="$logdir/${label//[:\/]/-}.log"
+    timeout_s=$unit_timeout
+    [[ $label == guest:* ]] && timeout_s=$guest_timeout
     start=$(date +%s.%N)
     # shellcheck disable=SC2086
     timeout --kill-after=10 "$timeout_s" $cmd >"$log" 2>&1 </dev/null
