@@ -896,6 +896,40 @@ static void test_backpressure(void)
 	teardown();
 }
 
+/* A send that fails inside vfu_endpoint_resume or _dma_read (the client shut
+ * its reading side) drops the client later, from the loop: detach and the
+ * DMA callback never run inside the device's own call. */
+static void test_drop_not_reentrant(void)
+{
+	struct fake_dev_counts n;
+	uint8_t buf[16];
+
+	setup();
+	fake_dev_set_async(dev, true, false, false);
+	CU_ASSERT_EQUAL(send_header(5, VFIO_USER_DEVICE_RESET, sizeof(struct vfio_user_header), 0),
+			0);
+	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_async, NULL, 5000));
+	CU_ASSERT_EQUAL(shutdown(vfu_client_fd(cl), SHUT_RD), 0);
+	fake_dev_resume(dev, 0);
+	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_detach, (void *)1, 5000));
+	fake_dev_counts(dev, &n);
+	CU_ASSERT_EQUAL(n.reentered, 0);
+	vfu_client_close(cl);
+
+	cl = vfu_client_connect(sock_path, 5000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(vfu_client_negotiate(cl), 0);
+	CU_ASSERT_EQUAL(vfu_client_map_msg_window(cl, 0x1000, 0x1000, 3), 0);
+	CU_ASSERT_EQUAL(shutdown(vfu_client_fd(cl), SHUT_RD), 0);
+	CU_ASSERT_EQUAL(fake_dev_dma(dev, false, 0x1000, buf, sizeof(buf)), 0);
+	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_dma_done, (void *)1, 5000));
+	CU_ASSERT_TRUE(fake_dev_wait(dev, pred_detach, (void *)2, 5000));
+	fake_dev_counts(dev, &n);
+	CU_ASSERT_EQUAL(n.dma_status, -ECONNRESET);
+	CU_ASSERT_EQUAL(n.reentered, 0);
+	teardown();
+}
+
 static const struct vfu_endpoint_ops null_ops;
 
 static void test_socket_file(void)
@@ -964,4 +998,4 @@ CUNIT_SUITE(vfu_endpoint, NULL, NULL, {"negotiate_ok", test_negotiate_ok},
 	    {"unsupported_commands", test_unsupported_commands},
 	    {"framing_drops", test_framing_drops}, {"partial_messages", test_partial_messages},
 	    {"too_many_fds", test_too_many_fds}, {"backpressure", test_backpressure},
-	    {"socket_file", test_socket_file})
+	    {"drop_not_reentrant", test_drop_not_reentrant}, {"socket_file", test_socket_file})

@@ -26,6 +26,7 @@ struct fake_dev {
 	int err_fd;
 	bool async_reset, async_unmap, async_write;
 	bool inline_resume; /* reset completes from inside the op */
+	bool in_call;	    /* inside vfu_endpoint_resume / _dma_read / _dma_write */
 
 	pthread_mutex_t lock; /* counts, and the cond below */
 	pthread_cond_t cond;
@@ -65,6 +66,8 @@ static void fake_dev_detach(void *arg)
 	pthread_mutex_lock(&fd->lock);
 	fake_dev_close_irqs(fd, fd->msix_fds, FAKE_MSIX_COUNT);
 	fake_dev_close_irqs(fd, &fd->err_fd, 1);
+	if (fd->in_call)
+		fd->n.reentered++;
 	fd->n.detach++;
 	fd->n.async_pending = false;
 	fake_dev_changed(fd);
@@ -392,7 +395,9 @@ static void fake_dev_resume_msg(struct fake_dev *fd, void *arg)
 	pthread_mutex_lock(&fd->lock);
 	fd->n.async_pending = false;
 	pthread_mutex_unlock(&fd->lock);
+	fd->in_call = true;
 	vfu_endpoint_resume(fd->ep, *(int *)arg);
+	fd->in_call = false;
 }
 
 void fake_dev_resume(struct fake_dev *fd, int status)
@@ -460,6 +465,8 @@ static void fake_dev_dma_done(int status, void *arg)
 	struct fake_dev *fd = arg;
 
 	pthread_mutex_lock(&fd->lock);
+	if (fd->in_call)
+		fd->n.reentered++;
 	fd->n.dma_done++;
 	fd->n.dma_status = status;
 	fake_dev_changed(fd);
@@ -469,12 +476,14 @@ static void fake_dev_dma_msg(struct fake_dev *fd, void *arg)
 {
 	struct fake_dev_dma_arg *a = arg;
 
+	fd->in_call = true;
 	if (a->is_write)
 		a->rc =
 		    vfu_endpoint_dma_write(fd->ep, a->iova, a->buf, a->len, fake_dev_dma_done, fd);
 	else
 		a->rc =
 		    vfu_endpoint_dma_read(fd->ep, a->iova, a->buf, a->len, fake_dev_dma_done, fd);
+	fd->in_call = false;
 }
 
 int fake_dev_dma(struct fake_dev *fd, bool is_write, uint64_t iova, void *buf, uint64_t len)

@@ -21,6 +21,7 @@ struct fake_dev_counts {
 	int dma_done;	    /* server->client DMA callbacks seen */
 	int dma_status;	    /* status of the last one */
 	bool async_pending; /* an op returned HW_EVENT_ASYNC, not yet resumed */
+	int reentered;	    /* detach or a DMA callback ran inside resume/dma calls */
 	uint64_t last_unmap_iova, last_unmap_len;
 };
 
