@@ -8,7 +8,6 @@
 
 #include "common/log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -50,34 +49,6 @@ static uint32_t fuzz_rand(void)
 static uint32_t fuzz_below(uint32_t n)
 {
 	return n ? fuzz_rand() % n : 0;
-}
-
-/* Waits until the server tore down `closed` connections in all, so the next
- * one is accepted rather than refused as a second client. Each stats call is
- * a round trip through the loop thread; bounded. */
-static bool fuzz_wait_disconnects(struct fake_dev *dev, uint64_t closed)
-{
-	struct vfu_endpoint_stats st;
-
-	for (int i = 0; i < 100000; i++) {
-		fake_dev_stats(dev, &st);
-		if (st.disconnects >= closed)
-			return true;
-	}
-	return false;
-}
-
-static int fuzz_count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
 }
 
 /* Builds a well-formed request into buf; returns its length. */
@@ -220,7 +191,7 @@ int main(int argc, char **argv)
 	struct fake_dev *dev;
 	struct vfu_client *c = NULL;
 	struct vfu_endpoint_stats st;
-	int pool[FUZZ_FD_POOL], base = fuzz_count_fds(), msgs = 0, conns = 0;
+	int pool[FUZZ_FD_POOL], base = fake_dev_count_fds(), msgs = 0, conns = 0;
 	time_t start = time(NULL);
 	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed1234abcdull;
 
@@ -247,7 +218,7 @@ int main(int argc, char **argv)
 		bool alive, last = false;
 
 		if (!c) {
-			if (!fuzz_wait_disconnects(dev, (uint64_t)conns))
+			if (!fake_dev_wait_disconnects(dev, (uint64_t)conns, 5000))
 				break;
 			c = vfu_client_connect(path, 5000);
 			if (!c)
@@ -311,7 +282,7 @@ int main(int argc, char **argv)
 		}
 	}
 	vfu_client_close(c);
-	CHECK(fuzz_wait_disconnects(dev, (uint64_t)conns));
+	CHECK(fake_dev_wait_disconnects(dev, (uint64_t)conns, 5000));
 	printf("vfu_fuzz: %d messages over %d connections in %lds\n", msgs, conns,
 	       (long)(time(NULL) - start));
 	CHECK(msgs >= 1000);
@@ -347,7 +318,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < FUZZ_FD_POOL; i++)
 		close(pool[i]);
 	/* Everything the server took (mapped fds, eventfds, sockets) is closed. */
-	CHECK(fuzz_count_fds() == base);
+	CHECK(fake_dev_count_fds() == base);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -24,20 +24,6 @@ static void fuzz_fini(void)
 	fake_dev_stop(fuzz_dev);
 }
 
-/* Waits until the server tore down every earlier connection. */
-static void fuzz_wait_idle(void)
-{
-	struct vfu_endpoint_stats st;
-
-	for (int i = 0; i < 1000000; i++) {
-		fake_dev_stats(fuzz_dev, &st);
-		if (st.disconnects >= fuzz_conns)
-			return;
-	}
-	fprintf(stderr, "server never dropped a closed connection\n");
-	abort();
-}
-
 /* Sends data while draining replies, then half-closes and reads until the
  * server closes (it must: EOF on its side ends the session). */
 static void fuzz_stream(int sock, const uint8_t *data, size_t len)
@@ -94,7 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!size)
 		return 0;
-	fuzz_wait_idle();
+	/* Every earlier connection torn down: this one is not a second client. */
+	if (!fake_dev_wait_disconnects(fuzz_dev, fuzz_conns, 10000))
+		abort();
 	c = vfu_client_connect(fuzz_path, 5000);
 	if (!c)
 		abort();

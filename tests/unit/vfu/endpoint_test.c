@@ -8,7 +8,6 @@
 #include "tests/unit/cunit_runner.h"
 #include "tests/unit/vfu/fake_dev.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,20 +67,6 @@ static bool pred_async(const struct fake_dev_counts *n, void *arg)
 static bool pred_dma_done(const struct fake_dev_counts *n, void *arg)
 {
 	return n->dma_done >= (int)(long)arg;
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n++;
-	closedir(d);
-	return n;
 }
 
 /* A request with arbitrary payload; returns 0 or -errno of the reply. */
@@ -370,7 +355,7 @@ static void test_set_irqs_invalid(void)
 	setup();
 	for (int i = 0; i < 3; i++)
 		efd[i] = eventfd(0, EFD_CLOEXEC);
-	before = count_fds();
+	before = fake_dev_count_fds();
 #define SET(flags, idx, start, count, fds, nfds, b)                                                \
 	vfu_client_set_irqs(cl, flags, idx, start, count, fds, nfds, b)
 	CU_ASSERT_EQUAL(
@@ -409,7 +394,7 @@ static void test_set_irqs_invalid(void)
 #undef SET
 	/* One more round trip so the server has closed the last message's fds. */
 	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);
-	CU_ASSERT_EQUAL(count_fds(), before);
+	CU_ASSERT_EQUAL(fake_dev_count_fds(), before);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.set_irqs, 0);
 	CU_ASSERT_EQUAL(n.fds_held, 0);
@@ -418,7 +403,7 @@ static void test_set_irqs_invalid(void)
 	    vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_EVENTFD | base, 2, 1, 2, efd, 2, NULL), 0);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, 2);
-	CU_ASSERT_EQUAL(count_fds(), before + 2);
+	CU_ASSERT_EQUAL(fake_dev_count_fds(), before + 2);
 	for (int i = 0; i < 3; i++)
 		close(efd[i]);
 	teardown();
@@ -693,7 +678,7 @@ static void test_disconnect_and_reattach(void)
 	int before;
 
 	setup();
-	before = count_fds();
+	before = fake_dev_count_fds();
 	CU_ASSERT_EQUAL(vfu_client_ram_create(cl, 0, 0x10000), 0);
 	CU_ASSERT_EQUAL(vfu_client_map_msg_window(cl, 0x100000, 0x1000, 3), 0);
 	CU_ASSERT_EQUAL(vfu_client_irq_eventfds(cl, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2), 0);
@@ -706,7 +691,7 @@ static void test_disconnect_and_reattach(void)
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, 0);
 	/* Every fd of the session is gone, with both ends of the socket. */
-	CU_ASSERT_EQUAL(count_fds(), before - 2);
+	CU_ASSERT_EQUAL(fake_dev_count_fds(), before - 2);
 	/* A new client attaches with a fresh handshake. */
 	cl = vfu_client_connect(sock_path, 5000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
@@ -841,7 +826,7 @@ static void test_too_many_fds(void)
 	size_t len;
 
 	setup();
-	before = count_fds();
+	before = fake_dev_count_fds();
 	for (int i = 0; i < 17; i++)
 		fds[i] = eventfd(0, EFD_CLOEXEC);
 	memcpy(msg, &h, sizeof(h));
@@ -855,7 +840,7 @@ static void test_too_many_fds(void)
 	for (int i = 0; i < 17; i++)
 		close(fds[i]);
 	/* Nothing kept on the server side; our end of the socket is still open. */
-	CU_ASSERT_EQUAL(count_fds(), before - 1);
+	CU_ASSERT_EQUAL(fake_dev_count_fds(), before - 1);
 	teardown();
 }
 

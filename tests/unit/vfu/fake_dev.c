@@ -5,6 +5,7 @@
 #include "common/evloop.h"
 #include "hw/hw.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -540,6 +541,36 @@ bool fake_dev_trigger(struct fake_dev *fd, uint32_t index, uint32_t v)
 
 	fake_dev_call(fd, fake_dev_trigger_msg, &t);
 	return t.ok;
+}
+
+bool fake_dev_wait_disconnects(struct fake_dev *fd, uint64_t n, int timeout_ms)
+{
+	struct vfu_endpoint_stats st;
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		fake_dev_stats(fd, &st);
+		if (st.disconnects >= n)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >
+		    timeout_ms)
+			return false;
+	}
+}
+
+int fake_dev_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }
 
 static void fake_dev_disconnect_msg(struct fake_dev *fd, void *arg)

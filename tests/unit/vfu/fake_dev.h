@@ -57,6 +57,12 @@ bool fake_dev_wait(struct fake_dev *fd, bool (*pred)(const struct fake_dev_count
 /* Signals MSI-X vector v (index 2) or ERR (index 3, v 0) from the loop thread;
  * false if no eventfd is assigned or it is masked. */
 bool fake_dev_trigger(struct fake_dev *fd, uint32_t index, uint32_t v);
+/* Waits up to timeout_ms until the endpoint counted at least n disconnects
+ * (a client the endpoint never attached counts too). Each check is a round
+ * trip through the loop thread. */
+bool fake_dev_wait_disconnects(struct fake_dev *fd, uint64_t n, int timeout_ms);
+/* Number of fds open in this process (for leak checks). */
+int fake_dev_count_fds(void);
 /* Disconnects the client from the device side. */
 void fake_dev_disconnect(struct fake_dev *fd);
 
