@@ -102,7 +102,9 @@ struct vfu_endpoint_ops {
 			int *fds, size_t nfds, const uint8_t *bools);
 	/* DEVICE_RESET: 0, -errno or HW_EVENT_ASYNC. */
 	int (*reset)(void *arg);
-	/* Before DMA_UNMAP removes [iova, iova+len): 0 or HW_EVENT_ASYNC. */
+	/* Before DMA_UNMAP removes [iova, iova+len) (an exact match of a map):
+	 * quiesce users of the range, then 0, HW_EVENT_ASYNC, or -errno (the
+	 * window stays and the client gets that error). May be NULL. */
 	int (*dma_unmap)(void *arg, uint64_t iova, uint64_t len);
 	/* After DMA_MAP added a window. May be NULL. */
 	void (*dma_map)(void *arg, uint64_t iova, uint64_t len, uint32_t prot);
