@@ -10,8 +10,10 @@ vfu_fuzz_LIBS := vfuclient vfu common
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_TARGET_SRCS := tests/fuzz/vfu_libfuzzer.c tests/unit/vfu/fake_dev.c $(vfu_SRCS) \
-		    $(vfuclient_SRCS) $(common_SRCS)
+		    tests/client/vfu_client.c $(common_SRCS)
 $(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h tests/client/*.h tests/unit/vfu/*.h)
+	@command -v $(FUZZ_CC) >/dev/null || \
+	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-o $@ $(FUZZ_TARGET_SRCS) -ljson-c -lpthread
