@@ -1,6 +1,8 @@
-/* app/main.c - the nvme-emu daemon: one NVMe controller, configured from the
- * command line, served over a vfio-user socket until SIGINT/SIGTERM; and
- * `nvme-emu caps`, the limits of the emulated platform (doca_caps). */
+/* app/main.c - the nvme-emu daemon: a long-running target configured over JSON-RPC (and -c
+ * FILE), or, with --socket, one NVMe controller configured from the command line; served until
+ * SIGINT/SIGTERM. Also `nvme-emu caps`, the limits of the emulated platform (doca_caps). */
+#include "app/app_internal.h"
+#include "app/rpc.h"
 #include "backend/bdev.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -10,6 +12,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +22,11 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#define APP_LOG "app"
-#define APP_VERSION "0.1.0"
 #define APP_MAX_NS 16
 
 enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO };
 
-struct app_ns {
+struct app_opt_ns {
 	enum app_ns_kind kind;
 	const char *arg; /* size, or FILE[:size] */
 };
@@ -35,26 +37,41 @@ struct app_opts {
 	enum hw_db_mode db_mode;
 	unsigned int poll_groups, dpa_harts;
 	uint32_t block_size;
-	struct app_ns ns[APP_MAX_NS];
+	struct app_opt_ns ns[APP_MAX_NS];
 	unsigned int nr_ns;
 	struct ctrlr_config ctrlr;
 	bool buffered;
+	/* RPC mode */
+	const char *rpc_socket;
+	const char *config_file;
+	bool wait_for_rpc;
 };
 
 static void app_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: nvme-emu [options]        serve one NVMe controller over vfio-user\n"
-		"       nvme-emu caps [-p PROFILE] print the emulated platform's limits\n"
+		"usage: nvme-emu [options]              a target configured over JSON-RPC\n"
+		"       nvme-emu --socket PATH [options] serve one NVMe controller over vfio-user\n"
+		"       nvme-emu caps [-p PROFILE]       print the emulated platform's limits\n"
 		"\n"
-		"  -s, --socket PATH        vfio-user socket to create (required)\n"
+		"Target (JSON-RPC, SPDK method names; see nvme-emu-rpc):\n"
+		"  -r, --rpc-socket PATH    JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
+		"                           or /var/tmp/nvme-emu.sock); with --socket: also serve RPC\n"
+		"  -c, -j, --json FILE      replay a save_config file before serving\n"
+		"      --wait-for-rpc       wait for framework_start_init before configuring\n"
+		"\n"
+		"One controller from the command line:\n"
+		"  -s, --socket PATH        vfio-user socket to create\n"
 		"      --malloc SIZE        namespace on a RAM bdev (e.g. 1G); repeatable\n"
 		"      --null SIZE          namespace on a null bdev (reads zeroes, drops writes)\n"
 		"      --aio FILE[:SIZE]    namespace on a file or block device through libaio\n"
 		"                           (SIZE creates/extends the file)\n"
 		"      --buffered           aio without O_DIRECT\n"
 		"  -b, --block-size N       512 or 4096 (default 512)\n"
-		"  -m, --poll-groups N      poll-group threads (default 1)\n"
+		"      --serial S, --model M controller identity\n"
+		"\n"
+		"Transport (defaults of nvmf_create_transport in target mode):\n"
+		"  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
 		"      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 1)\n"
 		"      --doorbells MODE     trap or mmap (default trap)\n"
 		"  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
@@ -62,9 +79,28 @@ static void app_usage(FILE *out)
 		"      --queue-entries N    CAP.MQES + 1 (default 1024)\n"
 		"      --mdts N             max data transfer, 2^N pages (default 5)\n"
 		"      --sgl                accept SGLs for I/O commands\n"
-		"      --serial S, --model M controller identity\n"
 		"  -l, --log-level L        10..70 or a name (default info)\n"
 		"  -v, --version, -h, --help\n");
+}
+
+/* -m: a poll-group count, or SPDK's cpumask (0x...) with one poll group per bit set. */
+static int app_parse_poll_groups(const char *s, unsigned int *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2)) {
+		v = strtoull(s + 2, &end, 16);
+		if (end == s + 2 || *end || !v)
+			return -EINVAL;
+		*out = (unsigned int)__builtin_popcountll(v);
+		return 0;
+	}
+	v = strtoull(s, &end, 10);
+	if (end == s || *end || !v || v > 64)
+		return -EINVAL;
+	*out = (unsigned int)v;
+	return 0;
 }
 
 static int app_parse_size(const char *s, uint64_t *out)
@@ -130,7 +166,7 @@ static int app_caps(int argc, char **argv)
 static int app_parse(int argc, char **argv, struct app_opts *o)
 {
 	enum { O_MALLOC = 256, O_NULL, O_AIO, O_HARTS, O_DB, O_QENT, O_MDTS, O_SGL, O_SERIAL,
-	       O_MODEL, O_BUFFERED };
+	       O_MODEL, O_BUFFERED, O_WAIT };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "malloc", required_argument, NULL, O_MALLOC },
@@ -150,6 +186,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		{ "serial", required_argument, NULL, O_SERIAL },
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "rpc-socket", required_argument, NULL, 'r' },
+		{ "json", required_argument, NULL, 'c' },
+		{ "wait-for-rpc", no_argument, NULL, O_WAIT },
 		{ "version", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -157,7 +196,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	unsigned int u;
 	int opt, lvl;
 
-	while ((opt = getopt_long(argc, argv, "s:b:m:p:q:l:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:b:m:p:q:l:r:c:j:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			o->socket_path = optarg;
@@ -169,7 +208,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				fprintf(stderr, "nvme-emu: at most %d namespaces\n", APP_MAX_NS);
 				return -EINVAL;
 			}
-			o->ns[o->nr_ns++] = (struct app_ns){
+			o->ns[o->nr_ns++] = (struct app_opt_ns){
 				.kind = opt == O_MALLOC ? APP_NS_MALLOC
 					: opt == O_NULL ? APP_NS_NULL : APP_NS_AIO,
 				.arg = optarg,
@@ -185,8 +224,18 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->block_size = u;
 			break;
+		case 'r':
+			o->rpc_socket = optarg;
+			break;
+		case 'c':
+		case 'j':
+			o->config_file = optarg;
+			break;
+		case O_WAIT:
+			o->wait_for_rpc = true;
+			break;
 		case 'm':
-			if (app_parse_uint(optarg, 64, &u) || !u) {
+			if (app_parse_poll_groups(optarg, &u) || u > 64) {
 				fprintf(stderr, "nvme-emu: poll groups must be 1..64\n");
 				return -EINVAL;
 			}
@@ -267,7 +316,15 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		return -EINVAL;
 	}
 	if (!o->socket_path) {
-		fprintf(stderr, "nvme-emu: --socket is required\n");
+		/* Target mode: configured over RPC; the controller flags make no sense. */
+		if (o->nr_ns) {
+			fprintf(stderr, "nvme-emu: --malloc/--null/--aio need --socket\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (o->config_file || o->wait_for_rpc) {
+		fprintf(stderr, "nvme-emu: -c and --wait-for-rpc are for target mode (no --socket)\n");
 		return -EINVAL;
 	}
 	if (!o->nr_ns) {
@@ -279,7 +336,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 
 static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev **out)
 {
-	const struct app_ns *ns = &o->ns[i];
+	const struct app_opt_ns *ns = &o->ns[i];
 	char name[32];
 	uint64_t size = 0;
 	int rc;
@@ -321,6 +378,7 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 	return rc;
 }
 
+
 static void app_signal(int fd, uint32_t events, void *arg)
 {
 	struct signalfd_siginfo si;
@@ -328,6 +386,114 @@ static void app_signal(int fd, uint32_t events, void *arg)
 	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 		LOG_INFO(APP_LOG, "signal %u: shutting down", si.ssi_signo);
 	evloop_stop(arg);
+}
+
+static void app_transport_defaults(const struct app_opts *o, const struct hw_profile *profile,
+				   struct app_transport_opts *tr)
+{
+	*tr = (struct app_transport_opts){
+		.max_queue_depth = o->ctrlr.max_queue_entries,
+		.max_io_qpairs_per_ctrlr = o->ctrlr.max_io_queues,
+		.max_io_size = o->ctrlr.mdts ? 4096u << o->ctrlr.mdts : 0,
+		.db_mode = o->db_mode,
+		.dpa_harts = o->dpa_harts,
+		.num_poll_groups = o->poll_groups,
+		.profile = profile,
+		.sgl = o->ctrlr.sgl,
+	};
+}
+
+static void app_sync_done(void *arg, int rc, const char *message)
+{
+	int *out = arg;
+
+	*out = rc;
+	if (rc)
+		fprintf(stderr, "nvme-emu: %s\n", message);
+}
+
+/* --socket: the transport, the namespaces' bdevs, one subsystem and a local listener, built
+ * through the same operations as the RPC methods. */
+static int app_setup_one(struct app_target *t, const struct app_opts *o)
+{
+	char err[APP_ERR_LEN], nqn[128];
+	struct app_function *fn;
+	struct app_subsys *s;
+	int rc;
+
+	rc = app_transport_create(t, &t->tr_defaults, err);
+	if (rc)
+		goto out_err;
+	snprintf(nqn, sizeof(nqn), "nqn.2026-11.io.nvme-emu:%s", o->ctrlr.serial);
+	rc = app_subsys_create(t, nqn, o->ctrlr.serial, o->ctrlr.model, 0, true, err);
+	if (rc)
+		goto out_err;
+	s = app_subsys_find(t, nqn);
+	for (unsigned int i = 0; i < o->nr_ns; i++) {
+		struct bdev *bdev;
+		struct app_ns_opts no = { .nsid = i + 1 };
+
+		if (app_create_bdev(o, i, &bdev))
+			return -EINVAL;
+		no.bdev_name = bdev_get_name(bdev);
+		rc = app_subsys_add_ns(t, s, &no, err);
+		if (rc < 0)
+			goto out_err;
+	}
+	rc = app_function_create(t, app_manager_find(t, "local"), "nvme-emu-0", o->socket_path,
+				 false, &fn, err);
+	if (rc)
+		goto out_err;
+	/* A local manager completes at once. */
+	app_listener_add(t, s, APP_TRTYPE, fn->vuid, NULL, NULL, app_sync_done, &rc);
+	if (rc)
+		return rc;
+	LOG_INFO(APP_LOG, "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
+		 "%u DPA hart(s), %s doorbells, profile %s", APP_VERSION, o->socket_path, o->nr_ns,
+		 o->poll_groups, o->dpa_harts, hw_db_mode_name(o->db_mode),
+		 t->tr_defaults.profile->name);
+	return 0;
+
+out_err:
+	fprintf(stderr, "nvme-emu: %s\n", err);
+	return rc;
+}
+
+static int app_rpc_register(struct rpc_server *srv)
+{
+	int rc = rpc_framework_register(srv);
+
+	if (!rc)
+		rc = rpc_bdev_register(srv);
+	if (!rc)
+		rc = rpc_nvmf_register(srv);
+	if (!rc)
+		rc = rpc_emu_register(srv);
+	return rc;
+}
+
+static void app_config_loaded(void *arg, int rc, const char *message)
+{
+	struct app_target *t = arg;
+
+	if (rc) {
+		LOG_ERR(APP_LOG, "configuration %s failed: %s", t->config_file, message);
+		/* As SPDK: a target that cannot load its configuration does not run. */
+		evloop_stop(t->loop);
+		t->shutting_down = true;
+		return;
+	}
+	rpc_framework_init_done(t);
+	LOG_INFO(APP_LOG, "configuration %s loaded", t->config_file);
+}
+
+/* The default RPC socket: $XDG_RUNTIME_DIR/nvme-emu.sock or /var/tmp/nvme-emu.sock. */
+static const char *app_default_rpc_socket(char *buf, size_t len)
+{
+	const char *dir = getenv("XDG_RUNTIME_DIR");
+
+	snprintf(buf, len, "%s/nvme-emu.sock", dir && *dir ? dir : "/var/tmp");
+	return buf;
 }
 
 int main(int argc, char **argv)
@@ -339,12 +505,13 @@ int main(int argc, char **argv)
 		.block_size = 512,
 		.ctrlr = { .serial = "NVMEEMU0001" },
 	};
+	char rpc_path[PATH_MAX], *dir_copy = NULL;
 	const struct hw_profile *profile;
-	struct pcie_poll_groups *pgs = NULL;
-	struct pcie_ctrlr *pc = NULL;
 	struct evloop_watch *sigw = NULL;
 	struct evloop *loop = NULL;
-	struct dpa *dpa = NULL;
+	struct rpc_server *srv = NULL;
+	struct app_target t;
+	bool target_up = false;
 	sigset_t mask;
 	int sfd = -1, rc = 1;
 
@@ -357,6 +524,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nvme-emu: unknown profile '%s' (bf3, unlimited)\n", o.profile);
 		return 2;
 	}
+	if (!o.socket_path && !o.rpc_socket)
+		o.rpc_socket = app_default_rpc_socket(rpc_path, sizeof(rpc_path));
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
@@ -371,55 +540,56 @@ int main(int argc, char **argv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0 || !(sigw = evloop_watch_add(loop, sfd, EPOLLIN, app_signal, loop)))
 		goto out;
-	dpa = dpa_create(o.dpa_harts);
-	if (!dpa) {
-		fprintf(stderr, "nvme-emu: cannot start %u DPA harts: %s\n", o.dpa_harts,
-			strerror(errno));
+	/* Functions created without a socket path get one beside the RPC socket. */
+	dir_copy = strdup(o.rpc_socket ? o.rpc_socket : o.socket_path);
+	if (!dir_copy || app_target_init(&t, loop, dirname(dir_copy)))
 		goto out;
-	}
-	pgs = pcie_poll_groups_create(o.poll_groups, dpa);
-	if (!pgs)
-		goto out;
-	{
-		struct pcie_ctrlr_opts po = {
-			.vuid = "nvme-emu-0",
-			.socket_path = o.socket_path,
-			.db_mode = o.db_mode,
-			.profile = profile,
-			.ctrlr = o.ctrlr,
-		};
+	target_up = true;
+	app_transport_defaults(&o, profile, &t.tr_defaults);
+	t.config_file = o.config_file;
+	if (o.rpc_socket) {
+		int err = rpc_server_create(loop, o.rpc_socket, &t, &srv);
 
-		if (pcie_ctrlr_create(loop, pgs, dpa, &po, &pc)) {
-			fprintf(stderr, "nvme-emu: cannot create the controller (see log)\n");
+		if (err) {
+			fprintf(stderr, "nvme-emu: cannot serve JSON-RPC on %s: %s\n", o.rpc_socket,
+				err == -EADDRINUSE ? "another nvme-emu is serving it"
+						   : strerror(-err));
 			goto out;
 		}
-	}
-	for (unsigned int i = 0; i < o.nr_ns; i++) {
-		struct bdev *bdev;
-
-		if (app_create_bdev(&o, i, &bdev))
+		t.rpc = srv;
+		if (app_rpc_register(srv))
 			goto out;
-		rc = ctrlr_ns_add(pcie_ctrlr_core(pc), i + 1, bdev, NULL);
-		if (rc < 0) {
-			fprintf(stderr, "nvme-emu: cannot attach namespace %u: %s\n", i + 1,
-				strerror(-rc));
-			rc = 1;
-			goto out;
-		}
 	}
-	if (pcie_ctrlr_start(pc))
-		goto out;
-	LOG_INFO(APP_LOG, "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
-		 "%u DPA hart(s), %s doorbells, profile %s", APP_VERSION, o.socket_path, o.nr_ns,
-		 o.poll_groups, o.dpa_harts, hw_db_mode_name(o.db_mode), profile->name);
-	rc = evloop_run(loop) ? 1 : 0;
+	if (o.socket_path) {
+		if (app_setup_one(&t, &o))
+			goto out;
+		t.initialized = true;
+	} else if (o.wait_for_rpc) {
+		rpc_server_set_state(srv, RPC_STARTUP);
+		LOG_INFO(APP_LOG, "nvme-emu %s waiting for framework_start_init on %s", APP_VERSION,
+			 o.rpc_socket);
+	} else if (o.config_file) {
+		if (rpc_config_load(&t, o.config_file, app_config_loaded, &t))
+			goto out;
+		if (t.shutting_down)
+			goto out;
+	} else {
+		rpc_framework_init_done(&t);
+		LOG_INFO(APP_LOG, "nvme-emu %s ready: JSON-RPC on %s", APP_VERSION, o.rpc_socket);
+	}
+	evloop_run(loop);
+	rc = t.shutting_down ? 1 : 0;
 
 out:
-	pcie_ctrlr_destroy(pc);
-	pcie_poll_groups_destroy(pgs);
-	if (dpa && dpa_destroy(dpa))
-		LOG_ERR(APP_LOG, "DPA resources still in use at exit");
-	bdev_delete_all();
+	if (srv) {
+		/* No request may start while the target is torn down. */
+		rpc_server_set_state(srv, 0);
+		rpc_framework_cancel_waiters(&t);
+	}
+	if (target_up)
+		app_target_fini(&t);
+	rpc_server_destroy(srv);
+	free(dir_copy);
 	if (sigw)
 		evloop_watch_remove(sigw);
 	if (sfd >= 0)

@@ -1,4 +1,12 @@
-# app/: the nvme-emu daemon.
+# app/: the nvme-emu daemon (command line, JSON-RPC server and methods, hotplug through QMP) and
+# the nvme-emu-rpc CLI. Library "app" = every app/*.c but the two mains.
+MODULES += app
+app_SRCS := $(filter-out app/main.c app/rpc_cli.c,$(wildcard app/*.c))
+
 PROGRAMS += nvme-emu
 nvme-emu_SRCS := app/main.c
-nvme-emu_LIBS := controller backend dpa hw vfu common
+nvme-emu_LIBS := app controller backend dpa hw vfu common
+
+PROGRAMS += nvme-emu-rpc
+nvme-emu-rpc_SRCS := app/rpc_cli.c
+nvme-emu-rpc_LIBS := common

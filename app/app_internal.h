@@ -1,0 +1,192 @@
+/* app/app_internal.h - the target's state (transport, subsystems with namespaces and listeners,
+ * emulation managers and functions) and the C operations the RPC methods and the command line
+ * share. Everything runs on the main thread. Operations return 0 or -errno and leave a message
+ * for people in `err` (APP_ERR_LEN bytes). */
+#ifndef NVME_EMU_APP_INTERNAL_H
+#define NVME_EMU_APP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/bdev.h"
+#include "controller/ctrlr.h"
+#include "hw/hw.h"
+
+#define APP_VERSION "0.1.0"
+#define APP_ERR_LEN 256
+#define APP_LOG "app"
+/* How long remove_listener waits for the guest to release a hot-plugged function. */
+#define APP_HOTPLUG_TIMEOUT_US (60ull * 1000000)
+#define APP_MAX_PORTS 32
+#define APP_TRTYPE "PCIE_EMU"
+
+struct evloop;
+struct rpc_server;
+struct dpa;
+struct pcie_poll_groups;
+struct pcie_ctrlr;
+struct app_qmp_op;
+struct rpc_waiter;
+
+/* Result of an asynchronous operation: rc 0 or -errno with a message. */
+typedef void (*app_done_fn)(void *arg, int rc, const char *message);
+
+struct app_transport_opts {
+	uint32_t max_queue_depth;	  /* CAP.MQES + 1; 0: 1024 */
+	uint32_t max_io_qpairs_per_ctrlr; /* 0: what the profile allows */
+	uint32_t max_io_size;		  /* bytes, 4096 << mdts; 0: 128 KiB */
+	enum hw_db_mode db_mode;
+	uint32_t dpa_harts;
+	uint32_t num_poll_groups;
+	const struct hw_profile *profile;
+	bool sgl;
+};
+
+struct app_manager {
+	char *name;
+	char *qmp_socket; /* NULL: local (attach by hand) */
+	char *ports[APP_MAX_PORTS];
+	unsigned int nr_ports;
+	struct app_manager *next;
+};
+
+struct app_subsys;
+
+/* An emulated PCIe function: a VUID, its vfio-user socket, the manager that plugs it. */
+struct app_function {
+	char *vuid;
+	char *socket_path;
+	struct app_manager *mgr;
+	bool implicit;		 /* created by add_listener for a path; goes with the listener */
+	struct app_subsys *subsys; /* attached subsystem (listener), or NULL */
+	char *bus;		 /* the QEMU port it is plugged into, or NULL */
+	struct app_function *next;
+};
+
+struct app_ns {
+	uint32_t nsid;
+	char *bdev_name;
+	bool has_uuid, has_nguid, has_eui64;
+	uint8_t uuid[16], nguid[16], eui64[8];
+};
+
+enum app_listener_state {
+	APP_LISTENER_NONE,
+	APP_LISTENER_ATTACHING, /* device_add in flight */
+	APP_LISTENER_LIVE,
+	APP_LISTENER_DETACHING, /* device_del in flight, waiting for DEVICE_DELETED */
+};
+
+struct app_subsys {
+	struct app_target *t;
+	char *nqn, *serial, *model;
+	uint32_t max_namespaces;
+	bool allow_any_host;
+	uint16_t cntlid;
+	struct app_ns *ns[CTRLR_MAX_NAMESPACES]; /* by nsid - 1 */
+	enum app_listener_state state;
+	struct app_function *fn;
+	struct pcie_ctrlr *pc;
+	struct app_qmp_op *qmp;
+	app_done_fn done; /* of the listener operation in flight */
+	void *done_arg;
+	bool delete_after_detach;
+	struct app_subsys *next;
+};
+
+struct app_target {
+	struct evloop *loop;
+	struct rpc_server *rpc;
+	char *run_dir; /* where functions' default sockets go */
+	/* transport */
+	bool has_transport;
+	struct app_transport_opts tr;
+	struct dpa *dpa;
+	struct pcie_poll_groups *pgs;
+	/* command-line defaults for nvmf_create_transport */
+	struct app_transport_opts tr_defaults;
+	struct app_subsys *subsystems;
+	struct app_manager *managers; /* "local" first */
+	struct app_function *functions;
+	unsigned int next_fn_id;
+	uint16_t next_cntlid;
+	bool initialized; /* framework_start_init done */
+	const char *config_file; /* -c: replayed at framework init */
+	struct rpc_waiter *init_waiters; /* framework_wait_init calls held until then */
+	bool shutting_down;
+};
+
+/* ---- target (app_target.c) ---- */
+
+int app_target_init(struct app_target *t, struct evloop *loop, const char *run_dir);
+/* Cancels hotplug operations, destroys controllers, the transport, bdevs; frees everything. */
+void app_target_fini(struct app_target *t);
+int app_transport_create(struct app_target *t, const struct app_transport_opts *o, char *err);
+/* I/O queue pairs a controller gets under the transport's options. */
+uint16_t app_transport_io_queues(const struct app_target *t);
+/* mdts for the transport's max_io_size. */
+uint8_t app_transport_mdts(const struct app_target *t);
+
+/* ---- subsystems, namespaces, listeners (app_nvmf.c) ---- */
+
+struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
+int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
+		      const char *model, uint32_t max_namespaces, bool allow_any_host, char *err);
+/* Deletes a subsystem, unplugging its listener first (asynchronously with a QEMU manager).
+ * done runs once, maybe before this returns. */
+void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn done, void *arg);
+
+struct app_ns_opts {
+	const char *bdev_name;
+	uint32_t nsid; /* 0: lowest free */
+	const char *uuid, *nguid, *eui64; /* text or NULL */
+};
+/* Returns the nsid (> 0) or -errno. */
+int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
+		      char *err);
+int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t nsid, char *err);
+/* The subsystem whose namespace uses bdev `name`, or NULL. */
+struct app_subsys *app_bdev_user(struct app_target *t, const char *name);
+
+/* Adds the subsystem's listener: `traddr` is a function's VUID or a vfio-user socket path (a
+ * function is then created on `manager`, default "local"); `bus` picks the QEMU port (NULL: the
+ * manager's first free one). With a QEMU manager the function is hot-plugged (device_add) before
+ * done runs. */
+void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
+		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
+		      void *arg);
+/* Removes it: device_del and wait for DEVICE_DELETED with a QEMU manager, then closes the
+ * endpoint. `traddr` NULL matches any. */
+void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
+			 app_done_fn done, void *arg);
+
+/* ---- managers and functions (app_emu.c) ---- */
+
+struct app_manager *app_manager_find(struct app_target *t, const char *name);
+int app_manager_create(struct app_target *t, const char *name, const char *qmp_socket,
+		       const char *const *ports, unsigned int nr_ports, char *err);
+int app_manager_delete(struct app_target *t, const char *name, char *err);
+struct app_function *app_function_find(struct app_target *t, const char *vuid);
+struct app_function *app_function_find_socket(struct app_target *t, const char *path);
+/* vuid/socket NULL: generated. */
+int app_function_create(struct app_target *t, struct app_manager *mgr, const char *vuid,
+			const char *socket_path, bool implicit, struct app_function **out,
+			char *err);
+int app_function_destroy(struct app_target *t, struct app_function *fn, char *err);
+
+/* ---- RPC method tables (rpc_*.c) ---- */
+
+int rpc_bdev_register(struct rpc_server *srv);
+int rpc_nvmf_register(struct rpc_server *srv);
+int rpc_emu_register(struct rpc_server *srv);
+int rpc_framework_register(struct rpc_server *srv);
+/* The whole configuration as save_config writes it ({"subsystems": [...]}). */
+struct json_object *rpc_config_build(struct app_target *t);
+/* Replays a save_config file through the server; done(arg, rc, msg) at the end. */
+int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, void *arg);
+/* Marks the framework initialized (RPC_RUNTIME) and answers held framework_wait_init calls. */
+void rpc_framework_init_done(struct app_target *t);
+/* Fails held framework_wait_init calls (shutdown). */
+void rpc_framework_cancel_waiters(struct app_target *t);
+
+#endif

@@ -1,0 +1,632 @@
+/* app/app_nvmf.c - subsystems, their namespaces and their listener: a listener is one controller
+ * (pcie_ctrlr) served on a function's vfio-user socket, hot-plugged into QEMU through QMP when the
+ * function's manager is a QEMU. */
+#include "app/app_internal.h"
+#include "app/qmp.h"
+#include "common/log.h"
+#include "controller/pcie.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define APP_NQN_MAX 223
+
+struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn)
+{
+	for (struct app_subsys *s = t->subsystems; s; s = s->next)
+		if (!strcmp(s->nqn, nqn))
+			return s;
+	return NULL;
+}
+
+static bool app_printable(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > max)
+		return false;
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return false;
+	return true;
+}
+
+int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
+		      const char *model, uint32_t max_namespaces, bool allow_any_host, char *err)
+{
+	struct app_subsys *s, **tail;
+	char defserial[21];
+
+	/* NVMe 1.4 section 7.9: "nqn." prefix, at most 223 bytes. */
+	if (strncmp(nqn, "nqn.", 4) || !app_printable(nqn, APP_NQN_MAX)) {
+		snprintf(err, APP_ERR_LEN, "invalid NQN '%.64s': \"nqn.\" and up to %d characters",
+			 nqn, APP_NQN_MAX);
+		return -EINVAL;
+	}
+	if (app_subsys_find(t, nqn)) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s already exists", nqn);
+		return -EEXIST;
+	}
+	if (serial && !app_printable(serial, 20)) {
+		snprintf(err, APP_ERR_LEN, "serial_number must be 1..20 printable ASCII characters");
+		return -EINVAL;
+	}
+	if (model && !app_printable(model, 40)) {
+		snprintf(err, APP_ERR_LEN, "model_number must be 1..40 printable ASCII characters");
+		return -EINVAL;
+	}
+	if (max_namespaces > CTRLR_MAX_NAMESPACES) {
+		snprintf(err, APP_ERR_LEN, "max_namespaces must be 0..%d", CTRLR_MAX_NAMESPACES);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto out_nomem;
+	if (!serial) {
+		snprintf(defserial, sizeof(defserial), "NVMEEMU%04u", t->next_cntlid);
+		serial = defserial;
+	}
+	s->nqn = strdup(nqn);
+	s->serial = strdup(serial);
+	s->model = strdup(model ? model : "nvme-emu");
+	if (!s->nqn || !s->serial || !s->model)
+		goto out_free;
+	s->max_namespaces = max_namespaces ? max_namespaces : CTRLR_MAX_NAMESPACES;
+	s->allow_any_host = allow_any_host;
+	s->cntlid = t->next_cntlid++;
+	s->t = t;
+	for (tail = &t->subsystems; *tail; tail = &(*tail)->next)
+		;
+	*tail = s;
+	return 0;
+
+out_free:
+	free(s->nqn);
+	free(s->serial);
+	free(s->model);
+	free(s);
+out_nomem:
+	snprintf(err, APP_ERR_LEN, "out of memory");
+	return -ENOMEM;
+}
+
+static void app_ns_free(struct app_ns *ns)
+{
+	if (ns)
+		free(ns->bdev_name);
+	free(ns);
+}
+
+struct app_subsys *app_bdev_user(struct app_target *t, const char *name)
+{
+	for (struct app_subsys *s = t->subsystems; s; s = s->next)
+		for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+			if (s->ns[i] && !strcmp(s->ns[i]->bdev_name, name))
+				return s;
+	return NULL;
+}
+
+/* Parses "hex" of len bytes, with optional '-' separators. */
+static int app_parse_hex(const char *text, uint8_t *out, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = text; *p; p++) {
+		unsigned int v;
+
+		if (*p == '-')
+			continue;
+		if (n == len * 2 || !isxdigit((unsigned char)*p))
+			return -EINVAL;
+		v = (unsigned int)(isdigit((unsigned char)*p) ? *p - '0'
+							       : tolower((unsigned char)*p) - 'a' + 10);
+		out[n / 2] = (uint8_t)(n % 2 ? out[n / 2] | v : v << 4);
+		n++;
+	}
+	return n == len * 2 ? 0 : -EINVAL;
+}
+
+/* Attaches one namespace to the live controller. */
+static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
+{
+	struct ctrlr_ns_opts o = {
+		.uuid = ns->has_uuid ? ns->uuid : NULL,
+		.nguid = ns->has_nguid ? ns->nguid : NULL,
+		.eui64 = ns->has_eui64 ? ns->eui64 : NULL,
+	};
+	struct bdev *bdev = bdev_lookup(ns->bdev_name);
+	int rc;
+
+	if (!bdev) {
+		snprintf(err, APP_ERR_LEN, "bdev %s does not exist", ns->bdev_name);
+		return -ENODEV;
+	}
+	rc = ctrlr_ns_add(pcie_ctrlr_core(s->pc), ns->nsid, bdev, &o);
+	if (rc < 0) {
+		snprintf(err, APP_ERR_LEN, "cannot attach bdev %s as namespace %u: %s",
+			 ns->bdev_name, ns->nsid,
+			 rc == -EBUSY ? "bdev claimed by someone else" : strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
+		      char *err)
+{
+	struct app_subsys *user;
+	struct app_ns *ns;
+	uint32_t nsid = o->nsid;
+	int rc;
+
+	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
+		return -EBUSY;
+	}
+	if (!bdev_lookup(o->bdev_name)) {
+		snprintf(err, APP_ERR_LEN, "bdev %s does not exist", o->bdev_name);
+		return -ENODEV;
+	}
+	user = app_bdev_user(t, o->bdev_name);
+	if (user) {
+		snprintf(err, APP_ERR_LEN, "bdev %s is already a namespace of %s", o->bdev_name,
+			 user->nqn);
+		return -EBUSY;
+	}
+	if (nsid > s->max_namespaces) {
+		snprintf(err, APP_ERR_LEN, "nsid %u is above max_namespaces %u", nsid,
+			 s->max_namespaces);
+		return -EINVAL;
+	}
+	if (!nsid) {
+		for (nsid = 1; nsid <= s->max_namespaces && s->ns[nsid - 1]; nsid++)
+			;
+		if (nsid > s->max_namespaces) {
+			snprintf(err, APP_ERR_LEN, "subsystem %s has %u namespaces already", s->nqn,
+				 s->max_namespaces);
+			return -ENOSPC;
+		}
+	} else if (s->ns[nsid - 1]) {
+		snprintf(err, APP_ERR_LEN, "nsid %u is in use in %s", nsid, s->nqn);
+		return -EEXIST;
+	}
+	ns = calloc(1, sizeof(*ns));
+	if (!ns || !(ns->bdev_name = strdup(o->bdev_name))) {
+		app_ns_free(ns);
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	ns->nsid = nsid;
+	if ((o->uuid && (ns->has_uuid = true) && app_parse_hex(o->uuid, ns->uuid, 16)) ||
+	    (o->nguid && (ns->has_nguid = true) && app_parse_hex(o->nguid, ns->nguid, 16)) ||
+	    (o->eui64 && (ns->has_eui64 = true) && app_parse_hex(o->eui64, ns->eui64, 8))) {
+		snprintf(err, APP_ERR_LEN, "bad uuid, nguid or eui64 (hex digits, '-' allowed)");
+		app_ns_free(ns);
+		return -EINVAL;
+	}
+	if (s->pc) {
+		rc = app_ns_attach(s, ns, err);
+		if (rc) {
+			app_ns_free(ns);
+			return rc;
+		}
+	}
+	s->ns[nsid - 1] = ns;
+	return (int)nsid;
+}
+
+int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t nsid, char *err)
+{
+	if (!nsid || nsid > CTRLR_MAX_NAMESPACES || !s->ns[nsid - 1]) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s has no namespace %u", s->nqn, nsid);
+		return -ENOENT;
+	}
+	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
+		return -EBUSY;
+	}
+	if (s->pc)
+		ctrlr_ns_remove(pcie_ctrlr_core(s->pc), nsid);
+	app_ns_free(s->ns[nsid - 1]);
+	s->ns[nsid - 1] = NULL;
+	return 0;
+}
+
+/* ---- listeners ---- */
+
+/* Stops the controller and detaches the function (destroying it if it was implicit). */
+static void app_listener_teardown(struct app_target *t, struct app_subsys *s)
+{
+	struct app_function *fn = s->fn;
+	char err[APP_ERR_LEN];
+
+	pcie_ctrlr_destroy(s->pc);
+	s->pc = NULL;
+	s->state = APP_LISTENER_NONE;
+	s->fn = NULL;
+	if (!fn)
+		return;
+	fn->subsys = NULL;
+	free(fn->bus);
+	fn->bus = NULL;
+	if (fn->implicit)
+		app_function_destroy(t, fn, err);
+}
+
+/* Creates and starts the controller of s on fn's socket. */
+static int app_listener_start(struct app_target *t, struct app_subsys *s, struct app_function *fn,
+			      char *err)
+{
+	struct pcie_ctrlr_opts po = {
+		.vuid = fn->vuid,
+		.socket_path = fn->socket_path,
+		.db_mode = t->tr.db_mode,
+		.profile = t->tr.profile,
+		.ctrlr = {
+			.serial = s->serial,
+			.model = s->model,
+			.subnqn = s->nqn,
+			.cntlid = s->cntlid,
+			.max_io_queues = app_transport_io_queues(t),
+			.max_queue_entries = t->tr.max_queue_depth,
+			.mdts = app_transport_mdts(t),
+			.sgl = t->tr.sgl,
+		},
+	};
+	int rc;
+
+	s->fn = fn;
+	fn->subsys = s;
+	rc = pcie_ctrlr_create(t->loop, t->pgs, t->dpa, &po, &s->pc);
+	if (rc) {
+		snprintf(err, APP_ERR_LEN, "cannot create the controller for %s: %s", s->nqn,
+			 strerror(-rc));
+		s->pc = NULL;
+		goto out_teardown;
+	}
+	for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		if (s->ns[i] && (rc = app_ns_attach(s, s->ns[i], err)))
+			goto out_teardown;
+	}
+	rc = pcie_ctrlr_start(s->pc);
+	if (rc) {
+		snprintf(err, APP_ERR_LEN, "cannot listen on %s: %s", fn->socket_path,
+			 strerror(-rc));
+		goto out_teardown;
+	}
+	return 0;
+
+out_teardown:
+	app_listener_teardown(t, s);
+	return rc;
+}
+
+static void app_listener_finish(struct app_subsys *s, int rc, const char *msg)
+{
+	app_done_fn done = s->done;
+
+	s->done = NULL;
+	if (done)
+		done(s->done_arg, rc, msg);
+}
+
+static void app_subsys_free(struct app_target *t, struct app_subsys *s)
+{
+	struct app_subsys **pp;
+
+	for (pp = &t->subsystems; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		app_ns_free(s->ns[i]);
+	free(s->nqn);
+	free(s->serial);
+	free(s->model);
+	free(s);
+}
+
+static void app_listener_plugged(void *arg, int rc, const char *message)
+{
+	struct app_subsys *s = arg;
+	char msg[APP_ERR_LEN];
+
+	s->qmp = NULL;
+	if (rc) {
+		snprintf(msg, sizeof(msg), "device_add of %s on manager %s failed: %s",
+			 s->fn->vuid, s->fn->mgr->name, message);
+		app_listener_teardown(s->t, s);
+		app_listener_finish(s, rc, msg);
+		return;
+	}
+	s->state = APP_LISTENER_LIVE;
+	LOG_INFO(APP_LOG, "%s: %s hot-plugged into manager %s port %s", s->nqn, s->fn->vuid,
+		 s->fn->mgr->name, s->fn->bus);
+	app_listener_finish(s, 0, NULL);
+}
+
+/* The QEMU device id of a function: its VUID with what QEMU ids refuse replaced. */
+static void app_qdev_id(const struct app_function *fn, char *out, size_t len)
+{
+	size_t i;
+
+	snprintf(out, len, "%s%s", isalpha((unsigned char)fn->vuid[0]) ? "" : "f", fn->vuid);
+	for (i = 0; out[i]; i++)
+		if (!isalnum((unsigned char)out[i]) && out[i] != '-' && out[i] != '_' &&
+		    out[i] != '.')
+			out[i] = '_';
+}
+
+static const char *app_free_port(struct app_target *t, struct app_manager *mgr)
+{
+	for (unsigned int i = 0; i < mgr->nr_ports; i++) {
+		struct app_function *fn;
+
+		for (fn = t->functions; fn; fn = fn->next)
+			if (fn->mgr == mgr && fn->bus && !strcmp(fn->bus, mgr->ports[i]))
+				break;
+		if (!fn)
+			return mgr->ports[i];
+	}
+	return NULL;
+}
+
+/* Starts device_add for s's function. Returns 0 (app_listener_plugged will run) or -errno. */
+static int app_listener_plug(struct app_target *t, struct app_subsys *s, const char *bus,
+			     char *err)
+{
+	struct app_function *fn = s->fn;
+	struct json_object *cmd, *args, *sock;
+	char id[128];
+	int rc;
+
+	if (!bus)
+		bus = app_free_port(t, fn->mgr);
+	if (!bus) {
+		snprintf(err, APP_ERR_LEN, "manager %s has no free hotplug port", fn->mgr->name);
+		return -ENOSPC;
+	}
+	fn->bus = strdup(bus);
+	if (!fn->bus) {
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	app_qdev_id(fn, id, sizeof(id));
+	cmd = json_object_new_object();
+	args = json_object_new_object();
+	sock = json_object_new_object();
+	json_object_object_add(sock, "path", json_object_new_string(fn->socket_path));
+	json_object_object_add(sock, "type", json_object_new_string("unix"));
+	json_object_object_add(args, "driver", json_object_new_string("vfio-user-pci"));
+	json_object_object_add(args, "id", json_object_new_string(id));
+	json_object_object_add(args, "bus", json_object_new_string(bus));
+	json_object_object_add(args, "socket", sock);
+	json_object_object_add(cmd, "execute", json_object_new_string("device_add"));
+	json_object_object_add(cmd, "arguments", args);
+	s->state = APP_LISTENER_ATTACHING;
+	rc = app_qmp_run(t->loop, fn->mgr->qmp_socket, cmd, NULL, APP_HOTPLUG_TIMEOUT_US,
+			 app_listener_plugged, s, &s->qmp);
+	if (rc) {
+		snprintf(err, APP_ERR_LEN, "cannot reach QMP socket %s of manager %s: %s",
+			 fn->mgr->qmp_socket, fn->mgr->name, strerror(-rc));
+		s->state = APP_LISTENER_NONE;
+		return rc;
+	}
+	return 0;
+}
+
+/* Finds or creates the function `traddr` names. */
+static int app_listener_function(struct app_target *t, const char *traddr, const char *manager,
+				 struct app_function **out, char *err)
+{
+	struct app_function *fn = app_function_find(t, traddr);
+	struct app_manager *mgr;
+	struct stat st;
+	char *dir, *copy;
+	int rc;
+
+	if (!fn)
+		fn = app_function_find_socket(t, traddr);
+	if (fn) {
+		if (fn->subsys) {
+			snprintf(err, APP_ERR_LEN, "%s is already the listener of %s", traddr,
+				 fn->subsys->nqn);
+			return -EEXIST;
+		}
+		if (manager && strcmp(manager, fn->mgr->name)) {
+			snprintf(err, APP_ERR_LEN, "function %s belongs to manager %s, not %s",
+				 fn->vuid, fn->mgr->name, manager);
+			return -EINVAL;
+		}
+		*out = fn;
+		return 0;
+	}
+	if (!strchr(traddr, '/')) {
+		snprintf(err, APP_ERR_LEN, "no function with VUID %s (and not a socket path)", traddr);
+		return -ENOENT;
+	}
+	mgr = app_manager_find(t, manager ? manager : "local");
+	if (!mgr) {
+		snprintf(err, APP_ERR_LEN, "no emulation manager %s", manager);
+		return -ENOENT;
+	}
+	copy = strdup(traddr);
+	if (!copy) {
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	dir = dirname(copy);
+	rc = stat(dir, &st) ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	if (rc)
+		snprintf(err, APP_ERR_LEN, "cannot create a socket in %s: %s", dir, strerror(-rc));
+	free(copy);
+	if (rc)
+		return rc;
+	return app_function_create(t, mgr, NULL, traddr, true, out, err);
+}
+
+void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
+		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
+		      void *arg)
+{
+	struct app_function *fn;
+	char err[APP_ERR_LEN];
+	int rc;
+
+	if (strcasecmp(trtype, APP_TRTYPE) && strcasecmp(trtype, "DOCA")) {
+		snprintf(err, APP_ERR_LEN, "trtype %s is not supported (%s or DOCA)", trtype,
+			 APP_TRTYPE);
+		done(arg, -EINVAL, err);
+		return;
+	}
+	if (!t->has_transport) {
+		done(arg, -EINVAL, "transport " APP_TRTYPE " does not exist: nvmf_create_transport first");
+		return;
+	}
+	if (s->state != APP_LISTENER_NONE) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s already has a listener (%s)", s->nqn,
+			 s->fn->vuid);
+		done(arg, -EEXIST, err);
+		return;
+	}
+	rc = app_listener_function(t, traddr, manager, &fn, err);
+	if (rc) {
+		done(arg, rc, err);
+		return;
+	}
+	/* On failure the listener is torn down, with the function if it was implicit. */
+	rc = app_listener_start(t, s, fn, err);
+	if (rc) {
+		done(arg, rc, err);
+		return;
+	}
+	if (!fn->mgr->qmp_socket) {
+		s->state = APP_LISTENER_LIVE;
+		done(arg, 0, NULL);
+		return;
+	}
+	s->done = done;
+	s->done_arg = arg;
+	rc = app_listener_plug(t, s, bus, err);
+	if (rc) {
+		app_listener_teardown(t, s);
+		app_listener_finish(s, rc, err);
+	}
+}
+
+static void app_listener_unplugged(void *arg, int rc, const char *message)
+{
+	struct app_subsys *s = arg;
+	struct app_target *t = s->t;
+	char msg[APP_ERR_LEN];
+
+	s->qmp = NULL;
+	if (rc)
+		snprintf(msg, sizeof(msg), "device_del of %s: %s; endpoint closed anyway",
+			 s->fn->vuid, message);
+	else
+		LOG_INFO(APP_LOG, "%s: %s released by the guest", s->nqn, s->fn->vuid);
+	app_listener_teardown(t, s);
+	if (s->delete_after_detach) {
+		app_done_fn done = s->done;
+		void *done_arg = s->done_arg;
+
+		app_subsys_free(t, s);
+		done(done_arg, rc, rc ? msg : NULL);
+		return;
+	}
+	app_listener_finish(s, rc, rc ? msg : NULL);
+}
+
+/* Starts the unplug of a live listener. done runs once. */
+static void app_listener_detach(struct app_target *t, struct app_subsys *s, app_done_fn done,
+				void *arg)
+{
+	struct json_object *cmd, *args;
+	char id[128], err[APP_ERR_LEN];
+	int rc;
+
+	if (!s->fn->bus || t->shutting_down) {
+		app_listener_teardown(t, s);
+		if (s->delete_after_detach)
+			app_subsys_free(t, s);
+		done(arg, 0, NULL);
+		return;
+	}
+	app_qdev_id(s->fn, id, sizeof(id));
+	cmd = json_object_new_object();
+	args = json_object_new_object();
+	json_object_object_add(args, "id", json_object_new_string(id));
+	json_object_object_add(cmd, "execute", json_object_new_string("device_del"));
+	json_object_object_add(cmd, "arguments", args);
+	s->done = done;
+	s->done_arg = arg;
+	s->state = APP_LISTENER_DETACHING;
+	rc = app_qmp_run(t->loop, s->fn->mgr->qmp_socket, cmd, id, APP_HOTPLUG_TIMEOUT_US,
+			 app_listener_unplugged, s, &s->qmp);
+	if (rc) {
+		snprintf(err, sizeof(err), "cannot reach QMP socket %s: %s",
+			 s->fn->mgr->qmp_socket, strerror(-rc));
+		app_listener_unplugged(s, rc, err);
+	}
+}
+
+void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
+			 app_done_fn done, void *arg)
+{
+	char err[APP_ERR_LEN];
+
+	if (s->state == APP_LISTENER_NONE) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s has no listener", s->nqn);
+		done(arg, -ENOENT, err);
+		return;
+	}
+	if (s->state != APP_LISTENER_LIVE) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
+		done(arg, -EBUSY, err);
+		return;
+	}
+	if (traddr && strcmp(traddr, s->fn->vuid) && strcmp(traddr, s->fn->socket_path)) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s has no listener at %s", s->nqn, traddr);
+		done(arg, -ENOENT, err);
+		return;
+	}
+	app_listener_detach(t, s, done, arg);
+}
+
+void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn done, void *arg)
+{
+	char err[APP_ERR_LEN];
+
+	if (t->shutting_down && s->qmp) {
+		bool gone = s->delete_after_detach;
+
+		/* Runs the plug/unplug callback, which tears the listener down (and frees s
+		 * when it was being deleted already). */
+		app_qmp_cancel(s->qmp);
+		if (gone) {
+			done(arg, 0, NULL);
+			return;
+		}
+	}
+	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
+		done(arg, -EBUSY, err);
+		return;
+	}
+	if (s->state == APP_LISTENER_LIVE) {
+		s->delete_after_detach = true;
+		app_listener_detach(t, s, done, arg);
+		return;
+	}
+	app_subsys_free(t, s);
+	done(arg, 0, NULL);
+}

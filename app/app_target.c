@@ -1,0 +1,143 @@
+/* app/app_target.c - the target's lifetime and its one transport (PCIE_EMU): DPA instance and
+ * poll groups, created by nvmf_create_transport and shared by every controller. */
+#include "app/app_internal.h"
+#include "app/qmp.h"
+#include "common/log.h"
+#include "controller/pcie.h"
+#include "dpa/dpa.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int app_target_init(struct app_target *t, struct evloop *loop, const char *run_dir)
+{
+	char err[APP_ERR_LEN];
+
+	memset(t, 0, sizeof(*t));
+	t->loop = loop;
+	t->tr_defaults.num_poll_groups = 1;
+	t->tr_defaults.dpa_harts = 1;
+	t->tr_defaults.profile = hw_profile_find("unlimited");
+	t->next_cntlid = 1;
+	t->run_dir = strdup(run_dir);
+	if (!t->run_dir)
+		return -ENOMEM;
+	return app_manager_create(t, "local", NULL, NULL, 0, err);
+}
+
+int app_transport_create(struct app_target *t, const struct app_transport_opts *o, char *err)
+{
+	uint32_t mis = o->max_io_size;
+
+	if (t->has_transport) {
+		snprintf(err, APP_ERR_LEN, "transport %s already exists", APP_TRTYPE);
+		return -EEXIST;
+	}
+	if (o->num_poll_groups < 1 || o->num_poll_groups > 64) {
+		snprintf(err, APP_ERR_LEN, "num_poll_groups must be 1..64");
+		return -EINVAL;
+	}
+	if (o->dpa_harts > DPA_MAX_HARTS) {
+		snprintf(err, APP_ERR_LEN, "dpa_harts must be 0..%d", DPA_MAX_HARTS);
+		return -EINVAL;
+	}
+	if (o->max_queue_depth && (o->max_queue_depth < 2 ||
+				   o->max_queue_depth > CTRLR_MAX_QUEUE_ENTRIES)) {
+		snprintf(err, APP_ERR_LEN, "max_queue_depth must be 2..%d", CTRLR_MAX_QUEUE_ENTRIES);
+		return -EINVAL;
+	}
+	if (o->max_io_qpairs_per_ctrlr > CTRLR_MAX_IO_QUEUES) {
+		snprintf(err, APP_ERR_LEN, "max_io_qpairs_per_ctrlr must be 1..%d",
+			 CTRLR_MAX_IO_QUEUES);
+		return -EINVAL;
+	}
+	/* NVMe MDTS is a power of two of the 4 KiB minimum page: 8 KiB .. 4 MiB here. */
+	if (mis && (mis < 8192 || mis > (4096u << 10) || (mis & (mis - 1)))) {
+		snprintf(err, APP_ERR_LEN,
+			 "max_io_size must be a power of two from 8192 to 4194304 bytes");
+		return -EINVAL;
+	}
+	t->tr = *o;
+	t->dpa = dpa_create(o->dpa_harts);
+	if (!t->dpa) {
+		int rc = -errno;
+
+		snprintf(err, APP_ERR_LEN, "cannot start %u DPA harts: %s", o->dpa_harts,
+			 strerror(errno));
+		return rc ? rc : -ENOMEM;
+	}
+	t->pgs = pcie_poll_groups_create(o->num_poll_groups, t->dpa);
+	if (!t->pgs) {
+		snprintf(err, APP_ERR_LEN, "cannot start %u poll groups", o->num_poll_groups);
+		dpa_destroy(t->dpa);
+		t->dpa = NULL;
+		return -ENOMEM;
+	}
+	t->has_transport = true;
+	LOG_INFO(APP_LOG, "transport %s: %u poll group(s), %u DPA hart(s), %s doorbells, profile %s",
+		 APP_TRTYPE, o->num_poll_groups, o->dpa_harts, hw_db_mode_name(o->db_mode),
+		 o->profile->name);
+	return 0;
+}
+
+uint16_t app_transport_io_queues(const struct app_target *t)
+{
+	/* Too many for the profile is refused when the controller is created. */
+	if (t->tr.max_io_qpairs_per_ctrlr)
+		return (uint16_t)t->tr.max_io_qpairs_per_ctrlr;
+	return (uint16_t)(pcie_nvme_max_vectors(t->tr.profile) - 1u);
+}
+
+uint8_t app_transport_mdts(const struct app_target *t)
+{
+	uint8_t mdts = 0;
+
+	if (!t->tr.max_io_size)
+		return 0;
+	while ((4096u << mdts) < t->tr.max_io_size)
+		mdts++;
+	return mdts;
+}
+
+static void app_target_fini_done(void *arg, int rc, const char *message)
+{
+	if (rc)
+		LOG_INFO(APP_LOG, "at exit: %s", message);
+}
+
+void app_target_fini(struct app_target *t)
+{
+	t->shutting_down = true;
+	/* Listeners first (a hot-plug in flight is cancelled: the guest sees a surprise
+	 * removal), then the subsystems, functions and managers. */
+	while (t->subsystems)
+		app_subsys_delete(t, t->subsystems, app_target_fini_done, NULL);
+	while (t->functions) {
+		struct app_function *fn = t->functions;
+		char err[APP_ERR_LEN];
+
+		if (app_function_destroy(t, fn, err))
+			break;
+	}
+	while (t->managers) {
+		struct app_manager *m = t->managers;
+
+		t->managers = m->next;
+		free(m->name);
+		free(m->qmp_socket);
+		for (unsigned int i = 0; i < m->nr_ports; i++)
+			free(m->ports[i]);
+		free(m);
+	}
+	if (t->has_transport) {
+		pcie_poll_groups_destroy(t->pgs);
+		if (dpa_destroy(t->dpa))
+			LOG_ERR(APP_LOG, "DPA resources still in use at exit");
+		t->has_transport = false;
+	}
+	if (bdev_delete_all())
+		LOG_ERR(APP_LOG, "bdevs still in use at exit");
+	free(t->run_dir);
+}

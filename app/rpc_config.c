@@ -1,0 +1,320 @@
+/* app/rpc_config.c - the configuration as SPDK's save_config writes it ({"subsystems": [{
+ * "subsystem", "config": [{"method", "params"}]}]}), built from the target's state, and its
+ * replay (-c/--json) through the RPC methods, one call after the other. */
+#include "app/app_internal.h"
+#include "app/rpc.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void rpc_config_add(struct json_object *config, const char *method,
+			   struct json_object *params)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "method", json_object_new_string(method));
+	json_object_object_add(o, "params", params);
+	json_object_array_add(config, o);
+}
+
+static void rpc_config_str(struct json_object *o, const char *key, const char *v)
+{
+	json_object_object_add(o, key, json_object_new_string(v));
+}
+
+static void rpc_config_int(struct json_object *o, const char *key, int64_t v)
+{
+	json_object_object_add(o, key, json_object_new_int64(v));
+}
+
+static struct json_object *rpc_config_emu(struct app_target *t)
+{
+	struct json_object *config = json_object_new_array();
+
+	for (struct app_manager *m = t->managers; m; m = m->next) {
+		struct json_object *p, *ports;
+
+		if (!m->qmp_socket)
+			continue;
+		p = json_object_new_object();
+		ports = json_object_new_array();
+		rpc_config_str(p, "name", m->name);
+		rpc_config_str(p, "qmp_socket", m->qmp_socket);
+		for (unsigned int i = 0; i < m->nr_ports; i++)
+			json_object_array_add(ports, json_object_new_string(m->ports[i]));
+		json_object_object_add(p, "hotplug_ports", ports);
+		rpc_config_add(config, "nvmf_emu_create_manager", p);
+	}
+	for (struct app_function *fn = t->functions; fn; fn = fn->next) {
+		struct json_object *p;
+
+		if (fn->implicit)
+			continue;
+		p = json_object_new_object();
+		rpc_config_str(p, "manager", fn->mgr->name);
+		rpc_config_str(p, "vuid", fn->vuid);
+		rpc_config_str(p, "socket", fn->socket_path);
+		rpc_config_add(config, "nvmf_emu_create_function", p);
+	}
+	return config;
+}
+
+static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
+{
+	struct json_object *p = json_object_new_object();
+	struct bdev_info info;
+	char uuid[BDEV_UUID_STR_LEN];
+	const char *method;
+
+	bdev_get_info(bdev, &info);
+	bdev_uuid_format(info.uuid, uuid);
+	rpc_config_str(p, "name", info.name);
+	if (info.filename) {
+		rpc_config_str(p, "filename", info.filename);
+		method = "bdev_aio_create";
+	} else {
+		rpc_config_int(p, "num_blocks", (int64_t)info.num_blocks);
+		method = strcmp(info.module_name, "null") ? "bdev_malloc_create" : "bdev_null_create";
+	}
+	rpc_config_int(p, "block_size", info.block_size);
+	rpc_config_str(p, "uuid", uuid);
+	rpc_config_add(arg, method, p);
+	return 0;
+}
+
+static struct json_object *rpc_config_nvmf(struct app_target *t)
+{
+	struct json_object *config = json_object_new_array();
+
+	if (t->has_transport) {
+		struct json_object *p = json_object_new_object();
+		const struct app_transport_opts *tr = &t->tr;
+
+		rpc_config_str(p, "trtype", APP_TRTYPE);
+		if (tr->max_queue_depth)
+			rpc_config_int(p, "max_queue_depth", tr->max_queue_depth);
+		if (tr->max_io_qpairs_per_ctrlr)
+			rpc_config_int(p, "max_io_qpairs_per_ctrlr", tr->max_io_qpairs_per_ctrlr);
+		if (tr->max_io_size)
+			rpc_config_int(p, "max_io_size", tr->max_io_size);
+		rpc_config_str(p, "doorbells", hw_db_mode_name(tr->db_mode));
+		rpc_config_int(p, "dpa_harts", tr->dpa_harts);
+		rpc_config_int(p, "num_poll_groups", tr->num_poll_groups);
+		rpc_config_str(p, "profile", tr->profile->name);
+		json_object_object_add(p, "sgl", json_object_new_boolean(tr->sgl));
+		rpc_config_add(config, "nvmf_create_transport", p);
+	}
+	for (struct app_subsys *s = t->subsystems; s; s = s->next) {
+		struct json_object *p = json_object_new_object();
+
+		rpc_config_str(p, "nqn", s->nqn);
+		rpc_config_str(p, "serial_number", s->serial);
+		rpc_config_str(p, "model_number", s->model);
+		rpc_config_int(p, "max_namespaces", s->max_namespaces);
+		json_object_object_add(p, "allow_any_host", json_object_new_boolean(s->allow_any_host));
+		rpc_config_add(config, "nvmf_create_subsystem", p);
+		for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+			struct app_ns *ns = s->ns[i];
+			struct json_object *n;
+			char uuid[BDEV_UUID_STR_LEN];
+
+			if (!ns)
+				continue;
+			p = json_object_new_object();
+			n = json_object_new_object();
+			rpc_config_str(p, "nqn", s->nqn);
+			rpc_config_str(n, "bdev_name", ns->bdev_name);
+			rpc_config_int(n, "nsid", ns->nsid);
+			if (ns->has_uuid) {
+				bdev_uuid_format(ns->uuid, uuid);
+				rpc_config_str(n, "uuid", uuid);
+			}
+			if (ns->has_nguid) {
+				char hex[33];
+
+				for (int b = 0; b < 16; b++)
+					snprintf(hex + 2 * b, 3, "%02x", ns->nguid[b]);
+				rpc_config_str(n, "nguid", hex);
+			}
+			if (ns->has_eui64) {
+				char hex[17];
+
+				for (int b = 0; b < 8; b++)
+					snprintf(hex + 2 * b, 3, "%02x", ns->eui64[b]);
+				rpc_config_str(n, "eui64", hex);
+			}
+			json_object_object_add(p, "namespace", n);
+			rpc_config_add(config, "nvmf_subsystem_add_ns", p);
+		}
+		if (s->fn && (s->state == APP_LISTENER_LIVE || s->state == APP_LISTENER_ATTACHING)) {
+			struct json_object *a = json_object_new_object();
+
+			p = json_object_new_object();
+			rpc_config_str(p, "nqn", s->nqn);
+			rpc_config_str(a, "trtype", APP_TRTYPE);
+			rpc_config_str(a, "adrfam", "PCIE");
+			/* An implicit function is re-created from its path; a named one is
+			 * created by the emu section first. */
+			rpc_config_str(a, "traddr", s->fn->implicit ? s->fn->socket_path : s->fn->vuid);
+			json_object_object_add(p, "listen_address", a);
+			rpc_config_str(p, "manager", s->fn->mgr->name);
+			rpc_config_add(config, "nvmf_subsystem_add_listener", p);
+		}
+	}
+	return config;
+}
+
+struct json_object *rpc_config_build(struct app_target *t)
+{
+	struct json_object *root = json_object_new_object(), *subs = json_object_new_array();
+	struct {
+		const char *name;
+		struct json_object *config;
+	} parts[] = {
+		{ "emu", rpc_config_emu(t) },
+		{ "bdev", json_object_new_array() },
+		{ "nvmf", rpc_config_nvmf(t) },
+	};
+
+	bdev_foreach(rpc_config_bdev_one, parts[1].config);
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		struct json_object *s = json_object_new_object();
+
+		rpc_config_str(s, "subsystem", parts[i].name);
+		json_object_object_add(s, "config", parts[i].config);
+		json_object_array_add(subs, s);
+	}
+	json_object_object_add(root, "subsystems", subs);
+	return root;
+}
+
+/* ---- replay ---- */
+
+struct rpc_config_replay {
+	struct app_target *t;
+	struct json_object *root;
+	struct json_object *subs;
+	size_t si, ci;
+	bool in_call, returned, failed;
+	app_done_fn done;
+	void *arg;
+	char err[APP_ERR_LEN];
+};
+
+static void rpc_config_finish(struct rpc_config_replay *r)
+{
+	app_done_fn done = r->done;
+	void *arg = r->arg;
+	char err[APP_ERR_LEN];
+	bool failed = r->failed;
+
+	memcpy(err, r->err, sizeof(err));
+	json_object_put(r->root);
+	free(r);
+	done(arg, failed ? -EINVAL : 0, failed ? err : NULL);
+}
+
+/* The next {method, params} to run, or NULL at the end (or on a malformed file: r->failed). */
+static struct json_object *rpc_config_next(struct rpc_config_replay *r)
+{
+	while (r->si < json_object_array_length(r->subs)) {
+		struct json_object *s = json_object_array_get_idx(r->subs, r->si), *config;
+
+		if (!json_object_is_type(s, json_type_object) ||
+		    !json_object_object_get_ex(s, "config", &config) ||
+		    (config && !json_object_is_type(config, json_type_array))) {
+			snprintf(r->err, sizeof(r->err), "subsystems[%zu]: no \"config\" array",
+				 r->si);
+			r->failed = true;
+			return NULL;
+		}
+		if (config && r->ci < json_object_array_length(config))
+			return json_object_array_get_idx(config, r->ci++);
+		r->si++;
+		r->ci = 0;
+	}
+	return NULL;
+}
+
+static void rpc_config_item_done(void *arg, struct json_object *result, int code,
+				 const char *message);
+
+static void rpc_config_step(struct rpc_config_replay *r)
+{
+	for (;;) {
+		struct json_object *item = rpc_config_next(r), *method, *params = NULL;
+
+		if (!item || r->failed)
+			break;
+		if (!json_object_object_get_ex(item, "method", &method) ||
+		    !json_object_is_type(method, json_type_string)) {
+			snprintf(r->err, sizeof(r->err), "an entry has no \"method\" string");
+			r->failed = true;
+			break;
+		}
+		json_object_object_get_ex(item, "params", &params);
+		r->in_call = true;
+		r->returned = false;
+		if (rpc_server_call(r->t->rpc, json_object_get_string(method), params,
+				    rpc_config_item_done, r)) {
+			snprintf(r->err, sizeof(r->err), "out of memory");
+			r->failed = true;
+			break;
+		}
+		r->in_call = false;
+		if (!r->returned)
+			return; /* asynchronous: rpc_config_item_done steps on */
+		if (r->failed)
+			break;
+	}
+	rpc_config_finish(r);
+}
+
+static void rpc_config_item_done(void *arg, struct json_object *result, int code,
+				 const char *message)
+{
+	struct rpc_config_replay *r = arg;
+	struct json_object *subs = r->subs;
+	struct json_object *s = json_object_array_get_idx(subs, r->si), *config, *item, *m;
+
+	if (code) {
+		json_object_object_get_ex(s, "config", &config);
+		item = json_object_array_get_idx(config, r->ci - 1);
+		json_object_object_get_ex(item, "method", &m);
+		snprintf(r->err, sizeof(r->err), "%s: %s", json_object_get_string(m), message);
+		r->failed = true;
+	}
+	r->returned = true;
+	if (r->in_call)
+		return;
+	if (r->failed)
+		rpc_config_finish(r);
+	else
+		rpc_config_step(r);
+}
+
+int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, void *arg)
+{
+	struct rpc_config_replay *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->t = t;
+	r->done = done;
+	r->arg = arg;
+	r->root = json_object_from_file(path);
+	if (!r->root || !json_object_object_get_ex(r->root, "subsystems", &r->subs) ||
+	    !json_object_is_type(r->subs, json_type_array)) {
+		LOG_ERR(APP_LOG, "%s: not a configuration file (%s)", path,
+			r->root ? "no \"subsystems\" array" : json_util_get_last_err());
+		json_object_put(r->root);
+		free(r);
+		return -EINVAL;
+	}
+	LOG_INFO(APP_LOG, "loading configuration %s", path);
+	rpc_config_step(r);
+	return 0;
+}
