@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 	const char *path = NULL, *method;
 	double timeout = 120;
 	bool help = false, raw = false;
-	int opt, fd, rc = 1;
+	int opt, fd = -1, rc = 1;
 
 	/* '+': stop at the method; what follows are its parameters. */
 	while ((opt = getopt_long(argc, argv, "+s:t:rh", longopts, NULL)) != -1) {
@@ -280,8 +280,8 @@ int main(int argc, char **argv)
 		cli_usage(stderr);
 		return 2;
 	}
-	fd = cli_connect(path);
 	if (help) {
+		fd = cli_connect(path);
 		if (fd < 0)
 			cli_usage(stdout);
 		rc = fd < 0 ? 0 : cli_list_methods(fd, timeout);
@@ -289,8 +289,6 @@ int main(int argc, char **argv)
 			close(fd);
 		return rc;
 	}
-	if (fd < 0)
-		return 2;
 	method = argv[optind++];
 	if (optind < argc && (argv[optind][0] == '{' || argv[optind][0] == '[')) {
 		params = json_tokener_parse(argv[optind]);
@@ -321,7 +319,13 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	fd = cli_connect(path);
+	if (fd < 0) {
+		rc = 2;
+		goto out;
+	}
 	resp = cli_call(fd, method, params, timeout);
+	close(fd);
 	if (!resp)
 		goto out;
 	if (json_object_object_get_ex(resp, "error", &v)) {
@@ -340,6 +344,5 @@ int main(int argc, char **argv)
 	json_object_put(resp);
 out:
 	json_object_put(params);
-	close(fd);
 	return rc;
 }

@@ -1,0 +1,386 @@
+#!/usr/bin/env bash
+# Integration: every JSON-RPC method of nvme-emu through the nvme-emu-rpc CLI, success and each error class; config round trip (save_config, restart with -c); 8 controllers in one process; --wait-for-rpc; the default socket; the legacy command line with -r.
+# Usage: rpc-cli.sh BUILD_DIR (build or build-asan). Ends with "N passed, N failed".
+set -u
+TOP=$(cd "$(dirname "$0")/../../.." && pwd)
+BIN=$TOP/${1:-build}/bin
+D=$(mktemp -d /tmp/nvme-emu-rpc-cli.XXXXXX)
+SOCK=$D/rpc.sock
+passed=0
+failed=0
+pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$D"
+}
+trap cleanup EXIT
+
+pass() { echo "ok - $1"; passed=$((passed + 1)); }
+fail() { echo "not ok - $1"; failed=$((failed + 1)); }
+
+# rpc ARGS...: the CLI on the current socket; output in $out, stderr in $err.
+rpc() {
+	out=$("$BIN/nvme-emu-rpc" -s "$SOCK" -t 60 "$@" 2> "$D/err")
+	local rc=$?
+	err=$(cat "$D/err")
+	return $rc
+}
+
+# ok NAME ARGS...: the call succeeds.
+ok() {
+	local name=$1
+	shift
+	if rpc "$@"; then pass "$name"; else fail "$name: $err"; fi
+}
+
+# ok_out NAME REGEX ARGS...: the call succeeds and its output matches REGEX.
+ok_out() {
+	local name=$1 re=$2
+	shift 2
+	if rpc "$@" && grep -Eq -- "$re" <<< "$out"; then
+		pass "$name"
+	else
+		fail "$name: rc/out/err: $out $err"
+	fi
+}
+
+# bad NAME REGEX ARGS...: the call fails and the error message matches REGEX.
+bad() {
+	local name=$1 re=$2
+	shift 2
+	if rpc "$@"; then
+		fail "$name: succeeded: $out"
+	elif grep -Eq -- "$re" <<< "$err"; then
+		pass "$name"
+	else
+		fail "$name: wrong error: $err"
+	fi
+}
+
+# check NAME CMD...: a plain command succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# start_daemon LOG ARGS...: starts nvme-emu, waits (bounded) for $SOCK; pid in $dpid.
+start_daemon() {
+	local log=$1
+	shift
+	"$BIN/nvme-emu" "$@" > "$log" 2>&1 &
+	dpid=$!
+	pids+=("$dpid")
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && "$BIN/nvme-emu-rpc" -s "$SOCK" -t 5 spdk_get_version \
+			> /dev/null 2>&1 && return 0
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "daemon did not start:"
+	tail -n 20 "$log"
+	return 1
+}
+
+# stop_daemon: SIGTERM, wait (bounded); returns the exit status (ASan leaks make it non-zero).
+stop_daemon() {
+	kill -TERM "$dpid" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$dpid" 2>/dev/null && kill -9 "$dpid"
+	wait "$dpid"
+}
+
+NQN1=nqn.2026-11.io.nvme-emu:test1
+NQN2=nqn.2026-11.io.nvme-emu:test2
+
+check "daemon starts with -r" start_daemon "$D/d1.log" -r "$SOCK"
+check "socket mode 0600" test "$(stat -c %a "$SOCK")" = 600
+
+# ---- framework ----
+ok_out "rpc_get_methods lists nvmf_subsystem_add_listener" '"nvmf_subsystem_add_listener"' \
+	rpc_get_methods
+ok_out "rpc_get_methods lists the nvmf_doca_* aliases" '"nvmf_doca_create_function"' \
+	rpc_get_methods
+check "CLI --help lists the server's methods" sh -c "'$BIN/nvme-emu-rpc' -s '$SOCK' --help | grep -q nvmf_get_stats"
+ok_out "spdk_get_version" '"version": "SPDK v' spdk_get_version
+ok_out "nvme_emu_get_version" '"nvme-emu [0-9]' nvme_emu_get_version
+bad "unknown method: -32601" 'code -32601' no_such_method
+bad "params of the wrong type: -32602" 'code -32602' spdk_get_version --x 1
+ok_out "log_get_level" '^info$' log_get_level
+ok "log_set_level debug" log_set_level --level debug
+ok_out "log_get_level after set" '^debug$' log_get_level
+bad "log_set_level bogus" 'level must be' log_set_level --level bogus
+bad "log_set_level without level" "missing parameter 'level'" log_set_level
+ok "log_set_level INFO (SPDK spelling)" log_set_level --level INFO
+bad "framework_start_init when running: -32601" 'code -32601' framework_start_init
+ok_out "framework_wait_init when running" true framework_wait_init
+
+# ---- bdevs ----
+ok_out "bdev_malloc_create named" '^M0$' bdev_malloc_create --name M0 --num_blocks 16384 \
+	--block_size 512
+ok_out "bdev_malloc_create auto-named" '^Malloc0$' bdev_malloc_create --num_blocks 8192 \
+	--block_size 4096
+ok_out "bdev_malloc_create with uuid (JSON params)" '^M1$' bdev_malloc_create \
+	'{"name": "M1", "num_blocks": 16384, "block_size": 512, "uuid": "11111111-2222-3333-4444-555555555555"}'
+bad "bdev_malloc_create duplicate" 'already exists' bdev_malloc_create --name M0 \
+	--num_blocks 16 --block_size 512
+bad "bdev_malloc_create bad block size" 'block_size' bdev_malloc_create --name X \
+	--num_blocks 16 --block_size 1000
+bad "bdev_malloc_create missing num_blocks" "code -32602" bdev_malloc_create --name X \
+	--block_size 512
+bad "bdev_malloc_create num_blocks a string" "'num_blocks' must be" bdev_malloc_create \
+	--name X --num_blocks abc --block_size 512
+bad "bdev_malloc_create negative num_blocks" "'num_blocks' must be" bdev_malloc_create \
+	--name X --num_blocks -5 --block_size 512
+bad "bdev_malloc_create unknown parameter" "unknown parameter 'colour'" bdev_malloc_create \
+	--name X --num_blocks 16 --block_size 512 --colour blue
+bad "bdev_malloc_create bad uuid" 'bad uuid' bdev_malloc_create --name X --num_blocks 16 \
+	--block_size 512 --uuid nope
+ok_out "bdev_null_create" '^N0$' bdev_null_create --name N0 --num_blocks 16384 --block_size 512
+bad "bdev_null_create duplicate" 'already exists' bdev_null_create --name N0 --num_blocks 16 \
+	--block_size 512
+truncate -s 8M "$D/aio.img"
+ok_out "bdev_aio_create" '^A0$' bdev_aio_create --name A0 --filename "$D/aio.img" \
+	--block_size 512
+bad "bdev_aio_create missing file" 'cannot open' bdev_aio_create --name A1 \
+	--filename "$D/nope/none.img"
+bad "bdev_aio_create without filename" "missing parameter 'filename'" bdev_aio_create \
+	--name A1
+ok_out "bdev_get_bdevs lists 5" '"name": "A0"' bdev_get_bdevs
+check "bdev_get_bdevs count is 5" test "$(grep -c '"product_name"' <<< "$out")" -eq 5
+ok_out "bdev_get_bdevs by name" '"num_blocks": 16384' bdev_get_bdevs --name M1
+check "bdev_get_bdevs keeps the uuid" grep -q 11111111-2222-3333-4444-555555555555 <<< "$out"
+ok_out "bdev_get_bdevs aio filename" "\"filename\": \"$D/aio.img\"" bdev_get_bdevs --name A0
+bad "bdev_get_bdevs unknown" 'no bdev' bdev_get_bdevs --name zzz
+ok "bdev_null_delete" bdev_null_delete --name N0
+bad "bdev_null_delete again" 'no null bdev' bdev_null_delete --name N0
+bad "bdev_malloc_delete of an aio bdev" 'no malloc bdev' bdev_malloc_delete --name A0
+ok "bdev_aio_delete" bdev_aio_delete --name A0
+ok "bdev_malloc_delete" bdev_malloc_delete --name Malloc0
+
+# ---- transport ----
+ok "subsystem before the transport" nvmf_create_subsystem --nqn nqn.2026-11.io.nvme-emu:pre
+bad "add_listener before a transport" 'nvmf_create_transport first' \
+	nvmf_subsystem_add_listener --nqn nqn.2026-11.io.nvme-emu:pre \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/x.sock"
+ok "nvmf_delete_subsystem" nvmf_delete_subsystem --nqn nqn.2026-11.io.nvme-emu:pre
+ok "nvmf_get_transports" nvmf_get_transports
+check "nvmf_get_transports is empty" test "$(tr -d ' \n' <<< "$out")" = "[]"
+bad "nvmf_get_stats without a transport" 'nvmf_create_transport first' nvmf_get_stats
+bad "nvmf_create_transport bad trtype" 'not supported' nvmf_create_transport --trtype TCP
+bad "nvmf_create_transport bad doorbells" 'doorbells must be' nvmf_create_transport \
+	--trtype PCIE_EMU --doorbells sometimes
+bad "nvmf_create_transport bad max_io_size" 'max_io_size' nvmf_create_transport \
+	--trtype PCIE_EMU --max_io_size 5000
+ok "nvmf_create_transport (DOCA alias, 2 poll groups)" nvmf_create_transport --trtype DOCA \
+	--num_poll_groups 2 --max_io_qpairs_per_ctrlr 4 --max_io_size 131072
+bad "nvmf_create_transport twice" 'already exists' nvmf_create_transport --trtype PCIE_EMU
+ok_out "nvmf_get_transports" '"num_poll_groups": 2' nvmf_get_transports
+ok_out "nvmf_get_transports by trtype" '"max_io_qpairs_per_ctrlr": 4' nvmf_get_transports \
+	--trtype PCIE_EMU
+
+# ---- subsystems and namespaces ----
+ok "nvmf_create_subsystem" nvmf_create_subsystem --nqn "$NQN1" --serial_number SN0001 \
+	--model_number "nvme-emu test" --allow_any_host
+bad "nvmf_create_subsystem duplicate" 'already exists' nvmf_create_subsystem --nqn "$NQN1"
+bad "nvmf_create_subsystem bad nqn" 'invalid NQN' nvmf_create_subsystem --nqn foo
+bad "nvmf_create_subsystem long serial" 'serial_number' nvmf_create_subsystem --nqn "$NQN2" \
+	--serial_number 123456789012345678901
+bad "nvmf_create_subsystem numeric serial" "'serial_number' must be a string" \
+	nvmf_create_subsystem --nqn "$NQN2" --serial_number 1234
+ok "nvmf_create_subsystem quoted digits" nvmf_create_subsystem --nqn "$NQN2" \
+	--serial_number '"1234"' --max_namespaces 4
+ok_out "nvmf_subsystem_add_ns returns the nsid" '^1$' nvmf_subsystem_add_ns --nqn "$NQN1" \
+	--namespace.bdev_name M0
+ok_out "nvmf_subsystem_add_ns with nsid and uuid" '^3$' nvmf_subsystem_add_ns --nqn "$NQN1" \
+	--namespace '{"bdev_name": "M1", "nsid": 3, "uuid": "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"}'
+bad "nvmf_subsystem_add_ns bdev already used" 'already a namespace' nvmf_subsystem_add_ns \
+	--nqn "$NQN2" --namespace.bdev_name M0
+bad "nvmf_subsystem_add_ns unknown bdev" 'does not exist' nvmf_subsystem_add_ns \
+	--nqn "$NQN2" --namespace.bdev_name nope
+bad "nvmf_subsystem_add_ns unknown subsystem" 'no subsystem' nvmf_subsystem_add_ns \
+	--nqn nqn.2026-11.io.nvme-emu:none --namespace.bdev_name M0
+bad "nvmf_subsystem_add_ns without namespace" "missing parameter 'namespace'" \
+	nvmf_subsystem_add_ns --nqn "$NQN1"
+ok "bdev for nsid tests" bdev_malloc_create --name M2 --num_blocks 2048 --block_size 512
+bad "nvmf_subsystem_add_ns nsid in use" 'in use' nvmf_subsystem_add_ns --nqn "$NQN1" \
+	--namespace.bdev_name M2 --namespace.nsid 3
+bad "nvmf_subsystem_add_ns nsid above max_namespaces" 'max_namespaces' nvmf_subsystem_add_ns \
+	--nqn "$NQN2" --namespace.bdev_name M2 --namespace.nsid 5
+bad "bdev_malloc_delete of a namespace's bdev" 'in use' bdev_malloc_delete --name M0
+ok_out "nvmf_get_subsystems" '"serial_number": "SN0001"' nvmf_get_subsystems
+ok_out "nvmf_get_subsystems by nqn" '"max_namespaces": 4' nvmf_get_subsystems --nqn "$NQN2"
+bad "nvmf_get_subsystems unknown" 'no subsystem' nvmf_get_subsystems \
+	--nqn nqn.2026-11.io.nvme-emu:none
+
+# ---- listeners ----
+ok "nvmf_subsystem_add_listener on a path" nvmf_subsystem_add_listener --nqn "$NQN1" \
+	--listen_address.trtype PCIE_EMU --listen_address.adrfam PCIE \
+	--listen_address.traddr "$D/c1.sock"
+check "the function's vfio-user socket exists" test -S "$D/c1.sock"
+bad "listener twice" 'already has a listener' nvmf_subsystem_add_listener --nqn "$NQN1" \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1b.sock"
+bad "listener on a socket in use" 'already the listener' nvmf_subsystem_add_listener \
+	--nqn "$NQN2" --listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
+bad "listener in a missing directory" 'cannot create a socket' nvmf_subsystem_add_listener \
+	--nqn "$NQN2" --listen_address.trtype PCIE_EMU --listen_address.traddr "$D/no/c2.sock"
+bad "listener on an unknown VUID" 'no function with VUID' nvmf_subsystem_add_listener \
+	--nqn "$NQN2" --listen_address.trtype PCIE_EMU --listen_address.traddr nosuchvuid
+bad "listener with a bad trtype" 'not supported' nvmf_subsystem_add_listener --nqn "$NQN2" \
+	--listen_address.trtype RDMA --listen_address.traddr "$D/c2.sock"
+bad "listener without traddr" "missing parameter 'traddr'" nvmf_subsystem_add_listener \
+	--nqn "$NQN2" --listen_address.trtype PCIE_EMU
+ok_out "nvmf_get_subsystems shows the listener" "\"traddr\": \"$D/c1.sock\"" \
+	nvmf_get_subsystems --nqn "$NQN1"
+ok_out "nvmf_get_stats: poll groups" 'nvmf_tgt_poll_group_1' nvmf_get_stats
+check "nvmf_get_stats: the controller" grep -q "\"nqn\": \"$NQN1\"" <<< "$out"
+check "nvmf_get_stats: DPA harts" grep -q '"hart": 0' <<< "$out"
+ok "nvmf_subsystem_add_ns on a live controller" nvmf_subsystem_add_ns --nqn "$NQN1" \
+	--namespace.bdev_name M2
+ok "nvmf_subsystem_remove_ns on a live controller" nvmf_subsystem_remove_ns --nqn "$NQN1" \
+	--nsid 2
+bad "nvmf_subsystem_remove_ns again" 'no namespace 2' nvmf_subsystem_remove_ns \
+	--nqn "$NQN1" --nsid 2
+
+# ---- managers and functions ----
+ok_out "nvmf_emu_get_managers has local" '"name": "local"' nvmf_emu_get_managers
+ok "nvmf_emu_create_manager" nvmf_emu_create_manager --name qemu0 \
+	--qmp_socket "$D/qmp-none.sock" --hotplug_ports '["hp0", "hp1"]'
+bad "nvmf_emu_create_manager duplicate" 'already exists' nvmf_emu_create_manager \
+	--name qemu0 --qmp_socket "$D/q.sock"
+bad "nvmf_emu_create_manager without qmp_socket" "missing parameter 'qmp_socket'" \
+	nvmf_emu_create_manager --name qemu1
+ok_out "nvmf_doca_get_managers (alias)" '"qmp_socket"' nvmf_doca_get_managers
+ok_out "nvmf_emu_create_function returns a VUID" '^nvme-emu-[0-9]+$' \
+	nvmf_emu_create_function --manager local
+VUID=$out
+ok_out "nvmf_emu_create_function with a VUID and socket" '^fnA$' nvmf_emu_create_function \
+	--vuid fnA --socket "$D/fnA.sock"
+bad "nvmf_emu_create_function duplicate VUID" 'already exists' nvmf_emu_create_function \
+	--vuid fnA
+bad "nvmf_emu_create_function unknown manager" 'no emulation manager' \
+	nvmf_emu_create_function --manager nope
+ok "nvmf_doca_create_function (alias) on a QEMU manager" nvmf_doca_create_function \
+	--dev_name qemu0 --vuid fnQ
+ok "listener on a function by VUID" nvmf_subsystem_add_listener --nqn "$NQN2" \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr fnA
+check "fnA's socket exists" test -S "$D/fnA.sock"
+ok_out "nvmf_emu_list_functions shows fnA attached" "\"subsystem\": \"$NQN2\"" \
+	nvmf_emu_list_functions
+ok_out "nvmf_doca_list_functions by manager" '"vuid": "fnQ"' nvmf_doca_list_functions \
+	--manager qemu0
+bad "nvmf_emu_destroy_function attached" 'is the listener of' nvmf_emu_destroy_function \
+	--vuid fnA
+bad "nvmf_emu_delete_manager with functions" 'still has function' nvmf_emu_delete_manager \
+	--name qemu0
+ok "nvmf_emu_create_subsystem for QEMU" nvmf_create_subsystem \
+	--nqn nqn.2026-11.io.nvme-emu:q --serial_number QQ
+bad "listener on a QEMU manager whose QMP socket is missing" 'QMP socket' \
+	nvmf_subsystem_add_listener --nqn nqn.2026-11.io.nvme-emu:q \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr fnQ
+ok "nvmf_get_subsystems after the failed hotplug" nvmf_get_subsystems \
+	--nqn nqn.2026-11.io.nvme-emu:q
+check "the failed hotplug left no listener" grep -q '"listen_addresses":\[\]' \
+	<<< "$(tr -d ' \n' <<< "$out")"
+ok_out "... and the function is free" '"subsystem": null' nvmf_emu_list_functions \
+	--manager qemu0
+ok "nvmf_delete_subsystem (no listener)" nvmf_delete_subsystem --nqn nqn.2026-11.io.nvme-emu:q
+ok "nvmf_emu_destroy_function" nvmf_emu_destroy_function --vuid fnQ
+bad "nvmf_emu_destroy_function again" 'no function' nvmf_emu_destroy_function --vuid fnQ
+ok "nvmf_emu_delete_manager" nvmf_emu_delete_manager --name qemu0
+bad "nvmf_emu_delete_manager local" 'cannot be deleted' nvmf_emu_delete_manager --name local
+
+# ---- configuration ----
+ok_out "framework_get_config bdev" '"method": "bdev_malloc_create"' framework_get_config \
+	--name bdev
+ok_out "framework_get_config nvmf" '"method": "nvmf_subsystem_add_listener"' \
+	framework_get_config --name nvmf
+bad "framework_get_config unknown" 'no subsystem' framework_get_config --name iscsi
+ok "save_config" save_config
+echo "$out" > "$D/config.json"
+ok_out "nvmf_subsystem_remove_listener" true nvmf_subsystem_remove_listener --nqn "$NQN1" \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
+check "the socket is gone" test ! -e "$D/c1.sock"
+bad "nvmf_subsystem_remove_listener again" 'has no listener' \
+	nvmf_subsystem_remove_listener --nqn "$NQN1" --listen_address.trtype PCIE_EMU \
+	--listen_address.traddr "$D/c1.sock"
+bad "nvmf_subsystem_remove_listener wrong address" 'no listener at' \
+	nvmf_subsystem_remove_listener --nqn "$NQN2" --listen_address.trtype PCIE_EMU \
+	--listen_address.traddr "$D/other.sock"
+ok "listener back on the same path" nvmf_subsystem_add_listener --nqn "$NQN1" \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
+ok "nvmf_delete_subsystem with a live listener" nvmf_delete_subsystem --nqn "$NQN1"
+check "its socket is gone" test ! -e "$D/c1.sock"
+bad "nvmf_delete_subsystem again" 'no subsystem' nvmf_delete_subsystem --nqn "$NQN1"
+ok "M0 is free again: bdev_malloc_delete" bdev_malloc_delete --name M0
+
+check "daemon exits cleanly on SIGTERM" stop_daemon
+check "RPC socket removed at exit" test ! -e "$SOCK"
+
+# Round trip: the saved configuration comes back with -c.
+check "daemon starts with -c" start_daemon "$D/d2.log" -r "$SOCK" -c "$D/config.json"
+ok "save_config after -c" save_config
+echo "$out" > "$D/config2.json"
+check "same configuration after the restart" cmp -s "$D/config.json" "$D/config2.json"
+check "listener sockets back" test -S "$D/c1.sock" -a -S "$D/fnA.sock"
+
+# Many functions: 8 more controllers, each with its own socket, subsystem and namespace.
+many_ok=1
+for i in $(seq 0 7); do
+	rpc bdev_malloc_create --name "MF$i" --num_blocks 4096 --block_size 512 &&
+		rpc nvmf_create_subsystem --nqn "nqn.2026-11.io.nvme-emu:many$i" \
+			--serial_number "\"MANY$i\"" &&
+		rpc nvmf_subsystem_add_ns --nqn "nqn.2026-11.io.nvme-emu:many$i" \
+			--namespace.bdev_name "MF$i" &&
+		rpc nvmf_subsystem_add_listener --nqn "nqn.2026-11.io.nvme-emu:many$i" \
+			--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/many$i.sock" &&
+		[ -S "$D/many$i.sock" ] || { many_ok=0; echo "controller $i: $err"; }
+done
+check "8 more controllers, each with its own socket" test "$many_ok" = 1
+ok_out "nvmf_get_stats lists 10 controllers" 'many7' nvmf_get_stats
+check "10 controllers in the stats" test "$(grep -c '"vuid"' <<< "$out")" -eq 10
+check "daemon with 10 controllers exits cleanly" stop_daemon
+
+# --wait-for-rpc: only startup methods until framework_start_init, which replays -c.
+check "daemon starts with --wait-for-rpc" start_daemon "$D/d3.log" -r "$SOCK" \
+	--wait-for-rpc -c "$D/config.json"
+bad "runtime method before framework_start_init" 'framework_start_init' bdev_get_bdevs
+ok_out "rpc_get_methods --current before init" 'framework_start_init' rpc_get_methods \
+	--current
+check "... without runtime methods" test "$(grep -c bdev_get_bdevs <<< "$out")" -eq 0
+ok "framework_start_init (replays -c)" framework_start_init
+ok_out "the configuration is loaded" '"name": "M1"' bdev_get_bdevs
+bad "framework_start_init twice: -32601" 'code -32601' framework_start_init
+check "daemon exits cleanly" stop_daemon
+
+# The default socket, under $XDG_RUNTIME_DIR.
+mkdir -p "$D/xdg"
+SOCK=$D/xdg/nvme-emu.sock
+export XDG_RUNTIME_DIR=$D/xdg
+check "daemon starts on the default socket" start_daemon "$D/d4.log"
+check "CLI finds the default socket" sh -c "'$BIN/nvme-emu-rpc' spdk_get_version > /dev/null"
+check "a second daemon refuses the live socket" sh -c "! '$BIN/nvme-emu' > '$D/d5.log' 2>&1"
+check "daemon exits cleanly" stop_daemon
+unset XDG_RUNTIME_DIR
+
+# The command line of one controller still works, with RPC beside it.
+SOCK=$D/legacy-rpc.sock
+check "nvme-emu --socket --malloc -r starts" start_daemon "$D/d6.log" --socket "$D/legacy.sock" \
+	--malloc 8M --null 4M -m 0x3 -r "$SOCK"
+ok_out "its subsystem has two namespaces" '"bdev_name": "Null1"' nvmf_get_subsystems
+ok_out "its transport has 2 poll groups (cpumask 0x3)" '"num_poll_groups": 2' \
+	nvmf_get_transports
+check "daemon exits cleanly" stop_daemon
+
+# CLI usage errors.
+check "CLI without a server fails" sh -c "! '$BIN/nvme-emu-rpc' -s '$D/none.sock' spdk_get_version 2> /dev/null"
+check "CLI with bad JSON params fails" sh -c "! '$BIN/nvme-emu-rpc' -s '$D/none.sock' x '{bad' 2> /dev/null"
+check "nvme-emu --help" sh -c "'$BIN/nvme-emu' --help | grep -q rpc-socket"
+check "nvme-emu -v" sh -c "'$BIN/nvme-emu' -v | grep -q 'nvme-emu [0-9]'"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
