@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the guest bench's fio JSON files (<label>-<workload>-<run>.json) and
-prints, per workload, the median IOPS and MiB/s of each device over the runs
+prints, per workload, the median IOPS, MiB/s and mean latency of each device over the runs
 and its ratio to the reference device (QEMU's built-in NVMe, label "qemu-nvme").
 Usage: bench_report.py DIR. Exit status 1 when results are missing.
 """
@@ -20,7 +20,7 @@ def load(path):
     doc = json.loads(text[text.find("{"):])
     job = doc["jobs"][0]
     d = job["read"] if job["read"]["io_bytes"] else job["write"]
-    return d["iops"], d["bw_bytes"] / 1048576.0
+    return d["iops"], d["bw_bytes"] / 1048576.0, d["lat_ns"]["mean"] / 1000.0
 
 
 def main():
@@ -29,7 +29,7 @@ def main():
         return 2
     results = {}
     for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
-        m = re.match(r"(.+)-(randread-4k-qd32|seqwrite-128k-qd8)-(\d+)\.json$",
+        m = re.match(r"(.+)-(randread-4k-qd32|randread-4k-qd1|seqwrite-128k-qd8)-(\d+)\.json$",
                      os.path.basename(path))
         if not m:
             continue
@@ -41,19 +41,21 @@ def main():
         print("bench: no results")
         return 1
     status = 0
-    for workload in ("randread-4k-qd32", "seqwrite-128k-qd8"):
+    for workload in ("randread-4k-qd32", "randread-4k-qd1", "seqwrite-128k-qd8"):
         labels = sorted(l for (w, l) in results if w == workload)
         ref = results.get((workload, REFERENCE))
         ref_iops = statistics.median(r[0] for r in ref) if ref else None
         print("\n%s (median of %d runs)" % (workload, len(ref) if ref else 0))
-        print("%-28s %10s %10s %8s   runs (IOPS)" % ("device", "IOPS", "MiB/s", "ratio"))
+        print("%-28s %10s %10s %10s %8s   runs (IOPS)" % ("device", "IOPS", "MiB/s", "lat us",
+                                                              "ratio"))
         for label in labels:
             runs = results[(workload, label)]
             iops = statistics.median(r[0] for r in runs)
             mib = statistics.median(r[1] for r in runs)
+            lat = statistics.median(r[2] for r in runs)
             ratio = "%.2f" % (iops / ref_iops) if ref_iops else "-"
-            print("%-28s %10.0f %10.1f %8s   %s" % (label, iops, mib, ratio,
-                                                    " ".join("%.0f" % r[0] for r in runs)))
+            print("%-28s %10.0f %10.1f %10.1f %8s   %s" % (label, iops, mib, lat, ratio,
+                                                           " ".join("%.0f" % r[0] for r in runs)))
         if ref_iops is None:
             status = 1
     return status

@@ -40,7 +40,7 @@ printf 'BENCH_RUNS=%s\nBENCH_RUNTIME=%s\nBENCH_DEVICES="%s"\n' "$runs" "$runtime
 echo "bench: guest with ${devices}; $runs runs of ${runtime}s per job"
 "$top/qemu-configs/launch-guest.sh" --job "$top/tests/perf/jobs/bench.sh" --add "$dir/bench.env" \
 	"${devargs[@]}" --cpus 2 --mem 1G --run-dir "$dir/run" --quiet \
-	--timeout $((120 + runs * 2 * (runtime + 3) * (i + 1)))
+	--timeout $((120 + runs * 3 * (runtime + 3) * (i + 1)))
 rc=$?
 "$top/tests/perf/bench_report.py" "$dir/run/out" || rc=1
 exit $rc

@@ -18,6 +18,10 @@ while [ "$run" -le "$BENCH_RUNS" ]; do
 			--rw=randread --bs=4k --iodepth=32 --ioengine=libaio --direct=1 --time_based \
 			--runtime="$BENCH_RUNTIME" --ramp_time=1 --size=1G --norandommap --randrepeat=0 \
 			--output-format=json --output="$JOB_OUT/$label-randread-4k-qd32-$run.json"
+		step "run $run $label randread-4k-qd1" fio --name=randread-4k-qd1 --filename="$dev" \
+			--rw=randread --bs=4k --iodepth=1 --ioengine=libaio --direct=1 --time_based \
+			--runtime="$BENCH_RUNTIME" --ramp_time=1 --size=1G --norandommap --randrepeat=0 \
+			--output-format=json --output="$JOB_OUT/$label-randread-4k-qd1-$run.json"
 		step "run $run $label seqwrite-128k-qd8" fio --name=seqwrite-128k-qd8 --filename="$dev" \
 			--rw=write --bs=128k --iodepth=8 --ioengine=libaio --direct=1 --time_based \
 			--runtime="$BENCH_RUNTIME" --ramp_time=1 --size=1G \
