@@ -91,6 +91,7 @@ struct app_subsys {
 	app_done_fn done; /* of the listener operation in flight */
 	void *done_arg;
 	bool delete_after_detach;
+	uint64_t shutdowns_at_detach; /* to tell whether the guest shut it down during device_del */
 	struct app_subsys *next;
 };
 

@@ -529,11 +529,20 @@ static void app_listener_unplugged(void *arg, int rc, const char *message)
 	char msg[APP_ERR_LEN];
 
 	s->qmp = NULL;
-	if (rc)
-		snprintf(msg, sizeof(msg), "device_del of %s: %s; endpoint closed anyway",
-			 s->fn->vuid, message);
-	else
+	if (rc) {
+		struct ctrlr_stats st;
+
+		/* Whether the guest's driver shut the controller down (CC.SHN) tells a
+		 * released device from one pulled away. */
+		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
+		snprintf(msg, sizeof(msg), "device_del of %s: %s (%s); endpoint closed anyway",
+			 s->fn->vuid, message,
+			 st.shutdowns > s->shutdowns_at_detach
+				 ? "the guest had released it: controller shut down"
+				 : "the guest had not shut the controller down");
+	} else {
 		LOG_INFO(APP_LOG, "%s: %s released by the guest", s->nqn, s->fn->vuid);
+	}
 	app_listener_teardown(t, s);
 	if (s->delete_after_detach) {
 		app_done_fn done = s->done;
@@ -570,8 +579,21 @@ static void app_listener_detach(struct app_target *t, struct app_subsys *s, app_
 	s->done = done;
 	s->done_arg = arg;
 	s->state = APP_LISTENER_DETACHING;
+	{
+		struct ctrlr_stats st;
+
+		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
+		s->shutdowns_at_detach = st.shutdowns;
+	}
 	rc = app_qmp_run(t->loop, s->fn->mgr->qmp_socket, cmd, id, APP_HOTPLUG_TIMEOUT_US,
 			 app_listener_unplugged, s, &s->qmp);
+	if (rc == -ECONNREFUSED || rc == -ENOENT) {
+		/* No QEMU listens any more: the device went with it; nothing to unplug. */
+		LOG_WARN(APP_LOG, "%s: QEMU of manager %s is gone (%s): closing %s", s->nqn,
+			 s->fn->mgr->name, strerror(-rc), s->fn->vuid);
+		app_listener_unplugged(s, 0, NULL);
+		return;
+	}
 	if (rc) {
 		snprintf(err, sizeof(err), "cannot reach QMP socket %s: %s",
 			 s->fn->mgr->qmp_socket, strerror(-rc));

@@ -10,3 +10,7 @@ nvme-emu_LIBS := app controller backend dpa hw vfu common
 PROGRAMS += nvme-emu-rpc
 nvme-emu-rpc_SRCS := app/rpc_cli.c
 nvme-emu-rpc_LIBS := common
+
+# Guest tests of the RPC workflow (the top Makefile only includes tests/*/module.mk, and
+# tests/guest has none: they are listed here).
+GUEST_TESTS += tests/guest/test-rpc-hotplug.sh
