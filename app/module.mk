@@ -13,4 +13,4 @@ nvme-emu-rpc_LIBS := common
 
 # Guest tests of the RPC workflow (the top Makefile only includes tests/*/module.mk, and
 # tests/guest has none: they are listed here).
-GUEST_TESTS += tests/guest/test-rpc-hotplug.sh
+GUEST_TESTS += tests/guest/test-rpc-hotplug.sh tests/guest/test-rpc-two.sh
