@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 
-void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
-void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
 
 static void pcie_chan_readable(int fd, uint32_t events, void *arg)
 {
@@ -25,6 +23,7 @@ static void pcie_chan_readable(int fd, uint32_t events, void *arg)
 		pcie_pg_batch(pg, false);
 		/* Completions freed requests and CQ slots: fetch what waited. */
 		pcie_pg_after_bdev_poll(pg);
+		pcie_pg_settle(pg);
 	} else {
 		bdev_channel_poll(e->ch);
 	}

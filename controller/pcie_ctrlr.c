@@ -9,6 +9,7 @@
 #include "controller/pcie_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,8 @@ void pcie_raise_irq(void *tctx, uint16_t vector);
 #define PCIE_ADMIN_FAST_WINDOW_US 1000000
 /* Bound of the synchronous reset when the client disappears. */
 #define PCIE_CLIENT_GONE_DRAIN_US 5000000
+/* Bound of the wait for in-flight I/O when the client unmaps memory. */
+#define PCIE_UNMAP_DRAIN_US 1000000
 
 /* ---- Transport ops ---- */
 
@@ -275,10 +278,65 @@ static void pcie_hotplug_state_changed(struct hw_dev *dev, enum hw_hotplug_state
 		 hw_db_mode_name(hw_dev_db_mode(dev)));
 }
 
+struct pcie_quiesce {
+	struct pcie_poll_group *pg;
+	uint32_t left;
+};
+
+static void pcie_quiesce_msg(void *arg)
+{
+	struct pcie_quiesce *q = arg;
+
+	q->left = pcie_pg_drain_io(q->pg, PCIE_UNMAP_DRAIN_US);
+}
+
+static void pcie_kick_msg(void *arg)
+{
+	pcie_pg_kick(arg);
+}
+
+/* Runs after the endpoint removed the window: fetching may go on. */
+static void pcie_unmap_resume(void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	atomic_store_explicit(&pc->paused, false, memory_order_release);
+	for (unsigned int i = 0; i < pc->pgs->n; i++)
+		pcie_pg_send(&pc->pgs->pg[i], pcie_kick_msg, &pc->pgs->pg[i]);
+}
+
+/* The client unmaps guest memory: nothing may touch it once we return.
+ * Commands and rings are translated at each access, so what remains is
+ * data of requests in flight: stop fetching, let the backends finish
+ * (bounded), and resume once the window is gone. */
+static int pcie_dma_unmap(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+	struct ctrlr_stats st;
+
+	ctrlr_get_stats(pc->ctrlr, &st);
+	if (!st.io_sqs)
+		return 0;
+	atomic_store_explicit(&pc->paused, true, memory_order_release);
+	for (unsigned int i = 0; i < pc->pgs->n; i++) {
+		struct pcie_quiesce q = { .pg = &pc->pgs->pg[i] };
+
+		pcie_pg_call_sync(q.pg, pcie_quiesce_msg, &q);
+		if (q.left)
+			LOG_WARN(PCIE_LOG, "%s: unmap of 0x%" PRIx64 "+0x%" PRIx64
+				 " with %u I/O still in flight on poll group %u", pc->vuid, iova,
+				 len, q.left, i);
+	}
+	if (evloop_defer(pc->loop, pcie_unmap_resume, pc))
+		pcie_unmap_resume(pc);
+	return 0;
+}
+
 static const struct hw_dev_ops pcie_dev_ops = {
 	.hotplug_state_changed = pcie_hotplug_state_changed,
 	.stateful_write = pcie_stateful_write,
 	.flr = pcie_flr,
+	.dma_unmap = pcie_dma_unmap,
 };
 
 /* ---- Lifecycle ---- */

@@ -121,6 +121,7 @@ struct pcie_ctrlr {
 	struct pcie_thread main_t;
 	bool flr_sync, flr_finished;
 	bool cc_en; /* CC.EN as last seen, for the enable edge */
+	atomic_bool paused; /* a DMA unmap is in progress: fetch nothing */
 };
 
 /* Thread-local: the poll group running on this thread, NULL elsewhere. */
@@ -134,6 +135,16 @@ struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs);
 void pcie_pg_cq_attach(struct pcie_cq *pcq);  /* owner thread */
 void pcie_pg_cq_detach(struct pcie_cq *pcq);  /* owner thread */
 void pcie_pg_update_irq_timer(struct pcie_cq *pcq); /* owner thread */
+/* Poll group thread: completes what its backends can complete within
+ * budget_us while nothing new is fetched; returns the I/O still outstanding. */
+uint32_t pcie_pg_drain_io(struct pcie_poll_group *pg, uint64_t budget_us);
+void pcie_pg_kick(struct pcie_poll_group *pg); /* poll group: fetch what waited */
+/* Poll group: reap finished backend I/O (and run fused DPA programs) before sleeping. */
+void pcie_pg_settle(struct pcie_poll_group *pg);
+/* Poll group: fetch from SQs that have work, after completions freed room. */
+void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
+/* Poll group: interrupt batching around a burst of completions. */
+void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
 
 /* pcie_queue.c: completions of the DPA bind/unbind round trips (main thread). */
 void pcie_cq_bound(struct pcie_cq *pcq, int status);

@@ -5,16 +5,16 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "controller/pcie_internal.h"
+#include "backend/bdev.h"
 #include "dpa/nvme_dpa.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 __thread struct pcie_poll_group *pcie_current_pg;
 
-void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
-void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
 
 int pcie_pg_send(struct pcie_poll_group *pg, void (*fn)(void *), void *arg)
 {
@@ -73,7 +73,7 @@ static void pcie_pg_poll_sq(struct pcie_poll_group *pg, struct pcie_sq *psq)
 {
 	int n;
 
-	if (psq->stopped)
+	if (psq->stopped || atomic_load_explicit(&psq->pc->paused, memory_order_acquire))
 		return;
 	/* Stops when the SQ is empty or back-pressured (CQ full, no free
 	 * request): a CQ doorbell or a completion resumes it. */
@@ -94,6 +94,29 @@ void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg)
 		pcie_pg_poll_cq_sqs(pg, pcq);
 		pcie_pg_update_irq_timer(pcq);
 	}
+}
+
+uint32_t pcie_pg_drain_io(struct pcie_poll_group *pg, uint64_t budget_us)
+{
+	uint64_t deadline = evloop_now_us() + budget_us;
+	uint32_t left;
+
+	for (;;) {
+		left = 0;
+		for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
+			left += bdev_channel_outstanding(e->ch);
+		if (!left || evloop_now_us() >= deadline)
+			return left;
+		pcie_pg_settle(pg);
+		if (left)
+			usleep(50);
+	}
+}
+
+void pcie_pg_kick(struct pcie_poll_group *pg)
+{
+	pcie_pg_after_bdev_poll(pg);
+	pcie_pg_settle(pg);
 }
 
 void pcie_pg_batch(struct pcie_poll_group *pg, bool begin)
@@ -209,6 +232,35 @@ static void pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_cq *pcq)
 	}
 }
 
+/* Before the poll group sleeps again: reap what the backends finished
+ * already (malloc and null complete at once, aio submits its batch here) and,
+ * fused, run the DPA programs that got work meanwhile (MSI-X raises asked
+ * for by those completions). Each saves a trip through epoll. */
+void pcie_pg_settle(struct pcie_poll_group *pg)
+{
+	for (unsigned int round = 0; round < 4; round++) {
+		bool busy = false;
+
+		for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
+			busy |= bdev_channel_outstanding(e->ch) != 0;
+		if (busy) {
+			pcie_pg_batch(pg, true);
+			for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
+				if (bdev_channel_outstanding(e->ch))
+					bdev_channel_poll(e->ch);
+			pcie_pg_batch(pg, false);
+			pcie_pg_after_bdev_poll(pg);
+		}
+		if (pg->pgs->fused)
+			for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
+				next = pcq->next;
+				pcie_pg_drain_chan(pg, pcq);
+			}
+		if (!busy)
+			return;
+	}
+}
+
 static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 {
 	struct pcie_cq *pcq = arg;
@@ -218,6 +270,7 @@ static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 	if (!pg->pgs->fused)
 		dpa_msgq_fd_clear(fd);
 	pcie_pg_drain_chan(pg, pcq);
+	pcie_pg_settle(pg);
 }
 
 /* Fused mode with mmap doorbells: nothing wakes us for guest stores, so poll

@@ -419,6 +419,39 @@ static void test_two_namespaces(const char *build)
 	teardown(&t);
 }
 
+/* A client that unmaps guest RAM under in-flight I/O: the daemon must stop
+ * touching it, stay up, and serve the next client. */
+static void test_unmap_under_io(const char *build)
+{
+	struct nvme_itest t;
+
+	if (!setup(&t, build, 2))
+		return;
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	CHECK(nvme_host_create_io_queues(&t.h, 1, 64, true, 1) == 0);
+	for (int i = 0; i < 48; i++) {
+		struct nvme_sqe sqe = { 0 };
+
+		sqe.cdw0.bits.opc = (i & 1) ? NVME_CMD_READ : NVME_CMD_WRITE;
+		sqe.nsid = 1;
+		sqe.cdw10 = (uint32_t)i * 64;
+		sqe.cdw12 = 63; /* 32 KiB */
+		nvme_host_build_prps(&t.h, &sqe, NVME_ITEST_RAM_IOVA + (uint64_t)i * 32768, 32768);
+		nvme_host_submit(&t.h, 1, &sqe, false);
+	}
+	CHECK(vfu_client_dma_unmap(t.c, NVME_ITEST_RAM_IOVA, NVME_ITEST_RAM_SIZE, 0) == 0);
+	/* Doorbells for commands whose memory is gone. */
+	for (uint32_t v = 1; v < 8; v++)
+		nvme_host_ring(&t.h, 2, v);
+	CHECK(nvme_itest_alive(&t));
+	nvme_itest_detach(&t);
+	CHECK(nvme_itest_attach(&t, 2) == 0);
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	CHECK(nvme_host_create_io_queues(&t.h, 1, 32, true, 1) == 0);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 1, 0, 8, NVME_ITEST_RAM_IOVA, 4096) == 0);
+	teardown(&t);
+}
+
 static void run_matrix(const char *build, const char *label, const char *const *args)
 {
 	unsigned int i = 0;
@@ -435,6 +468,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("reconnect", test_reconnect, build);
 	itest_run("hostile_host", test_hostile_host, build);
 	itest_run("two_namespaces", test_two_namespaces, build);
+	itest_run("unmap_under_io", test_unmap_under_io, build);
 }
 
 int main(int argc, char **argv)
