@@ -443,19 +443,21 @@ static bool rpc_client_alive(const struct rpc_server *srv, const struct rpc_clie
 static void rpc_client_handle(struct rpc_client *c, struct json_object *msg)
 {
 	struct rpc_request *req = calloc(1, sizeof(*req));
+	struct rpc_server *srv = c->srv;
 
 	if (!req) {
 		json_object_put(msg);
 		rpc_client_send_error(c, NULL, RPC_ERR_INTERNAL, "Out of memory");
 		return;
 	}
-	req->srv = c->srv;
+	req->srv = srv;
 	req->client = c;
 	req->msg = msg;
 	c->pending = req;
 	c->in_dispatch = true;
-	rpc_dispatch(c->srv, req);
-	if (rpc_client_alive(c->srv, c))
+	rpc_dispatch(srv, req);
+	/* A failed send of the response may have closed (freed) c. */
+	if (rpc_client_alive(srv, c))
 		c->in_dispatch = false;
 }
 
