@@ -66,7 +66,8 @@ int app_manager_create(struct app_target *t, const char *name, const char *qmp_s
 		}
 	}
 	m = calloc(1, sizeof(*m));
-	if (!m || !(m->name = strdup(name)) || (qmp_socket && !(m->qmp_socket = strdup(qmp_socket))))
+	if (!m || !(m->name = strdup(name)) ||
+	    (qmp_socket && !(m->qmp_socket = strdup(qmp_socket))))
 		goto out_nomem;
 	for (unsigned int i = 0; i < nr_ports; i++) {
 		m->ports[i] = strdup(ports[i]);

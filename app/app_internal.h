@@ -57,9 +57,9 @@ struct app_function {
 	char *vuid;
 	char *socket_path;
 	struct app_manager *mgr;
-	bool implicit;		 /* created by add_listener for a path; goes with the listener */
+	bool implicit;		   /* created by add_listener for a path; goes with the listener */
 	struct app_subsys *subsys; /* attached subsystem (listener), or NULL */
-	char *bus;		 /* the QEMU port it is plugged into, or NULL */
+	char *bus;		   /* the QEMU port it is plugged into, or NULL */
 	struct app_function *next;
 };
 
@@ -111,8 +111,8 @@ struct app_target {
 	struct app_function *functions;
 	unsigned int next_fn_id;
 	uint16_t next_cntlid;
-	bool initialized; /* framework_start_init done */
-	const char *config_file; /* -c: replayed at framework init */
+	bool initialized;		 /* framework_start_init done */
+	const char *config_file;	 /* -c: replayed at framework init */
 	struct rpc_waiter *init_waiters; /* framework_wait_init calls held until then */
 	bool shutting_down;
 };
@@ -131,15 +131,15 @@ uint8_t app_transport_mdts(const struct app_target *t);
 /* ---- subsystems, namespaces, listeners (app_nvmf.c) ---- */
 
 struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
-int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
-		      const char *model, uint32_t max_namespaces, bool allow_any_host, char *err);
+int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
+		      uint32_t max_namespaces, bool allow_any_host, char *err);
 /* Deletes a subsystem, unplugging its listener first (asynchronously with a QEMU manager).
  * done runs once, maybe before this returns. */
 void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn done, void *arg);
 
 struct app_ns_opts {
 	const char *bdev_name;
-	uint32_t nsid; /* 0: lowest free */
+	uint32_t nsid;			  /* 0: lowest free */
 	const char *uuid, *nguid, *eui64; /* text or NULL */
 };
 /* Returns the nsid (> 0) or -errno. */

@@ -37,8 +37,8 @@ static bool app_printable(const char *s, size_t max)
 	return true;
 }
 
-int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
-		      const char *model, uint32_t max_namespaces, bool allow_any_host, char *err)
+int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
+		      uint32_t max_namespaces, bool allow_any_host, char *err)
 {
 	struct app_subsys *s, **tail;
 	char defserial[21];
@@ -54,7 +54,8 @@ int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
 		return -EEXIST;
 	}
 	if (serial && !app_printable(serial, 20)) {
-		snprintf(err, APP_ERR_LEN, "serial_number must be 1..20 printable ASCII characters");
+		snprintf(err, APP_ERR_LEN,
+			 "serial_number must be 1..20 printable ASCII characters");
 		return -EINVAL;
 	}
 	if (model && !app_printable(model, 40)) {
@@ -124,8 +125,9 @@ static int app_parse_hex(const char *text, uint8_t *out, size_t len)
 			continue;
 		if (n == len * 2 || !isxdigit((unsigned char)*p))
 			return -EINVAL;
-		v = (unsigned int)(isdigit((unsigned char)*p) ? *p - '0'
-							       : tolower((unsigned char)*p) - 'a' + 10);
+		v = (unsigned int)(isdigit((unsigned char)*p)
+				       ? *p - '0'
+				       : tolower((unsigned char)*p) - 'a' + 10);
 		out[n / 2] = (uint8_t)(n % 2 ? out[n / 2] | v : v << 4);
 		n++;
 	}
@@ -136,9 +138,9 @@ static int app_parse_hex(const char *text, uint8_t *out, size_t len)
 static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
 {
 	struct ctrlr_ns_opts o = {
-		.uuid = ns->has_uuid ? ns->uuid : NULL,
-		.nguid = ns->has_nguid ? ns->nguid : NULL,
-		.eui64 = ns->has_eui64 ? ns->eui64 : NULL,
+	    .uuid = ns->has_uuid ? ns->uuid : NULL,
+	    .nguid = ns->has_nguid ? ns->nguid : NULL,
+	    .eui64 = ns->has_eui64 ? ns->eui64 : NULL,
 	};
 	struct bdev *bdev = bdev_lookup(ns->bdev_name);
 	int rc;
@@ -264,19 +266,20 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 			      char *err)
 {
 	struct pcie_ctrlr_opts po = {
-		.vuid = fn->vuid,
-		.socket_path = fn->socket_path,
-		.db_mode = t->tr.db_mode,
-		.profile = t->tr.profile,
-		.ctrlr = {
-			.serial = s->serial,
-			.model = s->model,
-			.subnqn = s->nqn,
-			.cntlid = s->cntlid,
-			.max_io_queues = app_transport_io_queues(t),
-			.max_queue_entries = t->tr.max_queue_depth,
-			.mdts = app_transport_mdts(t),
-			.sgl = t->tr.sgl,
+	    .vuid = fn->vuid,
+	    .socket_path = fn->socket_path,
+	    .db_mode = t->tr.db_mode,
+	    .profile = t->tr.profile,
+	    .ctrlr =
+		{
+		    .serial = s->serial,
+		    .model = s->model,
+		    .subnqn = s->nqn,
+		    .cntlid = s->cntlid,
+		    .max_io_queues = app_transport_io_queues(t),
+		    .max_queue_entries = t->tr.max_queue_depth,
+		    .mdts = app_transport_mdts(t),
+		    .sgl = t->tr.sgl,
 		},
 	};
 	int rc;
@@ -341,8 +344,8 @@ static void app_listener_plugged(void *arg, int rc, const char *message)
 
 	s->qmp = NULL;
 	if (rc) {
-		snprintf(msg, sizeof(msg), "device_add of %s on manager %s failed: %s",
-			 s->fn->vuid, s->fn->mgr->name, message);
+		snprintf(msg, sizeof(msg), "device_add of %s on manager %s failed: %s", s->fn->vuid,
+			 s->fn->mgr->name, message);
 		app_listener_teardown(s->t, s);
 		app_listener_finish(s, rc, msg);
 		return;
@@ -380,8 +383,7 @@ static const char *app_free_port(struct app_target *t, struct app_manager *mgr)
 }
 
 /* Starts device_add for s's function. Returns 0 (app_listener_plugged will run) or -errno. */
-static int app_listener_plug(struct app_target *t, struct app_subsys *s, const char *bus,
-			     char *err)
+static int app_listener_plug(struct app_target *t, struct app_subsys *s, const char *bus, char *err)
 {
 	struct app_function *fn = s->fn;
 	struct json_object *cmd, *args, *sock;
@@ -450,7 +452,8 @@ static int app_listener_function(struct app_target *t, const char *traddr, const
 		return 0;
 	}
 	if (!strchr(traddr, '/')) {
-		snprintf(err, APP_ERR_LEN, "no function with VUID %s (and not a socket path)", traddr);
+		snprintf(err, APP_ERR_LEN, "no function with VUID %s (and not a socket path)",
+			 traddr);
 		return -ENOENT;
 	}
 	mgr = app_manager_find(t, manager ? manager : "local");
@@ -488,7 +491,8 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		return;
 	}
 	if (!t->has_transport) {
-		done(arg, -EINVAL, "transport " APP_TRTYPE " does not exist: nvmf_create_transport first");
+		done(arg, -EINVAL,
+		     "transport " APP_TRTYPE " does not exist: nvmf_create_transport first");
 		return;
 	}
 	if (s->state != APP_LISTENER_NONE) {
@@ -538,8 +542,8 @@ static void app_listener_unplugged(void *arg, int rc, const char *message)
 		snprintf(msg, sizeof(msg), "device_del of %s: %s (%s); endpoint closed anyway",
 			 s->fn->vuid, message,
 			 st.shutdowns > s->shutdowns_at_detach
-				 ? "the guest had released it: controller shut down"
-				 : "the guest had not shut the controller down");
+			     ? "the guest had released it: controller shut down"
+			     : "the guest had not shut the controller down");
 	} else {
 		LOG_INFO(APP_LOG, "%s: %s released by the guest", s->nqn, s->fn->vuid);
 	}
@@ -595,8 +599,8 @@ static void app_listener_detach(struct app_target *t, struct app_subsys *s, app_
 		return;
 	}
 	if (rc) {
-		snprintf(err, sizeof(err), "cannot reach QMP socket %s: %s",
-			 s->fn->mgr->qmp_socket, strerror(-rc));
+		snprintf(err, sizeof(err), "cannot reach QMP socket %s: %s", s->fn->mgr->qmp_socket,
+			 strerror(-rc));
 		app_listener_unplugged(s, rc, err);
 	}
 }

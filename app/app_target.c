@@ -43,9 +43,10 @@ int app_transport_create(struct app_target *t, const struct app_transport_opts *
 		snprintf(err, APP_ERR_LEN, "dpa_harts must be 0..%d", DPA_MAX_HARTS);
 		return -EINVAL;
 	}
-	if (o->max_queue_depth && (o->max_queue_depth < 2 ||
-				   o->max_queue_depth > CTRLR_MAX_QUEUE_ENTRIES)) {
-		snprintf(err, APP_ERR_LEN, "max_queue_depth must be 2..%d", CTRLR_MAX_QUEUE_ENTRIES);
+	if (o->max_queue_depth &&
+	    (o->max_queue_depth < 2 || o->max_queue_depth > CTRLR_MAX_QUEUE_ENTRIES)) {
+		snprintf(err, APP_ERR_LEN, "max_queue_depth must be 2..%d",
+			 CTRLR_MAX_QUEUE_ENTRIES);
 		return -EINVAL;
 	}
 	if (o->max_io_qpairs_per_ctrlr > CTRLR_MAX_IO_QUEUES) {
@@ -76,7 +77,8 @@ int app_transport_create(struct app_target *t, const struct app_transport_opts *
 		return -ENOMEM;
 	}
 	t->has_transport = true;
-	LOG_INFO(APP_LOG, "transport %s: %u poll group(s), %u DPA hart(s), %s doorbells, profile %s",
+	LOG_INFO(APP_LOG,
+		 "transport %s: %u poll group(s), %u DPA hart(s), %s doorbells, profile %s",
 		 APP_TRTYPE, o->num_poll_groups, o->dpa_harts, hw_db_mode_name(o->db_mode),
 		 o->profile->name);
 	return 0;

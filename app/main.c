@@ -49,38 +49,39 @@ struct app_opts {
 
 static void app_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: nvme-emu [options]              a target configured over JSON-RPC\n"
-		"       nvme-emu --socket PATH [options] serve one NVMe controller over vfio-user\n"
-		"       nvme-emu caps [-p PROFILE]       print the emulated platform's limits\n"
-		"\n"
-		"Target (JSON-RPC, SPDK method names; see nvme-emu-rpc):\n"
-		"  -r, --rpc-socket PATH    JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
-		"                           or /var/tmp/nvme-emu.sock); with --socket: also serve RPC\n"
-		"  -c, -j, --json FILE      replay a save_config file before serving\n"
-		"      --wait-for-rpc       wait for framework_start_init before configuring\n"
-		"\n"
-		"One controller from the command line:\n"
-		"  -s, --socket PATH        vfio-user socket to create\n"
-		"      --malloc SIZE        namespace on a RAM bdev (e.g. 1G); repeatable\n"
-		"      --null SIZE          namespace on a null bdev (reads zeroes, drops writes)\n"
-		"      --aio FILE[:SIZE]    namespace on a file or block device through libaio\n"
-		"                           (SIZE creates/extends the file)\n"
-		"      --buffered           aio without O_DIRECT\n"
-		"  -b, --block-size N       512 or 4096 (default 512)\n"
-		"      --serial S, --model M controller identity\n"
-		"\n"
-		"Transport (defaults of nvmf_create_transport in target mode):\n"
-		"  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
-		"      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 1)\n"
-		"      --doorbells MODE     trap or mmap (default trap)\n"
-		"  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
-		"  -q, --io-queues N        I/O queue pairs (default: what the profile allows)\n"
-		"      --queue-entries N    CAP.MQES + 1 (default 1024)\n"
-		"      --mdts N             max data transfer, 2^N pages (default 5)\n"
-		"      --sgl                accept SGLs for I/O commands\n"
-		"  -l, --log-level L        10..70 or a name (default info)\n"
-		"  -v, --version, -h, --help\n");
+	fprintf(
+	    out,
+	    "usage: nvme-emu [options]              a target configured over JSON-RPC\n"
+	    "       nvme-emu --socket PATH [options] serve one NVMe controller over vfio-user\n"
+	    "       nvme-emu caps [-p PROFILE]       print the emulated platform's limits\n"
+	    "\n"
+	    "Target (JSON-RPC, SPDK method names; see nvme-emu-rpc):\n"
+	    "  -r, --rpc-socket PATH    JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
+	    "                           or /var/tmp/nvme-emu.sock); with --socket: also serve RPC\n"
+	    "  -c, -j, --json FILE      replay a save_config file before serving\n"
+	    "      --wait-for-rpc       wait for framework_start_init before configuring\n"
+	    "\n"
+	    "One controller from the command line:\n"
+	    "  -s, --socket PATH        vfio-user socket to create\n"
+	    "      --malloc SIZE        namespace on a RAM bdev (e.g. 1G); repeatable\n"
+	    "      --null SIZE          namespace on a null bdev (reads zeroes, drops writes)\n"
+	    "      --aio FILE[:SIZE]    namespace on a file or block device through libaio\n"
+	    "                           (SIZE creates/extends the file)\n"
+	    "      --buffered           aio without O_DIRECT\n"
+	    "  -b, --block-size N       512 or 4096 (default 512)\n"
+	    "      --serial S, --model M controller identity\n"
+	    "\n"
+	    "Transport (defaults of nvmf_create_transport in target mode):\n"
+	    "  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
+	    "      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 1)\n"
+	    "      --doorbells MODE     trap or mmap (default trap)\n"
+	    "  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
+	    "  -q, --io-queues N        I/O queue pairs (default: what the profile allows)\n"
+	    "      --queue-entries N    CAP.MQES + 1 (default 1024)\n"
+	    "      --mdts N             max data transfer, 2^N pages (default 5)\n"
+	    "      --sgl                accept SGLs for I/O commands\n"
+	    "  -l, --log-level L        10..70 or a name (default info)\n"
+	    "  -v, --version, -h, --help\n");
 }
 
 /* -m: a poll-group count, or SPDK's cpumask (0x...) with one poll group per bit set. */
@@ -112,11 +113,28 @@ static int app_parse_size(const char *s, uint64_t *out)
 	if (end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i' || *end == 'B')
 		end++;
@@ -139,7 +157,7 @@ static int app_parse_uint(const char *s, unsigned int max, unsigned int *out)
 
 static int app_caps(int argc, char **argv)
 {
-	const char *names[] = { "bf3", "unlimited" };
+	const char *names[] = {"bf3", "unlimited"};
 	int opt;
 
 	optind = 1;
@@ -165,33 +183,45 @@ static int app_caps(int argc, char **argv)
 
 static int app_parse(int argc, char **argv, struct app_opts *o)
 {
-	enum { O_MALLOC = 256, O_NULL, O_AIO, O_HARTS, O_DB, O_QENT, O_MDTS, O_SGL, O_SERIAL,
-	       O_MODEL, O_BUFFERED, O_WAIT };
+	enum {
+		O_MALLOC = 256,
+		O_NULL,
+		O_AIO,
+		O_HARTS,
+		O_DB,
+		O_QENT,
+		O_MDTS,
+		O_SGL,
+		O_SERIAL,
+		O_MODEL,
+		O_BUFFERED,
+		O_WAIT
+	};
 	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "malloc", required_argument, NULL, O_MALLOC },
-		{ "null", required_argument, NULL, O_NULL },
-		{ "aio", required_argument, NULL, O_AIO },
-		{ "buffered", no_argument, NULL, O_BUFFERED },
-		{ "block-size", required_argument, NULL, 'b' },
-		{ "poll-groups", required_argument, NULL, 'm' },
-		{ "cpumask", required_argument, NULL, 'm' },
-		{ "dpa-harts", required_argument, NULL, O_HARTS },
-		{ "doorbells", required_argument, NULL, O_DB },
-		{ "profile", required_argument, NULL, 'p' },
-		{ "io-queues", required_argument, NULL, 'q' },
-		{ "queue-entries", required_argument, NULL, O_QENT },
-		{ "mdts", required_argument, NULL, O_MDTS },
-		{ "sgl", no_argument, NULL, O_SGL },
-		{ "serial", required_argument, NULL, O_SERIAL },
-		{ "model", required_argument, NULL, O_MODEL },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "rpc-socket", required_argument, NULL, 'r' },
-		{ "json", required_argument, NULL, 'c' },
-		{ "wait-for-rpc", no_argument, NULL, O_WAIT },
-		{ "version", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"socket", required_argument, NULL, 's'},
+	    {"malloc", required_argument, NULL, O_MALLOC},
+	    {"null", required_argument, NULL, O_NULL},
+	    {"aio", required_argument, NULL, O_AIO},
+	    {"buffered", no_argument, NULL, O_BUFFERED},
+	    {"block-size", required_argument, NULL, 'b'},
+	    {"poll-groups", required_argument, NULL, 'm'},
+	    {"cpumask", required_argument, NULL, 'm'},
+	    {"dpa-harts", required_argument, NULL, O_HARTS},
+	    {"doorbells", required_argument, NULL, O_DB},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"io-queues", required_argument, NULL, 'q'},
+	    {"queue-entries", required_argument, NULL, O_QENT},
+	    {"mdts", required_argument, NULL, O_MDTS},
+	    {"sgl", no_argument, NULL, O_SGL},
+	    {"serial", required_argument, NULL, O_SERIAL},
+	    {"model", required_argument, NULL, O_MODEL},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"rpc-socket", required_argument, NULL, 'r'},
+	    {"json", required_argument, NULL, 'c'},
+	    {"wait-for-rpc", no_argument, NULL, O_WAIT},
+	    {"version", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	unsigned int u;
 	int opt, lvl;
@@ -209,9 +239,10 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			o->ns[o->nr_ns++] = (struct app_opt_ns){
-				.kind = opt == O_MALLOC ? APP_NS_MALLOC
-					: opt == O_NULL ? APP_NS_NULL : APP_NS_AIO,
-				.arg = optarg,
+			    .kind = opt == O_MALLOC ? APP_NS_MALLOC
+				    : opt == O_NULL ? APP_NS_NULL
+						    : APP_NS_AIO,
+			    .arg = optarg,
 			};
 			break;
 		case O_BUFFERED:
@@ -243,7 +274,8 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case O_HARTS:
 			if (app_parse_uint(optarg, DPA_MAX_HARTS, &u)) {
-				fprintf(stderr, "nvme-emu: DPA harts must be 0..%d\n", DPA_MAX_HARTS);
+				fprintf(stderr, "nvme-emu: DPA harts must be 0..%d\n",
+					DPA_MAX_HARTS);
 				return -EINVAL;
 			}
 			o->dpa_harts = u;
@@ -324,11 +356,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		return 0;
 	}
 	if (o->config_file || o->wait_for_rpc) {
-		fprintf(stderr, "nvme-emu: -c and --wait-for-rpc are for target mode (no --socket)\n");
+		fprintf(stderr,
+			"nvme-emu: -c and --wait-for-rpc are for target mode (no --socket)\n");
 		return -EINVAL;
 	}
 	if (!o->nr_ns) {
-		fprintf(stderr, "nvme-emu: give at least one namespace (--malloc, --null or --aio)\n");
+		fprintf(stderr,
+			"nvme-emu: give at least one namespace (--malloc, --null or --aio)\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -342,9 +376,12 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 	int rc;
 
 	snprintf(name, sizeof(name), "%s%u",
-		 ns->kind == APP_NS_MALLOC ? "Malloc" : ns->kind == APP_NS_NULL ? "Null" : "AIO", i);
+		 ns->kind == APP_NS_MALLOC ? "Malloc"
+		 : ns->kind == APP_NS_NULL ? "Null"
+					   : "AIO",
+		 i);
 	if (ns->kind == APP_NS_AIO) {
-		struct bdev_aio_opts ao = { .block_size = o->block_size, .buffered = o->buffered };
+		struct bdev_aio_opts ao = {.block_size = o->block_size, .buffered = o->buffered};
 		char *file = strdup(ns->arg), *colon;
 
 		if (!file)
@@ -364,20 +401,19 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 		free(file);
 	} else {
 		if (app_parse_size(ns->arg, &size) || size % o->block_size) {
-			fprintf(stderr, "nvme-emu: bad size '%s' (a multiple of %u bytes)\n", ns->arg,
-				o->block_size);
+			fprintf(stderr, "nvme-emu: bad size '%s' (a multiple of %u bytes)\n",
+				ns->arg, o->block_size);
 			return -EINVAL;
 		}
 		rc = ns->kind == APP_NS_MALLOC
-			     ? bdev_malloc_create(name, size / o->block_size, o->block_size, NULL, out)
-			     : bdev_null_create(name, size / o->block_size, o->block_size, NULL, out);
+			 ? bdev_malloc_create(name, size / o->block_size, o->block_size, NULL, out)
+			 : bdev_null_create(name, size / o->block_size, o->block_size, NULL, out);
 	}
 	if (rc)
 		fprintf(stderr, "nvme-emu: cannot create bdev for '%s': %s\n", ns->arg,
 			strerror(-rc));
 	return rc;
 }
-
 
 static void app_signal(int fd, uint32_t events, void *arg)
 {
@@ -392,14 +428,14 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 				   struct app_transport_opts *tr)
 {
 	*tr = (struct app_transport_opts){
-		.max_queue_depth = o->ctrlr.max_queue_entries,
-		.max_io_qpairs_per_ctrlr = o->ctrlr.max_io_queues,
-		.max_io_size = o->ctrlr.mdts ? 4096u << o->ctrlr.mdts : 0,
-		.db_mode = o->db_mode,
-		.dpa_harts = o->dpa_harts,
-		.num_poll_groups = o->poll_groups,
-		.profile = profile,
-		.sgl = o->ctrlr.sgl,
+	    .max_queue_depth = o->ctrlr.max_queue_entries,
+	    .max_io_qpairs_per_ctrlr = o->ctrlr.max_io_queues,
+	    .max_io_size = o->ctrlr.mdts ? 4096u << o->ctrlr.mdts : 0,
+	    .db_mode = o->db_mode,
+	    .dpa_harts = o->dpa_harts,
+	    .num_poll_groups = o->poll_groups,
+	    .profile = profile,
+	    .sgl = o->ctrlr.sgl,
 	};
 }
 
@@ -431,7 +467,7 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o)
 	s = app_subsys_find(t, nqn);
 	for (unsigned int i = 0; i < o->nr_ns; i++) {
 		struct bdev *bdev;
-		struct app_ns_opts no = { .nsid = i + 1 };
+		struct app_ns_opts no = {.nsid = i + 1};
 
 		if (app_create_bdev(o, i, &bdev))
 			return -EINVAL;
@@ -448,10 +484,11 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o)
 	app_listener_add(t, s, APP_TRTYPE, fn->vuid, NULL, NULL, app_sync_done, &rc);
 	if (rc)
 		return rc;
-	LOG_INFO(APP_LOG, "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
-		 "%u DPA hart(s), %s doorbells, profile %s", APP_VERSION, o->socket_path, o->nr_ns,
-		 o->poll_groups, o->dpa_harts, hw_db_mode_name(o->db_mode),
-		 t->tr_defaults.profile->name);
+	LOG_INFO(APP_LOG,
+		 "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
+		 "%u DPA hart(s), %s doorbells, profile %s",
+		 APP_VERSION, o->socket_path, o->nr_ns, o->poll_groups, o->dpa_harts,
+		 hw_db_mode_name(o->db_mode), t->tr_defaults.profile->name);
 	return 0;
 
 out_err:
@@ -499,11 +536,11 @@ static const char *app_default_rpc_socket(char *buf, size_t len)
 int main(int argc, char **argv)
 {
 	struct app_opts o = {
-		.profile = "unlimited",
-		.poll_groups = 1,
-		.dpa_harts = 1,
-		.block_size = 512,
-		.ctrlr = { .serial = "NVMEEMU0001" },
+	    .profile = "unlimited",
+	    .poll_groups = 1,
+	    .dpa_harts = 1,
+	    .block_size = 512,
+	    .ctrlr = {.serial = "NVMEEMU0001"},
 	};
 	char rpc_path[PATH_MAX], *dir_copy = NULL;
 	const struct hw_profile *profile;

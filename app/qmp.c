@@ -112,8 +112,8 @@ static bool app_qmp_message(struct app_qmp_op *op, struct json_object *msg)
 	if (json_object_object_get_ex(msg, "error", &err)) {
 		snprintf(text, sizeof(text), "QMP error: %s",
 			 json_object_object_get_ex(err, "desc", &desc)
-				 ? json_object_get_string(desc)
-				 : json_object_to_json_string(err));
+			     ? json_object_get_string(desc)
+			     : json_object_to_json_string(err));
 		app_qmp_finish(op, -EIO, text);
 		return true;
 	}
@@ -208,15 +208,15 @@ static void app_qmp_timeout(void *arg)
 	op->timer = NULL;
 	app_qmp_finish(op, -ETIMEDOUT,
 		       op->state == APP_QMP_EVENT
-			       ? "QMP: the guest did not release the device in time (no DEVICE_DELETED)"
-			       : "QMP: no answer from QEMU in time");
+			   ? "QMP: the guest did not release the device in time (no DEVICE_DELETED)"
+			   : "QMP: no answer from QEMU in time");
 }
 
 int app_qmp_run(struct evloop *loop, const char *qmp_socket, struct json_object *cmd,
 		const char *wait_device, uint64_t timeout_us, app_qmp_done done, void *arg,
 		struct app_qmp_op **out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct app_qmp_op *op;
 	int rc;
 

@@ -46,7 +46,7 @@ struct rpc_method {
 	const char *name;
 	rpc_method_fn fn;
 	unsigned int state_mask; /* RPC_STARTUP and/or RPC_RUNTIME */
-	bool deprecated_alias;   /* an alias (nvmf_doca_*): listed, not saved */
+	bool deprecated_alias;	 /* an alias (nvmf_doca_*): listed, not saved */
 };
 
 /* ---- server ---- */
@@ -75,8 +75,7 @@ const struct rpc_method *rpc_server_find(const struct rpc_server *srv, const cha
 
 /* Completion of an internal call: `result` (borrowed, may be NULL) on success, or `code` != 0 and
  * `message`. */
-typedef void (*rpc_call_done)(void *arg, struct json_object *result, int code,
-			      const char *message);
+typedef void (*rpc_call_done)(void *arg, struct json_object *result, int code, const char *message);
 /*
  * Runs `method` with `params` (a reference is taken) as if a client had sent it, and calls
  * done(arg, ...) when it completes, which may be before this returns. Used to replay a
@@ -92,7 +91,7 @@ int rpc_server_call(struct rpc_server *srv, const char *method, struct json_obje
 void rpc_request_result(struct rpc_request *req, struct json_object *result);
 /* Sends {"code": code, "message": printf(fmt, ...)} and frees the request. */
 void rpc_request_error(struct rpc_request *req, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Sends -errno `rc` (negative) with the message "<what>: <strerror>". */
 void rpc_request_errno(struct rpc_request *req, int rc, const char *what);
 /* The server a request came to. */
@@ -101,12 +100,12 @@ struct rpc_server *rpc_request_server(const struct rpc_request *req);
 /* ---- decoding params (SPDK's spdk_json_decode_object) ---- */
 
 enum rpc_type {
-	RPC_T_STRING,	/* const char *, borrowed from the params */
-	RPC_T_BOOL,	/* bool */
-	RPC_T_U32,	/* uint32_t, 0..UINT32_MAX integer */
-	RPC_T_U64,	/* uint64_t, non-negative integer */
-	RPC_T_OBJECT,	/* struct json_object *, borrowed; must be an object */
-	RPC_T_ARRAY,	/* struct json_object *, borrowed; must be an array */
+	RPC_T_STRING, /* const char *, borrowed from the params */
+	RPC_T_BOOL,   /* bool */
+	RPC_T_U32,    /* uint32_t, 0..UINT32_MAX integer */
+	RPC_T_U64,    /* uint64_t, non-negative integer */
+	RPC_T_OBJECT, /* struct json_object *, borrowed; must be an object */
+	RPC_T_ARRAY,  /* struct json_object *, borrowed; must be an array */
 };
 
 struct rpc_decoder {
@@ -123,8 +122,8 @@ struct rpc_decoder {
  * message ("missing parameter 'x'", "parameter 'x' must be a string", "unknown parameter 'y'") in
  * err.
  */
-int rpc_decode_object(struct json_object *obj, const struct rpc_decoder *dec, size_t n,
-		      void *out, char *err, size_t err_len);
+int rpc_decode_object(struct json_object *obj, const struct rpc_decoder *dec, size_t n, void *out,
+		      char *err, size_t err_len);
 /*
  * rpc_decode_object, and on failure completes `req` with -32602 and the message. Returns 0 or
  * -EINVAL (the request is then complete).

@@ -17,17 +17,17 @@ struct rpc_bdev_create {
 };
 
 static const struct rpc_decoder rpc_bdev_mem_dec[] = {
-	{ "name", RPC_T_STRING, offsetof(struct rpc_bdev_create, name), true },
-	{ "num_blocks", RPC_T_U64, offsetof(struct rpc_bdev_create, num_blocks), false },
-	{ "block_size", RPC_T_U32, offsetof(struct rpc_bdev_create, block_size), false },
-	{ "uuid", RPC_T_STRING, offsetof(struct rpc_bdev_create, uuid), true },
+    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_create, name), true},
+    {"num_blocks", RPC_T_U64, offsetof(struct rpc_bdev_create, num_blocks), false},
+    {"block_size", RPC_T_U32, offsetof(struct rpc_bdev_create, block_size), false},
+    {"uuid", RPC_T_STRING, offsetof(struct rpc_bdev_create, uuid), true},
 };
 
 static const struct rpc_decoder rpc_bdev_aio_dec[] = {
-	{ "name", RPC_T_STRING, offsetof(struct rpc_bdev_create, name), false },
-	{ "filename", RPC_T_STRING, offsetof(struct rpc_bdev_create, filename), false },
-	{ "block_size", RPC_T_U32, offsetof(struct rpc_bdev_create, block_size), true },
-	{ "uuid", RPC_T_STRING, offsetof(struct rpc_bdev_create, uuid), true },
+    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_create, name), false},
+    {"filename", RPC_T_STRING, offsetof(struct rpc_bdev_create, filename), false},
+    {"block_size", RPC_T_U32, offsetof(struct rpc_bdev_create, block_size), true},
+    {"uuid", RPC_T_STRING, offsetof(struct rpc_bdev_create, uuid), true},
 };
 
 struct rpc_bdev_name {
@@ -35,11 +35,11 @@ struct rpc_bdev_name {
 };
 
 static const struct rpc_decoder rpc_bdev_name_dec[] = {
-	{ "name", RPC_T_STRING, offsetof(struct rpc_bdev_name, name), false },
+    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_name, name), false},
 };
 
 static const struct rpc_decoder rpc_bdev_get_dec[] = {
-	{ "name", RPC_T_STRING, offsetof(struct rpc_bdev_name, name), true },
+    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_name, name), true},
 };
 
 /* Completes a create: the bdev's name, or the error explained. */
@@ -76,7 +76,7 @@ static int rpc_bdev_uuid(struct rpc_request *req, const char *text, uint8_t *uui
 /* bdev_malloc_create and bdev_null_create. */
 static void rpc_bdev_mem_create(struct rpc_request *req, struct json_object *params, bool null)
 {
-	struct rpc_bdev_create p = { 0 };
+	struct rpc_bdev_create p = {0};
 	uint8_t uuid[BDEV_UUID_LEN];
 	char name[BDEV_NAME_MAX + 1];
 	int rc;
@@ -99,14 +99,13 @@ static void rpc_bdev_mem_create(struct rpc_request *req, struct json_object *par
 				  BDEV_NAME_MAX);
 		return;
 	}
-	rc = null ? bdev_null_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL, NULL)
-		  : bdev_malloc_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL,
-				       NULL);
+	rc = null
+		 ? bdev_null_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL, NULL)
+		 : bdev_malloc_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL, NULL);
 	rpc_bdev_created(req, rc, name, p.block_size);
 }
 
-static void rpc_bdev_malloc_create(struct rpc_request *req, struct json_object *params,
-				   void *ctx)
+static void rpc_bdev_malloc_create(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	rpc_bdev_mem_create(req, params, false);
 }
@@ -118,8 +117,8 @@ static void rpc_bdev_null_create(struct rpc_request *req, struct json_object *pa
 
 static void rpc_bdev_aio_create(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_bdev_create p = { .block_size = 512 };
-	struct bdev_aio_opts o = { 0 };
+	struct rpc_bdev_create p = {.block_size = 512};
+	struct bdev_aio_opts o = {0};
 	uint8_t uuid[BDEV_UUID_LEN];
 	int rc;
 
@@ -141,7 +140,7 @@ static void rpc_bdev_aio_create(struct rpc_request *req, struct json_object *par
 static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 			    struct app_target *t, const char *module)
 {
-	struct rpc_bdev_name p = { 0 };
+	struct rpc_bdev_name p = {0};
 	struct app_subsys *user;
 	struct bdev *bdev;
 	int rc;
@@ -168,8 +167,7 @@ static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 		rpc_request_result(req, json_object_new_boolean(true));
 }
 
-static void rpc_bdev_malloc_delete(struct rpc_request *req, struct json_object *params,
-				   void *ctx)
+static void rpc_bdev_malloc_delete(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	rpc_bdev_delete(req, params, ctx, "malloc");
 }
@@ -227,7 +225,7 @@ static int rpc_bdev_list_one(struct bdev *bdev, void *arg)
 
 static void rpc_bdev_get_bdevs(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_bdev_name p = { 0 };
+	struct rpc_bdev_name p = {0};
 	struct json_object *list;
 
 	if (rpc_decode_params(req, params, rpc_bdev_get_dec, 1, &p))
@@ -249,13 +247,13 @@ static void rpc_bdev_get_bdevs(struct rpc_request *req, struct json_object *para
 }
 
 static const struct rpc_method rpc_bdev_methods[] = {
-	{ "bdev_malloc_create", rpc_bdev_malloc_create, RPC_RUNTIME, false },
-	{ "bdev_malloc_delete", rpc_bdev_malloc_delete, RPC_RUNTIME, false },
-	{ "bdev_null_create", rpc_bdev_null_create, RPC_RUNTIME, false },
-	{ "bdev_null_delete", rpc_bdev_null_delete, RPC_RUNTIME, false },
-	{ "bdev_aio_create", rpc_bdev_aio_create, RPC_RUNTIME, false },
-	{ "bdev_aio_delete", rpc_bdev_aio_delete, RPC_RUNTIME, false },
-	{ "bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false },
+    {"bdev_malloc_create", rpc_bdev_malloc_create, RPC_RUNTIME, false},
+    {"bdev_malloc_delete", rpc_bdev_malloc_delete, RPC_RUNTIME, false},
+    {"bdev_null_create", rpc_bdev_null_create, RPC_RUNTIME, false},
+    {"bdev_null_delete", rpc_bdev_null_delete, RPC_RUNTIME, false},
+    {"bdev_aio_create", rpc_bdev_aio_create, RPC_RUNTIME, false},
+    {"bdev_aio_delete", rpc_bdev_aio_delete, RPC_RUNTIME, false},
+    {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 
 int rpc_bdev_register(struct rpc_server *srv)

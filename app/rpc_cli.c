@@ -107,7 +107,7 @@ static int cli_set(struct json_object *params, const char *key, struct json_obje
 
 static int cli_connect(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -154,7 +154,7 @@ static struct json_object *cli_call(int fd, const char *method, struct json_obje
 		len -= (size_t)n;
 	}
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		double left = deadline - cli_now();
 		char buf[65536];
 		ssize_t n;
@@ -206,9 +206,9 @@ static void cli_print(struct json_object *result, bool raw)
 	if (!raw && json_object_is_type(result, json_type_string))
 		printf("%s\n", json_object_get_string(result));
 	else
-		printf("%s\n", json_object_to_json_string_ext(result, JSON_C_TO_STRING_PRETTY |
-									  JSON_C_TO_STRING_SPACED |
-									  JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				   result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+					       JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* --help: the server's methods, one a line. */
@@ -232,11 +232,11 @@ static int cli_list_methods(int fd, double timeout)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "server", required_argument, NULL, 's' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "raw", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"server", required_argument, NULL, 's'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"raw", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct json_object *params = NULL, *resp, *v;
 	char defpath[4096];
@@ -294,7 +294,7 @@ int main(int argc, char **argv)
 		params = json_tokener_parse(argv[optind]);
 		if (!params || optind + 1 != argc) {
 			fprintf(stderr, CLI_NAME ": the params argument is not valid JSON (or more "
-					"arguments follow it)\n");
+						 "arguments follow it)\n");
 			goto out;
 		}
 	} else if (optind < argc) {
@@ -313,7 +313,8 @@ int main(int argc, char **argv)
 				val = json_object_new_boolean(true);
 			if (cli_set(params, key + 2, val)) {
 				json_object_put(val);
-				fprintf(stderr, CLI_NAME ": '%s' conflicts with an earlier parameter\n",
+				fprintf(stderr,
+					CLI_NAME ": '%s' conflicts with an earlier parameter\n",
 					key);
 				goto out;
 			}
@@ -334,7 +335,8 @@ int main(int argc, char **argv)
 		json_object_object_get_ex(v, "code", &code);
 		json_object_object_get_ex(v, "message", &msg);
 		fprintf(stderr, CLI_NAME ": %s: %s (code %d)\n", method,
-			msg ? json_object_get_string(msg) : "error", code ? json_object_get_int(code) : 0);
+			msg ? json_object_get_string(msg) : "error",
+			code ? json_object_get_int(code) : 0);
 	} else if (json_object_object_get_ex(resp, "result", &v)) {
 		cli_print(v, raw);
 		rc = 0;

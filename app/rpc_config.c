@@ -77,7 +77,8 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		method = "bdev_aio_create";
 	} else {
 		rpc_config_int(p, "num_blocks", (int64_t)info.num_blocks);
-		method = strcmp(info.module_name, "null") ? "bdev_malloc_create" : "bdev_null_create";
+		method =
+		    strcmp(info.module_name, "null") ? "bdev_malloc_create" : "bdev_null_create";
 	}
 	rpc_config_int(p, "block_size", info.block_size);
 	rpc_config_str(p, "uuid", uuid);
@@ -114,7 +115,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		rpc_config_str(p, "serial_number", s->serial);
 		rpc_config_str(p, "model_number", s->model);
 		rpc_config_int(p, "max_namespaces", s->max_namespaces);
-		json_object_object_add(p, "allow_any_host", json_object_new_boolean(s->allow_any_host));
+		json_object_object_add(p, "allow_any_host",
+				       json_object_new_boolean(s->allow_any_host));
 		rpc_config_add(config, "nvmf_create_subsystem", p);
 		for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 			struct app_ns *ns = s->ns[i];
@@ -149,7 +151,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			json_object_object_add(p, "namespace", n);
 			rpc_config_add(config, "nvmf_subsystem_add_ns", p);
 		}
-		if (s->fn && (s->state == APP_LISTENER_LIVE || s->state == APP_LISTENER_ATTACHING)) {
+		if (s->fn &&
+		    (s->state == APP_LISTENER_LIVE || s->state == APP_LISTENER_ATTACHING)) {
 			struct json_object *a = json_object_new_object();
 
 			p = json_object_new_object();
@@ -158,7 +161,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			rpc_config_str(a, "adrfam", "PCIE");
 			/* An implicit function is re-created from its path; a named one is
 			 * created by the emu section first. */
-			rpc_config_str(a, "traddr", s->fn->implicit ? s->fn->socket_path : s->fn->vuid);
+			rpc_config_str(a, "traddr",
+				       s->fn->implicit ? s->fn->socket_path : s->fn->vuid);
 			json_object_object_add(p, "listen_address", a);
 			rpc_config_str(p, "manager", s->fn->mgr->name);
 			rpc_config_add(config, "nvmf_subsystem_add_listener", p);
@@ -174,9 +178,9 @@ struct json_object *rpc_config_build(struct app_target *t)
 		const char *name;
 		struct json_object *config;
 	} parts[] = {
-		{ "emu", rpc_config_emu(t) },
-		{ "bdev", json_object_new_array() },
-		{ "nvmf", rpc_config_nvmf(t) },
+	    {"emu", rpc_config_emu(t)},
+	    {"bdev", json_object_new_array()},
+	    {"nvmf", rpc_config_nvmf(t)},
 	};
 
 	bdev_foreach(rpc_config_bdev_one, parts[1].config);

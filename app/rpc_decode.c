@@ -75,8 +75,8 @@ static int rpc_decode_one(struct json_object *v, const struct rpc_decoder *d, vo
 	return -EINVAL;
 }
 
-int rpc_decode_object(struct json_object *obj, const struct rpc_decoder *dec, size_t n,
-		      void *out, char *err, size_t err_len)
+int rpc_decode_object(struct json_object *obj, const struct rpc_decoder *dec, size_t n, void *out,
+		      char *err, size_t err_len)
 {
 	if (obj && !json_object_is_type(obj, json_type_object)) {
 		snprintf(err, err_len, "params must be an object");

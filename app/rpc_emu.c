@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RPC_DEC(st, name, type, opt) { #name, type, offsetof(struct st, name), opt }
+#define RPC_DEC(st, name, type, opt)                                                               \
+	{                                                                                          \
+#name, type, offsetof(struct st, name), opt                                        \
+	}
 #define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
 /* Ports a QEMU manager gets when none are given: qemu-configs' --hotplug-ports names. */
 #define RPC_DEFAULT_PORTS 8
@@ -19,18 +22,18 @@ struct rpc_manager {
 };
 
 static const struct rpc_decoder rpc_manager_dec[] = {
-	RPC_DEC(rpc_manager, name, RPC_T_STRING, false),
-	RPC_DEC(rpc_manager, qmp_socket, RPC_T_STRING, false),
-	RPC_DEC(rpc_manager, hotplug_ports, RPC_T_ARRAY, true),
+    RPC_DEC(rpc_manager, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_manager, qmp_socket, RPC_T_STRING, false),
+    RPC_DEC(rpc_manager, hotplug_ports, RPC_T_ARRAY, true),
 };
 
 static const struct rpc_decoder rpc_manager_name_dec[] = {
-	RPC_DEC(rpc_manager, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_manager, name, RPC_T_STRING, false),
 };
 
 static void rpc_emu_create_manager(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_manager p = { 0 };
+	struct rpc_manager p = {0};
 	const char *ports[APP_MAX_PORTS];
 	char defports[RPC_DEFAULT_PORTS][8], err[APP_ERR_LEN];
 	unsigned int n = 0;
@@ -51,8 +54,9 @@ static void rpc_emu_create_manager(struct rpc_request *req, struct json_object *
 			struct json_object *v = json_object_array_get_idx(p.hotplug_ports, n);
 
 			if (!json_object_is_type(v, json_type_string)) {
-				rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
-						  "Invalid parameters: hotplug_ports must be strings");
+				rpc_request_error(
+				    req, RPC_ERR_INVALID_PARAMS,
+				    "Invalid parameters: hotplug_ports must be strings");
 				return;
 			}
 			ports[n] = json_object_get_string(v);
@@ -72,7 +76,7 @@ static void rpc_emu_create_manager(struct rpc_request *req, struct json_object *
 
 static void rpc_emu_delete_manager(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_manager p = { 0 };
+	struct rpc_manager p = {0};
 	char err[APP_ERR_LEN];
 	int rc;
 
@@ -119,21 +123,21 @@ struct rpc_function {
 };
 
 static const struct rpc_decoder rpc_create_fn_dec[] = {
-	RPC_DEC(rpc_function, manager, RPC_T_STRING, true),
-	RPC_DEC(rpc_function, dev_name, RPC_T_STRING, true),
-	RPC_DEC(rpc_function, vuid, RPC_T_STRING, true),
-	RPC_DEC(rpc_function, socket, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, manager, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, dev_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, vuid, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, socket, RPC_T_STRING, true),
 };
 
 static const struct rpc_decoder rpc_vuid_dec[] = {
-	RPC_DEC(rpc_function, vuid, RPC_T_STRING, false),
-	RPC_DEC(rpc_function, manager, RPC_T_STRING, true),
-	RPC_DEC(rpc_function, dev_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, vuid, RPC_T_STRING, false),
+    RPC_DEC(rpc_function, manager, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, dev_name, RPC_T_STRING, true),
 };
 
 static const struct rpc_decoder rpc_list_fn_dec[] = {
-	RPC_DEC(rpc_function, manager, RPC_T_STRING, true),
-	RPC_DEC(rpc_function, dev_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, manager, RPC_T_STRING, true),
+    RPC_DEC(rpc_function, dev_name, RPC_T_STRING, true),
 };
 
 /* "manager", or DOCA's "dev_name", or "local". */
@@ -148,10 +152,9 @@ static struct app_manager *rpc_emu_manager(struct rpc_request *req, struct app_t
 	return m;
 }
 
-static void rpc_emu_create_function(struct rpc_request *req, struct json_object *params,
-				    void *ctx)
+static void rpc_emu_create_function(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_function p = { 0 };
+	struct rpc_function p = {0};
 	struct app_function *fn;
 	struct app_manager *m;
 	char err[APP_ERR_LEN];
@@ -172,10 +175,9 @@ static void rpc_emu_create_function(struct rpc_request *req, struct json_object 
 		rpc_request_result(req, json_object_new_string(fn->vuid));
 }
 
-static void rpc_emu_destroy_function(struct rpc_request *req, struct json_object *params,
-				     void *ctx)
+static void rpc_emu_destroy_function(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_function p = { 0 };
+	struct rpc_function p = {0};
 	struct app_function *fn;
 	char err[APP_ERR_LEN];
 	int rc;
@@ -194,11 +196,10 @@ static void rpc_emu_destroy_function(struct rpc_request *req, struct json_object
 		rpc_request_result(req, json_object_new_boolean(true));
 }
 
-static void rpc_emu_list_functions(struct rpc_request *req, struct json_object *params,
-				   void *ctx)
+static void rpc_emu_list_functions(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct app_target *t = ctx;
-	struct rpc_function p = { 0 };
+	struct rpc_function p = {0};
 	struct app_manager *m = NULL;
 	struct json_object *list;
 
@@ -226,16 +227,16 @@ static void rpc_emu_list_functions(struct rpc_request *req, struct json_object *
 }
 
 static const struct rpc_method rpc_emu_methods[] = {
-	{ "nvmf_emu_create_manager", rpc_emu_create_manager, RPC_RUNTIME, false },
-	{ "nvmf_emu_delete_manager", rpc_emu_delete_manager, RPC_RUNTIME, false },
-	{ "nvmf_emu_get_managers", rpc_emu_get_managers, RPC_RUNTIME, false },
-	{ "nvmf_emu_create_function", rpc_emu_create_function, RPC_RUNTIME, false },
-	{ "nvmf_emu_destroy_function", rpc_emu_destroy_function, RPC_RUNTIME, false },
-	{ "nvmf_emu_list_functions", rpc_emu_list_functions, RPC_RUNTIME, false },
-	{ "nvmf_doca_get_managers", rpc_emu_get_managers, RPC_RUNTIME, true },
-	{ "nvmf_doca_create_function", rpc_emu_create_function, RPC_RUNTIME, true },
-	{ "nvmf_doca_destroy_function", rpc_emu_destroy_function, RPC_RUNTIME, true },
-	{ "nvmf_doca_list_functions", rpc_emu_list_functions, RPC_RUNTIME, true },
+    {"nvmf_emu_create_manager", rpc_emu_create_manager, RPC_RUNTIME, false},
+    {"nvmf_emu_delete_manager", rpc_emu_delete_manager, RPC_RUNTIME, false},
+    {"nvmf_emu_get_managers", rpc_emu_get_managers, RPC_RUNTIME, false},
+    {"nvmf_emu_create_function", rpc_emu_create_function, RPC_RUNTIME, false},
+    {"nvmf_emu_destroy_function", rpc_emu_destroy_function, RPC_RUNTIME, false},
+    {"nvmf_emu_list_functions", rpc_emu_list_functions, RPC_RUNTIME, false},
+    {"nvmf_doca_get_managers", rpc_emu_get_managers, RPC_RUNTIME, true},
+    {"nvmf_doca_create_function", rpc_emu_create_function, RPC_RUNTIME, true},
+    {"nvmf_doca_destroy_function", rpc_emu_destroy_function, RPC_RUNTIME, true},
+    {"nvmf_doca_list_functions", rpc_emu_list_functions, RPC_RUNTIME, true},
 };
 
 int rpc_emu_register(struct rpc_server *srv)

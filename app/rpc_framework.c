@@ -12,7 +12,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define RPC_DEC(st, name, type, opt) { #name, type, offsetof(struct st, name), opt }
+#define RPC_DEC(st, name, type, opt)                                                               \
+	{                                                                                          \
+#name, type, offsetof(struct st, name), opt                                        \
+	}
 #define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
 /* The SPDK release whose method names and parameters we follow. */
 #define RPC_SPDK_MAJOR 24
@@ -30,8 +33,8 @@ struct rpc_get_methods {
 };
 
 static const struct rpc_decoder rpc_get_methods_dec[] = {
-	RPC_DEC(rpc_get_methods, current, RPC_T_BOOL, true),
-	RPC_DEC(rpc_get_methods, include_aliases, RPC_T_BOOL, true),
+    RPC_DEC(rpc_get_methods, current, RPC_T_BOOL, true),
+    RPC_DEC(rpc_get_methods, include_aliases, RPC_T_BOOL, true),
 };
 
 static void rpc_get_methods_one(const struct rpc_method *m, void *arg)
@@ -47,7 +50,7 @@ static void rpc_get_methods_one(const struct rpc_method *m, void *arg)
 
 static void rpc_rpc_get_methods(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_get_methods p = { .include_aliases = true };
+	struct rpc_get_methods p = {.include_aliases = true};
 
 	if (rpc_decode_params(req, params, rpc_get_methods_dec, RPC_N(rpc_get_methods_dec), &p))
 		return;
@@ -77,8 +80,7 @@ static void rpc_spdk_get_version(struct rpc_request *req, struct json_object *pa
 	rpc_request_result(req, o);
 }
 
-static void rpc_nvme_emu_get_version(struct rpc_request *req, struct json_object *params,
-				     void *ctx)
+static void rpc_nvme_emu_get_version(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct json_object *o;
 	unsigned int major = 0, minor = 0, patch = 0;
@@ -99,12 +101,12 @@ struct rpc_log_level {
 };
 
 static const struct rpc_decoder rpc_log_level_dec[] = {
-	RPC_DEC(rpc_log_level, level, RPC_T_STRING, false),
+    RPC_DEC(rpc_log_level, level, RPC_T_STRING, false),
 };
 
 static void rpc_log_set_level(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_log_level p = { 0 };
+	struct rpc_log_level p = {0};
 	int level;
 
 	if (rpc_decode_params(req, params, rpc_log_level_dec, 1, &p))
@@ -173,8 +175,7 @@ static void rpc_framework_start_done(void *arg, int rc, const char *message)
 		rpc_request_result(req, json_object_new_boolean(true));
 }
 
-static void rpc_framework_start_init(struct rpc_request *req, struct json_object *params,
-				     void *ctx)
+static void rpc_framework_start_init(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct app_target *t = ctx;
 	struct rpc_start_init *si;
@@ -204,8 +205,7 @@ static void rpc_framework_start_init(struct rpc_request *req, struct json_object
 		rpc_framework_start_done(si, rc, "cannot load the configuration file");
 }
 
-static void rpc_framework_wait_init(struct rpc_request *req, struct json_object *params,
-				    void *ctx)
+static void rpc_framework_wait_init(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct app_target *t = ctx;
 	struct rpc_waiter *w;
@@ -233,13 +233,12 @@ struct rpc_config_name {
 };
 
 static const struct rpc_decoder rpc_config_name_dec[] = {
-	RPC_DEC(rpc_config_name, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_config_name, name, RPC_T_STRING, false),
 };
 
-static void rpc_framework_get_config(struct rpc_request *req, struct json_object *params,
-				     void *ctx)
+static void rpc_framework_get_config(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_config_name p = { 0 };
+	struct rpc_config_name p = {0};
 	struct json_object *all, *subs, *found = NULL;
 
 	if (rpc_decode_params(req, params, rpc_config_name_dec, 1, &p))
@@ -269,15 +268,15 @@ static void rpc_save_config(struct rpc_request *req, struct json_object *params,
 }
 
 static const struct rpc_method rpc_framework_methods[] = {
-	{ "rpc_get_methods", rpc_rpc_get_methods, RPC_STARTUP | RPC_RUNTIME, false },
-	{ "spdk_get_version", rpc_spdk_get_version, RPC_STARTUP | RPC_RUNTIME, false },
-	{ "nvme_emu_get_version", rpc_nvme_emu_get_version, RPC_STARTUP | RPC_RUNTIME, false },
-	{ "log_set_level", rpc_log_set_level, RPC_STARTUP | RPC_RUNTIME, false },
-	{ "log_get_level", rpc_log_get_level, RPC_STARTUP | RPC_RUNTIME, false },
-	{ "framework_start_init", rpc_framework_start_init, RPC_STARTUP, false },
-	{ "framework_wait_init", rpc_framework_wait_init, RPC_STARTUP | RPC_RUNTIME, false },
-	{ "framework_get_config", rpc_framework_get_config, RPC_RUNTIME, false },
-	{ "save_config", rpc_save_config, RPC_RUNTIME, false },
+    {"rpc_get_methods", rpc_rpc_get_methods, RPC_STARTUP | RPC_RUNTIME, false},
+    {"spdk_get_version", rpc_spdk_get_version, RPC_STARTUP | RPC_RUNTIME, false},
+    {"nvme_emu_get_version", rpc_nvme_emu_get_version, RPC_STARTUP | RPC_RUNTIME, false},
+    {"log_set_level", rpc_log_set_level, RPC_STARTUP | RPC_RUNTIME, false},
+    {"log_get_level", rpc_log_get_level, RPC_STARTUP | RPC_RUNTIME, false},
+    {"framework_start_init", rpc_framework_start_init, RPC_STARTUP, false},
+    {"framework_wait_init", rpc_framework_wait_init, RPC_STARTUP | RPC_RUNTIME, false},
+    {"framework_get_config", rpc_framework_get_config, RPC_RUNTIME, false},
+    {"save_config", rpc_save_config, RPC_RUNTIME, false},
 };
 
 int rpc_framework_register(struct rpc_server *srv)

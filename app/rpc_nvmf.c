@@ -11,7 +11,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define RPC_DEC(st, name, type, opt) { #name, type, offsetof(struct st, name), opt }
+#define RPC_DEC(st, name, type, opt)                                                               \
+	{                                                                                          \
+#name, type, offsetof(struct st, name), opt                                        \
+	}
 #define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Completes a request from an asynchronous target operation: true, or the error. */
@@ -37,15 +40,15 @@ struct rpc_transport {
 };
 
 static const struct rpc_decoder rpc_transport_dec[] = {
-	RPC_DEC(rpc_transport, trtype, RPC_T_STRING, false),
-	RPC_DEC(rpc_transport, max_queue_depth, RPC_T_U32, true),
-	RPC_DEC(rpc_transport, max_io_qpairs_per_ctrlr, RPC_T_U32, true),
-	RPC_DEC(rpc_transport, max_io_size, RPC_T_U32, true),
-	RPC_DEC(rpc_transport, doorbells, RPC_T_STRING, true),
-	RPC_DEC(rpc_transport, dpa_harts, RPC_T_U32, true),
-	RPC_DEC(rpc_transport, num_poll_groups, RPC_T_U32, true),
-	RPC_DEC(rpc_transport, profile, RPC_T_STRING, true),
-	RPC_DEC(rpc_transport, sgl, RPC_T_BOOL, true),
+    RPC_DEC(rpc_transport, trtype, RPC_T_STRING, false),
+    RPC_DEC(rpc_transport, max_queue_depth, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, max_io_qpairs_per_ctrlr, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, max_io_size, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, doorbells, RPC_T_STRING, true),
+    RPC_DEC(rpc_transport, dpa_harts, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, num_poll_groups, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, profile, RPC_T_STRING, true),
+    RPC_DEC(rpc_transport, sgl, RPC_T_BOOL, true),
 };
 
 static bool rpc_trtype_ok(const char *trtype)
@@ -59,14 +62,14 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	struct app_target *t = ctx;
 	const struct app_transport_opts *d = &t->tr_defaults;
 	struct rpc_transport p = {
-		.max_queue_depth = d->max_queue_depth,
-		.max_io_qpairs_per_ctrlr = d->max_io_qpairs_per_ctrlr,
-		.max_io_size = d->max_io_size,
-		.doorbells = hw_db_mode_name(d->db_mode),
-		.dpa_harts = d->dpa_harts,
-		.num_poll_groups = d->num_poll_groups,
-		.profile = d->profile->name,
-		.sgl = d->sgl,
+	    .max_queue_depth = d->max_queue_depth,
+	    .max_io_qpairs_per_ctrlr = d->max_io_qpairs_per_ctrlr,
+	    .max_io_size = d->max_io_size,
+	    .doorbells = hw_db_mode_name(d->db_mode),
+	    .dpa_harts = d->dpa_harts,
+	    .num_poll_groups = d->num_poll_groups,
+	    .profile = d->profile->name,
+	    .sgl = d->sgl,
 	};
 	struct app_transport_opts o;
 	char err[APP_ERR_LEN];
@@ -75,18 +78,18 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	if (rpc_decode_params(req, params, rpc_transport_dec, RPC_N(rpc_transport_dec), &p))
 		return;
 	if (!rpc_trtype_ok(p.trtype)) {
-		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s or DOCA)",
-				  p.trtype, APP_TRTYPE);
+		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s or DOCA)", p.trtype,
+				  APP_TRTYPE);
 		return;
 	}
 	o = (struct app_transport_opts){
-		.max_queue_depth = p.max_queue_depth,
-		.max_io_qpairs_per_ctrlr = p.max_io_qpairs_per_ctrlr,
-		.max_io_size = p.max_io_size,
-		.dpa_harts = p.dpa_harts,
-		.num_poll_groups = p.num_poll_groups,
-		.profile = hw_profile_find(p.profile),
-		.sgl = p.sgl,
+	    .max_queue_depth = p.max_queue_depth,
+	    .max_io_qpairs_per_ctrlr = p.max_io_qpairs_per_ctrlr,
+	    .max_io_size = p.max_io_size,
+	    .dpa_harts = p.dpa_harts,
+	    .num_poll_groups = p.num_poll_groups,
+	    .profile = hw_profile_find(p.profile),
+	    .sgl = p.sgl,
 	};
 	if (!strcmp(p.doorbells, "trap")) {
 		o.db_mode = HW_DB_MODE_TRAP;
@@ -116,16 +119,16 @@ static struct json_object *rpc_transport_describe(struct app_target *t)
 	const struct app_transport_opts *tr = &t->tr;
 
 	json_object_object_add(o, "trtype", json_object_new_string(APP_TRTYPE));
-	json_object_object_add(o, "max_queue_depth",
-			       json_object_new_int64(tr->max_queue_depth ? tr->max_queue_depth
-									 : 1024));
+	json_object_object_add(
+	    o, "max_queue_depth",
+	    json_object_new_int64(tr->max_queue_depth ? tr->max_queue_depth : 1024));
 	json_object_object_add(o, "max_io_qpairs_per_ctrlr",
 			       json_object_new_int64(app_transport_io_queues(t)));
-	json_object_object_add(o, "max_io_size",
-			       json_object_new_int64(4096ll << (app_transport_mdts(t)
-								    ? app_transport_mdts(t)
-								    : 5)));
-	json_object_object_add(o, "doorbells", json_object_new_string(hw_db_mode_name(tr->db_mode)));
+	json_object_object_add(
+	    o, "max_io_size",
+	    json_object_new_int64(4096ll << (app_transport_mdts(t) ? app_transport_mdts(t) : 5)));
+	json_object_object_add(o, "doorbells",
+			       json_object_new_string(hw_db_mode_name(tr->db_mode)));
 	json_object_object_add(o, "dpa_harts", json_object_new_int64(tr->dpa_harts));
 	json_object_object_add(o, "num_poll_groups", json_object_new_int64(tr->num_poll_groups));
 	json_object_object_add(o, "profile", json_object_new_string(tr->profile->name));
@@ -139,15 +142,14 @@ struct rpc_trtype {
 };
 
 static const struct rpc_decoder rpc_get_transports_dec[] = {
-	RPC_DEC(rpc_trtype, trtype, RPC_T_STRING, true),
-	RPC_DEC(rpc_trtype, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_trtype, trtype, RPC_T_STRING, true),
+    RPC_DEC(rpc_trtype, tgt_name, RPC_T_STRING, true),
 };
 
-static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object *params,
-				    void *ctx)
+static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct app_target *t = ctx;
-	struct rpc_trtype p = { 0 };
+	struct rpc_trtype p = {0};
 	struct json_object *list;
 
 	if (rpc_decode_params(req, params, rpc_get_transports_dec, RPC_N(rpc_get_transports_dec),
@@ -172,33 +174,32 @@ struct rpc_subsys {
 };
 
 static const struct rpc_decoder rpc_create_subsys_dec[] = {
-	RPC_DEC(rpc_subsys, nqn, RPC_T_STRING, false),
-	RPC_DEC(rpc_subsys, serial_number, RPC_T_STRING, true),
-	RPC_DEC(rpc_subsys, model_number, RPC_T_STRING, true),
-	RPC_DEC(rpc_subsys, max_namespaces, RPC_T_U32, true),
-	RPC_DEC(rpc_subsys, allow_any_host, RPC_T_BOOL, true),
-	RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_subsys, serial_number, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, model_number, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, max_namespaces, RPC_T_U32, true),
+    RPC_DEC(rpc_subsys, allow_any_host, RPC_T_BOOL, true),
+    RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
 };
 
 static const struct rpc_decoder rpc_nqn_dec[] = {
-	RPC_DEC(rpc_subsys, nqn, RPC_T_STRING, false),
-	RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
 };
 
 static const struct rpc_decoder rpc_nqn_opt_dec[] = {
-	RPC_DEC(rpc_subsys, nqn, RPC_T_STRING, true),
-	RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, nqn, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
 };
 
 static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_object *params,
 				      void *ctx)
 {
-	struct rpc_subsys p = { 0 };
+	struct rpc_subsys p = {0};
 	char err[APP_ERR_LEN];
 	int rc;
 
-	if (rpc_decode_params(req, params, rpc_create_subsys_dec, RPC_N(rpc_create_subsys_dec),
-			      &p))
+	if (rpc_decode_params(req, params, rpc_create_subsys_dec, RPC_N(rpc_create_subsys_dec), &p))
 		return;
 	rc = app_subsys_create(ctx, p.nqn, p.serial_number, p.model_number, p.max_namespaces,
 			       p.allow_any_host, err);
@@ -222,7 +223,7 @@ static struct app_subsys *rpc_subsys_lookup(struct rpc_request *req, struct app_
 static void rpc_nvmf_delete_subsystem(struct rpc_request *req, struct json_object *params,
 				      void *ctx)
 {
-	struct rpc_subsys p = { 0 };
+	struct rpc_subsys p = {0};
 	struct app_subsys *s;
 
 	if (rpc_decode_params(req, params, rpc_nqn_dec, RPC_N(rpc_nqn_dec), &p) ||
@@ -311,11 +312,10 @@ static struct json_object *rpc_subsys_describe(const struct app_subsys *s)
 	return o;
 }
 
-static void rpc_nvmf_get_subsystems(struct rpc_request *req, struct json_object *params,
-				    void *ctx)
+static void rpc_nvmf_get_subsystems(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct app_target *t = ctx;
-	struct rpc_subsys p = { 0 };
+	struct rpc_subsys p = {0};
 	struct json_object *list;
 	struct app_subsys *s;
 
@@ -338,9 +338,9 @@ struct rpc_add_ns {
 };
 
 static const struct rpc_decoder rpc_add_ns_dec[] = {
-	RPC_DEC(rpc_add_ns, nqn, RPC_T_STRING, false),
-	RPC_DEC(rpc_add_ns, namespace, RPC_T_OBJECT, false),
-	RPC_DEC(rpc_add_ns, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_add_ns, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_add_ns, namespace, RPC_T_OBJECT, false),
+    RPC_DEC(rpc_add_ns, tgt_name, RPC_T_STRING, true),
 };
 
 struct rpc_ns {
@@ -349,18 +349,16 @@ struct rpc_ns {
 };
 
 static const struct rpc_decoder rpc_ns_dec[] = {
-	RPC_DEC(rpc_ns, bdev_name, RPC_T_STRING, false),
-	RPC_DEC(rpc_ns, nsid, RPC_T_U32, true),
-	RPC_DEC(rpc_ns, uuid, RPC_T_STRING, true),
-	RPC_DEC(rpc_ns, nguid, RPC_T_STRING, true),
-	RPC_DEC(rpc_ns, eui64, RPC_T_STRING, true),
+    RPC_DEC(rpc_ns, bdev_name, RPC_T_STRING, false), RPC_DEC(rpc_ns, nsid, RPC_T_U32, true),
+    RPC_DEC(rpc_ns, uuid, RPC_T_STRING, true),	     RPC_DEC(rpc_ns, nguid, RPC_T_STRING, true),
+    RPC_DEC(rpc_ns, eui64, RPC_T_STRING, true),
 };
 
 static void rpc_nvmf_subsystem_add_ns(struct rpc_request *req, struct json_object *params,
 				      void *ctx)
 {
-	struct rpc_add_ns p = { 0 };
-	struct rpc_ns n = { 0 };
+	struct rpc_add_ns p = {0};
+	struct rpc_ns n = {0};
 	struct app_ns_opts o;
 	struct app_subsys *s;
 	char err[APP_ERR_LEN];
@@ -371,11 +369,11 @@ static void rpc_nvmf_subsystem_add_ns(struct rpc_request *req, struct json_objec
 	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
 		return;
 	o = (struct app_ns_opts){
-		.bdev_name = n.bdev_name,
-		.nsid = n.nsid,
-		.uuid = n.uuid,
-		.nguid = n.nguid,
-		.eui64 = n.eui64,
+	    .bdev_name = n.bdev_name,
+	    .nsid = n.nsid,
+	    .uuid = n.uuid,
+	    .nguid = n.nguid,
+	    .eui64 = n.eui64,
 	};
 	rc = app_subsys_add_ns(ctx, s, &o, err);
 	if (rc < 0)
@@ -390,15 +388,15 @@ struct rpc_remove_ns {
 };
 
 static const struct rpc_decoder rpc_remove_ns_dec[] = {
-	RPC_DEC(rpc_remove_ns, nqn, RPC_T_STRING, false),
-	RPC_DEC(rpc_remove_ns, nsid, RPC_T_U32, false),
-	RPC_DEC(rpc_remove_ns, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_remove_ns, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_remove_ns, nsid, RPC_T_U32, false),
+    RPC_DEC(rpc_remove_ns, tgt_name, RPC_T_STRING, true),
 };
 
 static void rpc_nvmf_subsystem_remove_ns(struct rpc_request *req, struct json_object *params,
 					 void *ctx)
 {
-	struct rpc_remove_ns p = { 0 };
+	struct rpc_remove_ns p = {0};
 	struct app_subsys *s;
 	char err[APP_ERR_LEN];
 	int rc;
@@ -422,12 +420,12 @@ struct rpc_listener {
 };
 
 static const struct rpc_decoder rpc_listener_dec[] = {
-	RPC_DEC(rpc_listener, nqn, RPC_T_STRING, false),
-	RPC_DEC(rpc_listener, listen_address, RPC_T_OBJECT, false),
-	RPC_DEC(rpc_listener, manager, RPC_T_STRING, true),
-	RPC_DEC(rpc_listener, bus, RPC_T_STRING, true),
-	RPC_DEC(rpc_listener, tgt_name, RPC_T_STRING, true),
-	RPC_DEC(rpc_listener, secure_channel, RPC_T_BOOL, true),
+    RPC_DEC(rpc_listener, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_listener, listen_address, RPC_T_OBJECT, false),
+    RPC_DEC(rpc_listener, manager, RPC_T_STRING, true),
+    RPC_DEC(rpc_listener, bus, RPC_T_STRING, true),
+    RPC_DEC(rpc_listener, tgt_name, RPC_T_STRING, true),
+    RPC_DEC(rpc_listener, secure_channel, RPC_T_BOOL, true),
 };
 
 struct rpc_address {
@@ -435,10 +433,10 @@ struct rpc_address {
 };
 
 static const struct rpc_decoder rpc_address_dec[] = {
-	RPC_DEC(rpc_address, trtype, RPC_T_STRING, false),
-	RPC_DEC(rpc_address, traddr, RPC_T_STRING, false),
-	RPC_DEC(rpc_address, adrfam, RPC_T_STRING, true),
-	RPC_DEC(rpc_address, trsvcid, RPC_T_STRING, true),
+    RPC_DEC(rpc_address, trtype, RPC_T_STRING, false),
+    RPC_DEC(rpc_address, traddr, RPC_T_STRING, false),
+    RPC_DEC(rpc_address, adrfam, RPC_T_STRING, true),
+    RPC_DEC(rpc_address, trsvcid, RPC_T_STRING, true),
 };
 
 /* Decodes a listener request; completes req on error and returns NULL. */
@@ -447,8 +445,7 @@ static struct app_subsys *rpc_listener_decode(struct rpc_request *req, struct js
 					      struct rpc_address *a)
 {
 	if (rpc_decode_params(req, params, rpc_listener_dec, RPC_N(rpc_listener_dec), p) ||
-	    rpc_decode_params(req, p->listen_address, rpc_address_dec, RPC_N(rpc_address_dec),
-			      a))
+	    rpc_decode_params(req, p->listen_address, rpc_address_dec, RPC_N(rpc_address_dec), a))
 		return NULL;
 	if (p->secure_channel) {
 		rpc_request_error(req, -EINVAL, "secure_channel is not supported on %s",
@@ -461,27 +458,26 @@ static struct app_subsys *rpc_listener_decode(struct rpc_request *req, struct js
 static void rpc_nvmf_subsystem_add_listener(struct rpc_request *req, struct json_object *params,
 					    void *ctx)
 {
-	struct rpc_listener p = { 0 };
-	struct rpc_address a = { 0 };
+	struct rpc_listener p = {0};
+	struct rpc_address a = {0};
 	struct app_subsys *s = rpc_listener_decode(req, params, ctx, &p, &a);
 
 	if (s)
-		app_listener_add(ctx, s, a.trtype, a.traddr, p.manager, p.bus, rpc_nvmf_done,
-				 req);
+		app_listener_add(ctx, s, a.trtype, a.traddr, p.manager, p.bus, rpc_nvmf_done, req);
 }
 
-static void rpc_nvmf_subsystem_remove_listener(struct rpc_request *req,
-					       struct json_object *params, void *ctx)
+static void rpc_nvmf_subsystem_remove_listener(struct rpc_request *req, struct json_object *params,
+					       void *ctx)
 {
-	struct rpc_listener p = { 0 };
-	struct rpc_address a = { 0 };
+	struct rpc_listener p = {0};
+	struct rpc_address a = {0};
 	struct app_subsys *s = rpc_listener_decode(req, params, ctx, &p, &a);
 
 	if (!s)
 		return;
 	if (!rpc_trtype_ok(a.trtype)) {
-		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s or DOCA)",
-				  a.trtype, APP_TRTYPE);
+		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s or DOCA)", a.trtype,
+				  APP_TRTYPE);
 		return;
 	}
 	app_listener_remove(ctx, s, a.traddr, rpc_nvmf_done, req);
@@ -583,7 +579,7 @@ static struct json_object *rpc_stats_harts(struct app_target *t)
 static void rpc_nvmf_get_stats(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct app_target *t = ctx;
-	struct rpc_trtype p = { 0 };
+	struct rpc_trtype p = {0};
 	struct json_object *o;
 
 	if (rpc_decode_params(req, params, rpc_get_transports_dec + 1, 1, &p))
@@ -603,17 +599,16 @@ static void rpc_nvmf_get_stats(struct rpc_request *req, struct json_object *para
 }
 
 static const struct rpc_method rpc_nvmf_methods[] = {
-	{ "nvmf_create_transport", rpc_nvmf_create_transport, RPC_RUNTIME, false },
-	{ "nvmf_get_transports", rpc_nvmf_get_transports, RPC_RUNTIME, false },
-	{ "nvmf_create_subsystem", rpc_nvmf_create_subsystem, RPC_RUNTIME, false },
-	{ "nvmf_delete_subsystem", rpc_nvmf_delete_subsystem, RPC_RUNTIME, false },
-	{ "nvmf_get_subsystems", rpc_nvmf_get_subsystems, RPC_RUNTIME, false },
-	{ "nvmf_subsystem_add_ns", rpc_nvmf_subsystem_add_ns, RPC_RUNTIME, false },
-	{ "nvmf_subsystem_remove_ns", rpc_nvmf_subsystem_remove_ns, RPC_RUNTIME, false },
-	{ "nvmf_subsystem_add_listener", rpc_nvmf_subsystem_add_listener, RPC_RUNTIME, false },
-	{ "nvmf_subsystem_remove_listener", rpc_nvmf_subsystem_remove_listener, RPC_RUNTIME,
-	  false },
-	{ "nvmf_get_stats", rpc_nvmf_get_stats, RPC_RUNTIME, false },
+    {"nvmf_create_transport", rpc_nvmf_create_transport, RPC_RUNTIME, false},
+    {"nvmf_get_transports", rpc_nvmf_get_transports, RPC_RUNTIME, false},
+    {"nvmf_create_subsystem", rpc_nvmf_create_subsystem, RPC_RUNTIME, false},
+    {"nvmf_delete_subsystem", rpc_nvmf_delete_subsystem, RPC_RUNTIME, false},
+    {"nvmf_get_subsystems", rpc_nvmf_get_subsystems, RPC_RUNTIME, false},
+    {"nvmf_subsystem_add_ns", rpc_nvmf_subsystem_add_ns, RPC_RUNTIME, false},
+    {"nvmf_subsystem_remove_ns", rpc_nvmf_subsystem_remove_ns, RPC_RUNTIME, false},
+    {"nvmf_subsystem_add_listener", rpc_nvmf_subsystem_add_listener, RPC_RUNTIME, false},
+    {"nvmf_subsystem_remove_listener", rpc_nvmf_subsystem_remove_listener, RPC_RUNTIME, false},
+    {"nvmf_get_stats", rpc_nvmf_get_stats, RPC_RUNTIME, false},
 };
 
 int rpc_nvmf_register(struct rpc_server *srv)

@@ -26,16 +26,16 @@ struct rpc_client {
 	int fd;
 	struct evloop_watch *watch;
 	struct json_tokener *tok;
-	char *in;		      /* bytes read and not yet parsed: in[in_off, in_len) */
+	char *in; /* bytes read and not yet parsed: in[in_off, in_len) */
 	size_t in_off, in_len;
-	size_t req_bytes;	      /* bytes of the value being parsed, so far */
-	char *out;		      /* response bytes not yet written: out[out_off, out_len) */
+	size_t req_bytes; /* bytes of the value being parsed, so far */
+	char *out;	  /* response bytes not yet written: out[out_off, out_len) */
 	size_t out_off, out_len, out_cap;
-	struct rpc_request *pending;  /* the request being executed; reading waits for it */
-	bool closing;		      /* close once the output is flushed */
-	bool stalled;		      /* reading paused while another request runs */
-	bool resume;		      /* on the server's resume list */
-	bool in_dispatch;	      /* inside rpc_client_handle: its loop goes on by itself */
+	struct rpc_request *pending; /* the request being executed; reading waits for it */
+	bool closing;		     /* close once the output is flushed */
+	bool stalled;		     /* reading paused while another request runs */
+	bool resume;		     /* on the server's resume list */
+	bool in_dispatch;	     /* inside rpc_client_handle: its loop goes on by itself */
 	struct rpc_client *next;
 };
 
@@ -45,7 +45,7 @@ struct rpc_request {
 	struct json_object *msg;   /* the whole request (owns params) */
 	struct json_object *id;	   /* borrowed from msg; NULL for a notification */
 	bool notification;
-	rpc_call_done done;	   /* internal calls */
+	rpc_call_done done; /* internal calls */
 	void *done_arg;
 	struct rpc_request *next_internal;
 };
@@ -372,8 +372,8 @@ static void rpc_dispatch(struct rpc_server *srv, struct rpc_request *req)
 	if (!json_object_is_type(msg, json_type_object)) {
 		rpc_request_error(req, RPC_ERR_INVALID_REQUEST,
 				  json_object_is_type(msg, json_type_array)
-					  ? "Invalid request: batch requests are not supported"
-					  : "Invalid request: not a JSON object");
+				      ? "Invalid request: batch requests are not supported"
+				      : "Invalid request: not a JSON object");
 		return;
 	}
 	if (json_object_object_get_ex(msg, "id", &v)) {
@@ -420,8 +420,8 @@ static void rpc_dispatch(struct rpc_server *srv, struct rpc_request *req)
 	if (!(m->state_mask & srv->state)) {
 		rpc_request_error(req, RPC_ERR_METHOD_NOT_FOUND,
 				  srv->state == RPC_STARTUP
-					  ? "Method %s may only be called after framework_start_init"
-					  : "Method %s may only be called before framework_start_init",
+				      ? "Method %s may only be called after framework_start_init"
+				      : "Method %s may only be called before framework_start_init",
 				  name);
 		return;
 	}
@@ -647,7 +647,7 @@ int rpc_server_call(struct rpc_server *srv, const char *method, struct json_obje
 
 static int rpc_server_listen(struct rpc_server *srv, const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	mode_t old_mask;
 	int fd, rc;
 

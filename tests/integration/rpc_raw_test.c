@@ -31,7 +31,7 @@ static pid_t raw_pid = -1;
 
 static int raw_connect_path(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -156,8 +156,8 @@ static struct json_object *raw_read(struct raw_reader *r, int timeout_ms)
 	for (;;) {
 		while (r->off < r->len) {
 			size_t avail = r->len - r->off;
-			struct json_object *v = json_tokener_parse_ex(r->tok, r->buf + r->off,
-								      (int)avail);
+			struct json_object *v =
+			    json_tokener_parse_ex(r->tok, r->buf + r->off, (int)avail);
 			enum json_tokener_error e = json_tokener_get_error(r->tok);
 
 			if (e == json_tokener_continue) {
@@ -170,7 +170,7 @@ static struct json_object *raw_read(struct raw_reader *r, int timeout_ms)
 			json_tokener_reset(r->tok);
 			return v;
 		}
-		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
 		ssize_t n;
 
 		if (poll(&pfd, 1, timeout_ms) <= 0)
@@ -296,9 +296,11 @@ static void test_split_and_joined(const char *build)
 	json_object_put(v);
 	/* Two requests and a notification in one write: answered in order, the
 	 * notification not at all. */
-	ITEST_CHECK(raw_send_str(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"log_get_level\"}"
-				     " \n{\"jsonrpc\":\"2.0\",\"method\":\"log_get_level\"}"
-				     "{\"jsonrpc\":\"2.0\",\"id\":\"two\",\"method\":\"rpc_get_methods\"}") == 0);
+	ITEST_CHECK(
+	    raw_send_str(
+		fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"log_get_level\"}"
+		    " \n{\"jsonrpc\":\"2.0\",\"method\":\"log_get_level\"}"
+		    "{\"jsonrpc\":\"2.0\",\"id\":\"two\",\"method\":\"rpc_get_methods\"}") == 0);
 	v = raw_read(&r, RAW_TIMEOUT_MS);
 	ITEST_CHECK(raw_id_is(v, 1));
 	json_object_put(v);
@@ -369,12 +371,14 @@ static void test_invalid_requests(const char *build)
 	ITEST_CHECK(raw_send_expect("\"text\"", NULL, NULL) == -32600);
 	ITEST_CHECK(raw_send_expect("{\"id\":1,\"method\":\"spdk_get_version\"}", NULL, NULL) ==
 		    -32600);
-	ITEST_CHECK(raw_send_expect("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"spdk_get_version\"}",
-				    NULL, NULL) == -32600);
+	ITEST_CHECK(
+	    raw_send_expect("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"spdk_get_version\"}", NULL,
+			    NULL) == -32600);
 	ITEST_CHECK(raw_send_expect("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}", NULL, NULL) ==
 		    -32600);
-	ITEST_CHECK(raw_send_expect("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"spdk_get_version\"}",
-				    NULL, NULL) == -32600);
+	ITEST_CHECK(
+	    raw_send_expect("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"spdk_get_version\"}", NULL,
+			    NULL) == -32600);
 	ITEST_CHECK(raw_send_expect("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"spdk_get_version\","
 				    "\"params\":\"x\"}",
 				    NULL, NULL) == -32600);
@@ -382,11 +386,10 @@ static void test_invalid_requests(const char *build)
 	ITEST_CHECK(raw_code("bdev_malloc_create", "[1, 2]") == -32602);
 	ITEST_CHECK(raw_code("bdev_malloc_create", "{\"num_blocks\": true, \"block_size\": 512}") ==
 		    -32602);
+	ITEST_CHECK(raw_code("bdev_malloc_create", "{\"num_blocks\": 1.5, \"block_size\": 512}") ==
+		    -32602);
 	ITEST_CHECK(raw_code("bdev_malloc_create",
-			     "{\"num_blocks\": 1.5, \"block_size\": 512}") ==
-		    -32602);
-	ITEST_CHECK(raw_code("bdev_malloc_create", "{\"num_blocks\": 16, \"block_size\": 5000000000}") ==
-		    -32602);
+			     "{\"num_blocks\": 16, \"block_size\": 5000000000}") == -32602);
 	ITEST_CHECK(raw_code("nvmf_subsystem_add_ns", "{\"nqn\": \"nqn.x:y\", \"namespace\": 3}") ==
 		    -32602);
 	/* Method errors are negative errnos with a message. */
@@ -410,7 +413,7 @@ static void test_huge_request(const char *build)
 		return;
 	/* A 10 MB string inside the params of a well-formed request. */
 	static const char head[] =
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bdev_get_bdevs\",\"params\":{\"name\":\"";
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"bdev_get_bdevs\",\"params\":{\"name\":\"";
 
 	memset(big, 'a', size);
 	memcpy(big, head, sizeof(head) - 1);
@@ -418,7 +421,7 @@ static void test_huge_request(const char *build)
 	raw_reader_init(&r, fd);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (sent < size) {
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 		ssize_t n;
 
 		if (poll(&pfd, 1, RAW_TIMEOUT_MS) <= 0)
@@ -448,8 +451,9 @@ static void test_disconnects(const char *build)
 		int fd = raw_connect();
 
 		ITEST_CHECK(fd >= 0);
-		raw_send_str(fd, i % 2 ? "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"save_con"
-				       : "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"save_config\"}");
+		raw_send_str(fd, i % 2
+				     ? "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"save_con"
+				     : "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"save_config\"}");
 		close(fd);
 	}
 	ITEST_CHECK(raw_alive() && raw_ok("spdk_get_version", NULL));
@@ -466,7 +470,8 @@ static void test_many_clients(const char *build)
 		fds[i] = raw_connect();
 	for (unsigned int i = 0; i < 80; i++)
 		if (fds[i] >= 0 &&
-		    !raw_send_str(fds[i], "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"log_get_level\"}"))
+		    !raw_send_str(fds[i],
+				  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"log_get_level\"}"))
 			sent++;
 	for (unsigned int i = 0; i < 80; i++) {
 		struct raw_reader r;
@@ -501,8 +506,8 @@ struct fake_qmp {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	enum fake_mode mode;
-	int hold_pipe[2];  /* FAKE_HOLD: the answer waits for a byte here */
-	char last[4096];   /* the last command received */
+	int hold_pipe[2]; /* FAKE_HOLD: the answer waits for a byte here */
+	char last[4096];  /* the last command received */
 	unsigned int commands;
 	bool stop;
 };
@@ -522,7 +527,8 @@ static void fake_serve(int fd)
 	char buf[512];
 
 	raw_reader_init(&r, fd);
-	fake_send(fd, "{\"QMP\": {\"version\": {\"qemu\": {\"major\": 11}}, \"capabilities\": []}}\r\n");
+	fake_send(
+	    fd, "{\"QMP\": {\"version\": {\"qemu\": {\"major\": 11}}, \"capabilities\": []}}\r\n");
 	v = raw_read(&r, RAW_TIMEOUT_MS);
 	if (!v || !json_object_object_get_ex(v, "execute", &exec) ||
 	    strcmp(json_object_get_string(exec), "qmp_capabilities"))
@@ -535,11 +541,11 @@ static void fake_serve(int fd)
 	pthread_mutex_lock(&fake.lock);
 	snprintf(fake.last, sizeof(fake.last), "%s",
 		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-						    JSON_C_TO_STRING_NOSLASHESCAPE));
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
 	fake.commands++;
 	pthread_mutex_unlock(&fake.lock);
 	if (fake.mode == FAKE_HOLD) {
-		struct pollfd pfd = { .fd = fake.hold_pipe[0], .events = POLLIN };
+		struct pollfd pfd = {.fd = fake.hold_pipe[0], .events = POLLIN};
 		char c;
 
 		if (poll(&pfd, 1, 3 * RAW_TIMEOUT_MS) > 0 && read(fake.hold_pipe[0], &c, 1) < 0)
@@ -575,7 +581,7 @@ out:
 static void *fake_thread(void *arg)
 {
 	while (!fake.stop) {
-		struct pollfd pfd = { .fd = fake.lfd, .events = POLLIN };
+		struct pollfd pfd = {.fd = fake.lfd, .events = POLLIN};
 		int fd;
 
 		if (poll(&pfd, 1, 100) <= 0)
@@ -589,7 +595,7 @@ static void *fake_thread(void *arg)
 
 static int fake_start(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	pthread_mutex_init(&fake.lock, NULL);
 	if (pipe(fake.hold_pipe))
@@ -662,7 +668,7 @@ static void test_qmp_hotplug(const char *build)
 	ITEST_CHECK(access(fn, F_OK) == 0);
 	resp = raw_call("nvmf_emu_list_functions", NULL);
 	ITEST_CHECK(resp && strstr(json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN),
-				  "\"bus\":\"hp0\""));
+				   "\"bus\":\"hp0\""));
 	json_object_put(resp);
 
 	/* The only port is taken. */
@@ -695,8 +701,9 @@ static void test_qmp_hotplug(const char *build)
 			 "{\"nqn\": \"nqn.2026-11.io.nvme-emu:qmp\", \"manager\": \"qemu0\", "
 			 "\"listen_address\": {\"trtype\": \"PCIE_EMU\", \"traddr\": \"%s\"}}",
 			 fn);
-		ITEST_CHECK(asprintf(&req, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
-					   "\"nvmf_subsystem_add_listener\",\"params\":%s}",
+		ITEST_CHECK(asprintf(&req,
+				     "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+				     "\"nvmf_subsystem_add_listener\",\"params\":%s}",
 				     params) > 0);
 		ITEST_CHECK(fd >= 0 && raw_send_str(fd, req) == 0);
 		free(req);
@@ -717,8 +724,9 @@ static void test_qmp_hotplug(const char *build)
 		for (int i = 0; i < 100 && !live; i++) {
 			resp = raw_call("nvmf_get_subsystems",
 					"{\"nqn\": \"nqn.2026-11.io.nvme-emu:qmp\"}");
-			live = resp && strstr(json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN),
-					      "\"state\":\"live\"");
+			live = resp &&
+			       strstr(json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN),
+				      "\"state\":\"live\"");
 			json_object_put(resp);
 			if (!live)
 				usleep(20000);
