@@ -50,7 +50,7 @@ static void rpc_get_methods_one(const struct rpc_method *m, void *arg)
 
 static void rpc_rpc_get_methods(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_get_methods p = {.include_aliases = true};
+	struct rpc_get_methods p = {0};
 
 	if (rpc_decode_params(req, params, rpc_get_methods_dec, RPC_N(rpc_get_methods_dec), &p))
 		return;

@@ -103,8 +103,10 @@ check "socket mode 0600" test "$(stat -c %a "$SOCK")" = 600
 # ---- framework ----
 ok_out "rpc_get_methods lists nvmf_subsystem_add_listener" '"nvmf_subsystem_add_listener"' \
 	rpc_get_methods
-ok_out "rpc_get_methods lists the nvmf_doca_* aliases" '"nvmf_doca_create_function"' \
-	rpc_get_methods
+ok "rpc_get_methods" rpc_get_methods
+check "... without the aliases by default (as SPDK)" test "$(grep -c nvmf_doca_ <<< "$out")" -eq 0
+ok_out "rpc_get_methods --include_aliases lists nvmf_doca_*" '"nvmf_doca_create_function"' \
+	rpc_get_methods --include_aliases
 check "CLI --help lists the server's methods" sh -c "'$BIN/nvme-emu-rpc' -s '$SOCK' --help | grep -q nvmf_get_stats"
 ok_out "spdk_get_version" '"version": "SPDK v' spdk_get_version
 ok_out "nvme_emu_get_version" '"nvme-emu [0-9]' nvme_emu_get_version
