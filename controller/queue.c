@@ -159,15 +159,23 @@ void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq)
 	ctrlr_cq_irq_raise_now(cq);
 }
 
+/* Raises the CQ's interrupt unless a batch is open or coalescing says wait. `now_us` is 0 when
+ * the caller has no clock reading: the clock is read only if coalescing is on, and the first
+ * check after the first pending CQE starts the aggregation time. */
 static void ctrlr_cq_irq_check(struct ctrlr_cq *cq, uint64_t now_us)
 {
 	uint32_t thr, time_us;
 
 	if (!cq->irq_pending || cq->batch)
 		return;
-	if (ctrlr_cq_coalesced(cq, &thr, &time_us) && cq->irq_pending < thr &&
-	    now_us - cq->irq_first_us < time_us)
-		return;
+	if (ctrlr_cq_coalesced(cq, &thr, &time_us) && cq->irq_pending < thr) {
+		if (!now_us)
+			now_us = evloop_now_us();
+		if (!cq->irq_first_us)
+			cq->irq_first_us = now_us;
+		if (now_us - cq->irq_first_us < time_us)
+			return;
+	}
 	ctrlr_cq_irq_raise_now(cq);
 }
 
@@ -175,7 +183,7 @@ uint64_t ctrlr_cq_irq_poll(struct ctrlr_cq *cq, uint64_t now_us)
 {
 	uint32_t thr, time_us;
 
-	ctrlr_cq_irq_check(cq, now_us);
+	ctrlr_cq_irq_check(cq, now_us ? now_us : evloop_now_us());
 	if (!cq->irq_pending || !ctrlr_cq_coalesced(cq, &thr, &time_us))
 		return 0;
 	return cq->irq_first_us + time_us;
@@ -189,7 +197,7 @@ void ctrlr_cq_batch_begin(struct ctrlr_cq *cq)
 void ctrlr_cq_batch_end(struct ctrlr_cq *cq)
 {
 	if (--cq->batch == 0 && cq->irq_pending)
-		ctrlr_cq_irq_check(cq, evloop_now_us());
+		ctrlr_cq_irq_check(cq, 0);
 }
 
 /* ---- CQ posting ---- */
@@ -243,10 +251,8 @@ static void ctrlr_cq_write(struct ctrlr_cq *cq, struct ctrlr_req *req)
 		cq->tail = 0;
 		cq->phase ^= 1;
 	}
-	if (cq->ien) {
-		if (cq->irq_pending++ == 0)
-			cq->irq_first_us = evloop_now_us();
-	}
+	if (cq->ien && cq->irq_pending++ == 0)
+		cq->irq_first_us = 0; /* set by the next check, if coalescing needs it */
 }
 
 /* Arms the CQ head event index so the guest rings the CQ head doorbell on its next update: used
@@ -298,7 +304,7 @@ void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 		ctrlr_cq_write(cq, req);
 		ctrlr_req_free(req);
 	}
-	ctrlr_cq_irq_check(cq, cq->irq_pending ? evloop_now_us() : 0);
+	ctrlr_cq_irq_check(cq, 0);
 }
 
 /* Drops the held completions of one SQ (it is being deleted: the host expects none). */
