@@ -3,6 +3,7 @@
  * function's manager is a QEMU. */
 #include "app/app_internal.h"
 #include "app/qmp.h"
+#include "app/rpc.h"
 #include "common/log.h"
 #include "controller/pcie.h"
 
@@ -248,7 +249,13 @@ static void app_listener_teardown(struct app_target *t, struct app_subsys *s)
 	struct app_function *fn = s->fn;
 	char err[APP_ERR_LEN];
 
+	/* The destroy runs event-loop iterations while the queues drain: no other request
+	 * may run inside it and find this listener half gone. */
+	if (t->rpc)
+		rpc_server_hold(t->rpc);
 	pcie_ctrlr_destroy(s->pc);
+	if (t->rpc)
+		rpc_server_release(t->rpc);
 	s->pc = NULL;
 	s->state = APP_LISTENER_NONE;
 	s->fn = NULL;

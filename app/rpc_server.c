@@ -125,6 +125,16 @@ void rpc_server_set_state(struct rpc_server *srv, unsigned int state)
 	srv->state = state;
 }
 
+void rpc_server_hold(struct rpc_server *srv)
+{
+	srv->depth++;
+}
+
+void rpc_server_release(struct rpc_server *srv)
+{
+	srv->depth--;
+}
+
 unsigned int rpc_server_get_state(const struct rpc_server *srv)
 {
 	return srv->state;
