@@ -366,7 +366,7 @@ void ctrlr_reset_continue(struct ctrlr *ctrlr)
 		waiting = true;
 		if (sq->state == CTRLR_Q_DELETING)
 			continue;
-		sq->state = CTRLR_Q_DELETING;
+		CTRLR_STORE(sq->state, CTRLR_Q_DELETING);
 		ctrlr->queue_ops_pending++;
 		if (ctrlr->ops->delete_sq(ctrlr->tctx, sq)) {
 			LOG_ERR(CTRLR_LOG, "transport refused to delete SQ %u during reset", qid);

@@ -64,7 +64,7 @@ static void ctrlr_enable_fail(struct ctrlr *ctrlr, const char *why)
 {
 	LOG_GUEST_ERR(CTRLR_LOG, "enable failed: %s (CC 0x%08x AQA 0x%08x)", why, ctrlr->cc.raw,
 		      ctrlr->aqa.raw);
-	ctrlr->state = CTRLR_ST_FAILED;
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_FAILED);
 	ctrlr->csts.bits.cfs = 1;
 	ctrlr->csts.bits.rdy = 0;
 	ctrlr_regs_write_csts(ctrlr);
