@@ -28,6 +28,7 @@
 #define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size for Verify / vendor checksum */
 #define CTRLR_TEMP_KELVIN 313		/* composite temperature reported (40 C) */
 #define CTRLR_SGL_MAX_SEGMENTS 64
+#define CTRLR_SGL_MAX_DESCS 4096 /* descriptors walked per command, all segments */
 
 #define CTRLR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

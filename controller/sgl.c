@@ -67,6 +67,7 @@ uint16_t ctrlr_sgl_map(ctrlr_map_fn map, void *mctx, const struct nvme_sgl_desc 
 	struct nvme_sgl_desc d = *sgl;
 	uint64_t left = len;
 	unsigned int segments = 0;
+	uint64_t descs = 0;
 	uint16_t st;
 	int n = 0;
 
@@ -92,6 +93,10 @@ uint16_t ctrlr_sgl_map(ctrlr_map_fn map, void *mctx, const struct nvme_sgl_desc 
 		if (++segments > CTRLR_SGL_MAX_SEGMENTS)
 			return NVME_SC_SGL_INVALID_COUNT;
 		count = d.length / sizeof(struct nvme_sgl_desc);
+		/* Bound the walk: a huge list of empty descriptors would only burn CPU. */
+		descs += count;
+		if (descs > CTRLR_SGL_MAX_DESCS)
+			return NVME_SC_SGL_INVALID_COUNT;
 		seg = map(mctx, d.addr, d.length, CTRLR_DMA_READ);
 		if (!seg)
 			return NVME_SC_DATA_XFER_ERROR;

@@ -156,6 +156,18 @@ static void test_bit_bucket(void)
 			NVME_SC_SGL_INVALID_COUNT);
 }
 
+static void test_descriptor_bound(void)
+{
+	struct nvme_sgl_desc d = st_desc(NVME_SGL_TYPE_LAST_SEGMENT, ST_BASE, 5000 * 16);
+	struct iovec iov[4];
+	int n;
+
+	/* 5000 empty descriptors (80000 bytes of zeroes = data blocks of length 0). */
+	memset(st_mem, 0, 5000 * 16);
+	CU_ASSERT_EQUAL(ctrlr_sgl_map(st_map, NULL, &d, 512, CTRLR_DMA_WRITE, iov, 4, &n),
+			NVME_SC_SGL_INVALID_COUNT);
+}
+
 CUNIT_SUITE(sgl, NULL, NULL, {"data_block", test_data_block}, {"last_segment", test_last_segment},
 	    {"segment_chain", test_segment_chain}, {"segment_loop", test_segment_loop},
-	    {"bit_bucket", test_bit_bucket})
+	    {"bit_bucket", test_bit_bucket}, {"descriptor_bound", test_descriptor_bound})
