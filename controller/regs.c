@@ -167,11 +167,11 @@ void ctrlr_regs_written(struct ctrlr *ctrlr, const void *regs)
 	ctrlr->cc = cc;
 	if (old.bits.en && !cc.bits.en) {
 		ctrlr_reset_start(ctrlr, cc.bits.shn != NVME_SHN_NONE);
-	} else if (!old.bits.en && cc.bits.en) {
-		if (ctrlr->state == CTRLR_ST_DISABLED)
-			ctrlr_enable(ctrlr);
-		/* While a reset is still tearing down, the enable is done when it ends. */
-	} else if (cc.bits.shn != NVME_SHN_NONE && old.bits.shn == NVME_SHN_NONE) {
-		ctrlr_reset_start(ctrlr, true);
+		return;
 	}
+	/* While a reset is still tearing down, the enable is done when it ends. */
+	if (!old.bits.en && cc.bits.en && ctrlr->state == CTRLR_ST_DISABLED)
+		ctrlr_enable(ctrlr);
+	if (cc.bits.shn != NVME_SHN_NONE && old.bits.shn == NVME_SHN_NONE)
+		ctrlr_reset_start(ctrlr, true);
 }
