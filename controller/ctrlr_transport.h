@@ -212,9 +212,10 @@ int ctrlr_cq_head_doorbell(struct ctrlr_cq *cq, uint32_t value);
 /*
  * Fetches up to `budget` new SQEs (from the doorbell value, or from the shadow doorbell when
  * Doorbell Buffer Config is active, re-arming its event index), and starts each command. Fetching
- * stops early when the CQ cannot take more completions (back-pressure) or the request pool is
- * empty. Returns the number of commands started (>= 0). Interrupts for commands that completed
- * during the call are raised once at its end. Thread: owner.
+ * stops early when the SQ's request pool is empty: every request is in flight or holds a
+ * completion that a full CQ cannot take yet (back-pressure, never an overwrite). Returns the number
+ * of commands started (>= 0). Interrupts for commands that completed during the call are raised
+ * once at its end. Thread: owner.
  */
 int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget);
 
