@@ -18,7 +18,7 @@ int app_target_init(struct app_target *t, struct evloop *loop, const char *run_d
 	memset(t, 0, sizeof(*t));
 	t->loop = loop;
 	t->tr_defaults.num_poll_groups = 1;
-	t->tr_defaults.dpa_harts = 1;
+	t->tr_defaults.dpa_harts = APP_DEFAULT_DPA_HARTS;
 	t->tr_defaults.profile = hw_profile_find("unlimited");
 	t->next_cntlid = 1;
 	t->run_dir = strdup(run_dir);

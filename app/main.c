@@ -73,7 +73,7 @@ static void app_usage(FILE *out)
 	    "\n"
 	    "Transport (defaults of nvmf_create_transport in target mode):\n"
 	    "  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
-	    "      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 1)\n"
+	    "      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 0)\n"
 	    "      --doorbells MODE     trap or mmap (default trap)\n"
 	    "  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
 	    "  -q, --io-queues N        I/O queue pairs (default: what the profile allows)\n"
@@ -538,7 +538,7 @@ int main(int argc, char **argv)
 	struct app_opts o = {
 	    .profile = "unlimited",
 	    .poll_groups = 1,
-	    .dpa_harts = 1,
+	    .dpa_harts = APP_DEFAULT_DPA_HARTS,
 	    .block_size = 512,
 	    .ctrlr = {.serial = "NVMEEMU0001"},
 	};

@@ -474,7 +474,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 int main(int argc, char **argv)
 {
 	const char *build = argc > 1 ? argv[1] : "build";
-	static const char *const trap[] = { "--doorbells", "trap", NULL };
+	static const char *const trap[] = { "--doorbells", "trap", "--dpa-harts", "1", NULL };
 	static const char *const mmap_fused[] = { "--doorbells", "mmap", "--dpa-harts", "0",
 						  NULL };
 	static const char *const trap_2pg[] = { "--doorbells", "trap", "-m", "2",

@@ -179,7 +179,7 @@ bad "nvmf_create_transport bad doorbells" 'doorbells must be' nvmf_create_transp
 bad "nvmf_create_transport bad max_io_size" 'max_io_size' nvmf_create_transport \
 	--trtype PCIE_EMU --max_io_size 5000
 ok "nvmf_create_transport (DOCA alias, 2 poll groups)" nvmf_create_transport --trtype DOCA \
-	--num_poll_groups 2 --max_io_qpairs_per_ctrlr 4 --max_io_size 131072
+	--num_poll_groups 2 --dpa_harts 1 --max_io_qpairs_per_ctrlr 4 --max_io_size 131072
 bad "nvmf_create_transport twice" 'already exists' nvmf_create_transport --trtype PCIE_EMU
 ok_out "nvmf_get_transports" '"num_poll_groups": 2' nvmf_get_transports
 ok_out "nvmf_get_transports by trtype" '"max_io_qpairs_per_ctrlr": 4' nvmf_get_transports \
