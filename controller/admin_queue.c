@@ -95,6 +95,7 @@ void ctrlr_admin_create_cq(struct ctrlr_req *req)
 	bool ien = sqe->cdw11 & NVME_CQ_IEN;
 	uint64_t addr = sqe->dptr.prp.prp1;
 	struct ctrlr_cq *cq;
+	int rc;
 
 	if (qid == 0 || qid > ctrlr_max_qid(ctrlr, true) || ctrlr->cqs[qid])
 		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
@@ -120,12 +121,10 @@ void ctrlr_admin_create_cq(struct ctrlr_req *req)
 	cq->create_req = req;
 	ctrlr->cqs[qid] = cq;
 	ctrlr->queue_ops_pending++;
-	if (ctrlr->ops->create_cq(ctrlr->tctx, cq)) {
-		ctrlr->queue_ops_pending--;
-		ctrlr->cqs[qid] = NULL;
-		free(cq);
-		ctrlr_req_complete(req, NVME_SC_INTERNAL);
-	}
+	/* A refusal ends like an asynchronous failure. */
+	rc = ctrlr->ops->create_cq(ctrlr->tctx, cq);
+	if (rc)
+		ctrlr_cq_create_done(cq, rc);
 }
 
 void ctrlr_cq_create_done(struct ctrlr_cq *cq, int status)
@@ -203,6 +202,7 @@ void ctrlr_admin_create_sq(struct ctrlr_req *req)
 	uint64_t addr = sqe->dptr.prp.prp1;
 	struct ctrlr_cq *cq;
 	struct ctrlr_sq *sq;
+	int rc;
 
 	if (qid == 0 || qid > ctrlr_max_qid(ctrlr, false) || ctrlr->sqs[qid])
 		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
@@ -233,14 +233,9 @@ void ctrlr_admin_create_sq(struct ctrlr_req *req)
 	ctrlr->sqs[qid] = sq;
 	cq->sq_refs++;
 	ctrlr->queue_ops_pending++;
-	if (ctrlr->ops->create_sq(ctrlr->tctx, sq)) {
-		ctrlr->queue_ops_pending--;
-		ctrlr->sqs[qid] = NULL;
-		cq->sq_refs--;
-		ctrlr_sq_fini(sq);
-		free(sq);
-		ctrlr_req_complete(req, NVME_SC_INTERNAL);
-	}
+	rc = ctrlr->ops->create_sq(ctrlr->tctx, sq);
+	if (rc)
+		ctrlr_sq_create_done(sq, rc);
 }
 
 void ctrlr_sq_create_done(struct ctrlr_sq *sq, int status)
