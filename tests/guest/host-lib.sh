@@ -41,3 +41,50 @@ gt_report() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
 }
+
+# Checks made on the host side of a guest test, counted beside the guest's.
+host_passed=0
+host_failed=0
+# host_step NAME CMD...: runs CMD, prints "ok - host: NAME" or "not ok - ...".
+host_step() {
+	local name=$1
+	shift
+	if "$@"; then
+		echo "ok - host: $name"
+		host_passed=$((host_passed + 1))
+		return 0
+	fi
+	echo "not ok - host: $name"
+	host_failed=$((host_failed + 1))
+	return 1
+}
+
+# gt_wait_file SECONDS FILE...: polls $GT_DIR/run/out until one of FILE
+# exists (prints it) while the launcher $launcher runs; 1 otherwise.
+gt_wait_file() {
+	local left=$(($1 * 5)) f out=$GT_DIR/run/out
+	shift
+	while [ "$left" -gt 0 ] && kill -0 "$launcher" 2>/dev/null; do
+		for f in "$@"; do
+			[ -e "$out/$f" ] && { echo "$f"; return 0; }
+		done
+		sleep 0.2
+		left=$((left - 1))
+	done
+	for f in "$@"; do
+		[ -e "$out/$f" ] && { echo "$f"; return 0; }
+	done
+	return 1
+}
+quiet_wait() { gt_wait_file "$@" > /dev/null; }
+
+# gt_report_with_host RC: gt_report plus the host_step counts in the
+# closing line.
+gt_report_with_host() {
+	local p f
+	gt_report "$1" > "$GT_DIR/report"
+	head -n -1 "$GT_DIR/report"
+	read -r p _ f _ < <(tail -n 1 "$GT_DIR/report")
+	echo "$((p + host_passed)) passed, $((f + host_failed)) failed"
+	[ $((f + host_failed)) -eq 0 ]
+}

@@ -10,49 +10,17 @@ QMP=$GT_TOP/qemu-configs/qmp.py
 gt_setup hotplug
 disk=$(gt_disk hp0 64M)
 qmp_sock=$GT_DIR/qmp.sock
-out=$GT_DIR/run/out
 
 "$GT_LAUNCH" --job "$GT_JOBS/hotplug.sh" --add "$GT_FIO" --qmp "$qmp_sock" --hotplug-ports 2 \
 	--run-dir "$GT_DIR/run" --timeout "$GT_TIMEOUT" &
 launcher=$!
 trap 'kill $launcher 2>/dev/null' EXIT
 
-# wait_file SECONDS FILE...: polls until one of FILE exists (prints it) or the
-# guest is gone; 1 then.
-wait_file() {
-	local left=$(($1 * 5)) f
-	shift
-	while [ "$left" -gt 0 ] && kill -0 "$launcher" 2>/dev/null; do
-		for f in "$@"; do
-			[ -e "$out/$f" ] && { echo "$f"; return 0; }
-		done
-		sleep 0.2
-		left=$((left - 1))
-	done
-	return 1
-}
-
-host_passed=0
-host_failed=0
-host_step() {
-	local name=$1
-	shift
-	if "$@"; then
-		echo "ok - host: $name"
-		host_passed=$((host_passed + 1))
-		return 0
-	fi
-	echo "not ok - host: $name"
-	host_failed=$((host_failed + 1))
-	return 1
-}
-
-quiet_wait() { wait_file "$@" > /dev/null; }
 if host_step "guest job started" quiet_wait "$GT_TIMEOUT" ready &&
 	host_step "blockdev-add + device_add nvme into hp0" "$QMP" "$qmp_sock" \
 		'{"execute":"blockdev-add","arguments":{"driver":"raw","node-name":"hp0disk","file":{"driver":"file","filename":"'"$disk"'"}}}' \
 		'{"execute":"device_add","arguments":{"driver":"nvme","id":"hpnvme0","bus":"hp0","drive":"hp0disk","serial":"nvme-emu-hp0"}}'; then
-	seen=$(wait_file "$GT_TIMEOUT" added gone-wrong)
+	seen=$(gt_wait_file "$GT_TIMEOUT" added gone-wrong)
 	host_step "guest used the hot-added device" test "$seen" = added &&
 		host_step "device_del, DEVICE_DELETED event, blockdev-del" "$QMP" --timeout 120 "$qmp_sock" \
 			'{"execute":"device_del","arguments":{"id":"hpnvme0"}}' event:DEVICE_DELETED:hpnvme0 \
@@ -66,10 +34,4 @@ wait "$launcher"
 rc=$?
 trap - EXIT
 # The guest's own checks are in output.log; the host's are added to them.
-gt_report "$rc" > "$GT_DIR/report"
-head -n -1 "$GT_DIR/report"
-read -r p _ f _ < <(tail -n 1 "$GT_DIR/report")
-p=$((p + host_passed))
-f=$((f + host_failed))
-echo "$p passed, $f failed"
-[ "$f" -eq 0 ]
+gt_report_with_host "$rc"

@@ -16,7 +16,6 @@ BIN=$GT_TOP/build/bin
 gt_setup rpc-hotplug
 rpc_sock=$GT_DIR/rpc.sock
 qmp_sock=$GT_DIR/qmp.sock
-out=$GT_DIR/run/out
 QEMU_BUG='memory_region_del_subregion: Assertion .subregion->container == mr. failed'
 rpc() { "$BIN/nvme-emu-rpc" -s "$rpc_sock" -t 90 "$@"; }
 
@@ -27,39 +26,6 @@ daemon=$!
 launcher=$!
 trap 'kill $launcher $daemon 2>/dev/null' EXIT
 
-# wait_file SECONDS FILE...: polls until one of FILE exists (prints it) or the
-# guest is gone; 1 then.
-wait_file() {
-	local left=$(($1 * 5)) f
-	shift
-	while [ "$left" -gt 0 ] && kill -0 "$launcher" 2>/dev/null; do
-		for f in "$@"; do
-			[ -e "$out/$f" ] && { echo "$f"; return 0; }
-		done
-		sleep 0.2
-		left=$((left - 1))
-	done
-	for f in "$@"; do
-		[ -e "$out/$f" ] && { echo "$f"; return 0; }
-	done
-	return 1
-}
-
-host_passed=0
-host_failed=0
-host_step() {
-	local name=$1
-	shift
-	if "$@"; then
-		echo "ok - host: $name"
-		host_passed=$((host_passed + 1))
-		return 0
-	fi
-	echo "not ok - host: $name"
-	host_failed=$((host_failed + 1))
-	return 1
-}
-quiet_wait() { wait_file "$@" > /dev/null; }
 
 # plug N: bdev, subsystem, namespace and a listener on the QEMU manager.
 plug() {
@@ -96,7 +62,7 @@ if host_step "guest job started" quiet_wait "$GT_TIMEOUT" ready &&
 		host_step "round $n: add_listener hot-plugs the controller" plug "$n" || break
 		host_step "round $n: the function sits on port hp$((n - 1))" sh -c \
 			"'$BIN/nvme-emu-rpc' -s '$rpc_sock' nvmf_emu_list_functions | grep -q '\"bus\": \"hp$((n - 1))\"'"
-		seen=$(wait_file "$GT_TIMEOUT" "used$n" gone-wrong)
+		seen=$(gt_wait_file "$GT_TIMEOUT" "used$n" gone-wrong)
 		host_step "round $n: the guest found it and verified it" test "$seen" = "used$n" ||
 			break
 	done
@@ -122,10 +88,4 @@ drc=$?
 trap - EXIT
 host_step "nvme-emu exits cleanly" test "$drc" -eq 0
 [ "$host_failed" -eq 0 ] || { echo "--- nvme-emu log tail"; tail -n 30 "$GT_DIR/nvme-emu.log"; }
-gt_report "$rc" > "$GT_DIR/report"
-head -n -1 "$GT_DIR/report"
-read -r p _ f _ < <(tail -n 1 "$GT_DIR/report")
-p=$((p + host_passed))
-f=$((f + host_failed))
-echo "$p passed, $f failed"
-[ "$f" -eq 0 ]
+gt_report_with_host "$rc"

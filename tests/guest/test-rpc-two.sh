@@ -22,21 +22,6 @@ cat > "$GT_DIR/config.json" <<JSON
   {"method": "nvmf_subsystem_add_listener", "params": {"nqn": "nqn.2026-11.io.nvme-emu:b", "listen_address": {"trtype": "PCIE_EMU", "traddr": "$GT_DIR/b.sock"}}}]}]}
 JSON
 
-host_passed=0
-host_failed=0
-host_step() {
-	local name=$1
-	shift
-	if "$@"; then
-		echo "ok - host: $name"
-		host_passed=$((host_passed + 1))
-		return 0
-	fi
-	echo "not ok - host: $name"
-	host_failed=$((host_failed + 1))
-	return 1
-}
-
 "$BIN/nvme-emu" -r "$rpc_sock" -c "$GT_DIR/config.json" > "$GT_DIR/nvme-emu.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon 2>/dev/null' EXIT
@@ -65,8 +50,4 @@ drc=$?
 trap - EXIT
 host_step "nvme-emu exits cleanly" test "$drc" -eq 0
 [ "$host_failed" -eq 0 ] || tail -n 30 "$GT_DIR/nvme-emu.log"
-gt_report "$rc" > "$GT_DIR/report"
-head -n -1 "$GT_DIR/report"
-read -r p _ f _ < <(tail -n 1 "$GT_DIR/report")
-echo "$((p + host_passed)) passed, $((f + host_failed)) failed"
-[ $((f + host_failed)) -eq 0 ]
+gt_report_with_host "$rc"
