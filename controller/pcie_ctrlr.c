@@ -332,11 +332,24 @@ static int pcie_dma_unmap(struct hw_dev *dev, uint64_t iova, uint64_t len, void 
 	return 0;
 }
 
+/* A doorbell of a queue that does not exist (or no longer does): the core
+ * answers with an Invalid Doorbell Register event. Trap mode only: stores
+ * into an mmap'd page reach nobody. */
+static void pcie_db_unowned_write(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
+				  uint32_t slot, uint32_t value, void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	if (bar_id == 0 && region_start == PCIE_DB_START)
+		ctrlr_doorbell_write(pc->ctrlr, slot, value);
+}
+
 static const struct hw_dev_ops pcie_dev_ops = {
 	.hotplug_state_changed = pcie_hotplug_state_changed,
 	.stateful_write = pcie_stateful_write,
 	.flr = pcie_flr,
 	.dma_unmap = pcie_dma_unmap,
+	.db_unowned_write = pcie_db_unowned_write,
 };
 
 /* ---- Lifecycle ---- */

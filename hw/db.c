@@ -306,9 +306,13 @@ int hw_db_guest_write(struct hw_dev *dev, int ridx, uint64_t offset, const void 
 	}
 	db = dev->rs[ridx].slots[slot];
 	if (!db) {
-		/* Kept in the page so a DB created later sees it, but nobody is told. */
+		/* Kept in the page so a DB created later sees it; only the owner of
+		 * the device is told. */
 		memcpy(dev->rs[ridx].mem + offset, buf, len);
 		dev->db_invalid_writes++;
+		if (dev->ops && dev->ops->db_unowned_write)
+			dev->ops->db_unowned_write(dev, r->bar_id, r->start, (uint32_t)slot, value,
+						   dev->arg);
 		return 0;
 	}
 	dev->db_writes++;

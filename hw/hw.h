@@ -172,6 +172,13 @@ struct hw_dev_ops {
 	/* The client enabled or disabled MSI-X, or masked/unmasked the function. */
 	void (*msix_state_changed)(struct hw_dev *dev, bool enabled, bool function_masked,
 				   void *arg);
+	/* A trapped driver write reached slot `slot` of the DB-by-offset region
+	 * starting at region_start of BAR bar_id, and no DB object owns that
+	 * slot (the value is kept in the page and counted as an invalid write).
+	 * Lets an upper layer report writes to doorbells of queues that do not
+	 * exist. May be NULL. */
+	void (*db_unowned_write)(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
+				 uint32_t slot, uint32_t value, void *arg);
 };
 
 struct hw_dev_config {

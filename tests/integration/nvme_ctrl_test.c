@@ -236,6 +236,34 @@ static void test_invalid_doorbell_aer(const char *build)
 		CHECK((cqe.dw0 & 0x7) == 0);         /* error status event */
 		CHECK((cqe.dw0 >> 8 & 0xff) == 0x01); /* invalid doorbell write value */
 	}
+	/* Reading the error log (RAE 0) unmasks error events (5.2.2). */
+	{
+		void *log;
+		uint64_t log_iova = nvme_host_alloc(&t.h, 4096, &log);
+
+		CHECK(admin_raw(&t, NVME_ADM_GET_LOG_PAGE, 15u << 16 | 0x01, 0, log_iova) == 0);
+	}
+	/* A doorbell of a queue that does not exist (SQ 5 tail, written as a
+	 * trapped message): an Invalid Doorbell Register event. */
+	cid = nvme_host_submit(&t.h, 0, &aer, false);
+	CHECK(cid >= 0);
+	{
+		uint32_t v = 3;
+
+		CHECK(vfu_client_region_write(t.c, 0, 0x1000 + 2 * 5 * 4, &v, 4, false) == 0);
+	}
+	got = 0;
+	for (int i = 0; i < 2000 && !got; i++) {
+		got = nvme_host_reap(&t.h, 0, &cqe);
+		if (!got)
+			vfu_client_serve(t.c, 1);
+	}
+	CHECK(got == 1);
+	if (got == 1) {
+		CHECK(cqe.cid == cid);
+		CHECK((cqe.dw0 & 0x7) == 0);         /* error status event */
+		CHECK((cqe.dw0 >> 8 & 0xff) == 0x00); /* invalid doorbell register */
+	}
 	/* The queue keeps working for a well-behaved host afterwards. */
 	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 1, 0, 1, NVME_ITEST_RAM_IOVA, 512) == 0);
 	teardown(&t);
