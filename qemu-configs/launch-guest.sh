@@ -28,6 +28,9 @@ usage: $me --job DIR|SCRIPT [options]
   --run-dir DIR        where the run's files go (default build/guest/runs/<job>-<time>)
   --log FILE           serial console log (default <run-dir>/console.log)
   --kvm auto|on|off    KVM when a probe boot works (auto, cached), or forced (default auto)
+  --qemu PATH          run this QEMU executable instead of the sysroot's (default:
+                       \$NVME_EMU_QEMU when set), e.g. the patched build printed by
+                       qemu-configs/build-qemu.sh; firmware still comes from the sysroot
   --qemu-arg ARG       pass ARG to QEMU unchanged (repeatable)
   --kernel-arg ARG     add ARG to the guest kernel command line (repeatable),
                        e.g. loglevel=7 to see the whole boot in the console log
@@ -42,7 +45,7 @@ harness_fail() {
 	exit 125
 }
 
-job="" run_dir="" log="" qmp="" timeout_s=240 cpus=2 mem=1G kvm=auto dry=0 quiet=0 hp_ports=0
+job="" run_dir="" log="" qmp="" qemu_bin=${NVME_EMU_QEMU:-} timeout_s=240 cpus=2 mem=1G kvm=auto dry=0 quiet=0 hp_ports=0
 adds=() vfio_socks=() qnvmes=() vblks=() extra=() kargs=()
 while [ $# -gt 0 ]; do
 	opt=$1
@@ -68,6 +71,7 @@ while [ $# -gt 0 ]; do
 	--run-dir) run_dir=$val ;;
 	--log) log=$val ;;
 	--kvm) kvm=$val ;;
+	--qemu) qemu_bin=$val ;;
 	--qemu-arg) extra+=("$val") ;;
 	--kernel-arg) kargs+=("$val") ;;
 	*) usage >&2; harness_fail "unknown option $opt" ;;
@@ -110,9 +114,17 @@ nocomma() {
 root=$("$here/sysroot.sh") || harness_fail "sysroot build failed"
 initrd=$("$here/initramfs.sh" "$root") || harness_fail "initramfs build failed"
 kernel=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -n 1)
-qemu=("$root/lib64/ld-linux-x86-64.so.2"
-      --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu"
-      "$root/usr/bin/qemu-system-x86_64" -L "$root/usr/share/qemu" -L "$root/usr/share/seabios")
+if [ -n "$qemu_bin" ]; then
+	# Another QEMU (e.g. build-qemu.sh's wrapper) runs as it is; it gets the
+	# sysroot's firmware, which matches it when it is the same QEMU version.
+	[ -x "$qemu_bin" ] || harness_fail "--qemu: not an executable: $qemu_bin"
+	qemu=("$(abspath "$qemu_bin")")
+else
+	qemu=("$root/lib64/ld-linux-x86-64.so.2"
+	      --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu"
+	      "$root/usr/bin/qemu-system-x86_64")
+fi
+qemu+=(-L "$root/usr/share/qemu" -L "$root/usr/share/seabios")
 
 if [ -z "$run_dir" ]; then
 	name=$(basename "$job")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guest test: nvme-emu configured by JSON-RPC hot-plugs three controllers one after the other into a running guest (QEMU manager: QMP device_add into empty root ports; fio verify on each) and unplugs one (nvmf_subsystem_remove_listener: device_del, the guest releases it).
+# Guest test: nvme-emu configured by JSON-RPC hot-plugs three controllers one after the other into a running guest (QEMU manager: QMP device_add into empty root ports; fio verify on each) and unplugs them (nvmf_subsystem_remove_listener: device_del, the guest releases it): the last one with the stock QEMU, all three with a QEMU carrying patches/qemu/.
 #
 # QEMU 11.1.3 aborts when it finalizes a vfio-user-pci device that has MSI-X
 # (hw/vfio-user/pci.c vfio_user_msix_teardown() deletes the PBA subregion from
@@ -7,8 +7,15 @@
 # `subregion->container == mr' failed"; upstream discussion "vfio-user: do not
 # remove PBA region", qemu-devel, Oct 2025). It does so after the guest has
 # released the device, so DEVICE_DELETED never comes and the guest dies with
-# QEMU. That is why only the last controller is unplugged, and why the host
-# accepts that exact abort (and nothing else) in place of DEVICE_DELETED.
+# QEMU. That is why, with the stock QEMU, only the last controller is
+# unplugged, and why the host accepts that exact abort (and nothing else) in
+# place of DEVICE_DELETED.
+#
+# With a QEMU that has our fix (patches/qemu/0001-*.patch): NVME_EMU_QEMU=PATH,
+# or, when that is unset, the build `make qemu-patched` left in the cache
+# (qemu-configs/build-qemu.sh --print-path), the abort is not excused and all
+# three controllers are unplugged, last first, the guest checking each time
+# that the unplugged one is gone and the others still answer.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
@@ -17,6 +24,17 @@ gt_setup rpc-hotplug
 rpc_sock=$GT_DIR/rpc.sock
 qmp_sock=$GT_DIR/qmp.sock
 QEMU_BUG='memory_region_del_subregion: Assertion .subregion->container == mr. failed'
+if [ -z "${NVME_EMU_QEMU:-}" ]; then
+	NVME_EMU_QEMU=$("$GT_TOP/qemu-configs/build-qemu.sh" --print-path 2> /dev/null) ||
+		NVME_EMU_QEMU=""
+fi
+if [ -n "$NVME_EMU_QEMU" ]; then
+	export NVME_EMU_QEMU # the launcher runs it
+	qemu_fixed=1
+	echo "QEMU with the vfio-user-pci finalize fix: $NVME_EMU_QEMU (unplugging all three)"
+else
+	qemu_fixed=0
+fi
 rpc() { "$BIN/nvme-emu-rpc" -s "$rpc_sock" -t 90 "$@"; }
 
 "$BIN/nvme-emu" -r "$rpc_sock" > "$GT_DIR/nvme-emu.log" 2>&1 &
@@ -37,20 +55,34 @@ plug() {
 			--listen_address.trtype PCIE_EMU --listen_address.traddr "$GT_DIR/fn$n.sock"
 }
 
-# unplug 3: remove_listener (device_del, wait for DEVICE_DELETED). Succeeds,
-# or fails only because QEMU hit the finalize abort described above.
+# unplug N: remove_listener (device_del, wait for DEVICE_DELETED).
+unplug() {
+	rpc nvmf_subsystem_remove_listener --nqn "nqn.2026-11.io.nvme-emu:hp$1" \
+		--listen_address.trtype PCIE_EMU --listen_address.traddr "$GT_DIR/fn$1.sock"
+}
+
+# unplug 3. Succeeds, or, with the stock QEMU only, fails because QEMU hit the
+# finalize abort described above. Sets unplugged_cleanly when it succeeded.
+unplugged_cleanly=0
 unplug_last() {
-	local nqn=nqn.2026-11.io.nvme-emu:hp3 msg
-	if msg=$(rpc nvmf_subsystem_remove_listener --nqn "$nqn" \
-		--listen_address.trtype PCIE_EMU --listen_address.traddr "$GT_DIR/fn3.sock" 2>&1); then
+	local msg
+	if msg=$(unplug 3 2>&1); then
+		unplugged_cleanly=1
 		return 0
 	fi
 	echo "remove_listener: $msg"
+	[ "$qemu_fixed" -eq 0 ] || return 1
 	wait "$launcher" 2> /dev/null
 	grep -q 'the guest had released it' <<< "$msg" &&
 		grep -Eq "$QEMU_BUG" "$GT_DIR/run/qemu.log" &&
 		echo "the guest released the device, then QEMU aborted in vfio-user-pci finalize" \
 			"(known QEMU bug)"
+}
+
+# no_listener N: nvmf_get_subsystems shows no listener left on hpN.
+no_listener() {
+	host_step "nvmf_get_subsystems: no listener left on hp$1" sh -c \
+		"'$BIN/nvme-emu-rpc' -s '$rpc_sock' nvmf_get_subsystems --nqn nqn.2026-11.io.nvme-emu:hp$1 | tr -d ' \n' | grep -q '\"listen_addresses\":\[\]'"
 }
 
 if host_step "guest job started" quiet_wait "$GT_TIMEOUT" ready &&
@@ -69,16 +101,28 @@ if host_step "guest job started" quiet_wait "$GT_TIMEOUT" ready &&
 	if [ "$host_failed" -eq 0 ]; then
 		host_step "remove_listener unplugs the third" unplug_last
 		host_step "its socket is closed" test ! -e "$GT_DIR/fn3.sock"
-		host_step "nvmf_get_subsystems: no listener left on hp3" sh -c \
-			"'$BIN/nvme-emu-rpc' -s '$rpc_sock' nvmf_get_subsystems --nqn nqn.2026-11.io.nvme-emu:hp3 | tr -d ' \n' | grep -q '\"listen_addresses\":\[\]'"
+		no_listener 3
+	fi
+	# QEMU survived the first unplug: the other two go as well, one at a time,
+	# each after the guest has seen the previous one leave.
+	if [ "$host_failed" -eq 0 ] && [ "$unplugged_cleanly" -eq 1 ]; then
+		for n in 2 1; do
+			seen=$(gt_wait_file "$GT_TIMEOUT" "gone$((n + 1))" gone-wrong)
+			host_step "the guest saw controller $((n + 1)) leave" \
+				test "$seen" = "gone$((n + 1))" || break
+			host_step "remove_listener unplugs controller $n" unplug "$n" || break
+			host_step "its socket is closed" test ! -e "$GT_DIR/fn$n.sock"
+			no_listener "$n"
+		done
 	fi
 fi
 
 [ "$host_failed" -eq 0 ] || kill "$launcher" 2>/dev/null
 wait "$launcher"
 rc=$?
-# Only the known QEMU abort excuses the launcher's status.
-if [ "$rc" -ne 0 ] && [ "$host_failed" -eq 0 ] &&
+# Only the known QEMU abort, and only with the stock QEMU, excuses the
+# launcher's status.
+if [ "$rc" -ne 0 ] && [ "$host_failed" -eq 0 ] && [ "$qemu_fixed" -eq 0 ] &&
 	grep -Eq "$QEMU_BUG" "$GT_DIR/run/qemu.log" 2> /dev/null; then
 	rc=0
 fi
