@@ -37,6 +37,7 @@ mirror=http://deb.debian.org/debian
 suite=trixie-backports
 me=build-qemu
 
+# --enable-vfio-user-client: vfio-user-pci is off unless asked for (Debian asks).
 # Build dependencies: only what this configuration needs (Debian's full
 # build-dep list pulls in GTK, SDL, Xen, spice, ceph... and takes far longer).
 build_deps=(build-essential dpkg-dev ca-certificates xz-utils python3 python3-venv
@@ -48,7 +49,7 @@ configure_flags=(--target-list=x86_64-softmmu --prefix=/usr --disable-docs
 		 --disable-guest-agent --disable-user --enable-system --enable-kvm
 		 --enable-tcg --enable-virtfs --enable-linux-aio --enable-linux-io-uring
 		 --disable-gtk --disable-sdl --disable-vnc --disable-opengl
-		 --disable-spice --disable-xen)
+		 --disable-spice --disable-xen --enable-vfio-user-client)
 
 shopt -s nullglob
 patches=("$top"/patches/qemu/*.patch)
@@ -168,16 +169,20 @@ cleanup() {
 	[ -z "$tmp" ] || rm -rf --one-file-system "$tmp"
 	[ -z "$work" ] || rm -rf --one-file-system "$work"
 }
+# dpkg-source and patch run inside the build root (the host may lack them).
 echo "$me: unpacking $src_in" >&2
 case $src_in in
+"$broot"/*.dsc) broot_run "cd '$in_root' && dpkg-source --no-check -x '${src_in#"$broot"}' src" > /dev/null ;;
 *.dsc) (cd "$work" && dpkg-source --no-check -x "$(realpath "$src_in")" src > /dev/null) ;;
 *.tar.*) mkdir "$work/src" && tar -xf "$src_in" -C "$work/src" --strip-components=1 ;;
 *) [ -d "$src_in" ] || { echo "$me: QEMU_SOURCE: not a .dsc, tarball or directory" >&2; exit 1; }
    cp -a "$src_in/." "$work/src/" ;;
 esac
+mkdir "$work/patches"
+cp "${patches[@]}" "$work/patches/"
 for p in "${patches[@]}"; do
 	echo "$me: applying $(basename "$p")" >&2
-	patch -d "$work/src" -p1 --forward --quiet < "$p"
+	broot_run "patch -d '$in_root/src' -p1 --forward --quiet < '$in_root/patches/$(basename "$p")'" >&2
 done
 cp "${patches[@]}" "$tmp/"
 step_done "unpack and patch"
