@@ -1,10 +1,17 @@
-# Opt-in QEMU with our fixes (patches/qemu/): `make qemu-patched` builds it with qemu-configs/build-qemu.sh into the cache; `make test` never builds it.
+# Opt-in QEMU with our vfio-user-pci finalize fix (patches/qemu/): `make qemu-patched` (source build) or `make qemu-binfix` (stopgap binary fix); `make test` never builds either.
 #
-# The guest tests that need the fix (tests/guest/test-rpc-hotplug.sh) use the
-# build when it is in the cache; any launch can with NVME_EMU_QEMU=PATH or
-# `qemu-configs/launch-guest.sh --qemu PATH`. QEMU_SOURCE=PATH builds from a
-# local .dsc, upstream tarball or source tree instead of apt-get source.
+# Both land in the cache (qemu-configs/build-qemu.sh). The guest test that
+# needs the fix (tests/guest/test-rpc-hotplug.sh) uses whichever is there
+# (build-qemu.sh --print-path, the source build first); any launch can use one
+# with NVME_EMU_QEMU=PATH or `qemu-configs/launch-guest.sh --qemu PATH`.
+# QEMU_SOURCE=PATH builds from a local .dsc, upstream tarball or source tree
+# instead of apt-get source (for mirrors that serve no source packages).
 
-.PHONY: qemu-patched
+.PHONY: qemu-patched qemu-binfix
 qemu-patched: deps
 	@qemu-configs/build-qemu.sh
+
+# The sysroot's own QEMU binary with the one aborting call turned into a NOP
+# (patches/qemu/binary-fix.py): for hosts where no QEMU source can be had.
+qemu-binfix: deps guest-image
+	@qemu-configs/build-qemu.sh --binary
