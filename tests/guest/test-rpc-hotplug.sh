@@ -13,7 +13,8 @@
 #
 # With a QEMU that has our fix (patches/qemu/0001-*.patch): NVME_EMU_QEMU=PATH,
 # or, when that is unset, the build `make qemu-patched` left in the cache
-# (qemu-configs/build-qemu.sh --print-path), the abort is not excused and all
+# (qemu-configs/build-qemu.sh --print-path; NVME_EMU_QEMU= set empty keeps the
+# stock one), the abort is not excused and all
 # three controllers are unplugged, last first, the guest checking each time
 # that the unplugged one is gone and the others still answer.
 set -uo pipefail
@@ -24,7 +25,8 @@ gt_setup rpc-hotplug
 rpc_sock=$GT_DIR/rpc.sock
 qmp_sock=$GT_DIR/qmp.sock
 QEMU_BUG='memory_region_del_subregion: Assertion .subregion->container == mr. failed'
-if [ -z "${NVME_EMU_QEMU:-}" ]; then
+# NVME_EMU_QEMU set but empty: the stock QEMU even when a fixed one is cached.
+if [ -z "${NVME_EMU_QEMU+set}" ]; then
 	NVME_EMU_QEMU=$("$GT_TOP/qemu-configs/build-qemu.sh" --print-path 2> /dev/null) ||
 		NVME_EMU_QEMU=""
 fi
