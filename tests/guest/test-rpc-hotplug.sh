@@ -12,7 +12,7 @@
 # place of DEVICE_DELETED.
 #
 # With a QEMU that has our fix (patches/qemu/0001-*.patch): NVME_EMU_QEMU=PATH,
-# or, when that is unset, the build `make qemu-patched` left in the cache
+# or, when that is unset, the build `make qemu-patched` or `make qemu-binfix` left in the cache
 # (qemu-configs/build-qemu.sh --print-path; NVME_EMU_QEMU= set empty keeps the
 # stock one), the abort is not excused and all
 # three controllers are unplugged, last first, the guest checking each time
