@@ -31,7 +31,7 @@ BENCHES :=
 # Fragments, lower layers first.
 include $(wildcard common/module.mk hw/module.mk dpa/module.mk backend/module.mk \
           controller/module.mk app/module.mk)
-include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk))
+include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk qemu-configs/qemu.mk))
 
 OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -76,6 +76,10 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 all
+	@# The guest hotplug test unplugs every controller with QEMU's vfio-user-pci
+	@# finalize fix (patches/qemu/); without it, it checks the known abort instead.
+	@$(MAKE) --no-print-directory qemu-binfix >/dev/null 2>&1 || \
+	    echo "make test: no fixed QEMU (qemu-binfix refused this build); the hotplug test expects QEMU's unplug abort"
 	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration) \
 	    $(call RUN_UNIT,build-asan,asan) $(call RUN_INTEG,build-asan,asan-integration) \
 	    $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")

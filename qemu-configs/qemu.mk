@@ -1,4 +1,4 @@
-# Opt-in QEMU with our vfio-user-pci finalize fix (patches/qemu/): `make qemu-patched` (source build) or `make qemu-binfix` (stopgap binary fix); `make test` never builds either.
+# Opt-in QEMU with our vfio-user-pci finalize fix (patches/qemu/): `make qemu-patched` (source build) or `make qemu-binfix` (stopgap binary fix); `make test` applies the stopgap (qemu-binfix, under a second) and never builds from source.
 #
 # Both land in the cache (qemu-configs/build-qemu.sh). The guest test that
 # needs the fix (tests/guest/test-rpc-hotplug.sh) uses whichever is there
