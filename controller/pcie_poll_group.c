@@ -96,21 +96,26 @@ void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg)
 	}
 }
 
+/* Backend I/O of this poll group still in flight, all channels. */
+static uint32_t pcie_pg_outstanding(const struct pcie_poll_group *pg)
+{
+	uint32_t n = 0;
+
+	for (const struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
+		n += bdev_channel_outstanding(e->ch);
+	return n;
+}
+
 uint32_t pcie_pg_drain_io(struct pcie_poll_group *pg, uint64_t budget_us)
 {
 	uint64_t deadline = evloop_now_us() + budget_us;
 	uint32_t left;
 
-	for (;;) {
-		left = 0;
-		for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
-			left += bdev_channel_outstanding(e->ch);
-		if (!left || evloop_now_us() >= deadline)
-			return left;
+	while ((left = pcie_pg_outstanding(pg)) && evloop_now_us() < deadline) {
 		pcie_pg_settle(pg);
-		if (left)
-			usleep(50);
+		usleep(50);
 	}
+	return left;
 }
 
 void pcie_pg_kick(struct pcie_poll_group *pg)
@@ -239,10 +244,8 @@ static void pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_cq *pcq)
 void pcie_pg_settle(struct pcie_poll_group *pg)
 {
 	for (unsigned int round = 0; round < 4; round++) {
-		bool busy = false;
+		bool busy = pcie_pg_outstanding(pg) != 0;
 
-		for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
-			busy |= bdev_channel_outstanding(e->ch) != 0;
 		if (busy) {
 			pcie_pg_batch(pg, true);
 			for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
