@@ -34,14 +34,10 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
 
 uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode)
 {
-	const struct ctrlr_vendor_cmd *v;
-
 	if (opcode == NVME_ADM_DBBUF && ctrlr->cfg.no_dbbuf)
 		return 0;
-	if (opcode >= NVME_ADM_VENDOR_FIRST) {
-		v = ctrlr_vendor_lookup(ctrlr, false, opcode);
-		return v ? v->effects | NVME_CMD_EFFECTS_CSUPP : 0;
-	}
+	if (opcode >= NVME_ADM_VENDOR_FIRST)
+		return ctrlr_vendor_effects(ctrlr, false, opcode);
 	return ctrlr_admin_cmds[opcode].effects;
 }
 

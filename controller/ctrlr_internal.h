@@ -396,6 +396,8 @@ uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb
 /* ---- vendor.c ---- */
 const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bool io,
 						   uint8_t opcode);
+/* Effects-log entry of a vendor opcode: its effects with CSUPP, or 0 when unregistered. */
+uint32_t ctrlr_vendor_effects(const struct ctrlr *ctrlr, bool io, uint8_t opcode);
 void ctrlr_vendor_exec(struct ctrlr_req *req, const struct ctrlr_vendor_cmd *cmd);
 void ctrlr_vendor_free_all(struct ctrlr *ctrlr);
 uint32_t ctrlr_crc32c(uint32_t crc, const void *buf, size_t len);

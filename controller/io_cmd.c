@@ -34,12 +34,8 @@ static const struct ctrlr_io_cmd ctrlr_io_cmds[256] = {
 
 uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode)
 {
-	const struct ctrlr_vendor_cmd *v;
-
-	if (opcode >= NVME_CMD_VENDOR_FIRST) {
-		v = ctrlr_vendor_lookup(ctrlr, true, opcode);
-		return v ? v->effects | NVME_CMD_EFFECTS_CSUPP : 0;
-	}
+	if (opcode >= NVME_CMD_VENDOR_FIRST)
+		return ctrlr_vendor_effects(ctrlr, true, opcode);
 	return ctrlr_io_cmds[opcode].effects;
 }
 

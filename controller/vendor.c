@@ -23,6 +23,13 @@ const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bo
 	return e ? &e->cmd : NULL;
 }
 
+uint32_t ctrlr_vendor_effects(const struct ctrlr *ctrlr, bool io, uint8_t opcode)
+{
+	const struct ctrlr_vendor_cmd *v = ctrlr_vendor_lookup(ctrlr, io, opcode);
+
+	return v ? v->effects | NVME_CMD_EFFECTS_CSUPP : 0;
+}
+
 int ctrlr_vendor_register(struct ctrlr *ctrlr, const struct ctrlr_vendor_cmd *cmd)
 {
 	struct ctrlr_vendor_entry *e;
