@@ -20,6 +20,8 @@ CFLAGS   += -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-para
 LDFLAGS  += $(SANFLAGS)
 LDLIBS   += -ljson-c -laio -lpthread
 
+.DEFAULT_GOAL := all
+
 MODULES :=
 PROGRAMS :=
 UNIT_TESTS :=
@@ -29,7 +31,7 @@ GUEST_TESTS :=
 BENCHES :=
 
 # Fragments, lower layers first.
-include $(wildcard common/module.mk hw/module.mk dpa/module.mk backend/module.mk \
+include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk \
           controller/module.mk app/module.mk)
 include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk qemu-configs/qemu.mk))
 

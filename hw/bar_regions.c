@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "hw/hw_internal.h"
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
 
 /* A DB-by-offset region can be a sparse-mmap area only if it covers whole
  * host pages (QEMU maps areas with page granularity). */

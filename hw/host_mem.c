@@ -7,7 +7,7 @@
 
 #include "common/evloop.h"
 #include "hw/hw_internal.h"
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
 
 #define HW_MMAP_COPY_IOV 16
 

@@ -1,9 +1,7 @@
-# hw/: the vfio-user protocol endpoint (library "vfu": hw/vfu_*.c, knows the
-# wire protocol only) and the generic emulated PCIe function built on it
-# (library "hw": every other hw/*.c). Link both: hw vfu.
-MODULES += vfu hw
-vfu_SRCS := $(wildcard hw/vfu_*.c)
-hw_SRCS := $(filter-out hw/vfu_%,$(wildcard hw/*.c))
+# hw/: the generic emulated PCIe function (library "hw"), served to a host
+# through the vfio-user endpoint of vfu/. Link both: hw vfu.
+MODULES += hw
+hw_SRCS := $(wildcard hw/*.c)
 
 # The sample generic device (hw/samples/sample_device.c), driven by the
 # integration tests in tests/integration/.

@@ -9,7 +9,10 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "hw/hw_internal.h"
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
+
+/* hw/ passes its event results straight through as the endpoint's. */
+_Static_assert(HW_EVENT_ASYNC == VFU_ASYNC, "hw and vfu async markers differ");
 
 /* Devices hot-plugged per profile (the platform limit spans all types).
  * Loop thread only, like every hotplug call. */

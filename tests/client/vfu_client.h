@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hw/vfio_user_proto.h"
+#include "vfu/vfio_user_proto.h"
 
 struct vfu_client;
 

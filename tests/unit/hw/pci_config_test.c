@@ -8,7 +8,7 @@
 
 #include "common/evloop.h"
 #include "hw/hw_internal.h"
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
 #include "tests/unit/cunit_runner.h"
 #include "tests/unit/hw/hw_test_util.h"
 

@@ -1,6 +1,6 @@
 /* tests/unit/vfu/dma_table_test.c - the DMA window table: overlaps,
  * adjacency, boundaries, wrap-around, permissions, fd mapping, iovecs. */
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>

@@ -508,7 +508,7 @@ static void test_async_reset(void)
 	fake_dev_resume(dev, 0);
 	fake_dev_set_async(dev, false, false, false);
 	CU_ASSERT_EQUAL(vfu_client_reset(cl), 0);
-	/* Completed from inside the op, before it returned HW_EVENT_ASYNC. */
+	/* Completed from inside the op, before it returned VFU_ASYNC. */
 	fake_dev_set_inline_resume(dev, true);
 	CU_ASSERT_EQUAL(vfu_client_reset(cl), 0);
 	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);

@@ -3,7 +3,6 @@
 #include "tests/unit/vfu/fake_dev.h"
 
 #include "common/evloop.h"
-#include "hw/hw.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -145,7 +144,7 @@ static int fake_dev_region_access(void *arg, uint32_t index, uint64_t offset, vo
 	if (fd->async_write)
 		fd->n.async_pending = true;
 	fake_dev_changed(fd);
-	return fd->async_write ? HW_EVENT_ASYNC : 0;
+	return fd->async_write ? VFU_ASYNC : 0;
 }
 
 static int fake_dev_irq_info(void *arg, uint32_t index, uint32_t *flags, uint32_t *count)
@@ -220,19 +219,19 @@ static int fake_dev_reset(void *arg)
 	struct fake_dev *fd = arg;
 
 	if (fd->inline_resume) {
-		/* Finished before even returning HW_EVENT_ASYNC. */
+		/* Finished before even returning VFU_ASYNC. */
 		vfu_endpoint_resume(fd->ep, 0);
 		pthread_mutex_lock(&fd->lock);
 		fd->n.resets++;
 		fake_dev_changed(fd);
-		return HW_EVENT_ASYNC;
+		return VFU_ASYNC;
 	}
 	pthread_mutex_lock(&fd->lock);
 	fd->n.resets++;
 	if (fd->async_reset)
 		fd->n.async_pending = true;
 	fake_dev_changed(fd);
-	return fd->async_reset ? HW_EVENT_ASYNC : 0;
+	return fd->async_reset ? VFU_ASYNC : 0;
 }
 
 static int fake_dev_dma_unmap(void *arg, uint64_t iova, uint64_t len)
@@ -246,7 +245,7 @@ static int fake_dev_dma_unmap(void *arg, uint64_t iova, uint64_t len)
 	if (fd->async_unmap)
 		fd->n.async_pending = true;
 	fake_dev_changed(fd);
-	return fd->async_unmap ? HW_EVENT_ASYNC : 0;
+	return fd->async_unmap ? VFU_ASYNC : 0;
 }
 
 static void fake_dev_dma_map(void *arg, uint64_t iova, uint64_t len, uint32_t prot)

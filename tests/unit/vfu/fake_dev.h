@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
 
 #define FAKE_BAR0_SIZE 0x2000u
 #define FAKE_BAR2_SIZE 0x100u
@@ -20,7 +20,7 @@ struct fake_dev_counts {
 	int fds_held;	    /* eventfds the fake currently owns */
 	int dma_done;	    /* server->client DMA callbacks seen */
 	int dma_status;	    /* status of the last one */
-	bool async_pending; /* an op returned HW_EVENT_ASYNC, not yet resumed */
+	bool async_pending; /* an op returned VFU_ASYNC, not yet resumed */
 	int reentered;	    /* detach or a DMA callback ran inside resume/dma calls */
 	uint64_t last_unmap_iova, last_unmap_len;
 };
@@ -34,10 +34,10 @@ extern const struct vfu_endpoint_ops fake_dev_ops;
 struct fake_dev *fake_dev_start(const char *path);
 /* Stops the thread, destroys the endpoint and frees everything. */
 void fake_dev_stop(struct fake_dev *fd);
-/* Makes reset / dma_unmap / region writes return HW_EVENT_ASYNC. */
+/* Makes reset / dma_unmap / region writes return VFU_ASYNC. */
 void fake_dev_set_async(struct fake_dev *fd, bool reset, bool unmap, bool write);
 /* Makes reset call vfu_endpoint_resume(0) itself before returning
- * HW_EVENT_ASYNC. */
+ * VFU_ASYNC. */
 void fake_dev_set_inline_resume(struct fake_dev *fd, bool on);
 /* vfu_endpoint_resume(status) on the loop thread. */
 void fake_dev_resume(struct fake_dev *fd, int status);

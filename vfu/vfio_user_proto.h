@@ -1,8 +1,8 @@
-/* hw/vfio_user_proto.h - vfio-user wire format (QEMU docs/interop/vfio-user.rst),
- * shared by the server in hw/ and the test client in tests/client/. All
+/* vfu/vfio_user_proto.h - vfio-user wire format (QEMU docs/interop/vfio-user.rst),
+ * shared by the server in vfu/ and the test client in tests/client/. All
  * integers little endian; layouts written from the specification. */
-#ifndef NVME_EMU_HW_VFIO_USER_PROTO_H
-#define NVME_EMU_HW_VFIO_USER_PROTO_H
+#ifndef NVME_EMU_VFU_VFIO_USER_PROTO_H
+#define NVME_EMU_VFU_VFIO_USER_PROTO_H
 
 #include <assert.h>
 #include <stdint.h>

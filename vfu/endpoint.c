@@ -1,7 +1,7 @@
-/* hw/vfu_endpoint.c - the vfio-user endpoint's transport: listening socket,
+/* vfu/endpoint.c - the vfio-user endpoint's transport: listening socket,
  * one client at a time, non-blocking framing with SCM_RIGHTS, the send queue,
  * disconnect and the async hold/resume of requests. */
-#include "hw/vfu_internal.h"
+#include "vfu/vfu_internal.h"
 
 #include "common/evloop.h"
 #include "common/log.h"
@@ -597,7 +597,7 @@ static void vfu_ep_resume_guarded(struct vfu_endpoint *ep)
 void vfu_endpoint_resume(struct vfu_endpoint *ep, int status)
 {
 	if (ep->in_handler) {
-		/* Completed before the handler even returned HW_EVENT_ASYNC. */
+		/* Completed before the handler even returned VFU_ASYNC. */
 		ep->resume_early = true;
 		ep->resume_status = status;
 		return;

@@ -1,6 +1,6 @@
-/* hw/vfu_dma.c - the DMA window table: sorted guest-physical windows, mmap of
+/* vfu/dma_table.c - the DMA window table: sorted guest-physical windows, mmap of
  * fd-backed ones, lookups from any thread under a rwlock. */
-#include "hw/vfu_internal.h"
+#include "vfu/vfu_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

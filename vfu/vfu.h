@@ -1,20 +1,24 @@
-/* hw/vfu.h - internal to hw/: the vfio-user protocol endpoint (one unix
+/* vfu/vfu.h - the vfu library: our own vfio-user protocol endpoint (one unix
  * socket, one client at a time) and the DMA window table. It knows the wire
  * protocol and nothing about PCI types; the device model (pci_dev.c) plugs in
  * through struct vfu_endpoint_ops. All calls on the loop thread unless noted.
  */
-#ifndef NVME_EMU_HW_VFU_H
-#define NVME_EMU_HW_VFU_H
+#ifndef NVME_EMU_VFU_VFU_H
+#define NVME_EMU_VFU_VFU_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "hw/vfio_user_proto.h"
+#include "vfu/vfio_user_proto.h"
 
 struct evloop;
 struct vfu_endpoint;
+
+/* Returned by an op whose work finishes later: the endpoint holds the reply
+ * and the client's next message until vfu_endpoint_resume(). */
+#define VFU_ASYNC 1
 struct vfu_dma_table;
 
 /* ------------------------------------------------------------------------ */
@@ -88,7 +92,7 @@ struct vfu_endpoint_ops {
 	int (*region_info)(void *arg, uint32_t index, struct vfu_region_desc *desc);
 	/* REGION_READ / REGION_WRITE of count bytes at offset in region index
 	 * (bounds already checked against the region size and READ/WRITE flag).
-	 * 0, -errno, or HW_EVENT_ASYNC (writes only: reply and next message
+	 * 0, -errno, or VFU_ASYNC (writes only: reply and next message
 	 * wait for vfu_endpoint_resume; a read returning it fails with EIO). */
 	int (*region_access)(void *arg, uint32_t index, uint64_t offset, void *buf, uint32_t count,
 			     bool is_write);
@@ -100,10 +104,10 @@ struct vfu_endpoint_ops {
 	 * bools has count bytes for DATA_BOOL, else NULL. */
 	int (*set_irqs)(void *arg, uint32_t flags, uint32_t index, uint32_t start, uint32_t count,
 			int *fds, size_t nfds, const uint8_t *bools);
-	/* DEVICE_RESET: 0, -errno or HW_EVENT_ASYNC. */
+	/* DEVICE_RESET: 0, -errno or VFU_ASYNC. */
 	int (*reset)(void *arg);
 	/* Before DMA_UNMAP removes [iova, iova+len) (an exact match of a map):
-	 * quiesce users of the range, then 0, HW_EVENT_ASYNC, or -errno (the
+	 * quiesce users of the range, then 0, VFU_ASYNC, or -errno (the
 	 * window stays and the client gets that error). May be NULL. */
 	int (*dma_unmap)(void *arg, uint64_t iova, uint64_t len);
 	/* After DMA_MAP added a window. May be NULL. */
@@ -135,12 +139,12 @@ bool vfu_endpoint_attached(const struct vfu_endpoint *ep);
 /* The endpoint's DMA table (lives as long as the endpoint). Any thread may
  * look up through it (vfu_dma_table_find/iov). */
 struct vfu_dma_table *vfu_endpoint_dma(struct vfu_endpoint *ep);
-/* Completes an operation that returned HW_EVENT_ASYNC with status (0 or
+/* Completes an operation that returned VFU_ASYNC with status (0 or
  * -errno): sends the held reply (an error reply for status < 0; nothing for
  * a NO_REPLY request) and resumes reading. For DMA_UNMAP the window is
  * removed only on status 0; for UNMAP_ALL, dma_unmap is called once per
  * window, each possibly async, and the reply goes after the last one. May be
- * called from inside the op itself (before it returns HW_EVENT_ASYNC).
+ * called from inside the op itself (before it returns VFU_ASYNC).
  * Ignored when nothing is held (e.g. the client went away meanwhile). */
 void vfu_endpoint_resume(struct vfu_endpoint *ep, int status);
 /* Copies the counters (errors_replied counts failed requests, also the

@@ -1,7 +1,7 @@
-/* hw/vfu_dma_msg.c - server->client DMA_READ / DMA_WRITE messages for
+/* vfu/dma_msg.c - server->client DMA_READ / DMA_WRITE messages for
  * fd-less DMA windows: queueing, chunking, reply matching, failure on
  * disconnect. */
-#include "hw/vfu_internal.h"
+#include "vfu/vfu_internal.h"
 
 #include "common/log.h"
 

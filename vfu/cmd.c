@@ -1,9 +1,8 @@
-/* hw/vfu_cmd.c - the vfio-user client commands: parse and validate each
+/* vfu/cmd.c - the vfio-user client commands: parse and validate each
  * request (QEMU docs/interop/vfio-user.rst), call the device's ops, reply. */
-#include "hw/vfu_internal.h"
+#include "vfu/vfu_internal.h"
 
 #include "common/log.h"
-#include "hw/hw.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -171,7 +170,7 @@ static void vfu_cmd_unmap_all_step(struct vfu_endpoint *ep, int status)
 		ep->held_iova = w.iova;
 		ep->held_len = w.len;
 		rc = ep->ops->dma_unmap ? ep->ops->dma_unmap(ep->arg, w.iova, w.len) : 0;
-		if (rc == HW_EVENT_ASYNC) {
+		if (rc == VFU_ASYNC) {
 			ep->held = VFU_HELD_UNMAP_ALL;
 			return;
 		}
@@ -210,7 +209,7 @@ static int vfu_cmd_dma_unmap(struct vfu_endpoint *ep, const uint8_t *p, size_t l
 	ep->held_iova = u.addr;
 	ep->held_len = u.size;
 	rc = ep->ops->dma_unmap ? ep->ops->dma_unmap(ep->arg, u.addr, u.size) : 0;
-	if (rc == HW_EVENT_ASYNC) {
+	if (rc == VFU_ASYNC) {
 		ep->held = VFU_HELD_UNMAP;
 		return 0;
 	}
@@ -447,7 +446,7 @@ static int vfu_cmd_region_read(struct vfu_endpoint *ep, const uint8_t *p, size_t
 	if (!reply)
 		return ENOMEM;
 	rc = ep->ops->region_access(ep->arg, a.region, a.offset, reply + sizeof(a), a.count, false);
-	if (rc == HW_EVENT_ASYNC)
+	if (rc == VFU_ASYNC)
 		rc = -EIO; /* reads complete synchronously by contract */
 	if (!rc) {
 		memcpy(reply, &a, sizeof(a));
@@ -474,7 +473,7 @@ static int vfu_cmd_region_write(struct vfu_endpoint *ep, uint8_t *p, size_t len)
 	if (ep->rx_hdr.flags & VFIO_USER_F_NO_REPLY)
 		ep->st.posted_writes++;
 	rc = ep->ops->region_access(ep->arg, a.region, a.offset, p + sizeof(a), a.count, true);
-	if (rc == HW_EVENT_ASYNC) {
+	if (rc == VFU_ASYNC) {
 		ep->held = VFU_HELD_REGION_WRITE;
 		ep->held_hdr = ep->rx_hdr;
 		ep->held_access = a;
@@ -490,7 +489,7 @@ static int vfu_cmd_reset(struct vfu_endpoint *ep)
 {
 	int rc = ep->ops->reset(ep->arg);
 
-	if (rc == HW_EVENT_ASYNC) {
+	if (rc == VFU_ASYNC) {
 		ep->held = VFU_HELD_RESET;
 		ep->held_hdr = ep->rx_hdr;
 		return 0;

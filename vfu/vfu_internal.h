@@ -1,10 +1,10 @@
-/* hw/vfu_internal.h - private to the vfu library: the endpoint's state shared
- * by the transport (vfu_endpoint.c), the command handlers (vfu_cmd.c) and the
- * server->client DMA messages (vfu_dma_msg.c). */
-#ifndef NVME_EMU_HW_VFU_INTERNAL_H
-#define NVME_EMU_HW_VFU_INTERNAL_H
+/* vfu/vfu_internal.h - private to the vfu library: the endpoint's state shared
+ * by the transport (endpoint.c), the command handlers (cmd.c) and the
+ * server->client DMA messages (dma_msg.c). */
+#ifndef NVME_EMU_VFU_VFU_INTERNAL_H
+#define NVME_EMU_VFU_VFU_INTERNAL_H
 
-#include "hw/vfu.h"
+#include "vfu/vfu.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,7 +45,7 @@ struct vfu_dma_chunk {
 	uint64_t off, count;
 };
 
-/* What an asynchronous (HW_EVENT_ASYNC) handler left to do on resume. */
+/* What an asynchronous (VFU_ASYNC) handler left to do on resume. */
 enum vfu_held_kind {
 	VFU_HELD_NONE,
 	VFU_HELD_REGION_WRITE, /* reply echoes the 16-byte access header */
@@ -108,11 +108,11 @@ struct vfu_endpoint {
 	struct evloop_timer *drop_timer;
 };
 
-/* vfu_dma.c */
+/* dma_table.c */
 /* The lowest window; -ENOENT when the table is empty. Loop thread. */
 int vfu_dma_table_first(struct vfu_dma_table *t, struct vfu_dma_window *out);
 
-/* vfu_endpoint.c */
+/* endpoint.c */
 /* Queues (or sends) one message: header + payload, optional fd (dup'ed, the
  * caller keeps its own). 0 or -errno (the connection is then dropped). */
 int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, const void *payload,
@@ -129,14 +129,14 @@ void vfu_ep_guarded(struct vfu_endpoint *ep, void (*fn)(struct vfu_endpoint *ep)
 /* Recomputes which epoll events the connection needs. */
 void vfu_ep_update_events(struct vfu_endpoint *ep);
 
-/* vfu_cmd.c */
+/* cmd.c */
 /* Handles one complete client command (the body is ep->rx_body, the fds
  * ep->rx_fds; handlers set rx_nfds to 0 for fds they consume). */
 void vfu_cmd_dispatch(struct vfu_endpoint *ep);
 /* Continues a held operation with status; sends the reply when done. */
 void vfu_cmd_resume(struct vfu_endpoint *ep, int status);
 
-/* vfu_dma_msg.c */
+/* dma_msg.c */
 /* A reply from the client to one of our DMA requests; false if it answers
  * nothing we sent (the caller drops the connection). */
 bool vfu_dma_msg_reply(struct vfu_endpoint *ep);
