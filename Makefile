@@ -7,6 +7,8 @@ SAN     ?= 0
 ifeq ($(SAN),1)
 BUILD   ?= build-asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# Debug build: ownership asserts (EVLOOP_ASSERT_OWNER) on.
+CPPFLAGS += -DNVME_EMU_DEBUG
 OPT     := -O1
 else
 BUILD   ?= build

@@ -96,6 +96,11 @@ struct app_subsys {
 	app_done_fn done; /* of the listener operation in flight */
 	void *done_arg;
 	bool delete_after_detach;
+	/* The controller's teardown runs asynchronously; then this continues the operation, with
+	 * the status it will report. */
+	void (*teardown_cont)(struct app_subsys *s);
+	int pending_rc;
+	char pending_msg[APP_ERR_LEN];
 	uint64_t shutdowns_at_detach; /* to tell whether the guest shut it down during device_del */
 	struct app_subsys *next;
 };
@@ -120,13 +125,21 @@ struct app_target {
 	const char *config_file;	 /* -c: replayed at framework init */
 	struct rpc_waiter *init_waiters; /* framework_wait_init calls held until then */
 	bool shutting_down;
+	/* app_target_fini in progress: steps re-run as deletions finish. */
+	void (*fini_done)(void *arg);
+	void *fini_arg;
+	bool fini_stepping, fini_again, fini_finished;
+	int setup_rc; /* --socket setup's listener result */
 };
 
 /* ---- target (app_target.c) ---- */
 
 int app_target_init(struct app_target *t, struct evloop *loop, const char *run_dir);
-/* Cancels hotplug operations, destroys controllers, the transport, bdevs; frees everything. */
-void app_target_fini(struct app_target *t);
+/* Cancels hotplug operations, destroys controllers (asynchronously: the loop must keep running),
+ * the transport, bdevs; frees everything; then done(arg) on the loop thread, maybe from inside. */
+void app_target_fini(struct app_target *t, void (*done)(void *arg), void *arg);
+/* Re-runs the teardown after an asynchronous deletion finished (no-op before app_target_fini). */
+void app_target_fini_step(struct app_target *t);
 int app_transport_create(struct app_target *t, const struct app_transport_opts *o, char *err);
 /* I/O queue pairs a controller gets under the transport's options. */
 uint16_t app_transport_io_queues(const struct app_target *t);

@@ -243,32 +243,71 @@ int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t ns
 
 /* ---- listeners ---- */
 
-/* Stops the controller and detaches the function (destroying it if it was implicit). */
-static void app_listener_teardown(struct app_target *t, struct app_subsys *s)
+/* The controller is gone: detach the function (destroying it if it was implicit) and continue
+ * the operation that tore the listener down. */
+static void app_listener_torn_down(void *arg)
 {
+	struct app_subsys *s = arg;
+	struct app_target *t = s->t;
 	struct app_function *fn = s->fn;
+	void (*cont)(struct app_subsys * s) = s->teardown_cont;
 	char err[APP_ERR_LEN];
 
-	/* The destroy runs event-loop iterations while the queues drain: no other request
-	 * may run inside it and find this listener half gone. */
-	if (t->rpc)
-		rpc_server_hold(t->rpc);
-	pcie_ctrlr_destroy(s->pc);
-	if (t->rpc)
-		rpc_server_release(t->rpc);
 	s->pc = NULL;
 	s->state = APP_LISTENER_NONE;
 	s->fn = NULL;
-	if (!fn)
-		return;
-	fn->subsys = NULL;
-	free(fn->bus);
-	fn->bus = NULL;
-	if (fn->implicit)
-		app_function_destroy(t, fn, err);
+	s->teardown_cont = NULL;
+	if (fn) {
+		fn->subsys = NULL;
+		free(fn->bus);
+		fn->bus = NULL;
+		if (fn->implicit && app_function_destroy(t, fn, err))
+			LOG_ERR(APP_LOG, "%s: %s", s->nqn, err);
+	}
+	cont(s);
+	if (t->shutting_down)
+		app_target_fini_step(t);
 }
 
-/* Creates and starts the controller of s on fn's socket. */
+/* Stops the controller (asynchronously: its client's reset, its queues' teardown on the poll
+ * groups), then app_listener_torn_down runs `cont`. Nothing waits meanwhile: other
+ * subsystems' I/O and other RPC requests go on; s stays DETACHING so none touches it. */
+static void app_listener_teardown(struct app_target *t, struct app_subsys *s,
+				  void (*cont)(struct app_subsys *s))
+{
+	s->state = APP_LISTENER_DETACHING;
+	s->teardown_cont = cont;
+	if (!s->pc) {
+		app_listener_torn_down(s);
+		return;
+	}
+	pcie_ctrlr_destroy(s->pc, app_listener_torn_down, s);
+}
+
+/* Records what the operation will report once the teardown is over. */
+static void app_listener_pend(struct app_subsys *s, int rc, const char *msg)
+{
+	s->pending_rc = rc;
+	snprintf(s->pending_msg, sizeof(s->pending_msg), "%s", msg ? msg : "");
+}
+
+static void app_listener_finish(struct app_subsys *s, int rc, const char *msg)
+{
+	app_done_fn done = s->done;
+
+	s->done = NULL;
+	if (done)
+		done(s->done_arg, rc, msg);
+}
+
+/* Teardown continuation: report the pending status of the listener operation. */
+static void app_listener_finish_pending(struct app_subsys *s)
+{
+	app_listener_finish(s, s->pending_rc, s->pending_rc ? s->pending_msg : NULL);
+}
+
+/* Creates and starts the controller of s on fn's socket. On failure it returns the error and has
+ * started the listener's teardown, which reports it through s->done. */
 static int app_listener_start(struct app_target *t, struct app_subsys *s, struct app_function *fn,
 			      char *err)
 {
@@ -313,17 +352,9 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 	return 0;
 
 out_teardown:
-	app_listener_teardown(t, s);
+	app_listener_pend(s, rc, err);
+	app_listener_teardown(t, s, app_listener_finish_pending);
 	return rc;
-}
-
-static void app_listener_finish(struct app_subsys *s, int rc, const char *msg)
-{
-	app_done_fn done = s->done;
-
-	s->done = NULL;
-	if (done)
-		done(s->done_arg, rc, msg);
 }
 
 static void app_subsys_free(struct app_target *t, struct app_subsys *s)
@@ -353,8 +384,8 @@ static void app_listener_plugged(void *arg, int rc, const char *message)
 	if (rc) {
 		snprintf(msg, sizeof(msg), "device_add of %s on manager %s failed: %s", s->fn->vuid,
 			 s->fn->mgr->name, message);
-		app_listener_teardown(s->t, s);
-		app_listener_finish(s, rc, msg);
+		app_listener_pend(s, rc, msg);
+		app_listener_teardown(s->t, s, app_listener_finish_pending);
 		return;
 	}
 	s->state = APP_LISTENER_LIVE;
@@ -513,30 +544,45 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, rc, err);
 		return;
 	}
-	/* On failure the listener is torn down, with the function if it was implicit. */
-	rc = app_listener_start(t, s, fn, err);
-	if (rc) {
-		done(arg, rc, err);
-		return;
-	}
-	if (!fn->mgr->qmp_socket) {
-		s->state = APP_LISTENER_LIVE;
-		done(arg, 0, NULL);
-		return;
-	}
+	/* On failure the listener is torn down, with the function if it was implicit, and the
+	 * teardown's end reports the error. */
 	s->done = done;
 	s->done_arg = arg;
+	if (app_listener_start(t, s, fn, err))
+		return;
+	if (!fn->mgr->qmp_socket) {
+		s->state = APP_LISTENER_LIVE;
+		app_listener_finish(s, 0, NULL);
+		return;
+	}
 	rc = app_listener_plug(t, s, bus, err);
 	if (rc) {
-		app_listener_teardown(t, s);
-		app_listener_finish(s, rc, err);
+		app_listener_pend(s, rc, err);
+		app_listener_teardown(t, s, app_listener_finish_pending);
 	}
+}
+
+/* Teardown continuation of an unplug: the listener is gone; so is the subsystem when it was
+ * being deleted. */
+static void app_listener_removed(struct app_subsys *s)
+{
+	if (s->delete_after_detach) {
+		app_done_fn done = s->done;
+		void *done_arg = s->done_arg;
+		int rc = s->pending_rc;
+		char msg[APP_ERR_LEN];
+
+		snprintf(msg, sizeof(msg), "%s", s->pending_msg);
+		app_subsys_free(s->t, s);
+		done(done_arg, rc, rc ? msg : NULL);
+		return;
+	}
+	app_listener_finish_pending(s);
 }
 
 static void app_listener_unplugged(void *arg, int rc, const char *message)
 {
 	struct app_subsys *s = arg;
-	struct app_target *t = s->t;
 	char msg[APP_ERR_LEN];
 
 	s->qmp = NULL;
@@ -554,16 +600,8 @@ static void app_listener_unplugged(void *arg, int rc, const char *message)
 	} else {
 		LOG_INFO(APP_LOG, "%s: %s released by the guest", s->nqn, s->fn->vuid);
 	}
-	app_listener_teardown(t, s);
-	if (s->delete_after_detach) {
-		app_done_fn done = s->done;
-		void *done_arg = s->done_arg;
-
-		app_subsys_free(t, s);
-		done(done_arg, rc, rc ? msg : NULL);
-		return;
-	}
-	app_listener_finish(s, rc, rc ? msg : NULL);
+	app_listener_pend(s, rc, rc ? msg : NULL);
+	app_listener_teardown(s->t, s, app_listener_removed);
 }
 
 /* Starts the unplug of a live listener. done runs once. */
@@ -575,10 +613,10 @@ static void app_listener_detach(struct app_target *t, struct app_subsys *s, app_
 	int rc;
 
 	if (!s->fn->bus || t->shutting_down) {
-		app_listener_teardown(t, s);
-		if (s->delete_after_detach)
-			app_subsys_free(t, s);
-		done(arg, 0, NULL);
+		s->done = done;
+		s->done_arg = arg;
+		app_listener_pend(s, 0, NULL);
+		app_listener_teardown(t, s, app_listener_removed);
 		return;
 	}
 	app_qdev_id(s->fn, id, sizeof(id));
@@ -639,17 +677,6 @@ void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn d
 {
 	char err[APP_ERR_LEN];
 
-	if (t->shutting_down && s->qmp) {
-		bool gone = s->delete_after_detach;
-
-		/* Runs the plug/unplug callback, which tears the listener down (and frees s
-		 * when it was being deleted already). */
-		app_qmp_cancel(s->qmp);
-		if (gone) {
-			done(arg, 0, NULL);
-			return;
-		}
-	}
 	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
 		done(arg, -EBUSY, err);

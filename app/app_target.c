@@ -2,6 +2,7 @@
  * poll groups, created by nvmf_create_transport and shared by every controller. */
 #include "app/app_internal.h"
 #include "app/qmp.h"
+#include "backend/bdev.h"
 #include "common/log.h"
 #include "controller/pcie.h"
 #include "dpa/dpa.h"
@@ -103,25 +104,28 @@ uint8_t app_transport_mdts(const struct app_target *t)
 	return mdts;
 }
 
-static void app_target_fini_done(void *arg, int rc, const char *message)
+static void app_target_fini_sub_done(void *arg, int rc, const char *message)
 {
+	struct app_target *t = arg;
+
 	if (rc)
 		LOG_INFO(APP_LOG, "at exit: %s", message);
+	app_target_fini_step(t);
 }
 
-void app_target_fini(struct app_target *t)
+/* Every subsystem is gone: the rest goes at once. */
+static void app_target_fini_rest(struct app_target *t)
 {
-	t->shutting_down = true;
-	/* Listeners first (a hot-plug in flight is cancelled: the guest sees a surprise
-	 * removal), then the subsystems, functions and managers. */
-	while (t->subsystems)
-		app_subsys_delete(t, t->subsystems, app_target_fini_done, NULL);
+	void (*done)(void *arg) = t->fini_done;
+
 	while (t->functions) {
 		struct app_function *fn = t->functions;
 		char err[APP_ERR_LEN];
 
-		if (app_function_destroy(t, fn, err))
+		if (app_function_destroy(t, fn, err)) {
+			LOG_ERR(APP_LOG, "at exit: %s", err);
 			break;
+		}
 	}
 	while (t->managers) {
 		struct app_manager *m = t->managers;
@@ -142,4 +146,53 @@ void app_target_fini(struct app_target *t)
 	if (bdev_delete_all())
 		LOG_ERR(APP_LOG, "bdevs still in use at exit");
 	free(t->run_dir);
+	t->run_dir = NULL;
+	t->fini_finished = true;
+	t->fini_done = NULL;
+	if (done)
+		done(t->fini_arg);
+}
+
+void app_target_fini_step(struct app_target *t)
+{
+	if (!t->fini_done || t->fini_finished)
+		return;
+	/* Deletions may finish inside the calls below: they ask for another round. */
+	if (t->fini_stepping) {
+		t->fini_again = true;
+		return;
+	}
+	t->fini_stepping = true;
+	do {
+		struct app_subsys *s, *next;
+
+		t->fini_again = false;
+		/* Listeners first (a hot-plug in flight is cancelled: the guest sees a surprise
+		 * removal), then the subsystems, functions and managers. */
+		for (s = t->subsystems; s && !t->fini_again; s = next) {
+			next = s->next;
+			if (s->qmp) {
+				/* Its callback tears the listener down. */
+				app_qmp_cancel(s->qmp);
+				t->fini_again = true;
+			} else if (s->state == APP_LISTENER_DETACHING) {
+				continue; /* a teardown runs: its end steps again */
+			} else {
+				/* Frees s now, or starts its listener's teardown (DETACHING). */
+				app_subsys_delete(t, s, app_target_fini_sub_done, t);
+			}
+		}
+	} while (t->fini_again);
+	t->fini_stepping = false;
+	if (!t->subsystems)
+		app_target_fini_rest(t);
+}
+
+void app_target_fini(struct app_target *t, void (*done)(void *arg), void *arg)
+{
+	t->shutting_down = true;
+	t->fini_done = done;
+	t->fini_arg = arg;
+	t->fini_finished = false;
+	app_target_fini_step(t);
 }

@@ -439,11 +439,13 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 	};
 }
 
-static void app_sync_done(void *arg, int rc, const char *message)
+/* The --socket listener's result, kept in the target: a failure is reported after the
+ * listener's asynchronous teardown, when app_setup_one has returned. */
+static void app_setup_done(void *arg, int rc, const char *message)
 {
-	int *out = arg;
+	struct app_target *t = arg;
 
-	*out = rc;
+	t->setup_rc = rc;
 	if (rc)
 		fprintf(stderr, "nvme-emu: %s\n", message);
 }
@@ -480,10 +482,12 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o)
 				 false, &fn, err);
 	if (rc)
 		goto out_err;
-	/* A local manager completes at once. */
-	app_listener_add(t, s, APP_TRTYPE, fn->vuid, NULL, NULL, app_sync_done, &rc);
-	if (rc)
-		return rc;
+	/* A local manager completes at once when it works; a failure is reported once the
+	 * listener is torn down (still pending here: -EINPROGRESS). */
+	t->setup_rc = -EINPROGRESS;
+	app_listener_add(t, s, APP_TRTYPE, fn->vuid, NULL, NULL, app_setup_done, t);
+	if (t->setup_rc)
+		return t->setup_rc;
 	LOG_INFO(APP_LOG,
 		 "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
 		 "%u DPA hart(s), %s doorbells, profile %s",
@@ -522,6 +526,11 @@ static void app_config_loaded(void *arg, int rc, const char *message)
 	}
 	rpc_framework_init_done(t);
 	LOG_INFO(APP_LOG, "configuration %s loaded", t->config_file);
+}
+
+static void app_fini_done(void *arg)
+{
+	evloop_stop(arg);
 }
 
 /* The default RPC socket: $XDG_RUNTIME_DIR/nvme-emu.sock or /var/tmp/nvme-emu.sock. */
@@ -623,8 +632,13 @@ out:
 		rpc_server_set_state(srv, 0);
 		rpc_framework_cancel_waiters(&t);
 	}
-	if (target_up)
-		app_target_fini(&t);
+	if (target_up) {
+		/* The teardown is asynchronous (controllers reset through their poll groups):
+		 * the loop runs on until it is over. A second signal stops it early. */
+		app_target_fini(&t, app_fini_done, loop);
+		if (!t.fini_finished)
+			evloop_run(loop);
+	}
 	rpc_server_destroy(srv);
 	free(dir_copy);
 	if (sigw)

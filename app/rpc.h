@@ -67,11 +67,6 @@ int rpc_server_register(struct rpc_server *srv, const struct rpc_method *methods
 /* RPC_STARTUP (only startup methods run) or RPC_RUNTIME. */
 void rpc_server_set_state(struct rpc_server *srv, unsigned int state);
 unsigned int rpc_server_get_state(const struct rpc_server *srv);
-/* While held (nestable), no request starts: for operations that run nested event-loop iterations
- * (controller teardown), so that no other client's request runs inside them. Requests that
- * arrive meanwhile run after the last release. */
-void rpc_server_hold(struct rpc_server *srv);
-void rpc_server_release(struct rpc_server *srv);
 /* Calls fn(m, arg) for each registered method in registration order. */
 void rpc_server_foreach_method(const struct rpc_server *srv,
 			       void (*fn)(const struct rpc_method *m, void *arg), void *arg);

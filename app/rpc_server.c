@@ -33,7 +33,6 @@ struct rpc_client {
 	size_t out_off, out_len, out_cap;
 	struct rpc_request *pending; /* the request being executed; reading waits for it */
 	bool closing;		     /* close once the output is flushed */
-	bool stalled;		     /* reading paused while another request runs */
 	bool resume;		     /* on the server's resume list */
 	bool in_dispatch;	     /* inside rpc_client_handle: its loop goes on by itself */
 	struct rpc_client *next;
@@ -66,7 +65,6 @@ struct rpc_server {
 	unsigned int nr_clients;
 	struct rpc_method_table *tables;
 	unsigned int state;
-	unsigned int depth; /* methods running (nesting through evloop_run_once) */
 	struct evloop_timer *resume_timer;
 	struct rpc_request *internal; /* internal calls not yet complete */
 };
@@ -123,16 +121,6 @@ void rpc_server_foreach_method(const struct rpc_server *srv,
 void rpc_server_set_state(struct rpc_server *srv, unsigned int state)
 {
 	srv->state = state;
-}
-
-void rpc_server_hold(struct rpc_server *srv)
-{
-	srv->depth++;
-}
-
-void rpc_server_release(struct rpc_server *srv)
-{
-	srv->depth--;
 }
 
 unsigned int rpc_server_get_state(const struct rpc_server *srv)
@@ -282,7 +270,6 @@ static void rpc_server_resume(void *arg)
 		if (!c->resume)
 			continue;
 		c->resume = false;
-		c->stalled = false;
 		/* Processing may close c or others: restart from the head after each one. */
 		rpc_client_process(c);
 		next = srv->clients;
@@ -436,9 +423,7 @@ static void rpc_dispatch(struct rpc_server *srv, struct rpc_request *req)
 		return;
 	}
 	LOG_DBG(RPC_LOG, "request %s", name);
-	srv->depth++;
 	m->fn(req, params, srv->ctx);
-	srv->depth--;
 }
 
 static bool rpc_client_alive(const struct rpc_server *srv, const struct rpc_client *c)
@@ -476,7 +461,7 @@ static void rpc_client_update_events(struct rpc_client *c)
 	uint32_t ev = 0;
 
 	/* Read only when idle: one request at a time per connection, answered in order. */
-	if (!c->pending && !c->closing && !c->stalled && c->in_off == c->in_len)
+	if (!c->pending && !c->closing && c->in_off == c->in_len)
 		ev |= EPOLLIN;
 	if (c->out_off < c->out_len)
 		ev |= EPOLLOUT;
@@ -493,13 +478,6 @@ static void rpc_client_process(struct rpc_client *c)
 		struct json_object *obj;
 		enum json_tokener_error jerr;
 
-		if (srv->depth) {
-			/* A method is running a nested loop iteration: do not run another
-			 * request inside it; come back when it has finished. */
-			c->stalled = true;
-			rpc_server_schedule_resume(srv, c);
-			break;
-		}
 		/* json_tokener takes at most INT_MAX bytes at once. */
 		if (avail > RPC_READ_CHUNK)
 			avail = RPC_READ_CHUNK;
@@ -581,7 +559,6 @@ static void rpc_client_event(int fd, uint32_t events, void *arg)
 		}
 		c->in_off = 0;
 		c->in_len = (size_t)n;
-		c->stalled = false;
 		rpc_client_process(c);
 	}
 }

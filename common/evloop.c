@@ -5,18 +5,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
-struct evloop_call {
-	evloop_fn fn;
-	void *arg;
-	struct evloop_call *next;
-};
+/* Deferred calls and messages share the node type of evloop_post. */
+#define evloop_call evloop_msg
 
 struct evloop_watch {
 	struct evloop *loop;
@@ -93,7 +90,8 @@ static void evloop_free_calls(struct evloop_call *c)
 	while (c) {
 		struct evloop_call *next = c->next;
 
-		free(c);
+		if (c->heap)
+			free(c);
 		c = next;
 	}
 }
@@ -175,6 +173,7 @@ static int evloop_append(struct evloop_call **head, struct evloop_call **tail,
 	c->fn = fn;
 	c->arg = arg;
 	c->next = NULL;
+	c->heap = true;
 	if (*tail)
 		(*tail)->next = c;
 	else
@@ -188,17 +187,42 @@ int evloop_defer(struct evloop *loop, evloop_fn fn, void *arg)
 	return evloop_append(&loop->defer_head, &loop->defer_tail, fn, arg);
 }
 
-int evloop_send_msg(struct evloop *loop, evloop_fn fn, void *arg)
+static void evloop_wake(struct evloop *loop)
 {
 	uint64_t one = 1;
+
+	/* EAGAIN: the counter is saturated, the loop is woken anyway; the wake
+	 * fd is ours and non-blocking, so nothing else can fail here. */
+	if (write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+int evloop_send_msg(struct evloop *loop, evloop_fn fn, void *arg)
+{
 	int rc;
 
 	pthread_mutex_lock(&loop->msg_lock);
 	rc = evloop_append(&loop->msg_head, &loop->msg_tail, fn, arg);
 	pthread_mutex_unlock(&loop->msg_lock);
-	if (rc == 0 && write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return -errno;
+	if (rc == 0)
+		evloop_wake(loop);
 	return rc;
+}
+
+void evloop_post(struct evloop *loop, struct evloop_msg *m, evloop_fn fn, void *arg)
+{
+	m->fn = fn;
+	m->arg = arg;
+	m->next = NULL;
+	m->heap = false;
+	pthread_mutex_lock(&loop->msg_lock);
+	if (loop->msg_tail)
+		loop->msg_tail->next = m;
+	else
+		loop->msg_head = m;
+	loop->msg_tail = m;
+	pthread_mutex_unlock(&loop->msg_lock);
+	evloop_wake(loop);
 }
 
 struct evloop_timer *evloop_timer_add(struct evloop *loop, uint64_t usec, evloop_fn fn,
@@ -246,7 +270,7 @@ static int evloop_run_deferred(struct evloop *loop)
 		if (!loop->defer_head)
 			loop->defer_tail = NULL;
 		c->fn(c->arg);
-		free(c);
+		free(c); /* deferred calls are always heap nodes */
 		n++;
 	}
 	return n;
@@ -267,9 +291,15 @@ static int evloop_run_msgs_now(struct evloop *loop)
 	pthread_mutex_unlock(&loop->msg_lock);
 	while (c) {
 		struct evloop_call *next = c->next;
+		bool heap = c->heap;
+		evloop_fn fn = c->fn;
+		void *arg = c->arg;
 
-		c->fn(c->arg);
-		free(c);
+		/* A posted node belongs to its sender again once its call starts
+		 * (it may be re-posted or freed from inside). */
+		if (heap)
+			free(c);
+		fn(arg);
 		c = next;
 		n++;
 	}
@@ -333,18 +363,6 @@ int evloop_run_once(struct evloop *loop, int timeout_ms)
 	return ran;
 }
 
-int evloop_run_msgs(struct evloop *loop, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = loop->wake_fd, .events = POLLIN };
-	int n;
-
-	n = poll(&pfd, 1, timeout_ms);
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	n = evloop_run_msgs_now(loop);
-	return n + evloop_run_deferred(loop);
-}
-
 int evloop_run(struct evloop *loop)
 {
 	loop->thread = pthread_self();
@@ -372,4 +390,11 @@ void evloop_stop(struct evloop *loop)
 bool evloop_is_loop_thread(struct evloop *loop)
 {
 	return !loop->thread_known || pthread_equal(loop->thread, pthread_self());
+}
+
+void evloop_owner_violation(const char *file, int line, const char *func)
+{
+	fprintf(stderr, "%s:%d: %s called on a thread that does not own the object\n", file, line,
+		func);
+	abort();
 }

@@ -36,6 +36,19 @@ int evloop_defer(struct evloop *loop, evloop_fn fn, void *arg);
  * in the order they were sent. Returns 0 or -ENOMEM. */
 int evloop_send_msg(struct evloop *loop, evloop_fn fn, void *arg);
 
+/* A message whose storage the sender provides, typically embedded in the
+ * object it is about: posting it cannot fail, so a flow that must finish
+ * (a reset, an unmap, a teardown) never loses a step to an allocation. */
+struct evloop_msg {
+	evloop_fn fn;
+	void *arg;
+	struct evloop_msg *next;
+	bool heap; /* allocated by evloop_send_msg (internal) */
+};
+/* Like evloop_send_msg with the caller's storage: m must stay valid and not be
+ * posted again until fn(arg) has started. Any thread. */
+void evloop_post(struct evloop *loop, struct evloop_msg *m, evloop_fn fn, void *arg);
+
 /* One-shot timer firing after `usec` microseconds; cancel before it fires
  * with evloop_timer_cancel (the timer is freed either way). Loop thread only. */
 struct evloop_timer *evloop_timer_add(struct evloop *loop, uint64_t usec, evloop_fn fn,
@@ -46,17 +59,29 @@ void evloop_timer_cancel(struct evloop_timer *t);
  * runs callbacks, messages, timers and deferred calls. Returns the number of
  * callbacks run, or -errno. */
 int evloop_run_once(struct evloop *loop, int timeout_ms);
-/* Waits up to timeout_ms for cross-thread messages and runs them (and the
- * calls they defer), but no fd callback or timer: for a flow that must
- * finish before the loop may accept more work from its fds. Returns the
- * number of messages run, or -errno. Loop thread only. */
-int evloop_run_msgs(struct evloop *loop, int timeout_ms);
 /* Runs until evloop_stop. Returns 0. */
 int evloop_run(struct evloop *loop);
 /* Makes evloop_run return; any thread. */
 void evloop_stop(struct evloop *loop);
 /* True when called on the thread running the loop (or before it ever ran). */
 bool evloop_is_loop_thread(struct evloop *loop);
+
+/* Ownership checks: every object has one owner thread, the one running its
+ * loop. Debug builds (NVME_EMU_DEBUG, set by `make SAN=1`) abort on a call
+ * from any other thread, so a wrong-thread call fails a test instead of
+ * racing; release builds compile them out. */
+#ifdef NVME_EMU_DEBUG
+#define EVLOOP_ASSERT_OWNER(loop)                                                                  \
+	do {                                                                                       \
+		if (!evloop_is_loop_thread(loop))                                                  \
+			evloop_owner_violation(__FILE__, __LINE__, __func__);                      \
+	} while (0)
+#else
+#define EVLOOP_ASSERT_OWNER(loop) ((void)(loop))
+#endif
+/* Reports a call on the wrong thread and aborts (debug builds). */
+void evloop_owner_violation(const char *file, int line, const char *func)
+    __attribute__((noreturn));
 
 /* Monotonic clock in microseconds. */
 uint64_t evloop_now_us(void);

@@ -74,11 +74,6 @@ static uint32_t ctrlr_max_qid(const struct ctrlr *ctrlr, bool cq)
 	return (cq ? (ctrlr->feat.num_queues >> 16) : (ctrlr->feat.num_queues & 0xffff)) + 1;
 }
 
-static bool ctrlr_ring_mapped(struct ctrlr *ctrlr, uint64_t addr, uint64_t bytes, unsigned int dir)
-{
-	return ctrlr->ops->mem_map(ctrlr->tctx, addr, bytes, dir) != NULL;
-}
-
 /* ---- Create / Delete I/O CQ ---- */
 
 void ctrlr_admin_create_cq(struct ctrlr_req *req)
@@ -105,15 +100,20 @@ void ctrlr_admin_create_cq(struct ctrlr_req *req)
 	if (iv >= ctrlr->cfg.num_vectors)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_VECTOR,
 					      offsetof(struct nvme_sqe, cdw11) + 2);
-	if (!addr || (addr & (ctrlr->page_size - 1)) ||
-	    !ctrlr_ring_mapped(ctrlr, addr, (uint64_t)qsize * sizeof(struct nvme_cqe),
-			       CTRLR_DMA_WRITE))
+	if (!addr || (addr & (ctrlr->page_size - 1)))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, dptr));
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	ctrlr_cq_init(ctrlr, cq, qid, addr, qsize, iv, ien);
+	/* The ring is translated once, here, and pinned for the queue's life: it must be one
+	 * piece of guest memory the controller may write. */
+	if (ctrlr_cq_ring_attach(cq)) {
+		free(cq);
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, dptr));
+	}
 	cq->create_req = req;
 	ctrlr->cqs[qid] = cq;
 	ctrlr->queue_ops_pending++;
@@ -132,12 +132,14 @@ void ctrlr_cq_create_done(struct ctrlr_cq *cq, int status)
 	ctrlr->queue_ops_pending--;
 	if (status) {
 		ctrlr->cqs[cq->qid] = NULL;
+		ctrlr_cq_fini(cq);
 		free(cq);
 		ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	} else {
-		cq->state = CTRLR_Q_LIVE;
+		/* Before it goes live: its owner reads the slots only after seeing LIVE. */
+		ctrlr_cq_dbbuf_attach(cq);
+		CTRLR_STORE(cq->state, CTRLR_Q_LIVE);
 		CTRLR_STAT_ADD(ctrlr->io_cqs, 1);
-		ctrlr_cq_dbbuf_attach(ctrlr, cq);
 		ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	}
 	ctrlr_reset_continue(ctrlr);
@@ -180,6 +182,7 @@ void ctrlr_cq_delete_done(struct ctrlr_cq *cq)
 		cq->held_head = held->next;
 		ctrlr_req_free(held);
 	}
+	ctrlr_cq_fini(cq);
 	free(cq);
 	if (req)
 		ctrlr_req_complete(req, NVME_SC_SUCCESS);
@@ -213,9 +216,7 @@ void ctrlr_admin_create_sq(struct ctrlr_req *req)
 	if (!(sqe->cdw11 & NVME_QUEUE_PC))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw11));
-	if (!addr || (addr & (ctrlr->page_size - 1)) ||
-	    !ctrlr_ring_mapped(ctrlr, addr, (uint64_t)qsize * sizeof(struct nvme_sqe),
-			       CTRLR_DMA_READ))
+	if (!addr || (addr & (ctrlr->page_size - 1)))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, dptr));
 	sq = calloc(1, sizeof(*sq));
@@ -224,6 +225,13 @@ void ctrlr_admin_create_sq(struct ctrlr_req *req)
 	if (ctrlr_sq_init(ctrlr, sq, qid, cq, addr, qsize, (sqe->cdw11 >> 1) & 3)) {
 		free(sq);
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	}
+	/* Translated once and pinned, as the CQ's ring. */
+	if (ctrlr_sq_ring_attach(sq)) {
+		ctrlr_sq_fini(sq);
+		free(sq);
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, dptr));
 	}
 	sq->create_req = req;
 	ctrlr->sqs[qid] = sq;
@@ -317,7 +325,39 @@ static void ctrlr_admin_abort(struct ctrlr_req *req)
 
 /* ---- Doorbell Buffer Config ---- */
 
-void ctrlr_admin_dbbuf(struct ctrlr_req *req)
+static void ctrlr_dbbuf_attach_cq(struct ctrlr_cq *cq, struct ctrlr_visit *v)
+{
+	if (CTRLR_LOAD(cq->state) == CTRLR_Q_LIVE)
+		ctrlr_cq_dbbuf_attach(cq);
+}
+
+static void ctrlr_dbbuf_attach_sq(struct ctrlr_sq *sq, struct ctrlr_visit *v)
+{
+	if (CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE)
+		ctrlr_sq_dbbuf_attach(sq);
+}
+
+static void ctrlr_dbbuf_start(struct ctrlr_req *req);
+
+/* Every live queue took its slots on its owner thread: the command is done. */
+static void ctrlr_dbbuf_visited(struct ctrlr *ctrlr)
+{
+	struct ctrlr_req *req = ctrlr->dbbuf_req, *next = ctrlr->dbbuf_next;
+
+	ctrlr->dbbuf_req = NULL;
+	ctrlr->dbbuf_next = NULL;
+	for (unsigned int i = 0; i < 2; i++) {
+		ctrlr->ops->mem_unpin(ctrlr->tctx, ctrlr->dbbuf_old_pins[i]);
+		ctrlr->dbbuf_old_pins[i] = NULL;
+	}
+	if (ctrlr->ops->dbbuf_changed)
+		ctrlr->ops->dbbuf_changed(ctrlr->tctx, ctrlr->dbbuf_live);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	if (next)
+		ctrlr_dbbuf_start(next);
+}
+
+static void ctrlr_dbbuf_start(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint64_t shadow = req->sqe.dptr.prp.prp1, evt = req->sqe.dptr.prp.prp2;
@@ -325,28 +365,49 @@ void ctrlr_admin_dbbuf(struct ctrlr_req *req)
 	 * aligned (section 5.8); past 512 queue pairs that is more than a 4 KiB page, which hosts
 	 * allocate physically contiguous (Linux sizes it by its queue count). */
 	uint64_t bytes = (uint64_t)ctrlr->num_queues * 8;
-	void *sp, *ep;
+	void *sp, *ep, *spin = NULL, *epin = NULL;
 
 	if (!shadow || !evt || (shadow & (ctrlr->page_size - 1)) || (evt & (ctrlr->page_size - 1)))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, dptr));
-	sp = ctrlr->ops->mem_map(ctrlr->tctx, shadow, bytes, CTRLR_DMA_READ);
-	ep = ctrlr->ops->mem_map(ctrlr->tctx, evt, bytes, CTRLR_DMA_READ | CTRLR_DMA_WRITE);
-	if (!sp || !ep)
+	/* Pinned: queues read and write them on every submission, for as long as they last. */
+	sp = ctrlr->ops->mem_pin(ctrlr->tctx, shadow, bytes, CTRLR_DMA_READ, &spin);
+	ep = sp ? ctrlr->ops->mem_pin(ctrlr->tctx, evt, bytes, CTRLR_DMA_READ | CTRLR_DMA_WRITE,
+				      &epin)
+		: NULL;
+	if (!sp || !ep) {
+		ctrlr->ops->mem_unpin(ctrlr->tctx, spin);
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, dptr));
+	}
+	/* A second configuration replaces the first: queues move to the new pages in the visit;
+	 * the old pages stay pinned until it ended (queues may hold slots in them till then). */
+	ctrlr->dbbuf_old_pins[0] = ctrlr->dbbuf_shadow_pin;
+	ctrlr->dbbuf_old_pins[1] = ctrlr->dbbuf_eventidx_pin;
 	ctrlr->dbbuf_shadow = shadow;
 	ctrlr->dbbuf_eventidx = evt;
+	ctrlr->dbbuf_shadow_ptr = sp;
 	ctrlr->dbbuf_eventidx_ptr = ep;
+	ctrlr->dbbuf_shadow_pin = spin;
+	ctrlr->dbbuf_eventidx_pin = epin;
 	ctrlr->dbbuf_bytes = (uint32_t)bytes;
-	CTRLR_STORE(ctrlr->dbbuf_shadow_ptr, sp);
-	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
-		if (ctrlr->sqs[qid] && ctrlr->sqs[qid]->state == CTRLR_Q_LIVE)
-			ctrlr_sq_dbbuf_attach(ctrlr->sqs[qid]);
-		if (ctrlr->cqs[qid] && ctrlr->cqs[qid]->state == CTRLR_Q_LIVE)
-			ctrlr_cq_dbbuf_attach(ctrlr, ctrlr->cqs[qid]);
+	ctrlr->dbbuf_live = true;
+	ctrlr->dbbuf_req = req;
+	/* The admin thread does not touch queues other threads own: each owner takes its slots. */
+	ctrlr_visit_start(ctrlr, CTRLR_VISIT_DBBUF, ctrlr_dbbuf_attach_cq, ctrlr_dbbuf_attach_sq,
+			  ctrlr_dbbuf_visited);
+}
+
+void ctrlr_admin_dbbuf(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+
+	if (ctrlr->dbbuf_req) {
+		/* One at a time; a host sending them back to back gets them done in order. */
+		if (ctrlr->dbbuf_next)
+			return ctrlr_req_complete_err(req, NVME_SC_CMD_SEQ_ERROR, 0);
+		ctrlr->dbbuf_next = req;
+		return;
 	}
-	if (ctrlr->ops->dbbuf_changed)
-		ctrlr->ops->dbbuf_changed(ctrlr->tctx, true);
-	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	ctrlr_dbbuf_start(req);
 }

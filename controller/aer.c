@@ -38,6 +38,8 @@ void ctrlr_aer_request(struct ctrlr_req *req)
 
 	if (ctrlr->num_aer_reqs > CTRLR_AERL)
 		return ctrlr_req_complete(req, NVME_SC_ASYNC_LIMIT);
+	/* It may wait for ever, with no data: no fence waits for it. */
+	ctrlr_req_data_done(req);
 	ctrlr->aer_reqs[ctrlr->num_aer_reqs++] = req;
 	ctrlr_aer_process(ctrlr);
 }

@@ -34,9 +34,10 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	struct ctrlr *ctrlr;
 	int ret;
 
-	if (!config || !ops || !out || !ops->mem_map || !ops->raise_irq || !ops->write_regs ||
-	    !ops->create_cq || !ops->create_sq || !ops->delete_sq || !ops->delete_cq ||
-	    !ops->get_channel || !ops->put_bdev || !ops->admin_msg)
+	if (!config || !ops || !out || !ops->mem_map || !ops->mem_pin || !ops->mem_unpin ||
+	    !ops->raise_irq || !ops->write_regs || !ops->create_cq || !ops->create_sq ||
+	    !ops->delete_sq || !ops->delete_cq || !ops->visit_queues || !ops->get_channel ||
+	    !ops->put_bdev || !ops->admin_msg || !ops->admin_post)
 		return -EINVAL;
 	ret = ctrlr_config_check(config);
 	if (ret)
@@ -95,43 +96,49 @@ out_free:
 	return ret;
 }
 
+static void ctrlr_destroy_step(struct ctrlr *ctrlr);
+
+/* The transport dropped its channels on the namespace's bdev: it can be closed. Admin thread. */
+static void ctrlr_ns_put_done(void *arg)
+{
+	struct ctrlr_ns *ns = arg;
+	struct ctrlr *ctrlr = ns->ctrlr;
+
+	bdev_release(ns->bdev);
+	bdev_close(ns->bdev);
+	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 && ctrlr->destroying)
+		ctrlr_destroy_step(ctrlr);
+}
+
+/* Releases the namespace's bdev: the transport's channels first, asynchronously. The caller
+ * counted it in puts_pending. Admin thread. */
 static void ctrlr_ns_release(struct ctrlr_ns *ns)
 {
 	struct ctrlr *ctrlr = ns->ctrlr;
 
-	ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev);
-	bdev_release(ns->bdev);
-	bdev_close(ns->bdev);
+	if (ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev, ctrlr_ns_put_done, ns)) {
+		/* Without memory to reach the owner threads the channels stay: keep the bdev
+		 * open rather than close it under them (it cannot be deleted then; said here). */
+		LOG_ERR(CTRLR_LOG, "ns %u: out of memory releasing bdev %s: it stays open",
+			ns->nsid, bdev_get_name(ns->bdev));
+		if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 &&
+		    ctrlr->destroying)
+			ctrlr_destroy_step(ctrlr);
+	}
 }
 
-int ctrlr_destroy(struct ctrlr *ctrlr)
+static void ctrlr_destroy_finish(void *arg)
 {
-	if (!ctrlr)
-		return 0;
-	if (ctrlr->io_sqs || ctrlr->io_cqs || ctrlr->queue_ops_pending ||
-	    ctrlr->state == CTRLR_ST_RESETTING)
-		return -EBUSY;
-	ctrlr_aer_reset(ctrlr);
-	if (ctrlr->sqs[0]) {
-		if (ctrlr->sqs[0]->inflight)
-			return -EBUSY;
-		ctrlr_sq_fini(ctrlr->sqs[0]);
-		free(ctrlr->sqs[0]);
-		free(ctrlr->cqs[0]);
-	}
-	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
-		if (ctrlr->ns[i]) {
-			ctrlr_ns_release(ctrlr->ns[i]);
-			free(ctrlr->ns[i]);
-		}
-	}
-	/* No queue is left, so nothing is in flight: release what removal left waiting. */
+	struct ctrlr *ctrlr = arg;
+	void (*done)(void *arg) = ctrlr->destroy_done;
+	void *done_arg = ctrlr->destroy_arg;
+
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		free(ctrlr->ns[i]);
 	while (ctrlr->dead_ns) {
 		struct ctrlr_ns *ns = ctrlr->dead_ns;
 
 		ctrlr->dead_ns = ns->dead_next;
-		if (!__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
-			ctrlr_ns_release(ns);
 		free(ns);
 	}
 	ctrlr_vendor_free_all(ctrlr);
@@ -139,6 +146,66 @@ int ctrlr_destroy(struct ctrlr *ctrlr)
 	free(ctrlr->cqs);
 	free(ctrlr->sqs);
 	free(ctrlr);
+	if (done)
+		done(done_arg);
+}
+
+/* Every bdev is put: free the controller from a message, behind any message the core posted to
+ * the admin thread before (they point at it). */
+static void ctrlr_destroy_step(struct ctrlr *ctrlr)
+{
+	ctrlr->ops->admin_post(ctrlr->tctx, &ctrlr->destroy_msg, ctrlr_destroy_finish, ctrlr);
+}
+
+static bool ctrlr_visits_running(const struct ctrlr *ctrlr)
+{
+	for (unsigned int i = 0; i < CTRLR_VISIT_SLOTS; i++)
+		if (ctrlr_visit_running(ctrlr, (enum ctrlr_visit_slot)i))
+			return true;
+	return ctrlr->unmap.active;
+}
+
+int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
+{
+	if (!ctrlr) {
+		if (done)
+			done(arg);
+		return 0;
+	}
+	if (ctrlr->io_sqs || ctrlr->io_cqs || ctrlr->queue_ops_pending ||
+	    ctrlr->state == CTRLR_ST_RESETTING || ctrlr_visits_running(ctrlr) ||
+	    (ctrlr->sqs[0] && ctrlr->sqs[0]->inflight))
+		return -EBUSY;
+	ctrlr_aer_reset(ctrlr);
+	if (ctrlr->sqs[0]) {
+		ctrlr_sq_fini(ctrlr->sqs[0]);
+		ctrlr_cq_fini(ctrlr->cqs[0]);
+		free(ctrlr->sqs[0]);
+		free(ctrlr->cqs[0]);
+		ctrlr->sqs[0] = NULL;
+		ctrlr->cqs[0] = NULL;
+	}
+	ctrlr_dbbuf_release(ctrlr);
+	ctrlr->destroying = true;
+	ctrlr->destroy_done = done;
+	ctrlr->destroy_arg = arg;
+	/* One count of our own, so the last namespace's completion cannot finish us early. */
+	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		if (!ctrlr->ns[i])
+			continue;
+		__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
+		ctrlr_ns_release(ctrlr->ns[i]);
+	}
+	/* No queue is left, so nothing is in flight: release what removal left waiting. */
+	for (struct ctrlr_ns *ns = ctrlr->dead_ns; ns; ns = ns->dead_next) {
+		if (__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
+			continue;
+		__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
+		ctrlr_ns_release(ns);
+	}
+	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0)
+		ctrlr_destroy_step(ctrlr);
 	return 0;
 }
 
@@ -234,14 +301,18 @@ static void ctrlr_ns_release_msg(void *arg)
 
 static void ctrlr_ns_try_release(struct ctrlr_ns *ns, bool on_admin)
 {
+	struct ctrlr *ctrlr = ns->ctrlr;
+
 	if (__atomic_load_n(&ns->inflight, __ATOMIC_SEQ_CST) != 0)
 		return;
 	if (__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
 		return;
+	/* Counted before the hop, so a destroy waits for the message too. */
+	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
 	if (on_admin)
 		ctrlr_ns_release(ns);
-	else if (ns->ctrlr->ops->admin_msg(ns->ctrlr->tctx, ctrlr_ns_release_msg, ns))
-		LOG_ERR(CTRLR_LOG, "ns %u: cannot post its release, bdev kept open", ns->nsid);
+	else
+		ctrlr->ops->admin_post(ctrlr->tctx, &ns->release_msg, ctrlr_ns_release_msg, ns);
 }
 
 int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
@@ -303,22 +374,19 @@ static void ctrlr_admin_sq_drained(void *arg)
 
 static void ctrlr_reset_finish(struct ctrlr *ctrlr)
 {
-	bool was_dbbuf = ctrlr->dbbuf_shadow_ptr != NULL;
 	bool shutdown = ctrlr->reset_shutdown;
 
 	if (ctrlr->sqs[0]) {
 		ctrlr_sq_fini(ctrlr->sqs[0]);
+		ctrlr_cq_fini(ctrlr->cqs[0]);
 		free(ctrlr->sqs[0]);
 		free(ctrlr->cqs[0]);
 		ctrlr->sqs[0] = NULL;
 		ctrlr->cqs[0] = NULL;
 	}
-	CTRLR_STORE(ctrlr->dbbuf_shadow_ptr, NULL);
-	ctrlr->dbbuf_eventidx_ptr = NULL;
-	ctrlr->dbbuf_bytes = 0;
-	ctrlr->dbbuf_shadow = ctrlr->dbbuf_eventidx = 0;
-	if (was_dbbuf && ctrlr->ops->dbbuf_changed)
-		ctrlr->ops->dbbuf_changed(ctrlr->tctx, false);
+	/* Shadow doorbells are dropped on every reset (Linux configures them again). */
+	ctrlr->dbbuf_live = false;
+	ctrlr_dbbuf_release(ctrlr);
 	ctrlr_features_reset(ctrlr);
 	CTRLR_STORE(ctrlr->state, CTRLR_ST_DISABLED);
 	ctrlr->csts.raw = 0;
@@ -351,6 +419,10 @@ void ctrlr_reset_continue(struct ctrlr *ctrlr)
 	bool waiting = false;
 
 	if (ctrlr->state != CTRLR_ST_RESETTING || ctrlr->queue_ops_pending)
+		return;
+	/* A visit of the queues (unmap, remap, shadow doorbells) ends first: it holds pointers
+	 * the teardown frees. Its end calls us again. */
+	if (ctrlr_visits_running(ctrlr))
 		return;
 	/* Admin commands still running (e.g. Format NVM on a bdev) finish first. */
 	if (asq && asq->inflight) {
@@ -426,8 +498,8 @@ void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 
 void ctrlr_doorbell_write(struct ctrlr *ctrlr, uint32_t db_index, uint32_t value)
 {
-	uint32_t qid = db_index / 2;
-	bool is_cq = db_index & 1;
+	uint32_t qid = nvme_db_qid(db_index);
+	bool is_cq = nvme_db_is_cq(db_index);
 
 	if (qid == 0 && ctrlr->state == CTRLR_ST_ENABLED && ctrlr->sqs[0]) {
 		if (is_cq) {

@@ -44,12 +44,15 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 		 void *tctx, struct ctrlr **out);
 
 /*
- * Destroys a controller. The transport must have stopped every queue first (run ctrlr_flr and
- * waited for its done) - destroying with live I/O queues is refused with -EBUSY - and must have
- * run or dropped every ops->admin_msg callback the core posted (they point at the controller).
- * Releases the namespaces' bdevs (bdev_close/bdev_release, ops->put_bdev). NULL: returns 0.
+ * Destroys a controller: releases the namespaces' bdevs (ops->put_bdev, then bdev_release and
+ * bdev_close), frees the controller, then calls done(arg) (NULL: no call) on the admin thread,
+ * possibly from inside this call. The transport must have stopped every queue first (run
+ * ctrlr_flr and waited for its done) and must run every ops->admin_msg callback the core posted
+ * before done is called (they point at the controller; the core posts none after this call).
+ * Returns 0 (done will run), or -EBUSY with queues still alive or a reset in progress (nothing
+ * done). NULL: returns 0 and calls done.
  */
-int ctrlr_destroy(struct ctrlr *ctrlr);
+int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg);
 
 /* ---- Namespaces ---- */
 

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "backend/bdev.h"
+#include "common/evloop.h"
 #include "controller/ctrlr.h"
 #include "controller/ctrlr_transport.h"
 #include "controller/nvme_spec.h"
@@ -66,6 +67,28 @@ struct ctrlr_ns {
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
+	struct evloop_msg release_msg; /* the last I/O's hop to the admin thread */
+};
+
+/* ---- Visits of every queue on its owner thread (queue_mem.c) ---- */
+enum ctrlr_visit_slot {
+	CTRLR_VISIT_UNMAP = 0, /* ctrlr_mem_unmap */
+	CTRLR_VISIT_REMAP,     /* ctrlr_mem_mapped */
+	CTRLR_VISIT_DBBUF,     /* Doorbell Buffer Config */
+	CTRLR_VISIT_SLOTS,
+};
+
+struct ctrlr_cq;
+struct ctrlr_sq;
+
+struct ctrlr_visit {
+	struct ctrlr *ctrlr;
+	enum ctrlr_visit_slot slot;
+	unsigned int pending; /* atomic: holds of the parts still running */
+	void (*cq_fn)(struct ctrlr_cq *cq, struct ctrlr_visit *v);
+	void (*sq_fn)(struct ctrlr_sq *sq, struct ctrlr_visit *v);
+	void (*done)(struct ctrlr *ctrlr);
+	struct evloop_msg done_msg; /* the hop back to the admin thread */
 };
 
 /* ---- Queues ---- */
@@ -84,6 +107,12 @@ struct ctrlr_cq {
 	uint8_t phase;
 	uint32_t size; /* entries */
 	uint64_t dma_addr;
+	/* The ring, pinned once (ops->mem_pin); NULL while detached by an unmap. Owner thread. */
+	struct nvme_cqe *ring;
+	void *ring_pin;
+	/* Shadow doorbell slots (Doorbell Buffer Config): NULL when off. Owner thread. */
+	volatile uint32_t *shadow_head;
+	volatile uint32_t *head_eventidx;
 	uint32_t tail; /* next slot the controller writes */
 	uint32_t head; /* last head the guest reported */
 	enum ctrlr_q_state state;
@@ -103,6 +132,9 @@ struct ctrlr_sq {
 	struct ctrlr_cq *cq;
 	uint32_t size;
 	uint64_t dma_addr;
+	/* The ring, pinned once (ops->mem_pin); NULL while detached by an unmap. Owner thread. */
+	const struct nvme_sqe *ring;
+	void *ring_pin;
 	uint32_t head; /* next SQE to fetch */
 	uint32_t tail; /* last tail the guest reported */
 	uint8_t qprio;
@@ -113,6 +145,11 @@ struct ctrlr_sq {
 	struct iovec *iov_mem;
 	struct ctrlr_req *free_list;
 	uint32_t inflight;
+	/* Fence (ctrlr_mem_unmap): requests still using their data, counted by the epoch they
+	 * started in; a fence flips the epoch and waits for the old one to empty. Owner thread. */
+	uint8_t epoch;
+	uint32_t epoch_users[2];
+	struct ctrlr_visit *fence;
 	uint32_t max_iov;
 	void (*stop_done)(void *arg);
 	void *stop_arg;
@@ -127,7 +164,8 @@ struct ctrlr_sq {
 enum ctrlr_req_state {
 	CTRLR_REQ_FREE = 0,
 	CTRLR_REQ_EXEC,
-	CTRLR_REQ_HELD, /* completed, waiting for CQ room */
+	CTRLR_REQ_PARKED, /* waiting for an event with no data in use (AER) */
+	CTRLR_REQ_HELD,	  /* completed, waiting for CQ room */
 };
 
 typedef void (*ctrlr_req_exec_fn)(struct ctrlr_req *req);
@@ -137,6 +175,7 @@ struct ctrlr_req {
 	struct ctrlr_sq *sq;
 	struct nvme_sqe sqe;
 	enum ctrlr_req_state state;
+	uint8_t epoch; /* the SQ's fence epoch when the request started */
 	uint32_t cdw0;
 	uint16_t status;
 	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
@@ -263,11 +302,30 @@ struct ctrlr {
 	struct ctrlr_counters cnt;
 	uint64_t created_us;
 
-	/* Doorbell Buffer Config. */
+	/* Doorbell Buffer Config: both pages pinned; NULL when off (or dropped by an unmap). Queues
+	 * copy their slots' pointers (ctrlr_*_dbbuf_attach) on the thread that owns them. */
 	uint64_t dbbuf_shadow, dbbuf_eventidx;
 	volatile uint32_t *dbbuf_shadow_ptr;
 	volatile uint32_t *dbbuf_eventidx_ptr;
-	uint32_t dbbuf_bytes; /* bytes mapped at each of the two pointers */
+	void *dbbuf_shadow_pin, *dbbuf_eventidx_pin;
+	void *dbbuf_old_pins[2]; /* replaced pages, released once every queue moved off them */
+	uint32_t dbbuf_bytes;	 /* bytes pinned at each of the two pointers */
+	bool dbbuf_live;	 /* queues going live now take shadow slots (admin thread) */
+	struct ctrlr_req *dbbuf_req, *dbbuf_next; /* the Doorbell Buffer Config(s) in progress */
+
+	/* Guest memory going away (ctrlr_mem_unmap): one at a time. */
+	struct {
+		bool active;
+		bool dbbuf; /* the shadow doorbell pages are in the range */
+		uint64_t iova, len;
+		void (*done)(void *arg);
+		void *arg;
+	} unmap;
+	bool remap_again; /* a map arrived while the remap visit ran */
+
+	/* One visit per kind at a time, preallocated: the flows that need them cannot fail. */
+	struct ctrlr_visit visits[CTRLR_VISIT_SLOTS];
+	struct ctrlr_visit admin_fence;
 
 	/* Vendor commands: [0] admin, [1] I/O, indexed by opcode. */
 	struct ctrlr_vendor_entry *vendor[2][256];
@@ -280,6 +338,10 @@ struct ctrlr {
 	void (*flr_done)(void *arg);
 	void *flr_arg;
 	bool destroying;
+	uint32_t puts_pending; /* atomic: namespace bdevs being put by the transport */
+	void (*destroy_done)(void *arg);
+	void *destroy_arg;
+	struct evloop_msg destroy_msg;
 };
 
 /* ---- prp.c / sgl.c: data pointers to iovecs (pure functions) ---- */
@@ -308,9 +370,37 @@ bool ctrlr_cq_is_full(struct ctrlr_cq *cq);
 void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq);
 /* Re-evaluates masked interrupts after INTMC cleared mask bits. Admin thread. */
 void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq);
-/* Shadow doorbell pointers for this queue (admin thread at DBBC or creation). */
+/* Shadow doorbell slots for this queue from the controller's pinned pages (or none): on the admin
+ * thread before the queue goes live, on its owner thread after. */
 void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq);
-void ctrlr_cq_dbbuf_attach(struct ctrlr *ctrlr, struct ctrlr_cq *cq);
+void ctrlr_cq_dbbuf_attach(struct ctrlr_cq *cq);
+/* Posts completions held while the CQ was full or detached. Owner thread. */
+void ctrlr_cq_drain_held(struct ctrlr_cq *cq);
+/* Releases the CQ's ring pin (it is being freed). */
+void ctrlr_cq_fini(struct ctrlr_cq *cq);
+
+/* ---- queue_mem.c: pinned rings, unmaps, fences, visits ---- */
+/* Pins the queue's ring (creation, re-attach). 0 or -EFAULT. Admin thread before the queue goes
+ * live, owner thread after. */
+int ctrlr_sq_ring_attach(struct ctrlr_sq *sq);
+int ctrlr_cq_ring_attach(struct ctrlr_cq *cq);
+/* Unpins the ring (deletion, reset). Owner thread. */
+void ctrlr_sq_ring_detach(struct ctrlr_sq *sq);
+void ctrlr_cq_ring_detach(struct ctrlr_cq *cq);
+/* Drops the controller's pinned shadow doorbell pages (queues must have dropped their slots). */
+void ctrlr_dbbuf_release(struct ctrlr *ctrlr);
+/* A request stopped using its data (completed, or parked waiting for an event): ends its part in
+ * a fence. Owner thread. */
+void ctrlr_req_data_done(struct ctrlr_req *req);
+/* Starts the visit of kind `slot` (not running already) of every I/O queue on its owner thread
+ * (ops->visit_queues): cq_fn / sq_fn run there for each queue (either may be NULL; they may
+ * ctrlr_visit_hold the visit to finish later), then done(ctrlr) on the admin thread. Cannot
+ * fail. Admin thread. */
+void ctrlr_visit_start(struct ctrlr *ctrlr, enum ctrlr_visit_slot slot,
+		       void (*cq_fn)(struct ctrlr_cq *, struct ctrlr_visit *),
+		       void (*sq_fn)(struct ctrlr_sq *, struct ctrlr_visit *),
+		       void (*done)(struct ctrlr *));
+bool ctrlr_visit_running(const struct ctrlr *ctrlr, enum ctrlr_visit_slot slot);
 
 /* ---- req.c ---- */
 struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);

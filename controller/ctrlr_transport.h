@@ -16,8 +16,15 @@
  *   "any"    any thread, never blocks.
  * - Cross-thread work goes through the transport (ops->admin_msg runs a function on the admin
  *   thread); the core itself creates no threads and takes no locks on the I/O path.
- * - Guest memory is reached only through ops->mem_map; a NULL result becomes a Data Transfer Error
- *   (or an invalid queue for ring accesses), never an access.
+ * - Guest memory is reached only through the transport: ops->mem_map for command data (a NULL
+ *   result becomes a Data Transfer Error, never an access; the pointer is valid until the next
+ *   unmap finished, ctrlr_mem_unmap), and pins (ops->mem_pin) for what lives across commands:
+ *   the SQ/CQ rings and the shadow doorbell pages, translated once. When the guest unmaps memory
+ *   (ctrlr_mem_unmap), queues whose ring lies in it are detached (no fetch, completions held)
+ *   and unpinned, shadow doorbells in it are dropped, and the call completes once every request
+ *   that was in flight when it began has finished with its data; a later ctrlr_mem_mapped
+ *   re-attaches detached queues whose memory is back (a rebooting guest remaps its RAM). Memory
+ *   is thus never used after the client took it away, and never unmapped under a user.
  * - Completions into guest memory stop when a queue is deleted or the controller reset finished:
  *   requests still in flight at that point are completed internally (their CQE is dropped).
  *
@@ -50,6 +57,7 @@
 
 struct bdev;
 struct bdev_channel;
+struct evloop_msg;
 struct ctrlr;
 struct ctrlr_sq;
 struct ctrlr_cq;
@@ -61,25 +69,36 @@ enum ctrlr_dma_dir {
 	CTRLR_DMA_WRITE = 2, /* the controller writes guest memory (device -> host) */
 };
 
+/* A run of a core function over every I/O queue on its owner thread (ops->visit_queues). */
+struct ctrlr_visit;
+
 struct ctrlr_transport_ops {
 	/*
 	 * Translates guest address range [addr, addr + len) to a local pointer when it lies wholly
 	 * in guest memory that the controller may access in direction `dir` (a CTRLR_DMA_* value).
-	 * Returns NULL otherwise. The core never asks for more than one controller memory page
-	 * (CC.MPS) of PRP data at a time, but SGL data blocks, queue rings and shadow doorbell
-	 * pages may be longer; the transport returns NULL when the range is not contiguous locally.
-	 * Thread: any (admin and every owner thread, concurrently). Must not block. The pointer
-	 * stays valid while the guest keeps the memory mapped; the transport quiesces the queues
-	 * (delete/ reset) before acknowledging an unmap. Required.
+	 * Returns NULL otherwise. For command data (PRP/SGL pages, lists): the pointer is valid
+	 * until the next ctrlr_mem_unmap of that memory finished. Thread: any (admin and every
+	 * owner thread, concurrently). Must not block or lock. Required.
 	 */
 	void *(*mem_map)(void *tctx, uint64_t addr, uint64_t len, unsigned int dir);
 
 	/*
-	 * Raises MSI-X vector `vector` (the core already applied IEN, INTMS and interrupt
-	 * coalescing). Thread: the owner thread of the CQ that uses the vector (the admin thread
-	 * for vector 0 of the admin CQ). Must not block. Required.
+	 * Pins [addr, addr + len) (one contiguous piece of guest memory, accessible in `dir`):
+	 * returns the local pointer and stores a pin handle in *pin; the pointer stays valid until
+	 * mem_unpin(pin), even after the guest unmapped the memory. NULL when the range is not
+	 * mapped that way (nothing pinned). Thread: admin, or an owner thread (a thread that takes
+	 * part in every ctrlr_mem_unmap visit). Required.
 	 */
-	void (*raise_irq)(void *tctx, uint16_t vector);
+	void *(*mem_pin)(void *tctx, uint64_t addr, uint64_t len, unsigned int dir, void **pin);
+	/* Releases a pin; NULL is fine. Thread: any. Required. */
+	void (*mem_unpin)(void *tctx, void *pin);
+
+	/*
+	 * Raises the MSI-X vector of `cq` (the core already applied IEN, INTMS and interrupt
+	 * coalescing). Thread: the owner thread of `cq` (the admin thread for the admin CQ). Must
+	 * not block. Required.
+	 */
+	void (*raise_irq)(void *tctx, struct ctrlr_cq *cq);
 
 	/*
 	 * Writes `len` bytes at register offset `offset` (BAR0 0x00..0x37) back into the register
@@ -98,6 +117,24 @@ struct ctrlr_transport_ops {
 	int (*delete_cq)(void *tctx, struct ctrlr_cq *cq);
 
 	/*
+	 * Runs ctrlr_visit_cq(v, cq) for each I/O CQ and ctrlr_visit_sq(v, sq) for each I/O SQ of
+	 * the controller that the transport has attached to an owner thread, on that thread, and
+	 * passes every owner thread through a quiescent point: each thread the transport runs I/O
+	 * queues on (those without queues of this controller too) takes ctrlr_visit_hold(v),
+	 * handles the controller's queues it owns in one go, after finishing the work it was doing
+	 * when the visit began, then ctrlr_visit_release(v). Cannot fail: at most one visit per
+	 * ctrlr_visit_slot(v) runs at a time, so the transport preallocates what each slot needs.
+	 * Thread: admin. Required.
+	 */
+	void (*visit_queues)(void *tctx, struct ctrlr_visit *v);
+
+	/*
+	 * Like admin_msg, with storage the caller provides (it must stay valid until fn starts):
+	 * for the steps of flows that must not be lost. Thread: any. Required.
+	 */
+	void (*admin_post)(void *tctx, struct evloop_msg *m, void (*fn)(void *arg), void *arg);
+
+	/*
 	 * Returns the calling thread's I/O channel on `bdev` (the transport keeps one per thread
 	 * and bdev, creates it on first use, polls its fd and calls bdev_channel_poll() from that
 	 * thread), or NULL when none can be created (the command then fails with Internal Error).
@@ -108,10 +145,11 @@ struct ctrlr_transport_ops {
 
 	/*
 	 * The core stopped using `bdev` (namespace removed, controller destroyed): destroy every
-	 * channel on it once their outstanding I/O completed (none is in flight from the core when
-	 * this is called). Thread: admin. Required.
+	 * channel on it (none has core I/O in flight when this is called), then call done(arg) on
+	 * the admin thread; the core closes the bdev only then. Thread: admin. Returns 0 (done will
+	 * run, possibly from inside) or -ENOMEM (nothing done). Required.
 	 */
-	void (*put_bdev)(void *tctx, struct bdev *bdev);
+	int (*put_bdev)(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg);
 
 	/*
 	 * Runs fn(arg) later on the admin thread (an evloop message). Used by owner threads to
@@ -121,11 +159,11 @@ struct ctrlr_transport_ops {
 	int (*admin_msg)(void *tctx, void (*fn)(void *arg), void *arg);
 
 	/*
-	 * Shadow doorbells were enabled (Doorbell Buffer Config) or disabled (reset): while enabled
-	 * the guest may update tails only in the shadow page and ring the real doorbell only when
-	 * it crosses the event index the core armed, so the transport should call ctrlr_sq_poll()
-	 * on doorbell activity and keep polling for a short window after the last activity. Thread:
-	 * admin. Optional (NULL).
+	 * Shadow doorbells were enabled (Doorbell Buffer Config) or disabled (reset, unmap): while
+	 * enabled the guest may update tails only in the shadow page and ring the real doorbell
+	 * only when it crosses the event index the core armed, so the transport should call
+	 * ctrlr_sq_poll() on doorbell activity and keep polling for a short window after the last
+	 * activity. Thread: admin. Optional (NULL).
 	 */
 	void (*dbbuf_changed)(void *tctx, bool enabled);
 };
@@ -155,6 +193,36 @@ void ctrlr_regs_written(struct ctrlr *ctrlr, const void *regs);
  * Thread: admin.
  */
 void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg);
+
+/*
+ * The guest unmapped [iova, iova + len): nothing of it is translated any more (ops->mem_map
+ * already fails for it). Detaches the queues whose ring lies in it (they fetch nothing and hold
+ * their completions until their memory comes back) and releases their pins, drops the shadow
+ * doorbells if their pages lie in it, and calls done(arg) on the admin thread once every request
+ * in flight when this was called has finished with its data and every owner thread passed a
+ * quiescent point (ops->visit_queues): from then on the core holds no pointer into the range.
+ * One unmap at a time per controller. Thread: admin.
+ */
+void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*done)(void *arg),
+		     void *arg);
+/* The guest mapped memory: queues detached by an unmap whose ring is mapped again are
+ * re-attached on their owner threads. Thread: admin. */
+void ctrlr_mem_mapped(struct ctrlr *ctrlr);
+
+/* ---- Visits (ops->visit_queues) ---- */
+
+/* Transport, on the owner thread, inside a visit: hand each of the controller's I/O queues it
+ * owns to the visit. */
+void ctrlr_visit_cq(struct ctrlr_visit *v, struct ctrlr_cq *cq);
+void ctrlr_visit_sq(struct ctrlr_visit *v, struct ctrlr_sq *sq);
+/* A part of the visit in progress: the visit ends (on the admin thread) after the last release.
+ * Thread: any. */
+void ctrlr_visit_hold(struct ctrlr_visit *v);
+void ctrlr_visit_release(struct ctrlr_visit *v);
+/* Which kind of visit this is (0 .. CTRLR_VISIT_SLOTS_MAX - 1): at most one of each runs at a
+ * time per controller. Thread: any. */
+unsigned int ctrlr_visit_slot(const struct ctrlr_visit *v);
+#define CTRLR_VISIT_SLOTS_MAX 3
 
 /* A doorbell write for a queue that does not exist or for the admin queue: the transport routes
  * every doorbell it has no live I/O queue for here. `db_index` = (offset - 0x1000) / (4 << DSTRD):

@@ -3,6 +3,7 @@
 #ifndef NVME_EMU_CONTROLLER_NVME_SPEC_H
 #define NVME_EMU_CONTROLLER_NVME_SPEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define NVME_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
@@ -683,5 +684,24 @@ enum nvme_aer_info {
 #define NVME_FORMAT_SES(cdw10) (((cdw10) >> 9) & 0x7)
 
 #define NVME_NSID_ALL 0xffffffffu
+
+/* ---- Doorbells (sections 3.1.4.23/24) ---- */
+/* Index of queue qid's SQ tail (cq false) or CQ head doorbell, counted in strides of
+ * 4 << CAP.DSTRD from NVME_REG_DBS; the shadow doorbell and event index buffers of Doorbell
+ * Buffer Config are indexed the same way (section 5.8). */
+static inline uint32_t nvme_db_index(uint16_t qid, bool cq)
+{
+	return 2u * qid + (cq ? 1u : 0u);
+}
+
+static inline uint16_t nvme_db_qid(uint32_t index)
+{
+	return (uint16_t)(index / 2);
+}
+
+static inline bool nvme_db_is_cq(uint32_t index)
+{
+	return index & 1;
+}
 
 #endif

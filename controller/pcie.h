@@ -59,20 +59,24 @@ struct pcie_ctrlr_opts {
 	enum hw_db_mode db_mode;   /* trap or mmap doorbells */
 	const struct hw_profile *profile;
 	struct ctrlr_config ctrlr; /* serial, model, queues, MDTS ... */
+	/* Per-client limits (0: defaults) and trust, see struct hw_dev_config. */
+	uint32_t max_dma_regions;
+	uint64_t max_dma_bytes;
+	bool allow_unsealed_dma;
 };
 
 /* Creates the controller and its emulated function (powered off). */
 int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct dpa *dpa,
 		      const struct pcie_ctrlr_opts *opts, struct pcie_ctrlr **out);
-/* Hot-unplugs if needed and frees. */
-void pcie_ctrlr_destroy(struct pcie_ctrlr *pc);
+/* Hot-unplugs (the client, if any, sees a surprise removal; its reset runs
+ * first), frees the controller and its function, then calls done(arg) on the
+ * main thread, from a later loop iteration or from inside this call. Nothing
+ * waits meanwhile: other controllers, the RPC server and the loop go on. */
+void pcie_ctrlr_destroy(struct pcie_ctrlr *pc, void (*done)(void *arg), void *arg);
 /* The controller core, for namespaces and stats (ctrlr.h). */
 struct ctrlr *pcie_ctrlr_core(struct pcie_ctrlr *pc);
 struct hw_dev *pcie_ctrlr_dev(struct pcie_ctrlr *pc);
 /* Creates the vfio-user socket: a client (QEMU) may attach. */
 int pcie_ctrlr_start(struct pcie_ctrlr *pc);
-/* Closes the client and the socket (the guest sees a surprise removal unless
- * it released the device first). */
-int pcie_ctrlr_stop(struct pcie_ctrlr *pc);
 
 #endif

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "controller/pcie_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 
@@ -94,4 +95,67 @@ void pcie_thread_put_all(struct pcie_thread *t)
 		t->channels = e->next;
 		pcie_chan_entry_free(e);
 	}
+}
+
+/* ---- put_bdev: every thread drops its channels on a bdev ---- */
+
+struct pcie_put;
+
+struct pcie_put_part {
+	struct evloop_msg msg;
+	struct pcie_put *put;
+	struct pcie_poll_group *pg;
+};
+
+struct pcie_put {
+	struct pcie_ctrlr *pc;
+	struct bdev *bdev;
+	void (*done)(void *arg);
+	void *arg;
+	unsigned int left; /* atomic: poll groups still to drop theirs */
+	struct evloop_msg done_msg;
+	struct pcie_put_part parts[];
+};
+
+/* Main: every poll group dropped its channels; the main thread's go last. */
+static void pcie_put_done_main(void *arg)
+{
+	struct pcie_put *put = arg;
+	void (*done)(void *arg) = put->done;
+	void *done_arg = put->arg;
+
+	EVLOOP_ASSERT_OWNER(put->pc->loop);
+	pcie_thread_put_bdev(&put->pc->main_t, put->bdev);
+	free(put);
+	done(done_arg);
+}
+
+/* Poll group. */
+static void pcie_put_part_msg(void *arg)
+{
+	struct pcie_put_part *part = arg;
+	struct pcie_put *put = part->put;
+
+	EVLOOP_ASSERT_OWNER(part->pg->t.loop);
+	pcie_thread_put_bdev(&part->pg->t, put->bdev);
+	if (__atomic_sub_fetch(&put->left, 1, __ATOMIC_ACQ_REL) == 0)
+		evloop_post(put->pc->loop, &put->done_msg, pcie_put_done_main, put);
+}
+
+int pcie_put_bdev(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg)
+{
+	struct pcie_ctrlr *pc = tctx;
+	unsigned int n = pc->pgs->n;
+	struct pcie_put *put = calloc(1, sizeof(*put) + n * sizeof(put->parts[0]));
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	if (!put)
+		return -ENOMEM;
+	*put = (struct pcie_put){ .pc = pc, .bdev = bdev, .done = done, .arg = arg, .left = n };
+	for (unsigned int i = 0; i < n; i++) {
+		put->parts[i].put = put;
+		put->parts[i].pg = &pc->pgs->pg[i];
+		pcie_pg_post(put->parts[i].pg, &put->parts[i].msg, pcie_put_part_msg, &put->parts[i]);
+	}
+	return 0;
 }

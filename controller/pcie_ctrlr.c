@@ -17,7 +17,7 @@ int pcie_create_cq(void *tctx, struct ctrlr_cq *cq);
 int pcie_create_sq(void *tctx, struct ctrlr_sq *sq);
 int pcie_delete_sq(void *tctx, struct ctrlr_sq *sq);
 int pcie_delete_cq(void *tctx, struct ctrlr_cq *cq);
-void pcie_raise_irq(void *tctx, uint16_t vector);
+void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq);
 
 /* mmap doorbells: nothing tells us about admin doorbell stores, so the main
  * thread looks at them on a timer: often right after admin activity, rarely
@@ -25,19 +25,33 @@ void pcie_raise_irq(void *tctx, uint16_t vector);
 #define PCIE_ADMIN_POLL_FAST_US 200
 #define PCIE_ADMIN_POLL_SLOW_US 20000
 #define PCIE_ADMIN_FAST_WINDOW_US 1000000
-/* Bound of the synchronous reset when the client disappears. */
-#define PCIE_CLIENT_GONE_DRAIN_US 5000000
-/* Bound of the wait for in-flight I/O when the client unmaps memory. */
-#define PCIE_UNMAP_DRAIN_US 1000000
 
 /* ---- Transport ops ---- */
 
+/* Any thread: command data. The translation takes no lock (hw/vfu snapshots);
+ * the map object lives while a client is attached, and every thread that uses
+ * it is visited (quiesced) before the FLR that frees it ends. */
 static void *pcie_mem_map(void *tctx, uint64_t addr, uint64_t len, unsigned int dir)
 {
 	struct pcie_ctrlr *pc = tctx;
-	struct hw_mmap *map = atomic_load_explicit(&pc->map, memory_order_acquire);
+	struct hw_mmap *map = __atomic_load_n(&pc->map, __ATOMIC_ACQUIRE);
 
 	return map ? hw_mmap_translate(map, addr, len, dir) : NULL;
+}
+
+static void *pcie_mem_pin(void *tctx, uint64_t addr, uint64_t len, unsigned int dir, void **pin)
+{
+	struct pcie_ctrlr *pc = tctx;
+	struct hw_mmap *map = __atomic_load_n(&pc->map, __ATOMIC_ACQUIRE);
+	void *ptr = NULL;
+
+	*pin = map ? hw_mmap_pin(map, addr, len, dir, &ptr) : NULL;
+	return *pin ? ptr : NULL;
+}
+
+static void pcie_mem_unpin(void *tctx, void *pin)
+{
+	hw_mem_pin_put(pin);
 }
 
 static void pcie_write_regs(void *tctx, uint32_t offset, const void *buf, size_t len)
@@ -49,38 +63,15 @@ static void pcie_write_regs(void *tctx, uint32_t offset, const void *buf, size_t
 		LOG_ERR(PCIE_LOG, "%s: register write-back at 0x%x failed: %d", pc->vuid, offset, rc);
 }
 
+/* Owner thread of sq: its poll group's channel, or the main thread's for the admin queue. */
 static struct bdev_channel *pcie_get_channel(void *tctx, struct ctrlr_sq *sq, struct bdev *bdev)
 {
 	struct pcie_ctrlr *pc = tctx;
-	struct pcie_poll_group *pg = pcie_current_pg;
+	struct pcie_sq *psq = ctrlr_sq_get_tctx(sq);
+	struct pcie_thread *t = psq ? &psq->pcq->pg->t : &pc->main_t;
 
-	return pcie_thread_get_channel(pg ? &pg->t : &pc->main_t, bdev);
-}
-
-struct pcie_put_bdev {
-	struct pcie_poll_group *pg;
-	struct bdev *bdev;
-};
-
-static void pcie_put_bdev_msg(void *arg)
-{
-	struct pcie_put_bdev *p = arg;
-
-	pcie_thread_put_bdev(&p->pg->t, p->bdev);
-}
-
-static void pcie_put_bdev(void *tctx, struct bdev *bdev)
-{
-	struct pcie_ctrlr *pc = tctx;
-
-	/* Synchronous: the core closes the bdev right after, and a bdev must
-	 * have no channel left when it is closed. */
-	for (unsigned int i = 0; i < pc->pgs->n; i++) {
-		struct pcie_put_bdev p = { .pg = &pc->pgs->pg[i], .bdev = bdev };
-
-		pcie_pg_call_sync(p.pg, pcie_put_bdev_msg, &p);
-	}
-	pcie_thread_put_bdev(&pc->main_t, bdev);
+	EVLOOP_ASSERT_OWNER(t->loop);
+	return pcie_thread_get_channel(t, bdev);
 }
 
 static int pcie_admin_msg(void *tctx, void (*fn)(void *arg), void *arg)
@@ -90,17 +81,28 @@ static int pcie_admin_msg(void *tctx, void (*fn)(void *arg), void *arg)
 	return evloop_send_msg(pc->loop, fn, arg);
 }
 
+static void pcie_admin_post(void *tctx, struct evloop_msg *m, void (*fn)(void *arg), void *arg)
+{
+	struct pcie_ctrlr *pc = tctx;
+
+	evloop_post(pc->loop, m, fn, arg);
+}
+
 const struct ctrlr_transport_ops pcie_transport_ops = {
 	.mem_map = pcie_mem_map,
+	.mem_pin = pcie_mem_pin,
+	.mem_unpin = pcie_mem_unpin,
 	.raise_irq = pcie_raise_irq,
 	.write_regs = pcie_write_regs,
 	.create_cq = pcie_create_cq,
 	.create_sq = pcie_create_sq,
 	.delete_sq = pcie_delete_sq,
 	.delete_cq = pcie_delete_cq,
+	.visit_queues = pcie_visit_queues,
 	.get_channel = pcie_get_channel,
 	.put_bdev = pcie_put_bdev,
 	.admin_msg = pcie_admin_msg,
+	.admin_post = pcie_admin_post,
 };
 
 /* ---- Admin doorbells (main thread) ---- */
@@ -110,7 +112,7 @@ static void pcie_admin_db_notify(struct hw_db *db, uint32_t value, void *arg)
 	struct pcie_ctrlr *pc = arg;
 	uint32_t id = hw_db_id(db);
 
-	pc->admin_db_seen[id & 1] = value;
+	pc->admin_db_seen[nvme_db_is_cq(id)] = value;
 	pc->admin_last_activity_us = evloop_now_us();
 	ctrlr_doorbell_write(pc->ctrlr, id, value);
 }
@@ -159,18 +161,19 @@ static void pcie_admin_db_reset(struct pcie_ctrlr *pc)
  * which always come before the first doorbell. */
 static int pcie_ensure_resources(struct pcie_ctrlr *pc)
 {
-	if (!atomic_load(&pc->map)) {
+	if (!pc->map) {
 		struct hw_mmap *map = hw_mmap_create(pc->dev, 0, UINT64_MAX,
 						     HW_MMAP_READ | HW_MMAP_WRITE);
 
 		if (!map)
 			return -errno;
-		atomic_store_explicit(&pc->map, map, memory_order_release);
+		__atomic_store_n(&pc->map, map, __ATOMIC_RELEASE);
 	}
 	for (uint32_t i = 0; i < 2; i++) {
 		if (pc->admin_db[i])
 			continue;
-		pc->admin_db[i] = hw_db_create(pc->dev, i, pcie_admin_db_notify, pc);
+		pc->admin_db[i] = hw_db_create(pc->dev, nvme_db_index(0, i), pcie_admin_db_notify,
+					       pc);
 		if (!pc->admin_db[i])
 			return -errno;
 		pc->admin_db_seen[i] = 0;
@@ -188,7 +191,7 @@ static int pcie_ensure_resources(struct pcie_ctrlr *pc)
  * gone already (the core deleted them), so nothing uses these any more. */
 static void pcie_release_resources(struct pcie_ctrlr *pc)
 {
-	struct hw_mmap *map = atomic_exchange(&pc->map, NULL);
+	struct hw_mmap *map = __atomic_exchange_n(&pc->map, NULL, __ATOMIC_ACQ_REL);
 
 	if (pc->admin_timer) {
 		evloop_timer_cancel(pc->admin_timer);
@@ -233,41 +236,32 @@ static void pcie_stateful_write(struct hw_dev *dev, uint8_t bar_id, uint64_t reg
 	ctrlr_regs_written(pc->ctrlr, regs);
 }
 
+/* Main: the core's reset finished: no queue, no request, no pointer into the
+ * client's memory is left. */
 static void pcie_flr_done(void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
 
+	EVLOOP_ASSERT_OWNER(pc->loop);
 	pcie_release_resources(pc);
-	pc->flr_finished = true;
-	if (!pc->flr_sync)
-		hw_dev_event_done(pc->dev);
+	hw_dev_event_done(pc->dev);
 }
 
+/* FLR, DEVICE_RESET, or the client gone: the core deletes every queue through
+ * the poll groups; the client's reply (or, when it has gone, the unmapping of
+ * its memory) waits for the end. */
 static int pcie_flr(struct hw_dev *dev, bool client_gone, void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
 
+	EVLOOP_ASSERT_OWNER(pc->loop);
 	LOG_INFO(PCIE_LOG, "%s: %s", pc->vuid, client_gone ? "client gone: resetting"
 							   : "function level reset");
-	pc->flr_sync = true;
-	pc->flr_finished = false;
 	ctrlr_flr(pc->ctrlr, pcie_flr_done, pc);
-	/* A client that went away takes its memory with it as soon as this
-	 * returns (the endpoint unmaps its windows and may accept the next
-	 * client), so its reset finishes here: the queue deletions only need
-	 * the poll groups and the DPA, whose replies arrive as messages. */
-	if (client_gone) {
-		uint64_t deadline = evloop_now_us() + PCIE_CLIENT_GONE_DRAIN_US;
-
-		while (!pc->flr_finished && evloop_now_us() < deadline)
-			evloop_run_msgs(pc->loop, 100);
-		if (!pc->flr_finished)
-			LOG_ERR(PCIE_LOG, "%s: reset after client loss did not finish in %d ms",
-				pc->vuid, PCIE_CLIENT_GONE_DRAIN_US / 1000);
-	}
-	pc->flr_sync = false;
-	return pc->flr_finished ? 0 : HW_EVENT_ASYNC;
+	return HW_EVENT_ASYNC;
 }
+
+static void pcie_ctrlr_destroy_continue(struct pcie_ctrlr *pc);
 
 static void pcie_hotplug_state_changed(struct hw_dev *dev, enum hw_hotplug_state state,
 				       void *arg)
@@ -276,60 +270,36 @@ static void pcie_hotplug_state_changed(struct hw_dev *dev, enum hw_hotplug_state
 
 	LOG_INFO(PCIE_LOG, "%s: %s (doorbells: %s)", pc->vuid, hw_hotplug_state_name(state),
 		 hw_db_mode_name(hw_dev_db_mode(dev)));
+	/* An unplug for a destroy finished (called from a later loop iteration). */
+	if (state == HW_HOTPLUG_POWER_OFF && pc->destroying)
+		pcie_ctrlr_destroy_continue(pc);
 }
 
-struct pcie_quiesce {
-	struct pcie_poll_group *pg;
-	uint32_t left;
-};
-
-static void pcie_quiesce_msg(void *arg)
-{
-	struct pcie_quiesce *q = arg;
-
-	q->left = pcie_pg_drain_io(q->pg, PCIE_UNMAP_DRAIN_US);
-}
-
-static void pcie_kick_msg(void *arg)
-{
-	pcie_pg_kick(arg);
-}
-
-/* Runs after the endpoint removed the window: fetching may go on. */
-static void pcie_unmap_resume(void *arg)
+static void pcie_unmap_done(void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
 
-	atomic_store_explicit(&pc->paused, false, memory_order_release);
-	for (unsigned int i = 0; i < pc->pgs->n; i++)
-		pcie_pg_send(&pc->pgs->pg[i], pcie_kick_msg, &pc->pgs->pg[i]);
+	hw_dev_event_done(pc->dev);
 }
 
-/* The client unmaps guest memory: nothing may touch it once we return.
- * Commands and rings are translated at each access, so what remains is
- * data of requests in flight: stop fetching, let the backends finish
- * (bounded), and resume once the window is gone. */
+/* The client unmaps guest memory: the core detaches what lives in it and
+ * waits for the requests using it; the client's reply waits for that. */
 static int pcie_dma_unmap(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
-	struct ctrlr_stats st;
 
-	ctrlr_get_stats(pc->ctrlr, &st);
-	if (!st.io_sqs)
-		return 0;
-	atomic_store_explicit(&pc->paused, true, memory_order_release);
-	for (unsigned int i = 0; i < pc->pgs->n; i++) {
-		struct pcie_quiesce q = { .pg = &pc->pgs->pg[i] };
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	ctrlr_mem_unmap(pc->ctrlr, iova, len, pcie_unmap_done, pc);
+	return HW_EVENT_ASYNC;
+}
 
-		pcie_pg_call_sync(q.pg, pcie_quiesce_msg, &q);
-		if (q.left)
-			LOG_WARN(PCIE_LOG, "%s: unmap of 0x%" PRIx64 "+0x%" PRIx64
-				 " with %u I/O still in flight on poll group %u", pc->vuid, iova,
-				 len, q.left, i);
-	}
-	if (evloop_defer(pc->loop, pcie_unmap_resume, pc))
-		pcie_unmap_resume(pc);
-	return 0;
+/* The client mapped memory: queues detached by an unmap may come back. */
+static void pcie_dma_map(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	ctrlr_mem_mapped(pc->ctrlr);
 }
 
 /* A doorbell of a queue that does not exist (or no longer does): the core
@@ -349,10 +319,21 @@ static const struct hw_dev_ops pcie_dev_ops = {
 	.stateful_write = pcie_stateful_write,
 	.flr = pcie_flr,
 	.dma_unmap = pcie_dma_unmap,
+	.dma_map = pcie_dma_map,
 	.db_unowned_write = pcie_db_unowned_write,
 };
 
 /* ---- Lifecycle ---- */
+
+static void pcie_ctrlr_free(struct pcie_ctrlr *pc)
+{
+	for (unsigned int k = 0; k < CTRLR_VISIT_SLOTS_MAX; k++)
+		free(pc->visit_parts[k]);
+	free(pc->vectors);
+	free(pc->vuid);
+	free(pc->socket_path);
+	free(pc);
+}
 
 int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct dpa *dpa,
 		      const struct pcie_ctrlr_opts *opts, struct pcie_ctrlr **out)
@@ -361,6 +342,9 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 		.vuid = opts->vuid,
 		.socket_path = opts->socket_path,
 		.db_mode = opts->db_mode,
+		.max_dma_regions = opts->max_dma_regions,
+		.max_dma_bytes = opts->max_dma_bytes,
+		.allow_unsealed_dma = opts->allow_unsealed_dma,
 	};
 	struct ctrlr_config ccfg = opts->ctrlr;
 	uint8_t regs[NVME_REG_END];
@@ -368,6 +352,7 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 	char err[256];
 	int rc = -ENOMEM;
 
+	EVLOOP_ASSERT_OWNER(loop);
 	pc = calloc(1, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
@@ -379,6 +364,16 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 	pc->socket_path = strdup(opts->socket_path);
 	if (!pc->vuid || !pc->socket_path)
 		goto out_free;
+	/* What the visits of the queues need, so that they cannot fail later. */
+	for (unsigned int k = 0; k < CTRLR_VISIT_SLOTS_MAX; k++) {
+		pc->visit_parts[k] = calloc(pgs->n, sizeof(*pc->visit_parts[k]));
+		if (!pc->visit_parts[k])
+			goto out_free;
+		for (unsigned int i = 0; i < pgs->n; i++) {
+			pc->visit_parts[k][i].pc = pc;
+			pc->visit_parts[k][i].pg = &pgs->pg[i];
+		}
+	}
 
 	if (!ccfg.max_io_queues)
 		ccfg.max_io_queues = pcie_nvme_max_vectors(opts->profile) - 1;
@@ -422,14 +417,13 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 out_dev:
 	hw_dev_destroy(pc->dev);
 out_ctrlr:
-	ctrlr_destroy(pc->ctrlr);
+	/* Never enabled and without namespaces: its destroy ends from a message. */
+	if (ctrlr_destroy(pc->ctrlr, NULL, NULL))
+		LOG_ERR(PCIE_LOG, "%s: new controller not destroyable", opts->vuid);
 out_type:
 	hw_pci_type_destroy(pc->type);
 out_free:
-	free(pc->vectors);
-	free(pc->vuid);
-	free(pc->socket_path);
-	free(pc);
+	pcie_ctrlr_free(pc);
 	return rc;
 }
 
@@ -445,8 +439,10 @@ struct hw_dev *pcie_ctrlr_dev(struct pcie_ctrlr *pc)
 
 int pcie_ctrlr_start(struct pcie_ctrlr *pc)
 {
-	int rc = hw_dev_hotplug(pc->dev);
+	int rc;
 
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	rc = hw_dev_hotplug(pc->dev);
 	if (rc)
 		LOG_ERR(PCIE_LOG, "%s: hotplug on %s failed: %d", pc->vuid, pc->socket_path, rc);
 	else
@@ -454,27 +450,65 @@ int pcie_ctrlr_start(struct pcie_ctrlr *pc)
 	return rc;
 }
 
-int pcie_ctrlr_stop(struct pcie_ctrlr *pc)
+/* Main, the core freed: what is left is ours. */
+static void pcie_ctrlr_destroy_finish(void *arg)
 {
-	return hw_dev_hotunplug(pc->dev);
-}
+	struct pcie_ctrlr *pc = arg;
+	void (*done)(void *arg) = pc->destroy_done;
+	void *done_arg = pc->destroy_arg;
 
-void pcie_ctrlr_destroy(struct pcie_ctrlr *pc)
-{
-	if (!pc)
-		return;
-	/* Unplugging runs the client-gone reset: queues deleted, resources freed. */
-	if (hw_dev_get_hotplug_state(pc->dev) != HW_HOTPLUG_POWER_OFF)
-		hw_dev_hotunplug(pc->dev);
-	/* Queue deletions hop through the poll groups: let them finish. */
-	for (int i = 0; i < 1000 && ctrlr_destroy(pc->ctrlr) == -EBUSY; i++)
-		evloop_run_once(pc->loop, 10);
+	EVLOOP_ASSERT_OWNER(pc->loop);
 	pcie_release_resources(pc);
 	pcie_thread_put_all(&pc->main_t);
-	hw_dev_destroy(pc->dev);
+	if (hw_dev_destroy(pc->dev))
+		LOG_ERR(PCIE_LOG, "%s: device still plugged at destroy", pc->vuid);
 	hw_pci_type_destroy(pc->type);
-	free(pc->vectors);
-	free(pc->vuid);
-	free(pc->socket_path);
-	free(pc);
+	pcie_ctrlr_free(pc);
+	if (done)
+		done(done_arg);
+}
+
+/* Main, the function is unplugged (its client's reset done): the core goes,
+ * releasing its namespaces' bdevs through the poll groups. */
+static void pcie_ctrlr_destroy_continue(struct pcie_ctrlr *pc)
+{
+	int rc;
+
+	/* Reached from the POWER_OFF state change and from pcie_ctrlr_destroy itself (an
+	 * unplug that finished at once, or a function never plugged): once. */
+	if (pc->destroy_continued)
+		return;
+	pc->destroy_continued = true;
+	rc = ctrlr_destroy(pc->ctrlr, pcie_ctrlr_destroy_finish, pc);
+
+	if (rc) {
+		/* The unplug ended with the core still busy: a bug, and freeing now could
+		 * free memory in use. Keep everything and say so. */
+		LOG_ERR(PCIE_LOG, "%s: controller busy after unplug (%d): not destroyed",
+			pc->vuid, rc);
+	}
+}
+
+void pcie_ctrlr_destroy(struct pcie_ctrlr *pc, void (*done)(void *arg), void *arg)
+{
+	int rc;
+
+	if (!pc) {
+		if (done)
+			done(arg);
+		return;
+	}
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	if (pc->destroying) {
+		LOG_ERR(PCIE_LOG, "%s: destroyed twice", pc->vuid);
+		return;
+	}
+	pc->destroying = true;
+	pc->destroy_done = done;
+	pc->destroy_arg = arg;
+	/* Unplugging runs the client-gone reset: queues deleted, resources freed;
+	 * it may finish later (hotplug_state_changed then continues). */
+	rc = hw_dev_hotunplug(pc->dev);
+	if (rc == 0 && hw_dev_get_hotplug_state(pc->dev) == HW_HOTPLUG_POWER_OFF)
+		pcie_ctrlr_destroy_continue(pc);
 }

@@ -1,5 +1,12 @@
 /* controller/pcie_internal.h - objects of the PCIe-emulation transport shared
- * by controller/pcie_*.c. Not for use outside the transport. */
+ * by controller/pcie_*.c. Not for use outside the transport.
+ *
+ * Ownership: a pcie_ctrlr belongs to the main thread (its evloop); a poll
+ * group, and every pcie_cq/pcie_sq attached to it, to the poll group's thread.
+ * Work for another thread is a message: every step of a flow that must not
+ * be lost (queue create/delete, visits, teardown) posts a node embedded in
+ * the object it is about (evloop_post), so it cannot fail for lack of memory.
+ * EVLOOP_ASSERT_OWNER checks the rule in debug builds. */
 #ifndef NVME_EMU_CONTROLLER_PCIE_INTERNAL_H
 #define NVME_EMU_CONTROLLER_PCIE_INTERNAL_H
 
@@ -8,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/evloop.h"
 #include "controller/pcie.h"
 
 #define PCIE_LOG "pcie"
@@ -56,6 +64,18 @@ struct pcie_thread {
 /* Cookie of a DPA binding: which queue a DB_VALUE or BIND/UNBIND reply is for. */
 enum pcie_q_kind { PCIE_Q_SQ = 1, PCIE_Q_CQ = 2 };
 
+/* A bind or unbind of one doorbell, sent from the queue's poll group and
+ * retried from its loop while the to-DPA queue is full. One per queue: a
+ * queue is bound once and unbound once. */
+struct pcie_bind {
+	struct pcie_poll_group *pg;
+	struct dpa_nvme_chan *chan;
+	struct dpa_db *db;
+	void *cookie;
+	bool bind;
+	struct evloop_msg retry;
+};
+
 struct pcie_cq;
 
 struct pcie_sq {
@@ -66,6 +86,9 @@ struct pcie_sq {
 	struct dpa_db *db;
 	bool stopped; /* owner: ctrlr_sq_stop called, ignore further doorbells */
 	struct pcie_sq *next;
+	struct pcie_bind bind;
+	struct evloop_msg msg; /* its lifecycle's hops, one at a time */
+	int status;	       /* of the bind, carried to the main thread */
 };
 
 struct pcie_cq {
@@ -79,8 +102,11 @@ struct pcie_cq {
 	struct evloop_watch *watch; /* chan fd (harts) or DPA thread fd (fused) */
 	struct evloop_timer *irq_timer;
 	uint64_t irq_deadline;
-	struct pcie_sq *sqs; /* owner thread */
+	struct pcie_sq *sqs;  /* owner thread */
 	struct pcie_cq *next; /* in pg->cqs, owner thread */
+	struct pcie_bind bind;
+	struct evloop_msg msg;
+	int status;
 };
 
 struct pcie_poll_group {
@@ -90,6 +116,7 @@ struct pcie_poll_group {
 	struct pcie_thread t;
 	struct evloop_timer *poll_timer; /* fused mode with polled (mmap) DBs */
 	struct pcie_cq *cqs;
+	struct evloop_msg stop_msg;
 	atomic_uint_fast64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
 	atomic_uint nr_sqs, nr_cqs;
 };
@@ -102,6 +129,14 @@ struct pcie_poll_groups {
 	struct pcie_poll_group *pg;
 };
 
+/* One poll group's part of a visit of the controller's queues (ops->visit_queues). */
+struct pcie_visit_part {
+	struct evloop_msg msg;
+	struct pcie_ctrlr *pc;
+	struct pcie_poll_group *pg;
+	struct ctrlr_visit *v;
+};
+
 struct pcie_ctrlr {
 	struct evloop *loop;
 	struct pcie_poll_groups *pgs;
@@ -111,42 +146,39 @@ struct pcie_ctrlr {
 	struct ctrlr *ctrlr;
 	char *vuid, *socket_path;
 	uint16_t num_msix;
-	_Atomic(struct hw_mmap *) map;
-	struct hw_db *admin_db[2];   /* SQ0 tail, CQ0 head */
-	uint32_t admin_db_seen[2];   /* mmap mode: last values handed to the core */
+	struct hw_mmap *map;	   /* the client's memory, while one is attached */
+	struct hw_db *admin_db[2]; /* SQ0 tail, CQ0 head */
+	uint32_t admin_db_seen[2]; /* mmap mode: last values handed to the core */
 	struct evloop_timer *admin_timer;
 	uint64_t admin_last_activity_us;
 	struct hw_msix_vector **vectors; /* created on first use, main thread */
-	struct pcie_cq **vec_cq;     /* vector -> the last CQ created with it */
 	struct pcie_thread main_t;
-	bool flr_sync, flr_finished;
 	bool cc_en; /* CC.EN as last seen, for the enable edge */
-	atomic_bool paused; /* a DMA unmap is in progress: fetch nothing */
+	/* Preallocated parts of each kind of visit (one per poll group). */
+	struct pcie_visit_part *visit_parts[CTRLR_VISIT_SLOTS_MAX];
+	/* Teardown (pcie_ctrlr_destroy): unplug, then the core, then the rest. */
+	bool destroying, destroy_continued;
+	void (*destroy_done)(void *arg);
+	void *destroy_arg;
 };
 
-/* Thread-local: the poll group running on this thread, NULL elsewhere. */
-extern __thread struct pcie_poll_group *pcie_current_pg;
-
 /* pcie_poll_group.c */
-int pcie_pg_send(struct pcie_poll_group *pg, void (*fn)(void *), void *arg);
-/* Runs fn(arg) on the poll group and waits for it (control path only). */
-void pcie_pg_call_sync(struct pcie_poll_group *pg, void (*fn)(void *), void *arg);
+/* Posts fn(arg) to the poll group with the caller's node (cannot fail). */
+void pcie_pg_post(struct pcie_poll_group *pg, struct evloop_msg *m, void (*fn)(void *), void *arg);
 struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs);
-void pcie_pg_cq_attach(struct pcie_cq *pcq);  /* owner thread */
-void pcie_pg_cq_detach(struct pcie_cq *pcq);  /* owner thread */
+void pcie_pg_cq_attach(struct pcie_cq *pcq);	    /* owner thread */
+void pcie_pg_cq_detach(struct pcie_cq *pcq);	    /* owner thread */
 void pcie_pg_update_irq_timer(struct pcie_cq *pcq); /* owner thread */
-/* Poll group thread: completes what its backends can complete within
- * budget_us while nothing new is fetched; returns the I/O still outstanding. */
-uint32_t pcie_pg_drain_io(struct pcie_poll_group *pg, uint64_t budget_us);
-void pcie_pg_kick(struct pcie_poll_group *pg); /* poll group: fetch what waited */
 /* Poll group: reap finished backend I/O (and run fused DPA programs) before sleeping. */
 void pcie_pg_settle(struct pcie_poll_group *pg);
 /* Poll group: fetch from SQs that have work, after completions freed room. */
 void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
 /* Poll group: interrupt batching around a burst of completions. */
 void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
+/* Transport op visit_queues: a part per poll group, from pc->visit_parts. */
+void pcie_visit_queues(void *tctx, struct ctrlr_visit *v);
 
-/* pcie_queue.c: completions of the DPA bind/unbind round trips (main thread). */
+/* pcie_queue.c: completions of the DPA bind/unbind round trips (poll group). */
 void pcie_cq_bound(struct pcie_cq *pcq, int status);
 void pcie_sq_bound(struct pcie_sq *psq, int status);
 void pcie_cq_unbound(struct pcie_cq *pcq);
@@ -156,6 +188,9 @@ void pcie_sq_unbound(struct pcie_sq *psq);
 struct bdev_channel *pcie_thread_get_channel(struct pcie_thread *t, struct bdev *bdev);
 void pcie_thread_put_bdev(struct pcie_thread *t, struct bdev *bdev);
 void pcie_thread_put_all(struct pcie_thread *t);
+/* Transport op put_bdev: every poll group drops its channels on bdev, then the
+ * main thread's, then done(arg). 0 or -ENOMEM. */
+int pcie_put_bdev(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg);
 
 /* pcie_ctrlr.c */
 struct hw_msix_vector *pcie_vector_get(struct pcie_ctrlr *pc, uint16_t vector);

@@ -11,55 +11,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <unistd.h>
 
-__thread struct pcie_poll_group *pcie_current_pg;
-
-
-int pcie_pg_send(struct pcie_poll_group *pg, void (*fn)(void *), void *arg)
+void pcie_pg_post(struct pcie_poll_group *pg, struct evloop_msg *m, void (*fn)(void *), void *arg)
 {
-	return evloop_send_msg(pg->t.loop, fn, arg);
-}
-
-struct pcie_sync_call {
-	void (*fn)(void *);
-	void *arg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-};
-
-static void pcie_pg_sync_msg(void *arg)
-{
-	struct pcie_sync_call *c = arg;
-
-	c->fn(c->arg);
-	pthread_mutex_lock(&c->lock);
-	c->done = true;
-	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
-}
-
-void pcie_pg_call_sync(struct pcie_poll_group *pg, void (*fn)(void *), void *arg)
-{
-	struct pcie_sync_call c = { .fn = fn, .arg = arg };
-
-	if (pcie_current_pg == pg) {
-		fn(arg);
-		return;
-	}
-	pthread_mutex_init(&c.lock, NULL);
-	pthread_cond_init(&c.cond, NULL);
-	if (pcie_pg_send(pg, pcie_pg_sync_msg, &c) == 0) {
-		pthread_mutex_lock(&c.lock);
-		while (!c.done)
-			pthread_cond_wait(&c.cond, &c.lock);
-		pthread_mutex_unlock(&c.lock);
-	} else {
-		LOG_ERR(PCIE_LOG, "poll group %u unreachable", pg->idx);
-	}
-	pthread_cond_destroy(&c.cond);
-	pthread_mutex_destroy(&c.lock);
+	evloop_post(pg->t.loop, m, fn, arg);
 }
 
 struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs)
@@ -73,7 +28,7 @@ static void pcie_pg_poll_sq(struct pcie_poll_group *pg, struct pcie_sq *psq)
 {
 	int n;
 
-	if (psq->stopped || atomic_load_explicit(&psq->pc->paused, memory_order_acquire))
+	if (psq->stopped)
 		return;
 	/* Stops when the SQ is empty or back-pressured (CQ full, no free
 	 * request): a CQ doorbell or a completion resumes it. */
@@ -104,24 +59,6 @@ static uint32_t pcie_pg_outstanding(const struct pcie_poll_group *pg)
 	for (const struct pcie_chan_entry *e = pg->t.channels; e; e = e->next)
 		n += bdev_channel_outstanding(e->ch);
 	return n;
-}
-
-uint32_t pcie_pg_drain_io(struct pcie_poll_group *pg, uint64_t budget_us)
-{
-	uint64_t deadline = evloop_now_us() + budget_us;
-	uint32_t left;
-
-	while ((left = pcie_pg_outstanding(pg)) && evloop_now_us() < deadline) {
-		pcie_pg_settle(pg);
-		usleep(50);
-	}
-	return left;
-}
-
-void pcie_pg_kick(struct pcie_poll_group *pg)
-{
-	pcie_pg_after_bdev_poll(pg);
-	pcie_pg_settle(pg);
 }
 
 void pcie_pg_batch(struct pcie_poll_group *pg, bool begin)
@@ -159,6 +96,8 @@ void pcie_pg_update_irq_timer(struct pcie_cq *pcq)
 					  pcie_pg_irq_timer_fired, pcq);
 }
 
+static void pcie_pg_fused_poll_arm(struct pcie_poll_group *pg);
+
 /* ---- Messages from the DPA ---- */
 
 static void pcie_pg_handle_msg(struct pcie_poll_group *pg, const struct dpa_nvme_msg *m)
@@ -188,6 +127,11 @@ static void pcie_pg_handle_msg(struct pcie_poll_group *pg, const struct dpa_nvme
 		enum pcie_q_kind *kind = (enum pcie_q_kind *)(uintptr_t)m->bind.cookie;
 		bool bind = m->type == DPA_NVME_MSG_BIND_DONE;
 
+		if (bind && pg->pgs->fused &&
+		    dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(
+			(*kind == PCIE_Q_SQ ? ((struct pcie_sq *)kind)->pcq : (struct pcie_cq *)kind)
+			    ->chan)))
+			pcie_pg_fused_poll_arm(pg);
 		if (*kind == PCIE_Q_SQ) {
 			struct pcie_sq *psq = (struct pcie_sq *)kind;
 
@@ -292,7 +236,19 @@ static void pcie_pg_fused_poll(void *arg)
 		}
 	}
 	if (polled)
-		pg->poll_timer = evloop_timer_add(pg->t.loop, 1000, pcie_pg_fused_poll, pg);
+		pcie_pg_fused_poll_arm(pg);
+}
+
+/* Fused mode: (re)starts the polling of mmap doorbells. Called whenever a
+ * doorbell gets bound: the DPA program binds it when it next runs, which may be
+ * after a poll round that found nothing to poll and stopped the timer. */
+static void pcie_pg_fused_poll_arm(struct pcie_poll_group *pg)
+{
+	if (!pg->pgs->fused || pg->poll_timer)
+		return;
+	pg->poll_timer = evloop_timer_add(pg->t.loop, 1000, pcie_pg_fused_poll, pg);
+	if (!pg->poll_timer)
+		LOG_ERR(PCIE_LOG, "poll group %u: no timer for polled doorbells", pg->idx);
 }
 
 void pcie_pg_cq_attach(struct pcie_cq *pcq)
@@ -313,8 +269,7 @@ void pcie_pg_cq_attach(struct pcie_cq *pcq)
 	pcq->next = pg->cqs;
 	pg->cqs = pcq;
 	atomic_fetch_add(&pg->nr_cqs, 1);
-	if (pg->pgs->fused && !pg->poll_timer)
-		pg->poll_timer = evloop_timer_add(pg->t.loop, 1000, pcie_pg_fused_poll, pg);
+	pcie_pg_fused_poll_arm(pg);
 }
 
 void pcie_pg_cq_detach(struct pcie_cq *pcq)
@@ -336,18 +291,55 @@ void pcie_pg_cq_detach(struct pcie_cq *pcq)
 	atomic_fetch_sub(&pg->nr_cqs, 1);
 }
 
+/* ---- Visits (ops->visit_queues) ---- */
+
+/* Poll group: this thread's part of a visit of one controller's queues. Reaching here is the
+ * quiescent point the visit needs: whatever the thread was doing when the visit began is done. */
+static void pcie_pg_visit_msg(void *arg)
+{
+	struct pcie_visit_part *part = arg;
+	struct pcie_poll_group *pg = part->pg;
+	struct ctrlr_visit *v = part->v;
+
+	EVLOOP_ASSERT_OWNER(pg->t.loop);
+	for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next) {
+		if (pcq->pc != part->pc)
+			continue;
+		ctrlr_visit_cq(v, pcq->cq);
+		for (struct pcie_sq *psq = pcq->sqs; psq; psq = psq->next)
+			ctrlr_visit_sq(v, psq->sq);
+	}
+	ctrlr_visit_release(v);
+	/* Queues re-attached by the visit may have work waiting. */
+	pcie_pg_after_bdev_poll(pg);
+	pcie_pg_settle(pg);
+}
+
+void pcie_visit_queues(void *tctx, struct ctrlr_visit *v)
+{
+	struct pcie_ctrlr *pc = tctx;
+	struct pcie_visit_part *parts = pc->visit_parts[ctrlr_visit_slot(v)];
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	for (unsigned int i = 0; i < pc->pgs->n; i++) {
+		parts[i].v = v;
+		ctrlr_visit_hold(v);
+		pcie_pg_post(parts[i].pg, &parts[i].msg, pcie_pg_visit_msg, &parts[i]);
+	}
+}
+
 /* ---- Threads ---- */
 
 static void *pcie_pg_main(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
 
-	pcie_current_pg = pg;
 	evloop_run(pg->t.loop);
 	return NULL;
 }
 
-static void pcie_pg_cleanup_msg(void *arg)
+/* Poll group: its last message. Every controller is gone, so no queue is left. */
+static void pcie_pg_stop_msg(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
 
@@ -355,7 +347,10 @@ static void pcie_pg_cleanup_msg(void *arg)
 		evloop_timer_cancel(pg->poll_timer);
 		pg->poll_timer = NULL;
 	}
+	if (pg->cqs)
+		LOG_ERR(PCIE_LOG, "poll group %u stops with queues still attached", pg->idx);
 	pcie_thread_put_all(&pg->t);
+	evloop_stop(pg->t.loop);
 }
 
 struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa)
@@ -407,13 +402,13 @@ void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs)
 {
 	if (!pgs)
 		return;
+	/* Process teardown: each thread runs its last message and leaves its loop; joining
+	 * the threads is the end of the process's own lifetime, not a wait on work. */
+	for (unsigned int i = 0; i < pgs->n; i++)
+		pcie_pg_post(&pgs->pg[i], &pgs->pg[i].stop_msg, pcie_pg_stop_msg, &pgs->pg[i]);
 	for (unsigned int i = 0; i < pgs->n; i++) {
-		struct pcie_poll_group *pg = &pgs->pg[i];
-
-		pcie_pg_call_sync(pg, pcie_pg_cleanup_msg, pg);
-		evloop_stop(pg->t.loop);
-		pthread_join(pg->thread, NULL);
-		evloop_destroy(pg->t.loop);
+		pthread_join(pgs->pg[i].thread, NULL);
+		evloop_destroy(pgs->pg[i].t.loop);
 	}
 	free(pgs->pg);
 	free(pgs);

@@ -2,70 +2,70 @@
  * (DOCA NVMe app style): the main thread creates the DPA channel, doorbells
  * and MSI-X vector; the owning poll group binds the doorbells through the DPA
  * program; each round trip ends back on the main thread, which completes the
- * admin command through the core. Thread of each function in its comment. */
+ * admin command through the core. Every hop posts the queue's own message
+ * node, so no step can be lost. Thread of each function in its comment. */
 #include "common/evloop.h"
 #include "common/log.h"
+#include "controller/nvme_spec.h"
 #include "controller/pcie_internal.h"
 #include "dpa/nvme_dpa.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-/* Doorbell ids with CAP.DSTRD 0: SQy tail = 2y, CQy head = 2y + 1. */
-static uint32_t pcie_sq_db_id(uint16_t qid)
+/* ---- DPA bind / unbind ---- */
+
+/* Poll group: sends the request; a full to-DPA queue is retried from the poll
+ * group's loop (the DPA drains it meanwhile). */
+static void pcie_bind_send(void *arg)
 {
-	return 2u * qid;
-}
+	struct pcie_bind *b = arg;
+	uint64_t cookie = (uint64_t)(uintptr_t)b->cookie;
+	int rc;
 
-static uint32_t pcie_cq_db_id(uint16_t qid)
-{
-	return 2u * qid + 1;
-}
-
-/* A bind/unbind request to a channel, sent from its poll group; retried from
- * the poll group's loop while the to-DPA queue is full. */
-struct pcie_bind_req {
-	struct pcie_poll_group *pg;
-	struct dpa_nvme_chan *chan;
-	struct dpa_db *db;
-	void *cookie;
-	bool bind;
-};
-
-/* Poll group. */
-static void pcie_bind_msg(void *arg)
-{
-	struct pcie_bind_req *r = arg;
-	uint64_t cookie = (uint64_t)(uintptr_t)r->cookie;
-	int rc = r->bind ? dpa_nvme_chan_bind_db(r->chan, r->db, cookie)
-			 : dpa_nvme_chan_unbind_db(r->chan, r->db, cookie);
-
-	if (rc == -EAGAIN && pcie_pg_send(r->pg, pcie_bind_msg, r) == 0)
-		return;
-	if (rc)
-		LOG_ERR(PCIE_LOG, "DPA %s request failed: %d", r->bind ? "bind" : "unbind", rc);
-	free(r);
-}
-
-/* Poll group. */
-static void pcie_send_bind(struct pcie_poll_group *pg, struct dpa_nvme_chan *chan,
-			   struct dpa_db *db, void *cookie, bool bind)
-{
-	struct pcie_bind_req *r = malloc(sizeof(*r));
-
-	if (!r) {
-		LOG_ERR(PCIE_LOG, "out of memory for a DPA %s request", bind ? "bind" : "unbind");
+	EVLOOP_ASSERT_OWNER(b->pg->t.loop);
+	rc = b->bind ? dpa_nvme_chan_bind_db(b->chan, b->db, cookie)
+		     : dpa_nvme_chan_unbind_db(b->chan, b->db, cookie);
+	if (rc == -EAGAIN) {
+		pcie_pg_post(b->pg, &b->retry, pcie_bind_send, b);
 		return;
 	}
-	*r = (struct pcie_bind_req){ .pg = pg, .chan = chan, .db = db, .cookie = cookie,
-				     .bind = bind };
-	pcie_bind_msg(r);
+	if (!rc)
+		return;
+	/* Refused for good (a bug: bad handle or type). The reply will never come, so
+	 * produce it here with the error, the way the DPA would have. */
+	LOG_ERR(PCIE_LOG, "DPA %s request refused: %d", b->bind ? "bind" : "unbind", rc);
+	if (*(enum pcie_q_kind *)b->cookie == PCIE_Q_SQ) {
+		if (b->bind)
+			pcie_sq_bound(b->cookie, rc);
+		else
+			pcie_sq_unbound(b->cookie);
+	} else {
+		if (b->bind)
+			pcie_cq_bound(b->cookie, rc);
+		else
+			pcie_cq_unbound(b->cookie);
+	}
+}
+
+static void pcie_bind_start(struct pcie_bind *b, struct pcie_poll_group *pg,
+			    struct dpa_nvme_chan *chan, struct dpa_db *db, void *cookie, bool bind)
+{
+	b->pg = pg;
+	b->chan = chan;
+	b->db = db;
+	b->cookie = cookie;
+	b->bind = bind;
+	pcie_bind_send(b);
 }
 
 struct hw_msix_vector *pcie_vector_get(struct pcie_ctrlr *pc, uint16_t vector)
 {
-	if (vector >= pc->num_msix)
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	if (vector >= pc->num_msix) {
+		errno = EINVAL;
 		return NULL;
+	}
 	if (!pc->vectors[vector])
 		pc->vectors[vector] = hw_msix_vector_create(pc->dev, vector);
 	return pc->vectors[vector];
@@ -78,8 +78,8 @@ static void pcie_cq_free(struct pcie_cq *pcq)
 {
 	if (pcq->db)
 		dpa_db_destroy(pcq->db);
-	if (pcq->chan)
-		dpa_nvme_chan_destroy(pcq->chan);
+	if (pcq->chan && dpa_nvme_chan_destroy(pcq->chan))
+		LOG_ERR(PCIE_LOG, "%s: a CQ channel still has doorbells: kept", pcq->pc->vuid);
 	free(pcq);
 }
 
@@ -88,17 +88,20 @@ static void pcie_cq_attach_msg(void *arg)
 {
 	struct pcie_cq *pcq = arg;
 
+	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
 	pcie_pg_cq_attach(pcq);
-	pcie_send_bind(pcq->pg, pcq->chan, pcq->db, pcq, true);
+	pcie_bind_start(&pcq->bind, pcq->pg, pcq->chan, pcq->db, pcq, true);
 }
 
 int pcie_create_cq(void *tctx, struct ctrlr_cq *cq)
 {
 	struct pcie_ctrlr *pc = tctx;
-	struct pcie_cq *pcq = calloc(1, sizeof(*pcq));
+	struct pcie_cq *pcq;
 	uint16_t qid = ctrlr_cq_get_qid(cq);
 	int rc = -ENOMEM;
 
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	pcq = calloc(1, sizeof(*pcq));
 	if (!pcq)
 		return -ENOMEM;
 	pcq->kind = PCIE_Q_CQ;
@@ -117,18 +120,18 @@ int pcie_create_cq(void *tctx, struct ctrlr_cq *cq)
 		rc = -errno;
 		goto out_free;
 	}
-	pcq->db = dpa_db_create(dpa_nvme_chan_db_comp(pcq->chan), pc->dev, pcie_cq_db_id(qid));
+	pcq->db = dpa_db_create(dpa_nvme_chan_db_comp(pcq->chan), pc->dev, nvme_db_index(qid, true));
 	if (!pcq->db) {
 		rc = -errno;
 		goto out_free;
 	}
 	/* Doorbells restart from 0 with every new queue (NVMe reset semantics);
 	 * the DB is stopped, so this only stores. */
-	hw_db_modify_value(dpa_db_hw(pcq->db), 0);
-	ctrlr_cq_set_tctx(cq, pcq);
-	rc = pcie_pg_send(pcq->pg, pcie_cq_attach_msg, pcq);
+	rc = hw_db_modify_value(dpa_db_hw(pcq->db), 0);
 	if (rc)
 		goto out_free;
+	ctrlr_cq_set_tctx(cq, pcq);
+	pcie_pg_post(pcq->pg, &pcq->msg, pcie_cq_attach_msg, pcq);
 	return 0;
 
 out_free:
@@ -137,64 +140,81 @@ out_free:
 	return rc < 0 ? rc : -EIO;
 }
 
-struct pcie_done_msg {
-	void *q;
-	int status;
-};
+static void pcie_cq_unbind_msg(void *arg);
 
-/* Main. */
+/* Main: the CQ's doorbell is bound (or not). */
 static void pcie_cq_bound_main(void *arg)
 {
 	struct pcie_cq *pcq = arg;
-	int rc = dpa_db_start(pcq->db);
+	int rc = pcq->status;
 
-	if (rc)
-		LOG_ERR(PCIE_LOG, "%s: CQ %u doorbell start failed: %d", pcq->pc->vuid,
+	EVLOOP_ASSERT_OWNER(pcq->pc->loop);
+	if (!rc)
+		rc = dpa_db_start(pcq->db);
+	if (rc) {
+		/* A CQ without its head doorbell would stall once full: undo the attach
+		 * (an unbind round trip frees it) and fail the command. */
+		LOG_ERR(PCIE_LOG, "%s: CQ %u doorbell bind/start failed: %d", pcq->pc->vuid,
 			ctrlr_cq_get_qid(pcq->cq), rc);
+		pcq->status = rc;
+		dpa_db_stop(pcq->db);
+		pcie_pg_post(pcq->pg, &pcq->msg, pcie_cq_unbind_msg, pcq);
+		return;
+	}
 	ctrlr_cq_create_done(pcq->cq, 0);
 }
 
-/* Poll group: the DPA bound the CQ head doorbell. A failed bind leaves the
- * CQ attached with no doorbell; the queue still works for SQ completions,
- * so report the failure and go on. */
+/* Poll group: BIND_DONE of the CQ head doorbell. */
 void pcie_cq_bound(struct pcie_cq *pcq, int status)
 {
-	if (status)
-		LOG_ERR(PCIE_LOG, "%s: CQ %u doorbell bind failed: %d", pcq->pc->vuid,
-			ctrlr_cq_get_qid(pcq->cq), status);
-	evloop_send_msg(pcq->pc->loop, pcie_cq_bound_main, pcq);
+	pcq->status = status;
+	evloop_post(pcq->pc->loop, &pcq->msg, pcie_cq_bound_main, pcq);
 }
 
-/* Main: the last step of a CQ deletion. */
+/* Main: the last step of a CQ deletion, or of a failed creation. */
 static void pcie_cq_unbound_main(void *arg)
 {
 	struct pcie_cq *pcq = arg;
 	struct ctrlr_cq *cq = pcq->cq;
+	int failed = pcq->status;
 
+	EVLOOP_ASSERT_OWNER(pcq->pc->loop);
 	pcie_cq_free(pcq);
-	ctrlr_cq_delete_done(cq);
+	ctrlr_cq_set_tctx(cq, NULL);
+	if (failed)
+		ctrlr_cq_create_done(cq, failed);
+	else
+		ctrlr_cq_delete_done(cq);
 }
 
-/* Poll group: the CQ doorbell is unbound, its channel has nothing more. */
+/* Poll group: UNBIND_DONE; the CQ's channel has nothing more for us. */
 void pcie_cq_unbound(struct pcie_cq *pcq)
 {
 	pcie_pg_cq_detach(pcq);
-	evloop_send_msg(pcq->pc->loop, pcie_cq_unbound_main, pcq);
+	evloop_post(pcq->pc->loop, &pcq->msg, pcie_cq_unbound_main, pcq);
 }
 
 static void pcie_cq_unbind_msg(void *arg)
 {
 	struct pcie_cq *pcq = arg;
 
-	pcie_send_bind(pcq->pg, pcq->chan, pcq->db, pcq, false);
+	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
+	pcie_bind_start(&pcq->bind, pcq->pg, pcq->chan, pcq->db, pcq, false);
 }
 
 int pcie_delete_cq(void *tctx, struct ctrlr_cq *cq)
 {
 	struct pcie_cq *pcq = ctrlr_cq_get_tctx(cq);
+	int rc;
 
-	dpa_db_stop(pcq->db);
-	return pcie_pg_send(pcq->pg, pcie_cq_unbind_msg, pcq);
+	EVLOOP_ASSERT_OWNER(pcq->pc->loop);
+	rc = dpa_db_stop(pcq->db);
+	if (rc)
+		LOG_ERR(PCIE_LOG, "%s: CQ %u doorbell stop failed: %d", pcq->pc->vuid,
+			ctrlr_cq_get_qid(cq), rc);
+	pcq->status = 0;
+	pcie_pg_post(pcq->pg, &pcq->msg, pcie_cq_unbind_msg, pcq);
+	return 0;
 }
 
 /* ---- Create / delete SQ ---- */
@@ -204,10 +224,11 @@ static void pcie_sq_attach_msg(void *arg)
 	struct pcie_sq *psq = arg;
 	struct pcie_cq *pcq = psq->pcq;
 
+	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
 	psq->next = pcq->sqs;
 	pcq->sqs = psq;
 	atomic_fetch_add(&pcq->pg->nr_sqs, 1);
-	pcie_send_bind(pcq->pg, pcq->chan, psq->db, psq, true);
+	pcie_bind_start(&psq->bind, pcq->pg, pcq->chan, psq->db, psq, true);
 }
 
 int pcie_create_sq(void *tctx, struct ctrlr_sq *sq)
@@ -218,6 +239,7 @@ int pcie_create_sq(void *tctx, struct ctrlr_sq *sq)
 	uint16_t qid = ctrlr_sq_get_qid(sq);
 	int rc;
 
+	EVLOOP_ASSERT_OWNER(pc->loop);
 	if (!pcq)
 		return -EINVAL;
 	psq = calloc(1, sizeof(*psq));
@@ -227,16 +249,17 @@ int pcie_create_sq(void *tctx, struct ctrlr_sq *sq)
 	psq->pc = pc;
 	psq->sq = sq;
 	psq->pcq = pcq;
-	psq->db = dpa_db_create(dpa_nvme_chan_db_comp(pcq->chan), pc->dev, pcie_sq_db_id(qid));
+	psq->db = dpa_db_create(dpa_nvme_chan_db_comp(pcq->chan), pc->dev,
+				nvme_db_index(qid, false));
 	if (!psq->db) {
 		rc = -errno;
 		goto out_free;
 	}
-	hw_db_modify_value(dpa_db_hw(psq->db), 0);
-	ctrlr_sq_set_tctx(sq, psq);
-	rc = pcie_pg_send(pcq->pg, pcie_sq_attach_msg, psq);
+	rc = hw_db_modify_value(dpa_db_hw(psq->db), 0);
 	if (rc)
 		goto out_destroy_db;
+	ctrlr_sq_set_tctx(sq, psq);
+	pcie_pg_post(pcq->pg, &psq->msg, pcie_sq_attach_msg, psq);
 	return 0;
 
 out_destroy_db:
@@ -247,42 +270,58 @@ out_free:
 	return rc < 0 ? rc : -EIO;
 }
 
+static void pcie_sq_stop_msg(void *arg);
+
 /* Main: the SQ is live in the core before its doorbell starts, so the first
  * DB_VALUE (start produces one with the current tail) finds it ready. */
 static void pcie_sq_bound_main(void *arg)
 {
 	struct pcie_sq *psq = arg;
-	int rc;
+	int rc = psq->status;
 
+	EVLOOP_ASSERT_OWNER(psq->pc->loop);
+	if (rc) {
+		/* No tail doorbell, no queue: undo the attach, fail the command. */
+		LOG_ERR(PCIE_LOG, "%s: SQ %u doorbell bind failed: %d", psq->pc->vuid,
+			ctrlr_sq_get_qid(psq->sq), rc);
+		pcie_pg_post(psq->pcq->pg, &psq->msg, pcie_sq_stop_msg, psq);
+		return;
+	}
 	ctrlr_sq_create_done(psq->sq, 0);
 	rc = dpa_db_start(psq->db);
-	if (rc)
+	if (rc) {
+		/* The queue is live in the core: the host sees it fail to fetch; say why. */
 		LOG_ERR(PCIE_LOG, "%s: SQ %u doorbell start failed: %d", psq->pc->vuid,
 			ctrlr_sq_get_qid(psq->sq), rc);
+	}
 }
 
 void pcie_sq_bound(struct pcie_sq *psq, int status)
 {
-	if (status)
-		LOG_ERR(PCIE_LOG, "%s: SQ %u doorbell bind failed: %d", psq->pc->vuid,
-			ctrlr_sq_get_qid(psq->sq), status);
-	evloop_send_msg(psq->pc->loop, pcie_sq_bound_main, psq);
+	psq->status = status;
+	evloop_post(psq->pc->loop, &psq->msg, pcie_sq_bound_main, psq);
 }
 
 static void pcie_sq_unbound_main(void *arg)
 {
 	struct pcie_sq *psq = arg;
 	struct ctrlr_sq *sq = psq->sq;
+	int failed = psq->status;
 
+	EVLOOP_ASSERT_OWNER(psq->pc->loop);
 	dpa_db_destroy(psq->db);
 	free(psq);
-	ctrlr_sq_delete_done(sq);
+	ctrlr_sq_set_tctx(sq, NULL);
+	if (failed)
+		ctrlr_sq_create_done(sq, failed);
+	else
+		ctrlr_sq_delete_done(sq);
 }
 
 /* Poll group: UNBIND_DONE; every DB_VALUE of the SQ came before it. */
 void pcie_sq_unbound(struct pcie_sq *psq)
 {
-	evloop_send_msg(psq->pc->loop, pcie_sq_unbound_main, psq);
+	evloop_post(psq->pc->loop, &psq->msg, pcie_sq_unbound_main, psq);
 }
 
 /* Poll group: no request of the SQ is in flight any more. */
@@ -298,13 +337,14 @@ static void pcie_sq_drained(void *arg)
 		}
 	}
 	atomic_fetch_sub(&pcq->pg->nr_sqs, 1);
-	pcie_send_bind(pcq->pg, pcq->chan, psq->db, psq, false);
+	pcie_bind_start(&psq->bind, pcq->pg, pcq->chan, psq->db, psq, false);
 }
 
 static void pcie_sq_stop_msg(void *arg)
 {
 	struct pcie_sq *psq = arg;
 
+	EVLOOP_ASSERT_OWNER(psq->pcq->pg->t.loop);
 	psq->stopped = true;
 	ctrlr_sq_stop(psq->sq, pcie_sq_drained, psq);
 }
@@ -312,34 +352,39 @@ static void pcie_sq_stop_msg(void *arg)
 int pcie_delete_sq(void *tctx, struct ctrlr_sq *sq)
 {
 	struct pcie_sq *psq = ctrlr_sq_get_tctx(sq);
+	int rc;
 
-	dpa_db_stop(psq->db);
-	return pcie_pg_send(psq->pcq->pg, pcie_sq_stop_msg, psq);
+	EVLOOP_ASSERT_OWNER(psq->pc->loop);
+	rc = dpa_db_stop(psq->db);
+	if (rc)
+		LOG_ERR(PCIE_LOG, "%s: SQ %u doorbell stop failed: %d", psq->pc->vuid,
+			ctrlr_sq_get_qid(sq), rc);
+	psq->status = 0;
+	pcie_pg_post(psq->pcq->pg, &psq->msg, pcie_sq_stop_msg, psq);
+	return 0;
 }
 
 /* ---- Interrupts ---- */
 
-/* Owner thread of the CQ using `vector`. Poll groups ask the CQ's DPA thread
- * to raise it (DOCA's flow); the admin queue, on the main thread, raises
- * directly. */
-void pcie_raise_irq(void *tctx, uint16_t vector)
+/* Owner thread of cq. An I/O CQ asks its DPA thread to raise its vector
+ * (DOCA's flow); the admin CQ, on the main thread, raises directly. */
+void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 {
 	struct pcie_ctrlr *pc = tctx;
-	struct pcie_poll_group *pg = pcie_current_pg;
+	struct pcie_cq *pcq = ctrlr_cq_get_tctx(cq);
 	struct hw_msix_vector *vec;
 
-	if (!pg) {
-		vec = pcie_vector_get(pc, vector);
+	if (!pcq) {
+		EVLOOP_ASSERT_OWNER(pc->loop);
+		vec = pcie_vector_get(pc, ctrlr_cq_get_vector(cq));
 		if (vec)
 			hw_msix_vector_raise(vec);
 		return;
 	}
-	for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next) {
-		if (pcq->pc != pc || !pcq->vec || ctrlr_cq_get_vector(pcq->cq) != vector)
-			continue;
-		atomic_fetch_add_explicit(&pg->irqs, 1, memory_order_relaxed);
-		if (dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec))
-			hw_msix_vector_raise(pcq->vec); /* queue full: raise it ourselves */
+	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
+	if (!pcq->vec)
 		return;
-	}
+	atomic_fetch_add_explicit(&pcq->pg->irqs, 1, memory_order_relaxed);
+	if (dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec))
+		hw_msix_vector_raise(pcq->vec); /* queue full: raise it ourselves */
 }

@@ -70,8 +70,16 @@ out_err:
 	return -ENOMEM;
 }
 
+void ctrlr_cq_fini(struct ctrlr_cq *cq)
+{
+	if (cq->ring_pin)
+		ctrlr_cq_ring_detach(cq);
+}
+
 void ctrlr_sq_fini(struct ctrlr_sq *sq)
 {
+	if (sq->ring_pin)
+		ctrlr_sq_ring_detach(sq);
 	free(sq->iov_mem);
 	free(sq->bio_mem);
 	free(sq->reqs);
@@ -82,11 +90,11 @@ void ctrlr_sq_fini(struct ctrlr_sq *sq)
 
 /* ---- shadow doorbells ---- */
 
-/* Whether queue `qid`'s two shadow slots lie inside the buffers the host gave (the admin queue
+/* Whether queue `qid`'s two shadow slots lie inside the pages the host gave (the admin queue
  * always rings BAR0). */
 static bool ctrlr_dbbuf_covers(const struct ctrlr *ctrlr, uint16_t qid)
 {
-	return qid != 0 && (2u * qid + 2) * 4 <= ctrlr->dbbuf_bytes;
+	return qid != 0 && (nvme_db_index(qid, true) + 1) * 4 <= ctrlr->dbbuf_bytes;
 }
 
 void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq)
@@ -94,33 +102,31 @@ void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq)
 	struct ctrlr *ctrlr = sq->ctrlr;
 
 	/* Linux uses shadow doorbells only for I/O queues; the admin queue always rings BAR0. */
-	if (!ctrlr->dbbuf_shadow_ptr || !ctrlr_dbbuf_covers(ctrlr, sq->qid)) {
+	if (!ctrlr->dbbuf_live || !ctrlr_dbbuf_covers(ctrlr, sq->qid)) {
 		CTRLR_STORE(sq->shadow_db, NULL);
+		sq->eventidx = NULL;
 		return;
 	}
-	sq->eventidx = &ctrlr->dbbuf_eventidx_ptr[2 * sq->qid];
-	CTRLR_STORE(sq->shadow_db, &ctrlr->dbbuf_shadow_ptr[2 * sq->qid]);
+	sq->eventidx = &ctrlr->dbbuf_eventidx_ptr[nvme_db_index(sq->qid, false)];
+	CTRLR_STORE(sq->shadow_db, &ctrlr->dbbuf_shadow_ptr[nvme_db_index(sq->qid, false)]);
 	/* Ask for a doorbell on the next submission. */
 	__atomic_store_n(sq->eventidx, sq->tail, __ATOMIC_RELEASE);
 }
 
-void ctrlr_cq_dbbuf_attach(struct ctrlr *ctrlr, struct ctrlr_cq *cq)
-{
-	if (!ctrlr->dbbuf_eventidx_ptr || !ctrlr_dbbuf_covers(ctrlr, cq->qid))
-		return;
-	/* CQ heads are read from the shadow page when room is needed, so the guest need not ring
-	 * (VFIO-USER.md 13): an event index it never crosses. */
-	__atomic_store_n(&ctrlr->dbbuf_eventidx_ptr[2 * cq->qid + 1], 0xffffffffu,
-			 __ATOMIC_RELEASE);
-}
-
-static volatile uint32_t *ctrlr_cq_shadow(struct ctrlr_cq *cq)
+void ctrlr_cq_dbbuf_attach(struct ctrlr_cq *cq)
 {
 	struct ctrlr *ctrlr = cq->ctrlr;
 
-	if (!CTRLR_LOAD(ctrlr->dbbuf_shadow_ptr) || !ctrlr_dbbuf_covers(ctrlr, cq->qid))
-		return NULL;
-	return &ctrlr->dbbuf_shadow_ptr[2 * cq->qid + 1];
+	if (!ctrlr->dbbuf_live || !ctrlr_dbbuf_covers(ctrlr, cq->qid)) {
+		cq->shadow_head = NULL;
+		cq->head_eventidx = NULL;
+		return;
+	}
+	cq->shadow_head = &ctrlr->dbbuf_shadow_ptr[nvme_db_index(cq->qid, true)];
+	cq->head_eventidx = &ctrlr->dbbuf_eventidx_ptr[nvme_db_index(cq->qid, true)];
+	/* CQ heads are read from the shadow page when room is needed, so the guest need not ring
+	 * (VFIO-USER.md 13): an event index it never crosses. */
+	__atomic_store_n(cq->head_eventidx, 0xffffffffu, __ATOMIC_RELEASE);
 }
 
 /* ---- interrupts ---- */
@@ -151,7 +157,7 @@ void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
 		return;
 	cq->irq_pending = 0;
 	CTRLR_STAT_ADD(ctrlr->cnt.irqs_raised, 1);
-	ctrlr->ops->raise_irq(ctrlr->tctx, cq->vector);
+	ctrlr->ops->raise_irq(ctrlr->tctx, cq);
 }
 
 void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq)
@@ -205,12 +211,11 @@ void ctrlr_cq_batch_end(struct ctrlr_cq *cq)
 /* Reads the shadow CQ head (if any) into cq->head when it is a sane value. */
 static void ctrlr_cq_refresh_head(struct ctrlr_cq *cq)
 {
-	volatile uint32_t *shadow = ctrlr_cq_shadow(cq);
 	uint32_t head, used, adv;
 
-	if (!shadow)
+	if (!cq->shadow_head)
 		return;
-	head = __atomic_load_n(shadow, __ATOMIC_ACQUIRE);
+	head = __atomic_load_n(cq->shadow_head, __ATOMIC_ACQUIRE);
 	used = (cq->tail + cq->size - cq->head) % cq->size;
 	adv = (head + cq->size - cq->head) % cq->size;
 	/* Ignore values that would free slots the controller never posted. */
@@ -226,20 +231,13 @@ bool ctrlr_cq_is_full(struct ctrlr_cq *cq)
 	return (cq->tail + 1) % cq->size == cq->head;
 }
 
-/* Writes one CQE. The status word (with the phase tag) is stored last with release order: it
- * pairs with the host's read barrier after it sees the new phase (nvme_cqe_pending). */
+/* Writes one CQE into the pinned ring. The status word (with the phase tag) is stored last with
+ * release order: it pairs with the host's read barrier after it sees the new phase
+ * (nvme_cqe_pending). */
 static void ctrlr_cq_write(struct ctrlr_cq *cq, struct ctrlr_req *req)
 {
-	struct ctrlr *ctrlr = cq->ctrlr;
-	struct nvme_cqe *cqe;
-	uint64_t addr = cq->dma_addr + (uint64_t)cq->tail * sizeof(*cqe);
+	struct nvme_cqe *cqe = &cq->ring[cq->tail];
 
-	cqe = ctrlr->ops->mem_map(ctrlr->tctx, addr, sizeof(*cqe), CTRLR_DMA_WRITE);
-	if (!cqe) {
-		LOG_GUEST_ERR(CTRLR_LOG, "CQ %u slot %u at 0x%llx is not guest memory: CQE dropped",
-			      cq->qid, cq->tail, (unsigned long long)addr);
-		return;
-	}
 	cqe->dw0 = req->cdw0;
 	cqe->dw1 = 0;
 	cqe->sqhd = (uint16_t)req->sq->head;
@@ -260,21 +258,25 @@ static void ctrlr_cq_write(struct ctrlr_cq *cq, struct ctrlr_req *req)
  * that happened before the arm became visible. Returns true if room appeared meanwhile. */
 static bool ctrlr_cq_arm_head_event(struct ctrlr_cq *cq)
 {
-	struct ctrlr *ctrlr = cq->ctrlr;
-
-	if (!ctrlr_cq_shadow(cq))
+	if (!cq->shadow_head)
 		return false;
-	__atomic_store_n(&ctrlr->dbbuf_eventidx_ptr[2 * cq->qid + 1], cq->head, __ATOMIC_RELAXED);
+	__atomic_store_n(cq->head_eventidx, cq->head, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return !ctrlr_cq_is_full(cq);
 }
 
-static void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
+/* No room for a CQE: the ring is full, or detached because its memory was unmapped. */
+static bool ctrlr_cq_blocked(struct ctrlr_cq *cq)
+{
+	return !cq->ring || (ctrlr_cq_is_full(cq) && !ctrlr_cq_arm_head_event(cq));
+}
+
+void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
 {
 	while (cq->held_head) {
 		struct ctrlr_req *req = cq->held_head;
 
-		if (ctrlr_cq_is_full(cq) && !ctrlr_cq_arm_head_event(cq))
+		if (ctrlr_cq_blocked(cq))
 			break;
 		cq->held_head = req->next;
 		if (!cq->held_head)
@@ -282,14 +284,15 @@ static void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
 		ctrlr_cq_write(cq, req);
 		ctrlr_req_free(req);
 	}
-	if (!cq->held_head && ctrlr_cq_shadow(cq))
-		ctrlr_cq_dbbuf_attach(cq->ctrlr, cq);
+	if (!cq->held_head && cq->head_eventidx)
+		__atomic_store_n(cq->head_eventidx, 0xffffffffu, __ATOMIC_RELEASE);
 }
 
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 {
-	if (cq->held_head || ctrlr_cq_is_full(cq)) {
-		/* Never overwrite: hold it until the guest frees a slot (section 3.3.1.2.1). */
+	if (cq->held_head || !cq->ring || ctrlr_cq_is_full(cq)) {
+		/* Never overwrite: hold it until the guest frees a slot (section 3.3.1.2.1), or
+		 * until the ring's memory is mapped again. */
 		req->state = CTRLR_REQ_HELD;
 		req->next = NULL;
 		if (cq->held_tail)
@@ -298,7 +301,7 @@ void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 			cq->held_head = req;
 		cq->held_tail = req;
 		CTRLR_STAT_ADD(cq->ctrlr->cnt.cq_full_holds, 1);
-		if (ctrlr_cq_arm_head_event(cq))
+		if (cq->ring && ctrlr_cq_arm_head_event(cq))
 			ctrlr_cq_drain_held(cq);
 	} else {
 		ctrlr_cq_write(cq, req);
@@ -374,7 +377,7 @@ static void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq)
 
 bool ctrlr_sq_has_work(struct ctrlr_sq *sq)
 {
-	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->free_list)
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->free_list || !sq->ring)
 		return false;
 	ctrlr_sq_refresh_tail(sq);
 	return sq->head != sq->tail;
@@ -399,15 +402,15 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 	struct ctrlr_cq *cq = sq->cq;
 	unsigned int n = 0;
 
-	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED)
+	/* A detached ring (its memory unmapped) fetches nothing until it is mapped again. */
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED ||
+	    !sq->ring)
 		return 0;
 	ctrlr_cq_batch_begin(cq);
 	ctrlr_sq_refresh_tail(sq);
 	for (;;) {
 		while (n < budget && sq->head != sq->tail &&
 		       CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE) {
-			uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(struct nvme_sqe);
-			const struct nvme_sqe *sqe;
 			struct ctrlr_req *req;
 
 			req = ctrlr_req_get(sq);
@@ -416,26 +419,16 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 			/* The tail was read before: the acquire fence pairs with the host's write
 			 * barrier between filling the SQE and ringing the doorbell. */
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			sqe = ctrlr->ops->mem_map(ctrlr->tctx, addr, sizeof(*sqe), CTRLR_DMA_READ);
-			if (!sqe) {
-				/* The ring was mapped at creation, so the guest took the memory
-				 * away: drop what is queued rather than retrying forever. */
-				LOG_GUEST_ERR(CTRLR_LOG,
-					      "SQ %u slot %u at 0x%llx is not guest memory:"
-					      " %u entries dropped",
-					      sq->qid, sq->head, (unsigned long long)addr,
-					      (sq->tail + sq->size - sq->head) % sq->size);
-				sq->head = sq->tail;
-				ctrlr_req_free(req);
-				goto out;
-			}
-			memcpy(&req->sqe, sqe, sizeof(req->sqe));
+			memcpy(&req->sqe, &sq->ring[sq->head], sizeof(req->sqe));
 			sq->head = (sq->head + 1) % sq->size;
 			n++;
 			if (sq->qid == 0)
 				ctrlr_admin_exec(req);
 			else
 				ctrlr_io_exec(req);
+			/* A command may detach the ring (e.g. an admin command's side effects). */
+			if (!sq->ring)
+				goto out;
 		}
 		if (n >= budget || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE ||
 		    !ctrlr_sq_arm_tail_event(sq))

@@ -102,6 +102,15 @@ void ctrlr_enable(struct ctrlr *ctrlr)
 	ctrlr_cq_init(ctrlr, cq, 0, ctrlr->acq, acqs, 0, true);
 	if (ctrlr_sq_init(ctrlr, sq, 0, cq, ctrlr->asq, asqs, 0))
 		goto out_free;
+	/* Both rings are translated once and pinned while enabled. Memory the guest has not
+	 * mapped (yet) is a startup failure, as QEMU's device treats it. */
+	if (ctrlr_cq_ring_attach(cq) || ctrlr_sq_ring_attach(sq)) {
+		ctrlr_cq_fini(cq);
+		ctrlr_sq_fini(sq);
+		free(sq);
+		free(cq);
+		return ctrlr_enable_fail(ctrlr, "ASQ/ACQ not in guest memory");
+	}
 	cq->state = CTRLR_Q_LIVE;
 	sq->state = CTRLR_Q_LIVE;
 	cq->sq_refs = 1;

@@ -16,6 +16,8 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	sq->inflight++;
 	req->next = NULL;
 	req->state = CTRLR_REQ_EXEC;
+	req->epoch = sq->epoch;
+	sq->epoch_users[req->epoch]++;
 	req->cdw0 = 0;
 	req->status = 0;
 	req->error_loc = 0xffff;
@@ -32,6 +34,7 @@ void ctrlr_req_free(struct ctrlr_req *req)
 {
 	struct ctrlr_sq *sq = req->sq;
 
+	ctrlr_req_data_done(req);
 	req->state = CTRLR_REQ_FREE;
 	req->next = sq->free_list;
 	sq->free_list = req;
@@ -78,6 +81,8 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 	struct ctrlr_sq *sq = req->sq;
 	struct ctrlr *ctrlr = sq->ctrlr;
 
+	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
+	ctrlr_req_data_done(req);
 	if (status && !ctrlr_status_retryable(status & 0x7ff))
 		status |= NVME_DNR;
 	req->status = status;

@@ -1,6 +1,7 @@
 /* hw/bar_regions.c - BAR backing (memfd for mmap'd doorbell pages) and the
  * dispatch of driver BAR accesses to the five region kinds. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,10 +35,14 @@ static int hw_bar_map_create(struct hw_dev *dev, uint8_t bar_id)
 	void *p;
 
 	snprintf(name, sizeof(name), "%s-bar%u", dev->vuid, bar_id);
-	fd = memfd_create(name, MFD_CLOEXEC);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size) < 0)
+	/* The client gets this fd: sealed against resizing (and further seal
+	 * changes) before it is shared, so it cannot shrink the file under our
+	 * mapping and kill us with SIGBUS. */
+	if (ftruncate(fd, (off_t)size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto out_close;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)

@@ -84,6 +84,36 @@ void *hw_mmap_translate(struct hw_mmap *map, uint64_t addr, uint64_t len, unsign
 	return (uint8_t *)w.local + (addr - w.iova);
 }
 
+struct hw_mem_pin *hw_mmap_pin(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm,
+			       void **ptr)
+{
+	struct vfu_dma_region *r;
+	int rc = hw_mmap_check(map, addr, len, perm);
+
+	if (rc) {
+		errno = rc == -ENODEV ? EFAULT : -rc;
+		return NULL;
+	}
+	r = vfu_dma_table_pin(map->dev->dma, addr, len, hw_mmap_prot(perm), ptr);
+	/* A pin is the vfu region reference itself: nothing to allocate. */
+	return (struct hw_mem_pin *)r;
+}
+
+void hw_mem_pin_put(struct hw_mem_pin *pin)
+{
+	vfu_dma_region_put((struct vfu_dma_region *)pin);
+}
+
+bool hw_mem_pin_overlaps(const struct hw_mem_pin *pin, uint64_t iova, uint64_t len)
+{
+	struct vfu_dma_window w;
+
+	if (!pin || !len)
+		return false;
+	vfu_dma_region_window((const struct vfu_dma_region *)pin, &w);
+	return iova <= w.iova + (w.len - 1) && w.iova <= iova + (len - 1);
+}
+
 int hw_mmap_iov(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm,
 		struct iovec *iov, int max_iov)
 {

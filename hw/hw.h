@@ -164,11 +164,23 @@ struct hw_dev_ops {
 	/* Function level reset (PCIe FLR, vfio-user DEVICE_RESET, or the client
 	 * going away with reason `client_gone`). The handler must stop using host
 	 * memory, destroy its doorbells, MSI-X vectors and mmaps; it returns 0 when
-	 * done or HW_EVENT_ASYNC and calls hw_dev_event_done() later. */
+	 * done or HW_EVENT_ASYNC and calls hw_dev_event_done() later. A client
+	 * that went away keeps its memory mapped until then (no new client is
+	 * accepted meanwhile), so the handler never needs to hurry. */
 	int (*flr)(struct hw_dev *dev, bool client_gone, void *arg);
-	/* The client is about to unmap [iova, iova+len): stop touching it. 0 or
-	 * HW_EVENT_ASYNC as for flr. May be NULL. */
+	/* The client unmapped [iova, iova+len): the range has already left the
+	 * translations (hw_mmap_translate fails for it from now on) but stays
+	 * mapped until the handler is done. The handler finishes every use of
+	 * pointers it translated into the range (in-flight transfers), releases
+	 * its pins in it (hw_mem_pin_put), and makes sure every thread that
+	 * translated through the device's mmaps has passed a quiescent point
+	 * (finished the work it was doing when the event began); then 0, or
+	 * HW_EVENT_ASYNC and hw_dev_event_done() later: the client's reply waits.
+	 * May be NULL only when nothing but the loop thread translates. */
 	int (*dma_unmap)(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg);
+	/* The client mapped [iova, iova+len) (e.g. memory a queue lived in came
+	 * back after a guest reboot's remapping). May be NULL. */
+	void (*dma_map)(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg);
 	/* The client enabled or disabled MSI-X, or masked/unmasked the function. */
 	void (*msix_state_changed)(struct hw_dev *dev, bool enabled, bool function_masked,
 				   void *arg);
@@ -186,6 +198,12 @@ struct hw_dev_config {
 	const char *socket_path;  /* the vfio-user socket to create at hotplug */
 	unsigned int socket_mode; /* 0 means 0600 */
 	enum hw_db_mode db_mode;
+	/* Per-client limits (0: the vfu defaults, 256 windows, 1 TiB) and trust:
+	 * whether guest-memory fds not sealed against shrinking are accepted
+	 * (only for a VMM the operator trusts not to shrink them under us). */
+	uint32_t max_dma_regions;
+	uint64_t max_dma_bytes;
+	bool allow_unsealed_dma;
 };
 
 /* Creates a device of a started type, powered off. NULL with errno EINVAL
@@ -193,10 +211,10 @@ struct hw_dev_config {
 struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
 			     const struct hw_dev_config *config, const struct hw_dev_ops *ops,
 			     void *arg);
-/* Unplugs (if needed, synchronously) and frees, with any DB objects and
- * MSI-X vector objects still alive. Not from inside one of the device's
- * callbacks, and not while an event returned HW_EVENT_ASYNC is pending. */
-void hw_dev_destroy(struct hw_dev *dev);
+/* Frees a device that is powered off (hw_dev_hotunplug finished), with any
+ * DB objects and MSI-X vector objects still alive. 0, or -EBUSY (nothing
+ * done) while it is plugged. Not from inside one of the device's callbacks. */
+int hw_dev_destroy(struct hw_dev *dev);
 
 /* Creates the socket and listens: POWER_OFF -> POWER_ON_PENDING; a client
  * that negotiates moves it to POWER_ON. A client that disconnects returns it
@@ -207,7 +225,10 @@ void hw_dev_destroy(struct hw_dev *dev);
  * endpoint's -errno. */
 int hw_dev_hotplug(struct hw_dev *dev);
 /* Closes the client (running the client-gone flr handler) and the socket:
- * -> POWER_OFF_PENDING -> POWER_OFF. 0 (also when already off). */
+ * -> POWER_OFF_PENDING -> POWER_OFF. 0 when off at return (also when off
+ * already), or HW_EVENT_ASYNC while the flr handler finishes: the move to
+ * POWER_OFF is then reported through hotplug_state_changed, from a later
+ * loop iteration. */
 int hw_dev_hotunplug(struct hw_dev *dev);
 enum hw_hotplug_state hw_dev_get_hotplug_state(const struct hw_dev *dev);
 
@@ -326,6 +347,21 @@ void *hw_mmap_translate(struct hw_mmap *map, uint64_t addr, uint64_t len, unsign
  * windows). Returns the number of entries used, or -EFAULT/-EPERM/-E2BIG. */
 int hw_mmap_iov(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm,
 		struct iovec *iov, int max_iov);
+/* A pinned piece of host memory (queue rings, shadow doorbell pages): its
+ * pointer stays valid, even after the client unmaps the memory or goes away,
+ * until the pin is put. Pins are how a user keeps a translation across
+ * commands; plain translations are only valid until the next unmap event. */
+struct hw_mem_pin;
+/* Pins [addr, addr+len), which must lie wholly in one fd-backed DMA window
+ * with `perm` and inside the mmap's range; *ptr gets the local pointer. NULL
+ * with errno EFAULT / EPERM. Loop thread (pins never race with unmaps). */
+struct hw_mem_pin *hw_mmap_pin(struct hw_mmap *map, uint64_t addr, uint64_t len, unsigned int perm,
+			       void **ptr);
+/* Releases a pin; NULL is fine. Any thread. */
+void hw_mem_pin_put(struct hw_mem_pin *pin);
+/* True if the pinned window overlaps [iova, iova+len). Any thread. */
+bool hw_mem_pin_overlaps(const struct hw_mem_pin *pin, uint64_t iova, uint64_t len);
+
 /* Synchronous copies through translation. Any thread. 0 or -errno. */
 int hw_mmap_copy_from_host(struct hw_mmap *map, void *dst, uint64_t addr, uint64_t len);
 int hw_mmap_copy_to_host(struct hw_mmap *map, uint64_t addr, const void *src, uint64_t len);

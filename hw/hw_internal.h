@@ -9,6 +9,7 @@
 
 #include "hw/hw.h"
 #include "hw/pci_config.h"
+#include "vfu/vfu.h"
 
 #define HW_NUM_BARS 6
 #define HW_LOG_COMP "hw"
@@ -65,8 +66,21 @@ struct hw_msix_vec_state {
 	struct hw_msix_vector *obj;
 };
 
+/* Replaced eventfds a raiser may still be writing are closed later, once no
+ * raiser of their vector is inside hw_msix_signal (never waited for). At
+ * most this many wait before a new assignment is refused (de-assignments
+ * always succeed: each vector has at most one fd to give up). */
+#define HW_MSIX_GRAVEYARD 64
+
+struct hw_msix_grave {
+	int fd;
+	uint16_t vec;
+};
+
 struct hw_msix {
 	uint16_t nr_vectors;
+	struct hw_msix_grave *grave;
+	unsigned int nr_grave, cap_grave;
 	_Atomic bool enabled;
 	_Atomic bool function_masked;
 	struct hw_msix_vec_state *vec;
@@ -79,9 +93,10 @@ void hw_msix_fini(struct hw_msix *m);
 /* New enable / function-mask state; delivers pending vectors that became
  * unmasked. */
 void hw_msix_set_state(struct hw_msix *m, bool enabled, bool function_masked);
-/* Installs fd (ownership taken; -1 to de-assign) for vector v, closing the
- * previous one once no raiser uses it. */
-void hw_msix_set_fd(struct hw_msix *m, uint16_t v, int fd);
+/* Installs fd (ownership taken, also on error; -1 to de-assign) for vector v;
+ * the previous one is closed once no raiser uses it. 0, or -EBUSY when too
+ * many replaced fds are still in use (fd closed, nothing changed). */
+int hw_msix_set_fd(struct hw_msix *m, uint16_t v, int fd);
 void hw_msix_close_fds(struct hw_msix *m);
 /* 0 signalled, 1 pended, -ENODEV dropped. Any thread. */
 int hw_msix_raise_num(struct hw_msix *m, uint16_t v);
@@ -122,7 +137,7 @@ struct hw_dev {
 	struct evloop *loop;
 	char vuid[64];
 	char *socket_path;
-	unsigned int socket_mode;
+	struct vfu_endpoint_config ep_cfg;
 	enum hw_db_mode db_mode;
 	const struct hw_dev_ops *ops;
 	void *arg;
@@ -149,6 +164,7 @@ struct hw_dev {
 	bool in_event;	    /* inside an flr/dma_unmap handler */
 	bool ev_done_early; /* hw_dev_event_done called from inside it */
 	bool gone_deferred; /* client left while an event was pending */
+	bool unplug_defer;  /* hw_dev_unplug_continue queued on the loop */
 
 	uint64_t db_writes, db_invalid_writes;
 };

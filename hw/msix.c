@@ -1,7 +1,6 @@
 /* hw/msix.c - MSI-X state of a device: eventfds per vector, table entries,
  * pending bits, lock-free raise with PBA latching, and the vector objects. */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,15 +39,24 @@ int hw_msix_init(struct hw_msix *m, uint16_t nr_vectors)
 void hw_msix_fini(struct hw_msix *m)
 {
 	hw_msix_close_fds(m);
+	/* The device is going away: every raiser stopped with its queues. */
+	while (m->nr_grave)
+		close(m->grave[--m->nr_grave].fd);
+	free(m->grave);
+	m->grave = NULL;
+	m->cap_grave = 0;
 	free(m->vec);
 	free((void *)m->pba);
 	m->vec = NULL;
 	m->pba = NULL;
 }
 
-/* Writes the eventfd of vector v if it has one. Raisers announce themselves
- * in `users` before loading the fd, so hw_msix_set_fd can wait for them
- * before closing the old fd (pairs with the exchange in hw_msix_set_fd). */
+/* Writes the eventfd of vector v if it has one. The fd is an eventfd set
+ * non-blocking when the client gave it (pci_dev.c checks both), so this never
+ * blocks: EAGAIN means the counter is saturated, i.e. the client has not read
+ * it yet and the interrupt is pending anyway. Raisers announce themselves in
+ * `users` before loading the fd, so hw_msix_set_fd can tell when the old fd
+ * is no longer in use before closing it (pairs with its exchange). */
 static int hw_msix_signal(struct hw_msix *m, uint16_t v)
 {
 	struct hw_msix_vec_state *s = &m->vec[v];
@@ -57,7 +65,7 @@ static int hw_msix_signal(struct hw_msix *m, uint16_t v)
 
 	atomic_fetch_add(&s->users, 1);
 	fd = atomic_load(&s->fd);
-	if (fd >= 0 && write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+	if (fd >= 0 && (write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one) || errno == EAGAIN))
 		rc = 0;
 	atomic_fetch_sub(&s->users, 1);
 	if (!rc)
@@ -123,26 +131,74 @@ void hw_msix_set_state(struct hw_msix *m, bool enabled, bool function_masked)
 		hw_msix_deliver_pending(m, v);
 }
 
-void hw_msix_set_fd(struct hw_msix *m, uint16_t v, int fd)
+/* Closes the replaced fds no raiser can be using any more. */
+static void hw_msix_reap(struct hw_msix *m)
+{
+	for (unsigned int i = 0; i < m->nr_grave;) {
+		if (atomic_load(&m->vec[m->grave[i].vec].users)) {
+			i++;
+			continue;
+		}
+		close(m->grave[i].fd);
+		m->grave[i] = m->grave[--m->nr_grave];
+	}
+}
+
+/* Swaps the fd of vector v; the old one is closed now or, while a raiser may
+ * be writing it, parked in the graveyard. 0 or -ENOMEM (nothing changed). */
+static int hw_msix_swap_fd(struct hw_msix *m, uint16_t v, int fd)
 {
 	struct hw_msix_vec_state *s = &m->vec[v];
-	int old = atomic_exchange(&s->fd, fd);
+	int old;
 
-	if (old >= 0) {
-		/* A raiser that loaded the old fd is inside write(): let it finish
-		 * so the fd number is not reused under it. */
-		while (atomic_load(&s->users))
-			sched_yield();
+	if (m->nr_grave == m->cap_grave) {
+		unsigned int ncap = m->cap_grave ? 2 * m->cap_grave : 8;
+		struct hw_msix_grave *g = realloc(m->grave, ncap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		m->grave = g;
+		m->cap_grave = ncap;
+	}
+	old = atomic_exchange(&s->fd, fd);
+	if (old < 0)
+		return 0;
+	/* A raiser that loaded the old fd before the exchange is counted in
+	 * `users` now (it announced itself first); a later one loads the new. */
+	if (atomic_load(&s->users))
+		m->grave[m->nr_grave++] = (struct hw_msix_grave){.fd = old, .vec = v};
+	else
 		close(old);
+	return 0;
+}
+
+int hw_msix_set_fd(struct hw_msix *m, uint16_t v, int fd)
+{
+	int rc;
+
+	hw_msix_reap(m);
+	rc = fd >= 0 && m->nr_grave >= HW_MSIX_GRAVEYARD ? -EBUSY : hw_msix_swap_fd(m, v, fd);
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
 	}
 	if (fd >= 0)
 		hw_msix_deliver_pending(m, v);
+	return 0;
 }
 
 void hw_msix_close_fds(struct hw_msix *m)
 {
-	for (uint16_t v = 0; v < m->nr_vectors; v++)
-		hw_msix_set_fd(m, v, -1);
+	hw_msix_reap(m);
+	for (uint16_t v = 0; v < m->nr_vectors; v++) {
+		/* Without memory for the graveyard, an fd still being written is
+		 * left in place (the next close or the device's end takes it)
+		 * rather than closed under its writer. */
+		if (hw_msix_swap_fd(m, v, -1))
+			LOG_ERR(HW_LOG_COMP, "MSI-X vector %u: out of memory closing its eventfd",
+				v);
+	}
 }
 
 bool hw_msix_pending(const struct hw_msix *m, uint16_t v)

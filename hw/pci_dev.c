@@ -2,6 +2,8 @@
  * endpoint callbacks (device/region/irq info, config and BAR access,
  * SET_IRQS, reset, DMA unmap) and the FLR flow. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,7 +83,12 @@ struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
 	dev->type = type;
 	dev->loop = loop;
 	snprintf(dev->vuid, sizeof(dev->vuid), "%s", config->vuid);
-	dev->socket_mode = config->socket_mode ? config->socket_mode : 0600;
+	dev->ep_cfg = (struct vfu_endpoint_config){
+	    .mode = config->socket_mode ? config->socket_mode : 0600,
+	    .max_dma_regions = config->max_dma_regions,
+	    .max_dma_bytes = config->max_dma_bytes,
+	    .allow_unsealed_dma = config->allow_unsealed_dma,
+	};
 	dev->db_mode = config->db_mode;
 	dev->ops = ops;
 	dev->arg = arg;
@@ -118,11 +125,15 @@ out_free:
 	return NULL;
 }
 
-void hw_dev_destroy(struct hw_dev *dev)
+int hw_dev_destroy(struct hw_dev *dev)
 {
 	if (!dev)
-		return;
-	hw_dev_hotunplug(dev);
+		return 0;
+	if (dev->state != HW_HOTPLUG_POWER_OFF) {
+		LOG_ERR(HW_LOG_COMP, "%s: destroy while %s: unplug first", dev->vuid,
+			hw_hotplug_state_name(dev->state));
+		return -EBUSY;
+	}
 	hw_dbs_fini(dev);
 	for (uint16_t v = 0; v < dev->msix.nr_vectors; v++)
 		hw_msix_vector_destroy(dev->msix.vec[v].obj);
@@ -133,6 +144,7 @@ void hw_dev_destroy(struct hw_dev *dev)
 	free(dev->rs);
 	free(dev->socket_path);
 	free(dev);
+	return 0;
 }
 
 int hw_dev_hotplug(struct hw_dev *dev)
@@ -156,7 +168,7 @@ int hw_dev_hotplug(struct hw_dev *dev)
 	hw_stateful_reset(dev);
 	hw_bars_reset(dev);
 	dev->ep =
-	    vfu_endpoint_create(dev->loop, dev->socket_path, dev->socket_mode, &hw_dev_ep_ops, dev);
+	    vfu_endpoint_create(dev->loop, dev->socket_path, &dev->ep_cfg, &hw_dev_ep_ops, dev);
 	if (!dev->ep) {
 		int rc = errno ? -errno : -EIO;
 
@@ -170,17 +182,38 @@ int hw_dev_hotplug(struct hw_dev *dev)
 	return 0;
 }
 
-int hw_dev_hotunplug(struct hw_dev *dev)
+/* The last step of an unplug, once the client's detach finished: the socket
+ * goes and the device is off. Runs as a deferred call when the detach
+ * finished inside an upper layer's call (it may then destroy the device from
+ * its state callback). */
+static void hw_dev_unplug_continue(void *arg)
 {
-	if (dev->state == HW_HOTPLUG_POWER_OFF)
-		return 0;
-	hw_dev_set_state(dev, HW_HOTPLUG_POWER_OFF_PENDING);
-	/* Drops the client first: detach runs the client-gone FLR. */
-	vfu_endpoint_destroy(dev->ep);
+	struct hw_dev *dev = arg;
+
+	dev->unplug_defer = false;
+	if (dev->state != HW_HOTPLUG_POWER_OFF_PENDING || !vfu_endpoint_idle(dev->ep))
+		return;
+	if (vfu_endpoint_destroy(dev->ep))
+		return;
 	dev->ep = NULL;
 	dev->dma = NULL;
 	(*hw_dev_plug_counter(dev->type->profile))--;
 	hw_dev_set_state(dev, HW_HOTPLUG_POWER_OFF);
+}
+
+int hw_dev_hotunplug(struct hw_dev *dev)
+{
+	if (dev->state == HW_HOTPLUG_POWER_OFF)
+		return 0;
+	if (dev->state == HW_HOTPLUG_POWER_OFF_PENDING)
+		return HW_EVENT_ASYNC;
+	hw_dev_set_state(dev, HW_HOTPLUG_POWER_OFF_PENDING);
+	/* Drops the client first: its detach runs the client-gone FLR, which
+	 * may finish later. */
+	vfu_endpoint_disconnect(dev->ep);
+	if (!vfu_endpoint_idle(dev->ep))
+		return HW_EVENT_ASYNC;
+	hw_dev_unplug_continue(dev);
 	return 0;
 }
 
@@ -312,12 +345,25 @@ void hw_dev_event_done(struct hw_dev *dev)
 	dev->pending_ev = HW_DEV_EV_NONE;
 	if (ev != HW_DEV_EV_UNMAP)
 		hw_dev_flr_finish(dev, ev);
-	/* Sends the held reply; a no-op when the client has gone meanwhile. */
-	if (ev != HW_DEV_EV_FLR_GONE && dev->ep)
+	if (ev == HW_DEV_EV_FLR_GONE) {
+		/* The client's memory may go now; an unplug waiting for this
+		 * finishes after the caller returned. */
+		if (dev->ep)
+			vfu_endpoint_detach_done(dev->ep);
+		if (dev->state == HW_HOTPLUG_POWER_OFF_PENDING && !dev->unplug_defer) {
+			if (evloop_defer(dev->loop, hw_dev_unplug_continue, dev))
+				LOG_ERR(HW_LOG_COMP, "%s: cannot finish the unplug", dev->vuid);
+			else
+				dev->unplug_defer = true;
+		}
+	} else if (dev->ep) {
+		/* Sends the held reply; a no-op when the client has gone meanwhile. */
 		vfu_endpoint_resume(dev->ep, 0);
+	}
 	if (dev->gone_deferred) {
 		dev->gone_deferred = false;
-		hw_dev_flr_start(dev, HW_DEV_EV_FLR_GONE);
+		if (hw_dev_flr_start(dev, HW_DEV_EV_FLR_GONE) == 0 && dev->ep)
+			vfu_endpoint_detach_done(dev->ep);
 	}
 }
 
@@ -331,13 +377,13 @@ static void hw_dev_ep_attach(void *arg)
 	hw_dev_set_state(dev, HW_HOTPLUG_POWER_ON);
 }
 
-static void hw_dev_ep_detach(void *arg)
+static int hw_dev_ep_detach(void *arg)
 {
 	struct hw_dev *dev = arg;
 
 	/* Everything the client gave goes first: doorbells stop notifying,
-	 * eventfds are closed, mmaps of its memory die (the endpoint clears the
-	 * DMA table right after this returns). */
+	 * eventfds are closed. Its memory stays mapped until the FLR handler
+	 * has stopped every use of it (then the endpoint unmaps it). */
 	for (unsigned int i = 0; i < dev->type->nr_regions; i++)
 		for (uint32_t s = 0; dev->rs[i].slots && s < dev->rs[i].nr_slots; s++)
 			if (dev->rs[i].slots[s])
@@ -350,7 +396,7 @@ static void hw_dev_ep_detach(void *arg)
 		dev->err_fd = -1;
 	}
 	atomic_fetch_add(&dev->client_gen, 1);
-	hw_dev_flr_start(dev, HW_DEV_EV_FLR_GONE);
+	return hw_dev_flr_start(dev, HW_DEV_EV_FLR_GONE) == HW_EVENT_ASYNC ? VFU_ASYNC : 0;
 }
 
 static void hw_dev_ep_device_info(void *arg, uint32_t *flags, uint32_t *num_regions,
@@ -451,6 +497,41 @@ static void hw_dev_close_fds(int *fds, size_t nfds)
 			close(fds[i]);
 }
 
+/* Interrupt fds come from the client: only an eventfd is accepted (a pipe or
+ * socket could fill up), and it is made non-blocking, so no write to it can
+ * ever block a thread of ours. 0 or -EINVAL. */
+static int hw_dev_check_eventfd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+	int fl;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -EINVAL;
+	target[n] = 0;
+	if (strcmp(target, "anon_inode:[eventfd]") != 0)
+		return -EINVAL;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static int hw_dev_check_eventfds(struct hw_dev *dev, int *fds, size_t nfds)
+{
+	for (size_t i = 0; i < nfds; i++) {
+		if (hw_dev_check_eventfd(fds[i])) {
+			LOG_GUEST_ERR(HW_LOG_COMP, "%s: SET_IRQS fd %zu is not an eventfd: refused",
+				      dev->vuid, i);
+			hw_dev_close_fds(fds, nfds);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int hw_dev_set_msix_irqs(struct hw_dev *dev, uint32_t data, uint32_t action, uint32_t start,
 				uint32_t count, int *fds, size_t nfds, const uint8_t *bools)
 {
@@ -458,11 +539,19 @@ static int hw_dev_set_msix_irqs(struct hw_dev *dev, uint32_t data, uint32_t acti
 
 	if (action == VFIO_IRQ_SET_ACTION_TRIGGER) {
 		if (data == VFIO_IRQ_SET_DATA_EVENTFD) {
+			int rc = 0;
+
 			/* With fds: assign; without: de-assign the range (QEMU's
-			 * "enable MSI-X with no vectors" form). */
-			for (uint32_t i = 0; i < count; i++)
-				hw_msix_set_fd(m, (uint16_t)(start + i), nfds ? fds[i] : -1);
-			return 0;
+			 * "enable MSI-X with no vectors" form). Every fd is taken,
+			 * also after a failure. */
+			for (uint32_t i = 0; i < count; i++) {
+				int r =
+				    hw_msix_set_fd(m, (uint16_t)(start + i), nfds ? fds[i] : -1);
+
+				if (r && !rc)
+					rc = r;
+			}
+			return rc;
 		}
 		if (data == VFIO_IRQ_SET_DATA_NONE && count == 0) {
 			hw_msix_close_fds(m); /* disable the whole index */
@@ -500,6 +589,8 @@ static int hw_dev_ep_set_irqs(void *arg, uint32_t flags, uint32_t index, uint32_
 		hw_dev_close_fds(fds, nfds);
 		return -EINVAL;
 	}
+	if (hw_dev_check_eventfds(dev, fds, nfds))
+		return -EINVAL;
 	if (index == VFIO_PCI_MSIX_IRQ_INDEX && dev->cfg.has_msix &&
 	    (uint64_t)start + count <= dev->msix.nr_vectors)
 		return hw_dev_set_msix_irqs(dev, data, action, start, count, fds, nfds, bools);
@@ -508,10 +599,12 @@ static int hw_dev_ep_set_irqs(void *arg, uint32_t flags, uint32_t index, uint32_
 	    (data == VFIO_IRQ_SET_DATA_EVENTFD || data == VFIO_IRQ_SET_DATA_NONE)) {
 		if (data == VFIO_IRQ_SET_DATA_NONE && count) {
 			/* Loop-back trigger: signalling ERR stops a QEMU VM; only
-			 * do it when asked. */
+			 * do it when asked. Non-blocking: EAGAIN means it is
+			 * signalled already. */
 			uint64_t one = 1;
 
-			if (dev->err_fd >= 0 && write(dev->err_fd, &one, sizeof(one)) < 0)
+			if (dev->err_fd >= 0 && write(dev->err_fd, &one, sizeof(one)) < 0 &&
+			    errno != EAGAIN)
 				return -errno;
 			return 0;
 		}
@@ -542,7 +635,15 @@ static int hw_dev_ep_dma_unmap(void *arg, uint64_t iova, uint64_t len)
 
 	if (!dev->ops || !dev->ops->dma_unmap)
 		return 0;
-	return hw_dev_call_event(dev, HW_DEV_EV_UNMAP, iova, len);
+	return hw_dev_call_event(dev, HW_DEV_EV_UNMAP, iova, len) == HW_EVENT_ASYNC ? VFU_ASYNC : 0;
+}
+
+static void hw_dev_ep_dma_map(void *arg, uint64_t iova, uint64_t len, uint32_t prot)
+{
+	struct hw_dev *dev = arg;
+
+	if (dev->ops && dev->ops->dma_map)
+		dev->ops->dma_map(dev, iova, len, dev->arg);
 }
 
 const struct vfu_endpoint_ops hw_dev_ep_ops = {
@@ -555,4 +656,5 @@ const struct vfu_endpoint_ops hw_dev_ep_ops = {
     .set_irqs = hw_dev_ep_set_irqs,
     .reset = hw_dev_ep_reset,
     .dma_unmap = hw_dev_ep_dma_unmap,
+    .dma_map = hw_dev_ep_dma_map,
 };

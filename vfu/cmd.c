@@ -6,13 +6,15 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char vfu_cmd_caps[] =
-    "{\"capabilities\":{\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,"
-    "\"pgsizes\":4096,\"max_dma_maps\":65535}}";
+/* Our VERSION capabilities; max_dma_maps is the endpoint's region limit. */
+#define VFU_CMD_CAPS_FMT                                                                           \
+	"{\"capabilities\":{\"max_msg_fds\":%u,\"max_data_xfer_size\":%u,"                         \
+	"\"pgsizes\":%u,\"max_dma_maps\":%u}}"
 
 /* A malformed request: counted, logged, answered EINVAL. */
 static int vfu_cmd_bad(struct vfu_endpoint *ep, const char *what)
@@ -82,9 +84,9 @@ out_put:
 
 static int vfu_cmd_version(struct vfu_endpoint *ep, const uint8_t *p, size_t len)
 {
-	uint8_t reply[sizeof(struct vfio_user_version) + sizeof(vfu_cmd_caps)];
+	uint8_t reply[sizeof(struct vfio_user_version) + 192];
 	struct vfio_user_version v;
-	int err;
+	int err, n;
 
 	if (ep->negotiated)
 		return vfu_cmd_bad(ep, "VERSION: already negotiated");
@@ -104,8 +106,11 @@ static int vfu_cmd_version(struct vfu_endpoint *ep, const uint8_t *p, size_t len
 	}
 	memset(&v, 0, sizeof(v)); /* we speak 0.0: the lowest common minor */
 	memcpy(reply, &v, sizeof(v));
-	memcpy(reply + sizeof(v), vfu_cmd_caps, sizeof(vfu_cmd_caps));
-	vfu_ep_reply(ep, &ep->rx_hdr, 0, reply, sizeof(reply));
+	n = snprintf((char *)reply + sizeof(v), sizeof(reply) - sizeof(v), VFU_CMD_CAPS_FMT,
+		     VFU_MAX_MSG_FDS, VFU_MAX_DATA_XFER_SIZE, VFU_PGSIZE, ep->cfg.max_dma_regions);
+	if (n < 0 || (size_t)n >= sizeof(reply) - sizeof(v))
+		return EIO;
+	vfu_ep_reply(ep, &ep->rx_hdr, 0, reply, sizeof(v) + (size_t)n + 1);
 	ep->negotiated = true;
 	ep->st.clients_attached++;
 	LOG_INFO(VFU_COMP, "%s: client attached (max_data_xfer_size %u)", ep->path,
@@ -144,37 +149,48 @@ static int vfu_cmd_dma_map(struct vfu_endpoint *ep, const uint8_t *p, size_t len
 	return 0;
 }
 
-/* UNMAP_ALL: one window at a time, each possibly asynchronous. status is the
- * outcome of the ops->dma_unmap of the window in held_iova/held_len, if any. */
-static void vfu_cmd_unmap_all_step(struct vfu_endpoint *ep, int status)
+/* Takes [iova, len) out of the lookups and lets the device finish with it.
+ * Returns 0 when done (the table is quiesced), VFU_ASYNC while the device
+ * works, or -ENOMEM (nothing removed). */
+static int vfu_cmd_unmap_one(struct vfu_endpoint *ep, uint64_t iova, uint64_t len)
+{
+	int rc = vfu_dma_table_remove(ep->dma, iova, len);
+
+	if (rc)
+		return rc;
+	ep->st.dma_unmaps++;
+	rc = ep->ops->dma_unmap ? ep->ops->dma_unmap(ep->arg, iova, len) : 0;
+	if (rc == VFU_ASYNC)
+		return VFU_ASYNC;
+	if (rc)
+		LOG_ERR(VFU_COMP, "%s: device dma_unmap returned %d; the window is gone anyway",
+			ep->path, rc);
+	vfu_dma_table_quiesce(ep->dma);
+	return 0;
+}
+
+/* UNMAP_ALL: one window at a time, each possibly asynchronous. */
+static void vfu_cmd_unmap_all_step(struct vfu_endpoint *ep)
 {
 	struct vfu_dma_window w;
 	int rc;
 
 	for (;;) {
-		if (status) {
-			ep->held = VFU_HELD_NONE;
-			vfu_ep_reply(ep, &ep->held_hdr, vfu_cmd_errno(status), NULL, 0);
-			return;
-		}
-		if (ep->held_len) {
-			if (!vfu_dma_table_remove(ep->dma, ep->held_iova, ep->held_len))
-				ep->st.dma_unmaps++;
-			ep->held_len = 0;
-		}
 		if (vfu_dma_table_first(ep->dma, &w)) {
 			ep->held = VFU_HELD_NONE;
 			vfu_ep_reply(ep, &ep->held_hdr, 0, NULL, 0);
 			return;
 		}
-		ep->held_iova = w.iova;
-		ep->held_len = w.len;
-		rc = ep->ops->dma_unmap ? ep->ops->dma_unmap(ep->arg, w.iova, w.len) : 0;
+		rc = vfu_cmd_unmap_one(ep, w.iova, w.len);
 		if (rc == VFU_ASYNC) {
 			ep->held = VFU_HELD_UNMAP_ALL;
 			return;
 		}
-		status = rc;
+		if (rc) {
+			ep->held = VFU_HELD_NONE;
+			vfu_ep_reply(ep, &ep->held_hdr, vfu_cmd_errno(rc), NULL, 0);
+			return;
+		}
 	}
 }
 
@@ -195,8 +211,7 @@ static int vfu_cmd_dma_unmap(struct vfu_endpoint *ep, const uint8_t *p, size_t l
 	if (u.flags & VFIO_USER_DMA_UNMAP_ALL) {
 		if (u.addr || u.size)
 			return vfu_cmd_bad(ep, "DMA_UNMAP: UNMAP_ALL with a range");
-		ep->held_len = 0;
-		vfu_cmd_unmap_all_step(ep, 0);
+		vfu_cmd_unmap_all_step(ep);
 		return 0;
 	}
 	/* Spec: the range must match a previous map exactly. */
@@ -206,17 +221,13 @@ static int vfu_cmd_dma_unmap(struct vfu_endpoint *ep, const uint8_t *p, size_t l
 			      (unsigned long long)u.addr, (unsigned long long)u.size);
 		return ENOENT;
 	}
-	ep->held_iova = u.addr;
-	ep->held_len = u.size;
-	rc = ep->ops->dma_unmap ? ep->ops->dma_unmap(ep->arg, u.addr, u.size) : 0;
+	rc = vfu_cmd_unmap_one(ep, u.addr, u.size);
 	if (rc == VFU_ASYNC) {
 		ep->held = VFU_HELD_UNMAP;
 		return 0;
 	}
 	if (rc)
 		return vfu_cmd_errno(rc);
-	if (!vfu_dma_table_remove(ep->dma, u.addr, u.size))
-		ep->st.dma_unmaps++;
 	vfu_ep_reply(ep, &ep->rx_hdr, 0, NULL, 0);
 	return 0;
 }
@@ -568,8 +579,12 @@ void vfu_cmd_resume(struct vfu_endpoint *ep, int status)
 {
 	enum vfu_held_kind kind = ep->held;
 
+	/* A finished unmap is a quiescent point: the device certified that no
+	 * thread still uses what was looked up before the window went. */
+	if (kind == VFU_HELD_UNMAP || kind == VFU_HELD_UNMAP_ALL)
+		vfu_dma_table_quiesce(ep->dma);
 	if (kind == VFU_HELD_UNMAP_ALL) {
-		vfu_cmd_unmap_all_step(ep, status);
+		vfu_cmd_unmap_all_step(ep);
 		return;
 	}
 	ep->held = VFU_HELD_NONE;
@@ -579,12 +594,7 @@ void vfu_cmd_resume(struct vfu_endpoint *ep, int status)
 			     sizeof(ep->held_access));
 		break;
 	case VFU_HELD_RESET:
-		vfu_ep_reply(ep, &ep->held_hdr, vfu_cmd_errno(status), NULL, 0);
-		break;
 	case VFU_HELD_UNMAP:
-		if (!status && !vfu_dma_table_remove(ep->dma, ep->held_iova, ep->held_len))
-			ep->st.dma_unmaps++;
-		ep->held_len = 0;
 		vfu_ep_reply(ep, &ep->held_hdr, vfu_cmd_errno(status), NULL, 0);
 		break;
 	default:

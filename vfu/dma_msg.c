@@ -19,6 +19,7 @@ static void vfu_dma_msg_complete(struct vfu_endpoint *ep, struct vfu_dma_req *re
 			break;
 		}
 	}
+	ep->dma_reqs--;
 	if (req->cb)
 		req->cb(req->status, req->cb_arg);
 	free(req);
@@ -41,9 +42,13 @@ static int vfu_dma_msg_submit(struct vfu_endpoint *ep, bool is_write, uint64_t i
 		return rc;
 	if ((w.prot & need) != need)
 		return -EPERM;
+	/* A per-client bound: the client answers these at its own pace. */
+	if (ep->dma_reqs >= ep->cfg.max_dma_msgs)
+		return -EAGAIN;
 	req = calloc(1, sizeof(*req));
 	if (!req)
 		return -ENOMEM;
+	ep->dma_reqs++;
 	req->is_write = is_write;
 	req->iova = iova;
 	req->len = len;
@@ -210,6 +215,7 @@ void vfu_dma_msg_fail_all(struct vfu_endpoint *ep, int status)
 			req = ep->dma_active;
 			ep->dma_active = req->next;
 		}
+		ep->dma_reqs--;
 		if (req->cb)
 			req->cb(status, req->cb_arg);
 		free(req);

@@ -1,25 +1,43 @@
-/* vfu/dma_table.c - the DMA window table: sorted guest-physical windows, mmap of
- * fd-backed ones, lookups from any thread under a rwlock. */
+/* vfu/dma_table.c - the DMA window table: the client's guest-physical windows
+ * as reference-counted regions (mmap of fd-backed ones), looked up without
+ * locks through immutable snapshots that the loop thread replaces and frees
+ * at the next quiescent point. */
 #include "vfu/vfu_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct vfu_dma_entry {
+/* One window. Immutable once published; freed (and munmapped) when the table
+ * and every pin have let go of it. */
+struct vfu_dma_region {
 	struct vfu_dma_window w;
 	void *map_base; /* what mmap returned (may precede w.local) */
 	size_t map_len;
+	unsigned int refs; /* atomic: the table's reference + pins */
+	struct vfu_dma_region *removed_next;
+};
+
+/* The windows sorted by iova, never overlapping. Readers load the current
+ * snapshot with acquire order and search it; the loop thread publishes a new
+ * one for every change and keeps the old one until a quiescent point. */
+struct vfu_dma_snap {
+	uint32_t n;
+	struct vfu_dma_snap *retired_next;
+	struct vfu_dma_region *r[];
 };
 
 struct vfu_dma_table {
-	pthread_rwlock_t lock;
-	struct vfu_dma_entry *e; /* sorted by iova, never overlapping */
-	uint32_t n, cap, max;
+	struct vfu_dma_snap *snap; /* atomic pointer, never NULL */
+	struct vfu_dma_snap *retired;
+	struct vfu_dma_region *removed; /* the table's references still held */
+	uint32_t max;
+	uint64_t max_bytes, bytes;
+	bool allow_unsealed;
 	uint64_t generation; /* bumped on every add/remove, read atomically */
 };
 
@@ -29,25 +47,66 @@ static inline uint64_t vfu_dma_last(uint64_t iova, uint64_t len)
 	return iova + len - 1;
 }
 
+static struct vfu_dma_snap *vfu_dma_snap_alloc(uint32_t n)
+{
+	struct vfu_dma_snap *s = calloc(1, sizeof(*s) + (size_t)n * sizeof(s->r[0]));
+
+	if (s)
+		s->n = n;
+	return s;
+}
+
+static struct vfu_dma_snap *vfu_dma_snap_get(const struct vfu_dma_table *t)
+{
+	return __atomic_load_n(&t->snap, __ATOMIC_ACQUIRE);
+}
+
+/* Publishes s; the old snapshot waits for the next quiescent point, since a
+ * reader on another thread may still be searching it. Loop thread. */
+static void vfu_dma_snap_publish(struct vfu_dma_table *t, struct vfu_dma_snap *s)
+{
+	struct vfu_dma_snap *old = t->snap;
+
+	__atomic_store_n(&t->snap, s, __ATOMIC_RELEASE);
+	old->retired_next = t->retired;
+	t->retired = old;
+	__atomic_add_fetch(&t->generation, 1, __ATOMIC_RELEASE);
+}
+
 struct vfu_dma_table *vfu_dma_table_create(uint32_t max_windows)
 {
 	struct vfu_dma_table *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
-	if (pthread_rwlock_init(&t->lock, NULL)) {
+	t->snap = vfu_dma_snap_alloc(0);
+	if (!t->snap) {
 		free(t);
 		errno = ENOMEM;
 		return NULL;
 	}
 	t->max = max_windows;
+	t->max_bytes = UINT64_MAX;
 	return t;
 }
 
-static void vfu_dma_entry_release(struct vfu_dma_entry *e)
+void vfu_dma_table_set_policy(struct vfu_dma_table *t, uint64_t max_bytes, bool allow_unsealed)
 {
-	if (e->map_base)
-		munmap(e->map_base, e->map_len);
+	t->max_bytes = max_bytes ? max_bytes : UINT64_MAX;
+	t->allow_unsealed = allow_unsealed;
+}
+
+static void vfu_dma_region_free(struct vfu_dma_region *r)
+{
+	if (r->map_base)
+		munmap(r->map_base, r->map_len);
+	free(r);
+}
+
+void vfu_dma_region_put(struct vfu_dma_region *r)
+{
+	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		vfu_dma_region_free(r);
 }
 
 void vfu_dma_table_destroy(struct vfu_dma_table *t)
@@ -55,20 +114,20 @@ void vfu_dma_table_destroy(struct vfu_dma_table *t)
 	if (!t)
 		return;
 	vfu_dma_table_clear(t);
-	free(t->e);
-	pthread_rwlock_destroy(&t->lock);
+	vfu_dma_table_quiesce(t);
+	free(t->snap);
 	free(t);
 }
 
 /* Index of the first entry whose last byte is >= iova (n if none). */
-static uint32_t vfu_dma_lower_bound(const struct vfu_dma_table *t, uint64_t iova)
+static uint32_t vfu_dma_lower_bound(const struct vfu_dma_snap *s, uint64_t iova)
 {
-	uint32_t lo = 0, hi = t->n;
+	uint32_t lo = 0, hi = s->n;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (vfu_dma_last(t->e[mid].w.iova, t->e[mid].w.len) < iova)
+		if (vfu_dma_last(s->r[mid]->w.iova, s->r[mid]->w.len) < iova)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -76,19 +135,38 @@ static uint32_t vfu_dma_lower_bound(const struct vfu_dma_table *t, uint64_t iova
 	return lo;
 }
 
+/* Refuses an fd the client could shrink after we mapped it: an access past
+ * its new end would kill this process with SIGBUS. QEMU's
+ * memory-backend-memfd seals its memfd (F_SEAL_SHRINK | F_SEAL_GROW) by
+ * default; anything else needs the operator's explicit trust. */
+static int vfu_dma_check_seals(const struct vfu_dma_table *t, int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (t->allow_unsealed)
+		return 0;
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EPERM;
+	return 0;
+}
+
 /* mmaps [fd_offset, fd_offset+len) of fd. Offsets are rounded down to the
  * fd's block size (2 MiB on hugetlbfs) as mmap requires; the window's local
  * pointer then points inside the mapping. A regular file must cover the
  * whole range, or a later access past EOF would raise SIGBUS in our process. */
-static int vfu_dma_map_fd(struct vfu_dma_entry *e, int fd, uint64_t fd_offset)
+static int vfu_dma_map_fd(const struct vfu_dma_table *t, struct vfu_dma_region *e, int fd,
+			  uint64_t fd_offset)
 {
 	uint64_t blk = (uint64_t)sysconf(_SC_PAGESIZE), delta, map_len, end;
-	int prot = 0;
+	int prot = 0, rc;
 	struct stat st;
 	void *p;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
+	rc = vfu_dma_check_seals(t, fd);
+	if (rc)
+		return rc;
 	if (S_ISREG(st.st_mode) &&
 	    (fd_offset > (uint64_t)st.st_size || e->w.len > (uint64_t)st.st_size - fd_offset))
 		return -EINVAL;
@@ -120,7 +198,8 @@ static int vfu_dma_map_fd(struct vfu_dma_entry *e, int fd, uint64_t fd_offset)
 int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot, int fd,
 		      uint64_t fd_offset)
 {
-	struct vfu_dma_entry e = {.w = {.iova = iova, .len = len, .prot = prot}};
+	struct vfu_dma_snap *cur = t->snap, *s;
+	struct vfu_dma_region *e;
 	uint32_t pos;
 	int rc;
 
@@ -128,137 +207,191 @@ int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint
 		return -EINVAL;
 	if (prot & ~(VFIO_USER_DMA_READ_PROT | VFIO_USER_DMA_WRITE_PROT))
 		return -EINVAL;
-	pos = vfu_dma_lower_bound(t, iova);
-	if (pos < t->n && t->e[pos].w.iova <= vfu_dma_last(iova, len))
+	pos = vfu_dma_lower_bound(cur, iova);
+	if (pos < cur->n && cur->r[pos]->w.iova <= vfu_dma_last(iova, len))
 		return -EEXIST;
-	if (t->n >= t->max)
+	if (cur->n >= t->max)
 		return -ENOSPC;
-	if (t->n == t->cap) {
-		uint32_t ncap = t->cap ? t->cap * 2 : 16;
-		struct vfu_dma_entry *ne;
-
-		if (ncap > t->max)
-			ncap = t->max;
-		/* Under the write lock: a reader may be walking the old array. */
-		pthread_rwlock_wrlock(&t->lock);
-		ne = realloc(t->e, (size_t)ncap * sizeof(*ne));
-		if (ne) {
-			t->e = ne;
-			t->cap = ncap;
-		}
-		pthread_rwlock_unlock(&t->lock);
-		if (!ne)
-			return -ENOMEM;
+	if (fd >= 0 && len > t->max_bytes - t->bytes)
+		return -ENOSPC;
+	e = calloc(1, sizeof(*e));
+	s = vfu_dma_snap_alloc(cur->n + 1);
+	if (!e || !s) {
+		rc = -ENOMEM;
+		goto out_free;
 	}
+	e->w = (struct vfu_dma_window){.iova = iova, .len = len, .prot = prot};
+	e->refs = 1;
 	if (fd >= 0) {
-		rc = vfu_dma_map_fd(&e, fd, fd_offset);
+		rc = vfu_dma_map_fd(t, e, fd, fd_offset);
 		if (rc)
-			return rc;
+			goto out_free;
+		t->bytes += len;
 	}
-	pthread_rwlock_wrlock(&t->lock);
-	memmove(&t->e[pos + 1], &t->e[pos], (size_t)(t->n - pos) * sizeof(*t->e));
-	t->e[pos] = e;
-	t->n++;
-	__atomic_add_fetch(&t->generation, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&t->lock);
+	memcpy(s->r, cur->r, pos * sizeof(s->r[0]));
+	s->r[pos] = e;
+	memcpy(&s->r[pos + 1], &cur->r[pos], (cur->n - pos) * sizeof(s->r[0]));
+	vfu_dma_snap_publish(t, s);
+	return 0;
+
+out_free:
+	free(s);
+	free(e);
+	return rc;
+}
+
+/* Takes entry pos out of the lookups; the table's reference is dropped at the
+ * next quiescent point. Loop thread. */
+static int vfu_dma_table_take(struct vfu_dma_table *t, uint32_t pos)
+{
+	struct vfu_dma_snap *cur = t->snap, *s = vfu_dma_snap_alloc(cur->n - 1);
+	struct vfu_dma_region *e = cur->r[pos];
+
+	if (!s)
+		return -ENOMEM;
+	memcpy(s->r, cur->r, pos * sizeof(s->r[0]));
+	memcpy(&s->r[pos], &cur->r[pos + 1], (cur->n - pos - 1) * sizeof(s->r[0]));
+	if (e->w.local)
+		t->bytes -= e->w.len;
+	e->removed_next = t->removed;
+	t->removed = e;
+	vfu_dma_snap_publish(t, s);
 	return 0;
 }
 
 int vfu_dma_table_remove(struct vfu_dma_table *t, uint64_t iova, uint64_t len)
 {
-	struct vfu_dma_entry e;
+	struct vfu_dma_snap *cur = t->snap;
 	uint32_t pos;
 
 	if (!len || iova + len - 1 < iova)
 		return -ENOENT;
-	pos = vfu_dma_lower_bound(t, iova);
-	if (pos >= t->n || t->e[pos].w.iova != iova || t->e[pos].w.len != len)
+	pos = vfu_dma_lower_bound(cur, iova);
+	if (pos >= cur->n || cur->r[pos]->w.iova != iova || cur->r[pos]->w.len != len)
 		return -ENOENT;
-	pthread_rwlock_wrlock(&t->lock);
-	e = t->e[pos];
-	memmove(&t->e[pos], &t->e[pos + 1], (size_t)(t->n - pos - 1) * sizeof(*t->e));
-	t->n--;
-	__atomic_add_fetch(&t->generation, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&t->lock);
-	vfu_dma_entry_release(&e);
-	return 0;
+	return vfu_dma_table_take(t, pos);
 }
 
 void vfu_dma_table_clear(struct vfu_dma_table *t)
 {
-	struct vfu_dma_entry *old;
-	uint32_t n;
+	struct vfu_dma_snap *cur = t->snap, *empty = vfu_dma_snap_alloc(0);
 
-	pthread_rwlock_wrlock(&t->lock);
-	old = t->e;
-	n = t->n;
-	t->e = NULL;
-	t->n = 0;
-	t->cap = 0;
-	__atomic_add_fetch(&t->generation, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&t->lock);
-	for (uint32_t i = 0; i < n; i++)
-		vfu_dma_entry_release(&old[i]);
-	free(old);
+	if (!cur->n) {
+		free(empty);
+		return;
+	}
+	if (!empty) {
+		/* Without memory for an empty snapshot, take them out one by one
+		 * (each step needs a smaller allocation, still possible). */
+		while (t->snap->n && !vfu_dma_table_take(t, t->snap->n - 1))
+			;
+		return;
+	}
+	for (uint32_t i = 0; i < cur->n; i++) {
+		cur->r[i]->removed_next = t->removed;
+		t->removed = cur->r[i];
+	}
+	t->bytes = 0;
+	vfu_dma_snap_publish(t, empty);
 }
 
-/* Entry containing the byte iova, or NULL. Lock held. */
-static const struct vfu_dma_entry *vfu_dma_lookup(const struct vfu_dma_table *t, uint64_t iova)
+void vfu_dma_table_quiesce(struct vfu_dma_table *t)
 {
-	uint32_t pos = vfu_dma_lower_bound(t, iova);
+	while (t->retired) {
+		struct vfu_dma_snap *s = t->retired;
 
-	if (pos < t->n && t->e[pos].w.iova <= iova)
-		return &t->e[pos];
+		t->retired = s->retired_next;
+		free(s);
+	}
+	while (t->removed) {
+		struct vfu_dma_region *r = t->removed;
+
+		t->removed = r->removed_next;
+		vfu_dma_region_put(r);
+	}
+}
+
+/* Entry containing the byte iova, or NULL. */
+static struct vfu_dma_region *vfu_dma_lookup(const struct vfu_dma_snap *s, uint64_t iova,
+					     uint32_t *pos_out)
+{
+	uint32_t pos = vfu_dma_lower_bound(s, iova);
+
+	if (pos_out)
+		*pos_out = pos;
+	if (pos < s->n && s->r[pos]->w.iova <= iova)
+		return s->r[pos];
 	return NULL;
 }
 
 int vfu_dma_table_find(struct vfu_dma_table *t, uint64_t iova, uint64_t len,
 		       struct vfu_dma_window *out)
 {
-	const struct vfu_dma_entry *e;
-	int rc = -EFAULT;
+	const struct vfu_dma_snap *s = vfu_dma_snap_get(t);
+	const struct vfu_dma_region *e;
 
 	if (!len)
 		len = 1;
 	if (iova + len - 1 < iova)
 		return -EFAULT;
-	pthread_rwlock_rdlock(&t->lock);
-	e = vfu_dma_lookup(t, iova);
-	if (e && vfu_dma_last(iova, len) <= vfu_dma_last(e->w.iova, e->w.len)) {
-		*out = e->w;
-		rc = 0;
+	e = vfu_dma_lookup(s, iova, NULL);
+	if (!e || vfu_dma_last(iova, len) > vfu_dma_last(e->w.iova, e->w.len))
+		return -EFAULT;
+	*out = e->w;
+	return 0;
+}
+
+struct vfu_dma_region *vfu_dma_table_pin(struct vfu_dma_table *t, uint64_t iova, uint64_t len,
+					 uint32_t prot, void **local)
+{
+	struct vfu_dma_region *e;
+
+	if (!len || iova + len - 1 < iova) {
+		errno = EFAULT;
+		return NULL;
 	}
-	pthread_rwlock_unlock(&t->lock);
-	return rc;
+	e = vfu_dma_lookup(t->snap, iova, NULL);
+	if (!e || vfu_dma_last(iova, len) > vfu_dma_last(e->w.iova, e->w.len) || !e->w.local) {
+		errno = EFAULT;
+		return NULL;
+	}
+	if ((e->w.prot & prot) != prot) {
+		errno = EPERM;
+		return NULL;
+	}
+	__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+	*local = (uint8_t *)e->w.local + (iova - e->w.iova);
+	return e;
+}
+
+void vfu_dma_region_window(const struct vfu_dma_region *r, struct vfu_dma_window *out)
+{
+	*out = r->w;
 }
 
 int vfu_dma_table_iov(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot,
 		      struct iovec *iov, int max_iov)
 {
-	const struct vfu_dma_entry *e;
+	const struct vfu_dma_snap *s = vfu_dma_snap_get(t);
 	uint64_t cur = iova, left = len;
-	int n = 0, rc;
+	uint32_t pos;
+	int n = 0;
 
 	if (!len || iova + len - 1 < iova || max_iov <= 0)
 		return -EFAULT;
-	pthread_rwlock_rdlock(&t->lock);
-	e = vfu_dma_lookup(t, iova);
+	if (!vfu_dma_lookup(s, iova, &pos))
+		return -EFAULT;
 	while (left) {
+		const struct vfu_dma_region *e = pos < s->n ? s->r[pos] : NULL;
 		uint64_t avail, take;
 
 		/* Pieces must chain through windows with no hole between them. */
-		if (!e || e >= t->e + t->n || e->w.iova > cur || !e->w.local) {
-			rc = -EFAULT;
-			goto out;
-		}
-		if ((e->w.prot & prot) != prot) {
-			rc = -EPERM;
-			goto out;
-		}
-		if (n == max_iov) {
-			rc = -E2BIG;
-			goto out;
-		}
+		if (!e || e->w.iova > cur || !e->w.local)
+			return -EFAULT;
+		if ((e->w.prot & prot) != prot)
+			return -EPERM;
+		if (n == max_iov)
+			return -E2BIG;
 		avail = vfu_dma_last(e->w.iova, e->w.len) - cur + 1;
 		take = left < avail ? left : avail;
 		iov[n].iov_base = (uint8_t *)e->w.local + (cur - e->w.iova);
@@ -266,35 +399,24 @@ int vfu_dma_table_iov(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint
 		n++;
 		left -= take;
 		cur += take;
-		e++;
+		pos++;
 	}
-	rc = n;
-out:
-	pthread_rwlock_unlock(&t->lock);
-	return rc;
+	return n;
 }
 
 int vfu_dma_table_first(struct vfu_dma_table *t, struct vfu_dma_window *out)
 {
-	int rc = -ENOENT;
+	const struct vfu_dma_snap *s = t->snap;
 
-	pthread_rwlock_rdlock(&t->lock);
-	if (t->n) {
-		*out = t->e[0].w;
-		rc = 0;
-	}
-	pthread_rwlock_unlock(&t->lock);
-	return rc;
+	if (!s->n)
+		return -ENOENT;
+	*out = s->r[0]->w;
+	return 0;
 }
 
 uint32_t vfu_dma_table_count(struct vfu_dma_table *t)
 {
-	uint32_t n;
-
-	pthread_rwlock_rdlock(&t->lock);
-	n = t->n;
-	pthread_rwlock_unlock(&t->lock);
-	return n;
+	return vfu_dma_snap_get(t)->n;
 }
 
 uint64_t vfu_dma_table_generation(const struct vfu_dma_table *t)

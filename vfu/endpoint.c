@@ -42,10 +42,24 @@ static void vfu_ep_tx_free(struct vfu_endpoint *ep)
 	ep->tx_bytes = 0;
 }
 
-/* Frees everything the client had and goes back to listening. */
+/* The device has let go of the last client's memory: unmap it and listen for
+ * the next client. */
+static void vfu_ep_detach_finish(struct vfu_endpoint *ep)
+{
+	ep->closing = false;
+	vfu_dma_table_clear(ep->dma);
+	vfu_dma_table_quiesce(ep->dma);
+	if (ep->listen_w && evloop_watch_modify(ep->listen_w, EPOLLIN))
+		LOG_ERR(VFU_COMP, "%s: cannot listen again", ep->path);
+	LOG_INFO(VFU_COMP, "%s: client detached", ep->path);
+}
+
+/* Closes the client's socket and frees what it had; the device's detach
+ * decides when its memory may go (vfu_ep_detach_finish). */
 static void vfu_ep_teardown(struct vfu_endpoint *ep)
 {
 	bool was_attached = ep->negotiated;
+	int rc = 0;
 
 	if (ep->drop_timer) {
 		evloop_timer_cancel(ep->drop_timer);
@@ -63,13 +77,37 @@ static void vfu_ep_teardown(struct vfu_endpoint *ep)
 	ep->resume_early = false;
 	ep->dead = false;
 	ep->st.disconnects++;
-	if (was_attached && ep->ops->detach)
-		ep->ops->detach(ep->arg);
-	vfu_dma_table_clear(ep->dma);
 	vfu_ep_rx_reset(ep);
 	vfu_ep_tx_free(ep);
 	vfu_dma_msg_fail_all(ep, -ECONNRESET);
-	LOG_INFO(VFU_COMP, "%s: client detached", ep->path);
+	ep->closing = true;
+	/* No new client until the device is done with this one's memory. */
+	if (ep->listen_w && evloop_watch_modify(ep->listen_w, 0))
+		LOG_ERR(VFU_COMP, "%s: cannot pause accepting", ep->path);
+	if (was_attached && ep->ops->detach) {
+		ep->in_detach = true;
+		ep->detach_done_early = false;
+		rc = ep->ops->detach(ep->arg);
+		ep->in_detach = false;
+		if (rc == VFU_ASYNC && !ep->detach_done_early)
+			return;
+		if (rc < 0)
+			LOG_ERR(VFU_COMP, "%s: device detach failed: %d", ep->path, rc);
+	}
+	vfu_ep_detach_finish(ep);
+}
+
+void vfu_endpoint_detach_done(struct vfu_endpoint *ep)
+{
+	if (ep->in_detach) {
+		ep->detach_done_early = true;
+		return;
+	}
+	if (!ep->closing || ep->conn_fd >= 0) {
+		LOG_ERR(VFU_COMP, "%s: detach_done with no detach in progress", ep->path);
+		return;
+	}
+	vfu_ep_detach_finish(ep);
 }
 
 void vfu_ep_drop(struct vfu_endpoint *ep, const char *why)
@@ -455,8 +493,13 @@ static void vfu_ep_on_conn(int fd, uint32_t events, void *arg)
 static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 {
 	struct vfu_endpoint *ep = arg;
-	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int c;
 
+	/* The device still tears the last client down: leave the next one in the
+	 * backlog (this event may have been collected before accepting paused). */
+	if (ep->closing)
+		return;
+	c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (c < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			LOG_WARN(VFU_COMP, "%s: accept: %s", ep->path, strerror(errno));
@@ -481,7 +524,8 @@ static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 	LOG_INFO(VFU_COMP, "%s: client connected", ep->path);
 }
 
-struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path, unsigned int mode,
+struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
+					 const struct vfu_endpoint_config *cfg,
 					 const struct vfu_endpoint_ops *ops, void *arg)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -509,9 +553,21 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path, 
 	ep->path = strdup(path);
 	if (!ep->path)
 		goto out_free;
-	ep->dma = vfu_dma_table_create(VFU_MAX_DMA_MAPS);
+	if (cfg)
+		ep->cfg = *cfg;
+	if (!ep->cfg.mode)
+		ep->cfg.mode = 0600;
+	if (!ep->cfg.max_dma_regions || ep->cfg.max_dma_regions > VFU_MAX_DMA_MAPS)
+		ep->cfg.max_dma_regions =
+		    ep->cfg.max_dma_regions ? VFU_MAX_DMA_MAPS : VFU_DEFAULT_DMA_REGIONS;
+	if (!ep->cfg.max_dma_bytes)
+		ep->cfg.max_dma_bytes = VFU_DEFAULT_DMA_BYTES;
+	if (!ep->cfg.max_dma_msgs)
+		ep->cfg.max_dma_msgs = VFU_DEFAULT_DMA_MSGS;
+	ep->dma = vfu_dma_table_create(ep->cfg.max_dma_regions);
 	if (!ep->dma)
 		goto out_path;
+	vfu_dma_table_set_policy(ep->dma, ep->cfg.max_dma_bytes, ep->cfg.allow_unsealed_dma);
 	ep->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ep->listen_fd < 0)
 		goto out_dma;
@@ -527,7 +583,7 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path, 
 	}
 	if (bind(ep->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		goto out_sock;
-	if (chmod(path, mode ? mode : 0600) < 0 || listen(ep->listen_fd, 4) < 0)
+	if (chmod(path, ep->cfg.mode) < 0 || listen(ep->listen_fd, 4) < 0)
 		goto out_unlink;
 	ep->listen_w = evloop_watch_add(loop, ep->listen_fd, EPOLLIN, vfu_ep_on_listen, ep);
 	if (!ep->listen_w)
@@ -557,12 +613,15 @@ out_free:
 	return NULL;
 }
 
-void vfu_endpoint_destroy(struct vfu_endpoint *ep)
+int vfu_endpoint_destroy(struct vfu_endpoint *ep)
 {
 	if (!ep)
-		return;
-	ep->in_io = false;
-	vfu_ep_teardown(ep);
+		return 0;
+	if (!vfu_endpoint_idle(ep)) {
+		LOG_ERR(VFU_COMP, "%s: destroy with a client still attached or detaching",
+			ep->path);
+		return -EBUSY;
+	}
 	evloop_watch_remove(ep->listen_w);
 	close(ep->listen_fd);
 	unlink(ep->path);
@@ -570,6 +629,12 @@ void vfu_endpoint_destroy(struct vfu_endpoint *ep)
 	free(ep->rx_body);
 	free(ep->path);
 	free(ep);
+	return 0;
+}
+
+bool vfu_endpoint_idle(const struct vfu_endpoint *ep)
+{
+	return ep->conn_fd < 0 && !ep->closing;
 }
 
 void vfu_endpoint_disconnect(struct vfu_endpoint *ep)

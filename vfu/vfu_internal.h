@@ -50,8 +50,8 @@ enum vfu_held_kind {
 	VFU_HELD_NONE,
 	VFU_HELD_REGION_WRITE, /* reply echoes the 16-byte access header */
 	VFU_HELD_RESET,
-	VFU_HELD_UNMAP,	    /* remove held_iova/len on success */
-	VFU_HELD_UNMAP_ALL, /* remove held window, then continue with the next */
+	VFU_HELD_UNMAP,	    /* quiesce the table, then reply */
+	VFU_HELD_UNMAP_ALL, /* quiesce, then continue with the next window */
 };
 
 struct vfu_endpoint {
@@ -62,7 +62,11 @@ struct vfu_endpoint {
 	const struct vfu_endpoint_ops *ops;
 	void *arg;
 	struct vfu_dma_table *dma;
+	struct vfu_endpoint_config cfg;
 	struct vfu_endpoint_stats st;
+	/* The device's detach of the last client is still running: its windows
+	 * stay mapped and no new client is accepted. */
+	bool closing, in_detach, detach_done_early;
 
 	/* The attached client; conn_fd < 0 when none. */
 	int conn_fd;
@@ -89,7 +93,6 @@ struct vfu_endpoint {
 	enum vfu_held_kind held;
 	struct vfio_user_header held_hdr;
 	struct vfio_user_region_access held_access;
-	uint64_t held_iova, held_len;
 	bool resume_early; /* resume called before the handler returned */
 	int resume_status;
 
@@ -97,6 +100,7 @@ struct vfu_endpoint {
 	struct vfu_dma_req *dma_pending_head, *dma_pending_tail; /* chunks left */
 	struct vfu_dma_chunk *dma_inflight;
 	struct vfu_dma_req *dma_active; /* all chunks sent, replies outstanding */
+	uint32_t dma_reqs;		/* queued + active, bounded by cfg.max_dma_msgs */
 	uint16_t next_msg_id;
 	bool dma_kicking;
 

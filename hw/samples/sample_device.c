@@ -543,7 +543,9 @@ int main(int argc, char **argv)
 out_devs:
 	for (unsigned int i = 0; i < sample.nr_devs; i++) {
 		sample_release(&sample.devs[i]);
-		hw_dev_destroy(sample.devs[i].dev);
+		/* Its FLR handler is synchronous: the unplug finishes at once. */
+		if (hw_dev_hotunplug(sample.devs[i].dev) || hw_dev_destroy(sample.devs[i].dev))
+			LOG_ERR("sample", "device %u: unplug/destroy failed", i);
 	}
 	hw_pci_type_destroy(sample.type);
 out_loop:

@@ -3,6 +3,7 @@
 #include "tests/client/vfu_client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -613,10 +614,13 @@ int vfu_client_ram_create(struct vfu_client *c, uint64_t iova, uint64_t size)
 	if (c->nwin == VFU_CLIENT_MAX_WINDOWS)
 		return -ENOSPC;
 	w = &c->win[c->nwin];
-	w->memfd = memfd_create("vfu-client-ram", MFD_CLOEXEC);
+	w->memfd = memfd_create("vfu-client-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (w->memfd < 0)
 		return -errno;
-	if (ftruncate(w->memfd, (off_t)size) < 0) {
+	/* Sealed against resizing, as QEMU's memory-backend-memfd does: servers refuse
+	 * guest memory they could lose under their mappings. */
+	if (ftruncate(w->memfd, (off_t)size) < 0 ||
+	    fcntl(w->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
 		rc = -errno;
 		goto out_close;
 	}

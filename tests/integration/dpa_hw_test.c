@@ -215,8 +215,9 @@ static void srv_stop(struct srv *s)
 	}
 	if (s->dpa)
 		ITEST_CHECK(dpa_destroy(s->dpa) == 0);
-	if (s->dev)
-		hw_dev_destroy(s->dev);
+	/* Its FLR handler is synchronous: the unplug finishes at once. */
+	if (s->dev && (hw_dev_hotunplug(s->dev) || hw_dev_destroy(s->dev)))
+		ITEST_CHECK(!"device unplug/destroy");
 	if (s->type)
 		hw_pci_type_destroy(s->type);
 	if (s->loop)

@@ -37,6 +37,11 @@ bool itest_check(bool ok, const char *expr, const char *file, int line)
 
 void itest_run(const char *name, void (*fn)(const char *build), const char *build)
 {
+	const char *only = getenv("ITEST_ONLY");
+
+	/* ITEST_ONLY=name runs that case alone (debugging, soak loops). */
+	if (only && *only && strcmp(only, name))
+		return;
 	itest_case_failures = 0;
 	printf("  Test: %s ...\n", name);
 	fflush(stdout);

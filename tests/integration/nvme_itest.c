@@ -126,10 +126,12 @@ int nvme_itest_stop(struct nvme_itest *t, bool show_log)
 		}
 	}
 	if (show_log || rc != 0) {
+		const char *lines = getenv("ITEST_LOG_LINES");
 		char cmd[256];
 
+		/* ITEST_LOG_LINES=N shows more of the log (with NVME_EMU_LOG_LEVEL=debug). */
 		fprintf(stderr, "  ---- daemon log tail (%s, exit %d)\n", t->log, rc);
-		snprintf(cmd, sizeof(cmd), "tail -n 30 %s >&2", t->log);
+		snprintf(cmd, sizeof(cmd), "tail -n %d %s >&2", lines ? atoi(lines) : 30, t->log);
 		if (system(cmd) != 0)
 			fprintf(stderr, "  (no log)\n");
 	}

@@ -193,8 +193,9 @@ static void hwb_destroy(struct bench *b)
 	}
 	if (b->dpa)
 		dpa_destroy(b->dpa);
-	if (h->dev)
-		hw_dev_destroy(h->dev);
+	/* Its FLR handler is synchronous: the unplug finishes at once. */
+	if (h->dev && (hw_dev_hotunplug(h->dev) || hw_dev_destroy(h->dev)))
+		fprintf(stderr, "dpa-bench-hw: device unplug/destroy failed\n");
 	if (h->type)
 		hw_pci_type_destroy(h->type);
 	if (h->loop)

@@ -17,9 +17,30 @@ static void *lb_mem_map(void *tctx, uint64_t addr, uint64_t len, unsigned int di
 	return lb->mem + (addr - LB_MEM_BASE);
 }
 
-static void lb_raise_irq(void *tctx, uint16_t vector)
+/* Pins are counted so tests can check every one is released; the pointer is the plain one. */
+static void *lb_mem_pin(void *tctx, uint64_t addr, uint64_t len, unsigned int dir, void **pin)
 {
 	struct lb *lb = tctx;
+	void *p = lb_mem_map(tctx, addr, len, dir);
+
+	*pin = p ? lb : NULL;
+	if (p)
+		lb->pins++;
+	return p;
+}
+
+static void lb_mem_unpin(void *tctx, void *pin)
+{
+	struct lb *lb = tctx;
+
+	if (pin)
+		lb->pins--;
+}
+
+static void lb_raise_irq(void *tctx, struct ctrlr_cq *cq)
+{
+	struct lb *lb = tctx;
+	uint16_t vector = ctrlr_cq_get_vector(cq);
 
 	if (vector < LB_MAX_VECTORS)
 		lb->irqs[vector]++;
@@ -39,6 +60,9 @@ static void lb_queue(struct lb *lb, void (*fn)(void *), void *arg, bool queue_op
 		lb->held_ops[lb->nheld++] = (struct lb_thunk){fn, arg};
 		return;
 	}
+	/* The real transport's posts cannot fail; a test that overflows this is broken. */
+	if (lb->nthunks == LB_MAX_THUNKS)
+		abort();
 	lb->thunks[lb->nthunks++] = (struct lb_thunk){fn, arg};
 }
 
@@ -174,12 +198,21 @@ static struct bdev_channel *lb_get_channel(void *tctx, struct ctrlr_sq *sq, stru
 	return NULL;
 }
 
-static void lb_put_bdev(void *tctx, struct bdev *bdev)
+struct lb_put {
+	struct lb *lb;
+	struct bdev *bdev;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+/* The "owner thread" drops its channel, then the admin thread continues. */
+static void lb_put_msg(void *arg)
 {
-	struct lb *lb = tctx;
+	struct lb_put *p = arg;
+	struct lb *lb = p->lb;
 
 	for (size_t i = 0; i < 8; i++) {
-		if (lb->chans[i].bdev != bdev)
+		if (lb->chans[i].bdev != p->bdev)
 			continue;
 		while (bdev_channel_outstanding(lb->chans[i].ch))
 			bdev_channel_poll(lb->chans[i].ch);
@@ -187,6 +220,20 @@ static void lb_put_bdev(void *tctx, struct bdev *bdev)
 		lb->chans[i].bdev = NULL;
 		lb->chans[i].ch = NULL;
 	}
+	p->done(p->arg);
+	free(p);
+}
+
+static int lb_put_bdev(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg)
+{
+	struct lb *lb = tctx;
+	struct lb_put *p = malloc(sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	*p = (struct lb_put){.lb = lb, .bdev = bdev, .done = done, .arg = arg};
+	lb_queue(lb, lb_put_msg, p, false);
+	return 0;
 }
 
 static int lb_admin_msg(void *tctx, void (*fn)(void *arg), void *arg)
@@ -199,6 +246,45 @@ static int lb_admin_msg(void *tctx, void (*fn)(void *arg), void *arg)
 	return 0;
 }
 
+static void lb_admin_post(void *tctx, struct evloop_msg *m, void (*fn)(void *arg), void *arg)
+{
+	lb_queue(tctx, fn, arg, false);
+}
+
+/* One "owner thread" here: the visit of every queue runs later, from the pump. */
+struct lb_visit {
+	struct lb *lb;
+	struct ctrlr_visit *v;
+};
+
+static void lb_visit_msg(void *arg)
+{
+	struct lb_visit *lv = arg;
+	struct lb *lb = lv->lb;
+
+	for (uint16_t q = 1; q < LB_MAX_QUEUES; q++) {
+		if (lb->cqs[q])
+			ctrlr_visit_cq(lv->v, lb->cqs[q]);
+		if (lb->sqs[q])
+			ctrlr_visit_sq(lv->v, lb->sqs[q]);
+	}
+	ctrlr_visit_release(lv->v);
+	free(lv);
+}
+
+static void lb_visit_queues(void *tctx, struct ctrlr_visit *v)
+{
+	struct lb *lb = tctx;
+	struct lb_visit *lv = malloc(sizeof(*lv));
+
+	if (!lv)
+		abort();
+	*lv = (struct lb_visit){.lb = lb, .v = v};
+	lb->visits++;
+	ctrlr_visit_hold(v);
+	lb_queue(lb, lb_visit_msg, lv, false);
+}
+
 static void lb_dbbuf_changed(void *tctx, bool enabled)
 {
 	struct lb *lb = tctx;
@@ -209,6 +295,10 @@ static void lb_dbbuf_changed(void *tctx, bool enabled)
 
 static const struct ctrlr_transport_ops lb_ops = {
     .mem_map = lb_mem_map,
+    .mem_pin = lb_mem_pin,
+    .mem_unpin = lb_mem_unpin,
+    .visit_queues = lb_visit_queues,
+    .admin_post = lb_admin_post,
     .raise_irq = lb_raise_irq,
     .write_regs = lb_write_regs,
     .create_cq = lb_create_cq,
@@ -303,6 +393,13 @@ static void lb_flr_done(void *arg)
 	lb->flr_done = true;
 }
 
+static void lb_destroyed(void *arg)
+{
+	struct lb *lb = arg;
+
+	lb->destroyed = true;
+}
+
 void lb_fini(struct lb *lb)
 {
 	if (lb->hold_queue_ops)
@@ -310,7 +407,11 @@ void lb_fini(struct lb *lb)
 	lb_pump(lb);
 	ctrlr_flr(lb->ctrlr, lb_flr_done, lb);
 	lb_pump(lb);
-	ctrlr_destroy(lb->ctrlr);
+	if (ctrlr_destroy(lb->ctrlr, lb_destroyed, lb))
+		abort();
+	lb_pump(lb);
+	if (!lb->destroyed)
+		abort();
 	for (size_t i = 0; i < 8; i++)
 		if (lb->chans[i].ch)
 			bdev_channel_destroy(lb->chans[i].ch);

@@ -57,7 +57,10 @@ struct lb {
 	unsigned int dbbuf_changes;
 	bool dbbuf_on;
 	bool flr_done;
+	bool destroyed;
 	uint64_t hole_start, hole_len; /* guest memory the transport refuses to map (len 0: none) */
+	int pins;		       /* pins the core holds (mem_pin - mem_unpin) */
+	unsigned int visits;	       /* visit_queues calls */
 };
 
 /* Creates the transport and a controller with `cfg` (NULL: defaults below). 0 or -errno. */

@@ -373,17 +373,39 @@ static void test_reset_inflight(void)
 	CU_ASSERT_PTR_NULL(lb.cqs[1]);
 }
 
-static void test_sq_memory_gone(void)
+struct q_unmap_seen {
+	bool done;
+	uint64_t io_cmds; /* commands completed when the unmap finished */
+};
+
+static void q_unmap_done(void *arg)
 {
-	struct nvme_sqe sqe;
+	struct q_unmap_seen *seen = arg;
+	struct ctrlr_stats st;
+
+	ctrlr_get_stats(lb.ctrlr, &st);
+	seen->done = true;
+	seen->io_cmds = st.io_cmds;
+}
+
+/* The guest unmaps the memory its SQ ring lives in, with entries queued: the queue is detached
+ * (nothing fetched, nothing accessed, its pin released) until the memory comes back. */
+static void test_unmap_sq_ring(void)
+{
+	struct q_unmap_seen seen = {0};
 	struct nvme_cqe cqe;
+	int pins;
 
 	q_restart();
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
-	/* The guest takes the SQ ring away after creating the queue: the queued entries are
-	 * dropped, nothing spins, nothing is accessed. */
+	pins = lb.pins; /* admin SQ + CQ, I/O SQ + CQ */
+	CU_ASSERT_EQUAL(pins, 4);
 	lb.hole_start = lb.hq[1].sq_addr;
 	lb.hole_len = 4096;
+	ctrlr_mem_unmap(lb.ctrlr, lb.hole_start, lb.hole_len, q_unmap_done, &seen);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE(seen.done);
+	CU_ASSERT_EQUAL(lb.pins, pins - 1);
 	for (int i = 0; i < 3; i++)
 		q_put(1, q_read(i));
 	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
@@ -391,20 +413,99 @@ static void test_sq_memory_gone(void)
 	CU_ASSERT_FALSE(ctrlr_sq_has_work(lb.sqs[1]));
 	lb_pump(&lb);
 	CU_ASSERT_FALSE(lb_reap(&lb, 1, &cqe, true));
-	/* The CQ ring gone too: completions are dropped, not written elsewhere. */
+	/* Mapped again (a rebooting guest): re-attached, the queued commands run. */
 	lb.hole_len = 0;
+	ctrlr_mem_mapped(lb.ctrlr);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(lb.pins, pins);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, true));
+		CU_ASSERT_EQUAL(cqe.status >> 1, 0);
+	}
+	/* Data pointers outside memory fail the command only. */
+	{
+		struct nvme_sqe sqe = q_read(0);
+
+		sqe.dptr.prp.prp1 = 0xfffff000ull;
+		lb_submit(&lb, 1, &sqe);
+		CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, false));
+		CU_ASSERT_EQUAL(cqe.status >> 1, NVME_SC_DATA_XFER_ERROR | NVME_DNR);
+	}
+}
+
+/* The CQ ring goes while a read is at the bdev: the unmap finishes only after the read did
+ * (the fence), its completion is held, and delivered in order once the ring is back. */
+static void test_unmap_cq_ring_inflight(void)
+{
+	struct q_unmap_seen seen = {0};
+	struct ctrlr_stats st;
+	struct nvme_cqe cqe;
+	uint16_t cid;
+
+	q_restart();
+	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
+	cid = q_put(1, q_read(5));
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	CU_ASSERT_EQUAL(ctrlr_sq_poll(lb.sqs[1], 16), 1); /* at the bdev, not completed */
+	ctrlr_get_stats(lb.ctrlr, &st);
 	lb.hole_start = lb.hq[1].cq_addr;
 	lb.hole_len = 4096;
-	sqe = q_read(0);
-	lb_submit(&lb, 1, &sqe);
-	lb.hole_len = 0;
+	ctrlr_mem_unmap(lb.ctrlr, lb.hole_start, lb.hole_len, q_unmap_done, &seen);
+	CU_ASSERT_FALSE(seen.done);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE(seen.done);
+	CU_ASSERT_EQUAL(seen.io_cmds, st.io_cmds + 1);
+	CU_ASSERT_EQUAL(lb.pins, 3);
 	CU_ASSERT_FALSE(lb_reap(&lb, 1, &cqe, true));
-	/* Data pointers outside memory fail the command only. */
-	sqe = q_read(0);
-	sqe.dptr.prp.prp1 = 0xfffff000ull;
-	lb_submit(&lb, 1, &sqe);
-	CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, false));
-	CU_ASSERT_EQUAL(cqe.status >> 1, NVME_SC_DATA_XFER_ERROR | NVME_DNR);
+	lb.hole_len = 0;
+	ctrlr_mem_mapped(lb.ctrlr);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, true));
+	CU_ASSERT_EQUAL(cqe.cid, cid);
+	CU_ASSERT_EQUAL(cqe.status >> 1, 0);
+	CU_ASSERT_EQUAL(lb.pins, 4);
+}
+
+/* Shadow doorbell pages unmapped: shadow doorbells are dropped (slots, pins), real doorbells
+ * work, and nothing of the pages is touched any more. */
+static void test_unmap_dbbuf(void)
+{
+	struct q_unmap_seen seen = {0};
+	uint64_t shadow, evt;
+	struct nvme_cqe cqe;
+
+	q_restart();
+	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
+	shadow = lb_alloc(&lb, 4096);
+	evt = lb_alloc(&lb, 4096);
+	{
+		struct nvme_sqe sqe = lb_sqe(NVME_ADM_DBBUF, 0);
+
+		sqe.dptr.prp.prp1 = shadow;
+		sqe.dptr.prp.prp2 = evt;
+		CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	}
+	CU_ASSERT_TRUE(lb.dbbuf_on);
+	CU_ASSERT_EQUAL(lb.pins, 6);
+	lb.hole_start = shadow;
+	lb.hole_len = 8192;
+	ctrlr_mem_unmap(lb.ctrlr, shadow, 8192, q_unmap_done, &seen);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE(seen.done);
+	CU_ASSERT_FALSE(lb.dbbuf_on);
+	CU_ASSERT_EQUAL(lb.pins, 4);
+	memset(lb.mem + (shadow - LB_MEM_BASE), 0xee, 8192);
+	q_put(1, q_read(0));
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, true));
+	CU_ASSERT_EQUAL(cqe.status >> 1, 0);
+	/* The controller wrote nothing into the pages after the unmap. */
+	for (unsigned int i = 0; i < 8192; i++)
+		if (lb.mem[shadow - LB_MEM_BASE + i] != 0xee) {
+			CU_FAIL("shadow doorbell page written after its unmap");
+			break;
+		}
 }
 
 CUNIT_SUITE(queue, q_setup, q_teardown, {"wrap_phase", test_wrap_phase},
@@ -414,4 +515,6 @@ CUNIT_SUITE(queue, q_setup, q_teardown, {"wrap_phase", test_wrap_phase},
 	    {"polling_queue", test_polling_queue}, {"irq_batching", test_irq_batching},
 	    {"irq_coalescing", test_irq_coalescing},
 	    {"delete_sq_inflight", test_delete_sq_inflight},
-	    {"reset_inflight", test_reset_inflight}, {"sq_memory_gone", test_sq_memory_gone})
+	    {"reset_inflight", test_reset_inflight}, {"unmap_sq_ring", test_unmap_sq_ring},
+	    {"unmap_cq_ring_inflight", test_unmap_cq_ring_inflight},
+	    {"unmap_dbbuf", test_unmap_dbbuf})

@@ -3,6 +3,7 @@
  * adjacent windows, copies, async copies, and mmaps dying with the client. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -46,9 +47,10 @@ static void hm_before(void)
 	CU_ASSERT_FATAL(dev != NULL);
 	table = vfu_dma_table_create(16);
 	CU_ASSERT_FATAL(table != NULL);
-	ram_fd = memfd_create("hm-ram", 0);
+	ram_fd = memfd_create("hm-ram", MFD_ALLOW_SEALING);
 	CU_ASSERT_FATAL(ram_fd >= 0);
 	CU_ASSERT_FATAL(ftruncate(ram_fd, RAM_SIZE) == 0);
+	CU_ASSERT_FATAL(fcntl(ram_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
 	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ram_fd, 0);
 	CU_ASSERT_FATAL(ram != MAP_FAILED);
 	CU_ASSERT_EQUAL(vfu_dma_table_add(table, 0x10000, 0x8000,

@@ -4,7 +4,10 @@
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -120,10 +123,11 @@ static void test_many_sorted(void)
 
 static int make_memfd(size_t size, uint8_t fill)
 {
-	int fd = memfd_create("dma-test", MFD_CLOEXEC);
+	int fd = memfd_create("dma-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	uint8_t *p;
 
-	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		return -1;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -249,9 +253,24 @@ static void *reader(void *arg)
 			a->bad++;
 		if (vfu_dma_table_iov(a->t, 0x100, 0x100, R, iov, 2) != 1)
 			a->bad++;
-		__atomic_add_fetch(&a->lookups, 1, __ATOMIC_RELAXED);
+		/* A quiescent point: nothing of the lookups above is used any more. */
+		__atomic_add_fetch(&a->lookups, 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
+}
+
+/* The writer's side of the quiescent-point protocol: once each reader finished a lookup that
+ * began after the changes, the old snapshots can go. */
+static void readers_quiesce(struct vfu_dma_table *t, struct reader_arg *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		long seen = __atomic_load_n(&a[i].lookups, __ATOMIC_ACQUIRE);
+
+		while (__atomic_load_n(&a[i].lookups, __ATOMIC_ACQUIRE) == seen &&
+		       !__atomic_load_n(&a[i].stop, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+	vfu_dma_table_quiesce(t);
 }
 
 static bool readers_done(struct reader_arg *a, int n, long want)
@@ -275,13 +294,14 @@ static void test_concurrent_readers(void)
 	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0, 0x1000, R, fd, 0), 0);
 	for (int i = 0; i < 2; i++)
 		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, reader, &a[i]), 0);
-	/* Growth (realloc) and shifting of the sorted array under readers, until
-	 * both have done many lookups meanwhile (bounded). */
+	/* New snapshots published under readers (the array reshaped 600 times a round), old ones
+	 * freed at each round's quiescent point, until both did many lookups (bounded). */
 	while (rounds < 20 || (!readers_done(a, 2, 10000) && rounds < 20000)) {
 		for (uint64_t i = 1; i <= 300; i++)
 			CU_ASSERT_EQUAL(vfu_dma_table_add(t, i * 0x10000, 0x1000, R, -1, 0), 0);
 		for (uint64_t i = 1; i <= 300; i++)
 			CU_ASSERT_EQUAL(vfu_dma_table_remove(t, i * 0x10000, 0x1000), 0);
+		readers_quiesce(t, a, 2);
 		rounds++;
 	}
 	for (int i = 0; i < 2; i++) {
@@ -295,9 +315,107 @@ static void test_concurrent_readers(void)
 	vfu_dma_table_destroy(t);
 }
 
+/* Guest memory the client could shrink under our mapping is refused (SIGBUS otherwise), unless
+ * the operator trusts the client. */
+static void test_seals_required(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	int sealed = make_memfd(0x4000, 1);
+	int plain = memfd_create("dma-plain", MFD_CLOEXEC);
+	int file_fd;
+	char path[] = "/tmp/dma-table-test-XXXXXX";
+
+	CU_ASSERT_FATAL(t && sealed >= 0 && plain >= 0);
+	CU_ASSERT_EQUAL_FATAL(ftruncate(plain, 0x4000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, plain, 0), -EPERM);
+	/* A regular file cannot be sealed at all. */
+	file_fd = mkstemp(path);
+	CU_ASSERT_FATAL(file_fd >= 0);
+	unlink(path);
+	CU_ASSERT_EQUAL_FATAL(ftruncate(file_fd, 0x4000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, file_fd, 0), -EPERM);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, sealed, 0), 0);
+	/* The seal holds: the client cannot shrink it any more. */
+	CU_ASSERT_EQUAL(ftruncate(sealed, 0x1000), -1);
+	CU_ASSERT_EQUAL(errno, EPERM);
+	vfu_dma_table_set_policy(t, 0, true);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x4000, R | W, plain, 0), 0);
+	vfu_dma_table_destroy(t);
+	close(sealed);
+	close(plain);
+	close(file_fd);
+}
+
+static void test_byte_limit(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	int fd = make_memfd(0x8000, 1);
+
+	CU_ASSERT_FATAL(t && fd >= 0);
+	vfu_dma_table_set_policy(t, 0x6000, false);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R, fd, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x4000, R, fd, 0x4000), -ENOSPC);
+	/* fd-less windows map nothing: not counted. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x300000, 0x100000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x100000, 0x4000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x4000, R, fd, 0x4000), 0);
+	vfu_dma_table_destroy(t);
+	close(fd);
+}
+
+/* A removed window leaves the lookups at once, stays mapped until the quiescent point, and a
+ * pinned one until the pin is put, whatever happens to the table. */
+static void test_pins_and_quiesce(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	struct vfu_dma_region *pin;
+	struct vfu_dma_window w;
+	int fd = make_memfd(0x4000, 0x30);
+	uint8_t *looked, *pinned;
+	void *p = NULL;
+
+	CU_ASSERT_FATAL(t && fd >= 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x2000, R | W, fd, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x2000, R | W, fd, 0x2000), 0);
+	CU_ASSERT_PTR_NULL(vfu_dma_table_pin(t, 0x101000, 0x2000, R, &p)); /* crosses the end */
+	CU_ASSERT_EQUAL(errno, EFAULT);
+	CU_ASSERT_PTR_NULL(vfu_dma_table_pin(t, 0x300000, 0x10, R, &p));
+	pin = vfu_dma_table_pin(t, 0x201000, 0x1000, R | W, &p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pin);
+	pinned = p;
+	CU_ASSERT_EQUAL(pinned[0], 0x33);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x100000, 1, &w), 0);
+	looked = w.local;
+	/* Both leave the lookups; neither is unmapped yet. */
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x100000, 0x2000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x200000, 0x2000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x100000, 1, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_count(t), 0);
+	CU_ASSERT_EQUAL(looked[0], 0x30);
+	CU_ASSERT_EQUAL(pinned[0], 0x33);
+	/* Quiescent point: the unpinned one goes (mincore says unmapped), the pinned stays. */
+	vfu_dma_table_quiesce(t);
+	{
+		unsigned char vec;
+		uintptr_t page = (uintptr_t)looked & ~(uintptr_t)4095;
+
+		CU_ASSERT_EQUAL(mincore((void *)page, 4096, &vec), -1);
+		CU_ASSERT_EQUAL(errno, ENOMEM);
+	}
+	pinned[1] = 0x77;
+	/* The table may go too: the pin keeps its window alive. */
+	vfu_dma_table_destroy(t);
+	CU_ASSERT_EQUAL(pinned[0], 0x33);
+	CU_ASSERT_EQUAL(pinned[1], 0x77);
+	vfu_dma_region_put(pin);
+	close(fd);
+}
+
 CUNIT_SUITE(vfu_dma_table, NULL, NULL, {"add_overlap", test_add_overlap},
 	    {"add_invalid", test_add_invalid}, {"remove_exact", test_remove_exact},
 	    {"find_boundaries", test_find_boundaries}, {"many_sorted", test_many_sorted},
 	    {"fd_mapping", test_fd_mapping}, {"iov", test_iov},
 	    {"read_only_mapping", test_read_only_mapping},
-	    {"concurrent_readers", test_concurrent_readers})
+	    {"concurrent_readers", test_concurrent_readers},
+	    {"seals_required", test_seals_required}, {"byte_limit", test_byte_limit},
+	    {"pins_and_quiesce", test_pins_and_quiesce})

@@ -59,7 +59,7 @@ static void fake_dev_close_irqs(struct fake_dev *fd, int *fds, uint32_t n)
 	}
 }
 
-static void fake_dev_detach(void *arg)
+static int fake_dev_detach(void *arg)
 {
 	struct fake_dev *fd = arg;
 
@@ -71,6 +71,7 @@ static void fake_dev_detach(void *arg)
 	fd->n.detach++;
 	fd->n.async_pending = false;
 	fake_dev_changed(fd);
+	return 0;
 }
 
 static void fake_dev_device_info(void *arg, uint32_t *flags, uint32_t *num_regions,
@@ -329,7 +330,7 @@ struct fake_dev *fake_dev_start(const char *path)
 	fd->loop = evloop_create();
 	if (!fd->loop)
 		abort();
-	fd->ep = vfu_endpoint_create(fd->loop, path, 0600, &fake_dev_ops, fd);
+	fd->ep = vfu_endpoint_create(fd->loop, path, NULL, &fake_dev_ops, fd);
 	if (!fd->ep)
 		abort();
 	if (pthread_create(&fd->thread, NULL, fake_dev_thread, fd))
@@ -339,7 +340,10 @@ struct fake_dev *fake_dev_start(const char *path)
 
 static void fake_dev_stop_msg(struct fake_dev *fd, void *arg)
 {
-	vfu_endpoint_destroy(fd->ep);
+	/* The fake's detach is synchronous: the endpoint is idle right after. */
+	vfu_endpoint_disconnect(fd->ep);
+	if (vfu_endpoint_destroy(fd->ep))
+		abort();
 	fd->ep = NULL;
 	evloop_stop(fd->loop);
 }
