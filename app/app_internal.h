@@ -45,6 +45,11 @@ struct app_transport_opts {
 	uint32_t num_poll_groups;
 	const struct hw_profile *profile;
 	bool sgl;
+	/* What one client (VMM) may do to a function: DMA windows and bytes mapped at once (0:
+	 * the defaults, 256 and 1 TiB), and whether memory fds without F_SEAL_SHRINK are taken. */
+	uint32_t max_dma_regions;
+	uint64_t max_dma_bytes;
+	bool allow_unsealed_dma;
 };
 
 struct app_manager {

@@ -327,6 +327,9 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 		    .mdts = app_transport_mdts(t),
 		    .sgl = t->tr.sgl,
 		},
+	    .max_dma_regions = t->tr.max_dma_regions,
+	    .max_dma_bytes = t->tr.max_dma_bytes,
+	    .allow_unsealed_dma = t->tr.allow_unsealed_dma,
 	};
 	int rc;
 

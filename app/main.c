@@ -41,6 +41,9 @@ struct app_opts {
 	unsigned int nr_ns;
 	struct ctrlr_config ctrlr;
 	bool buffered;
+	uint32_t max_dma_regions;
+	uint64_t max_dma_bytes;
+	bool allow_unsealed_dma;
 	/* RPC mode */
 	const char *rpc_socket;
 	const char *config_file;
@@ -80,6 +83,14 @@ static void app_usage(FILE *out)
 	    "      --queue-entries N    CAP.MQES + 1 (default 1024)\n"
 	    "      --mdts N             max data transfer, 2^N pages (default 5)\n"
 	    "      --sgl                accept SGLs for I/O commands\n"
+	    "\n"
+	    "What a client (VMM) may do to a function:\n"
+	    "      --max-dma-regions N  DMA windows mapped at once (default 256, max 65535)\n"
+	    "      --max-dma-bytes SIZE bytes of guest memory mapped at once (default 1T)\n"
+	    "      --allow-unsealed-dma accept guest-memory fds not sealed against shrinking\n"
+	    "                           (F_SEAL_SHRINK; QEMU's memory-backend-memfd seals):\n"
+	    "                           only for a VMM you trust not to shrink them (SIGBUS)\n"
+	    "\n"
 	    "  -l, --log-level L        10..70 or a name (default info)\n"
 	    "  -v, --version, -h, --help\n");
 }
@@ -195,7 +206,10 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_SERIAL,
 		O_MODEL,
 		O_BUFFERED,
-		O_WAIT
+		O_WAIT,
+		O_MAX_DMA_REGIONS,
+		O_MAX_DMA_BYTES,
+		O_UNSEALED,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, 's'},
@@ -219,6 +233,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"rpc-socket", required_argument, NULL, 'r'},
 	    {"json", required_argument, NULL, 'c'},
 	    {"wait-for-rpc", no_argument, NULL, O_WAIT},
+	    {"max-dma-regions", required_argument, NULL, O_MAX_DMA_REGIONS},
+	    {"max-dma-bytes", required_argument, NULL, O_MAX_DMA_BYTES},
+	    {"allow-unsealed-dma", no_argument, NULL, O_UNSEALED},
 	    {"version", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -317,6 +334,22 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case O_SGL:
 			o->ctrlr.sgl = true;
+			break;
+		case O_MAX_DMA_REGIONS:
+			if (app_parse_uint(optarg, 65535, &u) || !u) {
+				fprintf(stderr, "nvme-emu: --max-dma-regions must be 1..65535\n");
+				return -EINVAL;
+			}
+			o->max_dma_regions = u;
+			break;
+		case O_MAX_DMA_BYTES:
+			if (app_parse_size(optarg, &o->max_dma_bytes)) {
+				fprintf(stderr, "nvme-emu: bad --max-dma-bytes '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_UNSEALED:
+			o->allow_unsealed_dma = true;
 			break;
 		case O_SERIAL:
 			o->ctrlr.serial = optarg;
@@ -436,6 +469,9 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 	    .num_poll_groups = o->poll_groups,
 	    .profile = profile,
 	    .sgl = o->ctrlr.sgl,
+	    .max_dma_regions = o->max_dma_regions,
+	    .max_dma_bytes = o->max_dma_bytes,
+	    .allow_unsealed_dma = o->allow_unsealed_dma,
 	};
 }
 

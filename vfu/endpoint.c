@@ -80,10 +80,9 @@ static void vfu_ep_teardown(struct vfu_endpoint *ep)
 	vfu_ep_rx_reset(ep);
 	vfu_ep_tx_free(ep);
 	vfu_dma_msg_fail_all(ep, -ECONNRESET);
+	/* No new client until the device is done with this one's memory (accepting stays
+	 * paused since this one was accepted). */
 	ep->closing = true;
-	/* No new client until the device is done with this one's memory. */
-	if (ep->listen_w && evloop_watch_modify(ep->listen_w, 0))
-		LOG_ERR(VFU_COMP, "%s: cannot pause accepting", ep->path);
 	if (was_attached && ep->ops->detach) {
 		ep->in_detach = true;
 		ep->detach_done_early = false;
@@ -495,9 +494,11 @@ static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 	struct vfu_endpoint *ep = arg;
 	int c;
 
-	/* The device still tears the last client down: leave the next one in the
-	 * backlog (this event may have been collected before accepting paused). */
-	if (ep->closing)
+	/* One client at a time: while one is attached, or the device still tears the last one
+	 * down, the next waits in the backlog (accepting pauses; this event may have been
+	 * collected just before). A client that reconnects right after hanging up must not be
+	 * refused because we have not read its old socket's EOF yet. */
+	if (ep->conn_fd >= 0 || ep->closing)
 		return;
 	c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (c < 0) {
@@ -505,9 +506,8 @@ static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 			LOG_WARN(VFU_COMP, "%s: accept: %s", ep->path, strerror(errno));
 		return;
 	}
-	if (ep->conn_fd >= 0) {
-		/* One client per device: QEMU never shares a socket. */
-		LOG_WARN(VFU_COMP, "%s: second client refused while one is attached", ep->path);
+	if (evloop_watch_modify(ep->listen_w, 0)) {
+		LOG_ERR(VFU_COMP, "%s: cannot pause accepting: client refused", ep->path);
 		close(c);
 		return;
 	}
@@ -515,6 +515,8 @@ static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 	if (!ep->conn_w) {
 		LOG_ERR(VFU_COMP, "%s: cannot watch the client socket", ep->path);
 		close(c);
+		if (evloop_watch_modify(ep->listen_w, EPOLLIN))
+			LOG_ERR(VFU_COMP, "%s: cannot listen again", ep->path);
 		return;
 	}
 	ep->conn_fd = c;

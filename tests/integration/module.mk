@@ -16,4 +16,12 @@ nvme_ctrl_test_SRCS := tests/integration/nvme_ctrl_test.c tests/integration/nvme
 nvme_ctrl_test_LIBS := vfuclient common
 $(BUILD)/bin/nvme_ctrl_test: $(BUILD)/bin/nvme-emu
 
+# Issue 11's hostile-client findings, each through the real socket, with a second function
+# doing verified I/O all along.
+INTEG_TESTS += nvme_hostile_test
+nvme_hostile_test_SRCS := tests/integration/hostile_ctrl_test.c tests/integration/nvme_itest.c \
+			  tests/integration/itest.c
+nvme_hostile_test_LIBS := vfuclient common
+$(BUILD)/bin/nvme_hostile_test: $(BUILD)/bin/nvme-emu $(BUILD)/bin/nvme-emu-rpc
+
 include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))

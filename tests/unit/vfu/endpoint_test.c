@@ -717,7 +717,10 @@ static void test_disconnect_and_reattach(void)
 	teardown();
 }
 
-static void test_second_client_refused(void)
+/* One client at a time: a second one waits in the backlog, unserved, without disturbing the
+ * first; it is served as soon as the first has gone (a VMM reconnecting right after a hang-up
+ * must not be refused because the server had not read the old socket's EOF yet). */
+static void test_second_client_waits(void)
 {
 	struct vfu_client *c2;
 	struct vfio_user_device_info di;
@@ -725,11 +728,18 @@ static void test_second_client_refused(void)
 	setup();
 	c2 = vfu_client_connect(sock_path, 5000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c2);
-	CU_ASSERT(vfu_client_negotiate(c2) < 0);
-	CU_ASSERT_TRUE(vfu_client_eof(c2));
-	vfu_client_close(c2);
+	vfu_client_set_timeout(c2, 200);
+	CU_ASSERT_EQUAL(vfu_client_negotiate(c2), -ETIMEDOUT);
+	CU_ASSERT_FALSE(vfu_client_eof(c2));
 	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);
 	CU_ASSERT_TRUE(fake_dev_attached(dev));
+	vfu_client_close(c2);
+	/* The first leaves: the next one is served. */
+	vfu_client_close(cl);
+	cl = vfu_client_connect(sock_path, 5000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL(vfu_client_negotiate(cl), 0);
+	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);
 	teardown();
 }
 
@@ -988,7 +998,7 @@ CUNIT_SUITE(vfu_endpoint, NULL, NULL, {"negotiate_ok", test_negotiate_ok},
 	    {"async_posted_write", test_async_posted_write}, {"server_dma", test_server_dma},
 	    {"dma_fail_on_disconnect", test_dma_fail_on_disconnect},
 	    {"disconnect_and_reattach", test_disconnect_and_reattach},
-	    {"second_client_refused", test_second_client_refused},
+	    {"second_client_waits", test_second_client_waits},
 	    {"unsupported_commands", test_unsupported_commands},
 	    {"framing_drops", test_framing_drops}, {"partial_messages", test_partial_messages},
 	    {"too_many_fds", test_too_many_fds}, {"backpressure", test_backpressure},
