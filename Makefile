@@ -69,7 +69,7 @@ RUN_UNIT = $(foreach t,$(UNIT_TESTS),"$(2):$(t)=$(1)/bin/$(t)")
 RUN_INTEG = $(foreach t,$(INTEG_TESTS),"$(2):$(t)=$(1)/bin/$(t) $(1)") \
 	    $(foreach t,$(SCRIPT_TESTS),"$(2):$(notdir $(t))=$(t) $(1)")
 
-.PHONY: all deps test test-unit test-guest asan bench demo guest-image clean help check-build
+.PHONY: all deps test test-unit test-guest asan bench soak demo guest-image clean help check-build
 all: $(ALL_BINS)
 
 deps:
@@ -86,6 +86,7 @@ test: deps
 	    echo "make test: no fixed QEMU (qemu-binfix refused this build); the hotplug test expects QEMU's unplug abort"
 	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration) \
 	    $(call RUN_UNIT,build-asan,asan) $(call RUN_INTEG,build-asan,asan-integration) \
+	    "fuzz:libfuzzer=tests/fuzz/libfuzzer-check.sh build" \
 	    $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")
 
 # Fast loop while developing: no guest, no ASan.
@@ -100,10 +101,25 @@ asan: deps
 bench: deps all
 	@for b in $(BENCHES); do $$b || exit 1; done
 
+# `make soak`: the long runs, hours (not CI): the lifecycle torture test for millions of steps
+# under ASan, both libFuzzer targets for an hour each, and the guest soak (two guests, four
+# functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds.
+SOAK_TORTURE_STEPS ?= 2000000
+SOAK_FUZZ_TIME ?= 3600
+SOAK_GUEST_TIME ?= 3600
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory SAN=1 all
+	@TEST_TIMEOUT=$$(( 20 * 3600 )) GUEST_TEST_TIMEOUT=$$(( $(SOAK_GUEST_TIME) + 900 )) \
+	    scripts/run-tests.sh \
+	    "soak:torture=env TORTURE_STEPS=$(SOAK_TORTURE_STEPS) build-asan/bin/nvme_torture_test build-asan" \
+	    "soak:libfuzzer=env FUZZ_CHECK_TIME=$(SOAK_FUZZ_TIME) tests/fuzz/libfuzzer-check.sh build" \
+	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) tests/guest/test-soak.sh"
+
 clean:
 	rm -rf build build-asan
 
 help:
-	@echo "targets: all deps test test-unit asan bench demo guest-image clean"
+	@echo "targets: all deps test test-unit asan bench soak fuzz demo guest-image clean"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -18,7 +18,23 @@ $(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h tests/client/
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-o $@ $(FUZZ_TARGET_SRCS) -ljson-c -lpthread
 
-.PHONY: fuzz
-fuzz: $(BUILD)/fuzz/vfu_libfuzzer
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$< -max_total_time=$(FUZZ_TIME) -timeout=20 $(BUILD)/fuzz/corpus
+# The whole function in one process (endpoint, device model, controller, poll group, DPA), with
+# a dictionary of lifecycle messages.
+NVME_FUZZ_SRCS := tests/fuzz/nvme_libfuzzer.c tests/client/vfu_client.c tests/client/nvme_host.c \
+		  $(controller_SRCS) $(backend_SRCS) $(dpa_SRCS) $(hw_SRCS) $(vfu_SRCS) $(common_SRCS)
+$(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h tests/client/*.h)
+	@command -v $(FUZZ_CC) >/dev/null || \
+	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -DNVME_EMU_DEBUG \
+		-fsanitize=fuzzer,address,undefined -o $@ $(NVME_FUZZ_SRCS) -ljson-c -laio -lpthread
+
+FUZZ_TARGETS := $(BUILD)/fuzz/vfu_libfuzzer $(BUILD)/fuzz/nvme_libfuzzer
+
+.PHONY: fuzz fuzz-targets
+fuzz-targets: $(FUZZ_TARGETS)
+fuzz: $(FUZZ_TARGETS)
+	@tests/fuzz/run-libfuzzer.sh $(FUZZ_TIME) $(BUILD)/fuzz $(FUZZ_TARGETS)
+
+# `make test` runs both for a short budget (FUZZ_CHECK_TIME seconds each, default 20) through
+# tests/fuzz/libfuzzer-check.sh; `make soak` for an hour each.

@@ -36,6 +36,9 @@ static void fuzz_stream(int sock, const uint8_t *data, size_t len)
 		struct pollfd p = {.fd = sock, .events = POLLIN | (shut ? 0 : POLLOUT)};
 		int rc = poll(&p, 1, 10000);
 
+		/* A signal (libFuzzer's timers) interrupting poll is not a hang. */
+		if (rc < 0 && errno == EINTR)
+			continue;
 		if (rc <= 0) {
 			fprintf(stderr, "server stuck (poll %d)\n", rc);
 			abort();
@@ -43,7 +46,7 @@ static void fuzz_stream(int sock, const uint8_t *data, size_t len)
 		if (p.revents & POLLIN) {
 			ssize_t n = recv(sock, junk, sizeof(junk), MSG_DONTWAIT);
 
-			if (n == 0 || (n < 0 && errno != EAGAIN))
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 				return;
 		}
 		if (!shut && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -52,7 +55,7 @@ static void fuzz_stream(int sock, const uint8_t *data, size_t len)
 			if (sent < len)
 				n = send(sock, data + sent, len - sent,
 					 MSG_DONTWAIT | MSG_NOSIGNAL);
-			if (n < 0 && errno != EAGAIN)
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				return;
 			if (n > 0)
 				sent += (size_t)n;

@@ -24,4 +24,12 @@ nvme_hostile_test_SRCS := tests/integration/hostile_ctrl_test.c tests/integratio
 nvme_hostile_test_LIBS := vfuclient common
 $(BUILD)/bin/nvme_hostile_test: $(BUILD)/bin/nvme-emu $(BUILD)/bin/nvme-emu-rpc
 
+# The lifecycle torture test: seeded random interleavings of unmaps, resets, FLRs, queue changes
+# and reconnects with I/O in flight (TORTURE_STEPS, TORTURE_SEED; `make soak` runs millions).
+INTEG_TESTS += nvme_torture_test
+nvme_torture_test_SRCS := tests/integration/torture_test.c tests/integration/nvme_itest.c \
+			  tests/integration/itest.c
+nvme_torture_test_LIBS := vfuclient common
+$(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
+
 include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))
