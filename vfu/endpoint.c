@@ -5,6 +5,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -530,10 +531,10 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
 					 const struct vfu_endpoint_config *cfg,
 					 const struct vfu_endpoint_ops *ops, void *arg)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa;
 	struct vfu_endpoint *ep;
-	struct stat st;
-	int err;
+	char err[256];
+	int saved;
 
 	if (!loop || !path || !ops || !ops->device_info || !ops->region_info ||
 	    !ops->region_access || !ops->irq_info || !ops->set_irqs || !ops->reset) {
@@ -544,7 +545,6 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
-	strcpy(sa.sun_path, path);
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return NULL;
@@ -570,48 +570,36 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
 	if (!ep->dma)
 		goto out_path;
 	vfu_dma_table_set_policy(ep->dma, ep->cfg.max_dma_bytes, ep->cfg.allow_unsealed_dma);
-	ep->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ep->listen_fd < 0)
+	/* Safe against other users of the directory (common/unix_socket.h); a stale socket
+	 * of ours from an earlier run is replaced, anything else is left alone. */
+	ep->listen_fd = unix_socket_listen(path, ep->cfg.mode, 4, err, sizeof(err));
+	if (ep->listen_fd < 0) {
+		LOG_ERR(VFU_COMP, "%s", err);
+		errno = -ep->listen_fd;
 		goto out_dma;
-	/* A stale socket file from an earlier run would make bind fail; anything
-	 * else at that path is not ours to delete. */
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			errno = EEXIST;
-			goto out_sock;
-		}
-		if (unlink(path) < 0)
-			goto out_sock;
 	}
-	if (bind(ep->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		goto out_sock;
-	if (chmod(path, ep->cfg.mode) < 0 || listen(ep->listen_fd, 4) < 0)
-		goto out_unlink;
 	ep->listen_w = evloop_watch_add(loop, ep->listen_fd, EPOLLIN, vfu_ep_on_listen, ep);
 	if (!ep->listen_w)
-		goto out_unlink;
+		goto out_sock;
 	return ep;
 
-out_unlink:
-	err = errno;
-	unlink(path);
-	errno = err;
 out_sock:
-	err = errno;
+	saved = errno;
+	unix_socket_unlink(path);
 	close(ep->listen_fd);
-	errno = err;
+	errno = saved;
 out_dma:
-	err = errno;
+	saved = errno;
 	vfu_dma_table_destroy(ep->dma);
-	errno = err;
+	errno = saved;
 out_path:
-	err = errno;
+	saved = errno;
 	free(ep->path);
-	errno = err;
+	errno = saved;
 out_free:
-	err = errno;
+	saved = errno;
 	free(ep);
-	errno = err;
+	errno = saved;
 	return NULL;
 }
 
@@ -626,7 +614,7 @@ int vfu_endpoint_destroy(struct vfu_endpoint *ep)
 	}
 	evloop_watch_remove(ep->listen_w);
 	close(ep->listen_fd);
-	unlink(ep->path);
+	unix_socket_unlink(ep->path);
 	vfu_dma_table_destroy(ep->dma);
 	free(ep->rx_body);
 	free(ep->path);
