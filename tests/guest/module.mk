@@ -2,6 +2,8 @@
 # qemu-configs/module.mk). They use build/bin/nvme-emu.
 GUEST_TESTS += tests/guest/test-nvme-emu.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
+# SIGKILL of the daemon while the guest writes: every flushed write is in the file.
+GUEST_TESTS += tests/guest/test-kill-during-io.sh
 # Two guests, eight functions, fio verify while one is reset, FLR'd and re-plugged (60 s here;
 # make soak: an hour).
 GUEST_TESTS += tests/guest/test-soak.sh
