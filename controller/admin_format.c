@@ -11,6 +11,9 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 {
 	uint16_t st = ctrlr_bdev_status(status, true);
 
+	/* Erased blocks are readable (zeroes): Write Uncorrectable marks go with the data. */
+	if (!st)
+		ctrlr_uncor_clear_all(&req->ns->uncor);
 	if (st || req->sqe.nsid != NVME_NSID_ALL)
 		return ctrlr_req_complete(req, st);
 	ctrlr_ns_put(req->ns);

@@ -31,7 +31,8 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->rtd3e = CTRLR_RTD3E_US;
 	id->oaes = NVME_OAES_NS_ATTR;
 	id->cntrltype = NVME_CTRL_TYPE_IO;
-	id->oacs = NVME_OACS_FORMAT | (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);
+	id->oacs = NVME_OACS_FORMAT | NVME_OACS_GET_LBA_STATUS |
+		   (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);
 	id->acl = CTRLR_ACL;
 	id->aerl = CTRLR_AERL;
 	id->frmw = NVME_FRMW_SLOT1_RO | NVME_FRMW_SLOTS(1);
@@ -44,7 +45,9 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->cqes = (NVME_CQES_LOG2 << 4) | NVME_CQES_LOG2;
 	id->nn = CTRLR_MAX_NAMESPACES;
 	id->oncs = NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
-		   NVME_ONCS_SAVE_SELECT | NVME_ONCS_TIMESTAMP | NVME_ONCS_VERIFY;
+		   NVME_ONCS_SAVE_SELECT | NVME_ONCS_TIMESTAMP | NVME_ONCS_VERIFY |
+		   NVME_ONCS_WRITE_UNCOR | NVME_ONCS_COPY;
+	id->ocfs = NVME_OCFS_FORMAT0;
 	id->vwc = NVME_VWC_PRESENT | NVME_VWC_NSID_ALL_FLUSH;
 	if (ctrlr->cfg.sgl)
 		id->sgls = NVME_SGLS_SUPPORTED | NVME_SGLS_BIT_BUCKET | NVME_SGLS_EXCESS_LEN;
@@ -73,6 +76,10 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
 	id->lbaf[0].lbads = ns->lbads;
+	/* Copy limits (MSRC is 0-based). */
+	id->mssrl = CTRLR_COPY_MSSRL;
+	id->mcl = CTRLR_COPY_MCL;
+	id->msrc = CTRLR_COPY_MAX_RANGES - 1;
 }
 
 /* Active NSIDs greater than `after`, ascending, up to 1024 entries. */

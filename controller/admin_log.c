@@ -1,6 +1,7 @@
 /* controller/admin_log.c - Get Log Page (NVMe Base 2.0 section 5.16): supported log pages, error
  * information ring, SMART / health with live counters, firmware slot, changed namespace list,
- * commands supported and effects (generated from the opcode tables). Admin thread. */
+ * commands supported and effects (generated from the opcode tables), LBA status information
+ * (lba_status.c). Admin thread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 static const uint8_t ctrlr_log_ids[] = {
     NVME_LOG_SUPPORTED, NVME_LOG_ERROR,	     NVME_LOG_SMART,
     NVME_LOG_FW_SLOT,	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
+    NVME_LOG_LBA_STATUS,
 };
 
 static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf)
@@ -147,6 +149,9 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 						      offsetof(struct nvme_sqe, cdw14) + 3);
 		}
 		size = ctrlr_log_effects(ctrlr, buf);
+		break;
+	case NVME_LOG_LBA_STATUS:
+		size = ctrlr_log_lba_status(ctrlr, buf, CTRLR_LOG_MAX_SIZE);
 		break;
 	default:
 		free(buf);

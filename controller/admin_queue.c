@@ -27,6 +27,7 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
     [NVME_ADM_GET_FEATURES] = {ctrlr_admin_get_features, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_ASYNC_EVENT] = {ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_DBBUF] = {ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_GET_LBA_STATUS] = {ctrlr_admin_get_lba_status, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_FORMAT_NVM] = {ctrlr_admin_format, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
 						     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
 						     NVME_CMD_EFFECTS_CSE_NS},

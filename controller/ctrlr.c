@@ -127,6 +127,14 @@ static void ctrlr_ns_release(struct ctrlr_ns *ns)
 	}
 }
 
+static void ctrlr_ns_free(struct ctrlr_ns *ns)
+{
+	if (!ns)
+		return;
+	ctrlr_uncor_fini(&ns->uncor);
+	free(ns);
+}
+
 static void ctrlr_destroy_finish(void *arg)
 {
 	struct ctrlr *ctrlr = arg;
@@ -134,12 +142,12 @@ static void ctrlr_destroy_finish(void *arg)
 	void *done_arg = ctrlr->destroy_arg;
 
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
-		free(ctrlr->ns[i]);
+		ctrlr_ns_free(ctrlr->ns[i]);
 	while (ctrlr->dead_ns) {
 		struct ctrlr_ns *ns = ctrlr->dead_ns;
 
 		ctrlr->dead_ns = ns->dead_next;
-		free(ns);
+		ctrlr_ns_free(ns);
 	}
 	ctrlr_vendor_free_all(ctrlr);
 	free(ctrlr->feat.irq_cd);
@@ -251,6 +259,11 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
+	ret = ctrlr_uncor_init(&ns->uncor);
+	if (ret) {
+		free(ns);
+		return ret;
+	}
 	ret = bdev_open(bdev);
 	if (ret)
 		goto out_free;
@@ -289,7 +302,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 out_close:
 	bdev_close(bdev);
 out_free:
-	free(ns);
+	ctrlr_ns_free(ns);
 	return ret;
 }
 

@@ -3,6 +3,7 @@
 #ifndef NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
 #define NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,12 @@
 #define CTRLR_BDEV_CTX_MAX 512		/* largest backend per-I/O context accepted */
 #define CTRLR_DSM_BATCH 16		/* DSM ranges unmapped per bdev request */
 #define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size for Verify / vendor checksum */
+/* Copy limits (Identify Namespace MSRC, MSSRL, MCL) and the bounce buffers in use at once per
+ * controller (past it Copy completes with Command Interrupted, which the host retries). */
+#define CTRLR_COPY_MAX_RANGES 128u
+#define CTRLR_COPY_MSSRL 65535u
+#define CTRLR_COPY_MCL (1u << 20)
+#define CTRLR_COPY_MAX_ACTIVE 64u
 #define CTRLR_TEMP_KELVIN 313		/* composite temperature reported (40 C) */
 #define CTRLR_SGL_MAX_SEGMENTS 64
 #define CTRLR_SGL_MAX_DESCS 4096 /* descriptors walked per command, all segments */
@@ -45,6 +52,34 @@ struct ctrlr_req;
 typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
 
 /* ---- Namespaces ---- */
+
+/* A namespace's uncorrectable blocks (ns_uncor.c): disjoint sorted LBA ranges. */
+struct ctrlr_lba_range {
+	uint64_t slba;
+	uint64_t nlb;
+};
+#define CTRLR_UNCOR_MAX_RANGES 4096 /* Write Uncorrectable past it: Capacity Exceeded */
+struct ctrlr_uncor {
+	pthread_mutex_t lock; /* any poll group; only taken while count > 0 or to change it */
+	uint32_t count;	      /* atomic */
+	uint32_t cap;
+	uint16_t gen; /* bumped on every change (LBA Status log generation) */
+	struct ctrlr_lba_range *r;
+};
+int ctrlr_uncor_init(struct ctrlr_uncor *u);
+void ctrlr_uncor_fini(struct ctrlr_uncor *u);
+uint32_t ctrlr_uncor_count(const struct ctrlr_uncor *u);
+/* Marks [slba, +nlb): 0, -ENOSPC (CTRLR_UNCOR_MAX_RANGES ranges) or -ENOMEM. */
+int ctrlr_uncor_add(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb);
+/* Unmarks [slba, +nlb) (the blocks were written): 0 or -ENOMEM (a split without memory). */
+int ctrlr_uncor_clear(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb);
+void ctrlr_uncor_clear_all(struct ctrlr_uncor *u);
+/* True if [slba, +nlb) holds an uncorrectable block; the first one in *first. */
+bool ctrlr_uncor_overlaps(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb, uint64_t *first);
+/* Up to max ranges clipped to [slba, +nlb) (nlb 0: to the end); *more if some were left out. */
+uint32_t ctrlr_uncor_get(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb,
+			 struct ctrlr_lba_range *out, uint32_t max, bool *more, uint16_t *gen);
+
 struct ctrlr_ns {
 	struct ctrlr *ctrlr;
 	uint32_t nsid;
@@ -64,6 +99,7 @@ struct ctrlr_ns {
 	bool removing;
 	bool released;
 	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
+	struct ctrlr_uncor uncor; /* Write Uncorrectable marks (not persistent) */
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
@@ -300,6 +336,7 @@ struct ctrlr {
 
 	struct ctrlr_features feat;
 	struct ctrlr_counters cnt;
+	uint32_t copies_active; /* atomic: Copy commands holding a bounce buffer */
 	uint64_t created_us;
 
 	/* Doorbell Buffer Config: both pages pinned; NULL when off (or dropped by an unmap). Queues
@@ -474,6 +511,16 @@ void ctrlr_aer_reset(struct ctrlr *ctrlr);
 
 /* ---- io_cmd.c ---- */
 void ctrlr_io_exec(struct ctrlr_req *req);
+/* Copies `len` bytes at byte `off` of the command's mapped data (short data reads as is). */
+void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len);
+/* Copies `len` bytes to byte `off` of the command's mapped data (what does not fit is dropped). */
+void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len);
+/* ---- lba_status.c ---- */
+void ctrlr_admin_get_lba_status(struct ctrlr_req *req);
+/* Builds the LBA Status Information log in buf (size bytes at most); returns its length. */
+size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
+/* ---- io_copy.c ---- */
+void ctrlr_io_copy(struct ctrlr_req *req);
 /* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,
  * then range_done(req, status) once (the owner thread). Returns an NVMe status; on failure
  * nothing was started. */

@@ -1,6 +1,8 @@
 /* controller/io_cmd.c - NVM command set I/O commands (NVM Command Set 1.0 section 3): Read, Write
  * (FUA), Flush (one or all namespaces), Write Zeroes (DEAC), Dataset Management (deallocate),
- * Compare, Verify, against the namespace's bdev. Owner thread of the SQ. */
+ * Compare, Verify, Write Uncorrectable, against the namespace's bdev (Copy: io_copy.c). Owner
+ * thread of the SQ. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req);
 static void ctrlr_io_dsm(struct ctrlr_req *req);
 static void ctrlr_io_compare(struct ctrlr_req *req);
 static void ctrlr_io_verify(struct ctrlr_req *req);
+static void ctrlr_io_write_uncor(struct ctrlr_req *req);
 
 struct ctrlr_io_cmd {
 	ctrlr_req_exec_fn exec;
@@ -30,6 +33,9 @@ static const struct ctrlr_io_cmd ctrlr_io_cmds[256] = {
 			       NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
     [NVME_CMD_DSM] = {ctrlr_io_dsm, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
     [NVME_CMD_VERIFY] = {ctrlr_io_verify, NVME_CMD_EFFECTS_CSUPP, false},
+    [NVME_CMD_WRITE_UNCOR] = {ctrlr_io_write_uncor,
+			      NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
+    [NVME_CMD_COPY] = {ctrlr_io_copy, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
 };
 
 uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode)
@@ -83,6 +89,24 @@ uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb
 	return NVME_SC_SUCCESS;
 }
 
+/* Reads of blocks marked by Write Uncorrectable fail with Unrecovered Read Error, the first
+ * such LBA in the error log entry. */
+static uint16_t ctrlr_io_check_uncor(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	uint64_t bad;
+
+	if (!ctrlr_uncor_overlaps(&req->ns->uncor, slba, nlb, &bad))
+		return NVME_SC_SUCCESS;
+	req->error_lba = bad;
+	return NVME_SC_UNRECOVERED_READ;
+}
+
+/* Blocks written (Write, Write Zeroes, deallocation) are no longer uncorrectable. */
+static uint16_t ctrlr_io_written(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	return ctrlr_uncor_clear(&req->ns->uncor, slba, nlb) ? NVME_SC_INTERNAL : NVME_SC_SUCCESS;
+}
+
 static void ctrlr_io_fail(struct ctrlr_req *req, uint16_t st)
 {
 	if (st && !req->error_lba)
@@ -98,6 +122,8 @@ static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 	bool write = req->sqe.cdw0.bits.opc == NVME_CMD_WRITE;
 	uint16_t st = ctrlr_bdev_status(status, write);
 
+	if (!st && write)
+		st = ctrlr_io_written(req, req->bio->offset_blocks, req->bio->num_blocks);
 	if (!st) {
 		if (write) {
 			CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
@@ -120,6 +146,8 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	uint16_t st;
 
 	st = ctrlr_io_check_range(req, slba, nlb);
+	if (!st && !write)
+		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
 	st = ctrlr_req_map_data(req, nlb * req->ns->block_size,
@@ -189,9 +217,14 @@ static void ctrlr_io_flush(struct ctrlr_req *req)
 
 /* ---- Write Zeroes ---- */
 
-static void ctrlr_io_simple_done(struct ctrlr_req *req, int status)
+static void ctrlr_io_write_zeroes_done(struct ctrlr_req *req, int status)
 {
-	ctrlr_io_fail(req, ctrlr_bdev_status(status, true));
+	uint16_t st = ctrlr_bdev_status(status, true);
+	const struct nvme_sqe *sqe = &req->sqe;
+
+	if (!st)
+		st = ctrlr_io_written(req, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
+	ctrlr_io_fail(req, st);
 }
 
 static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
@@ -219,15 +252,14 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 		bio->offset_blocks = slba;
 		bio->num_blocks = nlb;
 	}
-	st = ctrlr_req_submit_bio(req, ctrlr_io_simple_done);
+	st = ctrlr_req_submit_bio(req, ctrlr_io_write_zeroes_done);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
 
 /* ---- Dataset Management ---- */
 
-/* Copies `len` bytes at byte `off` of the command's mapped data. */
-static void ctrlr_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
+void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
 {
 	char *d = dst;
 
@@ -247,12 +279,36 @@ static void ctrlr_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst,
 	}
 }
 
+void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len)
+{
+	const char *p = src;
+
+	for (int i = 0; i < req->iovcnt && len; i++) {
+		size_t il = req->iov[i].iov_len;
+
+		if (off >= il) {
+			off -= il;
+			continue;
+		}
+		size_t c = il - off < len ? il - off : len;
+
+		memcpy((char *)req->iov[i].iov_base + off, p, c);
+		p += c;
+		len -= c;
+		off = 0;
+	}
+}
+
 static void ctrlr_io_dsm_next(struct ctrlr_req *req);
 
 static void ctrlr_io_dsm_done(struct ctrlr_req *req, int status)
 {
 	uint16_t st = ctrlr_bdev_status(status, true);
 
+	/* Deallocated blocks read back as zeroes (DLFEAT): no longer uncorrectable. */
+	for (uint32_t i = 0; !st && i < req->bio->nranges; i++)
+		st = ctrlr_io_written(req, req->bio->ranges[i].offset_blocks,
+				      req->bio->ranges[i].num_blocks);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	ctrlr_io_dsm_next(req);
@@ -268,7 +324,7 @@ static void ctrlr_io_dsm_next(struct ctrlr_req *req)
 	while (req->step.index < req->step.count && n < CTRLR_DSM_BATCH) {
 		struct nvme_dsm_range r;
 
-		ctrlr_iov_read(req, (uint64_t)req->step.index * sizeof(r), &r, sizeof(r));
+		ctrlr_io_iov_read(req, (uint64_t)req->step.index * sizeof(r), &r, sizeof(r));
 		req->step.index++;
 		if (r.nlb == 0)
 			continue;
@@ -356,6 +412,8 @@ uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 {
 	uint16_t st = ctrlr_io_check_range(req, slba, nlb);
 
+	if (!st)
+		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
 		return st;
 	/* A bounce buffer for commands that read without a host buffer: rare commands, so it is
@@ -449,4 +507,27 @@ static void ctrlr_io_compare(struct ctrlr_req *req)
 	st = ctrlr_io_read_range(req, slba, nlb, ctrlr_io_compare_chunk, ctrlr_io_compare_done);
 	if (st)
 		ctrlr_req_complete(req, st);
+}
+
+/* ---- Write Uncorrectable ---- */
+
+/* Marks the blocks invalid: reads of them fail with Unrecovered Read Error until they are written
+ * (NVM 3.3.7). The marks live in memory: a restart of the daemon forgets them. */
+static void ctrlr_io_write_uncor(struct ctrlr_req *req)
+{
+	uint64_t slba = ctrlr_sqe_slba(&req->sqe);
+	uint64_t nlb = (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1;
+	uint16_t st;
+	int rc;
+
+	st = ctrlr_io_check_range(req, slba, nlb);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	rc = ctrlr_uncor_add(&req->ns->uncor, slba, nlb);
+	if (rc == -ENOSPC)
+		return ctrlr_io_fail(req, NVME_SC_CAP_EXCEEDED);
+	if (rc)
+		return ctrlr_io_fail(req, NVME_SC_INTERNAL);
+	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_write_cmds, 1);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }

@@ -223,6 +223,7 @@ enum nvme_status {
 	NVME_SC_SGL_INVALID_TYPE = 0x0011,
 	NVME_SC_PRP_INVALID_OFFSET = 0x0013,
 	NVME_SC_SGL_INVALID_OFFSET = 0x0016,
+	NVME_SC_CMD_INTERRUPTED = 0x0021, /* retry: resources busy (Base 2.0 Figure 102) */
 	NVME_SC_LBA_RANGE = 0x0080,
 	NVME_SC_CAP_EXCEEDED = 0x0081,
 	NVME_SC_NS_NOT_READY = 0x0082,
@@ -241,6 +242,8 @@ enum nvme_status {
 	NVME_SC_FEATURE_NOT_CHANGEABLE = 0x010e,
 	NVME_SC_FEATURE_NOT_PER_NS = 0x010f,
 	NVME_SC_INVALID_IOCS = 0x012c,
+	/* NVM Command Set specific (SCT 1). */
+	NVME_SC_CMD_SIZE_LIMIT = 0x0183, /* Copy: MSRC, MSSRL or MCL exceeded */
 
 	NVME_SC_WRITE_FAULT = 0x0280,
 	NVME_SC_UNRECOVERED_READ = 0x0281,
@@ -261,6 +264,7 @@ enum nvme_admin_opcode {
 	NVME_ADM_ASYNC_EVENT = 0x0c,
 	NVME_ADM_DBBUF = 0x7c,
 	NVME_ADM_FORMAT_NVM = 0x80,
+	NVME_ADM_GET_LBA_STATUS = 0x86,
 	NVME_ADM_VENDOR_FIRST = 0xc0,
 };
 
@@ -268,10 +272,12 @@ enum nvme_io_opcode {
 	NVME_CMD_FLUSH = 0x00,
 	NVME_CMD_WRITE = 0x01,
 	NVME_CMD_READ = 0x02,
+	NVME_CMD_WRITE_UNCOR = 0x04,
 	NVME_CMD_COMPARE = 0x05,
 	NVME_CMD_WRITE_ZEROES = 0x08,
 	NVME_CMD_DSM = 0x09,
 	NVME_CMD_VERIFY = 0x0c,
+	NVME_CMD_COPY = 0x19,
 	NVME_CMD_VENDOR_FIRST = 0x80,
 };
 
@@ -284,6 +290,22 @@ enum nvme_io_opcode {
 /* Dataset Management (NVM command set 3.2.3). */
 #define NVME_DSM_NR_MASK 0xffu
 #define NVME_DSM_AD (1u << 2)
+/* Copy (NVM Command Set 3.3.1): CDW12 fields and the Source Range Entries of descriptor format
+ * 0h (32 bytes each; the tag fields matter only with protection information). */
+#define NVME_COPY_NR_MASK 0xffu
+#define NVME_COPY_DESFMT(cdw12) (((cdw12) >> 8) & 0xfu)
+struct nvme_copy_range_fmt0 {
+	uint64_t rsvd0;
+	uint64_t slba;
+	uint16_t nlb; /* 0-based */
+	uint16_t rsvd18;
+	uint32_t eilbrt;
+	uint16_t elbat;
+	uint16_t elbatm;
+	uint32_t rsvd28;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt0) == 32, "copy source range format 0");
+
 struct nvme_dsm_range {
 	uint32_t cattr;
 	uint32_t nlb;
@@ -426,11 +448,15 @@ NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBN
 #define NVME_OACS_FORMAT (1u << 1)
 #define NVME_OACS_DBBUF (1u << 8)
 #define NVME_ONCS_COMPARE (1u << 0)
+#define NVME_ONCS_WRITE_UNCOR (1u << 1)
 #define NVME_ONCS_DSM (1u << 2)
 #define NVME_ONCS_WRITE_ZEROES (1u << 3)
 #define NVME_ONCS_SAVE_SELECT (1u << 4)
 #define NVME_ONCS_TIMESTAMP (1u << 6)
 #define NVME_ONCS_VERIFY (1u << 7)
+#define NVME_ONCS_COPY (1u << 8)
+#define NVME_OCFS_FORMAT0 (1u << 0)
+#define NVME_OACS_GET_LBA_STATUS (1u << 9)
 #define NVME_LPA_SMART_PER_NS (1u << 0)
 #define NVME_LPA_CMD_EFFECTS (1u << 1)
 #define NVME_LPA_EXT_DATA (1u << 2)
@@ -555,7 +581,52 @@ enum nvme_log_id {
 	NVME_LOG_FW_SLOT = 0x03,
 	NVME_LOG_CHANGED_NS = 0x04,
 	NVME_LOG_CMD_EFFECTS = 0x05,
+	NVME_LOG_LBA_STATUS = 0x0e,
 };
+
+/* LBA Status Information log (Base 2.0 5.16.1.16): header, then per namespace an element with
+ * its LBA range descriptors. */
+struct nvme_lba_status_log_hdr {
+	uint32_t lslplen; /* bytes of the whole log */
+	uint32_t nlslne;  /* namespace elements */
+	uint32_t estulb;  /* estimated unrecoverable blocks */
+	uint16_t rsvd12;
+	uint16_t lsgc; /* generation counter */
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_lba_status_log_hdr) == 16, "LBA status log header");
+struct nvme_lba_status_ns_elem {
+	uint32_t neid; /* nsid */
+	uint32_t nlrd; /* range descriptors that follow */
+	uint8_t ratype; /* recommended action type for Get LBA Status */
+	uint8_t rsvd9[7];
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_lba_status_ns_elem) == 16, "LBA status ns element");
+struct nvme_lba_range_desc {
+	uint64_t rslba;
+	uint32_t rnlb;
+	uint32_t rsvd12;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_lba_range_desc) == 16, "LBA range descriptor");
+
+/* Get LBA Status (Base 2.0 5.9): CDW13 ATYPE, the returned list and its descriptors. */
+#define NVME_LBAS_ATYPE_UNTRACKED 0x10 /* scan, then untracked and tracked */
+#define NVME_LBAS_ATYPE_TRACKED 0x11   /* tracked potentially unrecoverable LBAs */
+#define NVME_LBAS_CMPC_MORE 1	       /* more descriptors are available */
+#define NVME_LBAS_CMPC_COMPLETE 2      /* the whole range was reported */
+struct nvme_lba_status_hdr {
+	uint32_t nlsd; /* descriptors that follow */
+	uint8_t cmpc;
+	uint8_t rsvd5[3];
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_lba_status_hdr) == 8, "LBA status list header");
+struct nvme_lba_status_desc {
+	uint64_t dslba;
+	uint32_t nlb;
+	uint8_t rsvd12;
+	uint8_t status;
+	uint8_t rsvd14[2];
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_lba_status_desc) == 16, "LBA status descriptor");
 
 struct nvme_error_log_entry {
 	uint64_t error_count;

@@ -67,7 +67,7 @@ void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint1
 static bool ctrlr_status_retryable(uint16_t status)
 {
 	return status == NVME_SC_INTERNAL || status == NVME_SC_ABORT_SQ_DELETION ||
-	       status == NVME_SC_ABORT_REQ;
+	       status == NVME_SC_ABORT_REQ || status == NVME_SC_CMD_INTERRUPTED;
 }
 
 void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc)

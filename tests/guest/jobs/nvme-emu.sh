@@ -1,7 +1,7 @@
 # Guest job: the Linux nvme driver binds nvme-emu over vfio-user; nvme-cli
 # admin/log/feature/vendor commands, fio crc32c verify (4k random, 128k
 # sequential, QD1 and QD32, two jobs), ext4, discard, controller reset and PCI
-# FLR all work; finally a pattern is written and flushed for the host to find
+# FLR, Write Uncorrectable, Get LBA Status and Copy all work; finally a pattern is written and flushed for the host to find
 # in the backing file after killing the daemon.
 . "$GUEST_LIB"
 
@@ -58,6 +58,29 @@ step "mount again, files intact" sh -c "mount $dev /mnt/t && md5sum -c --quiet /
 step "blkdiscard" blkdiscard -f "$dev"
 step "discarded blocks read back as zeroes" sh -c \
 	"dd if=$dev bs=64k count=16 iflag=direct 2>/dev/null | cmp -s - /dev/zero -n 1048576"
+
+# Write Uncorrectable, Get LBA Status, the LBA status log and Copy (4 KiB blocks at 2 MiB on).
+oncs=$(nvme id-ctrl "$ctrl" | sed -n 's/^oncs *: *//p')
+oacs=$(nvme id-ctrl "$ctrl" | sed -n 's/^oacs *: *//p')
+echo "oncs $oncs oacs $oacs"
+step "ONCS: Write Uncorrectable, Copy; OACS: Get LBA Status" sh -c \
+	"[ \$(($oncs & 0x102)) -eq 258 ] && [ \$(($oacs & 0x200)) -eq 512 ]"
+dd if=/dev/urandom of=/tmp/u bs=4096 count=1 2>/dev/null
+dd if=/tmp/u of="$dev" bs=4096 seek=512 oflag=direct 2>/dev/null
+step "write-uncor" nvme write-uncor "$dev" -n 1 -s 4096 -c 7
+step "a read of the marked blocks fails" sh -c \
+	"! dd if=$dev of=/dev/null bs=4096 skip=512 count=1 iflag=direct 2>/dev/null"
+step "get-lba-status reports them" sh -c \
+	"nvme get-lba-status $dev -n 1 -s 0 -m 1023 -a 0x11 | grep -q 'DSLBA: 0x0*1000, NLB: 0x0*8,'"
+step "lba-status-log names the namespace and the blocks" sh -c \
+	"nvme lba-status-log $ctrl | tr -d ' ' > /tmp/lsl && grep -q '^NamespaceElementIdentifier:1' /tmp/lsl && grep -q '^RSLBA.0.:4096' /tmp/lsl && grep -q '^RNLB.0.:8' /tmp/lsl"
+step "a write makes them readable" sh -c \
+	"dd if=/tmp/u of=$dev bs=4096 seek=512 oflag=direct 2>/dev/null && dd if=$dev bs=4096 skip=512 count=1 iflag=direct 2>/dev/null | cmp -s - /tmp/u"
+dd if=/dev/urandom of=/tmp/c bs=4096 count=2 2>/dev/null
+dd if=/tmp/c of="$dev" bs=4096 seek=1024 oflag=direct 2>/dev/null
+step "copy two ranges" nvme copy "$dev" -n 1 --sdlba=16384 --slbs=8200,8192 --blocks=7,7
+step "the copy holds the ranges in order" sh -c \
+	"dd if=/tmp/c bs=4096 skip=1 count=1 2>/dev/null > /tmp/c2 && dd if=/tmp/c bs=4096 count=1 2>/dev/null >> /tmp/c2 && dd if=$dev bs=4096 skip=2048 count=2 iflag=direct 2>/dev/null | cmp -s - /tmp/c2"
 
 io_works() { dd if=/dev/urandom of=/tmp/blk bs=4096 count=8 2>/dev/null &&
 	dd if=/tmp/blk of="$dev" bs=4096 seek=64 oflag=direct 2>/dev/null &&

@@ -119,7 +119,7 @@ static void test_range_and_mdts(void)
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, NVME_NSID_ALL, 0, 1, 0),
 			NVME_SC_INVALID_NS | NVME_DNR);
 	/* Unknown and vendor opcodes without a handler. */
-	CU_ASSERT_EQUAL(io_rw(0x04, 1, 0, 1, 0), NVME_SC_INVALID_OPCODE | NVME_DNR);
+	CU_ASSERT_EQUAL(io_rw(0x7e, 1, 0, 1, 0), NVME_SC_INVALID_OPCODE | NVME_DNR);
 	CU_ASSERT_EQUAL(io_rw(0x81, 1, 0, 1, 0), NVME_SC_INVALID_OPCODE | NVME_DNR);
 }
 
