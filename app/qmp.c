@@ -77,22 +77,37 @@ static int app_qmp_send(struct app_qmp_op *op, struct json_object *msg)
 	return 0;
 }
 
+/* Member `key` of obj when obj is an object and the member a JSON string; NULL otherwise. QEMU's
+ * messages are input like any other: a null, missing or mistyped field is not what we want. */
+static const char *app_qmp_string(struct json_object *obj, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
 static bool app_qmp_is_our_deletion(struct app_qmp_op *op, struct json_object *msg)
 {
-	struct json_object *ev, *data, *dev;
+	struct json_object *data;
+	const char *ev, *dev;
 
-	if (!op->wait_device || !json_object_object_get_ex(msg, "event", &ev) ||
-	    strcmp(json_object_get_string(ev), "DEVICE_DELETED") ||
-	    !json_object_object_get_ex(msg, "data", &data) ||
-	    !json_object_object_get_ex(data, "device", &dev))
+	if (!op->wait_device)
 		return false;
-	return !strcmp(json_object_get_string(dev), op->wait_device);
+	ev = app_qmp_string(msg, "event");
+	if (!ev || strcmp(ev, "DEVICE_DELETED") || !json_object_object_get_ex(msg, "data", &data))
+		return false;
+	dev = app_qmp_string(data, "device");
+	return dev && !strcmp(dev, op->wait_device);
 }
 
 /* Handles one message. Returns true when the op finished (and was freed). */
 static bool app_qmp_message(struct app_qmp_op *op, struct json_object *msg)
 {
-	struct json_object *err, *desc;
+	struct json_object *err;
+	const char *desc_text;
 	char text[512];
 	int rc;
 
@@ -110,10 +125,9 @@ static bool app_qmp_message(struct app_qmp_op *op, struct json_object *msg)
 		return false;
 	}
 	if (json_object_object_get_ex(msg, "error", &err)) {
+		desc_text = app_qmp_string(err, "desc");
 		snprintf(text, sizeof(text), "QMP error: %s",
-			 json_object_object_get_ex(err, "desc", &desc)
-			     ? json_object_get_string(desc)
-			     : json_object_to_json_string(err));
+			 desc_text ? desc_text : json_object_to_json_string(err));
 		app_qmp_finish(op, -EIO, text);
 		return true;
 	}

@@ -510,7 +510,9 @@ static void test_many_clients(const char *build)
 
 /* ---- a fake QEMU on a QMP socket ---- */
 
-enum fake_mode { FAKE_OK, FAKE_ERROR, FAKE_HOLD };
+/* FAKE_NULLS: before its answers, events with null, missing or mistyped fields (issue 11,
+ * finding 7); FAKE_ERROR_NULL: an error whose desc is null. */
+enum fake_mode { FAKE_OK, FAKE_ERROR, FAKE_HOLD, FAKE_NULLS, FAKE_ERROR_NULL };
 
 struct fake_qmp {
 	int lfd;
@@ -561,6 +563,21 @@ static void fake_serve(int fd)
 
 		if (poll(&pfd, 1, 3 * RAW_TIMEOUT_MS) > 0 && read(fake.hold_pipe[0], &c, 1) < 0)
 			goto out;
+	}
+	if (fake.mode == FAKE_ERROR_NULL) {
+		fake_send(fd, "{\"error\": {\"class\": null, \"desc\": null}}\r\n");
+		goto out;
+	}
+	if (fake.mode == FAKE_NULLS) {
+		fake_send(fd, "{\"event\": null}\r\n"
+			      "{\"event\": 17, \"data\": {}}\r\n"
+			      "{\"event\": \"DEVICE_DELETED\"}\r\n"
+			      "{\"event\": \"DEVICE_DELETED\", \"data\": null}\r\n"
+			      "{\"event\": \"DEVICE_DELETED\", \"data\": \"x\"}\r\n"
+			      "{\"event\": \"DEVICE_DELETED\", \"data\": {\"device\": null, "
+			      "\"path\": null}}\r\n"
+			      "{\"event\": \"DEVICE_DELETED\", \"data\": {\"device\": 7, "
+			      "\"path\": []}}\r\n");
 	}
 	if (fake.mode == FAKE_ERROR) {
 		fake_send(fd, "{\"error\": {\"class\": \"GenericError\", "
@@ -668,6 +685,14 @@ static void test_qmp_hotplug(const char *build)
 	json_object_put(resp);
 	ITEST_CHECK(access(fn, F_OK) != 0);
 
+	/* An error without a description is still an error, and nothing worse. */
+	fake.mode = FAKE_ERROR_NULL;
+	resp = raw_call("nvmf_subsystem_add_listener", params);
+	ITEST_CHECK(raw_error_code(resp) < 0 && strstr(raw_error_msg(resp), "QMP error"));
+	json_object_put(resp);
+	ITEST_CHECK(raw_alive());
+	ITEST_CHECK(access(fn, F_OK) != 0);
+
 	/* QEMU accepts: device_add with our socket, on the manager's port. */
 	fake.mode = FAKE_OK;
 	ITEST_CHECK(raw_ok("nvmf_subsystem_add_listener", params));
@@ -692,12 +717,16 @@ static void test_qmp_hotplug(const char *build)
 	ITEST_CHECK(raw_error_code(resp) == -ENOSPC);
 	json_object_put(resp);
 
-	/* device_del, then DEVICE_DELETED for our id: the endpoint closes. */
+	/* device_del, then DEVICE_DELETED for our id: the endpoint closes. Before that QEMU (or
+	 * whoever holds its QMP socket) sends events with null and mistyped fields: ignored. */
+	fake.mode = FAKE_NULLS;
 	snprintf(params, sizeof(params),
 		 "{\"nqn\": \"nqn.2026-11.io.nvme-emu:qmp\", "
 		 "\"listen_address\": {\"trtype\": \"PCIE_EMU\", \"traddr\": \"%s\"}}",
 		 fn);
 	ITEST_CHECK(raw_ok("nvmf_subsystem_remove_listener", params));
+	ITEST_CHECK(raw_alive());
+	fake.mode = FAKE_OK;
 	ITEST_CHECK(fake_last_has("\"execute\":\"device_del\""));
 	ITEST_CHECK(access(fn, F_OK) != 0);
 
