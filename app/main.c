@@ -6,6 +6,7 @@
 #include "backend/bdev.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "controller/pcie.h"
 #include "dpa/dpa.h"
 #include "hw/hw.h"
@@ -23,6 +24,8 @@
 #include <unistd.h>
 
 #define APP_MAX_NS 16
+/* Where the default RPC socket lives without $XDG_RUNTIME_DIR (made 0700). */
+#define APP_RUN_DIR "/run/nvme-emu"
 
 enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO };
 
@@ -60,7 +63,8 @@ static void app_usage(FILE *out)
 	    "\n"
 	    "Target (JSON-RPC, SPDK method names; see nvme-emu-rpc):\n"
 	    "  -r, --rpc-socket PATH    JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
-	    "                           or /var/tmp/nvme-emu.sock); with --socket: also serve RPC\n"
+	    "                           or /run/nvme-emu/nvme-emu.sock, in a 0700 directory);\n"
+	    "                           with --socket: also serve RPC\n"
 	    "  -c, -j, --json FILE      replay a save_config file before serving\n"
 	    "      --wait-for-rpc       wait for framework_start_init before configuring\n"
 	    "\n"
@@ -569,12 +573,24 @@ static void app_fini_done(void *arg)
 	evloop_stop(arg);
 }
 
-/* The default RPC socket: $XDG_RUNTIME_DIR/nvme-emu.sock or /var/tmp/nvme-emu.sock. */
+/* The default RPC socket: $XDG_RUNTIME_DIR/nvme-emu.sock (the user's private runtime directory),
+ * else /run/nvme-emu/nvme-emu.sock in a 0700 directory made here: never a name in a directory
+ * every user can write, where another user could squat it first. NULL (with the reason on
+ * stderr) when the directory cannot be made or is not safe. */
 static const char *app_default_rpc_socket(char *buf, size_t len)
 {
 	const char *dir = getenv("XDG_RUNTIME_DIR");
+	char err[256];
 
-	snprintf(buf, len, "%s/nvme-emu.sock", dir && *dir ? dir : "/var/tmp");
+	if (dir && *dir) {
+		snprintf(buf, len, "%s/nvme-emu.sock", dir);
+		return buf;
+	}
+	if (unix_socket_private_dir(APP_RUN_DIR, err, sizeof(err))) {
+		fprintf(stderr, "nvme-emu: %s; give the RPC socket with -r PATH\n", err);
+		return NULL;
+	}
+	snprintf(buf, len, "%s/nvme-emu.sock", APP_RUN_DIR);
 	return buf;
 }
 
@@ -606,8 +622,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nvme-emu: unknown profile '%s' (bf3, unlimited)\n", o.profile);
 		return 2;
 	}
-	if (!o.socket_path && !o.rpc_socket)
+	if (!o.socket_path && !o.rpc_socket) {
 		o.rpc_socket = app_default_rpc_socket(rpc_path, sizeof(rpc_path));
+		if (!o.rpc_socket)
+			return 1;
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);

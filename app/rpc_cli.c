@@ -24,7 +24,7 @@ static void cli_usage(FILE *out)
 		"       " CLI_NAME " [-s SOCKET] --help        list the server's methods\n"
 		"\n"
 		"  -s, --server SOCKET  JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
-		"                       or /var/tmp/nvme-emu.sock)\n"
+		"                       or /run/nvme-emu/nvme-emu.sock)\n"
 		"  -t, --timeout S      give up after S seconds (default 120)\n"
 		"  -r, --raw            print string results as JSON too (quoted)\n"
 		"\n"
@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 		const char *dir = getenv("XDG_RUNTIME_DIR");
 
 		snprintf(defpath, sizeof(defpath), "%s/nvme-emu.sock",
-			 dir && *dir ? dir : "/var/tmp");
+			 dir && *dir ? dir : "/run/nvme-emu");
 		path = defpath;
 	}
 	if (!help && optind >= argc) {

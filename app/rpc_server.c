@@ -3,6 +3,7 @@
 #include "app/rpc.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -632,36 +633,17 @@ int rpc_server_call(struct rpc_server *srv, const char *method, struct json_obje
 
 /* ---- server ---- */
 
+/* The socket: 0600 from bind on, in a directory no other user can race us in; a stale socket
+ * of ours from a dead server is replaced, a live one or anything else is refused
+ * (common/unix_socket.h). */
 static int rpc_server_listen(struct rpc_server *srv, const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	mode_t old_mask;
-	int fd, rc;
+	char err[256];
+	int fd = unix_socket_listen(path, 0600, 16, err, sizeof(err));
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* A stale socket from a dead server is replaced; a live server keeps its socket. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		return -EADDRINUSE;
-	}
-	close(fd);
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	/* Created 0600 from the start, not chmod-ed after others could connect. */
-	old_mask = umask(0177);
-	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old_mask);
-	if (rc || listen(fd, 16)) {
-		rc = -errno;
-		close(fd);
-		return rc;
+	if (fd < 0) {
+		LOG_ERR(RPC_LOG, "%s", err);
+		return fd;
 	}
 	srv->lfd = fd;
 	return 0;
@@ -700,7 +682,7 @@ int rpc_server_create(struct evloop *loop, const char *path, void *ctx, struct r
 
 out_close:
 	close(srv->lfd);
-	unlink(path);
+	unix_socket_unlink(path);
 out_free:
 	free(srv->path);
 	free(srv);
@@ -724,7 +706,7 @@ void rpc_server_destroy(struct rpc_server *srv)
 		evloop_timer_cancel(srv->resume_timer);
 	evloop_watch_remove(srv->lwatch);
 	close(srv->lfd);
-	unlink(srv->path);
+	unix_socket_unlink(srv->path);
 	while (srv->tables) {
 		struct rpc_method_table *t = srv->tables;
 

@@ -378,6 +378,23 @@ ok_out "its transport has 2 poll groups (cpumask 0x3)" '"num_poll_groups": 2' \
 	nvmf_get_transports
 check "daemon exits cleanly" stop_daemon
 
+# Socket safety (issue 11): no socket in a directory other users can write (not sticky), nothing
+# but a stale socket of ours replaced, and the default directory private.
+mkdir -m 0777 "$D/open"
+chmod 0777 "$D/open"
+check "refuses an RPC socket in a world-writable directory" sh -c \
+	"! '$BIN/nvme-emu' -r '$D/open/rpc.sock' > '$D/d7.log' 2>&1 && grep -q 'writable' '$D/d7.log' && [ ! -e '$D/open/rpc.sock' ]"
+echo keep > "$D/notasocket"
+check "refuses to replace a file that is not its socket" sh -c \
+	"! '$BIN/nvme-emu' -r '$D/notasocket' > '$D/d8.log' 2>&1 && [ \"\$(cat '$D/notasocket')\" = keep ]"
+ln -s "$D/elsewhere.sock" "$D/link.sock"
+check "refuses a symlink at the socket path" sh -c \
+	"! '$BIN/nvme-emu' -r '$D/link.sock' > '$D/d9.log' 2>&1 && [ ! -e '$D/elsewhere.sock' ]"
+SOCK=$D/stale.sock
+python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$SOCK"
+check "replaces a stale socket of ours" start_daemon "$D/d10.log" -r "$SOCK"
+check "daemon exits cleanly" stop_daemon
+
 # CLI usage errors.
 check "CLI without a server fails" sh -c "! '$BIN/nvme-emu-rpc' -s '$D/none.sock' spdk_get_version 2> /dev/null"
 check "CLI with bad JSON params fails" sh -c "! '$BIN/nvme-emu-rpc' -s '$D/none.sock' x '{bad' 2> /dev/null"
