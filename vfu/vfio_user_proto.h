@@ -1,5 +1,5 @@
 /* vfu/vfio_user_proto.h - vfio-user wire format (QEMU docs/interop/vfio-user.rst),
- * shared by the server in vfu/ and the test client in tests/client/. All
+ * shared by the server in vfu/ and the test client in host/. All
  * integers little endian; layouts written from the specification. */
 #ifndef NVME_EMU_VFU_VFIO_USER_PROTO_H
 #define NVME_EMU_VFU_VFIO_USER_PROTO_H

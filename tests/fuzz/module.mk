@@ -3,15 +3,15 @@
 # message parser built with clang (not part of `make test`).
 INTEG_TESTS += vfu_fuzz
 vfu_fuzz_SRCS := tests/fuzz/vfu_fuzz.c tests/unit/vfu/fake_dev.c
-vfu_fuzz_LIBS := vfuclient vfu common
+vfu_fuzz_LIBS := host vfu common
 
 # `make fuzz` (FUZZ_TIME seconds, default 60): libFuzzer over the endpoint's
 # message parser, built with clang straight from the sources.
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_TARGET_SRCS := tests/fuzz/vfu_libfuzzer.c tests/unit/vfu/fake_dev.c $(vfu_SRCS) \
-		    tests/client/vfu_client.c $(common_SRCS)
-$(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h tests/client/*.h tests/unit/vfu/*.h)
+		    host/vfu_client.c $(common_SRCS)
+$(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h host/*.h tests/unit/vfu/*.h)
 	@command -v $(FUZZ_CC) >/dev/null || \
 	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)
@@ -20,9 +20,9 @@ $(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h tests/client/
 
 # The whole function in one process (endpoint, device model, controller, poll group, DPA), with
 # a dictionary of lifecycle messages.
-NVME_FUZZ_SRCS := tests/fuzz/nvme_libfuzzer.c tests/client/vfu_client.c tests/client/nvme_host.c \
+NVME_FUZZ_SRCS := tests/fuzz/nvme_libfuzzer.c $(host_SRCS) \
 		  $(controller_SRCS) $(backend_SRCS) $(dpa_SRCS) $(hw_SRCS) $(vfu_SRCS) $(common_SRCS)
-$(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h tests/client/*.h)
+$(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h host/*.h)
 	@command -v $(FUZZ_CC) >/dev/null || \
 	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)

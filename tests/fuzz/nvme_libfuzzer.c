@@ -11,8 +11,8 @@
 #include "common/log.h"
 #include "controller/pcie.h"
 #include "dpa/dpa.h"
-#include "tests/client/nvme_host.h"
-#include "tests/client/vfu_client.h"
+#include "host/nvme_host.h"
+#include "host/vfu_client.h"
 
 #include <errno.h>
 #include <poll.h>

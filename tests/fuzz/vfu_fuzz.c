@@ -3,7 +3,7 @@
  * valid messages, random sizes, bogus fd counts, truncations, reconnects;
  * then checks the server still answers VERSION + GET_INFO on a fresh
  * connection, that its counters moved and that no fd leaked. */
-#include "tests/client/vfu_client.h"
+#include "host/vfu_client.h"
 #include "tests/unit/vfu/fake_dev.h"
 
 #include "common/log.h"

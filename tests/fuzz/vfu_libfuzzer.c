@@ -2,7 +2,7 @@
  * input is a byte stream sent on a fresh connection to an endpoint with the
  * fake device (optionally after a valid VERSION); the server must answer or
  * drop us, never hang, crash or leak. */
-#include "tests/client/vfu_client.h"
+#include "host/vfu_client.h"
 #include "tests/unit/vfu/fake_dev.h"
 
 #include "common/log.h"

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tests/client/vfu_client.h"
+#include "host/vfu_client.h"
 
 #define ITEST_TIMEOUT_MS 5000
 

@@ -6,14 +6,14 @@ HW_ITESTS := hw_sample_list_test hw_sample_hotplug_test hw_sample_stateful_test 
 	     hw_sample_hostile_test
 INTEG_TESTS += $(HW_ITESTS)
 $(foreach t,$(HW_ITESTS),$(eval $(t)_SRCS := tests/integration/$(t).c tests/integration/itest.c))
-$(foreach t,$(HW_ITESTS),$(eval $(t)_LIBS := vfuclient common))
+$(foreach t,$(HW_ITESTS),$(eval $(t)_LIBS := host common))
 
 # Controller integration: the nvme-emu daemon driven by the test client's
 # NVMe host driver.
 INTEG_TESTS += nvme_ctrl_test
 nvme_ctrl_test_SRCS := tests/integration/nvme_ctrl_test.c tests/integration/nvme_itest.c \
 		       tests/integration/itest.c
-nvme_ctrl_test_LIBS := vfuclient common
+nvme_ctrl_test_LIBS := host common
 $(BUILD)/bin/nvme_ctrl_test: $(BUILD)/bin/nvme-emu
 
 # Issue 11's hostile-client findings, each through the real socket, with a second function
@@ -21,7 +21,7 @@ $(BUILD)/bin/nvme_ctrl_test: $(BUILD)/bin/nvme-emu
 INTEG_TESTS += nvme_hostile_test
 nvme_hostile_test_SRCS := tests/integration/hostile_ctrl_test.c tests/integration/nvme_itest.c \
 			  tests/integration/itest.c
-nvme_hostile_test_LIBS := vfuclient common
+nvme_hostile_test_LIBS := host common
 $(BUILD)/bin/nvme_hostile_test: $(BUILD)/bin/nvme-emu $(BUILD)/bin/nvme-emu-rpc
 
 # The lifecycle torture test: seeded random interleavings of unmaps, resets, FLRs, queue changes
@@ -29,7 +29,7 @@ $(BUILD)/bin/nvme_hostile_test: $(BUILD)/bin/nvme-emu $(BUILD)/bin/nvme-emu-rpc
 INTEG_TESTS += nvme_torture_test
 nvme_torture_test_SRCS := tests/integration/torture_test.c tests/integration/nvme_itest.c \
 			  tests/integration/itest.c
-nvme_torture_test_LIBS := vfuclient common
+nvme_torture_test_LIBS := host common
 $(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
 
 include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))

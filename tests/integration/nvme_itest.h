@@ -6,7 +6,7 @@
 
 #include <sys/types.h>
 
-#include "tests/client/nvme_host.h"
+#include "host/nvme_host.h"
 #include "tests/integration/itest.h"
 
 #define NVME_ITEST_RAM_IOVA 0x100000ull

@@ -4,6 +4,6 @@
 SCRIPT_TESTS += tests/integration/rpc/rpc-cli.sh
 INTEG_TESTS += rpc_raw_test
 rpc_raw_test_SRCS := tests/integration/rpc_raw_test.c tests/integration/itest.c
-rpc_raw_test_LIBS := vfuclient common
+rpc_raw_test_LIBS := host common
 rpc_raw_test_LDLIBS := -lpthread
 $(BUILD)/bin/rpc_raw_test: $(BUILD)/bin/nvme-emu

@@ -5,7 +5,7 @@
 #include "tests/perf/dpa_bench.h"
 #include "common/evloop.h"
 #include "common/log.h"
-#include "tests/client/vfu_client.h"
+#include "host/vfu_client.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -6,7 +6,7 @@ PROGRAMS += dpa-bench dpa-bench-hw
 dpa-bench_SRCS := tests/perf/dpa_bench.c tests/perf/dpa_bench_core.c tests/unit/dpa/fake_hw.c
 dpa-bench_LIBS := dpa common
 dpa-bench-hw_SRCS := tests/perf/dpa_bench_hw.c tests/perf/dpa_bench_core.c
-dpa-bench-hw_LIBS := dpa hw vfu vfuclient common
+dpa-bench-hw_LIBS := dpa hw vfu host common
 
 # Guest bench: QEMU's built-in NVMe device vs nvme-emu configurations in one
 # guest, fio 4k randread QD32 and 128k seqwrite QD8, medians and ratios.

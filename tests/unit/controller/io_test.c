@@ -361,17 +361,10 @@ static void test_ns_remove_inflight(void)
 	 * released; new commands fail at once. */
 	sqe = lb_sqe(NVME_CMD_READ, 5);
 	sqe.dptr.prp.prp1 = data_addr;
-	lb.hq[1].next_cid = 900;
-	{
-		struct lb_hq *hq = &lb.hq[1];
-		struct nvme_sqe *slot = lb_ptr(&lb, hq->sq_addr + hq->sq_tail * sizeof(sqe));
-
-		sqe.cdw0.bits.cid = hq->next_cid++;
-		*slot = sqe;
-		hq->sq_tail = (hq->sq_tail + 1) % hq->sq_size;
-		ctrlr_sq_tail_doorbell(lb.sqs[1], hq->sq_tail);
-		ctrlr_sq_poll(lb.sqs[1], 8); /* submitted to the bdev, not yet completed */
-	}
+	lb.h.q[1].cid = 900;
+	CU_ASSERT_EQUAL(nvme_host_submit(&lb.h, 1, &sqe, true), 900);
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
+	ctrlr_sq_poll(lb.sqs[1], 8); /* submitted to the bdev, not yet completed */
 	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 5), 0);
 	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 5), -ENOENT);
 	lb_pump(&lb);

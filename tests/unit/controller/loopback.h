@@ -1,6 +1,7 @@
-/* tests/unit/controller/loopback.h - a synchronous loopback transport for the controller core and
- * a tiny host driver on top of it: guest memory is a plain buffer, interrupts are counted, queue
- * operations and admin messages are queued and run by lb_pump(), doorbells go straight to the
+/* tests/unit/controller/loopback.h - a synchronous loopback transport for the controller core,
+ * driven by the project's one NVMe host driver (host/nvme_host.h) through a host transport of
+ * its own: guest memory is a plain buffer, interrupts are counted, queue operations and admin
+ * messages are queued and run by lb_pump(), register writes and doorbells go straight to the
  * core's entry points. Single-threaded: the test thread is the admin and every owner thread. */
 #ifndef NVME_EMU_TESTS_UNIT_CONTROLLER_LOOPBACK_H
 #define NVME_EMU_TESTS_UNIT_CONTROLLER_LOOPBACK_H
@@ -11,6 +12,7 @@
 #include "backend/bdev.h"
 #include "controller/ctrlr.h"
 #include "controller/nvme_spec.h"
+#include "host/nvme_host.h"
 
 #define LB_MEM_BASE 0x100000ull /* guest address of the first byte of guest memory */
 #define LB_MEM_SIZE (8u << 20)
@@ -24,27 +26,16 @@ struct lb_thunk {
 	void *arg;
 };
 
-/* The host's view of one queue pair. */
-struct lb_hq {
-	bool used;
-	uint64_t sq_addr, cq_addr;
-	uint32_t sq_size, cq_size;
-	uint32_t sq_tail, cq_head;
-	uint8_t phase;
-	uint16_t next_cid;
-};
-
 struct lb {
 	struct ctrlr *ctrlr;
 	uint8_t *mem;
-	uint64_t alloc_next;
 	uint8_t regs[NVME_REG_END];
 	uint32_t irqs[LB_MAX_VECTORS];
 	struct lb_thunk thunks[LB_MAX_THUNKS];
 	unsigned int nthunks;
 	struct ctrlr_sq *sqs[LB_MAX_QUEUES];
 	struct ctrlr_cq *cqs[LB_MAX_QUEUES];
-	struct lb_hq hq[LB_MAX_QUEUES];
+	struct nvme_host h; /* the host driver: its q[] is the host's view of every queue */
 	struct {
 		struct bdev *bdev;
 		struct bdev_channel *ch;
@@ -87,9 +78,11 @@ uint32_t lb_enable(struct lb *lb, uint32_t entries);
 /* CC.EN 1 -> 0 and pump; returns CSTS. */
 uint32_t lb_disable(struct lb *lb);
 
-/* Writes an SQE at the host tail of queue `qid` (sets its CID unless keep_cid), rings the tail. */
+/* The host driver's helpers over the loopback. */
+/* Writes an SQE at the host tail of queue `qid` (sets its CID), rings the tail. The cid, or
+ * LB_NO_CQE when the host refused (queue not live, SQ full). */
 uint16_t lb_submit(struct lb *lb, uint16_t qid, struct nvme_sqe *sqe);
-/* Rings qid's SQ tail without adding an SQE (for invalid values). */
+/* Rings qid's SQ tail doorbell with `value` without adding an SQE (for invalid values). */
 void lb_ring_sq(struct lb *lb, uint16_t qid, uint32_t value);
 /* Takes the next CQE of qid if its phase says it is new (then rings the CQ head unless
  * no_ring). Returns true if one was taken. */

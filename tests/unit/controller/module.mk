@@ -1,5 +1,5 @@
 # Unit tests of controller/: the core driven end to end through a synchronous loopback transport
-# (a plain buffer as guest memory, recorded interrupts, queue ops completed by a pump) with malloc
-# bdevs from backend/.
-controller_TEST_LIBS := controller backend common
+# (a plain buffer as guest memory, recorded interrupts, queue ops completed by a pump) by the
+# project's NVMe host driver (host/), with malloc bdevs from backend/.
+controller_TEST_LIBS := controller backend host common
 controller_TEST_SRCS := tests/unit/controller/loopback.c

@@ -37,16 +37,13 @@ static void q_restart(void)
 	CU_ASSERT_EQUAL_FATAL(q_setup(), 0);
 }
 
-/* Writes an SQE into qid's ring without ringing the doorbell. */
+/* Writes an SQE into qid's ring without ringing the doorbell (the host driver's put). */
 static uint16_t q_put(uint16_t qid, struct nvme_sqe sqe)
 {
-	struct lb_hq *hq = &lb.hq[qid];
-	struct nvme_sqe *slot = lb_ptr(&lb, hq->sq_addr + hq->sq_tail * sizeof(sqe));
+	int cid = nvme_host_submit(&lb.h, qid, &sqe, true);
 
-	sqe.cdw0.bits.cid = hq->next_cid++;
-	*slot = sqe;
-	hq->sq_tail = (hq->sq_tail + 1) % hq->sq_size;
-	return sqe.cdw0.bits.cid;
+	CU_ASSERT_TRUE(cid >= 0);
+	return (uint16_t)cid;
 }
 
 static struct nvme_sqe q_read(uint64_t lba)
@@ -87,35 +84,15 @@ static void test_cq_full_backpressure(void)
 
 	q_restart();
 	/* CQ of 4 entries (3 usable), SQ of 16. */
-	{
-		struct lb_hq *hq = &lb.hq[1];
-		struct nvme_sqe sqe;
-
-		memset(hq, 0, sizeof(*hq));
-		hq->cq_size = 4;
-		hq->sq_size = 16;
-		hq->phase = 1;
-		hq->cq_addr = lb_alloc(&lb, 4096);
-		hq->sq_addr = lb_alloc(&lb, 4096);
-		sqe = lb_sqe(NVME_ADM_CREATE_CQ, 0);
-		sqe.dptr.prp.prp1 = hq->cq_addr;
-		sqe.cdw10 = 1 | 3u << 16;
-		sqe.cdw11 = NVME_QUEUE_PC | NVME_CQ_IEN | 1u << 16;
-		CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-		sqe = lb_sqe(NVME_ADM_CREATE_SQ, 0);
-		sqe.dptr.prp.prp1 = hq->sq_addr;
-		sqe.cdw10 = 1 | 15u << 16;
-		sqe.cdw11 = NVME_QUEUE_PC | 1u << 16;
-		CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-	}
+	CU_ASSERT_EQUAL_FATAL(nvme_host_create_io_queues2(&lb.h, 1, 16, 4, true, 1), 0);
 	for (int i = 0; i < 10; i++)
 		q_put(1, q_read(i));
-	lb_ring_sq(&lb, 1, lb.hq[1].sq_tail);
+	lb_ring_sq(&lb, 1, lb.h.q[1].sq_tail);
 	ctrlr_get_stats(lb.ctrlr, &st);
 	CU_ASSERT_TRUE(st.cq_full_holds > 0);
 	/* Exactly 3 visible; the 4th slot was never written (no overwrite). */
 	{
-		struct nvme_cqe *ring = lb_ptr(&lb, lb.hq[1].cq_addr);
+		struct nvme_cqe *ring = lb_ptr(&lb, lb.h.q[1].cq_iova);
 
 		CU_ASSERT_EQUAL(ring[0].status & 1, 1);
 		CU_ASSERT_EQUAL(ring[2].status & 1, 1);
@@ -183,7 +160,7 @@ static void test_shadow_doorbells(void)
 	/* The guest updates only the shadow tail; the transport polls. */
 	for (int i = 0; i < 3; i++)
 		q_put(1, q_read(i));
-	sdb[2] = lb.hq[1].sq_tail;
+	sdb[2] = lb.h.q[1].sq_tail;
 	CU_ASSERT_TRUE(ctrlr_sq_has_work(lb.sqs[1]));
 	CU_ASSERT_EQUAL(ctrlr_sq_poll(lb.sqs[1], 16), 3);
 	lb_pump(&lb);
@@ -191,7 +168,7 @@ static void test_shadow_doorbells(void)
 	CU_ASSERT_EQUAL(eidx[2], 3);
 	for (int i = 0; i < 3; i++)
 		CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, true));
-	sdb[3] = lb.hq[1].cq_head;
+	sdb[3] = lb.h.q[1].cq_head;
 	/* Shadow values beyond the queue are ignored. */
 	sdb[2] = 99;
 	CU_ASSERT_FALSE(ctrlr_sq_has_work(lb.sqs[1]));
@@ -222,21 +199,21 @@ static void test_shadow_cq_head(void)
 	/* Fill the 4-entry CQ (3 usable) with 3 commands, then a 4th is held. */
 	for (int i = 0; i < 3; i++)
 		q_put(1, q_read(i));
-	sdb[2] = lb.hq[1].sq_tail;
+	sdb[2] = lb.h.q[1].sq_tail;
 	ctrlr_sq_poll(lb.sqs[1], 16);
 	lb_pump(&lb);
 	for (int i = 0; i < 3; i++)
 		CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, true));
 	q_put(1, q_read(5));
-	sdb[2] = lb.hq[1].sq_tail;
+	sdb[2] = lb.h.q[1].sq_tail;
 	ctrlr_sq_poll(lb.sqs[1], 16);
 	lb_pump(&lb);
 	/* Held, and the CQ head event index is armed so the guest will ring. */
 	CU_ASSERT_FALSE(lb_reap(&lb, 1, &cqe, true));
 	CU_ASSERT_EQUAL(eidx[3], 0);
 	/* The guest publishes its head in the shadow page and rings the real doorbell. */
-	sdb[3] = lb.hq[1].cq_head;
-	ctrlr_cq_head_doorbell(lb.cqs[1], lb.hq[1].cq_head);
+	sdb[3] = lb.h.q[1].cq_head;
+	ctrlr_cq_head_doorbell(lb.cqs[1], lb.h.q[1].cq_head);
 	lb_pump(&lb);
 	while (lb_reap(&lb, 1, &cqe, true))
 		got++;
@@ -277,7 +254,7 @@ static void test_irq_batching(void)
 	/* Eight reads complete in one bdev poll: one interrupt. */
 	for (int i = 0; i < 8; i++)
 		q_put(1, q_read(i));
-	lb_ring_sq(&lb, 1, lb.hq[1].sq_tail);
+	lb_ring_sq(&lb, 1, lb.h.q[1].sq_tail);
 	while (lb_reap(&lb, 1, &cqe, true))
 		got++;
 	CU_ASSERT_EQUAL(got, 8);
@@ -300,7 +277,7 @@ static void test_irq_coalescing(void)
 	/* Two completions: below the threshold, within the time: no interrupt yet. */
 	for (int i = 0; i < 2; i++)
 		q_put(1, q_read(i));
-	lb_ring_sq(&lb, 1, lb.hq[1].sq_tail);
+	lb_ring_sq(&lb, 1, lb.h.q[1].sq_tail);
 	CU_ASSERT_EQUAL(lb.irqs[1], 0);
 	when = ctrlr_cq_irq_poll(lb.cqs[1], evloop_now_us());
 	CU_ASSERT_TRUE(when > 0);
@@ -312,7 +289,7 @@ static void test_irq_coalescing(void)
 	/* Four completions reach the threshold at once. */
 	for (int i = 0; i < 4; i++)
 		q_put(1, q_read(i));
-	lb_ring_sq(&lb, 1, lb.hq[1].sq_tail);
+	lb_ring_sq(&lb, 1, lb.h.q[1].sq_tail);
 	CU_ASSERT_EQUAL(lb.irqs[1], 2);
 	while (lb_reap(&lb, 1, &cqe, false))
 		;
@@ -338,7 +315,7 @@ static void test_delete_sq_inflight(void)
 	/* Four reads handed to the bdev but not completed yet. */
 	for (int i = 0; i < 4; i++)
 		q_put(1, q_read(i));
-	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
 	CU_ASSERT_EQUAL(ctrlr_sq_poll(lb.sqs[1], 16), 4);
 	sqe = lb_sqe(NVME_ADM_DELETE_SQ, 0);
 	sqe.cdw10 = 1;
@@ -361,9 +338,9 @@ static void test_reset_inflight(void)
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 64, 1, true), 0);
 	for (int i = 0; i < 6; i++)
 		q_put(1, q_read(i));
-	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
 	ctrlr_sq_poll(lb.sqs[1], 64);
-	ring = lb_ptr(&lb, lb.hq[1].cq_addr);
+	ring = lb_ptr(&lb, lb.h.q[1].cq_iova);
 	memcpy(before, ring, sizeof(before));
 	/* Reset while the reads are at the bdev: nothing reaches the CQ afterwards. */
 	CU_ASSERT_EQUAL(lb_disable(&lb) & 1, 0);
@@ -400,7 +377,7 @@ static void test_unmap_sq_ring(void)
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
 	pins = lb.pins; /* admin SQ + CQ, I/O SQ + CQ */
 	CU_ASSERT_EQUAL(pins, 4);
-	lb.hole_start = lb.hq[1].sq_addr;
+	lb.hole_start = lb.h.q[1].sq_iova;
 	lb.hole_len = 4096;
 	ctrlr_mem_unmap(lb.ctrlr, lb.hole_start, lb.hole_len, q_unmap_done, &seen);
 	lb_pump(&lb);
@@ -408,7 +385,7 @@ static void test_unmap_sq_ring(void)
 	CU_ASSERT_EQUAL(lb.pins, pins - 1);
 	for (int i = 0; i < 3; i++)
 		q_put(1, q_read(i));
-	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
 	CU_ASSERT_EQUAL(ctrlr_sq_poll(lb.sqs[1], 16), 0);
 	CU_ASSERT_FALSE(ctrlr_sq_has_work(lb.sqs[1]));
 	lb_pump(&lb);
@@ -445,10 +422,10 @@ static void test_unmap_cq_ring_inflight(void)
 	q_restart();
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 16, 1, true), 0);
 	cid = q_put(1, q_read(5));
-	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
 	CU_ASSERT_EQUAL(ctrlr_sq_poll(lb.sqs[1], 16), 1); /* at the bdev, not completed */
 	ctrlr_get_stats(lb.ctrlr, &st);
-	lb.hole_start = lb.hq[1].cq_addr;
+	lb.hole_start = lb.h.q[1].cq_iova;
 	lb.hole_len = 4096;
 	ctrlr_mem_unmap(lb.ctrlr, lb.hole_start, lb.hole_len, q_unmap_done, &seen);
 	CU_ASSERT_FALSE(seen.done);
@@ -496,7 +473,7 @@ static void test_unmap_dbbuf(void)
 	CU_ASSERT_EQUAL(lb.pins, 4);
 	memset(lb.mem + (shadow - LB_MEM_BASE), 0xee, 8192);
 	q_put(1, q_read(0));
-	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.hq[1].sq_tail);
+	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
 	lb_pump(&lb);
 	CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, true));
 	CU_ASSERT_EQUAL(cqe.status >> 1, 0);

@@ -4,7 +4,7 @@
  * info, SET_IRQS, DMA map/unmap, async hold/resume, server->client DMA,
  * disconnect and a second client. */
 #include "common/evloop.h"
-#include "tests/client/vfu_client.h"
+#include "host/vfu_client.h"
 #include "tests/unit/cunit_runner.h"
 #include "tests/unit/vfu/fake_dev.h"
 

@@ -1,6 +1,6 @@
-/* tests/client/vfu_client.c - the synchronous vfio-user test client: socket
+/* host/vfu_client.c - the synchronous vfio-user test client: socket
  * and framing, negotiation, DMA windows, region info/access, interrupts. */
-#include "tests/client/vfu_client.h"
+#include "host/vfu_client.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* tests/client/vfu_client.h - a small synchronous vfio-user client that plays
+/* host/vfu_client.h - a small synchronous vfio-user client that plays
  * QEMU and a host driver, for tests and the perf tool: connect, negotiate,
  * guest RAM as a memfd, DMA maps (with and without fd, serving the server's
  * DMA_READ/DMA_WRITE for the latter), region info with sparse-mmap areas,
@@ -10,8 +10,8 @@
  * reply from the server is returned as -error_no; -ETIMEDOUT when no reply
  * came; -EPROTO for a malformed or unexpected message.
  */
-#ifndef NVME_EMU_TESTS_CLIENT_VFU_CLIENT_H
-#define NVME_EMU_TESTS_CLIENT_VFU_CLIENT_H
+#ifndef NVME_EMU_HOST_VFU_CLIENT_H
+#define NVME_EMU_HOST_VFU_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
