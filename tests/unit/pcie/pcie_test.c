@@ -24,7 +24,7 @@
 #include "common/evloop.h"
 #include "controller/pcie.h"
 #include "dpa/dpa.h"
-#include "tests/client/nvme_host.h"
+#include "host/nvme_host.h"
 #include "tests/unit/cunit_runner.h"
 
 #define PT_WAIT_MS 10000
