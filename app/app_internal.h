@@ -50,7 +50,21 @@ struct app_transport_opts {
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
 	bool allow_unsealed_dma;
+	/* SPDK's options: the name the transport was created with (PCIE_EMU, VFIOUSER or DOCA,
+	 * kept for nvmf_get_transports and save_config), no Doorbell Buffer Config
+	 * (disable_shadow_doorbells), and sizes accepted and reported that have no effect on a
+	 * PCIe function (in_capsule_data_size, io_unit_size: DOCA's "-c" and "-u"), max_aq_depth. */
+	char trtype[16];
+	bool no_dbbuf;
+	/* The functions' PCI IDs (0: nvme-emu's defaults, see pcie_nvme_pci_ids). */
+	uint16_t vendor_id, device_id, subsys_vendor_id, subsys_id;
+	uint32_t in_capsule_data_size, io_unit_size, max_aq_depth;
 };
+
+/* The transport names nvme-emu answers to, canonical spelling: "PCIE_EMU", "VFIOUSER" (listener
+ * traddr a directory, socket <traddr>/cntrl, as SPDK's vfio-user target) or "DOCA"; NULL for
+ * anything else. Case-insensitive. */
+const char *app_trtype_canonical(const char *trtype);
 
 struct app_manager {
 	char *name;
@@ -107,6 +121,13 @@ struct app_subsys {
 	int pending_rc;
 	char pending_msg[APP_ERR_LEN];
 	uint64_t shutdowns_at_detach; /* to tell whether the guest shut it down during device_del */
+	/* The listener as it was asked for (VFIOUSER's traddr is the directory of the socket). */
+	char listen_trtype[16];
+	char *listen_traddr;
+	/* Host NQNs allowed (nvmf_subsystem_add_host): kept and reported. A PCIe function has no
+	 * host NQN to check them against; the VMM that owns the socket is the host. */
+	char **hosts;
+	unsigned int nr_hosts;
 	struct app_subsys *next;
 };
 
@@ -176,6 +197,10 @@ struct app_subsys *app_bdev_user(struct app_target *t, const char *name);
  * function is then created on `manager`, default "local"); `bus` picks the QEMU port (NULL: the
  * manager's first free one). With a QEMU manager the function is hot-plugged (device_add) before
  * done runs. */
+/* The subsystem's list of allowed host NQNs (reported and saved; see struct app_subsys).
+ * 0, -EINVAL, -EEXIST / -ENOENT, -ENOMEM with err. */
+int app_subsys_add_host(struct app_subsys *s, const char *host, char *err);
+int app_subsys_remove_host(struct app_subsys *s, const char *host, char *err);
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
 		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
 		      void *arg);

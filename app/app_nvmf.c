@@ -257,6 +257,9 @@ static void app_listener_torn_down(void *arg)
 	s->state = APP_LISTENER_NONE;
 	s->fn = NULL;
 	s->teardown_cont = NULL;
+	free(s->listen_traddr);
+	s->listen_traddr = NULL;
+	s->listen_trtype[0] = 0;
 	if (fn) {
 		fn->subsys = NULL;
 		free(fn->bus);
@@ -326,7 +329,12 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 		    .max_queue_entries = t->tr.max_queue_depth,
 		    .mdts = app_transport_mdts(t),
 		    .sgl = t->tr.sgl,
+		    .no_dbbuf = t->tr.no_dbbuf,
 		},
+	    .vendor_id = t->tr.vendor_id,
+	    .device_id = t->tr.device_id,
+	    .subsys_vendor_id = t->tr.subsys_vendor_id,
+	    .subsys_id = t->tr.subsys_id,
 	    .max_dma_regions = t->tr.max_dma_regions,
 	    .max_dma_bytes = t->tr.max_dma_bytes,
 	    .allow_unsealed_dma = t->tr.allow_unsealed_dma,
@@ -372,6 +380,10 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 	}
 	for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 		app_ns_free(s->ns[i]);
+	for (unsigned int i = 0; i < s->nr_hosts; i++)
+		free(s->hosts[i]);
+	free(s->hosts);
+	free(s->listen_traddr);
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);
@@ -517,17 +529,55 @@ static int app_listener_function(struct app_target *t, const char *traddr, const
 	return app_function_create(t, mgr, NULL, traddr, true, out, err);
 }
 
+const char *app_trtype_canonical(const char *trtype)
+{
+	static const char *const names[] = { APP_TRTYPE, "VFIOUSER", "DOCA" };
+
+	for (size_t i = 0; trtype && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(trtype, names[i]))
+			return names[i];
+	return NULL;
+}
+
+/* VFIOUSER's traddr is a directory, made (0700) when missing, as SPDK's vfio-user target takes
+ * it; the socket is <traddr>/cntrl, the path QEMU command lines written for SPDK give. */
+static int app_vfiouser_socket(const char *traddr, char *path, size_t len, char *err)
+{
+	struct stat st;
+
+	if ((size_t)snprintf(path, len, "%s/cntrl", traddr) >= len) {
+		snprintf(err, APP_ERR_LEN, "traddr %s is too long", traddr);
+		return -ENAMETOOLONG;
+	}
+	if (stat(traddr, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		snprintf(err, APP_ERR_LEN, "VFIOUSER traddr %s is not a directory", traddr);
+		return -ENOTDIR;
+	}
+	if (errno != ENOENT || mkdir(traddr, 0700)) {
+		int rc = -errno;
+
+		snprintf(err, APP_ERR_LEN, "cannot make the directory %s: %s", traddr,
+			 strerror(errno));
+		return rc;
+	}
+	return 0;
+}
+
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
 		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
 		      void *arg)
 {
+	const char *canon = app_trtype_canonical(trtype);
 	struct app_function *fn;
-	char err[APP_ERR_LEN];
+	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
+	const char *where = traddr;
 	int rc;
 
-	if (strcasecmp(trtype, APP_TRTYPE) && strcasecmp(trtype, "DOCA")) {
-		snprintf(err, APP_ERR_LEN, "trtype %s is not supported (%s or DOCA)", trtype,
-			 APP_TRTYPE);
+	if (!canon) {
+		snprintf(err, APP_ERR_LEN, "trtype %s is not supported (%s, VFIOUSER or DOCA)",
+			 trtype, APP_TRTYPE);
 		done(arg, -EINVAL, err);
 		return;
 	}
@@ -542,11 +592,27 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, -EEXIST, err);
 		return;
 	}
-	rc = app_listener_function(t, traddr, manager, &fn, err);
+	if (!strcmp(canon, "VFIOUSER")) {
+		rc = app_vfiouser_socket(traddr, path, sizeof(path), err);
+		if (rc) {
+			done(arg, rc, err);
+			return;
+		}
+		where = path;
+	}
+	rc = app_listener_function(t, where, manager, &fn, err);
 	if (rc) {
 		done(arg, rc, err);
 		return;
 	}
+	s->listen_traddr = strdup(traddr);
+	if (!s->listen_traddr) {
+		if (fn->implicit && app_function_destroy(t, fn, err))
+			LOG_ERR(APP_LOG, "%s: %s", s->nqn, err);
+		done(arg, -ENOMEM, "out of memory");
+		return;
+	}
+	snprintf(s->listen_trtype, sizeof(s->listen_trtype), "%s", canon);
 	/* On failure the listener is torn down, with the function if it was implicit, and the
 	 * teardown's end reports the error. */
 	s->done = done;
@@ -668,7 +734,8 @@ void app_listener_remove(struct app_target *t, struct app_subsys *s, const char 
 		done(arg, -EBUSY, err);
 		return;
 	}
-	if (traddr && strcmp(traddr, s->fn->vuid) && strcmp(traddr, s->fn->socket_path)) {
+	if (traddr && strcmp(traddr, s->fn->vuid) && strcmp(traddr, s->fn->socket_path) &&
+	    (!s->listen_traddr || strcmp(traddr, s->listen_traddr))) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s has no listener at %s", s->nqn, traddr);
 		done(arg, -ENOENT, err);
 		return;
@@ -692,4 +759,43 @@ void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn d
 	}
 	app_subsys_free(t, s);
 	done(arg, 0, NULL);
+}
+
+int app_subsys_add_host(struct app_subsys *s, const char *host, char *err)
+{
+	char **hosts, *copy;
+
+	if (!*host || strlen(host) > 223) {
+		snprintf(err, APP_ERR_LEN, "host NQN must be 1 to 223 bytes");
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < s->nr_hosts; i++) {
+		if (!strcmp(s->hosts[i], host)) {
+			snprintf(err, APP_ERR_LEN, "host %s is already allowed on %s", host, s->nqn);
+			return -EEXIST;
+		}
+	}
+	copy = strdup(host);
+	hosts = copy ? realloc(s->hosts, (s->nr_hosts + 1) * sizeof(*hosts)) : NULL;
+	if (!hosts) {
+		free(copy);
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	hosts[s->nr_hosts++] = copy;
+	s->hosts = hosts;
+	return 0;
+}
+
+int app_subsys_remove_host(struct app_subsys *s, const char *host, char *err)
+{
+	for (unsigned int i = 0; i < s->nr_hosts; i++) {
+		if (!strcmp(s->hosts[i], host)) {
+			free(s->hosts[i]);
+			s->hosts[i] = s->hosts[--s->nr_hosts];
+			return 0;
+		}
+	}
+	snprintf(err, APP_ERR_LEN, "host %s is not allowed on %s", host, s->nqn);
+	return -ENOENT;
 }

@@ -35,6 +35,7 @@ struct app_opt_ns {
 };
 
 struct app_opts {
+	uint16_t pci_ids[4]; /* vendor, device, subsystem vendor, subsystem (0: defaults) */
 	const char *socket_path;
 	const char *profile;
 	enum hw_db_mode db_mode;
@@ -95,6 +96,9 @@ static void app_usage(FILE *out)
 	    "                           (F_SEAL_SHRINK; QEMU's memory-backend-memfd seals):\n"
 	    "                           only for a VMM you trust not to shrink them (SIGBUS)\n"
 	    "\n"
+	    "      --pci-ids VID:DID[:SVID:SSID]  the functions' PCI IDs, hexadecimal (default\n"
+	    "                           fffe:00e1, a vendor ID assigned to nobody)\n"
+	    "\n"
 	    "  -l, --log-level L        10..70 or a name (default info)\n"
 	    "  -v, --version, -h, --help\n");
 }
@@ -116,6 +120,23 @@ static int app_parse_poll_groups(const char *s, unsigned int *out)
 	if (end == s || *end || !v || v > 64)
 		return -EINVAL;
 	*out = (unsigned int)v;
+	return 0;
+}
+
+/* "VID:DID[:SVID:SSID]" in hexadecimal; 0000 and ffff are not IDs (ffff reads as "no device"). */
+static int app_parse_pci_ids(const char *text, uint16_t ids[4])
+{
+	unsigned int v[4] = { 0 };
+	char tail;
+	int n = sscanf(text, "%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &tail);
+
+	if (n != 2 && n != 4)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		if (!v[i] || v[i] >= 0xffff)
+			return -EINVAL;
+		ids[i] = (uint16_t)v[i];
+	}
 	return 0;
 }
 
@@ -214,6 +235,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_MAX_DMA_REGIONS,
 		O_MAX_DMA_BYTES,
 		O_UNSEALED,
+		O_PCI_IDS,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, 's'},
@@ -240,6 +262,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"max-dma-regions", required_argument, NULL, O_MAX_DMA_REGIONS},
 	    {"max-dma-bytes", required_argument, NULL, O_MAX_DMA_BYTES},
 	    {"allow-unsealed-dma", no_argument, NULL, O_UNSEALED},
+	    {"pci-ids", required_argument, NULL, O_PCI_IDS},
 	    {"version", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -354,6 +377,15 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case O_UNSEALED:
 			o->allow_unsealed_dma = true;
+			break;
+		case O_PCI_IDS:
+			if (app_parse_pci_ids(optarg, o->pci_ids)) {
+				fprintf(stderr,
+					"nvme-emu: bad --pci-ids '%s' (VID:DID[:SVID:SSID], hex, "
+					"none 0 or ffff)\n",
+					optarg);
+				return -EINVAL;
+			}
 			break;
 		case O_SERIAL:
 			o->ctrlr.serial = optarg;
@@ -476,6 +508,10 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 	    .max_dma_regions = o->max_dma_regions,
 	    .max_dma_bytes = o->max_dma_bytes,
 	    .allow_unsealed_dma = o->allow_unsealed_dma,
+	    .vendor_id = o->pci_ids[0],
+	    .device_id = o->pci_ids[1],
+	    .subsys_vendor_id = o->pci_ids[2],
+	    .subsys_id = o->pci_ids[3],
 	};
 }
 

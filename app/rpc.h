@@ -106,14 +106,41 @@ enum rpc_type {
 	RPC_T_U64,    /* uint64_t, non-negative integer */
 	RPC_T_OBJECT, /* struct json_object *, borrowed; must be an object */
 	RPC_T_ARRAY,  /* struct json_object *, borrowed; must be an array */
+	RPC_T_I64,    /* int64_t, any integer (e.g. numa_id -1) */
 };
 
+/* Where a parameter accepted for compatibility only goes: nowhere. */
+#define RPC_NO_FIELD ((size_t)-1)
+
+/*
+ * One parameter. SPDK's rpc.py sends the default of every option it knows, so a method also lists
+ * the SPDK parameters it does not act on (offset RPC_NO_FIELD):
+ * - `unsupported` NULL: accepted with any value of the type and ignored (hints, tuning of
+ *   buffers nvme-emu does not have);
+ * - `unsupported` set: accepted only at the value meaning "off/default" (false, `dflt` for
+ *   numbers, "" for strings, [] for arrays); any other value is refused with
+ *   "parameter 'x' is not supported: <unsupported>".
+ */
 struct rpc_decoder {
 	const char *name;
 	enum rpc_type type;
-	size_t offset; /* where the value goes in the output struct */
+	size_t offset; /* where the value goes in the output struct, or RPC_NO_FIELD */
 	bool optional;
+	const char *unsupported;
+	int64_t dflt;
 };
+
+/* A parameter stored in field `name` of struct st. */
+#define RPC_DEC(st, fname, ftype, opt)                                                             \
+	{ .name = #fname, .type = (ftype), .offset = offsetof(struct st, fname), .optional = (opt) }
+#define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
+/* An SPDK parameter accepted only at its default (see struct rpc_decoder). */
+#define RPC_OFF(pname, ptype, pdflt, why)                                                          \
+	{ .name = (pname), .type = (ptype), .offset = RPC_NO_FIELD, .optional = true,               \
+	  .unsupported = (why), .dflt = (pdflt) }
+/* An SPDK parameter accepted with any value and ignored. */
+#define RPC_IGNORED(pname, ptype)                                                                  \
+	{ .name = (pname), .type = (ptype), .offset = RPC_NO_FIELD, .optional = true }
 
 /*
  * Decodes the object `obj` into `out` by the table: every member must be in the table with the

@@ -2,6 +2,7 @@
  * bdev_null_create/delete, bdev_aio_create/delete, bdev_get_bdevs. */
 #include "app/app_internal.h"
 #include "app/rpc.h"
+#include "common/evloop.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -16,18 +17,44 @@ struct rpc_bdev_create {
 	const char *filename;
 };
 
+/* What SPDK's rpc.py (current and earlier LTS releases) may send beside the parameters used:
+ * metadata and protection information are refused until nvme-emu namespaces have them; layout
+ * hints are accepted and ignored (README: "SPDK's rpc.py"). */
+#define RPC_BDEV_NO_MD "nvme-emu bdevs have no metadata or protection information"
+#define RPC_BDEV_MD_COMPAT                                                                         \
+	RPC_OFF("md_size", RPC_T_U32, 0, RPC_BDEV_NO_MD),                                          \
+	    RPC_OFF("md_interleave", RPC_T_BOOL, 0, RPC_BDEV_NO_MD),                               \
+	    RPC_OFF("dif_type", RPC_T_U32, 0, RPC_BDEV_NO_MD),                                     \
+	    RPC_OFF("dif_is_head_of_md", RPC_T_BOOL, 0, RPC_BDEV_NO_MD),                           \
+	    RPC_OFF("dif_pi_format", RPC_T_U32, 0, RPC_BDEV_NO_MD),                                \
+	    RPC_IGNORED("physical_block_size", RPC_T_U32), RPC_IGNORED("numa_id", RPC_T_I64)
+
 static const struct rpc_decoder rpc_bdev_mem_dec[] = {
-    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_create, name), true},
-    {"num_blocks", RPC_T_U64, offsetof(struct rpc_bdev_create, num_blocks), false},
-    {"block_size", RPC_T_U32, offsetof(struct rpc_bdev_create, block_size), false},
-    {"uuid", RPC_T_STRING, offsetof(struct rpc_bdev_create, uuid), true},
+    RPC_DEC(rpc_bdev_create, name, RPC_T_STRING, true),
+    RPC_DEC(rpc_bdev_create, num_blocks, RPC_T_U64, false),
+    RPC_DEC(rpc_bdev_create, block_size, RPC_T_U32, false),
+    RPC_DEC(rpc_bdev_create, uuid, RPC_T_STRING, true),
+    RPC_BDEV_MD_COMPAT,
+    RPC_IGNORED("optimal_io_boundary", RPC_T_U32),
+    /* bdev_null_create's write/unmap hints. */
+    RPC_IGNORED("preferred_write_alignment", RPC_T_U32),
+    RPC_IGNORED("preferred_write_granularity", RPC_T_U32),
+    RPC_IGNORED("optimal_write_size", RPC_T_U32),
+    RPC_IGNORED("preferred_unmap_alignment", RPC_T_U32),
+    RPC_IGNORED("preferred_unmap_granularity", RPC_T_U32),
 };
 
 static const struct rpc_decoder rpc_bdev_aio_dec[] = {
-    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_create, name), false},
-    {"filename", RPC_T_STRING, offsetof(struct rpc_bdev_create, filename), false},
-    {"block_size", RPC_T_U32, offsetof(struct rpc_bdev_create, block_size), true},
-    {"uuid", RPC_T_STRING, offsetof(struct rpc_bdev_create, uuid), true},
+    RPC_DEC(rpc_bdev_create, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_create, filename, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_create, block_size, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_create, uuid, RPC_T_STRING, true),
+    RPC_OFF("readonly", RPC_T_BOOL, 0, "aio bdevs are read-write"),
+    /* Unmap and write zeroes punch holes whenever the file system can: always on here. */
+    RPC_IGNORED("fallocate", RPC_T_BOOL),
+    /* RWF_NOWAIT is an optimisation of SPDK's reactor model; submission here never blocks the
+     * poll group for other reasons. */
+    RPC_IGNORED("nowait", RPC_T_BOOL),
 };
 
 struct rpc_bdev_name {
@@ -35,11 +62,13 @@ struct rpc_bdev_name {
 };
 
 static const struct rpc_decoder rpc_bdev_name_dec[] = {
-    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_name, name), false},
+    RPC_DEC(rpc_bdev_name, name, RPC_T_STRING, false),
 };
 
 static const struct rpc_decoder rpc_bdev_get_dec[] = {
-    {"name", RPC_T_STRING, offsetof(struct rpc_bdev_name, name), true},
+    RPC_DEC(rpc_bdev_name, name, RPC_T_STRING, true),
+    /* Waiting for a bdev to appear: bdevs here exist once their create returned. */
+    RPC_IGNORED("timeout", RPC_T_U32),
 };
 
 /* Completes a create: the bdev's name, or the error explained. */
@@ -81,7 +110,7 @@ static void rpc_bdev_mem_create(struct rpc_request *req, struct json_object *par
 	char name[BDEV_NAME_MAX + 1];
 	int rc;
 
-	if (rpc_decode_params(req, params, rpc_bdev_mem_dec, 4, &p) ||
+	if (rpc_decode_params(req, params, rpc_bdev_mem_dec, RPC_N(rpc_bdev_mem_dec), &p) ||
 	    rpc_bdev_uuid(req, p.uuid, uuid))
 		return;
 	if (p.name) {
@@ -122,7 +151,7 @@ static void rpc_bdev_aio_create(struct rpc_request *req, struct json_object *par
 	uint8_t uuid[BDEV_UUID_LEN];
 	int rc;
 
-	if (rpc_decode_params(req, params, rpc_bdev_aio_dec, 4, &p) ||
+	if (rpc_decode_params(req, params, rpc_bdev_aio_dec, RPC_N(rpc_bdev_aio_dec), &p) ||
 	    rpc_bdev_uuid(req, p.uuid, uuid))
 		return;
 	o.filename = p.filename;
@@ -228,7 +257,7 @@ static void rpc_bdev_get_bdevs(struct rpc_request *req, struct json_object *para
 	struct rpc_bdev_name p = {0};
 	struct json_object *list;
 
-	if (rpc_decode_params(req, params, rpc_bdev_get_dec, 1, &p))
+	if (rpc_decode_params(req, params, rpc_bdev_get_dec, RPC_N(rpc_bdev_get_dec), &p))
 		return;
 	list = json_object_new_array();
 	if (p.name) {
@@ -246,7 +275,104 @@ static void rpc_bdev_get_bdevs(struct rpc_request *req, struct json_object *para
 	rpc_request_result(req, list);
 }
 
+/* ---- statistics, examine ---- */
+
+struct rpc_iostat {
+	const char *name, *reset_mode;
+	struct json_object *names;
+};
+
+static const struct rpc_decoder rpc_iostat_dec[] = {
+    RPC_DEC(rpc_iostat, name, RPC_T_STRING, true),
+    RPC_DEC(rpc_iostat, names, RPC_T_ARRAY, true),
+    RPC_DEC(rpc_iostat, reset_mode, RPC_T_STRING, true),
+    RPC_OFF("per_channel", RPC_T_BOOL, 0, "counters are kept per bdev, not per channel"),
+};
+
+static struct json_object *rpc_bdev_iostat(struct bdev *bdev)
+{
+	struct json_object *o = json_object_new_object();
+	struct bdev_stats st;
+
+	bdev_get_stats(bdev, &st);
+	json_object_object_add(o, "name", json_object_new_string(bdev_get_name(bdev)));
+	json_object_object_add(o, "bytes_read", json_object_new_int64((int64_t)st.bytes_read));
+	json_object_object_add(o, "num_read_ops", json_object_new_int64((int64_t)st.read_ops));
+	json_object_object_add(o, "bytes_written",
+			       json_object_new_int64((int64_t)st.bytes_written));
+	json_object_object_add(o, "num_write_ops", json_object_new_int64((int64_t)st.write_ops));
+	json_object_object_add(o, "num_unmap_ops", json_object_new_int64((int64_t)st.unmap_ops));
+	json_object_object_add(o, "num_write_zeroes_ops",
+			       json_object_new_int64((int64_t)st.write_zeroes_ops));
+	json_object_object_add(o, "num_flush_ops", json_object_new_int64((int64_t)st.flush_ops));
+	json_object_object_add(o, "io_error", json_object_new_int64((int64_t)st.errors));
+	return o;
+}
+
+static int rpc_bdev_iostat_one(struct bdev *bdev, void *arg)
+{
+	json_object_array_add(arg, rpc_bdev_iostat(bdev));
+	return 0;
+}
+
+/* SPDK's shape: {"tick_rate", "ticks", "bdevs": [...]}, one entry per bdev asked for (name,
+ * names) or all of them. */
+static void rpc_bdev_get_iostat(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_iostat p = {0};
+	struct json_object *o, *list;
+	size_t n;
+
+	if (rpc_decode_params(req, params, rpc_iostat_dec, RPC_N(rpc_iostat_dec), &p))
+		return;
+	if (p.reset_mode && strcmp(p.reset_mode, "none")) {
+		rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+				  "Invalid parameters: parameter 'reset_mode' is not supported: "
+				  "counters are not reset (none only)");
+		return;
+	}
+	list = json_object_new_array();
+	n = p.names ? json_object_array_length(p.names) : 0;
+	for (size_t i = 0; i < n + (p.name ? 1 : 0); i++) {
+		struct json_object *v = i < n ? json_object_array_get_idx(p.names, i) : NULL;
+		const char *name = i < n ? json_object_get_string(v) : p.name;
+		struct bdev *bdev;
+
+		if (i < n && !json_object_is_type(v, json_type_string)) {
+			json_object_put(list);
+			rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+					  "Invalid parameters: names must be strings");
+			return;
+		}
+		bdev = bdev_lookup(name);
+		if (!bdev) {
+			json_object_put(list);
+			rpc_request_error(req, -ENODEV, "no bdev %s", name);
+			return;
+		}
+		json_object_array_add(list, rpc_bdev_iostat(bdev));
+	}
+	if (!p.name && !p.names)
+		bdev_foreach(rpc_bdev_iostat_one, list);
+	o = json_object_new_object();
+	json_object_object_add(o, "tick_rate", json_object_new_int64(1000000));
+	json_object_object_add(o, "ticks", json_object_new_int64((int64_t)evloop_now_us()));
+	json_object_object_add(o, "bdevs", list);
+	rpc_request_result(req, o);
+}
+
+/* A bdev here is whole once its create returned: there is no examine to wait for. */
+static void rpc_bdev_wait_for_examine(struct rpc_request *req, struct json_object *params,
+				      void *ctx)
+{
+	if (rpc_decode_params(req, params, NULL, 0, NULL))
+		return;
+	rpc_request_result(req, json_object_new_boolean(true));
+}
+
 static const struct rpc_method rpc_bdev_methods[] = {
+    {"bdev_get_iostat", rpc_bdev_get_iostat, RPC_RUNTIME, false},
+    {"bdev_wait_for_examine", rpc_bdev_wait_for_examine, RPC_STARTUP | RPC_RUNTIME, false},
     {"bdev_malloc_create", rpc_bdev_malloc_create, RPC_RUNTIME, false},
     {"bdev_malloc_delete", rpc_bdev_malloc_delete, RPC_RUNTIME, false},
     {"bdev_null_create", rpc_bdev_null_create, RPC_RUNTIME, false},

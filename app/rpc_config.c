@@ -94,7 +94,7 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		struct json_object *p = json_object_new_object();
 		const struct app_transport_opts *tr = &t->tr;
 
-		rpc_config_str(p, "trtype", APP_TRTYPE);
+		rpc_config_str(p, "trtype", tr->trtype[0] ? tr->trtype : APP_TRTYPE);
 		if (tr->max_queue_depth)
 			rpc_config_int(p, "max_queue_depth", tr->max_queue_depth);
 		if (tr->max_io_qpairs_per_ctrlr)
@@ -106,6 +106,23 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		rpc_config_int(p, "num_poll_groups", tr->num_poll_groups);
 		rpc_config_str(p, "profile", tr->profile->name);
 		json_object_object_add(p, "sgl", json_object_new_boolean(tr->sgl));
+		if (tr->no_dbbuf)
+			json_object_object_add(p, "disable_shadow_doorbells",
+					       json_object_new_boolean(true));
+		if (tr->in_capsule_data_size)
+			rpc_config_int(p, "in_capsule_data_size", tr->in_capsule_data_size);
+		if (tr->io_unit_size)
+			rpc_config_int(p, "io_unit_size", tr->io_unit_size);
+		if (tr->max_aq_depth)
+			rpc_config_int(p, "max_aq_depth", tr->max_aq_depth);
+		if (tr->vendor_id)
+			rpc_config_int(p, "vendor_id", tr->vendor_id);
+		if (tr->device_id)
+			rpc_config_int(p, "device_id", tr->device_id);
+		if (tr->subsys_vendor_id)
+			rpc_config_int(p, "subsystem_vendor_id", tr->subsys_vendor_id);
+		if (tr->subsys_id)
+			rpc_config_int(p, "subsystem_id", tr->subsys_id);
 		rpc_config_add(config, "nvmf_create_transport", p);
 	}
 	for (struct app_subsys *s = t->subsystems; s; s = s->next) {
@@ -118,6 +135,12 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		json_object_object_add(p, "allow_any_host",
 				       json_object_new_boolean(s->allow_any_host));
 		rpc_config_add(config, "nvmf_create_subsystem", p);
+		for (unsigned int i = 0; i < s->nr_hosts; i++) {
+			p = json_object_new_object();
+			rpc_config_str(p, "nqn", s->nqn);
+			rpc_config_str(p, "host", s->hosts[i]);
+			rpc_config_add(config, "nvmf_subsystem_add_host", p);
+		}
 		for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 			struct app_ns *ns = s->ns[i];
 			struct json_object *n;
@@ -157,12 +180,20 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 
 			p = json_object_new_object();
 			rpc_config_str(p, "nqn", s->nqn);
-			rpc_config_str(a, "trtype", APP_TRTYPE);
-			rpc_config_str(a, "adrfam", "PCIE");
-			/* An implicit function is re-created from its path; a named one is
-			 * created by the emu section first. */
-			rpc_config_str(a, "traddr",
-				       s->fn->implicit ? s->fn->socket_path : s->fn->vuid);
+			if (!strcmp(s->listen_trtype, "VFIOUSER")) {
+				/* SPDK's form: the directory of <traddr>/cntrl. */
+				rpc_config_str(a, "trtype", "VFIOUSER");
+				rpc_config_str(a, "traddr", s->listen_traddr);
+				rpc_config_str(a, "trsvcid", "0");
+			} else {
+				rpc_config_str(a, "trtype", s->listen_trtype[0] ? s->listen_trtype
+										: APP_TRTYPE);
+				rpc_config_str(a, "adrfam", "PCIE");
+				/* An implicit function is re-created from its path; a named
+				 * one is created by the emu section first. */
+				rpc_config_str(a, "traddr", s->fn->implicit ? s->fn->socket_path
+									    : s->fn->vuid);
+			}
 			json_object_object_add(p, "listen_address", a);
 			rpc_config_str(p, "manager", s->fn->mgr->name);
 			rpc_config_add(config, "nvmf_subsystem_add_listener", p);

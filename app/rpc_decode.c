@@ -21,14 +21,39 @@ static const char *rpc_type_name(enum rpc_type t)
 		return "an object";
 	case RPC_T_ARRAY:
 		return "an array";
+	case RPC_T_I64:
+		return "an integer";
 	}
 	return "?";
+}
+
+/* Whether a compatibility parameter holds its "off/default" value (its type already checked). */
+static bool rpc_decode_is_default(struct json_object *v, const struct rpc_decoder *d)
+{
+	switch (d->type) {
+	case RPC_T_STRING:
+		return !*json_object_get_string(v);
+	case RPC_T_BOOL:
+		return json_object_get_boolean(v) == (d->dflt != 0);
+	case RPC_T_U32:
+	case RPC_T_U64:
+		return json_object_get_uint64(v) <= (uint64_t)INT64_MAX &&
+		       json_object_get_int64(v) == d->dflt;
+	case RPC_T_OBJECT:
+		return json_object_object_length(v) == 0;
+	case RPC_T_ARRAY:
+		return json_object_array_length(v) == 0;
+	case RPC_T_I64:
+		return json_object_get_int64(v) == d->dflt;
+	}
+	return false;
 }
 
 /* Stores one value. Returns 0 or -EINVAL (wrong type or range). */
 static int rpc_decode_one(struct json_object *v, const struct rpc_decoder *d, void *out)
 {
-	char *field = (char *)out + d->offset;
+	char scratch[sizeof(uint64_t)] __attribute__((aligned(8)));
+	char *field = d->offset == RPC_NO_FIELD ? scratch : (char *)out + d->offset;
 	int64_t i;
 
 	switch (d->type) {
@@ -71,6 +96,13 @@ static int rpc_decode_one(struct json_object *v, const struct rpc_decoder *d, vo
 			return -EINVAL;
 		*(struct json_object **)field = v;
 		return 0;
+	case RPC_T_I64:
+		/* get_uint64 is 0 for negative values: only those above INT64_MAX are out. */
+		if (!json_object_is_type(v, json_type_int) ||
+		    json_object_get_uint64(v) > (uint64_t)INT64_MAX)
+			return -EINVAL;
+		*(int64_t *)field = json_object_get_int64(v);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -97,6 +129,11 @@ int rpc_decode_object(struct json_object *obj, const struct rpc_decoder *dec, si
 			if (rpc_decode_one(val, &dec[i], out)) {
 				snprintf(err, err_len, "parameter '%s' must be %s", key,
 					 rpc_type_name(dec[i].type));
+				return -EINVAL;
+			}
+			if (dec[i].unsupported && !rpc_decode_is_default(val, &dec[i])) {
+				snprintf(err, err_len, "parameter '%s' is not supported: %s", key,
+					 dec[i].unsupported);
 				return -EINVAL;
 			}
 		}

@@ -8,11 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RPC_DEC(st, name, type, opt)                                                               \
-	{                                                                                          \
-#name, type, offsetof(struct st, name), opt                                        \
-	}
-#define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
 /* Ports a QEMU manager gets when none are given: qemu-configs' --hotplug-ports names. */
 #define RPC_DEFAULT_PORTS 8
 

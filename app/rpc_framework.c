@@ -6,17 +6,14 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
-#define RPC_DEC(st, name, type, opt)                                                               \
-	{                                                                                          \
-#name, type, offsetof(struct st, name), opt                                        \
-	}
-#define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
 /* The SPDK release whose method names and parameters we follow. */
 #define RPC_SPDK_MAJOR 24
 #define RPC_SPDK_MINOR 1
@@ -234,6 +231,8 @@ struct rpc_config_name {
 
 static const struct rpc_decoder rpc_config_name_dec[] = {
     RPC_DEC(rpc_config_name, name, RPC_T_STRING, false),
+    /* Batched config entries are an output format of SPDK's; ours are one call each. */
+    RPC_IGNORED("with_batches", RPC_T_BOOL),
 };
 
 static void rpc_framework_get_config(struct rpc_request *req, struct json_object *params, void *ctx)
@@ -241,7 +240,7 @@ static void rpc_framework_get_config(struct rpc_request *req, struct json_object
 	struct rpc_config_name p = {0};
 	struct json_object *all, *subs, *found = NULL;
 
-	if (rpc_decode_params(req, params, rpc_config_name_dec, 1, &p))
+	if (rpc_decode_params(req, params, rpc_config_name_dec, RPC_N(rpc_config_name_dec), &p))
 		return;
 	all = rpc_config_build(ctx);
 	json_object_object_get_ex(all, "subsystems", &subs);
@@ -258,6 +257,124 @@ static void rpc_framework_get_config(struct rpc_request *req, struct json_object
 		rpc_request_error(req, -ENOENT, "no subsystem %s (emu, bdev, nvmf)", p.name);
 	else
 		rpc_request_result(req, found);
+}
+
+/* SPDK's rpc.py save_config walks these, in this order, asking framework_get_config for each;
+ * load_config replays them in the same order (functions and managers, bdevs, then nvmf). */
+static void rpc_framework_get_subsystems(struct rpc_request *req, struct json_object *params,
+					 void *ctx)
+{
+	static const char *const names[][2] = { {"emu", NULL}, {"bdev", NULL}, {"nvmf", "bdev"} };
+	struct json_object *list;
+
+	if (rpc_decode_params(req, params, NULL, 0, NULL))
+		return;
+	list = json_object_new_array();
+	for (size_t i = 0; i < RPC_N(names); i++) {
+		struct json_object *o = json_object_new_object(), *deps = json_object_new_array();
+
+		json_object_object_add(o, "subsystem", json_object_new_string(names[i][0]));
+		if (names[i][1]) {
+			json_object_array_add(deps, json_object_new_string(names[i][1]));
+			json_object_array_add(deps, json_object_new_string("emu"));
+		}
+		json_object_object_add(o, "depends_on", deps);
+		json_object_array_add(list, o);
+	}
+	rpc_request_result(req, list);
+}
+
+struct rpc_log_flag {
+	const char *flag;
+};
+
+static const struct rpc_decoder rpc_log_flag_dec[] = {
+    RPC_DEC(rpc_log_flag, flag, RPC_T_STRING, false),
+};
+
+static void rpc_log_flag_change(struct rpc_request *req, struct json_object *params, bool on)
+{
+	struct rpc_log_flag p = {0};
+	unsigned int n;
+	const char *const *names = log_flag_names(&n);
+	int rc = 0;
+
+	if (rpc_decode_params(req, params, rpc_log_flag_dec, RPC_N(rpc_log_flag_dec), &p))
+		return;
+	if (!strcmp(p.flag, "all")) {
+		for (unsigned int i = 0; i < n; i++)
+			log_flag_set(names[i], on);
+	} else {
+		rc = log_flag_set(p.flag, on);
+	}
+	if (rc) {
+		rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+				  "Invalid parameters: no log flag %s (see log_get_flags, or all)",
+				  p.flag);
+		return;
+	}
+	rpc_request_result(req, json_object_new_boolean(true));
+}
+
+static void rpc_log_set_flag(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_log_flag_change(req, params, true);
+}
+
+static void rpc_log_clear_flag(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_log_flag_change(req, params, false);
+}
+
+static void rpc_log_get_flags(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct json_object *o;
+	unsigned int n;
+	const char *const *names = log_flag_names(&n);
+
+	if (rpc_decode_params(req, params, NULL, 0, NULL))
+		return;
+	o = json_object_new_object();
+	for (unsigned int i = 0; i < n; i++)
+		json_object_object_add(o, names[i], json_object_new_boolean(log_flag_get(names[i])));
+	rpc_request_result(req, o);
+}
+
+struct rpc_kill {
+	const char *sig_name;
+};
+
+static const struct rpc_decoder rpc_kill_dec[] = {
+    RPC_DEC(rpc_kill, sig_name, RPC_T_STRING, false),
+};
+
+/* SIGINT and SIGTERM stop the daemon as a signal would (cleanly, after this reply); SIGKILL
+ * ends it at once. */
+static void rpc_spdk_kill_instance(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { {"SIGINT", SIGINT}, {"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL} };
+	struct rpc_kill p = {0};
+	int sig = 0;
+
+	if (rpc_decode_params(req, params, rpc_kill_dec, RPC_N(rpc_kill_dec), &p))
+		return;
+	for (size_t i = 0; i < RPC_N(sigs); i++) {
+		if (!strcasecmp(p.sig_name, sigs[i].name) ||
+		    !strcasecmp(p.sig_name, sigs[i].name + 3) || atoi(p.sig_name) == sigs[i].sig)
+			sig = sigs[i].sig;
+	}
+	if (!sig) {
+		rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+				  "Invalid parameters: sig_name must be SIGINT, SIGTERM or SIGKILL");
+		return;
+	}
+	rpc_request_result(req, json_object_new_boolean(true));
+	/* The signalfd of main picks it up on the next loop turn: the reply goes first. */
+	if (kill(getpid(), sig))
+		LOG_ERR(APP_LOG, "spdk_kill_instance: kill: %s", strerror(errno));
 }
 
 static void rpc_save_config(struct rpc_request *req, struct json_object *params, void *ctx)
@@ -277,6 +394,11 @@ static const struct rpc_method rpc_framework_methods[] = {
     {"framework_wait_init", rpc_framework_wait_init, RPC_STARTUP | RPC_RUNTIME, false},
     {"framework_get_config", rpc_framework_get_config, RPC_RUNTIME, false},
     {"save_config", rpc_save_config, RPC_RUNTIME, false},
+    {"framework_get_subsystems", rpc_framework_get_subsystems, RPC_STARTUP | RPC_RUNTIME, false},
+    {"log_set_flag", rpc_log_set_flag, RPC_STARTUP | RPC_RUNTIME, false},
+    {"log_clear_flag", rpc_log_clear_flag, RPC_STARTUP | RPC_RUNTIME, false},
+    {"log_get_flags", rpc_log_get_flags, RPC_STARTUP | RPC_RUNTIME, false},
+    {"spdk_kill_instance", rpc_spdk_kill_instance, RPC_STARTUP | RPC_RUNTIME, false},
 };
 
 int rpc_framework_register(struct rpc_server *srv)

@@ -11,11 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define RPC_DEC(st, name, type, opt)                                                               \
-	{                                                                                          \
-#name, type, offsetof(struct st, name), opt                                        \
-	}
-#define RPC_N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Completes a request from an asynchronous target operation: true, or the error. */
 static void rpc_nvmf_done(void *arg, int rc, const char *message)
@@ -31,29 +26,75 @@ static void rpc_nvmf_done(void *arg, int rc, const char *message)
 /* ---- transport ---- */
 
 struct rpc_transport {
-	const char *trtype;
-	uint32_t max_queue_depth, max_io_qpairs_per_ctrlr, max_io_size;
+	const char *trtype, *tgt_name;
+	uint32_t max_queue_depth, max_io_qpairs_per_ctrlr, max_qpairs_per_ctrlr, max_io_size;
+	uint32_t in_capsule_data_size, io_unit_size, max_aq_depth;
 	const char *doorbells;
 	uint32_t dpa_harts, num_poll_groups;
 	const char *profile;
-	bool sgl;
+	bool sgl, disable_mappable_bar0, disable_shadow_doorbells;
+	uint32_t vendor_id, device_id, subsystem_vendor_id, subsystem_id;
 };
 
+#define RPC_NET_ONLY "an RDMA/TCP option: the PCIe emulation transport has no network"
 static const struct rpc_decoder rpc_transport_dec[] = {
     RPC_DEC(rpc_transport, trtype, RPC_T_STRING, false),
+    RPC_DEC(rpc_transport, tgt_name, RPC_T_STRING, true),
     RPC_DEC(rpc_transport, max_queue_depth, RPC_T_U32, true),
     RPC_DEC(rpc_transport, max_io_qpairs_per_ctrlr, RPC_T_U32, true),
+    /* SPDK's old name, counting the admin queue. */
+    RPC_DEC(rpc_transport, max_qpairs_per_ctrlr, RPC_T_U32, true),
     RPC_DEC(rpc_transport, max_io_size, RPC_T_U32, true),
+    /* Accepted and reported, no effect on a PCIe function (DOCA's "-c" and "-u"). */
+    RPC_DEC(rpc_transport, in_capsule_data_size, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, io_unit_size, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, max_aq_depth, RPC_T_U32, true),
+    /* Trapped doorbells; no Doorbell Buffer Config. */
+    RPC_DEC(rpc_transport, disable_mappable_bar0, RPC_T_BOOL, true),
+    RPC_DEC(rpc_transport, disable_shadow_doorbells, RPC_T_BOOL, true),
     RPC_DEC(rpc_transport, doorbells, RPC_T_STRING, true),
     RPC_DEC(rpc_transport, dpa_harts, RPC_T_U32, true),
     RPC_DEC(rpc_transport, num_poll_groups, RPC_T_U32, true),
     RPC_DEC(rpc_transport, profile, RPC_T_STRING, true),
     RPC_DEC(rpc_transport, sgl, RPC_T_BOOL, true),
+    /* The functions' PCI identity (nvme-emu's; 0: the defaults). */
+    RPC_DEC(rpc_transport, vendor_id, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, device_id, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, subsystem_vendor_id, RPC_T_U32, true),
+    RPC_DEC(rpc_transport, subsystem_id, RPC_T_U32, true),
+    /* SPDK's shared buffer pools: nvme-emu moves data straight between guest memory and the
+     * backend, so there is nothing to size. */
+    RPC_IGNORED("num_shared_buffers", RPC_T_U32),
+    RPC_IGNORED("buf_cache_size", RPC_T_U32),
+    RPC_IGNORED("iobuf_small_cache_size", RPC_T_U32),
+    RPC_IGNORED("iobuf_large_cache_size", RPC_T_U32),
+    RPC_IGNORED("abort_timeout_sec", RPC_T_U32),
+    /* Adaptive interrupt coalescing and passthrough are not done: "disable" is what we do. */
+    RPC_IGNORED("disable_adaptive_irq", RPC_T_BOOL),
+    RPC_IGNORED("disable_command_passthru", RPC_T_BOOL),
+    RPC_OFF("zcopy", RPC_T_BOOL, 0, "zero-copy transmission is a TCP option"),
+    RPC_OFF("dif_insert_or_strip", RPC_T_BOOL, 0,
+	    "nvme-emu namespaces have no protection information"),
+    RPC_OFF("masked_oncs", RPC_T_ARRAY, 0, "ONCS bits cannot be masked"),
+    RPC_OFF("masked_fuses", RPC_T_ARRAY, 0, "FUSES bits cannot be masked"),
+    RPC_OFF("no_srq", RPC_T_BOOL, 0, RPC_NET_ONLY),
+    RPC_OFF("c2h_success", RPC_T_BOOL, 1, RPC_NET_ONLY),
+    RPC_OFF("no_wr_batching", RPC_T_BOOL, 0, RPC_NET_ONLY),
+    RPC_OFF("num_cqe", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("max_srq_depth", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("sock_priority", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("acceptor_backlog", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("control_msg_num", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("acceptor_poll_rate", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("ack_timeout", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("data_wr_pool_size", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("kas", RPC_T_U32, 0, RPC_NET_ONLY),
+    RPC_OFF("min_kato", RPC_T_U32, 0, RPC_NET_ONLY),
 };
 
 static bool rpc_trtype_ok(const char *trtype)
 {
-	return !strcasecmp(trtype, APP_TRTYPE) || !strcasecmp(trtype, "DOCA");
+	return app_trtype_canonical(trtype) != NULL;
 }
 
 static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_object *params,
@@ -70,6 +111,10 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	    .num_poll_groups = d->num_poll_groups,
 	    .profile = d->profile->name,
 	    .sgl = d->sgl,
+	    .vendor_id = d->vendor_id,
+	    .device_id = d->device_id,
+	    .subsystem_vendor_id = d->subsys_vendor_id,
+	    .subsystem_id = d->subsys_id,
 	};
 	struct app_transport_opts o;
 	char err[APP_ERR_LEN];
@@ -78,9 +123,24 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	if (rpc_decode_params(req, params, rpc_transport_dec, RPC_N(rpc_transport_dec), &p))
 		return;
 	if (!rpc_trtype_ok(p.trtype)) {
-		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s or DOCA)", p.trtype,
-				  APP_TRTYPE);
+		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s, VFIOUSER or DOCA)",
+				  p.trtype, APP_TRTYPE);
 		return;
+	}
+	if (p.vendor_id >= 0xffff || p.device_id >= 0xffff || p.subsystem_vendor_id >= 0xffff ||
+	    p.subsystem_id >= 0xffff) {
+		rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+				  "Invalid parameters: PCI IDs are 1..0xfffe (0: the default)");
+		return;
+	}
+	if (p.max_qpairs_per_ctrlr) {
+		if (p.max_qpairs_per_ctrlr < 2) {
+			rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+					  "Invalid parameters: max_qpairs_per_ctrlr counts the admin "
+					  "queue: 2 or more");
+			return;
+		}
+		p.max_io_qpairs_per_ctrlr = p.max_qpairs_per_ctrlr - 1;
 	}
 	o = (struct app_transport_opts){
 	    .max_queue_depth = p.max_queue_depth,
@@ -90,7 +150,21 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	    .num_poll_groups = p.num_poll_groups,
 	    .profile = hw_profile_find(p.profile),
 	    .sgl = p.sgl,
+	    .max_dma_regions = d->max_dma_regions,
+	    .max_dma_bytes = d->max_dma_bytes,
+	    .allow_unsealed_dma = d->allow_unsealed_dma,
+	    .no_dbbuf = p.disable_shadow_doorbells,
+	    .in_capsule_data_size = p.in_capsule_data_size,
+	    .io_unit_size = p.io_unit_size,
+	    .max_aq_depth = p.max_aq_depth,
+	    .vendor_id = (uint16_t)p.vendor_id,
+	    .device_id = (uint16_t)p.device_id,
+	    .subsys_vendor_id = (uint16_t)p.subsystem_vendor_id,
+	    .subsys_id = (uint16_t)p.subsystem_id,
 	};
+	snprintf(o.trtype, sizeof(o.trtype), "%s", app_trtype_canonical(p.trtype));
+	if (p.disable_mappable_bar0)
+		p.doorbells = "trap";
 	if (!strcmp(p.doorbells, "trap")) {
 		o.db_mode = HW_DB_MODE_TRAP;
 	} else if (!strcmp(p.doorbells, "mmap")) {
@@ -113,12 +187,18 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 		rpc_request_result(req, json_object_new_boolean(true));
 }
 
+/* The name the transport was created with (the command line's: PCIE_EMU). */
+static const char *rpc_transport_name(const struct app_target *t)
+{
+	return t->tr.trtype[0] ? t->tr.trtype : APP_TRTYPE;
+}
+
 static struct json_object *rpc_transport_describe(struct app_target *t)
 {
 	struct json_object *o = json_object_new_object();
 	const struct app_transport_opts *tr = &t->tr;
 
-	json_object_object_add(o, "trtype", json_object_new_string(APP_TRTYPE));
+	json_object_object_add(o, "trtype", json_object_new_string(rpc_transport_name(t)));
 	json_object_object_add(
 	    o, "max_queue_depth",
 	    json_object_new_int64(tr->max_queue_depth ? tr->max_queue_depth : 1024));
@@ -133,6 +213,33 @@ static struct json_object *rpc_transport_describe(struct app_target *t)
 	json_object_object_add(o, "num_poll_groups", json_object_new_int64(tr->num_poll_groups));
 	json_object_object_add(o, "profile", json_object_new_string(tr->profile->name));
 	json_object_object_add(o, "sgl", json_object_new_boolean(tr->sgl));
+	json_object_object_add(o, "in_capsule_data_size",
+			       json_object_new_int64(tr->in_capsule_data_size));
+	json_object_object_add(o, "io_unit_size", json_object_new_int64(tr->io_unit_size));
+	json_object_object_add(o, "max_aq_depth",
+			       json_object_new_int64(tr->max_aq_depth ? tr->max_aq_depth : 1024));
+	json_object_object_add(o, "disable_mappable_bar0",
+			       json_object_new_boolean(tr->db_mode == HW_DB_MODE_TRAP));
+	json_object_object_add(o, "disable_shadow_doorbells",
+			       json_object_new_boolean(tr->no_dbbuf));
+	{
+		struct pcie_ctrlr_opts po = {
+		    .vendor_id = tr->vendor_id,
+		    .device_id = tr->device_id,
+		    .subsys_vendor_id = tr->subsys_vendor_id,
+		    .subsys_id = tr->subsys_id,
+		};
+		struct hw_pci_ids ids;
+
+		pcie_nvme_pci_ids(&po, &ids);
+		json_object_object_add(o, "vendor_id", json_object_new_int64(ids.vendor_id));
+		json_object_object_add(o, "device_id", json_object_new_int64(ids.device_id));
+		json_object_object_add(o, "subsystem_vendor_id",
+				       json_object_new_int64(ids.subsys_vendor_id));
+		json_object_object_add(o, "subsystem_id", json_object_new_int64(ids.subsys_id));
+	}
+	json_object_object_add(o, "zcopy", json_object_new_boolean(false));
+	json_object_object_add(o, "dif_insert_or_strip", json_object_new_boolean(false));
 	return o;
 }
 
@@ -155,6 +262,7 @@ static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object 
 	if (rpc_decode_params(req, params, rpc_get_transports_dec, RPC_N(rpc_get_transports_dec),
 			      &p))
 		return;
+	/* One transport answers to all three names. */
 	if (p.trtype && (!rpc_trtype_ok(p.trtype) || !t->has_transport)) {
 		rpc_request_error(req, -EINVAL, "no transport %s", p.trtype);
 		return;
@@ -180,6 +288,18 @@ static const struct rpc_decoder rpc_create_subsys_dec[] = {
     RPC_DEC(rpc_subsys, max_namespaces, RPC_T_U32, true),
     RPC_DEC(rpc_subsys, allow_any_host, RPC_T_BOOL, true),
     RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
+    /* One controller per subsystem here, its CNTLID chosen by nvme-emu; the Identify limits
+     * for DSM and Write Zeroes are the controller's own. */
+    RPC_IGNORED("min_cntlid", RPC_T_U32),
+    RPC_IGNORED("max_cntlid", RPC_T_U32),
+    RPC_IGNORED("dmrsl", RPC_T_U32),
+    RPC_IGNORED("wzsl", RPC_T_U32),
+    RPC_IGNORED("admin_label", RPC_T_STRING),
+    RPC_IGNORED("max_discard_size_kib", RPC_T_U32),
+    RPC_IGNORED("max_write_zeroes_size_kib", RPC_T_U32),
+    RPC_OFF("ana_reporting", RPC_T_BOOL, 0, "there is one path to a PCIe function: no ANA"),
+    RPC_OFF("passthrough", RPC_T_BOOL, 0, "commands are emulated, not passed through"),
+    RPC_OFF("enable_nssr", RPC_T_BOOL, 0, "NVM Subsystem Reset is not supported"),
 };
 
 static const struct rpc_decoder rpc_nqn_dec[] = {
@@ -276,20 +396,35 @@ static const char *rpc_listener_state_name(enum app_listener_state st)
 	return "?";
 }
 
+/* The listener's address as SPDK reports it: the trtype and traddr it was added with (VFIOUSER:
+ * the directory), then ours (socket, vuid, manager, state). */
+static struct json_object *rpc_listener_describe(const struct app_subsys *s)
+{
+	struct json_object *a = json_object_new_object();
+	bool vfiouser = !strcmp(s->listen_trtype, "VFIOUSER");
+
+	json_object_object_add(
+	    a, "trtype", json_object_new_string(s->listen_trtype[0] ? s->listen_trtype : APP_TRTYPE));
+	json_object_object_add(a, "adrfam", json_object_new_string("PCIE"));
+	json_object_object_add(a, "traddr",
+			       json_object_new_string(vfiouser && s->listen_traddr
+							  ? s->listen_traddr
+							  : s->fn->socket_path));
+	json_object_object_add(a, "trsvcid", json_object_new_string(vfiouser ? "0" : ""));
+	json_object_object_add(a, "socket", json_object_new_string(s->fn->socket_path));
+	return a;
+}
+
 static struct json_object *rpc_subsys_describe(const struct app_subsys *s)
 {
 	struct json_object *o = json_object_new_object(), *la = json_object_new_array();
-	struct json_object *nss = json_object_new_array();
+	struct json_object *nss = json_object_new_array(), *hosts = json_object_new_array();
 
 	json_object_object_add(o, "nqn", json_object_new_string(s->nqn));
 	json_object_object_add(o, "subtype", json_object_new_string("NVMe"));
 	if (s->fn) {
-		struct json_object *a = json_object_new_object();
+		struct json_object *a = rpc_listener_describe(s);
 
-		json_object_object_add(a, "trtype", json_object_new_string(APP_TRTYPE));
-		json_object_object_add(a, "adrfam", json_object_new_string("PCIE"));
-		json_object_object_add(a, "traddr", json_object_new_string(s->fn->socket_path));
-		json_object_object_add(a, "trsvcid", json_object_new_string(""));
 		json_object_object_add(a, "vuid", json_object_new_string(s->fn->vuid));
 		json_object_object_add(a, "manager", json_object_new_string(s->fn->mgr->name));
 		if (s->fn->bus)
@@ -300,7 +435,13 @@ static struct json_object *rpc_subsys_describe(const struct app_subsys *s)
 	}
 	json_object_object_add(o, "listen_addresses", la);
 	json_object_object_add(o, "allow_any_host", json_object_new_boolean(s->allow_any_host));
-	json_object_object_add(o, "hosts", json_object_new_array());
+	for (unsigned int i = 0; i < s->nr_hosts; i++) {
+		struct json_object *h = json_object_new_object();
+
+		json_object_object_add(h, "nqn", json_object_new_string(s->hosts[i]));
+		json_object_array_add(hosts, h);
+	}
+	json_object_object_add(o, "hosts", hosts);
 	json_object_object_add(o, "serial_number", json_object_new_string(s->serial));
 	json_object_object_add(o, "model_number", json_object_new_string(s->model));
 	json_object_object_add(o, "max_namespaces", json_object_new_int64(s->max_namespaces));
@@ -349,9 +490,18 @@ struct rpc_ns {
 };
 
 static const struct rpc_decoder rpc_ns_dec[] = {
-    RPC_DEC(rpc_ns, bdev_name, RPC_T_STRING, false), RPC_DEC(rpc_ns, nsid, RPC_T_U32, true),
-    RPC_DEC(rpc_ns, uuid, RPC_T_STRING, true),	     RPC_DEC(rpc_ns, nguid, RPC_T_STRING, true),
+    RPC_DEC(rpc_ns, bdev_name, RPC_T_STRING, false),
+    RPC_DEC(rpc_ns, nsid, RPC_T_U32, true),
+    RPC_DEC(rpc_ns, uuid, RPC_T_STRING, true),
+    RPC_DEC(rpc_ns, nguid, RPC_T_STRING, true),
     RPC_DEC(rpc_ns, eui64, RPC_T_STRING, true),
+    /* No metadata to hide. */
+    RPC_IGNORED("hide_metadata", RPC_T_BOOL),
+    RPC_OFF("no_auto_visible", RPC_T_BOOL, 0,
+	    "a namespace is visible to the subsystem's controller; per-host visibility is not "
+	    "supported"),
+    RPC_OFF("ptpl_file", RPC_T_STRING, 0, "reservations are not supported"),
+    RPC_OFF("anagrpid", RPC_T_U32, 0, "there is one path to a PCIe function: no ANA"),
 };
 
 static void rpc_nvmf_subsystem_add_ns(struct rpc_request *req, struct json_object *params,
@@ -416,7 +566,6 @@ static void rpc_nvmf_subsystem_remove_ns(struct rpc_request *req, struct json_ob
 struct rpc_listener {
 	const char *nqn, *tgt_name, *manager, *bus;
 	struct json_object *listen_address;
-	bool secure_channel;
 };
 
 static const struct rpc_decoder rpc_listener_dec[] = {
@@ -425,7 +574,10 @@ static const struct rpc_decoder rpc_listener_dec[] = {
     RPC_DEC(rpc_listener, manager, RPC_T_STRING, true),
     RPC_DEC(rpc_listener, bus, RPC_T_STRING, true),
     RPC_DEC(rpc_listener, tgt_name, RPC_T_STRING, true),
-    RPC_DEC(rpc_listener, secure_channel, RPC_T_BOOL, true),
+    RPC_OFF("secure_channel", RPC_T_BOOL, 0, "a secure channel is a TCP option"),
+    RPC_OFF("ana_state", RPC_T_STRING, 0, "there is one path to a PCIe function: no ANA"),
+    RPC_OFF("sock_impl", RPC_T_STRING, 0, RPC_NET_ONLY),
+    RPC_IGNORED("numa_id", RPC_T_I64),
 };
 
 struct rpc_address {
@@ -447,11 +599,6 @@ static struct app_subsys *rpc_listener_decode(struct rpc_request *req, struct js
 	if (rpc_decode_params(req, params, rpc_listener_dec, RPC_N(rpc_listener_dec), p) ||
 	    rpc_decode_params(req, p->listen_address, rpc_address_dec, RPC_N(rpc_address_dec), a))
 		return NULL;
-	if (p->secure_channel) {
-		rpc_request_error(req, -EINVAL, "secure_channel is not supported on %s",
-				  APP_TRTYPE);
-		return NULL;
-	}
 	return rpc_subsys_lookup(req, t, p->nqn);
 }
 
@@ -476,8 +623,8 @@ static void rpc_nvmf_subsystem_remove_listener(struct rpc_request *req, struct j
 	if (!s)
 		return;
 	if (!rpc_trtype_ok(a.trtype)) {
-		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s or DOCA)", a.trtype,
-				  APP_TRTYPE);
+		rpc_request_error(req, -EINVAL, "trtype %s is not supported (%s, VFIOUSER or DOCA)",
+				  a.trtype, APP_TRTYPE);
 		return;
 	}
 	app_listener_remove(ctx, s, a.traddr, rpc_nvmf_done, req);
@@ -584,21 +731,180 @@ static void rpc_nvmf_get_stats(struct rpc_request *req, struct json_object *para
 
 	if (rpc_decode_params(req, params, rpc_get_transports_dec + 1, 1, &p))
 		return;
-	if (!t->has_transport) {
-		rpc_request_error(req, -EINVAL,
-				  "transport %s does not exist: nvmf_create_transport first",
-				  APP_TRTYPE);
-		return;
-	}
 	o = json_object_new_object();
 	json_object_object_add(o, "tick_rate", json_object_new_int64(1000000));
-	json_object_object_add(o, "poll_groups", rpc_stats_poll_groups(t));
+	/* Before any transport exists there is nothing to count: empty lists, as SPDK says. */
+	json_object_object_add(o, "poll_groups", t->has_transport ? rpc_stats_poll_groups(t)
+								  : json_object_new_array());
 	json_object_object_add(o, "controllers", rpc_stats_controllers(t));
-	json_object_object_add(o, "dpa_harts", rpc_stats_harts(t));
+	json_object_object_add(o, "dpa_harts", t->has_transport ? rpc_stats_harts(t)
+							       : json_object_new_array());
 	rpc_request_result(req, o);
 }
 
+/* ---- per-subsystem queries and host lists ---- */
+
+static void rpc_nvmf_subsystem_get_listeners(struct rpc_request *req, struct json_object *params,
+					     void *ctx)
+{
+	struct rpc_subsys p = {0};
+	struct app_subsys *s;
+	struct json_object *list;
+
+	if (rpc_decode_params(req, params, rpc_nqn_dec, RPC_N(rpc_nqn_dec), &p) ||
+	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
+		return;
+	list = json_object_new_array();
+	if (s->fn) {
+		struct json_object *l = json_object_new_object();
+
+		json_object_object_add(l, "address", rpc_listener_describe(s));
+		json_object_object_add(l, "secure_channel", json_object_new_boolean(false));
+		json_object_object_add(
+		    l, "state", json_object_new_string(rpc_listener_state_name(s->state)));
+		json_object_array_add(list, l);
+	}
+	rpc_request_result(req, list);
+}
+
+/* The one controller of a subsystem, while a host has it enabled (CSTS.RDY). */
+static void rpc_nvmf_subsystem_get_controllers(struct rpc_request *req,
+					       struct json_object *params, void *ctx)
+{
+	struct rpc_subsys p = {0};
+	struct app_subsys *s;
+	struct json_object *list;
+	struct ctrlr_stats st;
+
+	if (rpc_decode_params(req, params, rpc_nqn_dec, RPC_N(rpc_nqn_dec), &p) ||
+	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
+		return;
+	list = json_object_new_array();
+	if (s->pc) {
+		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
+		if (st.enabled) {
+			struct json_object *c = json_object_new_object();
+
+			json_object_object_add(c, "cntlid", json_object_new_int64(s->cntlid));
+			/* A PCIe host has no NQN: the function's VUID names it. */
+			json_object_object_add(c, "hostnqn", json_object_new_string(""));
+			json_object_object_add(c, "hostid", json_object_new_string(""));
+			json_object_object_add(c, "vuid", json_object_new_string(s->fn->vuid));
+			json_object_object_add(c, "num_io_qpairs", json_object_new_int64(st.io_sqs));
+			json_object_array_add(list, c);
+		}
+	}
+	rpc_request_result(req, list);
+}
+
+static void rpc_nvmf_subsystem_get_qpairs(struct rpc_request *req, struct json_object *params,
+					  void *ctx)
+{
+	struct rpc_subsys p = {0};
+	struct app_subsys *s;
+	struct json_object *list;
+	uint16_t qids[CTRLR_MAX_IO_QUEUES + 1];
+	int n = 0;
+
+	if (rpc_decode_params(req, params, rpc_nqn_dec, RPC_N(rpc_nqn_dec), &p) ||
+	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
+		return;
+	list = json_object_new_array();
+	if (s->pc)
+		n = ctrlr_get_sq_ids(pcie_ctrlr_core(s->pc), qids, (int)RPC_N(qids));
+	for (int i = 0; i < n; i++) {
+		struct json_object *q = json_object_new_object();
+
+		json_object_object_add(q, "cntlid", json_object_new_int64(s->cntlid));
+		json_object_object_add(q, "qid", json_object_new_int64(qids[i]));
+		json_object_object_add(q, "state", json_object_new_string("active"));
+		json_object_object_add(q, "thread", json_object_new_string(
+							qids[i] ? "nvmf_tgt_poll_group" : "app_thread"));
+		json_object_object_add(q, "listen_address", rpc_listener_describe(s));
+		json_object_array_add(list, q);
+	}
+	rpc_request_result(req, list);
+}
+
+struct rpc_host {
+	const char *nqn, *host, *tgt_name;
+	bool allow_any_host;
+};
+
+static const struct rpc_decoder rpc_allow_any_dec[] = {
+    RPC_DEC(rpc_host, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_host, allow_any_host, RPC_T_BOOL, false),
+    RPC_DEC(rpc_host, tgt_name, RPC_T_STRING, true),
+};
+
+#define RPC_NO_AUTH "in-band authentication and TLS keys are fabrics features"
+static const struct rpc_decoder rpc_host_dec[] = {
+    RPC_DEC(rpc_host, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_host, host, RPC_T_STRING, false),
+    RPC_DEC(rpc_host, tgt_name, RPC_T_STRING, true),
+    RPC_OFF("psk", RPC_T_STRING, 0, RPC_NO_AUTH),
+    RPC_OFF("dhchap_key", RPC_T_STRING, 0, RPC_NO_AUTH),
+    RPC_OFF("dhchap_ctrlr_key", RPC_T_STRING, 0, RPC_NO_AUTH),
+    /* How long to wait for the host's controllers to go: there is no host NQN to wait for. */
+    RPC_IGNORED("timeout_ms", RPC_T_U32),
+};
+
+static void rpc_nvmf_subsystem_allow_any_host(struct rpc_request *req,
+					      struct json_object *params, void *ctx)
+{
+	struct rpc_host p = {0};
+	struct app_subsys *s;
+
+	if (rpc_decode_params(req, params, rpc_allow_any_dec, RPC_N(rpc_allow_any_dec), &p) ||
+	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
+		return;
+	s->allow_any_host = p.allow_any_host;
+	rpc_request_result(req, json_object_new_boolean(true));
+}
+
+static void rpc_nvmf_subsystem_add_host(struct rpc_request *req, struct json_object *params,
+					void *ctx)
+{
+	struct rpc_host p = {0};
+	struct app_subsys *s;
+	char err[APP_ERR_LEN];
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_host_dec, RPC_N(rpc_host_dec), &p) ||
+	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
+		return;
+	rc = app_subsys_add_host(s, p.host, err);
+	if (rc)
+		rpc_request_error(req, rc, "%s", err);
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
+static void rpc_nvmf_subsystem_remove_host(struct rpc_request *req, struct json_object *params,
+					   void *ctx)
+{
+	struct rpc_host p = {0};
+	struct app_subsys *s;
+	char err[APP_ERR_LEN];
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_host_dec, RPC_N(rpc_host_dec), &p) ||
+	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
+		return;
+	rc = app_subsys_remove_host(s, p.host, err);
+	if (rc)
+		rpc_request_error(req, rc, "%s", err);
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
 static const struct rpc_method rpc_nvmf_methods[] = {
+    {"nvmf_subsystem_get_listeners", rpc_nvmf_subsystem_get_listeners, RPC_RUNTIME, false},
+    {"nvmf_subsystem_get_controllers", rpc_nvmf_subsystem_get_controllers, RPC_RUNTIME, false},
+    {"nvmf_subsystem_get_qpairs", rpc_nvmf_subsystem_get_qpairs, RPC_RUNTIME, false},
+    {"nvmf_subsystem_allow_any_host", rpc_nvmf_subsystem_allow_any_host, RPC_RUNTIME, false},
+    {"nvmf_subsystem_add_host", rpc_nvmf_subsystem_add_host, RPC_RUNTIME, false},
+    {"nvmf_subsystem_remove_host", rpc_nvmf_subsystem_remove_host, RPC_RUNTIME, false},
     {"nvmf_create_transport", rpc_nvmf_create_transport, RPC_RUNTIME, false},
     {"nvmf_get_transports", rpc_nvmf_get_transports, RPC_RUNTIME, false},
     {"nvmf_create_subsystem", rpc_nvmf_create_subsystem, RPC_RUNTIME, false},

@@ -1,6 +1,7 @@
 /* common/log.c - levelled logging to stderr. */
 #include "common/log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -81,7 +82,7 @@ void log_vmsg(int level, const char *component, const char *fmt, va_list ap)
 	struct tm tm;
 	int idx, n;
 
-	if (level <= LOG_LEVEL_DISABLE || !log_enabled(level))
+	if (level <= LOG_LEVEL_DISABLE || !log_enabled_for(level, component))
 		return;
 	idx = level / 10 - 2;
 	if (idx < 0)
@@ -131,4 +132,59 @@ bool log_ratelimit_ok(struct log_ratelimit *rl, unsigned int burst)
 		rl->suppressed++;
 	pthread_mutex_unlock(&lock);
 	return ok;
+}
+
+/* ---- per-component flags ---- */
+
+static const char *const log_components[] = { "app", "rpc", "qmp", "bdev", "ctrlr",
+					      "pcie", "hw",  "vfu", "dpa" };
+#define LOG_NCOMP (sizeof(log_components) / sizeof(log_components[0]))
+static int log_flags[LOG_NCOMP];
+int log_flags_any;
+
+static int log_flag_index(const char *component)
+{
+	for (unsigned int i = 0; component && i < LOG_NCOMP; i++)
+		if (!strcmp(component, log_components[i]))
+			return (int)i;
+	return -1;
+}
+
+int log_flag_set(const char *component, bool on)
+{
+	int i = log_flag_index(component), any = 0;
+
+	if (i < 0)
+		return -ENOENT;
+	__atomic_store_n(&log_flags[i], on, __ATOMIC_RELAXED);
+	for (unsigned int j = 0; j < LOG_NCOMP; j++)
+		any |= __atomic_load_n(&log_flags[j], __ATOMIC_RELAXED);
+	__atomic_store_n(&log_flags_any, any, __ATOMIC_RELAXED);
+	return 0;
+}
+
+bool log_flag_get(const char *component)
+{
+	int i = log_flag_index(component);
+
+	return i >= 0 && __atomic_load_n(&log_flags[i], __ATOMIC_RELAXED);
+}
+
+bool log_flag_enabled_slow(const char *component)
+{
+	/* "dpa-nvme" and the like belong to their prefix's flag. */
+	for (unsigned int i = 0; component && i < LOG_NCOMP; i++) {
+		size_t n = strlen(log_components[i]);
+
+		if (!strncmp(component, log_components[i], n) &&
+		    (component[n] == 0 || component[n] == '-'))
+			return __atomic_load_n(&log_flags[i], __ATOMIC_RELAXED);
+	}
+	return false;
+}
+
+const char *const *log_flag_names(unsigned int *n)
+{
+	*n = LOG_NCOMP;
+	return log_components;
 }

@@ -35,13 +35,31 @@ static inline bool log_enabled(int level)
 	return level <= log_get_level();
 }
 
+/* Per-component flags (SPDK's log_set_flag / log_clear_flag / log_get_flags): a component whose
+ * flag is set logs its debug and trace lines whatever the level. The components are fixed:
+ * log_flag_names lists them. log_flag_set returns 0 or -ENOENT (no such component). Thread-safe;
+ * with no flag set the check costs one relaxed load. */
+int log_flag_set(const char *component, bool on);
+bool log_flag_get(const char *component);
+const char *const *log_flag_names(unsigned int *n);
+bool log_flag_enabled_slow(const char *component);
+extern int log_flags_any;
+static inline bool log_flag_enabled(const char *component)
+{
+	return __atomic_load_n(&log_flags_any, __ATOMIC_RELAXED) && log_flag_enabled_slow(component);
+}
+static inline bool log_enabled_for(int level, const char *component)
+{
+	return log_enabled(level) || log_flag_enabled(component);
+}
+
 #define LOG_CRIT(comp, ...)  log_msg(LOG_LEVEL_CRIT, comp, __VA_ARGS__)
 #define LOG_ERR(comp, ...)   log_msg(LOG_LEVEL_ERROR, comp, __VA_ARGS__)
 #define LOG_WARN(comp, ...)  log_msg(LOG_LEVEL_WARN, comp, __VA_ARGS__)
 #define LOG_INFO(comp, ...)  log_msg(LOG_LEVEL_INFO, comp, __VA_ARGS__)
-#define LOG_DBG(comp, ...)   do { if (log_enabled(LOG_LEVEL_DEBUG)) \
+#define LOG_DBG(comp, ...)   do { if (log_enabled_for(LOG_LEVEL_DEBUG, comp)) \
 	log_msg(LOG_LEVEL_DEBUG, comp, __VA_ARGS__); } while (0)
-#define LOG_TRACE(comp, ...) do { if (log_enabled(LOG_LEVEL_TRACE)) \
+#define LOG_TRACE(comp, ...) do { if (log_enabled_for(LOG_LEVEL_TRACE, comp)) \
 	log_msg(LOG_LEVEL_TRACE, comp, __VA_ARGS__); } while (0)
 
 /* Guest-caused errors: at most `burst` lines per second per call site, then

@@ -6,7 +6,6 @@
 
 #include "controller/ctrlr_internal.h"
 
-#define CTRLR_PCI_VID 0x4e58
 #define CTRLR_RTD3E_US 1000000 /* resume/entry latency reported (1 s) */
 #define CTRLR_WCTEMP_K 343
 #define CTRLR_CCTEMP_K 358
@@ -14,8 +13,8 @@
 
 static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 {
-	id->vid = CTRLR_PCI_VID;
-	id->ssvid = CTRLR_PCI_VID;
+	id->vid = ctrlr->cfg.pci_vid;
+	id->ssvid = ctrlr->cfg.pci_ssvid;
 	ctrlr_copy_padded(id->sn, ctrlr->serial, sizeof(id->sn));
 	ctrlr_copy_padded(id->mn, ctrlr->model, sizeof(id->mn));
 	ctrlr_copy_padded(id->fr, ctrlr->fwrev, sizeof(id->fr));

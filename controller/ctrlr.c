@@ -557,3 +557,13 @@ void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 	s->io_cqs = CTRLR_LOAD(ctrlr->io_cqs);
 	s->enabled = ctrlr->csts.bits.rdy;
 }
+
+int ctrlr_get_sq_ids(const struct ctrlr *ctrlr, uint16_t *qids, int max)
+{
+	int n = 0;
+
+	for (uint32_t q = 0; q < ctrlr->num_queues && n < max; q++)
+		if (ctrlr->sqs[q])
+			qids[n++] = (uint16_t)q;
+	return n;
+}

@@ -33,6 +33,8 @@ struct ctrlr_config {
 	uint8_t mdts;		    /* max transfer 2^mdts pages of CAP.MPSMIN, 1..10 (0: 5) */
 	bool sgl;		    /* advertise and accept SGLs for I/O commands */
 	bool no_dbbuf;		    /* do not offer Doorbell Buffer Config (OACS bit 8) */
+	/* Identify Controller VID and SSVID: the function's PCI vendor and subsystem vendor IDs. */
+	uint16_t pci_vid, pci_ssvid;
 };
 
 /*
@@ -136,5 +138,9 @@ struct ctrlr_stats {
 
 /* Snapshot of the counters (each one read atomically). Thread: any. */
 void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *stats);
+
+/* The ids of the live submission queues (0 is the admin queue), ascending, at most max of them;
+ * returns how many were stored. Admin thread (it owns queue creation and deletion). */
+int ctrlr_get_sq_ids(const struct ctrlr *ctrlr, uint16_t *qids, int max);
 
 #endif

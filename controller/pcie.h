@@ -40,13 +40,18 @@ void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int 
 
 /* ---- The NVMe PCI type ---- */
 
+struct pcie_ctrlr_opts;
+/* The function's PCI IDs: those of opts (0: the default), class 010802h. The default vendor ID
+ * is 0xfffe, assigned by the PCI-SIG to nobody (README: "PCI identity"). */
+void pcie_nvme_pci_ids(const struct pcie_ctrlr_opts *opts, struct hw_pci_ids *ids);
 /* Builds and starts the NVMe PCI type of DESIGN.md section 6 (BAR0 16 KiB,
  * 64-bit: registers 0x0000 stateful, doorbells 0x1000 by offset with
  * CAP.DSTRD 0, MSI-X table 0x2000, PBA 0x3000; class 0x010802) with
- * `num_msix` vectors, validated against `profile`. Returns NULL with the
- * reason in err. */
+ * `num_msix` vectors and `ids`, validated against `profile`. Returns NULL with
+ * the reason in err. */
 struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint16_t num_msix,
-					  char *err, size_t err_len);
+					  const struct hw_pci_ids *ids, char *err,
+					  size_t err_len);
 /* Vectors the NVMe type may have under `profile` (64 at most by default:
  * Windows' driver fails with more). */
 uint16_t pcie_nvme_max_vectors(const struct hw_profile *profile);
@@ -63,6 +68,8 @@ struct pcie_ctrlr_opts {
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
 	bool allow_unsealed_dma;
+	/* PCI identity (0: the defaults, see pcie_nvme_pci_ids); Identify's VID/SSVID follow. */
+	uint16_t vendor_id, device_id, subsys_vendor_id, subsys_id;
 };
 
 /* Creates the controller and its emulated function (powered off). */

@@ -347,6 +347,7 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 		.allow_unsealed_dma = opts->allow_unsealed_dma,
 	};
 	struct ctrlr_config ccfg = opts->ctrlr;
+	struct hw_pci_ids ids;
 	uint8_t regs[NVME_REG_END];
 	struct pcie_ctrlr *pc;
 	char err[256];
@@ -390,7 +391,10 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 	if (!pc->vectors)
 		goto out_free;
 
-	pc->type = pcie_nvme_type_create(opts->profile, pc->num_msix, err, sizeof(err));
+	pcie_nvme_pci_ids(opts, &ids);
+	ccfg.pci_vid = ids.vendor_id;
+	ccfg.pci_ssvid = ids.subsys_vendor_id;
+	pc->type = pcie_nvme_type_create(opts->profile, pc->num_msix, &ids, err, sizeof(err));
 	if (!pc->type) {
 		LOG_ERR(PCIE_LOG, "%s: NVMe type does not fit profile %s: %s", opts->vuid,
 			opts->profile->name, err);

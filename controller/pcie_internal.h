@@ -21,7 +21,10 @@
 #define PCIE_LOG "pcie"
 
 /* BAR0 layout (DESIGN.md section 6). */
-#define PCIE_NVME_VENDOR_ID 0x4e58 /* no entry in Linux nvme's quirk table */
+/* Default PCI IDs (pcie_ctrlr_opts overrides them): a vendor ID the PCI-SIG has assigned to
+ * nobody, so that no guest names a real company's product and no driver quirk table (Linux
+ * nvme's keys on vendor:device) applies; drivers bind by class code 010802h. */
+#define PCIE_NVME_VENDOR_ID 0xfffe
 #define PCIE_NVME_DEVICE_ID 0x00e1
 #define PCIE_BAR0_LOG_SIZE 14
 #define PCIE_REGS_START 0x0000

@@ -24,17 +24,24 @@ uint16_t pcie_nvme_max_vectors(const struct hw_profile *profile)
 	return (uint16_t)n;
 }
 
-struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint16_t num_msix,
-					  char *err, size_t err_len)
+void pcie_nvme_pci_ids(const struct pcie_ctrlr_opts *opts, struct hw_pci_ids *ids)
 {
-	const struct hw_pci_ids ids = {
-		.vendor_id = PCIE_NVME_VENDOR_ID,
-		.device_id = PCIE_NVME_DEVICE_ID,
-		.subsys_vendor_id = PCIE_NVME_VENDOR_ID,
-		.subsys_id = PCIE_NVME_DEVICE_ID,
-		.revision = 0,
-		.class_code = 0x010802, /* mass storage, NVM, NVMe I/O controller */
+	*ids = (struct hw_pci_ids){
+	    .vendor_id = opts && opts->vendor_id ? opts->vendor_id : PCIE_NVME_VENDOR_ID,
+	    .device_id = opts && opts->device_id ? opts->device_id : PCIE_NVME_DEVICE_ID,
+	    .revision = 0,
+	    .class_code = 0x010802, /* mass storage, NVM, NVMe I/O controller */
 	};
+	ids->subsys_vendor_id =
+	    opts && opts->subsys_vendor_id ? opts->subsys_vendor_id : ids->vendor_id;
+	ids->subsys_id = opts && opts->subsys_id ? opts->subsys_id : ids->device_id;
+}
+
+struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint16_t num_msix,
+					  const struct hw_pci_ids *ids_in, char *err,
+					  size_t err_len)
+{
+	struct hw_pci_ids ids = *ids_in;
 	struct hw_pci_type *type = hw_pci_type_create("nvme");
 	int rc;
 

@@ -4,6 +4,8 @@ GUEST_TESTS += tests/guest/test-nvme-emu.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh
+# The same compliance job on a function made with SPDK's own rpc.py (VFIOUSER listener).
+GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Two guests, eight functions, fio verify while one is reset, FLR'd and re-plugged (60 s here;
 # make soak: an hour).
 GUEST_TESTS += tests/guest/test-soak.sh

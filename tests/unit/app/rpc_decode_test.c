@@ -18,12 +18,21 @@ struct rd_out {
 };
 
 static const struct rpc_decoder rd_dec[] = {
-    {"name", RPC_T_STRING, offsetof(struct rd_out, name), false},
-    {"flag", RPC_T_BOOL, offsetof(struct rd_out, flag), true},
-    {"u32", RPC_T_U32, offsetof(struct rd_out, u32), true},
-    {"u64", RPC_T_U64, offsetof(struct rd_out, u64), true},
-    {"obj", RPC_T_OBJECT, offsetof(struct rd_out, obj), true},
-    {"arr", RPC_T_ARRAY, offsetof(struct rd_out, arr), true},
+    RPC_DEC(rd_out, name, RPC_T_STRING, false), RPC_DEC(rd_out, flag, RPC_T_BOOL, true),
+    RPC_DEC(rd_out, u32, RPC_T_U32, true),	RPC_DEC(rd_out, u64, RPC_T_U64, true),
+    RPC_DEC(rd_out, obj, RPC_T_OBJECT, true),	RPC_DEC(rd_out, arr, RPC_T_ARRAY, true),
+};
+
+/* SPDK-compatibility entries: accepted at "off" only, or ignored whatever their value. */
+static const struct rpc_decoder rd_compat_dec[] = {
+    RPC_DEC(rd_out, name, RPC_T_STRING, false),
+    RPC_OFF("zcopy", RPC_T_BOOL, 0, "no zero-copy here"),
+    RPC_OFF("c2h_success", RPC_T_BOOL, 1, "a TCP option"),
+    RPC_OFF("md_size", RPC_T_U32, 0, "no metadata"),
+    RPC_OFF("sock_impl", RPC_T_STRING, 0, "no sockets"),
+    RPC_OFF("masked_oncs", RPC_T_ARRAY, 0, "no masks"),
+    RPC_IGNORED("numa_id", RPC_T_I64),
+    RPC_IGNORED("hint", RPC_T_U32),
 };
 
 static char rd_err[256];
@@ -130,6 +139,43 @@ static void test_members(void)
 	CU_ASSERT_EQUAL(rd_decode("17", &out), -EINVAL);
 }
 
-CUNIT_SUITE(rpc_decode, NULL, NULL, {"all_types", test_all_types},
+static int rd_compat(const char *json)
+{
+	struct json_object *o = json_tokener_parse(json);
+	struct rd_out out = { 0 };
+	int rc = rpc_decode_object(o, rd_compat_dec, RPC_N(rd_compat_dec), &out, rd_err,
+				   sizeof(rd_err));
+
+	json_object_put(o);
+	return rc;
+}
+
+static void test_compat_params(void)
+{
+	/* Defaults, as SPDK's rpc.py sends them: accepted silently. */
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"zcopy\": false, \"c2h_success\": true, "
+				  "\"md_size\": 0, \"sock_impl\": \"\", \"masked_oncs\": [], "
+				  "\"numa_id\": -1, \"hint\": 4096}"),
+			0);
+	/* Asking for what is not there: refused, naming the parameter and the reason. */
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"zcopy\": true}"), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(rd_err, "parameter 'zcopy' is not supported: no zero-copy here");
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"c2h_success\": false}"), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rd_err, "a TCP option"));
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"md_size\": 8}"), -EINVAL);
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"sock_impl\": \"posix\"}"), -EINVAL);
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"masked_oncs\": [\"nvmcpys\"]}"), -EINVAL);
+	/* Their types are still checked. */
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"zcopy\": 0}"), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rd_err, "must be a boolean"));
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"numa_id\": \"0\"}"), -EINVAL);
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"numa_id\": 18446744073709551615}"),
+			-EINVAL);
+	/* Unknown ones stay unknown. */
+	CU_ASSERT_EQUAL(rd_compat("{\"name\": \"a\", \"zcopy2\": false}"), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rd_err, "unknown parameter 'zcopy2'"));
+}
+
+CUNIT_SUITE(rpc_decode, NULL, NULL, {"compat_params", test_compat_params}, {"all_types", test_all_types},
 	    {"optional_defaults", test_optional_defaults}, {"wrong_types", test_wrong_types},
 	    {"ranges", test_ranges}, {"members", test_members})

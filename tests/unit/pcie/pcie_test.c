@@ -52,6 +52,7 @@ struct pt_call {
 	char sock[128];
 	char bdev[16];
 	uint32_t nsid;
+	uint16_t vendor_id, device_id; /* PCI IDs asked for (0: defaults) */
 	struct pcie_poll_group_stats st[PT_PGS];
 };
 
@@ -160,6 +161,8 @@ static void pt_srv_create(struct pt_call *call)
 	    .db_mode = HW_DB_MODE_TRAP,
 	    .profile = hw_profile_find("unlimited"),
 	    .ctrlr = { .serial = "PCIE-TEST", .model = "pcie transport test", .max_io_queues = 4 },
+	    .vendor_id = call->vendor_id,
+	    .device_id = call->device_id,
 	};
 
 	snprintf(vuid, sizeof(vuid), "pcie-test-%u", seq++);
@@ -444,7 +447,47 @@ static void test_destroy_under_io(void)
 	pt_detach(&cl);
 }
 
-CUNIT_SUITE(pcie_transport, pt_suite_init, pt_suite_cleanup,
+/* Config space and Identify agree on the function's identity: by default a vendor ID assigned to
+ * nobody (0xfffe), else what the operator set; the class is always NVMe's. */
+static void test_pci_ids(void)
+{
+	static const struct {
+		uint16_t vid, did, want_vid, want_did;
+	} cases[] = { {0, 0, 0xfffe, 0x00e1}, {0x1af4, 0x1234, 0x1af4, 0x1234} };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pt_call call;
+		struct pt_client cl;
+		uint32_t id, class_rev, subsys;
+		static struct nvme_id_ctrl idc;
+
+		memset(&call, 0, sizeof(call));
+		snprintf(call.bdev, sizeof(call.bdev), "ids%zu", i);
+		snprintf(call.sock, sizeof(call.sock), "%s/ids%zu.sock", srv.dir, i);
+		call.vendor_id = cases[i].vid;
+		call.device_id = cases[i].did;
+		CU_ASSERT_EQUAL_FATAL(pt_call(&call, pt_srv_create), 0);
+		CU_ASSERT_EQUAL_FATAL(pt_attach(&cl, call.sock, 1), 0);
+		CU_ASSERT_EQUAL(vfu_client_region_read(cl.c, VFIO_PCI_CONFIG_REGION_INDEX, 0, &id, 4),
+				0);
+		CU_ASSERT_EQUAL(vfu_client_region_read(cl.c, VFIO_PCI_CONFIG_REGION_INDEX, 8,
+						       &class_rev, 4),
+				0);
+		CU_ASSERT_EQUAL(vfu_client_region_read(cl.c, VFIO_PCI_CONFIG_REGION_INDEX, 0x2c,
+						       &subsys, 4),
+				0);
+		CU_ASSERT_EQUAL(id, (uint32_t)cases[i].want_did << 16 | cases[i].want_vid);
+		CU_ASSERT_EQUAL(subsys, id);
+		CU_ASSERT_EQUAL(class_rev >> 8, 0x010802);
+		CU_ASSERT_EQUAL(nvme_host_identify(&cl.h, NVME_CNS_CTRL, 0, &idc), 0);
+		CU_ASSERT_EQUAL(idc.vid, cases[i].want_vid);
+		CU_ASSERT_EQUAL(idc.ssvid, cases[i].want_vid);
+		pt_detach(&cl);
+		CU_ASSERT_EQUAL(pt_destroy(&call), 0);
+	}
+}
+
+CUNIT_SUITE(pcie_transport, pt_suite_init, pt_suite_cleanup, {"pci_ids", test_pci_ids},
 	    {"destroy_idle", test_destroy_idle}, {"start_on_taken_path", test_start_on_taken_path},
 	    {"vectors_on_two_pgs", test_vectors_on_two_pgs},
 	    {"ns_remove_two_pgs", test_ns_remove_two_pgs},
