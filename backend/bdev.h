@@ -170,6 +170,14 @@ struct bdev_aio_opts {
  */
 int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out);
 
+/*
+ * Creates a bdev on a file or block device through io_uring (one ring per channel, completions
+ * on the channel's eventfd, flush/FUA/write zeroes/deallocate all asynchronous): the same options,
+ * file rules and errors as bdev_aio_create; queue_depth is the ring's entries per channel
+ * (0 = 128). Main thread.
+ */
+int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out);
+
 /* ---- registry (main thread) ---- */
 
 /* Returns the bdev called `name`, or NULL. */

@@ -1,6 +1,7 @@
 /* tests/unit/backend/bdev_aio_test.c - aio bdev on temp files in /tmp and /dev/shm: round trips
  * with aligned and unaligned iovecs, flush and FUA checked through a separate plain read(), hole
- * punching, write-zeroes, eventfd completion, queue depth 32 under load, short reads. */
+ * punching, write-zeroes, eventfd completion, queue depth 32 under load, short reads.
+ * bdev_uring_test.c runs this whole suite on the io_uring bdev (BDEV_FILE_UT_* below). */
 #include "backend/bdev.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/cunit_runner.h"
@@ -15,6 +16,12 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#ifndef BDEV_FILE_UT_CREATE
+#define BDEV_FILE_UT_CREATE bdev_aio_create
+#define BDEV_FILE_UT_MODULE "aio"
+#define BDEV_FILE_UT_SUITE bdev_aio
+#endif
 
 struct aut {
 	char path[64];
@@ -40,7 +47,7 @@ static void aut_setup(struct aut *t, const char *dir, uint32_t bs, uint64_t nblo
 	opts.create_size = nblocks * bs;
 	opts.queue_depth = qd;
 	opts.buffered = buffered;
-	CU_ASSERT_EQUAL_FATAL(bdev_aio_create("aio0", &opts, &t->b), 0);
+	CU_ASSERT_EQUAL_FATAL(BDEV_FILE_UT_CREATE("aio0", &opts, &t->b), 0);
 	CU_ASSERT_EQUAL(bdev_get_num_blocks(t->b), nblocks);
 	CU_ASSERT_TRUE(bdev_io_size(t->b) <= UT_IO_SIZE);
 	CU_ASSERT_EQUAL_FATAL(bdev_open(t->b), 0);
@@ -99,7 +106,7 @@ static void aut_round_trip(const char *dir, uint32_t bs, bool buffered)
 
 	aut_setup(&t, dir, bs, 256, 0, buffered);
 	bdev_get_info(t.b, &info);
-	CU_ASSERT_STRING_EQUAL(info.module_name, "aio");
+	CU_ASSERT_STRING_EQUAL(info.module_name, BDEV_FILE_UT_MODULE);
 	CU_ASSERT_STRING_EQUAL(info.filename, t.path);
 	CU_ASSERT_TRUE(info.write_cache);
 	CU_ASSERT_TRUE(info.write_cache_enabled);
@@ -374,21 +381,21 @@ static void test_create_errors(void)
 	CU_ASSERT_TRUE_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(write(fd, "tiny", 4), 4);
 	close(fd);
-	CU_ASSERT_EQUAL(bdev_aio_create("a", NULL, &b), -EINVAL);
-	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("a", NULL, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("a", &opts, &b), -EINVAL);
 	opts.filename = "/tmp/bdev_aio_ut_does_not_exist";
-	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -ENOENT);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("a", &opts, &b), -ENOENT);
 	opts.filename = path;
 	/* Smaller than one block. */
-	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("a", &opts, &b), -EINVAL);
 	opts.block_size = 1024;
-	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("a", &opts, &b), -EINVAL);
 	opts.block_size = 4096;
 	opts.create_size = 4096 * 3 + 512;
-	CU_ASSERT_EQUAL(bdev_aio_create("a", &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("a", &opts, &b), -EINVAL);
 	opts.filename = "/tmp";
 	opts.create_size = 0;
-	CU_ASSERT_NOT_EQUAL(bdev_aio_create("a", &opts, &b), 0);
+	CU_ASSERT_NOT_EQUAL(BDEV_FILE_UT_CREATE("a", &opts, &b), 0);
 	CU_ASSERT_PTR_NULL(b);
 	CU_ASSERT_PTR_NULL(bdev_lookup("a"));
 
@@ -396,17 +403,17 @@ static void test_create_errors(void)
 	CU_ASSERT_EQUAL_FATAL(bdev_null_create("taken", 8, 512, NULL, NULL), 0);
 	opts.filename = "/tmp/bdev_aio_ut_never_created";
 	opts.create_size = 4096 * 4;
-	CU_ASSERT_EQUAL(bdev_aio_create("taken", &opts, &b), -EEXIST);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("taken", &opts, &b), -EEXIST);
 	CU_ASSERT_NOT_EQUAL(stat(opts.filename, &st), 0);
 	CU_ASSERT_EQUAL(bdev_delete("taken"), 0);
 
 	/* So is a bad name. */
-	CU_ASSERT_EQUAL(bdev_aio_create(NULL, &opts, &b), -EINVAL);
-	CU_ASSERT_EQUAL(bdev_aio_create("", &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE(NULL, &opts, &b), -EINVAL);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("", &opts, &b), -EINVAL);
 	CU_ASSERT_NOT_EQUAL(stat(opts.filename, &st), 0);
 
 	/* create_size creates a missing file. */
-	CU_ASSERT_EQUAL(bdev_aio_create("made", &opts, &b), 0);
+	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("made", &opts, &b), 0);
 	CU_ASSERT_EQUAL(stat(opts.filename, &st), 0);
 	CU_ASSERT_EQUAL(st.st_size, 4096 * 4);
 	CU_ASSERT_EQUAL(bdev_get_num_blocks(b), 4);
@@ -567,7 +574,7 @@ static void test_block_device(void)
 	opts.filename = dev;
 	opts.block_size = 512;
 	opts.queue_depth = 8;
-	CU_ASSERT_EQUAL_FATAL(bdev_aio_create("blk", &opts, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(BDEV_FILE_UT_CREATE("blk", &opts, &b), 0);
 	bdev_get_info(b, &info);
 	CU_ASSERT_FALSE(info.direct_io);
 	CU_ASSERT_EQUAL(info.num_blocks, (1 << 20) / 512);
@@ -579,7 +586,7 @@ static void test_block_device(void)
 	CU_ASSERT_EQUAL(bdev_delete("blk"), 0);
 
 	opts.block_size = 4096;
-	CU_ASSERT_EQUAL_FATAL(bdev_aio_create("blk", &opts, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(BDEV_FILE_UT_CREATE("blk", &opts, &b), 0);
 	bdev_get_info(b, &info);
 	CU_ASSERT_TRUE(info.direct_io);
 	CU_ASSERT_EQUAL(info.num_blocks, 256);
@@ -595,7 +602,9 @@ static void test_block_device(void)
 	unlink(file);
 }
 
-CUNIT_SUITE(bdev_aio, NULL, NULL, {"model", test_model}, {"block_device", test_block_device},
+/* One more level so that BDEV_FILE_UT_SUITE expands before CUNIT_SUITE pastes it. */
+#define BDEV_FILE_UT_REGISTER(suite, ...) CUNIT_SUITE(suite, __VA_ARGS__)
+BDEV_FILE_UT_REGISTER(BDEV_FILE_UT_SUITE, NULL, NULL, {"model", test_model}, {"block_device", test_block_device},
 	    {"two_threads", test_two_threads}, {"create_errors", test_create_errors},
 	    {"tmp_512", test_tmp_512}, {"tmp_4096", test_tmp_4096}, {"shm_512", test_shm_512},
 	    {"shm_4096", test_shm_4096}, {"buffered_4096", test_buffered_4096},

@@ -75,7 +75,11 @@ int ut_fd_readable(struct bdev_channel *ch, int timeout_ms)
 		close(ep);
 		return 0;
 	}
-	n = epoll_wait(ep, &out, 1, timeout_ms);
+	/* io_uring's completion work interrupts a sleeping submitter (EINTR) before it signals
+	 * the eventfd: wait again, as the daemon's event loop does. */
+	do
+		n = epoll_wait(ep, &out, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
 	close(ep);
 	return n == 1;
 }
