@@ -27,7 +27,7 @@
 /* Where the default RPC socket lives without $XDG_RUNTIME_DIR (made 0700). */
 #define APP_RUN_DIR "/run/nvme-emu"
 
-enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO };
+enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO, APP_NS_URING };
 
 struct app_opt_ns {
 	enum app_ns_kind kind;
@@ -75,7 +75,8 @@ static void app_usage(FILE *out)
 	    "      --null SIZE          namespace on a null bdev (reads zeroes, drops writes)\n"
 	    "      --aio FILE[:SIZE]    namespace on a file or block device through libaio\n"
 	    "                           (SIZE creates/extends the file)\n"
-	    "      --buffered           aio without O_DIRECT\n"
+	    "      --uring FILE[:SIZE]  namespace on a file or block device through io_uring\n"
+	    "      --buffered           aio / io_uring without O_DIRECT\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
 	    "\n"
@@ -223,6 +224,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_MALLOC = 256,
 		O_NULL,
 		O_AIO,
+		O_URING,
 		O_HARTS,
 		O_DB,
 		O_QENT,
@@ -242,6 +244,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"malloc", required_argument, NULL, O_MALLOC},
 	    {"null", required_argument, NULL, O_NULL},
 	    {"aio", required_argument, NULL, O_AIO},
+	    {"uring", required_argument, NULL, O_URING},
 	    {"buffered", no_argument, NULL, O_BUFFERED},
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
@@ -278,14 +281,16 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case O_MALLOC:
 		case O_NULL:
 		case O_AIO:
+		case O_URING:
 			if (o->nr_ns == APP_MAX_NS) {
 				fprintf(stderr, "nvme-emu: at most %d namespaces\n", APP_MAX_NS);
 				return -EINVAL;
 			}
 			o->ns[o->nr_ns++] = (struct app_opt_ns){
-			    .kind = opt == O_MALLOC ? APP_NS_MALLOC
-				    : opt == O_NULL ? APP_NS_NULL
-						    : APP_NS_AIO,
+			    .kind = opt == O_MALLOC  ? APP_NS_MALLOC
+				    : opt == O_NULL  ? APP_NS_NULL
+				    : opt == O_URING ? APP_NS_URING
+						     : APP_NS_AIO,
 			    .arg = optarg,
 			};
 			break;
@@ -445,11 +450,12 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 	int rc;
 
 	snprintf(name, sizeof(name), "%s%u",
-		 ns->kind == APP_NS_MALLOC ? "Malloc"
-		 : ns->kind == APP_NS_NULL ? "Null"
-					   : "AIO",
+		 ns->kind == APP_NS_MALLOC  ? "Malloc"
+		 : ns->kind == APP_NS_NULL  ? "Null"
+		 : ns->kind == APP_NS_URING ? "Uring"
+					    : "AIO",
 		 i);
-	if (ns->kind == APP_NS_AIO) {
+	if (ns->kind == APP_NS_AIO || ns->kind == APP_NS_URING) {
 		struct bdev_aio_opts ao = {.block_size = o->block_size, .buffered = o->buffered};
 		char *file = strdup(ns->arg), *colon;
 
@@ -459,14 +465,16 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 		if (colon) {
 			*colon = '\0';
 			if (app_parse_size(colon + 1, &size) || size % o->block_size) {
-				fprintf(stderr, "nvme-emu: bad size in --aio %s\n", ns->arg);
+				fprintf(stderr, "nvme-emu: bad size in --%s %s\n",
+					ns->kind == APP_NS_URING ? "uring" : "aio", ns->arg);
 				free(file);
 				return -EINVAL;
 			}
 			ao.create_size = size;
 		}
 		ao.filename = file;
-		rc = bdev_aio_create(name, &ao, out);
+		rc = ns->kind == APP_NS_URING ? bdev_uring_create(name, &ao, out)
+					      : bdev_aio_create(name, &ao, out);
 		free(file);
 	} else {
 		if (app_parse_size(ns->arg, &size) || size % o->block_size) {

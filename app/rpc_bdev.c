@@ -144,25 +144,48 @@ static void rpc_bdev_null_create(struct rpc_request *req, struct json_object *pa
 	rpc_bdev_mem_create(req, params, true);
 }
 
-static void rpc_bdev_aio_create(struct rpc_request *req, struct json_object *params, void *ctx)
+/* bdev_aio_create and bdev_uring_create: a file or block device, the same parameters. */
+static void rpc_bdev_file_create(struct rpc_request *req, struct json_object *params,
+				 const struct rpc_decoder *dec, size_t n,
+				 int (*create)(const char *, const struct bdev_aio_opts *,
+					       struct bdev **))
 {
 	struct rpc_bdev_create p = {.block_size = 512};
 	struct bdev_aio_opts o = {0};
 	uint8_t uuid[BDEV_UUID_LEN];
 	int rc;
 
-	if (rpc_decode_params(req, params, rpc_bdev_aio_dec, RPC_N(rpc_bdev_aio_dec), &p) ||
-	    rpc_bdev_uuid(req, p.uuid, uuid))
+	if (rpc_decode_params(req, params, dec, n, &p) || rpc_bdev_uuid(req, p.uuid, uuid))
 		return;
 	o.filename = p.filename;
 	o.block_size = p.block_size;
 	o.uuid = p.uuid ? uuid : NULL;
-	rc = bdev_aio_create(p.name, &o, NULL);
+	rc = create(p.name, &o, NULL);
 	if (rc && rc != -EEXIST && rc != -EINVAL) {
 		rpc_request_error(req, rc, "cannot open %s: %s", p.filename, strerror(-rc));
 		return;
 	}
 	rpc_bdev_created(req, rc, p.name, p.block_size);
+}
+
+static void rpc_bdev_aio_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_file_create(req, params, rpc_bdev_aio_dec, RPC_N(rpc_bdev_aio_dec),
+			     bdev_aio_create);
+}
+
+/* SPDK's bdev_uring_create: filename, name, block_size, uuid. */
+static const struct rpc_decoder rpc_bdev_uring_dec[] = {
+    RPC_DEC(rpc_bdev_create, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_create, filename, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_create, block_size, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_create, uuid, RPC_T_STRING, true),
+};
+
+static void rpc_bdev_uring_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_file_create(req, params, rpc_bdev_uring_dec, RPC_N(rpc_bdev_uring_dec),
+			     bdev_uring_create);
 }
 
 /* bdev_*_delete: the module must match, as in SPDK. */
@@ -211,6 +234,11 @@ static void rpc_bdev_aio_delete(struct rpc_request *req, struct json_object *par
 	rpc_bdev_delete(req, params, ctx, "aio");
 }
 
+static void rpc_bdev_uring_delete(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "uring");
+}
+
 static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 {
 	struct json_object *o = json_object_new_object(), *types = json_object_new_object();
@@ -240,7 +268,7 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 
 		json_object_object_add(aio, "filename", json_object_new_string(info.filename));
 		json_object_object_add(aio, "direct_io", json_object_new_boolean(info.direct_io));
-		json_object_object_add(ds, "aio", aio);
+		json_object_object_add(ds, info.module_name, aio);
 		json_object_object_add(o, "driver_specific", ds);
 	}
 	return o;
@@ -379,6 +407,8 @@ static const struct rpc_method rpc_bdev_methods[] = {
     {"bdev_null_delete", rpc_bdev_null_delete, RPC_RUNTIME, false},
     {"bdev_aio_create", rpc_bdev_aio_create, RPC_RUNTIME, false},
     {"bdev_aio_delete", rpc_bdev_aio_delete, RPC_RUNTIME, false},
+    {"bdev_uring_create", rpc_bdev_uring_create, RPC_RUNTIME, false},
+    {"bdev_uring_delete", rpc_bdev_uring_delete, RPC_RUNTIME, false},
     {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 

@@ -74,7 +74,7 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 	rpc_config_str(p, "name", info.name);
 	if (info.filename) {
 		rpc_config_str(p, "filename", info.filename);
-		method = "bdev_aio_create";
+		method = strcmp(info.module_name, "uring") ? "bdev_aio_create" : "bdev_uring_create";
 	} else {
 		rpc_config_int(p, "num_blocks", (int64_t)info.num_blocks);
 		method =

@@ -1,6 +1,8 @@
 # Guest tests of our own controller (the harness's tests are listed in
 # qemu-configs/module.mk). They use build/bin/nvme-emu.
 GUEST_TESTS += tests/guest/test-nvme-emu.sh
+# The same on the io_uring backend.
+GUEST_TESTS += tests/guest/test-nvme-emu-uring.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh

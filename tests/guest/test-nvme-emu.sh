@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Guest test: the nvme-emu daemon (aio backend on a file) serves a QEMU guest
+# Guest test: the nvme-emu daemon (aio, or io_uring with NVME_EMU_BACKEND=uring, on a file) serves a QEMU guest
 # over vfio-user; the job runs nvme-cli, fio verify, ext4, discard, reset and
 # FLR. Afterwards the daemon is killed (SIGKILL) and the pattern the guest
 # wrote and flushed must be in the backing file.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
-gt_setup nvme-emu
+# The file backend: aio (default) or uring (test-nvme-emu-uring.sh).
+backend=${NVME_EMU_BACKEND:-aio}
+case $backend in aio | uring) ;; *) echo "NVME_EMU_BACKEND must be aio or uring"; exit 2 ;; esac
+gt_setup "nvme-emu$([ "$backend" = aio ] || echo "-$backend")"
 bin=$GT_TOP/build/bin/nvme-emu
 sock=$GT_DIR/nvme.sock
 disk=$GT_DIR/disk.img
-"$bin" --socket "$sock" --aio "$disk:256M" --serial NVMEEMU-GT1 --model "nvme-emu guest test" \
-	-q 4 >"$GT_DIR/daemon.log" 2>&1 &
+"$bin" --socket "$sock" "--$backend" "$disk:256M" --serial NVMEEMU-GT1 \
+	--model "nvme-emu guest test" -q 4 >"$GT_DIR/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 "$GT_LAUNCH" --job "$GT_JOBS/nvme-emu.sh" --vfio-user "$sock" \

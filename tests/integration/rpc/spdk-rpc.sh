@@ -118,6 +118,11 @@ ok_out "bdev_malloc_create -b Malloc0 64 512" '^Malloc0$' bdev_malloc_create -b 
 ok_out "bdev_null_create Null0 64 512" '^Null0$' bdev_null_create Null0 64 512
 truncate -s 64M "$D/aio.img"
 ok_out "bdev_aio_create FILE Aio0 512" '^Aio0$' bdev_aio_create "$D/aio.img" Aio0 512
+truncate -s 32M "$D/uring.img"
+ok_out "bdev_uring_create FILE Uring0 4096" '^Uring0$' bdev_uring_create "$D/uring.img" Uring0 4096
+ok_json "bdev_get_bdevs -b Uring0: io_uring, 8192 blocks of 4096" \
+	'r[0]["module"] == "uring" and r[0]["num_blocks"] == 8192 and r[0]["block_size"] == 4096' \
+	bdev_get_bdevs -b Uring0
 ok_json "bdev_get_bdevs -b Malloc0: 131072 blocks of 512" \
 	'r[0]["num_blocks"] == 131072 and r[0]["block_size"] == 512' bdev_get_bdevs -b Malloc0
 bad "bdev_malloc_create --md-size 8: refused, by name" "md_size.*not supported" \
@@ -163,7 +168,7 @@ ok_json "... allow_any_host false" '[s for s in r if s["nqn"] == "'$NQN'" and no
 	nvmf_get_subsystems
 ok_json "nvmf_get_stats: a poll group" 'len(r["poll_groups"]) >= 1' nvmf_get_stats
 ok_json "bdev_get_iostat: every bdev" \
-	'sorted(b["name"] for b in r["bdevs"]) == ["Aio0", "Malloc0", "Null0"]' bdev_get_iostat
+	'sorted(b["name"] for b in r["bdevs"]) == ["Aio0", "Malloc0", "Null0", "Uring0"]' bdev_get_iostat
 ok_json "bdev_get_iostat --names Malloc0,Null0" \
 	'[b["name"] for b in r["bdevs"]] == ["Malloc0", "Null0"]' bdev_get_iostat --names Malloc0,Null0
 bad "bdev_get_iostat --per-channel: refused" "per_channel.*not supported" bdev_get_iostat -c
