@@ -32,4 +32,7 @@ nvme_torture_test_SRCS := tests/integration/torture_test.c tests/integration/nvm
 nvme_torture_test_LIBS := host common
 $(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
 
+# nvme-emu-perf against the real daemon.
+SCRIPT_TESTS += tests/integration/perf/perf-tool.sh
+
 include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))

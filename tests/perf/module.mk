@@ -8,6 +8,10 @@ dpa-bench_LIBS := dpa common
 dpa-bench-hw_SRCS := tests/perf/dpa_bench_hw.c tests/perf/dpa_bench_core.c
 dpa-bench-hw_LIBS := dpa hw vfu host common
 
+# Native bench: nvme-emu-perf against nvme-emu (null, malloc; QD 1..128; 1-2 queues), each
+# doorbell configuration in the same run, medians, ratios to the default.
+BENCHES += tests/perf/native-bench.sh
+
 # Guest bench: QEMU's built-in NVMe device vs nvme-emu configurations in one
 # guest, fio 4k randread QD32 and 128k seqwrite QD8, medians and ratios.
 BENCHES += tests/perf/guest-bench.sh

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Integration: nvme-emu-perf against a real nvme-emu: a verified write of the whole namespace then
+# verified random reads (4 KiB and 128 KiB, two queues), figures that make sense (IOPS, latency
+# percentiles in order, the server's CPU found through the socket), interrupts and two threads on
+# mmap doorbells, a read-back of unwritten blocks that must fail verification, and usage errors.
+# Usage: perf-tool.sh BUILD_DIR. Ends with "N passed, N failed".
+set -u
+TOP=$(cd "$(dirname "$0")/../../.." && pwd)
+BIN=$TOP/${1:-build}/bin
+D=$(mktemp -d /tmp/nvme-emu-perf-test.XXXXXX)
+passed=0
+failed=0
+dpid=
+cleanup() {
+	[ -n "$dpid" ] && kill -9 "$dpid" 2> /dev/null
+	rm -rf "$D"
+}
+trap cleanup EXIT
+pass() { echo "ok - $1"; passed=$((passed + 1)); }
+fail() { echo "not ok - $1"; failed=$((failed + 1)); }
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+start() {
+	[ -n "$dpid" ] && { kill "$dpid"; wait "$dpid" 2> /dev/null; }
+	rm -f "$D/s"
+	"$BIN/nvme-emu" --socket "$D/s" --malloc 16M -q 4 "$@" > "$D/daemon.log" 2>&1 &
+	dpid=$!
+	for _ in $(seq 100); do [ -S "$D/s" ] && return 0; sleep 0.1; done
+	return 1
+}
+# perf NAME PYEXPR ARGS...: nvme-emu-perf -j succeeds and PYEXPR holds for its JSON `r`.
+perf() {
+	local name=$1 expr=$2 out
+	shift 2
+	if out=$("$BIN/nvme-emu-perf" -s "$D/s" -j "$@" 2> "$D/err") &&
+		python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($expr) else 1)" "$out"; then
+		pass "$name"
+	else
+		fail "$name: $out $(cat "$D/err")"
+	fi
+}
+
+check "nvme-emu (malloc 16 MiB, trapped doorbells)" start
+perf "verified write of the whole namespace (4096 x 4 KiB, two queues)" \
+	'r["ios"] == 4096 and r["errors"] == 0 and r["verify_errors"] == 0' -w write -V -n 2 -q 8
+perf "verified random reads, two queues: IOPS, ordered percentiles, server CPU" \
+	'r["ios"] > 100 and r["iops"] > 0 and r["verify_errors"] == 0 and 0 < r["lat_us"]["p50"] <= r["lat_us"]["p99"] <= r["lat_us"]["p99_9"] and r["lat_us"]["max"] > 0 and r["server_cpu_s"] > 0 and r["server_pid"] > 0' \
+	-w randread -V -n 2 -t 1
+perf "verified 128 KiB random reads" 'r["ios"] > 10 and r["verify_errors"] == 0' \
+	-w randread -o 131072 -q 4 -V -t 1
+perf "mixed 70/30 with interrupts" 'r["ios"] > 100 and r["interrupts"] and r["errors"] == 0' \
+	-w rw -M 70 -I -t 1
+check "-c 2 on trapped doorbells is refused (exit 2)" sh -c \
+	"'$BIN/nvme-emu-perf' -s '$D/s' -n 2 -c 2 -t 1 > /dev/null 2>&1; [ \$? -eq 2 ]"
+check "nvme-emu (mmap doorbells, one DPA hart)" start --doorbells mmap --dpa-harts 1
+perf "two threads on two queues (mmap doorbells)" \
+	'r["threads"] == 2 and r["doorbells"] == "mmap" and r["ios"] > 100 and r["errors"] == 0' \
+	-w randread -n 2 -c 2 -t 1
+check "unwritten blocks fail verification (exit 1)" sh -c \
+	"! '$BIN/nvme-emu-perf' -s '$D/s' -w randread -V -t 1 -j > '$D/v.json' 2> /dev/null && python3 -c \"import json; r=json.load(open('$D/v.json')); assert r['verify_errors'] > 0\""
+check "-q 0 is a usage error (exit 2)" sh -c \
+	"'$BIN/nvme-emu-perf' -s '$D/s' -q 0 > /dev/null 2>&1; [ \$? -eq 2 ]"
+check "a missing socket is an error (exit 1)" sh -c \
+	"'$BIN/nvme-emu-perf' -s '$D/none' -t 1 > /dev/null 2>&1; [ \$? -eq 1 ]"
+check "--help" sh -c "'$BIN/nvme-emu-perf' --help | grep -q -- '--workload'"
+kill "$dpid"
+wait "$dpid"
+check "nvme-emu exits cleanly" test $? -eq 0
+dpid=
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
