@@ -862,8 +862,8 @@ static void rpc_nvmf_subsystem_allow_any_host(struct rpc_request *req,
 	rpc_request_result(req, json_object_new_boolean(true));
 }
 
-static void rpc_nvmf_subsystem_add_host(struct rpc_request *req, struct json_object *params,
-					void *ctx)
+static void rpc_nvmf_host_change(struct rpc_request *req, struct json_object *params, void *ctx,
+				 int (*change)(struct app_subsys *, const char *, char *))
 {
 	struct rpc_host p = {0};
 	struct app_subsys *s;
@@ -873,29 +873,23 @@ static void rpc_nvmf_subsystem_add_host(struct rpc_request *req, struct json_obj
 	if (rpc_decode_params(req, params, rpc_host_dec, RPC_N(rpc_host_dec), &p) ||
 	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
 		return;
-	rc = app_subsys_add_host(s, p.host, err);
+	rc = change(s, p.host, err);
 	if (rc)
 		rpc_request_error(req, rc, "%s", err);
 	else
 		rpc_request_result(req, json_object_new_boolean(true));
 }
 
+static void rpc_nvmf_subsystem_add_host(struct rpc_request *req, struct json_object *params,
+					void *ctx)
+{
+	rpc_nvmf_host_change(req, params, ctx, app_subsys_add_host);
+}
+
 static void rpc_nvmf_subsystem_remove_host(struct rpc_request *req, struct json_object *params,
 					   void *ctx)
 {
-	struct rpc_host p = {0};
-	struct app_subsys *s;
-	char err[APP_ERR_LEN];
-	int rc;
-
-	if (rpc_decode_params(req, params, rpc_host_dec, RPC_N(rpc_host_dec), &p) ||
-	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
-		return;
-	rc = app_subsys_remove_host(s, p.host, err);
-	if (rc)
-		rpc_request_error(req, rc, "%s", err);
-	else
-		rpc_request_result(req, json_object_new_boolean(true));
+	rpc_nvmf_host_change(req, params, ctx, app_subsys_remove_host);
 }
 
 static const struct rpc_method rpc_nvmf_methods[] = {

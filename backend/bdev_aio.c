@@ -343,52 +343,24 @@ static const struct bdev_module_ops bdev_aio_ops = {
 
 int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out)
 {
-	uint32_t bs = opts && opts->block_size ? opts->block_size : 512;
-	struct bdev_aio *a;
-	struct bdev *b;
+	struct bdev_aio *a = calloc(1, sizeof(*a));
 	uint64_t size = 0;
-	bool created;
+	bool created = false;
+	uint32_t bs;
 	int rc;
 
-	if (!opts || !opts->filename || !opts->filename[0] || (bs != 512 && bs != 4096))
-		return -EINVAL;
-	if (opts->create_size % bs || opts->queue_depth > BDEV_AIO_MAX_QD)
-		return -EINVAL;
-	/* Refuse a bad or taken name before touching (or creating) the file. */
-	if (!name || !name[0] || strlen(name) > BDEV_NAME_MAX)
-		return -EINVAL;
-	if (bdev_lookup(name))
-		return -EEXIST;
-	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	a->queue_depth = opts->queue_depth ? opts->queue_depth : BDEV_AIO_DEFAULT_QD;
-	a->fdsync_async = true;
-	rc = bdev_file_open(&a->f, opts->filename, bs, opts->buffered, opts->create_size, &size,
-			    &created);
+	rc = bdev_file_setup(&a->f, name, opts, BDEV_AIO_MAX_QD, &bs, &size, &created);
 	if (rc) {
 		free(a);
 		return rc;
 	}
-	rc = bdev_alloc(name, &bdev_aio_ops, bs, size / bs, opts->uuid, &b);
+	a->queue_depth = opts->queue_depth ? opts->queue_depth : BDEV_AIO_DEFAULT_QD;
+	a->fdsync_async = true;
+	rc = bdev_file_register(name, &bdev_aio_ops, &a->f, a, bs, size, opts, a->queue_depth,
+				"aio", created, out);
 	if (rc)
-		goto out_free_a;
-	b->ctx = a;
-	rc = bdev_register(b);
-	if (rc)
-		goto out_free_bdev;
-	LOG_INFO(BDEV_LOG, "%s: aio on %s, %s I/O, queue depth %u", name, a->f.filename,
-		 a->f.direct ? "direct" : "buffered", a->queue_depth);
-	if (out)
-		*out = b;
-	return 0;
-
-out_free_bdev:
-	bdev_free(b);
-out_free_a:
-	/* Do not leave behind a file that this failed call created. */
-	if (created)
-		unlink(a->f.filename);
-	bdev_aio_free(a);
+		bdev_aio_free(a);
 	return rc;
 }

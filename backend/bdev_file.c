@@ -306,3 +306,46 @@ void bdev_file_close(struct bdev_file *f)
 	free(f->filename);
 	f->filename = NULL;
 }
+
+int bdev_file_setup(struct bdev_file *f, const char *name, const struct bdev_aio_opts *opts,
+		    uint32_t max_qd, uint32_t *bs, uint64_t *size, bool *created)
+{
+	*bs = opts && opts->block_size ? opts->block_size : 512;
+	if (!opts || !opts->filename || !opts->filename[0] || (*bs != 512 && *bs != 4096))
+		return -EINVAL;
+	if (opts->create_size % *bs || opts->queue_depth > max_qd)
+		return -EINVAL;
+	/* Refuse a bad or taken name before touching (or creating) the file. */
+	if (!name || !name[0] || strlen(name) > BDEV_NAME_MAX)
+		return -EINVAL;
+	if (bdev_lookup(name))
+		return -EEXIST;
+	return bdev_file_open(f, opts->filename, *bs, opts->buffered, opts->create_size, size,
+			      created);
+}
+
+int bdev_file_register(const char *name, const struct bdev_module_ops *ops, struct bdev_file *f,
+		       void *ctx, uint32_t bs, uint64_t size, const struct bdev_aio_opts *opts,
+		       uint32_t qd, const char *what, bool created, struct bdev **out)
+{
+	struct bdev *b;
+	int rc = bdev_alloc(name, ops, bs, size / bs, opts->uuid, &b);
+
+	if (!rc) {
+		b->ctx = ctx;
+		rc = bdev_register(b);
+		if (rc)
+			bdev_free(b);
+	}
+	if (rc) {
+		/* Do not leave behind a file that this failed call created. */
+		if (created)
+			unlink(f->filename);
+		return rc;
+	}
+	LOG_INFO(BDEV_LOG, "%s: %s on %s, %s I/O, queue depth %u", name, what, f->filename,
+		 f->direct ? "direct" : "buffered", qd);
+	if (out)
+		*out = b;
+	return 0;
+}

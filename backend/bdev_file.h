@@ -49,6 +49,20 @@ int bdev_file_open(struct bdev_file *f, const char *filename, uint32_t block_siz
 		   uint64_t create_size, uint64_t *size, bool *created);
 void bdev_file_close(struct bdev_file *f);
 
+/*
+ * What bdev_aio_create and bdev_uring_create share. setup checks the name (free, 1 to
+ * BDEV_NAME_MAX bytes) and the options (block size 512 or 4096, create_size a multiple of it,
+ * queue_depth at most max_qd) before touching the file, then opens it (bdev_file_open); the block
+ * size in *bs. register makes and registers bdev `name` over it (ctx: the module's object,
+ * freed by the caller on failure) and logs it as `what`; on failure it removes a file that
+ * `created` says this create made. Both: 0 or -errno.
+ */
+int bdev_file_setup(struct bdev_file *f, const char *name, const struct bdev_aio_opts *opts,
+		    uint32_t max_qd, uint32_t *bs, uint64_t *size, bool *created);
+int bdev_file_register(const char *name, const struct bdev_module_ops *ops, struct bdev_file *f,
+		       void *ctx, uint32_t bs, uint64_t size, const struct bdev_aio_opts *opts,
+		       uint32_t qd, const char *what, bool created, struct bdev **out);
+
 /* The learned capabilities (atomically: channels of several threads share them). */
 bool bdev_file_cap(bool *flag);
 void bdev_file_cap_clear(bool *flag);

@@ -410,49 +410,23 @@ static const struct bdev_module_ops bdev_uring_ops = {
 
 int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out)
 {
-	uint32_t bs = opts && opts->block_size ? opts->block_size : 512;
-	struct bdev_uring *ur;
-	struct bdev *b;
+	struct bdev_uring *ur = calloc(1, sizeof(*ur));
 	uint64_t size = 0;
-	bool created;
+	bool created = false;
+	uint32_t bs;
 	int rc;
 
-	if (!opts || !opts->filename || !opts->filename[0] || (bs != 512 && bs != 4096))
-		return -EINVAL;
-	if (opts->create_size % bs || opts->queue_depth > BDEV_URING_MAX_QD)
-		return -EINVAL;
-	if (!name || !name[0] || strlen(name) > BDEV_NAME_MAX)
-		return -EINVAL;
-	if (bdev_lookup(name))
-		return -EEXIST;
-	ur = calloc(1, sizeof(*ur));
 	if (!ur)
 		return -ENOMEM;
-	ur->queue_depth = opts->queue_depth ? opts->queue_depth : BDEV_URING_DEFAULT_QD;
-	rc = bdev_file_open(&ur->f, opts->filename, bs, opts->buffered, opts->create_size, &size,
-			    &created);
+	rc = bdev_file_setup(&ur->f, name, opts, BDEV_URING_MAX_QD, &bs, &size, &created);
 	if (rc) {
 		free(ur);
 		return rc;
 	}
-	rc = bdev_alloc(name, &bdev_uring_ops, bs, size / bs, opts->uuid, &b);
+	ur->queue_depth = opts->queue_depth ? opts->queue_depth : BDEV_URING_DEFAULT_QD;
+	rc = bdev_file_register(name, &bdev_uring_ops, &ur->f, ur, bs, size, opts, ur->queue_depth,
+				"io_uring", created, out);
 	if (rc)
-		goto out_free;
-	b->ctx = ur;
-	rc = bdev_register(b);
-	if (rc)
-		goto out_free_bdev;
-	LOG_INFO(BDEV_LOG, "%s: io_uring on %s, %s I/O, queue depth %u", name, ur->f.filename,
-		 ur->f.direct ? "direct" : "buffered", ur->queue_depth);
-	if (out)
-		*out = b;
-	return 0;
-
-out_free_bdev:
-	bdev_free(b);
-out_free:
-	if (created)
-		unlink(ur->f.filename);
-	bdev_uring_free(ur);
+		bdev_uring_free(ur);
 	return rc;
 }

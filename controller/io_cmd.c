@@ -259,10 +259,10 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 
 /* ---- Dataset Management ---- */
 
-void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
+/* Copies between buf and bytes [off, +len) of the command's mapped data, in either direction. */
+static void ctrlr_io_iov_copy(const struct ctrlr_req *req, uint64_t off, char *buf, size_t len,
+			      bool to_iov)
 {
-	char *d = dst;
-
 	for (int i = 0; i < req->iovcnt && len; i++) {
 		size_t il = req->iov[i].iov_len;
 
@@ -271,32 +271,23 @@ void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, siz
 			continue;
 		}
 		size_t c = il - off < len ? il - off : len;
+		char *at = (char *)req->iov[i].iov_base + off;
 
-		memcpy(d, (char *)req->iov[i].iov_base + off, c);
-		d += c;
+		memcpy(to_iov ? at : buf, to_iov ? buf : at, c);
+		buf += c;
 		len -= c;
 		off = 0;
 	}
 }
 
+void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
+{
+	ctrlr_io_iov_copy(req, off, dst, len, false);
+}
+
 void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len)
 {
-	const char *p = src;
-
-	for (int i = 0; i < req->iovcnt && len; i++) {
-		size_t il = req->iov[i].iov_len;
-
-		if (off >= il) {
-			off -= il;
-			continue;
-		}
-		size_t c = il - off < len ? il - off : len;
-
-		memcpy((char *)req->iov[i].iov_base + off, p, c);
-		p += c;
-		len -= c;
-		off = 0;
-	}
+	ctrlr_io_iov_copy(req, off, (char *)src, len, true);
 }
 
 static void ctrlr_io_dsm_next(struct ctrlr_req *req);
