@@ -35,7 +35,7 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->acl = CTRLR_ACL;
 	id->aerl = CTRLR_AERL;
 	id->frmw = NVME_FRMW_SLOT1_RO | NVME_FRMW_SLOTS(1);
-	id->lpa = NVME_LPA_CMD_EFFECTS | NVME_LPA_EXT_DATA;
+	id->lpa = NVME_LPA_SMART_PER_NS | NVME_LPA_CMD_EFFECTS | NVME_LPA_EXT_DATA;
 	id->elpe = CTRLR_ERROR_LOG_ENTRIES - 1;
 	id->npss = 0;
 	id->wctemp = CTRLR_WCTEMP_K;

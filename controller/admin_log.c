@@ -44,12 +44,25 @@ static void ctrlr_u128_put(uint8_t *dst, uint64_t v)
 	memcpy(dst, &v, 8);
 }
 
-static size_t ctrlr_log_smart(struct ctrlr *ctrlr, uint8_t *buf)
+/* SMART / Health (Base 2.0 5.16.1.3): the controller's counters for NSID 0 or FFFFFFFFh; for a
+ * namespace (LPA bit 0), those of its bdev: bytes and commands read and written, errors. */
+static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf)
 {
 	struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
 	struct ctrlr_stats st;
 
 	ctrlr_get_stats(ctrlr, &st);
+	if (ns) {
+		struct bdev_stats bs;
+
+		bdev_get_stats(ns->bdev, &bs);
+		/* Data units: thousands of 512-byte units, rounded up (as ctrlr_get_stats). */
+		st.data_units_read = (bs.bytes_read / 512 + 999) / 1000;
+		st.data_units_written = (bs.bytes_written / 512 + 999) / 1000;
+		st.host_read_cmds = bs.read_ops;
+		st.host_write_cmds = bs.write_ops;
+		st.media_errors = bs.errors;
+	}
 	s->critical_warning = ctrlr->smart_critical;
 	s->temperature = CTRLR_TEMP_KELVIN;
 	s->avail_spare = 100;
@@ -133,9 +146,22 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 	case NVME_LOG_ERROR:
 		size = ctrlr_log_error(ctrlr, buf);
 		break;
-	case NVME_LOG_SMART:
-		size = ctrlr_log_smart(ctrlr, buf);
+	case NVME_LOG_SMART: {
+		struct ctrlr_ns *ns = NULL;
+
+		if (sqe->nsid && sqe->nsid != NVME_NSID_ALL) {
+			ns = ctrlr_ns_get(ctrlr, sqe->nsid);
+			if (!ns) {
+				free(buf);
+				return ctrlr_req_complete_err(req, NVME_SC_INVALID_NS,
+							      offsetof(struct nvme_sqe, nsid));
+			}
+		}
+		size = ctrlr_log_smart(ctrlr, ns, buf);
+		if (ns)
+			ctrlr_ns_put(ns);
 		break;
+	}
 	case NVME_LOG_FW_SLOT:
 		size = ctrlr_log_fw_slot(ctrlr, buf);
 		break;

@@ -44,6 +44,8 @@ for spec in "randwrite 4k 1" "randwrite 4k 32" "write 128k 1" "write 128k 32"; d
 done
 step "smart-log counts the fio writes" sh -c \
 	"nvme smart-log $ctrl -o json | tee /dev/stderr | grep -q '\"data_units_written\" *: *[1-9]'"
+step "smart-log of namespace 1 (LPA bit 0) counts its writes" sh -c \
+	"nvme smart-log $ctrl -n 1 -o json | tee /dev/stderr | grep -q '\"data_units_written\" *: *[1-9]'"
 step "both I/O queues carried interrupts" sh -c \
 	"[ \$(grep -c 'nvme0q[1-9]' /proc/interrupts) -ge 2 ]"
 

@@ -334,6 +334,46 @@ static void test_smart_counters(void)
 	CU_ASSERT_TRUE(st.host_write_cmds >= 4);
 }
 
+/* Host write commands in the SMART log of nsid (NVME_NSID_ALL: the controller's); -1 on error. */
+static int64_t io_smart_writes(uint32_t nsid)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, nsid);
+	struct nvme_smart_log *s = (struct nvme_smart_log *)io_data();
+	uint64_t w;
+
+	sqe.dptr.prp.prp1 = data_addr;
+	sqe.cdw10 = NVME_LOG_SMART | (127u << 16);
+	if (lb_cmd(&lb, 0, &sqe, NULL))
+		return -1;
+	memcpy(&w, s->host_writes, 8);
+	return (int64_t)w;
+}
+
+/* LPA bit 0: a namespace's SMART log counts its own I/O; an inactive nsid is refused. */
+static void test_smart_per_namespace(void)
+{
+	int64_t all0 = io_smart_writes(NVME_NSID_ALL), ns1_0 = io_smart_writes(1);
+	int64_t ns2_0 = io_smart_writes(2);
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 7);
+	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)io_data();
+
+	CU_ASSERT_TRUE(all0 >= 0 && ns1_0 >= 0 && ns2_0 >= 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 2, (uint64_t)i, 1, 0), 0);
+	CU_ASSERT_EQUAL(io_smart_writes(2), ns2_0 + 3);
+	CU_ASSERT_EQUAL(io_smart_writes(1), ns1_0);
+	CU_ASSERT_EQUAL(io_smart_writes(NVME_NSID_ALL), all0 + 3);
+	CU_ASSERT_EQUAL(io_smart_writes(0), all0 + 3);
+	sqe.dptr.prp.prp1 = data_addr;
+	sqe.cdw10 = NVME_LOG_SMART | (127u << 16);
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_NS | NVME_DNR);
+	sqe = lb_sqe(NVME_ADM_IDENTIFY, 0);
+	sqe.dptr.prp.prp1 = data_addr;
+	sqe.cdw10 = NVME_CNS_CTRL;
+	CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_TRUE(id->lpa & NVME_LPA_SMART_PER_NS);
+}
+
 static void test_format(void)
 {
 	struct nvme_sqe sqe;
@@ -380,5 +420,5 @@ CUNIT_SUITE(io, io_init, io_fini, {"write_read", test_write_read},
 	    {"range_and_mdts", test_range_and_mdts}, {"bad_data_pointers", test_bad_data_pointers},
 	    {"sgl", test_sgl}, {"sgl_disabled", test_sgl_disabled},
 	    {"flush_wz_dsm", test_flush_wz_dsm}, {"compare_verify", test_compare_verify},
-	    {"vendor_checksum", test_vendor_checksum}, {"smart_counters", test_smart_counters},
+	    {"vendor_checksum", test_vendor_checksum}, {"smart_counters", test_smart_counters}, {"smart_per_namespace", test_smart_per_namespace},
 	    {"format", test_format}, {"ns_remove_inflight", test_ns_remove_inflight})
