@@ -147,6 +147,8 @@ int bdev_alloc(const char *name, const struct bdev_module_ops *ops, uint32_t blo
 			return rc;
 		}
 	}
+	b->io_types = ops->io_types;
+	b->has_write_cache = ops->has_write_cache;
 	b->write_cache = ops->has_write_cache;
 	*out = b;
 	return 0;
@@ -266,7 +268,7 @@ void bdev_release(struct bdev *bdev)
 
 int bdev_set_write_cache(struct bdev *bdev, bool enable)
 {
-	if (!bdev->ops->has_write_cache)
+	if (!bdev->has_write_cache)
 		return enable ? -ENOTSUP : 0;
 	__atomic_store_n(&bdev->write_cache, enable, __ATOMIC_RELAXED);
 	return 0;
@@ -303,7 +305,7 @@ bool bdev_io_type_supported(const struct bdev *bdev, enum bdev_io_type type)
 {
 	if ((unsigned int)type >= BDEV_IO_TYPE_COUNT)
 		return false;
-	return bdev->ops->io_types & (1u << type);
+	return bdev->io_types & (1u << type);
 }
 
 const char *bdev_io_type_name(enum bdev_io_type type)
@@ -323,7 +325,7 @@ const char *bdev_io_type_name(enum bdev_io_type type)
 
 bool bdev_has_write_cache(const struct bdev *bdev)
 {
-	return bdev->ops->has_write_cache;
+	return bdev->has_write_cache;
 }
 
 bool bdev_write_cache_enabled(const struct bdev *bdev)
@@ -343,7 +345,7 @@ void bdev_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->claimed = bdev->claimed;
 	snprintf(info->claimed_by, sizeof(info->claimed_by), "%s", bdev->claimed_by);
 	info->open_count = bdev->open_count;
-	info->io_types = bdev->ops->io_types;
+	info->io_types = bdev->io_types;
 	info->write_cache = bdev_has_write_cache(bdev);
 	info->write_cache_enabled = bdev_write_cache_enabled(bdev);
 	if (bdev->ops->get_info)

@@ -114,6 +114,11 @@ struct bdev_info {
 	bool write_cache;	  /* has a volatile write cache (NVMe Identify VWC present) */
 	bool write_cache_enabled; /* ... and it is on (NVMe Set Features VWC) */
 	const char *filename; /* aio: backing path; NULL otherwise (valid while the bdev exists) */
+	const char *uri;      /* nbd: the export's URI; NULL otherwise (same lifetime) */
+	uint32_t nbd_connections; /* nbd: connections asked for (num_connections) */
+	uint32_t nbd_reconnect_timeout; /* nbd: seconds */
+	uint32_t nbd_connected;	  /* nbd: connections up now */
+	bool nbd_multi_conn;	  /* nbd: the server allows several connections */
 	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
 };
 
@@ -177,6 +182,40 @@ int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct b
  * (0 = 128). Main thread.
  */
 int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out);
+
+/* Options of an NBD bdev. Zero-initialise, then set what you need. */
+struct bdev_nbd_opts {
+	const char *uri;	    /* an NBD URI as libnbd parses it: nbd://, nbds://, nbd+unix://,
+				     * nbds+unix:// (TLS: tls-certificates=DIR or tls-psk-file=FILE
+				     * in the query string) (required) */
+	uint32_t block_size;	    /* 512 or 4096 (0 = 512); at least the server's minimum */
+	uint32_t num_connections;   /* connections when the server allows multi-conn (0 = 4, max
+				     * BDEV_NBD_MAX_CONNECTIONS); otherwise always 1 */
+	uint32_t reconnect_timeout; /* seconds I/O waits for a lost server before it fails with
+				     * -EIO (0 = 30); reconnection goes on after that */
+	const uint8_t *uuid;	    /* BDEV_UUID_LEN bytes or NULL for random */
+};
+#define BDEV_NBD_MAX_CONNECTIONS 16
+/* How an asynchronous creation ended: rc 0 and the registered bdev, or -errno and a message
+ * (server unreachable, handshake refused, export too small, read-only export ...). Main thread. */
+typedef void (*bdev_create_cb)(void *arg, int rc, const char *message, struct bdev *bdev);
+struct evloop;
+/*
+ * Creates a bdev on an NBD export (libnbd). The connection is made asynchronously on `loop`, the
+ * main thread's event loop, which then carries every NBD connection of the bdev (channels hand
+ * their I/O to it and get completions back on their eventfd): done(arg, ...) runs once the
+ * handshake is over and the bdev is registered, or it failed; never from inside this call.
+ * Flush, FUA, write zeroes and deallocate map to NBD_CMD_FLUSH, the FUA flag and
+ * NBD_CMD_WRITE_ZEROES (holes allowed) when the server offers them. A lost connection is
+ * reconnected (backoff up to 2 s); I/O in flight is sent again, so no acknowledged write is lost.
+ * Returns 0 (done will run), or -EINVAL (bad options or URI), -EEXIST (name taken or being
+ * created), -ENOMEM, -ENOTSUP (libnbd cannot parse URIs), without calling done. Main thread.
+ */
+int bdev_nbd_create(const char *name, const struct bdev_nbd_opts *opts, struct evloop *loop,
+		    bdev_create_cb done, void *arg);
+/* Fails every NBD creation still connecting with -ECANCELED (their done runs now): process
+ * teardown, before the loop stops. Main thread. */
+void bdev_nbd_cancel_creates(void);
 
 /* ---- registry (main thread) ---- */
 

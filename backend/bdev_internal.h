@@ -46,6 +46,10 @@ struct bdev {
 	uint32_t block_size;
 	uint64_t num_blocks;
 	uint8_t uuid[BDEV_UUID_LEN];
+	/* From the ops table at bdev_alloc; a module whose device decides (an NBD server's flags)
+	 * narrows them before bdev_register. Fixed once registered. */
+	uint32_t io_types;
+	bool has_write_cache;
 	bool write_cache; /* read with __atomic by channel threads */
 	uint32_t open_count;
 	bool claimed;
