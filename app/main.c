@@ -27,11 +27,11 @@
 /* Where the default RPC socket lives without $XDG_RUNTIME_DIR (made 0700). */
 #define APP_RUN_DIR "/run/nvme-emu"
 
-enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO, APP_NS_URING };
+enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO, APP_NS_URING, APP_NS_NBD };
 
 struct app_opt_ns {
 	enum app_ns_kind kind;
-	const char *arg; /* size, or FILE[:size] */
+	const char *arg; /* size, FILE[:size] or an NBD URI */
 };
 
 struct app_opts {
@@ -76,6 +76,8 @@ static void app_usage(FILE *out)
 	    "      --aio FILE[:SIZE]    namespace on a file or block device through libaio\n"
 	    "                           (SIZE creates/extends the file)\n"
 	    "      --uring FILE[:SIZE]  namespace on a file or block device through io_uring\n"
+	    "      --nbd URI            namespace on an NBD export (nbd://HOST[:PORT]/EXPORT,\n"
+	    "                           nbd+unix:///EXPORT?socket=PATH, nbds://... for TLS)\n"
 	    "      --buffered           aio / io_uring without O_DIRECT\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
@@ -225,6 +227,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_NULL,
 		O_AIO,
 		O_URING,
+		O_NBD,
 		O_HARTS,
 		O_DB,
 		O_QENT,
@@ -245,6 +248,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"null", required_argument, NULL, O_NULL},
 	    {"aio", required_argument, NULL, O_AIO},
 	    {"uring", required_argument, NULL, O_URING},
+	    {"nbd", required_argument, NULL, O_NBD},
 	    {"buffered", no_argument, NULL, O_BUFFERED},
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
@@ -282,6 +286,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case O_NULL:
 		case O_AIO:
 		case O_URING:
+		case O_NBD:
 			if (o->nr_ns == APP_MAX_NS) {
 				fprintf(stderr, "nvme-emu: at most %d namespaces\n", APP_MAX_NS);
 				return -EINVAL;
@@ -290,6 +295,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			    .kind = opt == O_MALLOC  ? APP_NS_MALLOC
 				    : opt == O_NULL  ? APP_NS_NULL
 				    : opt == O_URING ? APP_NS_URING
+				    : opt == O_NBD   ? APP_NS_NBD
 						     : APP_NS_AIO,
 			    .arg = optarg,
 			};
@@ -424,7 +430,8 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
 		if (o->nr_ns) {
-			fprintf(stderr, "nvme-emu: --malloc/--null/--aio need --socket\n");
+			fprintf(stderr,
+				"nvme-emu: --malloc/--null/--aio/--uring/--nbd need --socket\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -436,7 +443,8 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	}
 	if (!o->nr_ns) {
 		fprintf(stderr,
-			"nvme-emu: give at least one namespace (--malloc, --null or --aio)\n");
+			"nvme-emu: give at least one namespace (--malloc, --null, --aio, "
+			"--uring or --nbd)\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -453,6 +461,7 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 		 ns->kind == APP_NS_MALLOC  ? "Malloc"
 		 : ns->kind == APP_NS_NULL  ? "Null"
 		 : ns->kind == APP_NS_URING ? "Uring"
+		 : ns->kind == APP_NS_NBD   ? "NBD"
 					    : "AIO",
 		 i);
 	if (ns->kind == APP_NS_AIO || ns->kind == APP_NS_URING) {
@@ -534,50 +543,135 @@ static void app_setup_done(void *arg, int rc, const char *message)
 		fprintf(stderr, "nvme-emu: %s\n", message);
 }
 
-/* --socket: the transport, the namespaces' bdevs, one subsystem and a local listener, built
- * through the same operations as the RPC methods. */
-static int app_setup_one(struct app_target *t, const struct app_opts *o)
-{
-	char err[APP_ERR_LEN], nqn[128];
-	struct app_function *fn;
+/* --socket setup, as a chain: an NBD namespace's bdev is created asynchronously (its handshake
+ * runs on the loop), so the chain pauses there and goes on from the creation's callback. */
+struct app_setup {
+	struct app_target *t;
+	const struct app_opts *o;
 	struct app_subsys *s;
+	unsigned int next_ns;
+	char nqn[128];
+};
+
+static int app_setup_continue(struct app_setup *st);
+
+/* A setup that fails after the loop started stops the daemon (exit status 1). */
+static void app_setup_abort(struct app_target *t)
+{
+	t->shutting_down = true;
+	evloop_stop(t->loop);
+}
+
+static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
+{
+	struct app_ns_opts no = {.nsid = st->next_ns + 1, .bdev_name = bdev_get_name(bdev)};
+	char err[APP_ERR_LEN];
+	int rc = app_subsys_add_ns(st->t, st->s, &no, err);
+
+	if (rc < 0) {
+		fprintf(stderr, "nvme-emu: %s\n", err);
+		return rc;
+	}
+	st->next_ns++;
+	return 0;
+}
+
+static void app_setup_nbd_done(void *arg, int rc, const char *message, struct bdev *bdev)
+{
+	struct app_setup *st = arg;
+
+	/* Cancelled by a shutdown: the target's teardown deletes what was made. */
+	if (st->t->shutting_down)
+		return;
+	if (rc) {
+		fprintf(stderr, "nvme-emu: --nbd %s: %s\n", st->o->ns[st->next_ns].arg, message);
+		app_setup_abort(st->t);
+		return;
+	}
+	if (app_setup_add_ns(st, bdev) || app_setup_continue(st))
+		app_setup_abort(st->t);
+}
+
+/* The function and its listener, once every namespace is in. */
+static int app_setup_finish(struct app_setup *st)
+{
+	struct app_target *t = st->t;
+	const struct app_opts *o = st->o;
+	char err[APP_ERR_LEN];
+	struct app_function *fn;
 	int rc;
 
-	rc = app_transport_create(t, &t->tr_defaults, err);
-	if (rc)
-		goto out_err;
-	snprintf(nqn, sizeof(nqn), "nqn.2026-11.io.nvme-emu:%s", o->ctrlr.serial);
-	rc = app_subsys_create(t, nqn, o->ctrlr.serial, o->ctrlr.model, 0, true, err);
-	if (rc)
-		goto out_err;
-	s = app_subsys_find(t, nqn);
-	for (unsigned int i = 0; i < o->nr_ns; i++) {
-		struct bdev *bdev;
-		struct app_ns_opts no = {.nsid = i + 1};
-
-		if (app_create_bdev(o, i, &bdev))
-			return -EINVAL;
-		no.bdev_name = bdev_get_name(bdev);
-		rc = app_subsys_add_ns(t, s, &no, err);
-		if (rc < 0)
-			goto out_err;
-	}
 	rc = app_function_create(t, app_manager_find(t, "local"), "nvme-emu-0", o->socket_path,
 				 false, &fn, err);
-	if (rc)
-		goto out_err;
+	if (rc) {
+		fprintf(stderr, "nvme-emu: %s\n", err);
+		return rc;
+	}
 	/* A local manager completes at once when it works; a failure is reported once the
 	 * listener is torn down (still pending here: -EINPROGRESS). */
 	t->setup_rc = -EINPROGRESS;
-	app_listener_add(t, s, APP_TRTYPE, fn->vuid, NULL, NULL, app_setup_done, t);
+	app_listener_add(t, st->s, APP_TRTYPE, fn->vuid, NULL, NULL, app_setup_done, t);
 	if (t->setup_rc)
 		return t->setup_rc;
+	t->initialized = true;
 	LOG_INFO(APP_LOG,
 		 "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
 		 "%u DPA hart(s), %s doorbells, profile %s",
 		 APP_VERSION, o->socket_path, o->nr_ns, o->poll_groups, o->dpa_harts,
 		 hw_db_mode_name(o->db_mode), t->tr_defaults.profile->name);
 	return 0;
+}
+
+/* Adds the namespaces from next_ns on; returns 0 when done or paused on an NBD creation. */
+static int app_setup_continue(struct app_setup *st)
+{
+	const struct app_opts *o = st->o;
+	struct bdev *bdev;
+	int rc;
+
+	while (st->next_ns < o->nr_ns) {
+		const struct app_opt_ns *ns = &o->ns[st->next_ns];
+
+		if (ns->kind == APP_NS_NBD) {
+			struct bdev_nbd_opts no = {.uri = ns->arg, .block_size = o->block_size};
+			char name[32];
+
+			snprintf(name, sizeof(name), "NBD%u", st->next_ns);
+			rc = bdev_nbd_create(name, &no, st->t->loop, app_setup_nbd_done, st);
+			if (rc)
+				fprintf(stderr, "nvme-emu: --nbd %s: %s\n", ns->arg,
+					rc == -EINVAL ? "not an NBD URI, or bad options"
+						      : strerror(-rc));
+			return rc;
+		}
+		rc = app_create_bdev(o, st->next_ns, &bdev);
+		if (rc)
+			return rc;
+		rc = app_setup_add_ns(st, bdev);
+		if (rc)
+			return rc;
+	}
+	return app_setup_finish(st);
+}
+
+/* --socket: the transport, the namespaces' bdevs, one subsystem and a local listener, built
+ * through the same operations as the RPC methods. Returns 0 when done or under way (an NBD
+ * namespace connecting: a later failure stops the loop). */
+static int app_setup_one(struct app_target *t, const struct app_opts *o, struct app_setup *st)
+{
+	char err[APP_ERR_LEN];
+	int rc;
+
+	*st = (struct app_setup){.t = t, .o = o};
+	rc = app_transport_create(t, &t->tr_defaults, err);
+	if (rc)
+		goto out_err;
+	snprintf(st->nqn, sizeof(st->nqn), "nqn.2026-11.io.nvme-emu:%s", o->ctrlr.serial);
+	rc = app_subsys_create(t, st->nqn, o->ctrlr.serial, o->ctrlr.model, 0, true, err);
+	if (rc)
+		goto out_err;
+	st->s = app_subsys_find(t, st->nqn);
+	return app_setup_continue(st);
 
 out_err:
 	fprintf(stderr, "nvme-emu: %s\n", err);
@@ -653,6 +747,7 @@ int main(int argc, char **argv)
 	struct evloop *loop = NULL;
 	struct rpc_server *srv = NULL;
 	struct app_target t;
+	struct app_setup setup;
 	bool target_up = false;
 	sigset_t mask;
 	int sfd = -1, rc = 1;
@@ -706,9 +801,8 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	if (o.socket_path) {
-		if (app_setup_one(&t, &o))
+		if (app_setup_one(&t, &o, &setup))
 			goto out;
-		t.initialized = true;
 	} else if (o.wait_for_rpc) {
 		rpc_server_set_state(srv, RPC_STARTUP);
 		LOG_INFO(APP_LOG, "nvme-emu %s waiting for framework_start_init on %s", APP_VERSION,

@@ -1,5 +1,6 @@
 /* app/rpc_bdev.c - bdev methods with SPDK's names and parameters: bdev_malloc_create/delete,
- * bdev_null_create/delete, bdev_aio_create/delete, bdev_get_bdevs. */
+ * bdev_null_create/delete, bdev_aio_create/delete, bdev_uring_create/delete, bdev_get_bdevs; and
+ * bdev_nbd_create/delete (an NBD export behind a namespace; created asynchronously). */
 #include "app/app_internal.h"
 #include "app/rpc.h"
 #include "common/evloop.h"
@@ -188,6 +189,65 @@ static void rpc_bdev_uring_create(struct rpc_request *req, struct json_object *p
 			     bdev_uring_create);
 }
 
+/* bdev_nbd_create: name, uri (libnbd's syntax), block_size, uuid, num_connections (used when
+ * the server allows multi-conn), reconnect_timeout_sec. Answered once the handshake is over. */
+struct rpc_bdev_nbd_create {
+	const char *name;
+	const char *uri;
+	uint32_t block_size;
+	const char *uuid;
+	uint32_t num_connections;
+	uint32_t reconnect_timeout_sec;
+};
+
+static const struct rpc_decoder rpc_bdev_nbd_dec[] = {
+    RPC_DEC(rpc_bdev_nbd_create, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_nbd_create, uri, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_nbd_create, block_size, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_nbd_create, uuid, RPC_T_STRING, true),
+    RPC_DEC(rpc_bdev_nbd_create, num_connections, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_nbd_create, reconnect_timeout_sec, RPC_T_U32, true),
+};
+
+static void rpc_bdev_nbd_created(void *arg, int rc, const char *message, struct bdev *bdev)
+{
+	struct rpc_request *req = arg;
+
+	if (rc)
+		rpc_request_error(req, rc, "%s", message);
+	else
+		rpc_request_result(req, json_object_new_string(bdev_get_name(bdev)));
+}
+
+static void rpc_bdev_nbd_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_nbd_create p = {.block_size = 512};
+	struct bdev_nbd_opts o = {0};
+	struct app_target *t = ctx;
+	uint8_t uuid[BDEV_UUID_LEN];
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_nbd_dec, RPC_N(rpc_bdev_nbd_dec), &p) ||
+	    rpc_bdev_uuid(req, p.uuid, uuid))
+		return;
+	o.uri = p.uri;
+	o.block_size = p.block_size;
+	o.uuid = p.uuid ? uuid : NULL;
+	o.num_connections = p.num_connections;
+	o.reconnect_timeout = p.reconnect_timeout_sec;
+	rc = bdev_nbd_create(p.name, &o, t->loop, rpc_bdev_nbd_created, req);
+	if (rc == -EINVAL && p.num_connections > BDEV_NBD_MAX_CONNECTIONS)
+		rpc_request_error(req, rc, "num_connections %u: at most %d", p.num_connections,
+				  BDEV_NBD_MAX_CONNECTIONS);
+	else if (rc == -EINVAL && strncmp(p.uri, "nbd", 3))
+		rpc_request_error(req, rc,
+				  "uri '%s' is not an NBD URI (nbd://, nbds://, nbd+unix://, "
+				  "nbds+unix://)",
+				  p.uri);
+	else if (rc)
+		rpc_bdev_created(req, rc, p.name, p.block_size);
+}
+
 /* bdev_*_delete: the module must match, as in SPDK. */
 static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 			    struct app_target *t, const char *module)
@@ -239,6 +299,11 @@ static void rpc_bdev_uring_delete(struct rpc_request *req, struct json_object *p
 	rpc_bdev_delete(req, params, ctx, "uring");
 }
 
+static void rpc_bdev_nbd_delete(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "nbd");
+}
+
 static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 {
 	struct json_object *o = json_object_new_object(), *types = json_object_new_object();
@@ -269,6 +334,19 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 		json_object_object_add(aio, "filename", json_object_new_string(info.filename));
 		json_object_object_add(aio, "direct_io", json_object_new_boolean(info.direct_io));
 		json_object_object_add(ds, info.module_name, aio);
+		json_object_object_add(o, "driver_specific", ds);
+	}
+	if (info.uri) {
+		struct json_object *ds = json_object_new_object(), *nbd = json_object_new_object();
+
+		json_object_object_add(nbd, "uri", json_object_new_string(info.uri));
+		json_object_object_add(nbd, "num_connections",
+				       json_object_new_int64(info.nbd_connections));
+		json_object_object_add(nbd, "connected", json_object_new_int64(info.nbd_connected));
+		json_object_object_add(nbd, "multi_conn", json_object_new_boolean(info.nbd_multi_conn));
+		json_object_object_add(nbd, "reconnect_timeout_sec",
+				       json_object_new_int64(info.nbd_reconnect_timeout));
+		json_object_object_add(ds, "nbd", nbd);
 		json_object_object_add(o, "driver_specific", ds);
 	}
 	return o;
@@ -409,6 +487,8 @@ static const struct rpc_method rpc_bdev_methods[] = {
     {"bdev_aio_delete", rpc_bdev_aio_delete, RPC_RUNTIME, false},
     {"bdev_uring_create", rpc_bdev_uring_create, RPC_RUNTIME, false},
     {"bdev_uring_delete", rpc_bdev_uring_delete, RPC_RUNTIME, false},
+    {"bdev_nbd_create", rpc_bdev_nbd_create, RPC_RUNTIME, false},
+    {"bdev_nbd_delete", rpc_bdev_nbd_delete, RPC_RUNTIME, false},
     {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 

@@ -72,7 +72,12 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 	bdev_get_info(bdev, &info);
 	bdev_uuid_format(info.uuid, uuid);
 	rpc_config_str(p, "name", info.name);
-	if (info.filename) {
+	if (info.uri) {
+		rpc_config_str(p, "uri", info.uri);
+		rpc_config_int(p, "num_connections", info.nbd_connections);
+		rpc_config_int(p, "reconnect_timeout_sec", info.nbd_reconnect_timeout);
+		method = "bdev_nbd_create";
+	} else if (info.filename) {
 		rpc_config_str(p, "filename", info.filename);
 		method = strcmp(info.module_name, "uring") ? "bdev_aio_create" : "bdev_uring_create";
 	} else {

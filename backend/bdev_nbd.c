@@ -545,11 +545,15 @@ static void bdev_nbd_create_finish(struct bdev_nbd *nbd, int rc, const char *mes
 /* Closes the connection's handle; its unfinished commands wait for another connection. Then a
  * reconnect attempt is scheduled (not during creation: a first connection that fails fails the
  * creation). */
-static void bdev_nbd_conn_down(struct bdev_nbd_conn *c, const char *why)
+static void bdev_nbd_conn_down(struct bdev_nbd_conn *c, const char *reason)
 {
 	struct bdev_nbd *nbd = c->nbd;
 	struct bdev_nbd_io *n, *next;
 	bool was_ready = c->state == BDEV_NBD_READY;
+	char why[256];
+
+	/* A copy: libnbd's error string (often the reason) does not survive nbd_close. */
+	snprintf(why, sizeof(why), "%s", reason ? reason : "closed");
 
 	if (c->watch) {
 		evloop_watch_remove(c->watch);
@@ -580,7 +584,7 @@ static void bdev_nbd_conn_down(struct bdev_nbd_conn *c, const char *why)
 	}
 	if (was_ready)
 		LOG_WARN(BDEV_LOG, "%s: NBD connection %u to %s lost (%s): reconnecting",
-			 nbd->name, c->idx, nbd->uri, why ? why : "closed");
+			 nbd->name, c->idx, nbd->uri, why);
 	if (!bdev_nbd_any_ready(nbd) && !nbd->down_since_us) {
 		nbd->down_since_us = evloop_now_us();
 		if (!nbd->expire)

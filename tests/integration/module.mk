@@ -34,5 +34,7 @@ $(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
 
 # nvme-emu-perf against the real daemon.
 SCRIPT_TESTS += tests/integration/perf/perf-tool.sh
+# Namespaces on NBD exports (nbdkit, qemu-nbd started by the test).
+SCRIPT_TESTS += tests/integration/nbd/nbd.sh
 
 include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))

@@ -256,6 +256,8 @@ static void test_model_multi_conn(void)
 	CU_ASSERT_STRING_EQUAL(bdev_get_module_name(b), "nbd");
 	nut_open(&d, b);
 	CU_ASSERT_EQUAL(ut_model_run(d.ch, NUT_BS, 4096, 7, 40, 32), 0);
+	for (int i = 0; i < 200 && nut_info("nbd0").nbd_connected != 4; i++)
+		usleep(10000);
 	info = nut_info("nbd0");
 	CU_ASSERT_TRUE(info.nbd_multi_conn);
 	CU_ASSERT_EQUAL(info.nbd_connections, 4);
@@ -374,8 +376,9 @@ static void test_no_zero_server(void)
 }
 
 /* The server dies under a stream of writes and comes back on the same socket: every write
- * completes successfully and the file holds every one of them. */
-static void test_server_restart(void)
+ * completes successfully and the file holds every one of them. With several connections, all
+ * die at once and each one's commands move to whichever comes back first. */
+static void nut_server_restart(uint32_t conns)
 {
 	enum { NIO = 16, ROUNDS = 40 };
 	char *path = strdup(nut_file("restart", 4u << 20));
@@ -393,7 +396,11 @@ static void test_server_restart(void)
 
 	snprintf(file_arg, sizeof(file_arg), "file=%s", path);
 	nut_server_start(&s, "restart", args);
-	CU_ASSERT_EQUAL_FATAL(nut_create("nbd4", s.uri, 1, 0, &b, NULL, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(nut_create("nbd4", s.uri, conns, 0, &b, NULL, 0), 0);
+	/* The creation completes on the first connection; the others follow. */
+	for (int i = 0; i < 200 && nut_info("nbd4").nbd_connected != conns; i++)
+		usleep(10000);
+	CU_ASSERT_EQUAL(nut_info("nbd4").nbd_connected, conns);
 	nut_open(&d, b);
 	for (int i = 0; i < NIO; i++)
 		ios[i] = ut_io_alloc(b);
@@ -439,6 +446,16 @@ static void test_server_restart(void)
 	free(path);
 	free(data);
 	free(back);
+}
+
+static void test_server_restart(void)
+{
+	nut_server_restart(1);
+}
+
+static void test_server_restart_multi_conn(void)
+{
+	nut_server_restart(4);
 }
 
 /* Past the reconnect timeout I/O fails with -EIO; when the server returns, I/O works again. */
@@ -570,5 +587,6 @@ static int nut_cleanup(void)
 CUNIT_SUITE(bdev_nbd, nut_init, nut_cleanup, {"model_multi_conn", test_model_multi_conn},
 	    {"single_conn", test_single_conn}, {"file_flush_fua_zeroes", test_file_flush_fua_zeroes},
 	    {"no_zero_server", test_no_zero_server}, {"server_restart", test_server_restart},
+	    {"server_restart_multi_conn", test_server_restart_multi_conn},
 	    {"reconnect_timeout", test_reconnect_timeout}, {"tls_psk", test_tls_psk},
 	    {"create_errors", test_create_errors})
