@@ -3,6 +3,8 @@
 GUEST_TESTS += tests/guest/test-nvme-emu.sh
 # The same on the io_uring backend.
 GUEST_TESTS += tests/guest/test-nvme-emu-uring.sh
+# The same on an NBD export (nbdkit file plugin).
+GUEST_TESTS += tests/guest/test-nvme-emu-nbd.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh

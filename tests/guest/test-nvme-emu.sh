@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# Guest test: the nvme-emu daemon (aio, or io_uring with NVME_EMU_BACKEND=uring, on a file) serves a QEMU guest
+# Guest test: the nvme-emu daemon (aio, or io_uring with NVME_EMU_BACKEND=uring, on a file; or
+# NVME_EMU_BACKEND=nbd: an nbdkit file export of that file) serves a QEMU guest
 # over vfio-user; the job runs nvme-cli, fio verify, ext4, discard, reset and
 # FLR. Afterwards the daemon is killed (SIGKILL) and the pattern the guest
 # wrote and flushed must be in the backing file.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
-# The file backend: aio (default) or uring (test-nvme-emu-uring.sh).
+# The backend: aio (default), uring (test-nvme-emu-uring.sh) or nbd (test-nvme-emu-nbd.sh).
 backend=${NVME_EMU_BACKEND:-aio}
-case $backend in aio | uring) ;; *) echo "NVME_EMU_BACKEND must be aio or uring"; exit 2 ;; esac
+case $backend in aio | uring | nbd) ;; *) echo "NVME_EMU_BACKEND must be aio, uring or nbd"; exit 2 ;; esac
 gt_setup "nvme-emu$([ "$backend" = aio ] || echo "-$backend")"
 bin=$GT_TOP/build/bin/nvme-emu
 sock=$GT_DIR/nvme.sock
 disk=$GT_DIR/disk.img
-"$bin" --socket "$sock" "--$backend" "$disk:256M" --serial NVMEEMU-GT1 \
+nbdkit_pid=
+if [ "$backend" = nbd ]; then
+	# nbdkit's file plugin on the same file: the guest's flushes reach it as NBD_CMD_FLUSH.
+	truncate -s 256M "$disk"
+	nbdkit --foreground --exit-with-parent -U "$GT_DIR/nbd.sock" file "$disk" \
+		>"$GT_DIR/nbdkit.log" 2>&1 &
+	nbdkit_pid=$!
+	for _ in $(seq 100); do [ -S "$GT_DIR/nbd.sock" ] && break; sleep 0.1; done
+	ns_arg=(--nbd "nbd+unix:///?socket=$GT_DIR/nbd.sock")
+else
+	ns_arg=("--$backend" "$disk:256M")
+fi
+"$bin" --socket "$sock" "${ns_arg[@]}" --serial NVMEEMU-GT1 \
 	--model "nvme-emu guest test" -q 4 >"$GT_DIR/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
@@ -24,6 +37,10 @@ alive=0
 kill -0 "$daemon" 2>/dev/null && alive=1
 kill -9 "$daemon" 2>/dev/null
 wait "$daemon" 2>/dev/null
+if [ -n "$nbdkit_pid" ]; then
+	kill "$nbdkit_pid" 2>/dev/null
+	wait "$nbdkit_pid" 2>/dev/null
+fi
 out=$GT_DIR/run/out/output.log
 if [ "$alive" -eq 1 ]; then echo "ok - daemon alive after the guest" >>"$out"
 else echo "not ok - daemon died during the guest run" >>"$out"; tail -20 "$GT_DIR/daemon.log"; fi
