@@ -69,7 +69,7 @@ static const struct bench_env fake_env = {
     .ring = fake_ring,
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
-	return bench_main(&fake_env);
+	return bench_main(&fake_env, argc, argv);
 }

@@ -41,7 +41,8 @@ struct bench {
 };
 
 /* Runs every configuration (trap/mmap x 1 hart/fused), prints the table and
- * the summary line. Returns the exit status. */
-int bench_main(const struct bench_env *env);
+ * the summary line; argv: --quick (short samples), --json FILE (results for
+ * the bench report). Returns the exit status. */
+int bench_main(const struct bench_env *env, int argc, char **argv);
 
 #endif

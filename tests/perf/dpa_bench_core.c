@@ -19,13 +19,24 @@
 #include <unistd.h>
 
 #define BENCH_DEPTH 4096
-#define BENCH_RUNS 3
-#define BENCH_HOT_SAMPLES 5000 /* per run */
-#define BENCH_IDLE_SAMPLES 200 /* per run */
 #define BENCH_IDLE_GAP_US 1000 /* > burst windows: the hart is asleep */
 #define BENCH_ARM_SPIN_US 50   /* the Arm side polls this long, then sleeps */
 #define BENCH_SLEEP_STEP_US 30
 #define BENCH_WAIT_MS 2000
+
+/* How much each measurement samples: the full bench, or --quick (a few
+ * seconds in all, for the report pipeline's own check in make test). */
+struct bench_params {
+	unsigned int runs;	   /* pooled latency runs, best-of throughput runs */
+	unsigned int hot_samples;  /* per run */
+	unsigned int idle_samples; /* per run */
+	uint64_t tput_ns;	   /* one throughput run */
+	uint64_t idle_cpu_ns;	   /* the idle CPU window */
+};
+
+static const struct bench_params bench_full = {3, 5000, 200, 500000000ull, 1000000000ull};
+static const struct bench_params bench_quick = {1, 500, 20, 100000000ull, 200000000ull};
+static const struct bench_params *bench_p = &bench_full;
 
 struct bench_result {
 	double hot_med, hot_p99, idle_med, idle_p99; /* microseconds */
@@ -182,7 +193,7 @@ static int bench_cmp_double(const void *a, const void *b)
 static bool bench_latency(struct bench *b, unsigned int samples, uint64_t gap_us, double *med,
 			  double *p99)
 {
-	unsigned int n = 0, total = samples * BENCH_RUNS, run, i;
+	unsigned int n = 0, total = samples * bench_p->runs, run, i;
 	double *lat = calloc(total, sizeof(*lat));
 	static uint32_t value_base;
 	struct lat_writer w;
@@ -193,7 +204,7 @@ static bool bench_latency(struct bench *b, unsigned int samples, uint64_t gap_us
 
 	if (!lat)
 		return false;
-	for (run = 0; run < BENCH_RUNS && ok; run++) {
+	for (run = 0; run < bench_p->runs && ok; run++) {
 		memset(&w, 0, sizeof(w));
 		w.b = b;
 		w.samples = samples;
@@ -234,7 +245,7 @@ static bool bench_latency(struct bench *b, unsigned int samples, uint64_t gap_us
 /* Throughput: the Arm thread rings all DBs with new values (so trap-mode
  * work lands on the ringing thread, as on the device loop thread), then
  * drains what the DPA delivered; one hart (or the same thread, fused) does
- * the DPA side. The best of BENCH_RUNS half-second runs is the capacity (the
+ * the DPA side. The best of bench_p->runs runs is the capacity (the
  * others lose to whatever else this small host runs). */
 static double bench_throughput_run(struct bench *b, uint32_t *k)
 {
@@ -252,7 +263,7 @@ static double bench_throughput_run(struct bench *b, uint32_t *k)
 		while (dpa_nvme_chan_recv(b->ch, &m) == 1)
 			delivered++;
 		t1 = bench_now_ns();
-	} while (t1 - t0 < 500000000ull);
+	} while (t1 - t0 < bench_p->tput_ns);
 	/* Let the last deliveries land so the next phase starts quiet. */
 	while (bench_recv(b, &m, 10))
 		;
@@ -264,7 +275,7 @@ static double bench_throughput(struct bench *b)
 	double best = 0, r;
 	uint32_t k = 1;
 
-	for (int run = 0; run < BENCH_RUNS; run++) {
+	for (unsigned int run = 0; run < bench_p->runs; run++) {
 		r = bench_throughput_run(b, &k);
 		if (r > best)
 			best = r;
@@ -284,7 +295,7 @@ static double bench_idle_cpu(struct bench *b)
 	bench_sleep_us(100000);
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = bench_now_ns();
-	while (bench_now_ns() - t0 < 1000000000ull)
+	while (bench_now_ns() - t0 < bench_p->idle_cpu_ns)
 		bench_recv(b, &m, 100);
 	getrusage(RUSAGE_SELF, &r1);
 	t1 = bench_now_ns();
@@ -303,8 +314,8 @@ static struct bench_result bench_config(const struct bench_env *env, unsigned in
 	struct bench b;
 
 	if (bench_setup(&b, env, harts, mode) == 0) {
-		r.ok = bench_latency(&b, BENCH_HOT_SAMPLES, 0, &r.hot_med, &r.hot_p99) &&
-		       bench_latency(&b, BENCH_IDLE_SAMPLES, BENCH_IDLE_GAP_US, &r.idle_med,
+		r.ok = bench_latency(&b, bench_p->hot_samples, 0, &r.hot_med, &r.hot_p99) &&
+		       bench_latency(&b, bench_p->idle_samples, BENCH_IDLE_GAP_US, &r.idle_med,
 				     &r.idle_p99);
 		if (r.ok) {
 			r.notif_per_s = bench_throughput(&b);
@@ -315,7 +326,34 @@ static struct bench_result bench_config(const struct bench_env *env, unsigned in
 	return r;
 }
 
-int bench_main(const struct bench_env *env)
+/* One JSON object per configuration, one a line, for the bench report
+ * (tests/perf/bench_report.py). Returns 0 or -errno. */
+static int bench_json_line(FILE *f, const char *env_name, enum hw_db_mode mode,
+			   unsigned int harts, const struct bench_result *r)
+{
+	if (!r->ok)
+		fprintf(f, "{\"bench\": \"%s\", \"mode\": \"%s\", \"harts\": %u, \"ok\": false}\n",
+			env_name, hw_db_mode_name(mode), harts);
+	else
+		fprintf(f,
+			"{\"bench\": \"%s\", \"mode\": \"%s\", \"harts\": %u, \"ok\": true, "
+			"\"hot_med_us\": %.2f, \"hot_p99_us\": %.2f, \"idle_med_us\": %.2f, "
+			"\"idle_p99_us\": %.2f, \"notif_per_s\": %.0f, \"idle_cpu_pct\": %.2f}\n",
+			env_name, hw_db_mode_name(mode), harts, r->hot_med, r->hot_p99, r->idle_med,
+			r->idle_p99, r->notif_per_s, r->idle_cpu_pct);
+	return ferror(f) ? -EIO : 0;
+}
+
+static void bench_usage(FILE *out, const char *name)
+{
+	fprintf(out,
+		"usage: %s [--quick] [--json FILE]\n"
+		"  --quick      a few seconds in all: 1 run, a tenth of the samples\n"
+		"  --json FILE  also write one JSON object per configuration to FILE\n",
+		name);
+}
+
+int bench_main(const struct bench_env *env, int argc, char **argv)
 {
 	static const struct {
 		enum hw_db_mode mode;
@@ -327,20 +365,45 @@ int bench_main(const struct bench_env *env)
 	    {HW_DB_MODE_MMAP, 0},
 	};
 	struct bench_result r, hart_res[2] = {{0}};
-	int passed = 0, failed = 0;
-	size_t i;
+	const char *json_path = NULL;
+	FILE *json = NULL;
+	int passed = 0, failed = 0, i;
 
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			bench_p = &bench_quick;
+		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+			json_path = argv[++i];
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			bench_usage(stdout, env->name);
+			return 0;
+		} else {
+			bench_usage(stderr, env->name);
+			return 2;
+		}
+	}
+	if (json_path) {
+		json = fopen(json_path, "w");
+		if (!json) {
+			fprintf(stderr, "%s: %s: %s\n", env->name, json_path, strerror(errno));
+			return 1;
+		}
+	}
 	/* Step sleeps of tens of microseconds need a small timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	printf("%s: %s\n", env->name, env->description);
 	printf("latency = doorbell write -> {db,value} message at the Arm side (which polls "
-	       "%u us, then sleeps); %d runs pooled; hot = back to back, idle = %u us apart "
+	       "%u us, then sleeps); %u run(s) pooled; hot = back to back, idle = %u us apart "
 	       "(hart asleep).\n",
-	       BENCH_ARM_SPIN_US, BENCH_RUNS, BENCH_IDLE_GAP_US);
+	       BENCH_ARM_SPIN_US, bench_p->runs, BENCH_IDLE_GAP_US);
 	printf("%-5s %-8s %9s %9s %10s %10s %14s %10s\n", "mode", "harts", "hot_med", "hot_p99",
 	       "idle_med", "idle_p99", "notif/s", "idle_cpu");
-	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+	for (i = 0; i < (int)(sizeof(cfgs) / sizeof(cfgs[0])); i++) {
 		r = bench_config(env, cfgs[i].harts, cfgs[i].mode);
+		if (json && bench_json_line(json, env->name, cfgs[i].mode, cfgs[i].harts, &r)) {
+			fprintf(stderr, "%s: writing %s failed\n", env->name, json_path);
+			failed++;
+		}
 		if (!r.ok) {
 			printf("%-5s %-8s FAILED (no delivery within %d ms)\n",
 			       hw_db_mode_name(cfgs[i].mode), cfgs[i].harts ? "1" : "0 fused",
@@ -354,6 +417,10 @@ int bench_main(const struct bench_env *env)
 		if (cfgs[i].harts)
 			hart_res[cfgs[i].mode == HW_DB_MODE_MMAP] = r;
 		passed++;
+	}
+	if (json && fclose(json)) {
+		fprintf(stderr, "%s: writing %s failed\n", env->name, json_path);
+		failed++;
 	}
 	/* DESIGN.md section 7: the default mode is what measures best here. On a
 	 * small host CPU is the scarce resource, so the mode that idles cheaper

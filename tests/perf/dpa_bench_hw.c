@@ -226,8 +226,8 @@ static const struct bench_env hw_env = {
     .ring = hwb_ring,
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	log_set_level(LOG_LEVEL_WARN);
-	return bench_main(&hw_env);
+	return bench_main(&hw_env, argc, argv);
 }
