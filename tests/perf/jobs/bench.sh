@@ -1,32 +1,72 @@
-# Guest job of `make bench`: the same fio workloads, in alternating order, on
-# every device of the guest (QEMU's built-in NVMe device and each nvme-emu
-# configuration), BENCH_RUNS times; the JSON files go to $JOB_OUT for the host.
+# Guest job of `make bench`: the same fio workloads on every disk of the guest (QEMU's built-in
+# NVMe device, virtio-blk, each nvme-emu configuration), in rotating order, BENCH_RUNS times;
+# fio's JSON files go to $JOB_OUT for the host, and $JOB_OUT/current names the job running (the
+# host samples CPU and prints progress from it).
 . "$GUEST_LIB"
-. ./bench.env # BENCH_RUNS, BENCH_RUNTIME, BENCH_DEVICES ("label=serial ...")
+# BENCH_RUNS, BENCH_RUNTIME, BENCH_RAMP, BENCH_WORKLOADS ("randread-4k-qd32 seqwrite-128k-qd8 ..."),
+# BENCH_DEVICES ("label=nvme:SERIAL label=vblk:SERIAL ...")
+. ./bench.env
 
+# vblk_by_serial SERIAL: prints /dev/vdX of the virtio-blk disk with serial SERIAL; 1 when none.
+vblk_by_serial() {
+	for _b in /sys/block/vd*; do
+		[ -e "$_b/serial" ] || continue
+		if [ "$(cat "$_b/serial")" = "$1" ]; then
+			echo "/dev/$(basename "$_b")"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# disk_of SPEC: the block device of a BENCH_DEVICES entry.
+disk_of() {
+	_s=${1#*=}
+	case $_s in
+	nvme:*) nvme_ns_by_serial "${_s#nvme:}" ;;
+	vblk:*) vblk_by_serial "${_s#vblk:}" ;;
+	*) return 1 ;;
+	esac
+}
+
+# fio_args WORKLOAD: fio's options for randread-<bs>-qd<N> or seqwrite-<bs>-qd<N>.
+fio_args() {
+	_rw=${1%%-*}
+	_rest=${1#*-}
+	_bs=${_rest%%-*}
+	_qd=${_rest#*-qd}
+	case $_rw in
+	randread) echo "--rw=randread --norandommap --randrepeat=0 --bs=$_bs --iodepth=$_qd" ;;
+	seqwrite) echo "--rw=write --bs=$_bs --iodepth=$_qd" ;;
+	*) return 1 ;;
+	esac
+}
+
+{
+	uname -r
+	fio --version
+	nproc
+} > "$JOB_OUT/guest-info"
 for spec in $BENCH_DEVICES; do
-	step "device ${spec%%=*} present" wait_for 30 nvme_ns_by_serial "${spec#*=}"
+	step "device ${spec%%=*} present" wait_for 30 disk_of "$spec"
 done
 run=1
 while [ "$run" -le "$BENCH_RUNS" ]; do
 	# Rotate the order every run so no device always goes first.
-	order=$(echo $BENCH_DEVICES | tr ' ' '\n' | awk -v r="$run" '{ a[NR] = $0 } END { for (i = 0; i < NR; i++) print a[(i + r) % NR + 1] }')
+	order=$(echo "$BENCH_DEVICES" | tr ' ' '\n' | awk -v r="$run" '{ a[NR] = $0 } END { for (i = 0; i < NR; i++) print a[(i + r) % NR + 1] }')
 	for spec in $order; do
 		label=${spec%%=*}
-		dev=$(nvme_ns_by_serial "${spec#*=}")
-		step "run $run $label randread-4k-qd32" fio --name=randread-4k-qd32 --filename="$dev" \
-			--rw=randread --bs=4k --iodepth=32 --ioengine=libaio --direct=1 --time_based \
-			--runtime="$BENCH_RUNTIME" --ramp_time=1 --size=1G --norandommap --randrepeat=0 \
-			--output-format=json --output="$JOB_OUT/$label-randread-4k-qd32-$run.json"
-		step "run $run $label randread-4k-qd1" fio --name=randread-4k-qd1 --filename="$dev" \
-			--rw=randread --bs=4k --iodepth=1 --ioengine=libaio --direct=1 --time_based \
-			--runtime="$BENCH_RUNTIME" --ramp_time=1 --size=1G --norandommap --randrepeat=0 \
-			--output-format=json --output="$JOB_OUT/$label-randread-4k-qd1-$run.json"
-		step "run $run $label seqwrite-128k-qd8" fio --name=seqwrite-128k-qd8 --filename="$dev" \
-			--rw=write --bs=128k --iodepth=8 --ioengine=libaio --direct=1 --time_based \
-			--runtime="$BENCH_RUNTIME" --ramp_time=1 --size=1G \
-			--output-format=json --output="$JOB_OUT/$label-seqwrite-128k-qd8-$run.json"
+		dev=$(disk_of "$spec")
+		for w in $BENCH_WORKLOADS; do
+			echo "$label $w $run" > "$JOB_OUT/current"
+			# shellcheck disable=SC2046
+			step "run $run $label $w" fio --name="$w" --filename="$dev" $(fio_args "$w") \
+				--ioengine=libaio --direct=1 --time_based --runtime="$BENCH_RUNTIME" \
+				--ramp_time="$BENCH_RAMP" --size=1G --lat_percentiles=1 --output-format=json \
+				--output="$JOB_OUT/$label-$w-$run.json"
+		done
 	done
 	run=$((run + 1))
 done
+echo "done" > "$JOB_OUT/current"
 guest_finish
