@@ -9,3 +9,6 @@ dpa-bench_SRCS := tests/perf/dpa_bench.c tests/perf/dpa_bench_core.c tests/unit/
 dpa-bench_LIBS := dpa common
 dpa-bench-hw_SRCS := tests/perf/dpa_bench_hw.c tests/perf/dpa_bench_core.c
 dpa-bench-hw_LIBS := dpa hw vfu host common
+
+# make test: the whole bench pipeline in its quick mode (about a minute), report checked.
+GUEST_TESTS += tests/perf/test-bench-quick.sh
