@@ -149,52 +149,10 @@ done
 cp "$here/guest-lib.sh" "$share/.harness/guest-lib.sh"
 
 # --- KVM: decided by booting, not by the existence of /dev/kvm -------------
-kvm_probe() {
-	local verdict key cache_file probe_dir probe
-	key=$( (uname -r; basename "$root") | sha256sum | cut -c1-16)
-	cache_file=$(dirname "$root")/kvm-verdict-$key
-	if [ ! -w /dev/kvm ]; then
-		echo off
-		return
-	fi
-	# One probe at a time; whoever waited reuses the verdict.
-	exec 8>"$cache_file.lock"
-	flock 8
-	if [ -s "$cache_file" ]; then
-		cat "$cache_file"
-		exec 8>&-
-		return
-	fi
-	probe_dir=$(mktemp -d "$top/build/guest/kvm-probe.XXXXXX")
-	printf '#!/bin/sh\necho kvm probe ok\n' > "$probe_dir/probe.sh"
-	msg "probing KVM with a test boot (cached in $cache_file)"
-	"$here/launch-guest.sh" --job "$probe_dir/probe.sh" --run-dir "$probe_dir/run" \
-		--kvm on --timeout 45 --quiet --mem 256M --cpus 1 >/dev/null 2>&1 &
-	probe=$!
-	# A KVM boot reaches the job in a few seconds. A kernel KVM cannot run
-	# usually stops at once with an internal error while its vCPU stays
-	# stuck: stop there instead of waiting for the timeout.
-	while kill -0 "$probe" 2>/dev/null; do
-		if grep -q "KVM internal error" "$probe_dir/run/qemu.log" 2>/dev/null; then
-			kill "$probe"
-			break
-		fi
-		sleep 0.5
-	done
-	if wait "$probe"; then
-		verdict=on
-	else
-		verdict=off
-	fi
-	rm -rf "$probe_dir"
-	echo "$verdict" > "$cache_file.tmp.$$"
-	mv -f "$cache_file.tmp.$$" "$cache_file"
-	exec 8>&-
-	echo "$verdict"
-}
+. "$here/kvm-lib.sh"
 if [ "$kvm" = auto ]; then
 	mkdir -p "$top/build/guest"
-	if [ "$dry" = 1 ]; then kvm=off; else kvm=$(kvm_probe); fi
+	if [ "$dry" = 1 ]; then kvm=off; else kvm=$(kvm_probe "$root"); fi
 	msg "kvm auto: $( [ "$kvm" = on ] && echo "KVM works, using it" || echo "using TCG")"
 fi
 if [ "$kvm" = on ]; then
