@@ -13,3 +13,6 @@ GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Two guests, eight functions, fio verify while one is reset, FLR'd and re-plugged (60 s here;
 # make soak: an hour).
 GUEST_TESTS += tests/guest/test-soak.sh
+# The installed Debian image (qemu-configs/boot-image.sh) booted from an nvme-emu disk by SeaBIOS
+# and by OVMF: nvme list, fio verify on the root file system, reboot, boot again.
+GUEST_TESTS += tests/guest/test-boot-bios.sh tests/guest/test-boot-uefi.sh
