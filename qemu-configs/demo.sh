@@ -4,10 +4,16 @@
 # Usage: demo.sh [nvme-emu|qemu-nvme|virtio-blk|vfio-user:SOCKET]
 # nvme-emu (the default) starts build/bin/nvme-emu on a 1 GiB aio-backed disk
 # image and attaches the guest to it over vfio-user.   (DEMO_RUNTIME=seconds per fio job, default 5)
+# BOOT=bios|uefi: boot Debian installed on the nvme-emu disk instead
+# (demo-boot.sh); only with the nvme-emu device.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kind=${1:-nvme-emu}
+if [ -n "${BOOT:-}" ]; then
+	[ "$kind" = nvme-emu ] || { echo "demo: BOOT=$BOOT boots from an nvme-emu disk: DEMO_DEVICE must be nvme-emu" >&2; exit 2; }
+	exec "$top/qemu-configs/demo-boot.sh" "$BOOT"
+fi
 runtime=${DEMO_RUNTIME:-5}
 [[ $runtime =~ ^[0-9]+$ ]] && [ "$runtime" -ge 1 ] || { echo "demo: DEMO_RUNTIME must be > 0" >&2; exit 2; }
 dir=$top/build/guest/demo

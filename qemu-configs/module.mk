@@ -7,6 +7,9 @@ GUEST_TESTS += tests/guest/test-launcher.sh tests/guest/test-qemu-nvme.sh \
 # the default), qemu-nvme (QEMU's built-in NVMe device on a file, the
 # reference), virtio-blk, or vfio-user:SOCKET (a server already listening).
 DEMO_DEVICE ?= nvme-emu
+# `make demo BOOT=bios|uefi`: the guest boots Debian installed on the nvme-emu disk with SeaBIOS
+# or OVMF (qemu-configs/demo-boot.sh); unset: the kernel and sysroot as above.
+BOOT ?=
 
 guest-image:
 	@qemu-configs/initramfs.sh "$$(qemu-configs/sysroot.sh)" >/dev/null
@@ -21,7 +24,7 @@ boot-image: deps
 test test-guest: boot-image
 
 demo: deps all guest-image
-	@qemu-configs/demo.sh "$(DEMO_DEVICE)"
+	@BOOT="$(BOOT)" qemu-configs/demo.sh "$(DEMO_DEVICE)"
 
 # Only the guest tests (make test runs them too).
 test-guest: deps guest-image
