@@ -97,7 +97,9 @@ root_uuid=$(echo "$key" | sed -E 's/^(.{8})(.{4})(.{4}).*/\1-\2-\3/')-$(echo "${
 esp_volid=${key:8:8}
 root_part=PARTUUID=$disk_id-02
 # init_on_alloc=1: see the top of this file (Debian's default, made explicit).
-cmdline="root=$root_part rw rootwait console=ttyS0,115200 loglevel=4 init_on_alloc=1"
+# systemd.show_status=error: no unit status lines on the console once root is
+# logged in, where they would land in the middle of a command's output.
+cmdline="root=$root_part rw rootwait console=ttyS0,115200 loglevel=4 init_on_alloc=1 systemd.show_status=error"
 
 # --- the installed tree ----------------------------------------------------
 tree=$tmp/tree

@@ -28,6 +28,8 @@ must() {
 }
 finish() {
 	boot_cleanup
+	# The disk copy (about 600 MB) is kept only to look into a failure.
+	[ "$host_failed" -ne 0 ] || rm -f "$GT_DIR/disk.img"
 	if [ "$host_failed" -ne 0 ]; then
 		for f in console.log firmware.log nvme-emu.log qemu.log serial-shell.log; do
 			[ -s "$GT_DIR/$f" ] || continue
