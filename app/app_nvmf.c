@@ -135,6 +135,30 @@ static int app_parse_hex(const char *text, uint8_t *out, size_t len)
 	return n == len * 2 ? 0 : -EINVAL;
 }
 
+/* A namespace's bdev grew (an RBD image resized): the controller reports the new size and a
+ * Namespace Attribute Changed event. Looked up by name, so a bdev outliving its subsystem is
+ * harmless. */
+static void app_ns_resized(struct bdev *bdev, uint64_t num_blocks, void *arg)
+{
+	struct app_target *t = arg;
+	struct app_subsys *s = app_bdev_user(t, bdev_get_name(bdev));
+	int rc;
+
+	if (!s || !s->pc)
+		return;
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		if (!s->ns[i] || strcmp(s->ns[i]->bdev_name, bdev_get_name(bdev)))
+			continue;
+		rc = ctrlr_ns_resize(pcie_ctrlr_core(s->pc), s->ns[i]->nsid, num_blocks);
+		if (rc)
+			LOG_ERR(APP_LOG, "%s: namespace %u cannot take the new size: %s", s->nqn,
+				s->ns[i]->nsid, strerror(-rc));
+		else
+			LOG_INFO(APP_LOG, "%s: namespace %u now %" PRIu64 " blocks", s->nqn,
+				 s->ns[i]->nsid, num_blocks);
+	}
+}
+
 /* Attaches one namespace to the live controller. */
 static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
 {
@@ -157,6 +181,7 @@ static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
 			 rc == -EBUSY ? "bdev claimed by someone else" : strerror(-rc));
 		return rc;
 	}
+	bdev_set_resize_cb(bdev, app_ns_resized, s->t);
 	return 0;
 }
 

@@ -113,11 +113,23 @@ static void app_target_fini_sub_done(void *arg, int rc, const char *message)
 	app_target_fini_step(t);
 }
 
-/* Every subsystem is gone: the rest goes at once. */
-static void app_target_fini_rest(struct app_target *t)
+/* The last step: every bdev is closed. */
+static void app_target_fini_end(void *arg)
 {
+	struct app_target *t = arg;
 	void (*done)(void *arg) = t->fini_done;
 
+	free(t->run_dir);
+	t->run_dir = NULL;
+	t->fini_finished = true;
+	t->fini_done = NULL;
+	if (done)
+		done(t->fini_arg);
+}
+
+/* Every subsystem is gone: the rest goes at once (but for RBD images closing). */
+static void app_target_fini_rest(struct app_target *t)
+{
 	while (t->functions) {
 		struct app_function *fn = t->functions;
 		char err[APP_ERR_LEN];
@@ -145,12 +157,9 @@ static void app_target_fini_rest(struct app_target *t)
 	}
 	if (bdev_delete_all())
 		LOG_ERR(APP_LOG, "bdevs still in use at exit");
-	free(t->run_dir);
-	t->run_dir = NULL;
-	t->fini_finished = true;
-	t->fini_done = NULL;
-	if (done)
-		done(t->fini_arg);
+	/* RBD images close on their own threads: the end waits for them. */
+	if (bdev_rbd_when_idle(app_target_fini_end, t) == 0)
+		app_target_fini_end(t);
 }
 
 void app_target_fini_step(struct app_target *t)
@@ -191,8 +200,9 @@ void app_target_fini_step(struct app_target *t)
 void app_target_fini(struct app_target *t, void (*done)(void *arg), void *arg)
 {
 	t->shutting_down = true;
-	/* NBD bdevs still connecting: their requesters hear -ECANCELED now. */
+	/* NBD and RBD bdevs still connecting: their requesters hear -ECANCELED now. */
 	bdev_nbd_cancel_creates();
+	bdev_rbd_cancel_creates();
 	t->fini_done = done;
 	t->fini_arg = arg;
 	t->fini_finished = false;

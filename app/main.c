@@ -27,11 +27,11 @@
 /* Where the default RPC socket lives without $XDG_RUNTIME_DIR (made 0700). */
 #define APP_RUN_DIR "/run/nvme-emu"
 
-enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO, APP_NS_URING, APP_NS_NBD };
+enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO, APP_NS_URING, APP_NS_NBD, APP_NS_RBD };
 
 struct app_opt_ns {
 	enum app_ns_kind kind;
-	const char *arg; /* size, FILE[:size] or an NBD URI */
+	const char *arg; /* size, FILE[:size], an NBD URI or POOL/IMAGE */
 };
 
 struct app_opts {
@@ -78,6 +78,8 @@ static void app_usage(FILE *out)
 	    "      --uring FILE[:SIZE]  namespace on a file or block device through io_uring\n"
 	    "      --nbd URI            namespace on an NBD export (nbd://HOST[:PORT]/EXPORT,\n"
 	    "                           nbd+unix:///EXPORT?socket=PATH, nbds://... for TLS)\n"
+	    "      --rbd POOL/IMAGE     namespace on a Ceph RBD image (cluster from $CEPH_CONF\n"
+	    "                           or /etc/ceph/ceph.conf, user admin)\n"
 	    "      --buffered           aio / io_uring without O_DIRECT\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
@@ -228,6 +230,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_AIO,
 		O_URING,
 		O_NBD,
+		O_RBD,
 		O_HARTS,
 		O_DB,
 		O_QENT,
@@ -249,6 +252,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"aio", required_argument, NULL, O_AIO},
 	    {"uring", required_argument, NULL, O_URING},
 	    {"nbd", required_argument, NULL, O_NBD},
+	    {"rbd", required_argument, NULL, O_RBD},
 	    {"buffered", no_argument, NULL, O_BUFFERED},
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
@@ -287,6 +291,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case O_AIO:
 		case O_URING:
 		case O_NBD:
+		case O_RBD:
 			if (o->nr_ns == APP_MAX_NS) {
 				fprintf(stderr, "nvme-emu: at most %d namespaces\n", APP_MAX_NS);
 				return -EINVAL;
@@ -296,6 +301,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				    : opt == O_NULL  ? APP_NS_NULL
 				    : opt == O_URING ? APP_NS_URING
 				    : opt == O_NBD   ? APP_NS_NBD
+				    : opt == O_RBD   ? APP_NS_RBD
 						     : APP_NS_AIO,
 			    .arg = optarg,
 			};
@@ -431,7 +437,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		/* Target mode: configured over RPC; the controller flags make no sense. */
 		if (o->nr_ns) {
 			fprintf(stderr,
-				"nvme-emu: --malloc/--null/--aio/--uring/--nbd need --socket\n");
+				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd need --socket\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -444,7 +450,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	if (!o->nr_ns) {
 		fprintf(stderr,
 			"nvme-emu: give at least one namespace (--malloc, --null, --aio, "
-			"--uring or --nbd)\n");
+			"--uring, --nbd or --rbd)\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -462,6 +468,7 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 		 : ns->kind == APP_NS_NULL  ? "Null"
 		 : ns->kind == APP_NS_URING ? "Uring"
 		 : ns->kind == APP_NS_NBD   ? "NBD"
+		 : ns->kind == APP_NS_RBD   ? "Ceph"
 					    : "AIO",
 		 i);
 	if (ns->kind == APP_NS_AIO || ns->kind == APP_NS_URING) {
@@ -543,14 +550,16 @@ static void app_setup_done(void *arg, int rc, const char *message)
 		fprintf(stderr, "nvme-emu: %s\n", message);
 }
 
-/* --socket setup, as a chain: an NBD namespace's bdev is created asynchronously (its handshake
- * runs on the loop), so the chain pauses there and goes on from the creation's callback. */
+/* --socket setup, as a chain: an NBD or RBD namespace's bdev is created asynchronously (NBD's
+ * handshake runs on the loop, RBD's connect on a thread), so the chain pauses there and goes on
+ * from the creation's callback. */
 struct app_setup {
 	struct app_target *t;
 	const struct app_opts *o;
 	struct app_subsys *s;
 	unsigned int next_ns;
 	char nqn[128];
+	char rbd_pool[256];
 };
 
 static int app_setup_continue(struct app_setup *st);
@@ -576,15 +585,17 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 	return 0;
 }
 
-static void app_setup_nbd_done(void *arg, int rc, const char *message, struct bdev *bdev)
+static void app_setup_async_done(void *arg, int rc, const char *message, struct bdev *bdev)
 {
 	struct app_setup *st = arg;
+	const struct app_opt_ns *ns = &st->o->ns[st->next_ns];
 
 	/* Cancelled by a shutdown: the target's teardown deletes what was made. */
 	if (st->t->shutting_down)
 		return;
 	if (rc) {
-		fprintf(stderr, "nvme-emu: --nbd %s: %s\n", st->o->ns[st->next_ns].arg, message);
+		fprintf(stderr, "nvme-emu: --%s %s: %s\n", ns->kind == APP_NS_NBD ? "nbd" : "rbd",
+			ns->arg, message);
 		app_setup_abort(st->t);
 		return;
 	}
@@ -637,11 +648,31 @@ static int app_setup_continue(struct app_setup *st)
 			char name[32];
 
 			snprintf(name, sizeof(name), "NBD%u", st->next_ns);
-			rc = bdev_nbd_create(name, &no, st->t->loop, app_setup_nbd_done, st);
+			rc = bdev_nbd_create(name, &no, st->t->loop, app_setup_async_done, st);
 			if (rc)
 				fprintf(stderr, "nvme-emu: --nbd %s: %s\n", ns->arg,
 					rc == -EINVAL ? "not an NBD URI, or bad options"
 						      : strerror(-rc));
+			return rc;
+		}
+		if (ns->kind == APP_NS_RBD) {
+			struct bdev_rbd_opts ro = {.block_size = o->block_size};
+			const char *slash = strchr(ns->arg, '/');
+			char name[32];
+
+			if (!slash || slash == ns->arg || !slash[1] || strchr(slash + 1, '/') ||
+			    (size_t)(slash - ns->arg) >= sizeof(st->rbd_pool)) {
+				fprintf(stderr, "nvme-emu: --rbd %s: give POOL/IMAGE\n", ns->arg);
+				return -EINVAL;
+			}
+			snprintf(st->rbd_pool, sizeof(st->rbd_pool), "%.*s",
+				 (int)(slash - ns->arg), ns->arg);
+			ro.pool_name = st->rbd_pool;
+			ro.rbd_name = slash + 1;
+			snprintf(name, sizeof(name), "Ceph%u", st->next_ns);
+			rc = bdev_rbd_create(name, &ro, st->t->loop, app_setup_async_done, st);
+			if (rc)
+				fprintf(stderr, "nvme-emu: --rbd %s: %s\n", ns->arg, strerror(-rc));
 			return rc;
 		}
 		rc = app_create_bdev(o, st->next_ns, &bdev);

@@ -1,11 +1,13 @@
 /* app/rpc_bdev.c - bdev methods with SPDK's names and parameters: bdev_malloc_create/delete,
  * bdev_null_create/delete, bdev_aio_create/delete, bdev_uring_create/delete, bdev_get_bdevs; and
- * bdev_nbd_create/delete (an NBD export behind a namespace; created asynchronously). */
+ * bdev_nbd_create/delete (an NBD export behind a namespace), bdev_rbd_create/delete/resize (a
+ * Ceph RBD image): both created asynchronously. */
 #include "app/app_internal.h"
 #include "app/rpc.h"
 #include "common/evloop.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -248,6 +250,143 @@ static void rpc_bdev_nbd_create(struct rpc_request *req, struct json_object *par
 		rpc_bdev_created(req, rc, p.name, p.block_size);
 }
 
+/* bdev_rbd_create with SPDK's parameters: name (default Ceph<N>), user_id, config (a map for
+ * rados_conf_set; without it the configuration file), pool_name, rbd_name, block_size, uuid.
+ * Answered once the image is open. */
+struct rpc_bdev_rbd_create {
+	const char *name;
+	const char *user_id;
+	struct json_object *config;
+	const char *pool_name;
+	const char *rbd_name;
+	uint32_t block_size;
+	const char *uuid;
+};
+
+static const struct rpc_decoder rpc_bdev_rbd_dec[] = {
+    RPC_DEC(rpc_bdev_rbd_create, name, RPC_T_STRING, true),
+    RPC_DEC(rpc_bdev_rbd_create, user_id, RPC_T_STRING, true),
+    RPC_DEC(rpc_bdev_rbd_create, config, RPC_T_OBJECT, true),
+    RPC_DEC(rpc_bdev_rbd_create, pool_name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_rbd_create, rbd_name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_rbd_create, block_size, RPC_T_U32, false),
+    RPC_DEC(rpc_bdev_rbd_create, uuid, RPC_T_STRING, true),
+    RPC_OFF("cluster_name", RPC_T_STRING, 0,
+	    "shared clusters (bdev_rbd_register_cluster) are not implemented: give user_id and "
+	    "config"),
+    RPC_OFF("read_only", RPC_T_BOOL, 0, "read-only RBD bdevs are not implemented"),
+};
+
+static void rpc_bdev_rbd_created(void *arg, int rc, const char *message, struct bdev *bdev)
+{
+	struct rpc_request *req = arg;
+
+	if (rc)
+		rpc_request_error(req, rc, "%s", message);
+	else
+		rpc_request_result(req, json_object_new_string(bdev_get_name(bdev)));
+}
+
+static void rpc_bdev_rbd_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_rbd_create p = {0};
+	struct bdev_rbd_opts o = {0};
+	struct app_target *t = ctx;
+	const char *config[64];
+	uint8_t uuid[BDEV_UUID_LEN];
+	char name[BDEV_NAME_MAX + 1];
+	unsigned int n = 0;
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_rbd_dec, RPC_N(rpc_bdev_rbd_dec), &p) ||
+	    rpc_bdev_uuid(req, p.uuid, uuid))
+		return;
+	if (p.config) {
+		json_object_object_foreach(p.config, key, val)
+		{
+			if (!json_object_is_type(val, json_type_string)) {
+				rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+						  "Invalid parameters: config value of '%s' is not a "
+						  "string",
+						  key);
+				return;
+			}
+			if (n == 64) {
+				rpc_request_error(req, -E2BIG, "config: at most 32 entries");
+				return;
+			}
+			config[n++] = key;
+			config[n++] = json_object_get_string(val);
+		}
+	}
+	if (p.name) {
+		snprintf(name, sizeof(name), "%s", p.name);
+	} else {
+		for (unsigned int i = 0;; i++) {
+			snprintf(name, sizeof(name), "Ceph%u", i);
+			if (!bdev_lookup(name))
+				break;
+		}
+	}
+	o.pool_name = p.pool_name;
+	o.rbd_name = p.rbd_name;
+	o.user_id = p.user_id;
+	o.config = config;
+	o.nconfig = n / 2;
+	o.block_size = p.block_size;
+	o.uuid = p.uuid ? uuid : NULL;
+	rc = bdev_rbd_create(name, &o, t->loop, rpc_bdev_rbd_created, req);
+	if (rc)
+		rpc_bdev_created(req, rc, name, p.block_size);
+}
+
+struct rpc_bdev_rbd_resize {
+	const char *name;
+	uint64_t new_size;
+};
+
+static const struct rpc_decoder rpc_bdev_rbd_resize_dec[] = {
+    RPC_DEC(rpc_bdev_rbd_resize, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_rbd_resize, new_size, RPC_T_U64, false),
+};
+
+static void rpc_bdev_rbd_resized(void *arg, int rc, const char *message)
+{
+	struct rpc_request *req = arg;
+
+	if (rc)
+		rpc_request_error(req, rc, "%s", message);
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
+/* bdev_rbd_resize: new_size in MiB (SPDK's unit); growing only. */
+static void rpc_bdev_rbd_resize(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_rbd_resize p = {0};
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_rbd_resize_dec,
+			      RPC_N(rpc_bdev_rbd_resize_dec), &p))
+		return;
+	if (p.new_size > (UINT64_MAX >> 20)) {
+		rpc_request_error(req, -EINVAL, "new_size %" PRIu64 " MiB is too large", p.new_size);
+		return;
+	}
+	rc = bdev_rbd_resize(p.name, p.new_size << 20, rpc_bdev_rbd_resized, req);
+	if (rc == -ENODEV)
+		rpc_request_error(req, rc, "no rbd bdev %s", p.name);
+	else if (rc == -EINVAL)
+		rpc_request_error(req, rc,
+				  "new_size %" PRIu64 " MiB: smaller than the image (shrinking a "
+				  "live namespace is refused) or not whole blocks",
+				  p.new_size);
+	else if (rc == -EBUSY)
+		rpc_request_error(req, rc, "a resize of %s is under way", p.name);
+	else if (rc)
+		rpc_request_errno(req, rc, "bdev_rbd_resize");
+}
+
 /* bdev_*_delete: the module must match, as in SPDK. */
 static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 			    struct app_target *t, const char *module)
@@ -304,6 +443,11 @@ static void rpc_bdev_nbd_delete(struct rpc_request *req, struct json_object *par
 	rpc_bdev_delete(req, params, ctx, "nbd");
 }
 
+static void rpc_bdev_rbd_delete(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "rbd");
+}
+
 static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 {
 	struct json_object *o = json_object_new_object(), *types = json_object_new_object();
@@ -347,6 +491,25 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 		json_object_object_add(nbd, "reconnect_timeout_sec",
 				       json_object_new_int64(info.nbd_reconnect_timeout));
 		json_object_object_add(ds, "nbd", nbd);
+		json_object_object_add(o, "driver_specific", ds);
+	}
+	if (info.rbd_pool) {
+		struct json_object *ds = json_object_new_object(), *rbd = json_object_new_object();
+
+		json_object_object_add(rbd, "pool_name", json_object_new_string(info.rbd_pool));
+		json_object_object_add(rbd, "rbd_name", json_object_new_string(info.rbd_image));
+		if (info.rbd_user)
+			json_object_object_add(rbd, "user_id", json_object_new_string(info.rbd_user));
+		if (info.rbd_nconfig) {
+			struct json_object *cfg = json_object_new_object();
+
+			for (unsigned int i = 0; i < info.rbd_nconfig; i++)
+				json_object_object_add(
+				    cfg, info.rbd_config[2 * i],
+				    json_object_new_string(info.rbd_config[2 * i + 1]));
+			json_object_object_add(rbd, "config", cfg);
+		}
+		json_object_object_add(ds, "rbd", rbd);
 		json_object_object_add(o, "driver_specific", ds);
 	}
 	return o;
@@ -489,6 +652,9 @@ static const struct rpc_method rpc_bdev_methods[] = {
     {"bdev_uring_delete", rpc_bdev_uring_delete, RPC_RUNTIME, false},
     {"bdev_nbd_create", rpc_bdev_nbd_create, RPC_RUNTIME, false},
     {"bdev_nbd_delete", rpc_bdev_nbd_delete, RPC_RUNTIME, false},
+    {"bdev_rbd_create", rpc_bdev_rbd_create, RPC_RUNTIME, false},
+    {"bdev_rbd_delete", rpc_bdev_rbd_delete, RPC_RUNTIME, false},
+    {"bdev_rbd_resize", rpc_bdev_rbd_resize, RPC_RUNTIME, false},
     {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 

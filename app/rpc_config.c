@@ -72,7 +72,22 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 	bdev_get_info(bdev, &info);
 	bdev_uuid_format(info.uuid, uuid);
 	rpc_config_str(p, "name", info.name);
-	if (info.uri) {
+	if (info.rbd_pool) {
+		rpc_config_str(p, "pool_name", info.rbd_pool);
+		rpc_config_str(p, "rbd_name", info.rbd_image);
+		if (info.rbd_user)
+			rpc_config_str(p, "user_id", info.rbd_user);
+		if (info.rbd_nconfig) {
+			struct json_object *cfg = json_object_new_object();
+
+			for (unsigned int i = 0; i < info.rbd_nconfig; i++)
+				json_object_object_add(
+				    cfg, info.rbd_config[2 * i],
+				    json_object_new_string(info.rbd_config[2 * i + 1]));
+			json_object_object_add(p, "config", cfg);
+		}
+		method = "bdev_rbd_create";
+	} else if (info.uri) {
 		rpc_config_str(p, "uri", info.uri);
 		rpc_config_int(p, "num_connections", info.nbd_connections);
 		rpc_config_int(p, "reconnect_timeout_sec", info.nbd_reconnect_timeout);

@@ -293,7 +293,21 @@ uint32_t bdev_get_block_size(const struct bdev *bdev)
 
 uint64_t bdev_get_num_blocks(const struct bdev *bdev)
 {
-	return bdev->num_blocks;
+	return __atomic_load_n(&bdev->num_blocks, __ATOMIC_RELAXED);
+}
+
+void bdev_set_resize_cb(struct bdev *bdev, bdev_resize_cb cb, void *arg)
+{
+	bdev->resize_cb = cb;
+	bdev->resize_arg = arg;
+}
+
+void bdev_notify_resize(struct bdev *bdev, uint64_t num_blocks)
+{
+	__atomic_store_n(&bdev->num_blocks, num_blocks, __ATOMIC_RELAXED);
+	LOG_INFO(BDEV_LOG, "%s: now %" PRIu64 " blocks", bdev->name, num_blocks);
+	if (bdev->resize_cb)
+		bdev->resize_cb(bdev, num_blocks, bdev->resize_arg);
 }
 
 void bdev_get_uuid(const struct bdev *bdev, uint8_t *out)
@@ -340,7 +354,7 @@ void bdev_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->product_name = bdev->ops->product_name;
 	info->module_name = bdev->ops->module_name;
 	info->block_size = bdev->block_size;
-	info->num_blocks = bdev->num_blocks;
+	info->num_blocks = bdev_get_num_blocks(bdev);
 	memcpy(info->uuid, bdev->uuid, BDEV_UUID_LEN);
 	info->claimed = bdev->claimed;
 	snprintf(info->claimed_by, sizeof(info->claimed_by), "%s", bdev->claimed_by);
@@ -421,10 +435,15 @@ int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out)
 		return -ENOMEM;
 	ch->bdev = bdev;
 	ch->owner = pthread_self();
+	rc = pthread_mutex_init(&ch->remote_lock, NULL);
+	if (rc) {
+		rc = -rc;
+		goto out_free_ch;
+	}
 	ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ch->efd < 0) {
 		rc = -errno;
-		goto out_free_ch;
+		goto out_mutex;
 	}
 	if (bdev->ops->channel_create) {
 		rc = bdev->ops->channel_create(ch);
@@ -437,6 +456,8 @@ int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out)
 
 out_close_efd:
 	close(ch->efd);
+out_mutex:
+	pthread_mutex_destroy(&ch->remote_lock);
 out_free_ch:
 	free(ch);
 	return rc;
@@ -452,6 +473,7 @@ int bdev_channel_destroy(struct bdev_channel *ch)
 	if (ch->bdev->ops->channel_destroy)
 		ch->bdev->ops->channel_destroy(ch);
 	close(ch->efd);
+	pthread_mutex_destroy(&ch->remote_lock);
 	__atomic_fetch_sub(&ch->bdev->channel_count, 1, __ATOMIC_ACQ_REL);
 	free(ch);
 	return 0;
@@ -493,9 +515,53 @@ void bdev_io_complete(struct bdev_io *io, int status)
 	bdev_channel_kick(ch);
 }
 
+void bdev_io_complete_remote(struct bdev_io *io, int status)
+{
+	struct bdev_channel *ch = io->internal.ch;
+	uint64_t one = 1;
+
+	io->internal.status = status;
+	io->internal.next = NULL;
+	pthread_mutex_lock(&ch->remote_lock);
+	if (ch->remote_tail)
+		ch->remote_tail->internal.next = io;
+	else
+		__atomic_store_n(&ch->remote_head, io, __ATOMIC_RELEASE);
+	ch->remote_tail = io;
+	pthread_mutex_unlock(&ch->remote_lock);
+	/* After the list: the poll reads the eventfd before it looks at the list, so this write
+	 * either finds the io already taken (a spurious wake-up) or makes the fd readable again.
+	 * EAGAIN: the counter is saturated, i.e. readable anyway. */
+	if (write(ch->efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+		LOG_ERR(BDEV_LOG, "%s: channel eventfd: %m", ch->bdev->name);
+}
+
+/* Moves what other threads completed to the done list. Channel thread. */
+static void bdev_channel_take_remote(struct bdev_channel *ch)
+{
+	struct bdev_io *head, *tail;
+
+	if (!__atomic_load_n(&ch->remote_head, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ch->remote_lock);
+	head = ch->remote_head;
+	tail = ch->remote_tail;
+	ch->remote_head = ch->remote_tail = NULL;
+	pthread_mutex_unlock(&ch->remote_lock);
+	if (!head)
+		return;
+	if (ch->done_tail)
+		ch->done_tail->internal.next = head;
+	else
+		ch->done_head = head;
+	ch->done_tail = tail;
+}
+
 static bool bdev_range_ok(const struct bdev *b, uint64_t offset, uint64_t num)
 {
-	return offset <= b->num_blocks && num <= b->num_blocks - offset;
+	uint64_t nb = __atomic_load_n(&b->num_blocks, __ATOMIC_RELAXED);
+
+	return offset <= nb && num <= nb - offset;
 }
 
 /* Returns 0 or the status an invalid io completes with. Nothing is accessed for a bad io. */
@@ -619,6 +685,7 @@ int bdev_channel_poll(struct bdev_channel *ch)
 	ch->signaled = false;
 	if (ch->bdev->ops->poll)
 		ch->bdev->ops->poll(ch);
+	bdev_channel_take_remote(ch);
 	ch->in_poll = false;
 	/* Take the list as it stands: ios completed by the callbacks below (resubmitted and
 	 * rejected at once) go to a fresh list and signal the eventfd for the next poll. */

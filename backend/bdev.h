@@ -119,6 +119,11 @@ struct bdev_info {
 	uint32_t nbd_reconnect_timeout; /* nbd: seconds */
 	uint32_t nbd_connected;	  /* nbd: connections up now */
 	bool nbd_multi_conn;	  /* nbd: the server allows several connections */
+	const char *rbd_pool;	  /* rbd: pool, image, user (NULL: default) */
+	const char *rbd_image;
+	const char *rbd_user;
+	const char *const *rbd_config; /* rbd: rbd_nconfig key, value pairs */
+	unsigned int rbd_nconfig;
 	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
 };
 
@@ -217,6 +222,44 @@ int bdev_nbd_create(const char *name, const struct bdev_nbd_opts *opts, struct e
  * teardown, before the loop stops. Main thread. */
 void bdev_nbd_cancel_creates(void);
 
+/* Options of an RBD bdev (SPDK's bdev_rbd_create). Zero-initialise, then set what you need. */
+struct bdev_rbd_opts {
+	const char *pool_name;	 /* required */
+	const char *rbd_name;	 /* the image (required) */
+	const char *user_id;	 /* Ceph user without "client." (NULL: librados' default, admin) */
+	const char *const *config; /* nconfig key, value pairs for rados_conf_set; none: the
+				    * configuration file ($CEPH_CONF or /etc/ceph/ceph.conf) */
+	unsigned int nconfig;	 /* at most 32 */
+	uint32_t block_size;	 /* 512 or 4096 (0 = 512) */
+	const uint8_t *uuid;	 /* BDEV_UUID_LEN bytes or NULL for random */
+};
+/*
+ * Creates a bdev on a Ceph RBD image (librbd). Connecting and opening are blocking in librados,
+ * so they run on a thread of the bdev's own; done(arg, ...) runs on `loop` (the main thread's)
+ * once the image is open and the bdev registered, or with the reason it failed. I/O goes through
+ * librbd's AIO from the channels; flush and FUA (a flush after the write) are real; write zeroes
+ * and deallocation are rbd write_zeroes (reads return zeroes afterwards). A resize of the image
+ * (bdev_rbd_resize, or by anyone: the header is watched) changes the bdev's size and tells its
+ * user (bdev_set_resize_cb). Operations fail after 30 s of an unresponsive cluster unless
+ * rados_osd_op_timeout / rados_mon_op_timeout are configured. Returns 0 (done will run) or
+ * -EINVAL, -E2BIG (too many config pairs), -EEXIST, -ENOMEM, -EAGAIN (no thread). Main thread.
+ */
+int bdev_rbd_create(const char *name, const struct bdev_rbd_opts *opts, struct evloop *loop,
+		    bdev_create_cb done, void *arg);
+/* Result of bdev_rbd_resize: rc 0, or -errno with a message. Main thread. */
+typedef void (*bdev_rbd_resize_cb)(void *arg, int rc, const char *message);
+/* Grows the RBD bdev `name`'s image to new_size bytes (rbd_resize on the bdev's thread), then
+ * its size. Returns 0 (done will run), -ENODEV (no such RBD bdev), -EINVAL (smaller than now:
+ * shrinking a live namespace is refused, or not a multiple of the block size), -EBUSY (a resize
+ * is under way). Main thread. */
+int bdev_rbd_resize(const char *name, uint64_t new_size, bdev_rbd_resize_cb done, void *arg);
+/* Fails RBD creations still connecting with -ECANCELED (done runs now; their connection is
+ * closed when it is made). Main thread, process teardown. */
+void bdev_rbd_cancel_creates(void);
+/* Returns 0 when no RBD bdev is connecting or closing; else -EINPROGRESS, and cb(arg) runs on
+ * the loop when the last one is done (after its threads were joined). Process teardown. */
+int bdev_rbd_when_idle(void (*cb)(void *arg), void *arg);
+
 /* ---- registry (main thread) ---- */
 
 /* Returns the bdev called `name`, or NULL. */
@@ -244,6 +287,10 @@ int bdev_delete_all(void);
 int bdev_open(struct bdev *bdev);
 void bdev_close(struct bdev *bdev);
 
+/* Size changes (an RBD image grown): cb(bdev, num_blocks, arg) runs on the main thread after
+ * the bdev's size changed. One callback per bdev (its user's); NULL removes it. Main thread. */
+typedef void (*bdev_resize_cb)(struct bdev *bdev, uint64_t num_blocks, void *arg);
+void bdev_set_resize_cb(struct bdev *bdev, bdev_resize_cb cb, void *arg);
 /* Claims a bdev for exclusive use by `owner` (e.g. "nqn...:ns1"; copied, truncated to
  * BDEV_NAME_MAX). Returns 0 or -EBUSY when already claimed. bdev_release drops the claim. */
 int bdev_claim(struct bdev *bdev, const char *owner);

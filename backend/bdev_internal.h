@@ -44,8 +44,10 @@ struct bdev {
 	const struct bdev_module_ops *ops;
 	void *ctx; /* module state */
 	uint32_t block_size;
-	uint64_t num_blocks;
+	uint64_t num_blocks; /* __atomic: grows at run time (bdev_notify_resize) */
 	uint8_t uuid[BDEV_UUID_LEN];
+	bdev_resize_cb resize_cb;
+	void *resize_arg;
 	/* From the ops table at bdev_alloc; a module whose device decides (an NBD server's flags)
 	 * narrows them before bdev_register. Fixed once registered. */
 	uint32_t io_types;
@@ -69,6 +71,11 @@ struct bdev_channel {
 	struct bdev_io *done_tail;
 	uint32_t outstanding;
 	pthread_t owner;
+	/* Completions from other threads (a library's own threads, the main loop), taken over by
+	 * the next poll: see bdev_io_complete_remote. */
+	pthread_mutex_t remote_lock;
+	struct bdev_io *remote_head; /* __atomic: peeked without the lock */
+	struct bdev_io *remote_tail;
 };
 
 /* Checks a name and block size, allocates a bdev (not yet visible) with the given geometry and a
@@ -83,6 +90,14 @@ void bdev_free(struct bdev *bdev);
 /* The completion funnel: records the result and queues the io for the channel's next poll,
  * signalling the channel's eventfd unless a poll is already under way. Channel thread. */
 void bdev_io_complete(struct bdev_io *io, int status);
+
+/* A module's device changed size: stores it and tells the bdev's user. Main thread. */
+void bdev_notify_resize(struct bdev *bdev, uint64_t num_blocks);
+
+/* The completion funnel for a module whose I/O finishes on another thread (librbd's callback
+ * threads, the NBD connections' main loop): queues the io for its channel under a lock and
+ * writes the channel's eventfd; the channel's next poll delivers it. Any thread. */
+void bdev_io_complete_remote(struct bdev_io *io, int status);
 
 /* Signals the channel's eventfd (once until the next poll) so that bdev_channel_poll() runs. */
 void bdev_channel_kick(struct bdev_channel *ch);

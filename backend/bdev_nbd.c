@@ -1,7 +1,8 @@
 /* backend/bdev_nbd.c - bdev on an NBD export through libnbd's asynchronous API: the connections
  * live on the main thread's event loop (channels post their I/O there and get completions back on
  * their eventfd), several of them when the server allows multi-conn, reconnected after a server
- * restart with the I/O in flight sent again. */
+ * restart with the I/O in flight sent again. Completions go back through
+ * bdev_io_complete_remote. */
 #include "backend/bdev_internal.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -83,7 +84,7 @@ struct bdev_nbd_io {
 	struct evloop_msg msg;
 	struct bdev_io *io;
 	struct bdev_nbd *nbd;
-	struct bdev_nbd_io *next;		/* wait / reap / channel done list */
+	struct bdev_nbd_io *next;		/* wait / reap list */
 	struct bdev_nbd_io *in_prev, *in_next;	/* connection's inflight list */
 	struct bdev_nbd_conn *conn;		/* inflight on this connection (NULL: not) */
 	struct bdev_nbd_conn *sent_on;		/* where the last command went */
@@ -94,12 +95,6 @@ struct bdev_nbd_io {
 	bool flush_stage;    /* FUA emulated by a flush after the write */
 	int cmd_err;	     /* the last command's errno (0: success) */
 	int status;
-};
-
-/* Per-channel: completions handed back by the loop thread. */
-struct bdev_nbd_chan {
-	pthread_mutex_t lock;
-	struct bdev_nbd_io *done_head, *done_tail;
 };
 
 static struct bdev_nbd *bdev_nbd_pending; /* creations not finished (main thread) */
@@ -155,69 +150,19 @@ static void bdev_nbd_inflight_del(struct bdev_nbd_io *n)
 
 /* ---- completion back to the channel ---- */
 
-/* Loop thread: hands the io back to its channel (locked list + eventfd). */
+/* Loop thread: hands the io back to its channel. A read through the bounce buffer is copied out
+ * here, on the thread that did the I/O (the io's memory stays valid until it completes). */
 static void bdev_nbd_finish(struct bdev_nbd_io *n, int status)
 {
-	struct bdev_channel *ch = n->io->internal.ch;
-	struct bdev_nbd_chan *c = ch->drv;
-	uint64_t one = 1;
+	struct bdev_io *io = n->io;
 
-	n->status = status;
-	pthread_mutex_lock(&c->lock);
-	bdev_nbd_list_append(&c->done_head, &c->done_tail, n);
-	pthread_mutex_unlock(&c->lock);
-	/* The eventfd is the channel's wake-up: its poll takes the list after reading it. A
-	 * failed write means the counter is saturated, i.e. already readable. */
-	if (write(ch->efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
-		LOG_ERR(BDEV_LOG, "%s: channel eventfd: %m", n->nbd->name);
-}
-
-/* Channel thread: completions the loop handed back. */
-static void bdev_nbd_poll(struct bdev_channel *ch)
-{
-	struct bdev_nbd_chan *c = ch->drv;
-	struct bdev_nbd_io *n, *next;
-
-	pthread_mutex_lock(&c->lock);
-	n = c->done_head;
-	c->done_head = c->done_tail = NULL;
-	pthread_mutex_unlock(&c->lock);
-	for (; n; n = next) {
-		struct bdev_io *io = n->io;
-
-		next = n->next;
-		if (n->bounce) {
-			if (!n->status && io->type == BDEV_IO_READ)
-				bdev_buf_to_iov(io->iov, io->iovcnt, n->bounce, n->bounce_len);
-			free(n->bounce);
-			n->bounce = NULL;
-		}
-		bdev_io_complete(io, n->status);
+	if (n->bounce) {
+		if (!status && io->type == BDEV_IO_READ)
+			bdev_buf_to_iov(io->iov, io->iovcnt, n->bounce, n->bounce_len);
+		free(n->bounce);
+		n->bounce = NULL;
 	}
-}
-
-static int bdev_nbd_channel_create(struct bdev_channel *ch)
-{
-	struct bdev_nbd_chan *c = calloc(1, sizeof(*c));
-	int rc;
-
-	if (!c)
-		return -ENOMEM;
-	rc = pthread_mutex_init(&c->lock, NULL);
-	if (rc) {
-		free(c);
-		return -rc;
-	}
-	ch->drv = c;
-	return 0;
-}
-
-static void bdev_nbd_channel_destroy(struct bdev_channel *ch)
-{
-	struct bdev_nbd_chan *c = ch->drv;
-
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	bdev_io_complete_remote(io, status);
 }
 
 /* ---- submission ---- */
@@ -724,10 +669,7 @@ static const struct bdev_module_ops bdev_nbd_ops = {
 		(1u << BDEV_IO_WRITE_ZEROES) | (1u << BDEV_IO_UNMAP),
     .has_write_cache = true,
     .destruct = bdev_nbd_destruct,
-    .channel_create = bdev_nbd_channel_create,
-    .channel_destroy = bdev_nbd_channel_destroy,
     .submit = bdev_nbd_submit,
-    .poll = bdev_nbd_poll,
     .get_info = bdev_nbd_get_info,
 };
 

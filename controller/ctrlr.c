@@ -306,6 +306,22 @@ out_free:
 	return ret;
 }
 
+int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks)
+{
+	struct ctrlr_ns *ns;
+
+	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
+		return -ENOENT;
+	ns = ctrlr->ns[nsid - 1];
+	if (num_blocks < ns->num_blocks)
+		return -EINVAL;
+	if (num_blocks == ns->num_blocks)
+		return 0;
+	__atomic_store_n(&ns->num_blocks, num_blocks, __ATOMIC_RELAXED);
+	ctrlr_ns_changed(ctrlr, nsid);
+	return 0;
+}
+
 /* Runs on the admin thread once the last I/O of a removed namespace finished. */
 static void ctrlr_ns_release_msg(void *arg)
 {

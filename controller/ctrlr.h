@@ -79,6 +79,11 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
  * after this returns. A Namespace Attribute Changed event is reported. Returns 0 or -ENOENT.
  */
 int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid);
+/* The namespace's bdev grew to num_blocks: Identify reports it (NSZE/NCAP/NUSE) and the host gets
+ * a Namespace Attribute Changed event with nsid in the Changed Namespace List (NVMe Base 2.0,
+ * 5.2.2 / 5.16.1.5). Returns 0, -ENOENT (no such namespace) or -EINVAL (smaller: I/O in flight
+ * may address the blocks a shrink would remove; refused). Same thread as ctrlr_ns_add. */
+int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks);
 
 /* Number of attached namespaces. */
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);

@@ -79,7 +79,8 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 
 uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
-	uint64_t nsze = req->ns->num_blocks;
+	/* Atomic: a resize (ctrlr_ns_resize, main thread) may grow it under I/O. */
+	uint64_t nsze = __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED);
 
 	if (slba >= nsze || nlb > nsze - slba) {
 		req->error_lba = slba;

@@ -37,7 +37,7 @@ void ctrlr_admin_get_lba_status(struct ctrlr_req *req)
 	st = ctrlr_req_get_ns(req);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	if (slba >= req->ns->num_blocks) {
+	if (slba >= __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED)) {
 		req->error_lba = slba;
 		return ctrlr_req_complete_err(req, NVME_SC_LBA_RANGE,
 					      offsetof(struct nvme_sqe, cdw10));

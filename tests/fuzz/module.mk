@@ -27,7 +27,7 @@ $(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h host/*.h)
 	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -DNVME_EMU_DEBUG \
-		-fsanitize=fuzzer,address,undefined -o $@ $(NVME_FUZZ_SRCS) -ljson-c -laio -luring -lnbd -lpthread
+		-fsanitize=fuzzer,address,undefined -o $@ $(NVME_FUZZ_SRCS) -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread
 
 FUZZ_TARGETS := $(BUILD)/fuzz/vfu_libfuzzer $(BUILD)/fuzz/nvme_libfuzzer
 

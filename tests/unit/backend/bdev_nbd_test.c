@@ -6,14 +6,12 @@
  * daemon, the bdev's connections run on an event loop thread and the test thread is the
  * channel's thread. */
 #include "backend/bdev.h"
-#include "common/evloop.h"
+#include "tests/unit/backend/bdev_ut_loop.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,96 +23,24 @@
 
 #define NUT_BS 512u
 
-/* ---- the event loop thread (the daemon's main thread) ---- */
-
-static struct evloop *nut_loop;
-static pthread_t nut_loop_thread;
 static char nut_dir[64];
 
-struct nut_call {
-	void (*fn)(struct nut_call *);
-	sem_t done;
-	/* create */
-	const char *name;
-	struct bdev_nbd_opts opts;
-	int rc;	       /* bdev_nbd_create's return */
-	int create_rc; /* done's rc */
-	char message[512];
-	struct bdev *bdev;
-	struct bdev_info info;
-};
-
-static void *nut_loop_main(void *arg)
+static void nut_do_create(struct ut_loop_call *c)
 {
-	evloop_run(nut_loop);
-	return NULL;
-}
-
-static void nut_call_run(void *arg)
-{
-	struct nut_call *c = arg;
-
-	c->fn(c);
-}
-
-/* Runs c->fn on the loop thread; it posts c->done (now or later). */
-static void nut_call(struct nut_call *c, void (*fn)(struct nut_call *))
-{
-	struct timespec ts;
-
-	c->fn = fn;
-	sem_init(&c->done, 0, 0);
-	CU_ASSERT_EQUAL_FATAL(evloop_send_msg(nut_loop, nut_call_run, c), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 60;
-	CU_ASSERT_EQUAL_FATAL(sem_timedwait(&c->done, &ts), 0);
-	sem_destroy(&c->done);
-}
-
-static void nut_created(void *arg, int rc, const char *message, struct bdev *bdev)
-{
-	struct nut_call *c = arg;
-
-	c->create_rc = rc;
-	snprintf(c->message, sizeof(c->message), "%s", message ? message : "");
-	c->bdev = bdev;
-	sem_post(&c->done);
-}
-
-static void nut_do_create(struct nut_call *c)
-{
-	c->rc = bdev_nbd_create(c->name, &c->opts, nut_loop, nut_created, c);
+	c->rc = bdev_nbd_create(c->name, c->opts, ut_loop(), ut_loop_created, c);
 	if (c->rc)
-		sem_post(&c->done);
-}
-
-static void nut_do_delete(struct nut_call *c)
-{
-	c->rc = bdev_delete(c->name);
-	sem_post(&c->done);
-}
-
-static void nut_do_info(struct nut_call *c)
-{
-	struct bdev *b = bdev_lookup(c->name);
-
-	c->rc = b ? 0 : -ENOENT;
-	if (b)
-		bdev_get_info(b, &c->info);
-	sem_post(&c->done);
+		ut_loop_done(c);
 }
 
 /* Creates bdev `name` on `uri`; returns done's rc (or bdev_nbd_create's). */
 static int nut_create(const char *name, const char *uri, uint32_t conns, uint32_t timeout,
 		      struct bdev **out, char *msg, size_t msglen)
 {
-	struct nut_call c = {.name = name};
+	struct bdev_nbd_opts o = {
+	    .uri = uri, .block_size = NUT_BS, .num_connections = conns, .reconnect_timeout = timeout};
+	struct ut_loop_call c = {.name = name, .opts = &o};
 
-	c.opts.uri = uri;
-	c.opts.block_size = NUT_BS;
-	c.opts.num_connections = conns;
-	c.opts.reconnect_timeout = timeout;
-	nut_call(&c, nut_do_create);
+	ut_loop_call(&c, nut_do_create);
 	if (msg)
 		snprintf(msg, msglen, "%s", c.message);
 	if (c.rc)
@@ -124,22 +50,8 @@ static int nut_create(const char *name, const char *uri, uint32_t conns, uint32_
 	return c.create_rc;
 }
 
-static int nut_delete(const char *name)
-{
-	struct nut_call c = {.name = name};
-
-	nut_call(&c, nut_do_delete);
-	return c.rc;
-}
-
-static struct bdev_info nut_info(const char *name)
-{
-	struct nut_call c = {.name = name};
-
-	nut_call(&c, nut_do_info);
-	CU_ASSERT_EQUAL(c.rc, 0);
-	return c.info;
-}
+#define nut_delete ut_loop_delete
+#define nut_info ut_loop_info
 
 /* ---- nbdkit ---- */
 
@@ -532,7 +444,8 @@ static void test_create_errors(void)
 	struct nut_server s;
 	struct bdev *b = NULL;
 	char msg[512], uri[256];
-	struct nut_call c = {.name = "x"};
+	struct bdev_nbd_opts bad = {.uri = "nbd+unix:///?socket=/none", .block_size = 1000};
+	struct ut_loop_call c = {.name = "x", .opts = &bad};
 
 	/* Nothing listening: -ECONNREFUSED, with the URI in the message. */
 	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s/none.sock", nut_dir);
@@ -540,9 +453,7 @@ static void test_create_errors(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, uri));
 	/* Not an NBD URI, bad sizes: refused at once. */
 	CU_ASSERT_EQUAL(nut_create("nbd7", "http://example/", 1, 0, &b, NULL, 0), -EINVAL);
-	c.opts.uri = uri;
-	c.opts.block_size = 1000;
-	nut_call(&c, nut_do_create);
+	ut_loop_call(&c, nut_do_create);
 	CU_ASSERT_EQUAL(c.rc, -EINVAL);
 	CU_ASSERT_EQUAL(nut_create("nbd7", uri, BDEV_NBD_MAX_CONNECTIONS + 1, 0, &b, NULL, 0),
 			-EINVAL);
@@ -569,17 +480,12 @@ static int nut_init(void)
 	if (!mkdtemp(nut_dir))
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
-	nut_loop = evloop_create();
-	if (!nut_loop)
-		return -1;
-	return pthread_create(&nut_loop_thread, NULL, nut_loop_main, NULL) ? -1 : 0;
+	return ut_loop_start();
 }
 
 static int nut_cleanup(void)
 {
-	evloop_stop(nut_loop);
-	pthread_join(nut_loop_thread, NULL);
-	evloop_destroy(nut_loop);
+	ut_loop_stop();
 	rmdir(nut_dir);
 	return 0;
 }
