@@ -5,6 +5,10 @@ GUEST_TESTS += tests/guest/test-nvme-emu.sh
 GUEST_TESTS += tests/guest/test-nvme-emu-uring.sh
 # The same on an NBD export (nbdkit file plugin).
 GUEST_TESTS += tests/guest/test-nvme-emu-nbd.sh
+# The same on a Ceph RBD image (a throwaway cluster on 127.0.0.1).
+GUEST_TESTS += tests/guest/test-nvme-emu-rbd.sh
+# An RBD namespace grown under a running guest (Namespace Attribute Changed).
+GUEST_TESTS += tests/guest/test-rbd-resize.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Guest test: the nvme-emu daemon (aio, or io_uring with NVME_EMU_BACKEND=uring, on a file; or
-# NVME_EMU_BACKEND=nbd: an nbdkit file export of that file) serves a QEMU guest
+# NVME_EMU_BACKEND=nbd: an nbdkit file export of that file; or NVME_EMU_BACKEND=rbd: an RBD image
+# of a throwaway Ceph cluster, exported to that file at the end) serves a QEMU guest
 # over vfio-user; the job runs nvme-cli, fio verify, ext4, discard, reset and
 # FLR. Afterwards the daemon is killed (SIGKILL) and the pattern the guest
 # wrote and flushed must be in the backing file.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
-# The backend: aio (default), uring (test-nvme-emu-uring.sh) or nbd (test-nvme-emu-nbd.sh).
+# The backend: aio (default), uring (test-nvme-emu-uring.sh), nbd (test-nvme-emu-nbd.sh) or rbd
+# (test-nvme-emu-rbd.sh).
 backend=${NVME_EMU_BACKEND:-aio}
-case $backend in aio | uring | nbd) ;; *) echo "NVME_EMU_BACKEND must be aio, uring or nbd"; exit 2 ;; esac
+case $backend in aio | uring | nbd | rbd) ;; *) echo "NVME_EMU_BACKEND must be aio, uring, nbd or rbd"; exit 2 ;; esac
 gt_setup "nvme-emu$([ "$backend" = aio ] || echo "-$backend")"
 bin=$GT_TOP/build/bin/nvme-emu
 sock=$GT_DIR/nvme.sock
@@ -23,6 +25,19 @@ if [ "$backend" = nbd ]; then
 	nbdkit_pid=$!
 	for _ in $(seq 100); do [ -S "$GT_DIR/nbd.sock" ] && break; sleep 0.1; done
 	ns_arg=(--nbd "nbd+unix:///?socket=$GT_DIR/nbd.sock")
+elif [ "$backend" = rbd ]; then
+	CEPH_CONF=$("$GT_TOP/tests/lib/ceph-cluster.sh" start "$GT_DIR/ceph" 2> "$GT_DIR/ceph.err")
+	crc=$?
+	if [ "$crc" -eq 77 ]; then
+		echo "ok - SKIPPED: $(cat "$GT_DIR/ceph.err")"
+		echo "1 passed, 0 failed"
+		exit 0
+	fi
+	[ "$crc" -eq 0 ] || { cat "$GT_DIR/ceph.err"; echo "0 passed, 1 failed"; exit 1; }
+	export CEPH_CONF
+	trap '"$GT_TOP/tests/lib/ceph-cluster.sh" stop "$GT_DIR/ceph" > /dev/null 2>&1' EXIT
+	rbd create --size 256M rbd/guest || { echo "0 passed, 1 failed"; exit 1; }
+	ns_arg=(--rbd rbd/guest)
 else
 	ns_arg=("--$backend" "$disk:256M")
 fi
@@ -41,6 +56,8 @@ if [ -n "$nbdkit_pid" ]; then
 	kill "$nbdkit_pid" 2>/dev/null
 	wait "$nbdkit_pid" 2>/dev/null
 fi
+# RBD: what the cluster holds, read back by the rbd CLI after the SIGKILL.
+[ "$backend" = rbd ] && rbd export rbd/guest "$disk" > /dev/null 2>&1
 out=$GT_DIR/run/out/output.log
 if [ "$alive" -eq 1 ]; then echo "ok - daemon alive after the guest" >>"$out"
 else echo "not ok - daemon died during the guest run" >>"$out"; tail -20 "$GT_DIR/daemon.log"; fi

@@ -36,5 +36,7 @@ $(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
 SCRIPT_TESTS += tests/integration/perf/perf-tool.sh
 # Namespaces on NBD exports (nbdkit, qemu-nbd started by the test).
 SCRIPT_TESTS += tests/integration/nbd/nbd.sh
+# Namespaces on Ceph RBD images (a throwaway cluster started by the test).
+SCRIPT_TESTS += tests/integration/rbd/rbd.sh
 
 include $(filter-out tests/integration/module.mk,$(wildcard tests/integration/*.mk))
