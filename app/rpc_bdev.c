@@ -387,6 +387,242 @@ static void rpc_bdev_rbd_resize(struct rpc_request *req, struct json_object *par
 		rpc_request_errno(req, rc, "bdev_rbd_resize");
 }
 
+/* bdev_error_create (SPDK's): EE_<base_name> over base_name. Answers true. */
+struct rpc_bdev_error_create {
+	const char *base_name;
+	const char *uuid;
+};
+
+static const struct rpc_decoder rpc_bdev_error_create_dec[] = {
+    RPC_DEC(rpc_bdev_error_create, base_name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_error_create, uuid, RPC_T_STRING, true),
+};
+
+/* The reason a stacked bdev cannot be made over `base`. */
+static void rpc_bdev_stack_error(struct rpc_request *req, int rc, const char *name,
+				 const char *base)
+{
+	if (rc == -ENODEV)
+		rpc_request_error(req, rc, "base bdev %s does not exist", base);
+	else if (rc == -EBUSY)
+		rpc_request_error(req, rc, "base bdev %s is claimed (a namespace or another bdev)",
+				  base);
+	else if (rc == -EEXIST)
+		rpc_request_error(req, rc, "bdev %s already exists", name);
+	else
+		rpc_request_errno(req, rc, "cannot create the bdev");
+}
+
+static void rpc_bdev_error_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_error_create p = {0};
+	uint8_t uuid[BDEV_UUID_LEN];
+	char name[BDEV_NAME_MAX + 8];
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_error_create_dec,
+			      RPC_N(rpc_bdev_error_create_dec), &p) ||
+	    rpc_bdev_uuid(req, p.uuid, uuid))
+		return;
+	snprintf(name, sizeof(name), "EE_%s", p.base_name);
+	rc = bdev_error_create(p.base_name, p.uuid ? uuid : NULL, NULL);
+	if (rc)
+		rpc_bdev_stack_error(req, rc, name, p.base_name);
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
+/* bdev_error_inject_error (SPDK's): name, io_type (read, write, unmap, flush, all, clear),
+ * error_type (failure, nvme_failure, pending, corrupt_data, nomem), num (1), queue_depth,
+ * nvme_sct, nvme_sc, corrupt_offset, corrupt_value. */
+struct rpc_bdev_error_inject {
+	const char *name;
+	const char *io_type;
+	const char *error_type;
+	uint32_t num;
+	uint32_t queue_depth;
+	uint32_t nvme_sct, nvme_sc;
+	uint64_t corrupt_offset;
+	uint32_t corrupt_value;
+};
+
+static const struct rpc_decoder rpc_bdev_error_inject_dec[] = {
+    RPC_DEC(rpc_bdev_error_inject, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_error_inject, io_type, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_error_inject, error_type, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_error_inject, num, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_error_inject, queue_depth, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_error_inject, nvme_sct, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_error_inject, nvme_sc, RPC_T_U32, true),
+    RPC_DEC(rpc_bdev_error_inject, corrupt_offset, RPC_T_U64, true),
+    RPC_DEC(rpc_bdev_error_inject, corrupt_value, RPC_T_U32, true),
+};
+
+static void rpc_bdev_error_inject(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	static const struct {
+		const char *name;
+		int type;
+	} io_types[] = {{"read", BDEV_IO_READ},		 {"write", BDEV_IO_WRITE},
+			{"unmap", BDEV_IO_UNMAP},	 {"flush", BDEV_IO_FLUSH},
+			{"write_zeroes", BDEV_IO_WRITE_ZEROES}, {"all", BDEV_ERROR_IO_ALL},
+			{"clear", BDEV_ERROR_IO_CLEAR}};
+	static const struct {
+		const char *name;
+		enum bdev_error_type type;
+	} err_types[] = {{"failure", BDEV_ERROR_FAILURE},	 {"nvme_failure", BDEV_ERROR_NVME},
+			 {"pending", BDEV_ERROR_PENDING},	 {"corrupt_data", BDEV_ERROR_CORRUPT},
+			 {"nomem", BDEV_ERROR_NOMEM}};
+	struct rpc_bdev_error_inject p = {.num = 1};
+	struct bdev_error_injection inj = {0};
+	int io_type = -100, rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_error_inject_dec,
+			      RPC_N(rpc_bdev_error_inject_dec), &p))
+		return;
+	for (size_t i = 0; i < RPC_N(io_types); i++)
+		if (!strcmp(p.io_type, io_types[i].name))
+			io_type = io_types[i].type;
+	for (size_t i = 0; i < RPC_N(err_types); i++)
+		if (!strcmp(p.error_type, err_types[i].name))
+			inj.type = err_types[i].type;
+	if (io_type == -100) {
+		rpc_request_error(req, -EINVAL,
+				  "io_type '%s': read, write, unmap, flush, write_zeroes, all or "
+				  "clear",
+				  p.io_type);
+		return;
+	}
+	if (!inj.type) {
+		rpc_request_error(req, -EINVAL,
+				  "error_type '%s': failure, nvme_failure, pending, corrupt_data "
+				  "or nomem",
+				  p.error_type);
+		return;
+	}
+	if (p.nvme_sct > 7 || p.nvme_sc > 255 || p.corrupt_value > 255) {
+		rpc_request_error(req, -EINVAL, "nvme_sct 0..7, nvme_sc 0..255, corrupt_value 1..255");
+		return;
+	}
+	if (inj.type == BDEV_ERROR_CORRUPT && !p.corrupt_value) {
+		rpc_request_error(req, -EINVAL, "corrupt_data needs corrupt_value 1..255");
+		return;
+	}
+	if (!p.num && io_type != BDEV_ERROR_IO_CLEAR) {
+		rpc_request_error(req, -EINVAL, "num must be at least 1");
+		return;
+	}
+	inj.num = p.num;
+	inj.queue_depth = p.queue_depth;
+	inj.nvme_sct = (uint8_t)p.nvme_sct;
+	inj.nvme_sc = (uint8_t)p.nvme_sc;
+	inj.corrupt_offset = p.corrupt_offset;
+	inj.corrupt_value = (uint8_t)p.corrupt_value;
+	rc = bdev_error_inject(p.name, io_type, &inj);
+	if (rc == -ENODEV)
+		rpc_request_error(req, rc, "no error bdev %s", p.name);
+	else if (rc)
+		rpc_request_errno(req, rc, "bdev_error_inject_error");
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
+static void rpc_bdev_error_resume(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_name p = {0};
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_name_dec, 1, &p))
+		return;
+	rc = bdev_error_resume_pending(p.name);
+	if (rc)
+		rpc_request_error(req, rc, "no error bdev %s", p.name);
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
+/* bdev_delay_create (SPDK's): base_bdev_name, name, uuid and the four latencies in
+ * microseconds. Answers the name. */
+struct rpc_bdev_delay_create {
+	const char *base_bdev_name;
+	const char *name;
+	const char *uuid;
+	uint64_t lat[BDEV_DELAY_NR];
+};
+
+static const struct rpc_decoder rpc_bdev_delay_create_dec[] = {
+    RPC_DEC(rpc_bdev_delay_create, base_bdev_name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_delay_create, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_delay_create, uuid, RPC_T_STRING, true),
+    {.name = "avg_read_latency", .type = RPC_T_U64,
+     .offset = offsetof(struct rpc_bdev_delay_create, lat[BDEV_DELAY_AVG_READ])},
+    {.name = "p99_read_latency", .type = RPC_T_U64,
+     .offset = offsetof(struct rpc_bdev_delay_create, lat[BDEV_DELAY_P99_READ])},
+    {.name = "avg_write_latency", .type = RPC_T_U64,
+     .offset = offsetof(struct rpc_bdev_delay_create, lat[BDEV_DELAY_AVG_WRITE])},
+    {.name = "p99_write_latency", .type = RPC_T_U64,
+     .offset = offsetof(struct rpc_bdev_delay_create, lat[BDEV_DELAY_P99_WRITE])},
+};
+
+static void rpc_bdev_delay_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_delay_create p = {0};
+	uint8_t uuid[BDEV_UUID_LEN];
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_delay_create_dec,
+			      RPC_N(rpc_bdev_delay_create_dec), &p) ||
+	    rpc_bdev_uuid(req, p.uuid, uuid))
+		return;
+	rc = bdev_delay_create(p.name, p.base_bdev_name, p.uuid ? uuid : NULL, p.lat, NULL);
+	if (rc == -EINVAL)
+		rpc_request_error(req, rc, "bad name, or a latency above an hour");
+	else if (rc)
+		rpc_bdev_stack_error(req, rc, p.name, p.base_bdev_name);
+	else
+		rpc_request_result(req, json_object_new_string(p.name));
+}
+
+struct rpc_bdev_delay_update {
+	const char *delay_bdev_name;
+	const char *latency_type;
+	uint64_t latency_us;
+};
+
+static const struct rpc_decoder rpc_bdev_delay_update_dec[] = {
+    RPC_DEC(rpc_bdev_delay_update, delay_bdev_name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_delay_update, latency_type, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_delay_update, latency_us, RPC_T_U64, false),
+};
+
+static void rpc_bdev_delay_update(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	static const char *const types[BDEV_DELAY_NR] = {"avg_read", "p99_read", "avg_write",
+							 "p99_write"};
+	struct rpc_bdev_delay_update p = {0};
+	int which = -1, rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_delay_update_dec,
+			      RPC_N(rpc_bdev_delay_update_dec), &p))
+		return;
+	for (int i = 0; i < BDEV_DELAY_NR; i++)
+		if (!strcmp(p.latency_type, types[i]))
+			which = i;
+	if (which < 0) {
+		rpc_request_error(req, -EINVAL,
+				  "latency_type '%s': avg_read, p99_read, avg_write or p99_write",
+				  p.latency_type);
+		return;
+	}
+	rc = bdev_delay_update_latency(p.delay_bdev_name, which, p.latency_us);
+	if (rc == -ENODEV)
+		rpc_request_error(req, rc, "no delay bdev %s", p.delay_bdev_name);
+	else if (rc)
+		rpc_request_error(req, rc, "latency_us %" PRIu64 ": at most an hour", p.latency_us);
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
 /* bdev_*_delete: the module must match, as in SPDK. */
 static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 			    struct app_target *t, const char *module)
@@ -448,6 +684,16 @@ static void rpc_bdev_rbd_delete(struct rpc_request *req, struct json_object *par
 	rpc_bdev_delete(req, params, ctx, "rbd");
 }
 
+static void rpc_bdev_error_delete(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "error");
+}
+
+static void rpc_bdev_delay_delete(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "delay");
+}
+
 static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 {
 	struct json_object *o = json_object_new_object(), *types = json_object_new_object();
@@ -491,6 +737,22 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 		json_object_object_add(nbd, "reconnect_timeout_sec",
 				       json_object_new_int64(info.nbd_reconnect_timeout));
 		json_object_object_add(ds, "nbd", nbd);
+		json_object_object_add(o, "driver_specific", ds);
+	}
+	if (info.base_name) {
+		struct json_object *ds = json_object_new_object(), *v = json_object_new_object();
+
+		json_object_object_add(v, "base_bdev_name", json_object_new_string(info.base_name));
+		if (!strcmp(info.module_name, "delay")) {
+			static const char *const keys[BDEV_DELAY_NR] = {
+			    "avg_read_latency", "p99_read_latency", "avg_write_latency",
+			    "p99_write_latency"};
+
+			for (int i = 0; i < BDEV_DELAY_NR; i++)
+				json_object_object_add(
+				    v, keys[i], json_object_new_int64((int64_t)info.delay_us[i]));
+		}
+		json_object_object_add(ds, info.module_name, v);
 		json_object_object_add(o, "driver_specific", ds);
 	}
 	if (info.rbd_pool) {
@@ -655,6 +917,13 @@ static const struct rpc_method rpc_bdev_methods[] = {
     {"bdev_rbd_create", rpc_bdev_rbd_create, RPC_RUNTIME, false},
     {"bdev_rbd_delete", rpc_bdev_rbd_delete, RPC_RUNTIME, false},
     {"bdev_rbd_resize", rpc_bdev_rbd_resize, RPC_RUNTIME, false},
+    {"bdev_error_create", rpc_bdev_error_create, RPC_RUNTIME, false},
+    {"bdev_error_delete", rpc_bdev_error_delete, RPC_RUNTIME, false},
+    {"bdev_error_inject_error", rpc_bdev_error_inject, RPC_RUNTIME, false},
+    {"bdev_error_resume_pending", rpc_bdev_error_resume, RPC_RUNTIME, false},
+    {"bdev_delay_create", rpc_bdev_delay_create, RPC_RUNTIME, false},
+    {"bdev_delay_delete", rpc_bdev_delay_delete, RPC_RUNTIME, false},
+    {"bdev_delay_update_latency", rpc_bdev_delay_update, RPC_RUNTIME, false},
     {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 

@@ -71,6 +71,26 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 
 	bdev_get_info(bdev, &info);
 	bdev_uuid_format(info.uuid, uuid);
+	if (info.base_name && !strcmp(info.module_name, "error")) {
+		/* SPDK's bdev_error_create names the bdev itself (EE_<base_name>). */
+		rpc_config_str(p, "base_name", info.base_name);
+		rpc_config_str(p, "uuid", uuid);
+		rpc_config_add(arg, "bdev_error_create", p);
+		return 0;
+	}
+	if (info.base_name) {
+		static const char *const keys[BDEV_DELAY_NR] = {
+		    "avg_read_latency", "p99_read_latency", "avg_write_latency",
+		    "p99_write_latency"};
+
+		rpc_config_str(p, "name", info.name);
+		rpc_config_str(p, "base_bdev_name", info.base_name);
+		for (int i = 0; i < BDEV_DELAY_NR; i++)
+			rpc_config_int(p, keys[i], (int64_t)info.delay_us[i]);
+		rpc_config_str(p, "uuid", uuid);
+		rpc_config_add(arg, "bdev_delay_create", p);
+		return 0;
+	}
 	rpc_config_str(p, "name", info.name);
 	if (info.rbd_pool) {
 		rpc_config_str(p, "pool_name", info.rbd_pool);

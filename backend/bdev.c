@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -221,20 +222,29 @@ int bdev_delete(const char *name)
 
 int bdev_delete_all(void)
 {
-	struct bdev **pp = &bdev_list, *b;
+	struct bdev **pp, *b;
+	bool progress = true;
 	int left = 0;
 
-	while (*pp) {
-		b = *pp;
-		if (bdev_is_busy(b)) {
-			LOG_WARN(BDEV_LOG, "bdev %s still in use, not deleted", b->name);
-			left++;
-			pp = &b->next;
-			continue;
+	/* Stacked bdevs (error, delay) claim their base, which frees only once they are gone:
+	 * passes until one deletes nothing. */
+	while (progress) {
+		progress = false;
+		left = 0;
+		for (pp = &bdev_list; *pp;) {
+			b = *pp;
+			if (bdev_is_busy(b)) {
+				left++;
+				pp = &b->next;
+				continue;
+			}
+			*pp = b->next;
+			bdev_destroy(b);
+			progress = true;
 		}
-		*pp = b->next;
-		bdev_destroy(b);
 	}
+	for (b = bdev_list; b; b = b->next)
+		LOG_WARN(BDEV_LOG, "bdev %s still in use, not deleted", b->name);
 	return left;
 }
 
@@ -440,6 +450,7 @@ int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out)
 		rc = -rc;
 		goto out_free_ch;
 	}
+	ch->epfd = -1;
 	ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ch->efd < 0) {
 		rc = -errno;
@@ -455,6 +466,8 @@ int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out)
 	return 0;
 
 out_close_efd:
+	if (ch->epfd >= 0)
+		close(ch->epfd);
 	close(ch->efd);
 out_mutex:
 	pthread_mutex_destroy(&ch->remote_lock);
@@ -472,6 +485,8 @@ int bdev_channel_destroy(struct bdev_channel *ch)
 		return -EBUSY;
 	if (ch->bdev->ops->channel_destroy)
 		ch->bdev->ops->channel_destroy(ch);
+	if (ch->epfd >= 0)
+		close(ch->epfd);
 	close(ch->efd);
 	pthread_mutex_destroy(&ch->remote_lock);
 	__atomic_fetch_sub(&ch->bdev->channel_count, 1, __ATOMIC_ACQ_REL);
@@ -481,7 +496,23 @@ int bdev_channel_destroy(struct bdev_channel *ch)
 
 int bdev_channel_get_fd(const struct bdev_channel *ch)
 {
-	return ch->efd;
+	return ch->epfd >= 0 ? ch->epfd : ch->efd;
+}
+
+int bdev_channel_add_fd(struct bdev_channel *ch, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (ch->epfd < 0) {
+		ch->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (ch->epfd < 0)
+			return -errno;
+		ev.data.fd = ch->efd;
+		if (epoll_ctl(ch->epfd, EPOLL_CTL_ADD, ch->efd, &ev))
+			return -errno;
+	}
+	ev.data.fd = fd;
+	return epoll_ctl(ch->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 uint32_t bdev_channel_outstanding(const struct bdev_channel *ch)

@@ -30,6 +30,8 @@
  *   -ENOSPC  the backing file system is full (write or allocate failed with ENOSPC)
  *   -ENOMEM  a bounce buffer could not be allocated (transient; may be retried)
  * Other negative errno values from the backing file may appear and are media errors to the caller.
+ * BDEV_STATUS_NVME(sct, sc) carries an NVMe status chosen by the bdev (the error-injection bdev's
+ * nvme_failure): the controller completes the command with exactly that status.
  */
 
 #include <stdbool.h>
@@ -37,6 +39,12 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+/* An NVMe status (Status Code Type, Status Code) as a completion status: below every errno. */
+#define BDEV_STATUS_NVME_BASE 0x100000
+#define BDEV_STATUS_NVME(sct, sc) (-(BDEV_STATUS_NVME_BASE | (((sct) & 7) << 8) | ((sc) & 0xff)))
+#define BDEV_STATUS_IS_NVME(st) ((st) <= -BDEV_STATUS_NVME_BASE && (st) > -BDEV_STATUS_NVME_BASE - 0x800)
+/* The NVMe status word (SCT << 8 | SC) of a BDEV_STATUS_NVME status. */
+#define BDEV_STATUS_NVME_CODE(st) ((uint16_t)((-(st)) & 0x7ff))
 #define BDEV_NAME_MAX 63     /* longest bdev name, without the NUL */
 #define BDEV_UUID_LEN 16     /* bytes in a binary UUID */
 #define BDEV_UUID_STR_LEN 37 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
@@ -124,6 +132,8 @@ struct bdev_info {
 	const char *rbd_user;
 	const char *const *rbd_config; /* rbd: rbd_nconfig key, value pairs */
 	unsigned int rbd_nconfig;
+	const char *base_name;	  /* error, delay: the base bdev */
+	uint64_t delay_us[4];	  /* delay: the latencies (enum bdev_delay_latency) */
 	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
 };
 
@@ -259,6 +269,46 @@ void bdev_rbd_cancel_creates(void);
 /* Returns 0 when no RBD bdev is connecting or closing; else -EINPROGRESS, and cb(arg) runs on
  * the loop when the last one is done (after its threads were joined). Process teardown. */
 int bdev_rbd_when_idle(void (*cb)(void *arg), void *arg);
+
+/* Error injection (SPDK's bdev_error): EE_<base> over a base bdev. */
+enum bdev_error_type {
+	BDEV_ERROR_NONE = 0,
+	BDEV_ERROR_FAILURE, /* completes with -EIO (a media error to the host) */
+	BDEV_ERROR_NVME,    /* completes with the NVMe status nvme_sct/nvme_sc */
+	BDEV_ERROR_PENDING, /* held, never sent, until bdev_error_resume_pending */
+	BDEV_ERROR_CORRUPT, /* data byte corrupt_offset XOR corrupt_value (writes on the way
+			     * down, reads on the way up) */
+	BDEV_ERROR_NOMEM,   /* completes with -ENOMEM */
+};
+struct bdev_error_injection {
+	enum bdev_error_type type;
+	uint32_t num;	      /* how many commands (>= 1); the injection ends after them */
+	uint32_t queue_depth; /* only while this many ios are outstanding on the channel (0: any) */
+	uint8_t nvme_sct, nvme_sc;
+	uint64_t corrupt_offset;
+	uint8_t corrupt_value; /* 1..255 */
+};
+/* io_type for bdev_error_inject besides enum bdev_io_type: every type, or clear them all. */
+#define BDEV_ERROR_IO_ALL (-1)
+#define BDEV_ERROR_IO_CLEAR (-2)
+/* Creates EE_<base_name> over base_name (opened and claimed). 0, -ENODEV (no base), -EBUSY
+ * (base claimed), -EEXIST, -EINVAL, -ENOMEM. Main thread. */
+int bdev_error_create(const char *base_name, const uint8_t *uuid, struct bdev **out);
+/* Sets the injection for one I/O type, all (BDEV_ERROR_IO_ALL) or clears every one
+ * (BDEV_ERROR_IO_CLEAR; inj ignored). 0, -ENODEV (no such error bdev), -EINVAL. Main thread. */
+int bdev_error_inject(const char *name, int io_type, const struct bdev_error_injection *inj);
+/* Sends every held (pending) io of every channel. 0 or -ENODEV. Main thread. */
+int bdev_error_resume_pending(const char *name);
+/* Delay (SPDK's bdev_delay): reads and writes (and write zeroes) complete after an average
+ * latency, one in a hundred after the p99 one; flush and deallocate pass through. */
+enum bdev_delay_latency { BDEV_DELAY_AVG_READ, BDEV_DELAY_P99_READ, BDEV_DELAY_AVG_WRITE,
+			  BDEV_DELAY_P99_WRITE, BDEV_DELAY_NR };
+/* Creates `name` over base_name with latencies in microseconds (BDEV_DELAY_NR of them). Errors
+ * as bdev_error_create. Main thread. */
+int bdev_delay_create(const char *name, const char *base_name, const uint8_t *uuid,
+		      const uint64_t *latency_us, struct bdev **out);
+/* Changes one latency for ios completing from now on. 0, -ENODEV, -EINVAL. Main thread. */
+int bdev_delay_update_latency(const char *name, enum bdev_delay_latency which, uint64_t us);
 
 /* ---- registry (main thread) ---- */
 

@@ -65,6 +65,8 @@ struct bdev_channel {
 	struct bdev *bdev;
 	void *drv;		   /* module channel state */
 	int efd;		   /* readable while completions wait */
+	int epfd;		   /* -1, or an epoll fd over efd and the module's own fds
+				    * (bdev_channel_add_fd): what bdev_channel_get_fd returns */
 	bool signaled;		   /* efd written since the last poll read it */
 	bool in_poll;		   /* the module is reaping: the drain follows, no need to signal */
 	struct bdev_io *done_head; /* completed, callback not yet run */
@@ -90,6 +92,12 @@ void bdev_free(struct bdev *bdev);
 /* The completion funnel: records the result and queues the io for the channel's next poll,
  * signalling the channel's eventfd unless a poll is already under way. Channel thread. */
 void bdev_io_complete(struct bdev_io *io, int status);
+
+/* Makes the channel's fd also readable when `fd` is (a timerfd, a base bdev's channel fd): the
+ * channel's fd becomes an epoll fd over its eventfd and these. Only from the module's
+ * channel_create (before anyone watches the channel's fd); the module reads or polls fd itself
+ * in its poll. Returns 0 or -errno. */
+int bdev_channel_add_fd(struct bdev_channel *ch, int fd);
 
 /* A module's device changed size: stores it and tells the bdev's user. Main thread. */
 void bdev_notify_resize(struct bdev *bdev, uint64_t num_blocks);

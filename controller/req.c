@@ -221,6 +221,9 @@ uint16_t ctrlr_req_submit_bio(struct ctrlr_req *req, ctrlr_req_io_done_fn done)
 
 uint16_t ctrlr_bdev_status(int status, bool is_write)
 {
+	/* A status the bdev chose (error injection): given to the host as it is. */
+	if (BDEV_STATUS_IS_NVME(status))
+		return BDEV_STATUS_NVME_CODE(status);
 	switch (status) {
 	case 0:
 		return NVME_SC_SUCCESS;

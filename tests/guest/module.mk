@@ -9,6 +9,8 @@ GUEST_TESTS += tests/guest/test-nvme-emu-nbd.sh
 GUEST_TESTS += tests/guest/test-nvme-emu-rbd.sh
 # An RBD namespace grown under a running guest (Namespace Attribute Changed).
 GUEST_TESTS += tests/guest/test-rbd-resize.sh
+# bdev_error / bdev_delay under a namespace of a running guest.
+GUEST_TESTS += tests/guest/test-error-inject.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh

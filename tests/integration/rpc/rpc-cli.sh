@@ -163,6 +163,37 @@ bad "bdev_null_delete again" 'no null bdev' bdev_null_delete --name N0
 bad "bdev_malloc_delete of an aio bdev" 'no malloc bdev' bdev_malloc_delete --name A0
 ok "bdev_aio_delete" bdev_aio_delete --name A0
 ok "bdev_malloc_delete" bdev_malloc_delete --name Malloc0
+# Stacked bdevs: SPDK's bdev_error and bdev_delay.
+ok_out "bdev_error_create answers true" '^true$' bdev_error_create --base_name M1
+bad "bdev_error_create twice" 'already exists' bdev_error_create --base_name M1
+bad "bdev_delay_create over a claimed base" 'is claimed' bdev_delay_create --base_bdev_name M1 \
+	--name Dx --avg_read_latency 1 --p99_read_latency 1 --avg_write_latency 1 \
+	--p99_write_latency 1
+bad "bdev_error_create over nothing" 'does not exist' bdev_error_create --base_name zzz
+bad "bdev_malloc_delete of a stacked-on base" 'in use' bdev_malloc_delete --name M1
+ok_out "bdev_delay_create answers the name" '^D0$' bdev_delay_create --base_bdev_name EE_M1 \
+	--name D0 --avg_read_latency 10 --p99_read_latency 100 --avg_write_latency 10 \
+	--p99_write_latency 100
+ok_out "bdev_get_bdevs: delay's driver_specific" '"base_bdev_name": "EE_M1"' bdev_get_bdevs --name D0
+ok "bdev_error_inject_error nvme_failure" bdev_error_inject_error --name EE_M1 --io_type read \
+	--error_type nvme_failure --nvme_sct 2 --nvme_sc 129 --num 3
+bad "bdev_error_inject_error bad io_type" "io_type 'sideways'" bdev_error_inject_error \
+	--name EE_M1 --io_type sideways --error_type failure
+bad "bdev_error_inject_error corrupt_data without a value" 'corrupt_value' \
+	bdev_error_inject_error --name EE_M1 --io_type read --error_type corrupt_data
+bad "bdev_error_inject_error on a non-error bdev" 'no error bdev' bdev_error_inject_error \
+	--name D0 --io_type read --error_type failure
+ok "bdev_error_inject_error clear" bdev_error_inject_error --name EE_M1 --io_type clear \
+	--error_type failure
+ok "bdev_error_resume_pending" bdev_error_resume_pending --name EE_M1
+ok "bdev_delay_update_latency" bdev_delay_update_latency --delay_bdev_name D0 \
+	--latency_type p99_write --latency_us 5000
+ok_out "the new latency is shown" '"p99_write_latency": 5000' bdev_get_bdevs --name D0
+bad "bdev_delay_update_latency bad type" "latency_type 'p50'" bdev_delay_update_latency \
+	--delay_bdev_name D0 --latency_type p50 --latency_us 1
+bad "bdev_error_delete while stacked on" 'in use' bdev_error_delete --name EE_M1
+ok "bdev_delay_delete" bdev_delay_delete --name D0
+ok "bdev_error_delete" bdev_error_delete --name EE_M1
 
 # ---- transport ----
 ok "subsystem before the transport" nvmf_create_subsystem --nqn nqn.2026-11.io.nvme-emu:pre
