@@ -177,7 +177,9 @@ static void test_stop_while_kicked(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(k.t);
 	CU_ASSERT_EQUAL(dpa_thread_run(k.t, -1), 0);
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&tid, NULL, kicker_main, &k), 0);
-	while (atomic_load(&k.kicks) < 100000)
+	/* Kicked a lot, and run at least once: on a loaded machine the hart may not have been
+	 * scheduled yet after 100000 kicks. */
+	while (atomic_load(&k.kicks) < 100000 || atomic_load(&count) == 0)
 		sched_yield();
 	dpa_thread_stop(k.t);
 	at_stop = atomic_load(&count);
