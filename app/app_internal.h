@@ -228,6 +228,7 @@ int app_function_destroy(struct app_target *t, struct app_function *fn, char *er
 int rpc_bdev_register(struct rpc_server *srv);
 int rpc_nvmf_register(struct rpc_server *srv);
 int rpc_emu_register(struct rpc_server *srv);
+int rpc_health_register(struct rpc_server *srv);
 int rpc_framework_register(struct rpc_server *srv);
 /* The whole configuration as save_config writes it ({"subsystems": [...]}). */
 struct json_object *rpc_config_build(struct app_target *t);

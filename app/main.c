@@ -719,6 +719,8 @@ static int app_rpc_register(struct rpc_server *srv)
 		rc = rpc_nvmf_register(srv);
 	if (!rc)
 		rc = rpc_emu_register(srv);
+	if (!rc)
+		rc = rpc_health_register(srv);
 	return rc;
 }
 

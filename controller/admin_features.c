@@ -89,8 +89,9 @@ void ctrlr_features_reset(struct ctrlr *ctrlr)
 void ctrlr_smart_check_temperature(struct ctrlr *ctrlr)
 {
 	struct ctrlr_features *f = &ctrlr->feat;
-	bool over = CTRLR_TEMP_KELVIN >= f->temp_over[0] || CTRLR_TEMP_KELVIN >= f->temp_over[1];
-	bool under = CTRLR_TEMP_KELVIN < f->temp_under[0] || CTRLR_TEMP_KELVIN < f->temp_under[1];
+	uint16_t t = ctrlr_health_temp(ctrlr);
+	bool over = t >= f->temp_over[0] || t >= f->temp_over[1];
+	bool under = t < f->temp_under[0] || t < f->temp_under[1];
 
 	if (!over && !under) {
 		ctrlr->smart_critical &= ~NVME_SMART_CRIT_TEMPERATURE;
@@ -355,5 +356,5 @@ void ctrlr_admin_set_features(struct ctrlr_req *req)
 	ctrlr_req_complete(req, st);
 	/* A threshold now crossed is reported after this command's own CQE. */
 	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))
-		ctrlr_smart_check_temperature(ctrlr);
+		ctrlr_health_eval(ctrlr);
 }

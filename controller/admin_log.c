@@ -63,11 +63,13 @@ static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t 
 		st.host_write_cmds = bs.write_ops;
 		st.media_errors = bs.errors;
 	}
+	ctrlr_health_eval(ctrlr);
+	st.media_errors += ctrlr->health.media_errors;
 	s->critical_warning = ctrlr->smart_critical;
-	s->temperature = CTRLR_TEMP_KELVIN;
-	s->avail_spare = 100;
-	s->spare_thresh = 10;
-	s->percent_used = 0;
+	s->temperature = ctrlr_health_temp(ctrlr);
+	s->avail_spare = ctrlr_health_spare(ctrlr);
+	s->spare_thresh = CTRLR_HEALTH_SPARE_THRESH;
+	s->percent_used = ctrlr_health_used(ctrlr);
 	ctrlr_u128_put(s->data_units_read, st.data_units_read);
 	ctrlr_u128_put(s->data_units_written, st.data_units_written);
 	ctrlr_u128_put(s->host_reads, st.host_read_cmds);
@@ -77,7 +79,7 @@ static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t 
 	ctrlr_u128_put(s->media_errors, st.media_errors);
 	ctrlr_u128_put(s->num_err_log_entries,
 		       __atomic_load_n(&ctrlr->error_count, __ATOMIC_RELAXED));
-	s->temp_sensor[0] = CTRLR_TEMP_KELVIN;
+	s->temp_sensor[0] = ctrlr_health_temp(ctrlr);
 	return sizeof(*s);
 }
 

@@ -79,6 +79,7 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	}
 	ctrlr_regs_init(ctrlr);
 	ctrlr_features_init(ctrlr);
+	ctrlr_health_init(ctrlr);
 	ctrlr->created_us = evloop_now_us();
 	ret = ctrlr_vendor_register_defaults(ctrlr);
 	if (ret)

@@ -85,6 +85,31 @@ int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid);
  * may address the blocks a shrink would remove; refused). Same thread as ctrlr_ns_add. */
 int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks);
 
+/* ---- health (SMART / Health model and injection, controller/health.c) ---- */
+
+/* What an operator sets: temp_k 0 and spare/used -1 leave the model's value; reset first
+ * returns everything (and the injected media error count) to the model. */
+struct ctrlr_health_set {
+	bool reset;
+	uint32_t temp_k; /* composite temperature, kelvin (1..65534) */
+	int spare;	 /* Available Spare, 0..100 % (below 10 %: critical warning bit 0) */
+	int used;	 /* Percentage Used, 0..255 (100 and above: bit 2) */
+};
+/* Applies it, re-evaluates the warnings (SMART events as enabled). 0 or -EINVAL. Same thread as
+ * ctrlr_ns_add. */
+int ctrlr_health_set(struct ctrlr *ctrlr, const struct ctrlr_health_set *s);
+/* Makes [slba, +nlb) of namespace nsid unreadable (Unrecovered Read Error) until written, as a
+ * media defect would; counts them as media errors (critical warning bit 2). 0, -ENOENT (no such
+ * namespace), -ERANGE, -ENOSPC (too many ranges). */
+int ctrlr_inject_media_error(struct ctrlr *ctrlr, uint32_t nsid, uint64_t slba, uint64_t nlb);
+struct ctrlr_health_info {
+	uint16_t temp_k;
+	uint8_t spare, spare_thresh, used, critical_warning;
+	uint64_t injected_media_error_blocks;
+};
+/* Evaluates the model and reports it. */
+void ctrlr_health_get(struct ctrlr *ctrlr, struct ctrlr_health_info *out);
+
 /* Number of attached namespaces. */
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);
 

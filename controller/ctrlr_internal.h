@@ -34,7 +34,6 @@
 #define CTRLR_COPY_MSSRL 65535u
 #define CTRLR_COPY_MCL (1u << 20)
 #define CTRLR_COPY_MAX_ACTIVE 64u
-#define CTRLR_TEMP_KELVIN 313		/* composite temperature reported (40 C) */
 #define CTRLR_SGL_MAX_SEGMENTS 64
 #define CTRLR_SGL_MAX_DESCS 4096 /* descriptors walked per command, all segments */
 
@@ -52,6 +51,21 @@ struct ctrlr_req;
 typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
 
 /* ---- Namespaces ---- */
+
+/* The SMART / Health model and what an operator injected (health.c). Admin thread. */
+struct ctrlr_health {
+	uint16_t temp_k;	/* the modelled composite temperature */
+	uint16_t forced_temp_k; /* 0: the model's */
+	int16_t forced_spare;	/* -1: 100 % (nothing wears here) */
+	int16_t forced_used;	/* -1: from the bytes written */
+	uint64_t last_us, last_cmds; /* the previous evaluation */
+	uint64_t media_errors;	     /* injected ranges' blocks read since (counted as errors) */
+};
+#define CTRLR_HEALTH_IDLE_K 313	   /* 40 C */
+#define CTRLR_HEALTH_LOAD_MAX_K 30 /* at most +30 K under load */
+#define CTRLR_HEALTH_SPARE_THRESH 10
+/* Rated endurance: this many writes of the controller's whole capacity. */
+#define CTRLR_HEALTH_RATED_WRITES 3000
 
 /* A namespace's uncorrectable blocks (ns_uncor.c): disjoint sorted LBA ranges. */
 struct ctrlr_lba_range {
@@ -329,6 +343,7 @@ struct ctrlr {
 	uint32_t aer_pending_bits; /* from owner threads: (type << 8 | info) bits, atomic */
 	bool aer_msg_queued;	   /* atomic */
 	uint8_t smart_critical;
+	struct ctrlr_health health; /* health.c, admin thread */
 
 	/* Error log ring (written by any thread on failure). */
 	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
@@ -496,6 +511,14 @@ uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode);
 void ctrlr_features_init(struct ctrlr *ctrlr);
 void ctrlr_features_reset(struct ctrlr *ctrlr);
 void ctrlr_smart_check_temperature(struct ctrlr *ctrlr);
+/* health.c: resets the model (controller creation); the current temperature, spare and
+ * percentage used; re-evaluates the model and the critical warnings, raising SMART events for
+ * warnings that appear (enabled by Asynchronous Event Configuration). Admin thread. */
+void ctrlr_health_init(struct ctrlr *ctrlr);
+uint16_t ctrlr_health_temp(const struct ctrlr *ctrlr);
+uint8_t ctrlr_health_spare(const struct ctrlr *ctrlr);
+uint8_t ctrlr_health_used(const struct ctrlr *ctrlr);
+void ctrlr_health_eval(struct ctrlr *ctrlr);
 
 /* ---- aer.c ---- */
 void ctrlr_aer_request(struct ctrlr_req *req);

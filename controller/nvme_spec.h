@@ -672,7 +672,9 @@ struct nvme_smart_log {
 } __attribute__((packed));
 NVME_STATIC_ASSERT(sizeof(struct nvme_smart_log) == 512, "SMART log");
 NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_smart_log, data_units_read) == 32, "DUR");
+#define NVME_SMART_CRIT_SPARE (1u << 0)
 #define NVME_SMART_CRIT_TEMPERATURE (1u << 1)
+#define NVME_SMART_CRIT_RELIABILITY (1u << 2)
 
 struct nvme_fw_slot_log {
 	uint8_t afi;
@@ -740,7 +742,9 @@ enum nvme_aer_type {
 enum nvme_aer_info {
 	NVME_AER_ERR_INVALID_DB_REG = 0x00,
 	NVME_AER_ERR_INVALID_DB_VALUE = 0x01,
+	NVME_AER_SMART_RELIABILITY = 0x00,
 	NVME_AER_SMART_TEMP_THRESH = 0x01,
+	NVME_AER_SMART_SPARE = 0x02,
 	NVME_AER_NOTICE_NS_CHANGED = 0x00,
 };
 #define NVME_AEC_SMART_MASK 0xffu

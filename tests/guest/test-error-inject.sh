@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Guest test: SPDK's bdev_error and bdev_delay under a namespace of a running guest: an injected
-# NVMe status reaches nvme-cli exactly, and an injected latency is felt by the guest's reads.
+# NVMe status reaches nvme-cli exactly, and an injected latency is felt by the guest's reads;
+# then the SMART / Health injections (nvmf_emu_set_health, nvmf_emu_inject_media_error) as
+# nvme smart-log and nvme read see them.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
@@ -47,6 +49,15 @@ if host "the guest read" quiet_wait 90 read-done; then
 		rpc bdev_delay_update_latency --delay_bdev_name Delay1 --latency_type avg_read --latency_us 20000 &&
 		rpc bdev_delay_update_latency --delay_bdev_name Delay1 --latency_type p99_read --latency_us 20000"
 	touch "$out/delayed"
+fi
+if host "the guest felt the delay" quiet_wait 90 slow-done; then
+	host "nvmf_emu_set_health 95 C, spare 3 %; a bad block at LBA 100 of namespace 1" sh -c "
+		$(declare -f rpc); BIN='$BIN'; GT_DIR='$GT_DIR'
+		rpc nvmf_emu_set_health --nqn nqn.2026-11.io.nvme-emu:NVMEEMU-ERR --temperature_c 95 \
+			--available_spare 3 &&
+		rpc nvmf_emu_inject_media_error --nqn nqn.2026-11.io.nvme-emu:NVMEEMU-ERR --nsid 1 \
+			--lba 100 --num_blocks 1"
+	touch "$out/health"
 fi
 wait "$launcher"
 rc=$?

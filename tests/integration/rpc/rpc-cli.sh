@@ -256,6 +256,18 @@ ok "nvmf_subsystem_add_listener on a path" nvmf_subsystem_add_listener --nqn "$N
 	--listen_address.trtype PCIE_EMU --listen_address.adrfam PCIE \
 	--listen_address.traddr "$D/c1.sock"
 check "the function's vfio-user socket exists" test -S "$D/c1.sock"
+# SMART / Health steering of that controller.
+ok_out "nvmf_emu_get_health: 40 C idle, 100 % spare" '"available_spare": 100' \
+	nvmf_emu_get_health --nqn "$NQN1"
+ok_out "nvmf_emu_set_health 85 C: temperature warning" '"critical_warning": 2' \
+	nvmf_emu_set_health --nqn "$NQN1" --temperature_c 85
+ok_out "nvmf_emu_set_health reset" '"critical_warning": 0' nvmf_emu_set_health --nqn "$NQN1" \
+	--reset true
+bad "nvmf_emu_set_health spare 101" 'available_spare' nvmf_emu_set_health --nqn "$NQN1" \
+	--available_spare 101
+bad "nvmf_emu_get_health of no subsystem" 'no subsystem' nvmf_emu_get_health --nqn nope
+bad "nvmf_emu_inject_media_error on no namespace" 'no namespace 9' nvmf_emu_inject_media_error \
+	--nqn "$NQN1" --nsid 9 --lba 0
 bad "listener twice" 'already has a listener' nvmf_subsystem_add_listener --nqn "$NQN1" \
 	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1b.sock"
 bad "listener on a socket in use" 'already the listener' nvmf_subsystem_add_listener \

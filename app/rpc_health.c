@@ -1,0 +1,167 @@
+/* app/rpc_health.c - steering a controller's SMART / Health (controller/health.c) the way test
+ * engineers need it: nvmf_emu_set_health (temperature, available spare, percentage used, or back
+ * to the model), nvmf_emu_inject_media_error (an LBA range that reads fail on until written),
+ * nvmf_emu_get_health. */
+#include "app/app_internal.h"
+#include "app/rpc.h"
+#include "controller/pcie.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+/* The live controller of subsystem `nqn`, or NULL with the error sent. */
+static struct ctrlr *rpc_health_ctrlr(struct rpc_request *req, struct app_target *t,
+				      const char *nqn)
+{
+	struct app_subsys *s = app_subsys_find(t, nqn);
+
+	if (!s) {
+		rpc_request_error(req, -ENODEV, "no subsystem %s", nqn);
+		return NULL;
+	}
+	if (!s->pc) {
+		rpc_request_error(req, -ENODEV,
+				  "subsystem %s has no controller (add a listener first)", nqn);
+		return NULL;
+	}
+	return pcie_ctrlr_core(s->pc);
+}
+
+struct rpc_health_set {
+	const char *nqn;
+	int64_t temperature_c;
+	int64_t available_spare;
+	int64_t percent_used;
+	bool reset;
+};
+
+static const struct rpc_decoder rpc_health_set_dec[] = {
+    RPC_DEC(rpc_health_set, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_health_set, temperature_c, RPC_T_I64, true),
+    RPC_DEC(rpc_health_set, available_spare, RPC_T_I64, true),
+    RPC_DEC(rpc_health_set, percent_used, RPC_T_I64, true),
+    RPC_DEC(rpc_health_set, reset, RPC_T_BOOL, true),
+};
+
+static struct json_object *rpc_health_json(struct ctrlr *c)
+{
+	struct json_object *o = json_object_new_object();
+	struct ctrlr_health_info h;
+
+	ctrlr_health_get(c, &h);
+	json_object_object_add(o, "temperature_c", json_object_new_int((int)h.temp_k - 273));
+	json_object_object_add(o, "temperature_k", json_object_new_int(h.temp_k));
+	json_object_object_add(o, "available_spare", json_object_new_int(h.spare));
+	json_object_object_add(o, "available_spare_threshold", json_object_new_int(h.spare_thresh));
+	json_object_object_add(o, "percent_used", json_object_new_int(h.used));
+	json_object_object_add(o, "critical_warning", json_object_new_int(h.critical_warning));
+	json_object_object_add(o, "injected_media_error_blocks",
+			       json_object_new_int64((int64_t)h.injected_media_error_blocks));
+	return o;
+}
+
+static void rpc_health_set(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_health_set p = {.temperature_c = INT64_MIN, .available_spare = -1,
+				   .percent_used = -1};
+	struct ctrlr_health_set s = {0};
+	struct ctrlr *c;
+
+	if (rpc_decode_params(req, params, rpc_health_set_dec, RPC_N(rpc_health_set_dec), &p))
+		return;
+	c = rpc_health_ctrlr(req, ctx, p.nqn);
+	if (!c)
+		return;
+	if (p.temperature_c != INT64_MIN && (p.temperature_c < -272 || p.temperature_c > 1000)) {
+		rpc_request_error(req, -EINVAL, "temperature_c %lld: -272..1000",
+				  (long long)p.temperature_c);
+		return;
+	}
+	if (p.available_spare != -1 && (p.available_spare < 0 || p.available_spare > 100)) {
+		rpc_request_error(req, -EINVAL, "available_spare: 0..100 (%%)");
+		return;
+	}
+	if (p.percent_used != -1 && (p.percent_used < 0 || p.percent_used > 255)) {
+		rpc_request_error(req, -EINVAL, "percent_used: 0..255");
+		return;
+	}
+	s.reset = p.reset;
+	s.temp_k = p.temperature_c != INT64_MIN ? (uint32_t)(p.temperature_c + 273) : 0;
+	s.spare = (int)p.available_spare;
+	s.used = (int)p.percent_used;
+	if (ctrlr_health_set(c, &s)) {
+		rpc_request_error(req, -EINVAL, "bad health values");
+		return;
+	}
+	rpc_request_result(req, rpc_health_json(c));
+}
+
+struct rpc_health_nqn {
+	const char *nqn;
+};
+
+static const struct rpc_decoder rpc_health_nqn_dec[] = {
+    RPC_DEC(rpc_health_nqn, nqn, RPC_T_STRING, false),
+};
+
+static void rpc_health_get(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_health_nqn p = {0};
+	struct ctrlr *c;
+
+	if (rpc_decode_params(req, params, rpc_health_nqn_dec, RPC_N(rpc_health_nqn_dec), &p))
+		return;
+	c = rpc_health_ctrlr(req, ctx, p.nqn);
+	if (c)
+		rpc_request_result(req, rpc_health_json(c));
+}
+
+struct rpc_health_media {
+	const char *nqn;
+	uint32_t nsid;
+	uint64_t lba;
+	uint64_t num_blocks;
+};
+
+static const struct rpc_decoder rpc_health_media_dec[] = {
+    RPC_DEC(rpc_health_media, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_health_media, nsid, RPC_T_U32, false),
+    RPC_DEC(rpc_health_media, lba, RPC_T_U64, false),
+    RPC_DEC(rpc_health_media, num_blocks, RPC_T_U64, true),
+};
+
+static void rpc_health_media(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_health_media p = {.num_blocks = 1};
+	struct ctrlr *c;
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_health_media_dec, RPC_N(rpc_health_media_dec), &p))
+		return;
+	c = rpc_health_ctrlr(req, ctx, p.nqn);
+	if (!c)
+		return;
+	rc = ctrlr_inject_media_error(c, p.nsid, p.lba, p.num_blocks);
+	if (rc == -ENOENT)
+		rpc_request_error(req, rc, "no namespace %u in %s", p.nsid, p.nqn);
+	else if (rc == -ERANGE)
+		rpc_request_error(req, rc, "blocks %llu+%llu are outside namespace %u",
+				  (unsigned long long)p.lba, (unsigned long long)p.num_blocks,
+				  p.nsid);
+	else if (rc)
+		rpc_request_errno(req, rc, "nvmf_emu_inject_media_error");
+	else
+		rpc_request_result(req, json_object_new_boolean(true));
+}
+
+static const struct rpc_method rpc_health_methods[] = {
+    {"nvmf_emu_set_health", rpc_health_set, RPC_RUNTIME, false},
+    {"nvmf_emu_get_health", rpc_health_get, RPC_RUNTIME, false},
+    {"nvmf_emu_inject_media_error", rpc_health_media, RPC_RUNTIME, false},
+};
+
+int rpc_health_register(struct rpc_server *srv)
+{
+	return rpc_server_register(srv, rpc_health_methods, RPC_N(rpc_health_methods));
+}
