@@ -4,9 +4,9 @@
 # file (O_DIRECT, on the disk under BENCH_FILE_DIR), NBD (nbdkit's memory plugin on a unix socket)
 # and RBD (a throwaway single-node Ceph cluster, memstore OSD). Workloads: 4 KiB random read and
 # write at QD 32, 128 KiB sequential write at QD 8. Each point BENCH_RUNS times; medians with
-# min-max. Writes BENCH_DIR/raw/backends.jsonl (one object per run) and BENCH_DIR/backends.md.
-# Environment: BENCH_DIR (build/bench), BENCH_RUNS (3), BENCH_QUICK=1 (1 s per point, one run),
-# BENCH_SECONDS (5), BENCH_FILE_DIR (/var/tmp), BENCH_BACKENDS (aio,uring,nbd,rbd).
+# min-max. Writes BENCH_DIR/raw/backends.jsonl (one object per run) and BENCH_DIR/raw/backends.md.
+# Environment: BENCH_DIR (build/bench), BENCH_RUNS (3), BENCH_QUICK=1 (1 s per point, one run,
+# no RBD), BENCH_SECONDS (5), BENCH_FILE_DIR (/var/tmp), BENCH_BACKENDS (aio,uring,nbd,rbd).
 # Ends with "N passed, N failed" (a point that fails to run counts one failure).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +14,8 @@ BIN=$top/build/bin
 dir=${BENCH_DIR:-$top/build/bench}
 quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then runs=${BENCH_RUNS:-1}; secs=${BENCH_SECONDS:-1}; else runs=${BENCH_RUNS:-3}; secs=${BENCH_SECONDS:-5}; fi
-backends=${BENCH_BACKENDS:-aio,uring,nbd,rbd}
+# Quick mode leaves RBD out (its cluster alone takes ~11 s to start).
+if [ "$quick" = 1 ]; then backends=${BENCH_BACKENDS:-aio,uring,nbd}; else backends=${BENCH_BACKENDS:-aio,uring,nbd,rbd}; fi
 fdir=${BENCH_FILE_DIR:-/var/tmp}
 mkdir -p "$dir/raw"
 raw=$dir/raw/backends.jsonl
@@ -48,7 +49,7 @@ point() {
 	local be=$1 wl=$2 out
 	shift 2
 	for r in $(seq "$runs"); do
-		echo "[backends] $be $wl run $r/$runs" >&2
+		echo "bench: [backends] $be $wl run $r/$runs" >&2
 		if out=$("$BIN/nvme-emu-perf" -s "$D/fn" -j -t "$secs" "$@" 2> "$D/err") &&
 			python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['errors']==0 and r['ios']>0" "$out"; then
 			python3 -c "import json,sys; r=json.loads(sys.argv[1]); r['backend']=sys.argv[2]; r['point']=sys.argv[3]; print(json.dumps(r))" \
@@ -113,7 +114,7 @@ for be in ${backends//,/ }; do
 done
 [ -n "$dpid" ] && { kill "$dpid"; wait "$dpid" 2> /dev/null; dpid=; }
 
-python3 - "$raw" "$dir/backends.md" "$secs" "$runs" << 'PY'
+python3 - "$raw" "$dir/raw/backends.md" "$secs" "$runs" << 'PY'
 import json, statistics, sys, time
 raw, md, secs, runs = sys.argv[1:]
 rows = [json.loads(l) for l in open(raw) if l.strip()]
@@ -122,12 +123,21 @@ backends = []
 for r in rows:
     if r["backend"] not in backends:
         backends.append(r["backend"])
+def fmt(v):
+    """As the rest of the report: 1.23M, 45k, 6.7k, 382."""
+    if v >= 1e6:
+        return "%.2fM" % (v / 1e6)
+    if v >= 1e4:
+        return "%.0fk" % (v / 1e3)
+    if v >= 1e3:
+        return "%.1fk" % (v / 1e3)
+    return "%.0f" % v
 def cell(be, pt, key):
     v = [r[key] for r in rows if r["backend"] == be and r["point"] == pt]
     if not v:
         return "-", None
     m = statistics.median(v)
-    return (f"{m:,.0f} ({min(v):,.0f}-{max(v):,.0f})" if len(v) > 1 else f"{m:,.0f}"), m
+    return (f"{fmt(m)} ({fmt(min(v))}\u2013{fmt(max(v))})" if len(v) > 1 else fmt(m)), m
 out = [f"# Backends ({time.strftime('%Y-%m-%d %H:%M %Z')})", "",
        f"nvme-emu-perf, one queue, polled, trapped doorbells; {secs} s per run, median of {runs} "
        "(min-max). aio and io_uring on the same O_DIRECT file; NBD: nbdkit memory plugin (unix "

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # `make bench`: the whole benchmark as one report. Runs the native part (native-bench.sh:
 # nvme-emu-perf against nvme-emu), the guest part (guest-bench.sh: nvme-emu vs QEMU's NVMe and
-# virtio-blk in one guest) and the DPA model benches (dpa-bench, dpa-bench-hw), each BENCH_RUNS
+# virtio-blk in one guest), the DPA model benches (dpa-bench, dpa-bench-hw) and the storage
+# backends (backend-bench.sh: aio vs io_uring, NBD, RBD through nvme-emu-perf), each BENCH_RUNS
 # times, then bench_report.py writes BENCH_DIR/report.md and its PNG plots (gnuplot) and prints
 # the summary table. Raw results stay in BENCH_DIR/raw/.
 # Environment: BENCH_DIR (build/bench), BENCH_RUNS (3), BENCH_QUICK=1 (the whole pipeline in
 # about a minute: one short run of a few points; for the pipeline's check, not for figures),
-# BENCH_PARTS (native,guest,dpa), and each part's own variables (see their headers).
+# BENCH_PARTS (native,guest,dpa,backends), and each part's own variables (see their headers).
 # Ends with "N passed, N failed" (the parts' measurements and the report).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${BENCH_DIR:-$top/build/bench}
-parts=${BENCH_PARTS:-native,guest,dpa}
+parts=${BENCH_PARTS:-native,guest,dpa,backends}
 quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then runs=${BENCH_RUNS:-1}; else runs=${BENCH_RUNS:-3}; fi
 export BENCH_RUNS=$runs BENCH_QUICK=$quick
@@ -86,6 +87,7 @@ for p in ${parts//,/ }; do
 	case $p in
 	native) part "$raw/native.log" "$top/tests/perf/native-bench.sh" "$raw" ;;
 	guest) part "$raw/guest.log" "$top/tests/perf/guest-bench.sh" "$raw" ;;
+	backends) part "$raw/backends.log" env BENCH_DIR="$dir" "$top/tests/perf/backend-bench.sh" ;;
 	dpa)
 		mkdir -p "$raw/dpa"
 		q=()
@@ -99,7 +101,7 @@ for p in ${parts//,/ }; do
 		done
 		;;
 	*)
-		echo "bench: unknown part $p (BENCH_PARTS: native,guest,dpa)"
+		echo "bench: unknown part $p (BENCH_PARTS: native,guest,dpa,backends)"
 		failed=$((failed + 1))
 		;;
 	esac

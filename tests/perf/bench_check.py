@@ -164,6 +164,12 @@ def check_report(c, d):
         bad = [r for r in rows if any(num(x) is None for x in r[3:9])]
         c.check("DPA table: numbers in every row", not bad, str(bad))
 
+    h, rows = find_table(tabs, "backend")
+    if c.check("backends table present (aio, io_uring, NBD)", h is not None and
+               {r[0] for r in rows} >= {"aio", "uring", "nbd"}, str(h)):
+        bad = [r for r in rows if any(num(x) is None for x in r[1:4])]
+        c.check("backends table: numbers in every row", not bad, str(bad))
+
     listed = re.findall(r"^- `plots/([\w.-]+\.png)`", md, re.M)
     missing = [p for p in EXPECTED_PLOTS if p not in listed]
     c.check("report lists every plot (%d)" % len(listed), not missing, "missing %s" % missing)

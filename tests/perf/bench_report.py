@@ -412,6 +412,12 @@ class Report:
                       "and `dpa-bench-hw` (over the real device and vfio-user socket): doorbell "
                       "write to message at the Arm side, hot (back to back) and idle (1 ms "
                       "apart); notifications per second; idle CPU.\n\n" + self.dpa_full())
+        backends = os.path.join(self.dir, "raw", "backends.md")
+        if "backends" in parts and os.path.exists(backends):
+            # backend-bench.sh writes its own section (a level-1 title of its own).
+            md.append("#" + open(backends, encoding="utf-8").read())
+        elif "backends" in parts:
+            self.errors.append("the backends part left no results")
         md.append("## Plots\n\n" + "".join("- `plots/%s`: %s\n" % (f, c) for f, c in pl.made) +
                   "\n" + "".join("![%s](plots/%s)\n\n" % (c, f) for f, c in pl.made))
         problems = self.problems + ["native: " + f for f in self.native.failures] + \
