@@ -83,15 +83,6 @@ static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t 
 	return sizeof(*s);
 }
 
-static size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf)
-{
-	struct nvme_fw_slot_log *f = (struct nvme_fw_slot_log *)buf;
-
-	f->afi = 1; /* slot 1 active, no pending activation */
-	ctrlr_copy_padded(f->frs[0], ctrlr->fwrev, sizeof(f->frs[0]));
-	return sizeof(*f);
-}
-
 static size_t ctrlr_log_changed_ns(struct ctrlr *ctrlr, uint8_t *buf, bool rae)
 {
 	uint32_t *list = (uint32_t *)buf;

@@ -27,6 +27,9 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
     [NVME_ADM_GET_FEATURES] = {ctrlr_admin_get_features, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_ASYNC_EVENT] = {ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_DBBUF] = {ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_FW_DOWNLOAD] = {ctrlr_admin_fw_download, NVME_CMD_EFFECTS_CSUPP},
+    /* Activation changes the controller's capabilities (its revision) and may reset it. */
+    [NVME_ADM_FW_COMMIT] = {ctrlr_admin_fw_commit, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
     [NVME_ADM_GET_LBA_STATUS] = {ctrlr_admin_get_lba_status, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_FORMAT_NVM] = {ctrlr_admin_format, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
 						     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |

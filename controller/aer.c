@@ -62,7 +62,9 @@ void ctrlr_aer_abort(struct ctrlr_req *req)
 void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t lid)
 {
 	/* Notices are opt-in through Asynchronous Event Configuration; errors always report. */
-	if (type == NVME_AER_TYPE_NOTICE && !(ctrlr->feat.async_event & NVME_AEC_NS_ATTR))
+	if (type == NVME_AER_TYPE_NOTICE &&
+	    !(ctrlr->feat.async_event &
+	      (info == NVME_AER_NOTICE_FW_ACT_START ? NVME_AEC_FW_ACT : NVME_AEC_NS_ATTR)))
 		return;
 	for (uint32_t i = 0; i < ctrlr->aer_count; i++)
 		if (ctrlr->aer_queue[i].type == type && ctrlr->aer_queue[i].info == info)

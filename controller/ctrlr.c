@@ -80,6 +80,7 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	ctrlr_regs_init(ctrlr);
 	ctrlr_features_init(ctrlr);
 	ctrlr_health_init(ctrlr);
+	ctrlr_fw_init(ctrlr);
 	ctrlr->created_us = evloop_now_us();
 	ret = ctrlr_vendor_register_defaults(ctrlr);
 	if (ret)
@@ -151,6 +152,7 @@ static void ctrlr_destroy_finish(void *arg)
 		ctrlr_ns_free(ns);
 	}
 	ctrlr_vendor_free_all(ctrlr);
+	ctrlr_fw_fini(ctrlr);
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
 	free(ctrlr->sqs);
@@ -418,6 +420,7 @@ static void ctrlr_reset_finish(struct ctrlr *ctrlr)
 	ctrlr->dbbuf_live = false;
 	ctrlr_dbbuf_release(ctrlr);
 	ctrlr_features_reset(ctrlr);
+	ctrlr_fw_reset(ctrlr);
 	CTRLR_STORE(ctrlr->state, CTRLR_ST_DISABLED);
 	ctrlr->csts.raw = 0;
 	if (shutdown)

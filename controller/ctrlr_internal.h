@@ -52,6 +52,20 @@ typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned 
 
 /* ---- Namespaces ---- */
 
+/* Firmware slots and the image being downloaded (admin_fw.c). Admin thread. */
+#define CTRLR_FW_SLOTS 3
+#define CTRLR_FW_GRAN 4096u	   /* FWUG: 4 KiB units */
+#define CTRLR_FW_MAX (32u << 20) /* largest image */
+struct ctrlr_fw {
+	char rev[CTRLR_FW_SLOTS][9]; /* "" for an empty slot */
+	uint8_t active;		     /* 1..3 */
+	uint8_t next;		     /* activated at the next reset (0: none) */
+	uint8_t *stage;
+	size_t stage_len, stage_cap;
+	bool overlap;
+	uint8_t have[CTRLR_FW_MAX / CTRLR_FW_GRAN / 8]; /* units received */
+};
+
 /* The SMART / Health model and what an operator injected (health.c). Admin thread. */
 struct ctrlr_health {
 	uint16_t temp_k;	/* the modelled composite temperature */
@@ -344,6 +358,7 @@ struct ctrlr {
 	bool aer_msg_queued;	   /* atomic */
 	uint8_t smart_critical;
 	struct ctrlr_health health; /* health.c, admin thread */
+	struct ctrlr_fw fw;	    /* admin_fw.c, admin thread */
 
 	/* Error log ring (written by any thread on failure). */
 	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
@@ -515,6 +530,14 @@ void ctrlr_smart_check_temperature(struct ctrlr *ctrlr);
  * percentage used; re-evaluates the model and the critical warnings, raising SMART events for
  * warnings that appear (enabled by Asynchronous Event Configuration). Admin thread. */
 void ctrlr_health_init(struct ctrlr *ctrlr);
+/* admin_fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
+ * image; the Firmware Slot log; the two commands. */
+void ctrlr_fw_init(struct ctrlr *ctrlr);
+void ctrlr_fw_fini(struct ctrlr *ctrlr);
+void ctrlr_fw_reset(struct ctrlr *ctrlr);
+size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf);
+void ctrlr_admin_fw_download(struct ctrlr_req *req);
+void ctrlr_admin_fw_commit(struct ctrlr_req *req);
 uint16_t ctrlr_health_temp(const struct ctrlr *ctrlr);
 uint8_t ctrlr_health_spare(const struct ctrlr *ctrlr);
 uint8_t ctrlr_health_used(const struct ctrlr *ctrlr);

@@ -234,6 +234,8 @@ enum nvme_status {
 	NVME_SC_ABORT_LIMIT = 0x0103,
 	NVME_SC_ASYNC_LIMIT = 0x0105,
 	NVME_SC_INVALID_FW_SLOT = 0x0106,
+	NVME_SC_INVALID_FW_IMAGE = 0x0107,
+	NVME_SC_FW_OVERLAPPING_RANGE = 0x0114,
 	NVME_SC_INVALID_VECTOR = 0x0108,
 	NVME_SC_INVALID_LOG_PAGE = 0x0109,
 	NVME_SC_INVALID_FORMAT = 0x010a,
@@ -262,6 +264,8 @@ enum nvme_admin_opcode {
 	NVME_ADM_SET_FEATURES = 0x09,
 	NVME_ADM_GET_FEATURES = 0x0a,
 	NVME_ADM_ASYNC_EVENT = 0x0c,
+	NVME_ADM_FW_COMMIT = 0x10,
+	NVME_ADM_FW_DOWNLOAD = 0x11,
 	NVME_ADM_DBBUF = 0x7c,
 	NVME_ADM_FORMAT_NVM = 0x80,
 	NVME_ADM_GET_LBA_STATUS = 0x86,
@@ -465,6 +469,9 @@ NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBN
 #define NVME_VWC_NSID_ALL_FLUSH (3u << 1)
 #define NVME_FRMW_SLOT1_RO (1u << 0)
 #define NVME_FRMW_SLOTS(n) ((uint8_t)((n) << 1))
+#define NVME_FRMW_ACT_NO_RESET (1u << 4)
+#define NVME_OACS_FW (1u << 2)
+#define NVME_OAES_FW_ACT (1u << 9)
 #define NVME_SGLS_SUPPORTED (1u << 0)
 #define NVME_SGLS_BIT_BUCKET (1u << 16)
 #define NVME_SGLS_EXCESS_LEN (1u << 18)
@@ -746,9 +753,11 @@ enum nvme_aer_info {
 	NVME_AER_SMART_TEMP_THRESH = 0x01,
 	NVME_AER_SMART_SPARE = 0x02,
 	NVME_AER_NOTICE_NS_CHANGED = 0x00,
+	NVME_AER_NOTICE_FW_ACT_START = 0x01,
 };
 #define NVME_AEC_SMART_MASK 0xffu
 #define NVME_AEC_NS_ATTR (1u << 8)
+#define NVME_AEC_FW_ACT (1u << 9)
 #define NVME_AER_DW0(type, info, lid)                                                              \
 	((uint32_t)(type) | ((uint32_t)(info) << 8) | ((uint32_t)(lid) << 16))
 

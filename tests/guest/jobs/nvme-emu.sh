@@ -23,6 +23,21 @@ step "get-feature -f 7 (number of queues)" sh -c \
 step "smart-log" sh -c "nvme smart-log $ctrl | grep -qi 'temperature'"
 step "error-log" nvme error-log "$ctrl" -e 4
 step "fw-log" sh -c "nvme fw-log $ctrl | grep -qi 'frs1'"
+# Firmware update as fleet tools do it: download (three 4 KiB units), commit to slot 2 for the
+# next reset, reset, then a second image activated at once (the kernel sees the activation
+# notice); the revision is the image's first 8 bytes.
+step "fw-download + fw-commit slot 2 action 1: in the slot log, active after nvme reset" sh -c \
+	"printf 9.9.9-gt > /tmp/fw1.bin && head -c 12280 /dev/urandom >> /tmp/fw1.bin &&
+	 nvme fw-download $ctrl --fw=/tmp/fw1.bin --xfer=4096 &&
+	 nvme fw-commit $ctrl --slot=2 --action=1 && nvme fw-log $ctrl | grep -q '9.9.9-gt' &&
+	 nvme reset $ctrl && sleep 1 && nvme id-ctrl $ctrl | grep -q '^fr *: 9.9.9-gt'"
+step "fw-commit slot 3 action 3: activated at once" sh -c \
+	"printf 9.9.10gt > /tmp/fw2.bin && head -c 12280 /dev/urandom >> /tmp/fw2.bin &&
+	 nvme fw-download $ctrl --fw=/tmp/fw2.bin &&
+	 nvme fw-commit $ctrl --slot=3 --action=3 && sleep 1 && nvme id-ctrl $ctrl | grep -q '^fr *: 9.9.10gt'"
+step "fw-commit of slot 1 (read-only) is refused" sh -c \
+	"! nvme fw-commit $ctrl --slot=1 --action=0 2> /tmp/fwerr; cat /tmp/fwerr; grep -qi 'slot' /tmp/fwerr"
+step "I/O after the firmware activations" sh -c "dd if=$dev of=/dev/null bs=4096 count=8 iflag=direct"
 step "admin-passthru 0xc0 (vendor info blob)" sh -c \
 	"nvme admin-passthru $ctrl --opcode=0xc0 --data-len=4096 --read -b > /tmp/vs && grep -q NVMEEMU1 /tmp/vs"
 # I/O 0x80: CRC-32C of an LBA range in CDW0; it must change with the data.

@@ -498,10 +498,112 @@ static void test_fused_and_opcodes(void)
 
 	sqe.cdw0.bits.fuse = 1;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
-	sqe = lb_sqe(0x10, 0); /* firmware commit: not implemented */
+	sqe = lb_sqe(0x14, 0); /* device self-test: not implemented */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_OPCODE | NVME_DNR);
 	sqe = lb_sqe(0xc1, 0); /* unregistered vendor opcode */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_OPCODE | NVME_DNR);
+}
+
+/* Downloads `len` bytes at `off` from adm_buf() (not cleared). */
+static uint16_t adm_fw_download(uint32_t off, uint32_t len)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_FW_DOWNLOAD, 0);
+
+	sqe.dptr.prp.prp1 = adm_buf_addr;
+	sqe.dptr.prp.prp2 = adm_buf_addr + 4096;
+	sqe.cdw10 = len / 4 - 1;
+	sqe.cdw11 = off / 4;
+	return lb_cmd(&lb, 0, &sqe, NULL);
+}
+
+static uint16_t adm_fw_commit(uint8_t slot, uint8_t action)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_FW_COMMIT, 0);
+
+	sqe.cdw10 = slot | (uint32_t)action << 3;
+	return lb_cmd(&lb, 0, &sqe, NULL);
+}
+
+static void adm_fw_fr(char fr[9])
+{
+	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)adm_buf();
+	struct nvme_sqe sqe = adm_sqe_data(NVME_ADM_IDENTIFY, 0);
+
+	sqe.cdw10 = NVME_CNS_CTRL;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	memcpy(fr, id->fr, 8);
+	fr[8] = '\0';
+}
+
+/* Firmware Image Download and Commit: pieces, slot rules, activation at reset and at once,
+ * the slot log, the image checks (gap, overlap, revision). */
+static void test_firmware(void)
+{
+	struct nvme_fw_slot_log *log = (struct nvme_fw_slot_log *)adm_buf();
+	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)adm_buf();
+	struct nvme_sqe sqe = adm_sqe_data(NVME_ADM_IDENTIFY, 0);
+	char fr0[9], fr[9];
+
+	sqe.cdw10 = NVME_CNS_CTRL;
+	CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_TRUE(id->oacs & NVME_OACS_FW);
+	CU_ASSERT_EQUAL(id->frmw, NVME_FRMW_SLOT1_RO | NVME_FRMW_SLOTS(3) | NVME_FRMW_ACT_NO_RESET);
+	CU_ASSERT_EQUAL(id->fwug, 1);
+	adm_fw_fr(fr0);
+	/* Nothing downloaded: no image to commit. */
+	CU_ASSERT_EQUAL(adm_fw_commit(2, 1), NVME_SC_INVALID_FW_IMAGE | NVME_DNR);
+	/* Two 4 KiB pieces, the second first; revision "2.1.0" padded. */
+	memset(adm_buf(), 0x5a, 8192);
+	CU_ASSERT_EQUAL(adm_fw_download(4096, 4096), 0);
+	memcpy(adm_buf(), "2.1.0   ", 8);
+	CU_ASSERT_EQUAL(adm_fw_download(0, 4096), 0);
+	/* Not whole units, slot 1 read-only, slot 4 absent, boot partitions. */
+	CU_ASSERT_EQUAL(adm_fw_download(0, 2048), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_fw_download(100, 4096), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_fw_commit(1, 1), NVME_SC_INVALID_FW_SLOT | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_fw_commit(4, 1), NVME_SC_INVALID_FW_SLOT | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_fw_commit(2, 6), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* Commit to slot 2, activate at the next reset. */
+	CU_ASSERT_EQUAL(adm_fw_commit(2, 1), 0);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
+	CU_ASSERT_EQUAL(log->afi, 1 | 2 << 4);
+	CU_ASSERT_EQUAL(memcmp(log->frs[1], "2.1.0   ", 8), 0);
+	adm_fw_fr(fr);
+	CU_ASSERT_STRING_EQUAL(fr, fr0);
+	lb_disable(&lb);
+	CU_ASSERT_TRUE_FATAL(lb_enable(&lb, 32) & 1);
+	adm_fw_fr(fr);
+	CU_ASSERT_STRING_EQUAL(fr, "2.1.0   ");
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
+	CU_ASSERT_EQUAL(log->afi, 2);
+	/* A gap (units 0 and 2 only): invalid image; an overlap: Overlapping Range. */
+	memcpy(adm_buf(), "3.0.0   ", 8);
+	CU_ASSERT_EQUAL(adm_fw_download(0, 4096), 0);
+	CU_ASSERT_EQUAL(adm_fw_download(8192, 4096), 0);
+	CU_ASSERT_EQUAL(adm_fw_commit(3, 0), NVME_SC_INVALID_FW_IMAGE | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_fw_download(4096, 4096), 0);
+	CU_ASSERT_EQUAL(adm_fw_download(4096, 4096), 0);
+	CU_ASSERT_EQUAL(adm_fw_commit(3, 0), NVME_SC_FW_OVERLAPPING_RANGE | NVME_DNR);
+	/* Not a revision (binary first bytes). */
+	memset(adm_buf(), 0, 4096);
+	CU_ASSERT_EQUAL(adm_fw_download(0, 4096), 0);
+	CU_ASSERT_EQUAL(adm_fw_commit(3, 0), NVME_SC_INVALID_FW_IMAGE | NVME_DNR);
+	/* A good one, slot chosen by the controller (0: not the active slot 2), activated now. */
+	memset(adm_buf(), 0x11, 4096);
+	memcpy(adm_buf(), "3.0.1   ", 8);
+	CU_ASSERT_EQUAL(adm_fw_download(0, 4096), 0);
+	CU_ASSERT_EQUAL(adm_fw_commit(0, 3), 0);
+	adm_fw_fr(fr);
+	CU_ASSERT_STRING_EQUAL(fr, "3.0.1   ");
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
+	CU_ASSERT_EQUAL(log->afi, 3);
+	/* Back to the shipped image (slot 1) at the next reset. */
+	CU_ASSERT_EQUAL(adm_fw_commit(1, 2), 0);
+	CU_ASSERT_EQUAL(adm_fw_commit(0, 2), NVME_SC_INVALID_FW_SLOT | NVME_DNR);
+	lb_disable(&lb);
+	CU_ASSERT_TRUE_FATAL(lb_enable(&lb, 32) & 1);
+	adm_fw_fr(fr);
+	CU_ASSERT_STRING_EQUAL(fr, fr0);
 }
 
 static uint16_t adm_aer_submit(void)
@@ -710,4 +812,5 @@ CUNIT_SUITE(admin, admin_init, admin_fini, {"identify_ctrl", test_identify_ctrl}
 	    {"log_pages", test_log_pages}, {"error_log", test_error_log},
 	    {"fused_and_opcodes", test_fused_and_opcodes}, {"aer", test_aer}, {"abort", test_abort},
 	    {"dbbuf_checks", test_dbbuf_checks}, {"format_checks", test_format_checks},
-	    {"vendor", test_vendor}, {"admin_queue_wrap", test_admin_queue_wrap})
+	    {"vendor", test_vendor}, {"admin_queue_wrap", test_admin_queue_wrap},
+	    {"firmware", test_firmware})
