@@ -226,6 +226,12 @@ int app_function_destroy(struct app_target *t, struct app_function *fn, char *er
 /* ---- RPC method tables (rpc_*.c) ---- */
 
 int rpc_bdev_register(struct rpc_server *srv);
+/* bdev_delay_create's four latencies, bdev_rbd_create's config map, as parameters of o (for
+ * bdev_get_bdevs' driver_specific and save_config alike). */
+struct bdev_info;
+struct json_object;
+void rpc_bdev_add_latencies(struct json_object *o, const struct bdev_info *info);
+void rpc_bdev_add_rbd_config(struct json_object *o, const struct bdev_info *info);
 int rpc_nvmf_register(struct rpc_server *srv);
 int rpc_emu_register(struct rpc_server *srv);
 int rpc_health_register(struct rpc_server *srv);

@@ -694,6 +694,28 @@ static void rpc_bdev_delay_delete(struct rpc_request *req, struct json_object *p
 	rpc_bdev_delete(req, params, ctx, "delay");
 }
 
+void rpc_bdev_add_latencies(struct json_object *o, const struct bdev_info *info)
+{
+	static const char *const keys[BDEV_DELAY_NR] = {"avg_read_latency", "p99_read_latency",
+							"avg_write_latency", "p99_write_latency"};
+
+	for (int i = 0; i < BDEV_DELAY_NR; i++)
+		json_object_object_add(o, keys[i], json_object_new_int64((int64_t)info->delay_us[i]));
+}
+
+void rpc_bdev_add_rbd_config(struct json_object *o, const struct bdev_info *info)
+{
+	struct json_object *cfg;
+
+	if (!info->rbd_nconfig)
+		return;
+	cfg = json_object_new_object();
+	for (unsigned int i = 0; i < info->rbd_nconfig; i++)
+		json_object_object_add(cfg, info->rbd_config[2 * i],
+				       json_object_new_string(info->rbd_config[2 * i + 1]));
+	json_object_object_add(o, "config", cfg);
+}
+
 static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 {
 	struct json_object *o = json_object_new_object(), *types = json_object_new_object();
@@ -743,15 +765,8 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 		struct json_object *ds = json_object_new_object(), *v = json_object_new_object();
 
 		json_object_object_add(v, "base_bdev_name", json_object_new_string(info.base_name));
-		if (!strcmp(info.module_name, "delay")) {
-			static const char *const keys[BDEV_DELAY_NR] = {
-			    "avg_read_latency", "p99_read_latency", "avg_write_latency",
-			    "p99_write_latency"};
-
-			for (int i = 0; i < BDEV_DELAY_NR; i++)
-				json_object_object_add(
-				    v, keys[i], json_object_new_int64((int64_t)info.delay_us[i]));
-		}
+		if (!strcmp(info.module_name, "delay"))
+			rpc_bdev_add_latencies(v, &info);
 		json_object_object_add(ds, info.module_name, v);
 		json_object_object_add(o, "driver_specific", ds);
 	}
@@ -762,15 +777,7 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 		json_object_object_add(rbd, "rbd_name", json_object_new_string(info.rbd_image));
 		if (info.rbd_user)
 			json_object_object_add(rbd, "user_id", json_object_new_string(info.rbd_user));
-		if (info.rbd_nconfig) {
-			struct json_object *cfg = json_object_new_object();
-
-			for (unsigned int i = 0; i < info.rbd_nconfig; i++)
-				json_object_object_add(
-				    cfg, info.rbd_config[2 * i],
-				    json_object_new_string(info.rbd_config[2 * i + 1]));
-			json_object_object_add(rbd, "config", cfg);
-		}
+		rpc_bdev_add_rbd_config(rbd, &info);
 		json_object_object_add(ds, "rbd", rbd);
 		json_object_object_add(o, "driver_specific", ds);
 	}

@@ -79,14 +79,9 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		return 0;
 	}
 	if (info.base_name) {
-		static const char *const keys[BDEV_DELAY_NR] = {
-		    "avg_read_latency", "p99_read_latency", "avg_write_latency",
-		    "p99_write_latency"};
-
 		rpc_config_str(p, "name", info.name);
 		rpc_config_str(p, "base_bdev_name", info.base_name);
-		for (int i = 0; i < BDEV_DELAY_NR; i++)
-			rpc_config_int(p, keys[i], (int64_t)info.delay_us[i]);
+		rpc_bdev_add_latencies(p, &info);
 		rpc_config_str(p, "uuid", uuid);
 		rpc_config_add(arg, "bdev_delay_create", p);
 		return 0;
@@ -97,15 +92,7 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		rpc_config_str(p, "rbd_name", info.rbd_image);
 		if (info.rbd_user)
 			rpc_config_str(p, "user_id", info.rbd_user);
-		if (info.rbd_nconfig) {
-			struct json_object *cfg = json_object_new_object();
-
-			for (unsigned int i = 0; i < info.rbd_nconfig; i++)
-				json_object_object_add(
-				    cfg, info.rbd_config[2 * i],
-				    json_object_new_string(info.rbd_config[2 * i + 1]));
-			json_object_object_add(p, "config", cfg);
-		}
+		rpc_bdev_add_rbd_config(p, &info);
 		method = "bdev_rbd_create";
 	} else if (info.uri) {
 		rpc_config_str(p, "uri", info.uri);

@@ -88,3 +88,26 @@ gt_report_with_host() {
 	echo "$((p + host_passed)) passed, $((f + host_failed)) failed"
 	[ $((f + host_failed)) -eq 0 ]
 }
+
+# gt_ceph_start: a throwaway Ceph cluster in $GT_DIR/ceph (tests/lib/ceph-cluster.sh), stopped
+# when the test exits; exports CEPH_CONF. When no cluster can run here it prints why as a
+# skipped check and the closing line, and exits the test (passing).
+gt_ceph_start() {
+	local rc
+	CEPH_CONF=$("$GT_TOP/tests/lib/ceph-cluster.sh" start "$GT_DIR/ceph" 2> "$GT_DIR/ceph.err")
+	rc=$?
+	if [ "$rc" -eq 77 ]; then
+		echo "ok - SKIPPED: $(cat "$GT_DIR/ceph.err")"
+		echo "1 passed, 0 failed"
+		exit 0
+	fi
+	if [ "$rc" -ne 0 ]; then
+		cat "$GT_DIR/ceph.err"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	export CEPH_CONF
+}
+gt_ceph_stop() {
+	"$GT_TOP/tests/lib/ceph-cluster.sh" stop "$GT_DIR/ceph" > /dev/null 2>&1
+}

@@ -26,16 +26,8 @@ if [ "$backend" = nbd ]; then
 	for _ in $(seq 100); do [ -S "$GT_DIR/nbd.sock" ] && break; sleep 0.1; done
 	ns_arg=(--nbd "nbd+unix:///?socket=$GT_DIR/nbd.sock")
 elif [ "$backend" = rbd ]; then
-	CEPH_CONF=$("$GT_TOP/tests/lib/ceph-cluster.sh" start "$GT_DIR/ceph" 2> "$GT_DIR/ceph.err")
-	crc=$?
-	if [ "$crc" -eq 77 ]; then
-		echo "ok - SKIPPED: $(cat "$GT_DIR/ceph.err")"
-		echo "1 passed, 0 failed"
-		exit 0
-	fi
-	[ "$crc" -eq 0 ] || { cat "$GT_DIR/ceph.err"; echo "0 passed, 1 failed"; exit 1; }
-	export CEPH_CONF
-	trap '"$GT_TOP/tests/lib/ceph-cluster.sh" stop "$GT_DIR/ceph" > /dev/null 2>&1' EXIT
+	gt_ceph_start
+	trap gt_ceph_stop EXIT
 	rbd create --size 256M rbd/guest || { echo "0 passed, 1 failed"; exit 1; }
 	ns_arg=(--rbd rbd/guest)
 else

@@ -10,8 +10,6 @@ set -u
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/${1:-build}/bin
 D=$(mktemp -d /tmp/nvme-emu-nbd-test.XXXXXX)
-passed=0
-failed=0
 dpid=
 spid=
 cleanup() {
@@ -20,17 +18,7 @@ cleanup() {
 	[ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
 }
 trap cleanup EXIT
-pass() { echo "ok - $1"; passed=$((passed + 1)); }
-fail() { echo "not ok - $1"; failed=$((failed + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
-wait_sock() {
-	for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
+. "$TOP/tests/lib/check.sh"
 # server CMD...: starts an NBD server on $D/nbd.sock (replacing the previous one).
 server() {
 	stop_server
@@ -54,16 +42,7 @@ stop_daemon() {
 	[ -n "$dpid" ] && { kill "$dpid" 2> /dev/null; wait "$dpid" 2> /dev/null; }
 	dpid=
 }
-perf() {
-	local name=$1 expr=$2 out
-	shift 2
-	if out=$("$BIN/nvme-emu-perf" -s "$D/fn" -j "$@" 2> "$D/err") &&
-		python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($expr) else 1)" "$out"; then
-		pass "$name"
-	else
-		fail "$name: $out $(cat "$D/err")"
-	fi
-}
+perf() { perf_check "$D/fn" "$@"; }
 rpc() {
 	out=$("$BIN/nvme-emu-rpc" -s "$D/rpc.sock" -t 60 "$@" 2> "$D/err")
 	local rc=$?
@@ -176,5 +155,4 @@ check "bdev_nbd_delete" rpc bdev_nbd_delete --name Nbd0
 if ! rpc bdev_get_bdevs --name Nbd0; then pass "deleted"; else fail "still there: $out"; fi
 stop_daemon
 stop_server
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -8,21 +8,13 @@ set -u
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/${1:-build}/bin
 D=$(mktemp -d /tmp/nvme-emu-perf-test.XXXXXX)
-passed=0
-failed=0
 dpid=
 cleanup() {
 	[ -n "$dpid" ] && kill -9 "$dpid" 2> /dev/null
 	rm -rf "$D"
 }
 trap cleanup EXIT
-pass() { echo "ok - $1"; passed=$((passed + 1)); }
-fail() { echo "not ok - $1"; failed=$((failed + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
+. "$TOP/tests/lib/check.sh"
 start() {
 	[ -n "$dpid" ] && { kill "$dpid"; wait "$dpid" 2> /dev/null; }
 	rm -f "$D/s"
@@ -32,16 +24,7 @@ start() {
 	return 1
 }
 # perf NAME PYEXPR ARGS...: nvme-emu-perf -j succeeds and PYEXPR holds for its JSON `r`.
-perf() {
-	local name=$1 expr=$2 out
-	shift 2
-	if out=$("$BIN/nvme-emu-perf" -s "$D/s" -j "$@" 2> "$D/err") &&
-		python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($expr) else 1)" "$out"; then
-		pass "$name"
-	else
-		fail "$name: $out $(cat "$D/err")"
-	fi
-}
+perf() { perf_check "$D/s" "$@"; }
 
 check "nvme-emu (malloc 16 MiB, trapped doorbells)" start
 perf "verified write of the whole namespace (4096 x 4 KiB, two queues)" \
@@ -70,5 +53,4 @@ kill "$dpid"
 wait "$dpid"
 check "nvme-emu exits cleanly" test $? -eq 0
 dpid=
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -10,8 +10,6 @@ set -u
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/${1:-build}/bin
 D=$(mktemp -d /tmp/nvme-emu-rbd-test.XXXXXX)
-passed=0
-failed=0
 dpid=
 cleanup() {
 	[ -n "$dpid" ] && kill -9 "$dpid" 2> /dev/null
@@ -19,17 +17,7 @@ cleanup() {
 	rm -rf "$D"
 }
 trap cleanup EXIT
-pass() { echo "ok - $1"; passed=$((passed + 1)); }
-fail() { echo "not ok - $1"; failed=$((failed + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
-wait_sock() {
-	for _ in $(seq 150); do [ -S "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
+. "$TOP/tests/lib/check.sh"
 daemon() {
 	stop_daemon
 	"$BIN/nvme-emu" "$@" > "$D/daemon.log" 2>&1 &
@@ -46,16 +34,7 @@ stop_daemon() {
 	dpid=
 	return $rc
 }
-perf() {
-	local name=$1 expr=$2 out
-	shift 2
-	if out=$("$BIN/nvme-emu-perf" -s "$D/fn" -j "$@" 2> "$D/err") &&
-		python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($expr) else 1)" "$out"; then
-		pass "$name"
-	else
-		fail "$name: $out $(cat "$D/err")"
-	fi
-}
+perf() { perf_check "$D/fn" "$@"; }
 rpc() {
 	out=$("$BIN/nvme-emu-rpc" -s "$D/rpc.sock" -t 90 "$@" 2> "$D/err")
 	local rc=$?
@@ -145,5 +124,4 @@ fi
 check "bdev_rbd_delete" rpc bdev_rbd_delete --name Ceph0
 if ! rpc bdev_get_bdevs --name Ceph0; then pass "deleted"; else fail "still there: $out"; fi
 check "nvme-emu exits cleanly after the delete" stop_daemon
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -106,24 +106,10 @@ static void nut_server_kill(struct nut_server *s)
 
 /* ---- channel helpers ---- */
 
-struct nut_dev {
-	struct bdev *b;
-	struct bdev_channel *ch;
-};
-
-static void nut_open(struct nut_dev *d, struct bdev *b)
+static void nut_close(struct ut_dev *d, const char *name)
 {
-	d->b = b;
-	CU_ASSERT_EQUAL_FATAL(bdev_open(b), 0);
-	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(b, &d->ch), 0);
-}
-
-static void nut_close(struct nut_dev *d, const char *name)
-{
-	CU_ASSERT_EQUAL(bdev_channel_outstanding(d->ch), 0);
-	CU_ASSERT_EQUAL(bdev_channel_destroy(d->ch), 0);
-	bdev_close(d->b);
-	CU_ASSERT_EQUAL(nut_delete(name), 0);
+	ut_dev_close(d);
+	CU_ASSERT_EQUAL(ut_loop_delete(name), 0);
 }
 
 static char *nut_file(const char *tag, size_t size)
@@ -156,7 +142,7 @@ static void test_model_multi_conn(void)
 	const char *args[] = {"memory", "size=16M", NULL};
 	struct nut_server s;
 	struct bdev_info info;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 	char msg[512];
 
@@ -166,7 +152,7 @@ static void test_model_multi_conn(void)
 	CU_ASSERT_TRUE(bdev_io_size(b) <= UT_IO_SIZE);
 	CU_ASSERT_TRUE(bdev_io_type_supported(b, BDEV_IO_UNMAP));
 	CU_ASSERT_STRING_EQUAL(bdev_get_module_name(b), "nbd");
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_model_run(d.ch, NUT_BS, 4096, 7, 40, 32), 0);
 	for (int i = 0; i < 200 && nut_info("nbd0").nbd_connected != 4; i++)
 		usleep(10000);
@@ -186,12 +172,12 @@ static void test_single_conn(void)
 			      "multi-conn-mode=disable", NULL};
 	struct nut_server s;
 	struct bdev_info info;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 
 	nut_server_start(&s, "single", args);
 	CU_ASSERT_EQUAL_FATAL(nut_create("nbd1", s.uri, 4, 0, &b, NULL, 0), 0);
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_model_run(d.ch, NUT_BS, 2048, 11, 10, 16), 0);
 	info = nut_info("nbd1");
 	CU_ASSERT_FALSE(info.nbd_multi_conn);
@@ -211,14 +197,14 @@ static void test_file_flush_fua_zeroes(void)
 	unsigned char *buf = malloc(64 * NUT_BS), *back = malloc(64 * NUT_BS);
 	struct bdev_range r = {.offset_blocks = 8, .num_blocks = 4};
 	struct nut_server s;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 
 	snprintf(file_arg, sizeof(file_arg), "file=%s", path);
 	nut_server_start(&s, "file", args);
 	CU_ASSERT_EQUAL_FATAL(nut_create("nbd2", s.uri, 2, 0, &b, NULL, 0), 0);
 	CU_ASSERT_TRUE(bdev_has_write_cache(b));
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	/* Write (two iovecs), flush, then the file has it. */
 	ut_pattern(buf, 2 * NUT_BS, 1);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, NUT_BS, BDEV_IO_WRITE, 0, 2, buf, cuts), 0);
@@ -265,14 +251,14 @@ static void test_no_zero_server(void)
 	const char *args[] = {"--filter=nozero", "memory", "size=8M", NULL};
 	unsigned char *buf = malloc(600 * NUT_BS), *back = malloc(600 * NUT_BS);
 	struct nut_server s;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 
 	nut_server_start(&s, "nozero", args);
 	CU_ASSERT_EQUAL_FATAL(nut_create("nbd3", s.uri, 1, 0, &b, NULL, 0), 0);
 	CU_ASSERT_FALSE(bdev_io_type_supported(b, BDEV_IO_UNMAP));
 	CU_ASSERT_TRUE(bdev_io_type_supported(b, BDEV_IO_WRITE_ZEROES));
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	ut_pattern(buf, 600 * NUT_BS, 4);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, NUT_BS, BDEV_IO_WRITE, 0, 600, buf, NULL), 0);
 	/* 300 blocks = 150 KiB: more than one zero buffer. */
@@ -302,7 +288,7 @@ static void nut_server_restart(uint32_t conns)
 	struct iovec iov[NIO];
 	unsigned char *data = malloc((size_t)NIO * ROUNDS * 4096), *back = malloc(4096);
 	struct nut_server s;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 	int done = 0, bad = 0;
 
@@ -313,7 +299,7 @@ static void nut_server_restart(uint32_t conns)
 	for (int i = 0; i < 200 && nut_info("nbd4").nbd_connected != conns; i++)
 		usleep(10000);
 	CU_ASSERT_EQUAL(nut_info("nbd4").nbd_connected, conns);
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	for (int i = 0; i < NIO; i++)
 		ios[i] = ut_io_alloc(b);
 	ut_pattern(data, (size_t)NIO * ROUNDS * 4096, 5);
@@ -376,13 +362,13 @@ static void test_reconnect_timeout(void)
 	const char *args[] = {"memory", "size=1M", NULL};
 	unsigned char buf[NUT_BS];
 	struct nut_server s;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 	time_t t0;
 
 	nut_server_start(&s, "timeout", args);
 	CU_ASSERT_EQUAL_FATAL(nut_create("nbd5", s.uri, 1, 1, &b, NULL, 0), 0);
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, NUT_BS, BDEV_IO_READ, 0, 1, buf, NULL), 0);
 	nut_server_kill(&s);
 	t0 = time(NULL);
@@ -409,7 +395,7 @@ static void test_tls_psk(void)
 	const char *args[] = {"--tls=require", tls_psk, "memory", "size=1M", NULL};
 	unsigned char buf[NUT_BS], back[NUT_BS];
 	struct nut_server s;
-	struct nut_dev d;
+	struct ut_dev d;
 	struct bdev *b = NULL;
 	char msg[512];
 	FILE *f;
@@ -426,7 +412,7 @@ static void test_tls_psk(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "NBD export"));
 	snprintf(uri, sizeof(uri), "nbds+unix://alice@/?socket=%s&tls-psk-file=%s", s.sock, psk);
 	CU_ASSERT_EQUAL_FATAL(nut_create("nbd6", uri, 1, 0, &b, msg, sizeof(msg)), 0);
-	nut_open(&d, b);
+	ut_dev_open(&d, b);
 	ut_pattern(buf, NUT_BS, 6);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, NUT_BS, BDEV_IO_WRITE, 3, 1, buf, NULL), 0);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, NUT_BS, BDEV_IO_READ, 3, 1, back, NULL), 0);

@@ -111,23 +111,9 @@ static int rut_resize(const char *name, uint64_t bytes)
 	return c.rc ? c.rc : c.create_rc;
 }
 
-struct rut_dev {
-	struct bdev *b;
-	struct bdev_channel *ch;
-};
-
-static void rut_open(struct rut_dev *d, struct bdev *b)
+static void rut_close(struct ut_dev *d, const char *name)
 {
-	d->b = b;
-	CU_ASSERT_EQUAL_FATAL(bdev_open(b), 0);
-	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(b, &d->ch), 0);
-}
-
-static void rut_close(struct rut_dev *d, const char *name)
-{
-	CU_ASSERT_EQUAL(bdev_channel_outstanding(d->ch), 0);
-	CU_ASSERT_EQUAL(bdev_channel_destroy(d->ch), 0);
-	bdev_close(d->b);
+	ut_dev_close(d);
 	CU_ASSERT_EQUAL(ut_loop_delete(name), 0);
 }
 
@@ -139,7 +125,7 @@ static void test_model_and_zeroes(void)
 	struct bdev_range r = {.offset_blocks = 40, .num_blocks = 8};
 	struct bdev_info info;
 	struct bdev *b = NULL;
-	struct rut_dev d;
+	struct ut_dev d;
 	char msg[512];
 
 	if (rut_skip())
@@ -153,7 +139,7 @@ static void test_model_and_zeroes(void)
 	info = ut_loop_info("rbd0");
 	CU_ASSERT_STRING_EQUAL(info.rbd_pool, "rbd");
 	CU_ASSERT_STRING_EQUAL(info.rbd_image, "model");
-	rut_open(&d, b);
+	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_model_run(d.ch, RUT_BS, 4096, 3, 25, 32), 0);
 	ut_pattern(buf, 64 * RUT_BS, 9);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, RUT_BS, BDEV_IO_WRITE, 0, 64, buf, NULL), 0);
@@ -188,7 +174,7 @@ static void test_resize_and_config_map(void)
 	struct ut_loop_call c = {0};
 	unsigned char buf[4096], back[4096];
 	struct bdev *b = NULL;
-	struct rut_dev d;
+	struct ut_dev d;
 	FILE *f;
 
 	if (rut_skip())
@@ -208,7 +194,7 @@ static void test_resize_and_config_map(void)
 	CU_ASSERT_EQUAL(ut_loop_info("rbd1").rbd_nconfig, 2);
 	c.bdev = b;
 	ut_loop_call(&c, rut_do_set_cb);
-	rut_open(&d, b);
+	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(bdev_get_num_blocks(b), 2048);
 	CU_ASSERT_EQUAL(rut_resize("rbd1", 4u << 20), -EINVAL); /* shrink */
 	CU_ASSERT_EQUAL(rut_resize("rbd1", (16u << 20) + 512), -EINVAL); /* not whole blocks */

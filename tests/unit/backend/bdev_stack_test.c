@@ -15,25 +15,14 @@
 #define SUT_BS 512u
 #define SUT_BLOCKS 8192u
 
-struct sut {
-	struct bdev *top;
-	struct bdev_channel *ch;
-};
+#define sut ut_dev
 
-static void sut_open(struct sut *s, const char *name)
+static void sut_open(struct ut_dev *s, const char *name)
 {
-	s->top = bdev_lookup(name);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(s->top);
-	CU_ASSERT_EQUAL_FATAL(bdev_open(s->top), 0);
-	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(s->top, &s->ch), 0);
+	ut_dev_open(s, bdev_lookup(name));
 }
 
-static void sut_close(struct sut *s)
-{
-	CU_ASSERT_EQUAL(bdev_channel_outstanding(s->ch), 0);
-	CU_ASSERT_EQUAL(bdev_channel_destroy(s->ch), 0);
-	bdev_close(s->top);
-}
+#define sut_close ut_dev_close
 
 static int sut_read(struct sut *s, uint64_t lba, void *buf)
 {
@@ -125,7 +114,7 @@ static void test_error_pending_and_depth(void)
 	sut_open(&s, "EE_PBase");
 	CU_ASSERT_EQUAL(bdev_error_inject("EE_PBase", BDEV_IO_READ, &inj), 0);
 	for (int i = 0; i < 2; i++) {
-		ios[i] = ut_io_alloc(s.top);
+		ios[i] = ut_io_alloc(s.b);
 		iov[i] = (struct iovec){buf + i * SUT_BS, SUT_BS};
 		ut_io_rw(ios[i], BDEV_IO_READ, (uint64_t)i, 1, &iov[i], 1, &res[i]);
 		res[i].done_count = &done;
@@ -144,7 +133,7 @@ static void test_error_pending_and_depth(void)
 	done = 0;
 	for (int i = 0; i < 3; i++) {
 		if (!ios[i])
-			ios[i] = ut_io_alloc(s.top);
+			ios[i] = ut_io_alloc(s.b);
 		iov[i] = (struct iovec){buf + i * SUT_BS, SUT_BS};
 		ut_io_rw(ios[i], BDEV_IO_READ, (uint64_t)i, 1, &iov[i], 1, &res[i]);
 		res[i].done_count = &done;

@@ -377,3 +377,18 @@ int ut_model_run(struct bdev_channel *ch, uint32_t block_size, uint64_t nblocks,
 	free(all);
 	return bad;
 }
+
+void ut_dev_open(struct ut_dev *d, struct bdev *b)
+{
+	d->b = b;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL_FATAL(bdev_open(b), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(b, &d->ch), 0);
+}
+
+void ut_dev_close(struct ut_dev *d)
+{
+	CU_ASSERT_EQUAL(bdev_channel_outstanding(d->ch), 0);
+	CU_ASSERT_EQUAL(bdev_channel_destroy(d->ch), 0);
+	bdev_close(d->b);
+}

@@ -57,6 +57,16 @@ int ut_unmap_sync(struct bdev_channel *ch, const struct bdev_range *ranges, uint
 int ut_model_run(struct bdev_channel *ch, uint32_t block_size, uint64_t nblocks, unsigned int seed,
 		 int rounds, int qd);
 
+/* A bdev opened with a channel on the calling thread, for tests of one bdev. */
+struct ut_dev {
+	struct bdev *b;
+	struct bdev_channel *ch;
+};
+/* Opens b and creates the channel (CUnit fatal on failure). */
+void ut_dev_open(struct ut_dev *d, struct bdev *b);
+/* Checks nothing is outstanding, destroys the channel and closes the bdev. */
+void ut_dev_close(struct ut_dev *d);
+
 /* Fills buf with a pattern derived from seed. */
 void ut_pattern(void *buf, size_t len, unsigned int seed);
 /* True when every byte of buf is zero. */
