@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Integration: namespaces on NBD exports served by real nbdkit and qemu-nbd processes started here.
-# --nbd on the command line (nbdkit memory, multi-conn; qemu-nbd on a raw file, one connection),
+# --nbd on the command line (nbdkit memory on a unix socket, multi-conn, and over TCP on
+# 127.0.0.1; qemu-nbd on a raw file, one connection),
 # data written and verified through the emulated controller by nvme-emu-perf, the file holding it;
 # bdev_nbd_create / bdev_nbd_delete / bdev_get_bdevs over JSON-RPC with their errors, the config
 # round trip (save_config, restart with -c); nbdkit killed and restarted during a verified write:
@@ -62,6 +63,18 @@ perf "verified random reads over NBD" \
 check "the log names the export and its 4 connections" \
 	grep -q "NBD export $URI, 16777216 bytes.*4 connection(s) (multi-conn)" "$D/daemon.log"
 stop_daemon
+
+# 1b. Over TCP on 127.0.0.1 (nbd://HOST:PORT/EXPORT).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+stop_server
+nbdkit --foreground --exit-with-parent -i 127.0.0.1 -p "$port" memory size=4M > "$D/server.log" 2>&1 &
+spid=$!
+for _ in $(seq 100); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break; sleep 0.1; done
+check "nvme-emu --nbd nbd://127.0.0.1:$port/" daemon --socket "$D/fn" --nbd "nbd://127.0.0.1:$port/"
+perf "verified write over TCP" 'r["ios"] == 1024 and r["errors"] == 0 and r["verify_errors"] == 0' \
+	-w write -V -q 8
+stop_daemon
+stop_server
 
 # 2. qemu-nbd on a raw file (one connection allowed): the file holds what was written.
 truncate -s 8M "$D/disk.raw"
