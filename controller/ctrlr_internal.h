@@ -384,6 +384,7 @@ struct ctrlr {
 	struct {
 		bool active;
 		bool dbbuf; /* the shadow doorbell pages are in the range */
+		bool master_off; /* all of it: bus mastering was disabled (ctrlr_dma_stop) */
 		uint64_t iova, len;
 		void (*done)(void *arg);
 		void *arg;

@@ -208,6 +208,11 @@ void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*do
 /* The guest mapped memory: queues detached by an unmap whose ring is mapped again are
  * re-attached on their owner threads. Thread: admin. */
 void ctrlr_mem_mapped(struct ctrlr *ctrlr);
+/* PCI Bus Master Enable cleared: as ctrlr_mem_unmap of all memory (ops->mem_map and mem_pin
+ * already fail), logged as what it is; the shadow doorbell buffer is dropped with it (the host
+ * configures it again, as after a reset). ctrlr_mem_mapped resumes once the bit is set again.
+ * Thread: admin. */
+void ctrlr_dma_stop(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg);
 
 /* ---- Visits (ops->visit_queues) ---- */
 

@@ -36,6 +36,8 @@ static void *pcie_mem_map(void *tctx, uint64_t addr, uint64_t len, unsigned int 
 	struct pcie_ctrlr *pc = tctx;
 	struct hw_mmap *map = __atomic_load_n(&pc->map, __ATOMIC_ACQUIRE);
 
+	if (__atomic_load_n(&pc->dma_off, __ATOMIC_ACQUIRE))
+		return NULL;
 	return map ? hw_mmap_translate(map, addr, len, dir) : NULL;
 }
 
@@ -45,6 +47,10 @@ static void *pcie_mem_pin(void *tctx, uint64_t addr, uint64_t len, unsigned int 
 	struct hw_mmap *map = __atomic_load_n(&pc->map, __ATOMIC_ACQUIRE);
 	void *ptr = NULL;
 
+	if (__atomic_load_n(&pc->dma_off, __ATOMIC_ACQUIRE)) {
+		*pin = NULL;
+		return NULL;
+	}
 	*pin = map ? hw_mmap_pin(map, addr, len, dir, &ptr) : NULL;
 	return *pin ? ptr : NULL;
 }
@@ -257,6 +263,8 @@ static int pcie_flr(struct hw_dev *dev, bool client_gone, void *arg)
 	EVLOOP_ASSERT_OWNER(pc->loop);
 	LOG_INFO(PCIE_LOG, "%s: %s", pc->vuid, client_gone ? "client gone: resetting"
 							   : "function level reset");
+	/* The reset clears COMMAND: no DMA until the host enables bus mastering again. */
+	__atomic_store_n(&pc->dma_off, true, __ATOMIC_RELEASE);
 	ctrlr_flr(pc->ctrlr, pcie_flr_done, pc);
 	return HW_EVENT_ASYNC;
 }
@@ -299,7 +307,25 @@ static void pcie_dma_map(struct hw_dev *dev, uint64_t iova, uint64_t len, void *
 	struct pcie_ctrlr *pc = arg;
 
 	EVLOOP_ASSERT_OWNER(pc->loop);
-	ctrlr_mem_mapped(pc->ctrlr);
+	if (!pc->dma_off)
+		ctrlr_mem_mapped(pc->ctrlr);
+}
+
+/* COMMAND Bus Master Enable: clearing it stops the controller's DMA like an unmap of all
+ * memory (queues detached and holding their completions, requests in flight finished with
+ * their data); the host's config write completes after that. Setting it re-attaches. */
+static int pcie_bus_master_changed(struct hw_dev *dev, bool enabled, void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	__atomic_store_n(&pc->dma_off, !enabled, __ATOMIC_RELEASE);
+	if (enabled) {
+		ctrlr_mem_mapped(pc->ctrlr);
+		return 0;
+	}
+	ctrlr_dma_stop(pc->ctrlr, pcie_unmap_done, pc);
+	return HW_EVENT_ASYNC;
 }
 
 /* A doorbell of a queue that does not exist (or no longer does): the core
@@ -320,6 +346,7 @@ static const struct hw_dev_ops pcie_dev_ops = {
 	.flr = pcie_flr,
 	.dma_unmap = pcie_dma_unmap,
 	.dma_map = pcie_dma_map,
+	.bus_master_changed = pcie_bus_master_changed,
 	.db_unowned_write = pcie_db_unowned_write,
 };
 
@@ -360,6 +387,7 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 	pc->loop = loop;
 	pc->pgs = pgs;
 	pc->dpa = dpa;
+	pc->dma_off = true; /* COMMAND is 0 at power-on */
 	pc->main_t.loop = loop;
 	pc->vuid = strdup(opts->vuid);
 	pc->socket_path = strdup(opts->socket_path);

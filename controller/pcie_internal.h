@@ -157,6 +157,9 @@ struct pcie_ctrlr {
 	struct hw_msix_vector **vectors; /* created on first use, main thread */
 	struct pcie_thread main_t;
 	bool cc_en; /* CC.EN as last seen, for the enable edge */
+	/* COMMAND Bus Master Enable clear (power-on, FLR, or the host's write): no translation
+	 * of host memory succeeds. Written on the main thread, read by any. */
+	bool dma_off;
 	/* Preallocated parts of each kind of visit (one per poll group). */
 	struct pcie_visit_part *visit_parts[CTRLR_VISIT_SLOTS_MAX];
 	/* Teardown (pcie_ctrlr_destroy): unplug, then the core, then the rest. */

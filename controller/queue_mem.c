@@ -209,8 +209,11 @@ static void ctrlr_unmap_cq(struct ctrlr_cq *cq, struct ctrlr_visit *v)
 		cq->head_eventidx = NULL;
 	}
 	if (cq->ring && ctrlr_cq_ring_in(cq, ctrlr->unmap.iova, ctrlr->unmap.len)) {
-		LOG_GUEST_ERR(CTRLR_LOG, "CQ %u: its ring was unmapped; detached until it is back",
-			      cq->qid);
+		if (ctrlr->unmap.master_off)
+			LOG_INFO(CTRLR_LOG, "CQ %u: bus mastering off; detached until it is on", cq->qid);
+		else
+			LOG_GUEST_ERR(CTRLR_LOG, "CQ %u: its ring was unmapped; detached until it is back",
+				      cq->qid);
 		ctrlr_cq_ring_detach(cq);
 	}
 }
@@ -224,8 +227,11 @@ static void ctrlr_unmap_sq(struct ctrlr_sq *sq, struct ctrlr_visit *v)
 		sq->eventidx = NULL;
 	}
 	if (sq->ring && ctrlr_sq_ring_in(sq, ctrlr->unmap.iova, ctrlr->unmap.len)) {
-		LOG_GUEST_ERR(CTRLR_LOG, "SQ %u: its ring was unmapped; detached until it is back",
-			      sq->qid);
+		if (ctrlr->unmap.master_off)
+			LOG_INFO(CTRLR_LOG, "SQ %u: bus mastering off; detached until it is on", sq->qid);
+		else
+			LOG_GUEST_ERR(CTRLR_LOG, "SQ %u: its ring was unmapped; detached until it is back",
+				      sq->qid);
 		ctrlr_sq_ring_detach(sq);
 	}
 	ctrlr_sq_fence(sq, v);
@@ -252,11 +258,13 @@ static void ctrlr_mem_unmap_owners_done(struct ctrlr *ctrlr)
 	if (ctrlr->unmap.dbbuf)
 		ctrlr_dbbuf_release(ctrlr);
 	if (acq && acq->ring && ctrlr_cq_ring_in(acq, iova, len)) {
-		LOG_GUEST_ERR(CTRLR_LOG, "admin CQ ring unmapped; detached until it is back");
+		if (!ctrlr->unmap.master_off)
+			LOG_GUEST_ERR(CTRLR_LOG, "admin CQ ring unmapped; detached until it is back");
 		ctrlr_cq_ring_detach(acq);
 	}
 	if (asq && asq->ring && ctrlr_sq_ring_in(asq, iova, len)) {
-		LOG_GUEST_ERR(CTRLR_LOG, "admin SQ ring unmapped; detached until it is back");
+		if (!ctrlr->unmap.master_off)
+			LOG_GUEST_ERR(CTRLR_LOG, "admin SQ ring unmapped; detached until it is back");
 		ctrlr_sq_ring_detach(asq);
 	}
 	/* Admin commands in flight (Format NVM on a bdev, vendor reads) finish with their data too:
@@ -267,8 +275,8 @@ static void ctrlr_mem_unmap_owners_done(struct ctrlr *ctrlr)
 	ctrlr_visit_release(v);
 }
 
-void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*done)(void *arg),
-		     void *arg)
+static void ctrlr_mem_unmap_start(struct ctrlr *ctrlr, uint64_t iova, uint64_t len,
+				  bool master_off, void (*done)(void *arg), void *arg)
 {
 	if (ctrlr->unmap.active) {
 		/* The endpoint serialises a client's unmaps: a second one is a bug above us, and
@@ -278,6 +286,7 @@ void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*do
 		return;
 	}
 	ctrlr->unmap.active = true;
+	ctrlr->unmap.master_off = master_off;
 	ctrlr->unmap.iova = iova;
 	ctrlr->unmap.len = len;
 	ctrlr->unmap.done = done;
@@ -288,6 +297,17 @@ void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*do
 		ctrlr->dbbuf_live = false;
 	ctrlr_visit_start(ctrlr, CTRLR_VISIT_UNMAP, ctrlr_unmap_cq, ctrlr_unmap_sq,
 			  ctrlr_mem_unmap_owners_done);
+}
+
+void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*done)(void *arg),
+		     void *arg)
+{
+	ctrlr_mem_unmap_start(ctrlr, iova, len, false, done, arg);
+}
+
+void ctrlr_dma_stop(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
+{
+	ctrlr_mem_unmap_start(ctrlr, 0, UINT64_MAX, true, done, arg);
 }
 
 /* ---- Re-attach after a remap ---- */

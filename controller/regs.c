@@ -109,7 +109,9 @@ void ctrlr_enable(struct ctrlr *ctrlr)
 		ctrlr_sq_fini(sq);
 		free(sq);
 		free(cq);
-		return ctrlr_enable_fail(ctrlr, "ASQ/ACQ not in guest memory");
+		return ctrlr_enable_fail(ctrlr, "ASQ/ACQ not in guest memory the "
+						 "controller may use (unmapped, or bus "
+						 "mastering disabled)");
 	}
 	cq->state = CTRLR_Q_LIVE;
 	sq->state = CTRLR_Q_LIVE;

@@ -177,6 +177,20 @@ int hw_bar_access(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf
 	if (bar_id >= HW_NUM_BARS || !type->bars[bar_id].size || !len ||
 	    offset >= type->bars[bar_id].size || len > type->bars[bar_id].size - offset)
 		return -EINVAL;
+	/* Memory (I/O) Space Enable clear: the function does not decode its BARs (PCI 3.0
+	 * 6.2.2). A read ends as an Unsupported Request, which the root complex turns into all
+	 * ones; a write is dropped. Stores into mmap'd pages cannot be gated: a VMM unmaps them
+	 * from the guest itself while the bit is clear, as QEMU does. */
+	if (!(type->bars[bar_id].is_io ? hw_pci_config_io_enabled(&dev->cfg)
+				       : hw_pci_config_mem_enabled(&dev->cfg))) {
+		LOG_GUEST_ERR(HW_LOG_COMP, "%s: BAR %u %s at 0x%llx with %s space disabled",
+			      dev->vuid, bar_id, is_write ? "write" : "read",
+			      (unsigned long long)offset, type->bars[bar_id].is_io ? "I/O" : "memory");
+		dev->bar_disabled_accesses++;
+		if (!is_write)
+			memset(buf, 0xff, len);
+		return 0;
+	}
 	ridx = hw_pci_type_find_region(type, bar_id, offset, len);
 	if (ridx < 0) {
 		/* Unclaimed BAR space, or an access straddling two regions: reads

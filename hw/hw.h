@@ -181,6 +181,14 @@ struct hw_dev_ops {
 	/* The client mapped [iova, iova+len) (e.g. memory a queue lived in came
 	 * back after a guest reboot's remapping). May be NULL. */
 	void (*dma_map)(struct hw_dev *dev, uint64_t iova, uint64_t len, void *arg);
+	/* COMMAND Bus Master Enable changed (PCI 3.0 6.2.2): while it is clear the
+	 * function must not touch host memory. On `enabled` false the handler
+	 * stops every use of host memory as for an unmap of everything (in-flight
+	 * transfers finish, pins released, nothing new translated) and returns 0
+	 * or HW_EVENT_ASYNC and hw_dev_event_done() later: the config write's
+	 * reply waits. On true it may resume; its return value is ignored. MSI-X
+	 * messages are held pending by the device meanwhile. May be NULL. */
+	int (*bus_master_changed)(struct hw_dev *dev, bool enabled, void *arg);
 	/* The client enabled or disabled MSI-X, or masked/unmasked the function. */
 	void (*msix_state_changed)(struct hw_dev *dev, bool enabled, bool function_masked,
 				   void *arg);
@@ -265,6 +273,7 @@ struct hw_dev_stats {
 	uint64_t db_writes, db_invalid_writes, msix_raised, msix_pended;
 	uint64_t dma_maps, dma_unmaps;
 	uint64_t clients_attached;
+	uint64_t bar_disabled_accesses; /* BAR accesses with COMMAND memory/I/O space off */
 };
 void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *stats);
 

@@ -130,6 +130,7 @@ enum hw_dev_event {
 	HW_DEV_EV_FLR,	    /* config FLR or DEVICE_RESET: reply held */
 	HW_DEV_EV_FLR_GONE, /* client went away: no reply */
 	HW_DEV_EV_UNMAP,    /* DMA_UNMAP: reply held */
+	HW_DEV_EV_MASTER_OFF, /* COMMAND Bus Master Enable cleared: config write reply held */
 };
 
 struct hw_dev {
@@ -167,6 +168,7 @@ struct hw_dev {
 	bool unplug_defer;  /* hw_dev_unplug_continue queued on the loop */
 
 	uint64_t db_writes, db_invalid_writes;
+	uint64_t bar_disabled_accesses; /* BAR accesses while COMMAND did not decode them */
 };
 
 /* bar_regions.c: BAR backing and dispatch. */

@@ -162,6 +162,7 @@ unsigned int hw_pci_config_write(struct hw_pci_config *cfg, uint32_t offset, con
 {
 	const uint8_t *src = buf;
 	uint16_t msix_before = cfg->has_msix ? hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) : 0;
+	bool master_before = hw_pci_config_bus_master(cfg);
 	unsigned int events = 0;
 
 	for (uint32_t i = 0; i < len; i++) {
@@ -177,6 +178,8 @@ unsigned int hw_pci_config_write(struct hw_pci_config *cfg, uint32_t offset, con
 	}
 	if (cfg->has_msix && hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) != msix_before)
 		events |= HW_PCI_CFG_EV_MSIX;
+	if (hw_pci_config_bus_master(cfg) != master_before)
+		events |= HW_PCI_CFG_EV_MASTER;
 	return events;
 }
 
@@ -190,4 +193,19 @@ bool hw_pci_config_msix_masked(const struct hw_pci_config *cfg)
 {
 	return cfg->has_msix &&
 	       (hw_pci_config_get16(cfg, HW_PCI_MSIX_CTRL) & HW_PCI_MSIX_CTRL_MASK);
+}
+
+bool hw_pci_config_mem_enabled(const struct hw_pci_config *cfg)
+{
+	return hw_pci_config_get16(cfg, HW_PCI_COMMAND) & HW_PCI_COMMAND_MEM;
+}
+
+bool hw_pci_config_io_enabled(const struct hw_pci_config *cfg)
+{
+	return hw_pci_config_get16(cfg, HW_PCI_COMMAND) & HW_PCI_COMMAND_IO;
+}
+
+bool hw_pci_config_bus_master(const struct hw_pci_config *cfg)
+{
+	return hw_pci_config_get16(cfg, HW_PCI_COMMAND) & HW_PCI_COMMAND_MASTER;
 }

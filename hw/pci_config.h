@@ -54,6 +54,7 @@ struct hw_pci_type;
 /* What a config write changed, for the device to act on. */
 #define HW_PCI_CFG_EV_FLR 0x1u	/* DEVCTL initiate-FLR written as 1 */
 #define HW_PCI_CFG_EV_MSIX 0x2u /* MSI-X enable or function mask changed */
+#define HW_PCI_CFG_EV_MASTER 0x4u /* COMMAND Bus Master Enable changed */
 
 struct hw_pci_config {
 	uint8_t raw[HW_PCI_CONFIG_SIZE];
@@ -74,5 +75,9 @@ uint16_t hw_pci_config_get16(const struct hw_pci_config *cfg, uint32_t offset);
 uint32_t hw_pci_config_get32(const struct hw_pci_config *cfg, uint32_t offset);
 bool hw_pci_config_msix_enabled(const struct hw_pci_config *cfg);
 bool hw_pci_config_msix_masked(const struct hw_pci_config *cfg);
+/* COMMAND Memory Space / I/O Space / Bus Master Enable (PCI 3.0 6.2.2). */
+bool hw_pci_config_mem_enabled(const struct hw_pci_config *cfg);
+bool hw_pci_config_io_enabled(const struct hw_pci_config *cfg);
+bool hw_pci_config_bus_master(const struct hw_pci_config *cfg);
 
 #endif

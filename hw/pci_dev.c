@@ -269,6 +269,7 @@ void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *st)
 	    .dma_maps = es.dma_maps,
 	    .dma_unmaps = es.dma_unmaps,
 	    .clients_attached = es.clients_attached,
+	    .bar_disabled_accesses = dev->bar_disabled_accesses,
 	};
 }
 
@@ -291,7 +292,19 @@ static void hw_dev_flr_finish(struct hw_dev *dev, enum hw_dev_event ev)
 		hw_dev_set_state(dev, HW_HOTPLUG_POWER_ON_PENDING);
 }
 
-/* Calls an flr / dma_unmap handler with the event recorded as pending, so
+static const char *hw_dev_event_name(enum hw_dev_event ev)
+{
+	switch (ev) {
+	case HW_DEV_EV_UNMAP:
+		return "dma_unmap";
+	case HW_DEV_EV_MASTER_OFF:
+		return "bus master disable";
+	default:
+		return "FLR";
+	}
+}
+
+/* Calls an flr / dma_unmap / bus master handler with the event recorded as pending, so
  * hw_dev_event_done works from inside the handler too. Returns 0 when the
  * event is complete, HW_EVENT_ASYNC while it is not. */
 static int hw_dev_call_event(struct hw_dev *dev, enum hw_dev_event ev, uint64_t iova, uint64_t len)
@@ -303,6 +316,8 @@ static int hw_dev_call_event(struct hw_dev *dev, enum hw_dev_event ev, uint64_t 
 	dev->in_event = true;
 	if (ev == HW_DEV_EV_UNMAP)
 		rc = dev->ops->dma_unmap(dev, iova, len, dev->arg);
+	else if (ev == HW_DEV_EV_MASTER_OFF)
+		rc = dev->ops->bus_master_changed(dev, false, dev->arg);
 	else if (dev->ops && dev->ops->flr)
 		rc = dev->ops->flr(dev, ev == HW_DEV_EV_FLR_GONE, dev->arg);
 	dev->in_event = false;
@@ -310,7 +325,7 @@ static int hw_dev_call_event(struct hw_dev *dev, enum hw_dev_event ev, uint64_t 
 		return HW_EVENT_ASYNC;
 	if (rc < 0)
 		LOG_ERR(HW_LOG_COMP, "%s: %s handler failed: %d; going on", dev->vuid,
-			ev == HW_DEV_EV_UNMAP ? "dma_unmap" : "FLR", rc);
+			hw_dev_event_name(ev), rc);
 	dev->pending_ev = HW_DEV_EV_NONE;
 	return 0;
 }
@@ -343,7 +358,7 @@ void hw_dev_event_done(struct hw_dev *dev)
 		return;
 	}
 	dev->pending_ev = HW_DEV_EV_NONE;
-	if (ev != HW_DEV_EV_UNMAP)
+	if (ev == HW_DEV_EV_FLR || ev == HW_DEV_EV_FLR_GONE)
 		hw_dev_flr_finish(dev, ev);
 	if (ev == HW_DEV_EV_FLR_GONE) {
 		/* The client's memory may go now; an unplug waiting for this
@@ -427,6 +442,22 @@ static int hw_dev_ep_region_info(void *arg, uint32_t index, struct vfu_region_de
 	return 0;
 }
 
+/* Bus Master Enable changed: a clear quiesces the user's DMA (the config write's reply waits for
+ * it, so the host knows the function is quiet once its write completed); a set resumes it. */
+static int hw_dev_bus_master_changed(struct hw_dev *dev)
+{
+	bool on = hw_pci_config_bus_master(&dev->cfg);
+
+	LOG_INFO(HW_LOG_COMP, "%s: bus mastering %s", dev->vuid, on ? "enabled" : "disabled");
+	if (on) {
+		dev->ops->bus_master_changed(dev, true, dev->arg);
+		return 0;
+	}
+	/* The endpoint holds further messages while an event is pending, and the client going
+	 * away waits for it (gone_deferred): nothing else can be pending here. */
+	return hw_dev_call_event(dev, HW_DEV_EV_MASTER_OFF, 0, 0);
+}
+
 static int hw_dev_config_access(struct hw_dev *dev, uint64_t offset, void *buf, uint32_t count,
 				bool is_write)
 {
@@ -439,16 +470,22 @@ static int hw_dev_config_access(struct hw_dev *dev, uint64_t offset, void *buf, 
 		return 0;
 	}
 	ev = hw_pci_config_write(&dev->cfg, (uint32_t)offset, buf, count);
-	if (ev & HW_PCI_CFG_EV_MSIX) {
+	if (ev & (HW_PCI_CFG_EV_MSIX | HW_PCI_CFG_EV_MASTER)) {
 		bool en = hw_pci_config_msix_enabled(&dev->cfg);
 		bool masked = hw_pci_config_msix_masked(&dev->cfg);
 
-		hw_msix_set_state(&dev->msix, en, masked);
-		if (dev->ops && dev->ops->msix_state_changed)
+		/* An MSI-X message is a memory write: without bus mastering it stays
+		 * pending, as for a masked function, and goes out once it is back. */
+		hw_msix_set_state(&dev->msix, en,
+				  masked || !hw_pci_config_bus_master(&dev->cfg));
+		if ((ev & HW_PCI_CFG_EV_MSIX) && dev->ops && dev->ops->msix_state_changed)
 			dev->ops->msix_state_changed(dev, en, masked, dev->arg);
 	}
+	/* An FLR resets COMMAND too and stops all DMA: it subsumes the rest. */
 	if (ev & HW_PCI_CFG_EV_FLR)
 		return hw_dev_flr_start(dev, HW_DEV_EV_FLR);
+	if ((ev & HW_PCI_CFG_EV_MASTER) && dev->ops && dev->ops->bus_master_changed)
+		return hw_dev_bus_master_changed(dev);
 	return 0;
 }
 

@@ -315,6 +315,7 @@ static bool client_attach(struct srv *s, struct client *cl, enum hw_db_mode mode
 		return false;
 	return ITEST_CHECK(vfu_client_irq_eventfds(cl->c, VFIO_PCI_MSIX_IRQ_INDEX, 0, NUM_MSIX) ==
 			   0) &&
+	       ITEST_CHECK(itest_enable(cl->c) == 0) &&
 	       ITEST_CHECK(itest_cfg_wr(cl->c, MSIX_CTRL, 0x8000, 2) == 0);
 }
 

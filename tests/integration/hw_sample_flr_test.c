@@ -56,10 +56,13 @@ static void test_flr(const char *build)
 	/* PCIe FLR: DEVCTL (cap 0x48 + 8) bit 15. */
 	itest_cfg_wr(c, 0x50, 0x8000, 2);
 	ITEST_CHECK(test_event(&s, "EVENT sample-0 flr client_gone=0"));
-	ITEST_CHECK(itest_wait_reg(c, REG_FLR_COUNT, 1, ITEST_TIMEOUT_MS));
 	ITEST_CHECK((itest_cfg_rd(c, 0x50, 2) & 0x8000) == 0);
 	ITEST_CHECK(itest_cfg_rd(c, 0x04, 2) == 0);	       /* COMMAND reset */
 	ITEST_CHECK((itest_cfg_rd(c, 0x86, 2) & 0xc000) == 0); /* MSI-X off */
+	/* COMMAND 0: the BARs are not decoded (reads all ones) until the driver enables. */
+	ITEST_CHECK(itest_bar_rd32(c, REG_FLR_COUNT) == 0xffffffffu);
+	itest_enable(c);
+	ITEST_CHECK(itest_wait_reg(c, REG_FLR_COUNT, 1, ITEST_TIMEOUT_MS));
 	ITEST_CHECK(itest_bar_rd32(c, REG_SCRATCH) == 0);      /* defaults back */
 	ITEST_CHECK(itest_bar_rd32(c, 0x00) == 0x4c504d53);
 	ITEST_CHECK(itest_bar_rd32(c, 0x38) == 0xd0d0d0d0);
@@ -68,6 +71,7 @@ static void test_flr(const char *build)
 	/* vfio-user DEVICE_RESET takes the same path. */
 	ITEST_CHECK(vfu_client_reset(c) == 0);
 	ITEST_CHECK(test_event(&s, "EVENT sample-0 flr client_gone=0"));
+	itest_enable(c);
 	ITEST_CHECK(itest_wait_reg(c, REG_FLR_COUNT, 2, ITEST_TIMEOUT_MS));
 	ITEST_CHECK(itest_bar_rd32(c, REG_SCRATCH) == 0);
 	test_works(&s, c, 0x33);

@@ -235,9 +235,21 @@ struct vfu_client *itest_attach(struct itest_sample *s, unsigned int i)
 			vfu_client_close(c);
 			return NULL;
 		}
-		if (!strcmp(line, want))
-			return c; /* not POWER_ON_PENDING */
+		if (strcmp(line, want))
+			continue; /* POWER_ON_PENDING */
+		/* As a driver's pci_enable_device + pci_set_master: the function decodes its
+		 * BARs and may DMA only with COMMAND's memory space and bus master bits set. */
+		if (itest_enable(c)) {
+			vfu_client_close(c);
+			return NULL;
+		}
+		return c;
 	}
+}
+
+int itest_enable(struct vfu_client *c)
+{
+	return itest_cfg_wr(c, ITEST_PCI_COMMAND, ITEST_PCI_COMMAND_MEM | ITEST_PCI_COMMAND_MASTER, 2);
 }
 
 uint32_t itest_bar_rd32(struct vfu_client *c, uint64_t off)

@@ -40,6 +40,11 @@ void itest_sample_sock(const struct itest_sample *s, unsigned int i, char *buf, 
 /* Connects to device i, negotiates and waits for its POWER_ON event. */
 struct vfu_client *itest_attach(struct itest_sample *s, unsigned int i);
 
+/* Sets COMMAND memory space + bus master (done by itest_attach; again after an FLR). */
+#define ITEST_PCI_COMMAND 0x04u
+#define ITEST_PCI_COMMAND_MEM 0x2u
+#define ITEST_PCI_COMMAND_MASTER 0x4u
+int itest_enable(struct vfu_client *c);
 uint32_t itest_bar_rd32(struct vfu_client *c, uint64_t off);
 int itest_bar_wr32(struct vfu_client *c, uint64_t off, uint32_t v, bool posted);
 uint32_t itest_cfg_rd(struct vfu_client *c, uint32_t off, uint32_t len);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK ITEST_CHECK
 #define ST(sct, sc) ((uint16_t)((sct) << 8 | (sc)))
@@ -318,9 +319,11 @@ static void test_reset_and_flr(const char *build)
 			}
 			CHECK(ptr != 0);
 			CHECK(vfu_client_region_write(t.c, 7, ptr + 8u, &flr, 2, false) == 0);
-			CHECK(nvme_host_reg_read32(&t.h, 0x1c) == 0); /* CSTS cleared */
-			/* The FLR reset config space: enable memory and MSI-X again. */
+			/* The FLR cleared COMMAND: BAR0 is not decoded (all ones) until the
+			 * driver enables memory space again, as it does with MSI-X. */
+			CHECK(nvme_host_reg_read32(&t.h, 0x1c) == 0xffffffffu);
 			nvme_host_init(&t.h, t.c, NVME_ITEST_RAM_IOVA, NVME_ITEST_RAM_SIZE, 3);
+			CHECK(nvme_host_reg_read32(&t.h, 0x1c) == 0); /* CSTS cleared */
 			iova = nvme_host_alloc(&t.h, 8192, (void **)&buf);
 		} else {
 			CHECK(vfu_client_reset(t.c) == 0); /* vfio-user DEVICE_RESET */
@@ -483,6 +486,88 @@ static void test_unmap_under_io(const char *build)
 	teardown(&t);
 }
 
+/* Polls qid's CQ for up to ms milliseconds. 1 with *cqe, 0 if nothing came. */
+static int reap_within(struct nvme_itest *t, uint16_t qid, struct nvme_cqe *cqe, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		int rc = nvme_host_reap(&t->h, qid, cqe);
+
+		if (rc)
+			return rc;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* PCI COMMAND really gates the function: with Bus Master Enable clear nothing reaches guest
+ * memory (no fetch, no data, no CQE, no interrupt) and everything resumes when it is set; with
+ * Memory Space Enable clear BAR0 reads all ones and writes are dropped. */
+static void test_command_register_gating(const char *build)
+{
+	enum { LEN = 4096 };
+	struct nvme_itest t;
+	struct nvme_cqe cqe;
+	uint8_t *buf, pattern[LEN];
+	uint64_t iova;
+	uint16_t cmd;
+
+	if (!setup(&t, build, 2))
+		return;
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	CHECK(nvme_host_create_io_queues(&t.h, 1, 64, true, 1) == 0);
+	iova = nvme_host_alloc(&t.h, LEN, (void **)&buf);
+	if (!CHECK(iova != 0))
+		goto out;
+	fill(pattern, LEN, 77);
+	memcpy(buf, pattern, LEN);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_WRITE, 1, 0, LEN / 512, iova, LEN) == 0);
+	(void)vfu_client_irq_wait(t.c, 2, 1, 0); /* drain the vector's eventfd */
+
+	/* Bus master off: the config write completes once the controller is quiet. */
+	cmd = 0x2; /* memory space only */
+	CHECK(vfu_client_region_write(t.c, 7, 0x4, &cmd, 2, false) == 0);
+	memset(buf, 0xa5, LEN);
+	{
+		struct nvme_sqe sqe = { 0 };
+
+		nvme_host_rw_sqe(&sqe, NVME_CMD_READ, 1, 0, LEN / 512);
+		nvme_host_build_prps(&t.h, &sqe, iova, LEN);
+		CHECK(nvme_host_submit(&t.h, 1, &sqe, false) >= 0);
+	}
+	CHECK(reap_within(&t, 1, &cqe, 300) == 0); /* no CQE written */
+	CHECK(buf[0] == 0xa5 && buf[LEN - 1] == 0xa5); /* no data written */
+	CHECK(vfu_client_irq_wait(t.c, 2, 1, 0) < 1);	/* no interrupt */
+	CHECK(nvme_host_reg_read32(&t.h, 0x1c) == 1);	/* still enabled, ready */
+
+	/* Bus master on: the held read runs, completes and interrupts. */
+	cmd = 0x6;
+	CHECK(vfu_client_region_write(t.c, 7, 0x4, &cmd, 2, false) == 0);
+	if (CHECK(reap_within(&t, 1, &cqe, 5000) == 1))
+		CHECK((cqe.status >> 1) == 0);
+	CHECK(memcmp(buf, pattern, LEN) == 0);
+	CHECK(vfu_client_irq_wait(t.c, 2, 1, 5000) >= 1);
+
+	/* Memory space off: registers read all ones, a CC write (disable) is dropped. */
+	cmd = 0x4;
+	CHECK(vfu_client_region_write(t.c, 7, 0x4, &cmd, 2, false) == 0);
+	CHECK(nvme_host_reg_read32(&t.h, 0x1c) == 0xffffffffu);
+	CHECK(nvme_host_reg_read32(&t.h, 0x08) == 0xffffffffu);
+	CHECK(nvme_host_reg_write32(&t.h, 0x14, 0) == 0);
+	cmd = 0x6;
+	CHECK(vfu_client_region_write(t.c, 7, 0x4, &cmd, 2, false) == 0);
+	CHECK(nvme_host_reg_read32(&t.h, 0x1c) == 1); /* CC.EN stayed 1: still ready */
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 1, 0, LEN / 512, iova, LEN) == 0);
+
+	/* Enabling the controller without bus mastering: it cannot reach its admin queue. */
+	CHECK(nvme_host_disable(&t.h) == 0);
+	cmd = 0x2;
+	CHECK(vfu_client_region_write(t.c, 7, 0x4, &cmd, 2, false) == 0);
+	CHECK(nvme_host_enable(&t.h, 32) != 0);
+	CHECK((nvme_host_reg_read32(&t.h, 0x1c) & 0x2) == 0x2); /* CSTS.CFS */
+out:
+	teardown(&t);
+}
+
 static void run_matrix(const char *build, const char *label, const char *const *args)
 {
 	unsigned int i = 0;
@@ -500,6 +585,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("hostile_host", test_hostile_host, build);
 	itest_run("two_namespaces", test_two_namespaces, build);
 	itest_run("unmap_under_io", test_unmap_under_io, build);
+	itest_run("command_register_gating", test_command_register_gating, build);
 }
 
 int main(int argc, char **argv)

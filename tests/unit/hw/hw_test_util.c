@@ -3,6 +3,9 @@
  * any CUnit test). */
 #include <stdio.h>
 
+#include "hw/hw_internal.h"
+#include "hw/pci_config.h"
+#include "vfu/vfu.h"
 #include "tests/unit/hw/hw_test_util.h"
 
 struct hw_pci_type *hw_test_nvme_type(uint16_t num_msix)
@@ -55,5 +58,19 @@ struct hw_dev *hw_test_dev(struct hw_pci_type *type, struct evloop *loop,
 	struct hw_dev_config cfg = {
 	    .vuid = "test-dev", .socket_path = "/nonexistent/test.sock", .db_mode = mode};
 
-	return hw_dev_create(type, loop, &cfg, ops, arg);
+	struct hw_dev *dev = hw_dev_create(type, loop, &cfg, ops, arg);
+
+	if (dev && hw_test_dev_enable(dev)) {
+		hw_dev_destroy(dev);
+		return NULL;
+	}
+	return dev;
+}
+
+int hw_test_dev_enable(struct hw_dev *dev)
+{
+	uint16_t cmd = HW_PCI_COMMAND_MEM | HW_PCI_COMMAND_MASTER;
+
+	return hw_dev_ep_ops.region_access(dev, VFIO_PCI_CONFIG_REGION_INDEX, HW_PCI_COMMAND, &cmd,
+					   sizeof(cmd), true);
 }

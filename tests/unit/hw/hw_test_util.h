@@ -17,4 +17,8 @@ struct hw_pci_type *hw_test_full_type(bool start);
 struct hw_dev *hw_test_dev(struct hw_pci_type *type, struct evloop *loop,
 			   const struct hw_dev_ops *ops, void *arg, enum hw_db_mode mode);
 
+/* COMMAND memory space + bus master, as a driver enabling the function (hw_test_dev does it;
+ * again after an FLR). 0 or the config write's error. */
+int hw_test_dev_enable(struct hw_dev *dev);
+
 #endif

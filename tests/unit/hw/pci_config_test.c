@@ -15,7 +15,8 @@
 static struct evloop *loop;
 static struct hw_pci_type *type;
 static struct hw_dev *dev;
-static unsigned int flr_calls, msix_calls, unmap_calls;
+static unsigned int flr_calls, msix_calls, unmap_calls, master_calls;
+static bool last_master;
 static bool flr_async, flr_done_inside, last_en, last_masked, last_gone;
 
 static int cfg_test_flr(struct hw_dev *d, bool client_gone, void *arg)
@@ -35,6 +36,13 @@ static int cfg_test_unmap(struct hw_dev *d, uint64_t iova, uint64_t len, void *a
 	return HW_EVENT_ASYNC;
 }
 
+static int cfg_test_master(struct hw_dev *d, bool enabled, void *arg)
+{
+	master_calls++;
+	last_master = enabled;
+	return enabled ? 0 : HW_EVENT_ASYNC;
+}
+
 static void cfg_test_msix(struct hw_dev *d, bool en, bool masked, void *arg)
 {
 	msix_calls++;
@@ -46,6 +54,7 @@ static const struct hw_dev_ops cfg_test_ops = {
     .flr = cfg_test_flr,
     .msix_state_changed = cfg_test_msix,
     .dma_unmap = cfg_test_unmap,
+    .bus_master_changed = cfg_test_master,
 };
 
 static int cfg_test_setup(void)
@@ -68,7 +77,7 @@ static void cfg_before(void)
 {
 	dev = hw_test_dev(type, loop, &cfg_test_ops, NULL, HW_DB_MODE_TRAP);
 	CU_ASSERT_FATAL(dev != NULL);
-	flr_calls = msix_calls = unmap_calls = 0;
+	flr_calls = msix_calls = unmap_calls = master_calls = 0;
 	flr_async = flr_done_inside = false;
 }
 
@@ -313,7 +322,7 @@ static void test_event_completion(void)
 {
 	cfg_before();
 	flr_done_inside = true;
-	cfg_wr(0x04, 0x0002, 2);
+	cfg_wr(0x04, 0x0006, 2);
 	CU_ASSERT_EQUAL(cfg_wr(0x50, 0x8000, 2), 0); /* completed at once */
 	CU_ASSERT_EQUAL(cfg_rd(0x04, 2), 0);
 	CU_ASSERT_EQUAL(dev->pending_ev, HW_DEV_EV_NONE);
@@ -344,10 +353,81 @@ static void test_event_completion(void)
 	hw_dev_destroy(dev);
 }
 
+/* COMMAND gates the function: Memory Space Enable decodes the BARs (off: reads all ones,
+ * writes dropped); Bus Master Enable off quiesces the user (its handler's event holds the config
+ * write's reply) and holds MSI-X messages pending until it is back. */
+static void test_command_gating(void)
+{
+	uint32_t v = 0x12345678, rd = 0;
+	struct hw_dev_stats st;
+	uint64_t cnt;
+	int fds[1];
+
+	cfg_before();
+	CU_ASSERT_EQUAL(hw_bar_access(dev, 0, 0x10, &v, 4, true), 0); /* stateful scratch */
+	CU_ASSERT_EQUAL(cfg_wr(0x04, 0x0004, 2), 0); /* memory space off, master on */
+	CU_ASSERT_EQUAL(master_calls, 0);		/* master did not change */
+	CU_ASSERT_EQUAL(hw_bar_access(dev, 0, 0x10, &rd, 4, false), 0);
+	CU_ASSERT_EQUAL(rd, 0xffffffffu);
+	v = 0xdeadbeef;
+	CU_ASSERT_EQUAL(hw_bar_access(dev, 0, 0x10, &v, 4, true), 0); /* dropped */
+	hw_dev_get_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.bar_disabled_accesses, 2);
+	CU_ASSERT_EQUAL(cfg_wr(0x04, 0x0006, 2), 0);
+	CU_ASSERT_EQUAL(hw_bar_access(dev, 0, 0x10, &rd, 4, false), 0);
+	CU_ASSERT_EQUAL(rd, 0x12345678);
+
+	/* MSI-X on vector 1, then bus mastering off: the raise stays pending. */
+	int efd = eventfd(0, EFD_NONBLOCK);
+
+	fds[0] = dup(efd);
+	CU_ASSERT_EQUAL(hw_dev_ep_ops.set_irqs(dev, 0x24, 2, 1, 1, fds, 1, NULL), 0);
+	cfg_wr(0x86, 0x8000, 2);
+	struct hw_msix_vector *vec = hw_msix_vector_create(dev, 1);
+
+	CU_ASSERT_FATAL(vec != NULL);
+	CU_ASSERT_EQUAL(cfg_wr(0x04, 0x0002, 2), HW_EVENT_ASYNC); /* reply held */
+	CU_ASSERT_EQUAL(master_calls, 1);
+	CU_ASSERT_FALSE(last_master);
+	CU_ASSERT_EQUAL(dev->pending_ev, HW_DEV_EV_MASTER_OFF);
+	hw_dev_event_done(dev);
+	CU_ASSERT_EQUAL(dev->pending_ev, HW_DEV_EV_NONE);
+	CU_ASSERT_EQUAL(flr_calls, 0); /* not an FLR */
+	CU_ASSERT_EQUAL(hw_msix_vector_raise(vec), 1); /* pended */
+	CU_ASSERT_EQUAL(read(efd, &cnt, 8), -1);
+	CU_ASSERT_EQUAL(cfg_wr(0x04, 0x0006, 2), 0); /* back on: delivered */
+	CU_ASSERT_EQUAL(master_calls, 2);
+	CU_ASSERT_TRUE(last_master);
+	CU_ASSERT_EQUAL(read(efd, &cnt, 8), 8);
+	CU_ASSERT_EQUAL(cnt, 1);
+	CU_ASSERT_EQUAL(hw_msix_vector_raise(vec), 0);
+	CU_ASSERT_EQUAL(read(efd, &cnt, 8), 8);
+
+	/* An FLR in the same write subsumes the bus master change (COMMAND back to 0). */
+	flr_async = false;
+	{
+		uint8_t w[0x50 - 0x04 + 2];
+
+		hw_pci_config_read(&dev->cfg, 0x04, w, sizeof(w));
+		w[0] = 0x02;			  /* COMMAND: master off */
+		w[sizeof(w) - 1] |= 0x80;	  /* DEVCTL initiate FLR */
+		CU_ASSERT_EQUAL(hw_dev_ep_ops.region_access(dev, VFIO_PCI_CONFIG_REGION_INDEX, 0x04,
+							    w, sizeof(w), true),
+				0);
+	}
+	CU_ASSERT_EQUAL(flr_calls, 1);
+	CU_ASSERT_EQUAL(master_calls, 2);
+	CU_ASSERT_EQUAL(cfg_rd(0x04, 2), 0);
+	hw_msix_vector_destroy(vec);
+	close(efd);
+	hw_dev_destroy(dev);
+}
+
 CUNIT_SUITE(hw_pci_config, cfg_test_setup, cfg_test_teardown,
 	    {"ids_and_header", test_ids_and_header}, {"bar_sizing", test_bar_sizing},
 	    {"caps_chain", test_caps_chain}, {"read_only_masking", test_read_only_masking},
 	    {"flr_bit", test_flr_bit}, {"msix_control_event", test_msix_control_event},
 	    {"device_and_region_info", test_device_and_region_info},
 	    {"irq_info_and_set_irqs", test_irq_info_and_set_irqs},
-	    {"event_completion", test_event_completion})
+	    {"event_completion", test_event_completion},
+	    {"command_gating", test_command_gating})

@@ -92,6 +92,8 @@ static void test_defaults_hierarchy(void)
 	CU_ASSERT_EQUAL(hw_dev_set_stateful_default(dev, 0, 0x8, &b, 4), 0);
 	CU_ASSERT_EQUAL(st_guest_read(dev, 0x8), a); /* device default not yet */
 	CU_ASSERT_EQUAL(hw_dev_flr_start(dev, HW_DEV_EV_FLR), 0);
+	CU_ASSERT_EQUAL(st_guest_read(dev, 0x8), 0xffffffffu); /* COMMAND 0 after FLR: no decode */
+	CU_ASSERT_EQUAL(hw_test_dev_enable(dev), 0);
 	CU_ASSERT_EQUAL(st_guest_read(dev, 0x8), b); /* device default after FLR */
 	CU_ASSERT_EQUAL(st_guest_read(dev, 0xc), a); /* type default where none */
 	st_guest_write(dev, 0x8, 0x11111111);
@@ -102,6 +104,7 @@ static void test_defaults_hierarchy(void)
 	CU_ASSERT_EQUAL(hw_dev_stateful_modify(dev, 0, 0xc, &v, 4), 0);
 	CU_ASSERT_EQUAL(st_guest_read(dev, 0xc), 0x22222222); /* device's write */
 	CU_ASSERT_EQUAL(hw_dev_flr_start(dev, HW_DEV_EV_FLR), 0);
+	CU_ASSERT_EQUAL(hw_test_dev_enable(dev), 0);
 	CU_ASSERT_EQUAL(st_guest_read(dev, 0x8), b);
 	CU_ASSERT_EQUAL(st_guest_read(dev, 0xc), a);
 	/* Bounds of the device API. */
