@@ -45,6 +45,7 @@ struct app_opts {
 	unsigned int nr_ns;
 	struct ctrlr_config ctrlr;
 	bool buffered;
+	bool uring_poll; /* --uring-poll */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
 	bool allow_unsealed_dma;
@@ -81,6 +82,7 @@ static void app_usage(FILE *out)
 	    "      --rbd POOL/IMAGE     namespace on a Ceph RBD image (cluster from $CEPH_CONF\n"
 	    "                           or /etc/ceph/ceph.conf, user admin)\n"
 	    "      --buffered           aio / io_uring without O_DIRECT\n"
+	    "      --uring-poll         io_uring reads and writes polled (IOPOLL; O_DIRECT)\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
 	    "\n"
@@ -239,6 +241,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_SERIAL,
 		O_MODEL,
 		O_BUFFERED,
+		O_URING_POLL,
 		O_WAIT,
 		O_MAX_DMA_REGIONS,
 		O_MAX_DMA_BYTES,
@@ -254,6 +257,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"nbd", required_argument, NULL, O_NBD},
 	    {"rbd", required_argument, NULL, O_RBD},
 	    {"buffered", no_argument, NULL, O_BUFFERED},
+	    {"uring-poll", no_argument, NULL, O_URING_POLL},
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
 	    {"cpumask", required_argument, NULL, 'm'},
@@ -308,6 +312,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case O_BUFFERED:
 			o->buffered = true;
+			break;
+		case O_URING_POLL:
+			o->uring_poll = true;
 			break;
 		case 'b':
 			if (app_parse_uint(optarg, 4096, &u) || (u != 512 && u != 4096)) {
@@ -472,7 +479,9 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 					    : "AIO",
 		 i);
 	if (ns->kind == APP_NS_AIO || ns->kind == APP_NS_URING) {
-		struct bdev_aio_opts ao = {.block_size = o->block_size, .buffered = o->buffered};
+		struct bdev_aio_opts ao = {.block_size = o->block_size,
+					   .buffered = o->buffered,
+					   .poll = ns->kind == APP_NS_URING && o->uring_poll};
 		char *file = strdup(ns->arg), *colon;
 
 		if (!file)

@@ -18,6 +18,7 @@ struct rpc_bdev_create {
 	uint32_t block_size;
 	const char *uuid;
 	const char *filename;
+	bool poll; /* bdev_uring_create: polled reads and writes (nvme-emu's own parameter) */
 };
 
 /* What SPDK's rpc.py (current and earlier LTS releases) may send beside the parameters used:
@@ -163,7 +164,16 @@ static void rpc_bdev_file_create(struct rpc_request *req, struct json_object *pa
 	o.filename = p.filename;
 	o.block_size = p.block_size;
 	o.uuid = p.uuid ? uuid : NULL;
+	o.poll = p.poll;
 	rc = create(p.name, &o, NULL);
+	if (p.poll && (rc == -EINVAL || rc == -EOPNOTSUPP) && (p.block_size == 512 ||
+							       p.block_size == 4096)) {
+		rpc_request_error(req, rc,
+				  "cannot poll %s: polled I/O needs O_DIRECT on a file system or "
+				  "device that supports it (see the daemon's log)",
+				  p.filename);
+		return;
+	}
 	if (rc && rc != -EEXIST && rc != -EINVAL) {
 		rpc_request_error(req, rc, "cannot open %s: %s", p.filename, strerror(-rc));
 		return;
@@ -177,12 +187,13 @@ static void rpc_bdev_aio_create(struct rpc_request *req, struct json_object *par
 			     bdev_aio_create);
 }
 
-/* SPDK's bdev_uring_create: filename, name, block_size, uuid. */
+/* SPDK's bdev_uring_create: filename, name, block_size, uuid; and nvme-emu's poll. */
 static const struct rpc_decoder rpc_bdev_uring_dec[] = {
     RPC_DEC(rpc_bdev_create, name, RPC_T_STRING, false),
     RPC_DEC(rpc_bdev_create, filename, RPC_T_STRING, false),
     RPC_DEC(rpc_bdev_create, block_size, RPC_T_U32, true),
     RPC_DEC(rpc_bdev_create, uuid, RPC_T_STRING, true),
+    RPC_DEC(rpc_bdev_create, poll, RPC_T_BOOL, true),
 };
 
 static void rpc_bdev_uring_create(struct rpc_request *req, struct json_object *params, void *ctx)
@@ -745,6 +756,8 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 
 		json_object_object_add(aio, "filename", json_object_new_string(info.filename));
 		json_object_object_add(aio, "direct_io", json_object_new_boolean(info.direct_io));
+		if (!strcmp(info.module_name, "uring"))
+			json_object_object_add(aio, "poll", json_object_new_boolean(info.uring_poll));
 		json_object_object_add(ds, info.module_name, aio);
 		json_object_object_add(o, "driver_specific", ds);
 	}

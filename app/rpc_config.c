@@ -102,6 +102,8 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 	} else if (info.filename) {
 		rpc_config_str(p, "filename", info.filename);
 		method = strcmp(info.module_name, "uring") ? "bdev_aio_create" : "bdev_uring_create";
+		if (info.uring_poll)
+			json_object_object_add(p, "poll", json_object_new_boolean(true));
 	} else {
 		rpc_config_int(p, "num_blocks", (int64_t)info.num_blocks);
 		method =

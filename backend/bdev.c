@@ -532,6 +532,11 @@ void bdev_channel_kick(struct bdev_channel *ch)
 		ch->signaled = true;
 }
 
+void bdev_channel_repoll(struct bdev_channel *ch)
+{
+	ch->repoll = true;
+}
+
 void bdev_io_complete(struct bdev_io *io, int status)
 {
 	struct bdev_channel *ch = io->internal.ch;
@@ -718,6 +723,10 @@ int bdev_channel_poll(struct bdev_channel *ch)
 		ch->bdev->ops->poll(ch);
 	bdev_channel_take_remote(ch);
 	ch->in_poll = false;
+	if (ch->repoll) {
+		ch->repoll = false;
+		bdev_channel_kick(ch);
+	}
 	/* Take the list as it stands: ios completed by the callbacks below (resubmitted and
 	 * rejected at once) go to a fresh list and signal the eventfd for the next poll. */
 	io = ch->done_head;

@@ -135,6 +135,7 @@ struct bdev_info {
 	const char *base_name;	  /* error, delay: the base bdev */
 	uint64_t delay_us[4];	  /* delay: the latencies (enum bdev_delay_latency) */
 	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
+	bool uring_poll;      /* uring: reads and writes polled (option poll) */
 };
 
 /* Counters per bdev, updated on completion (any channel). For SMART / Get Log Page. */
@@ -176,6 +177,8 @@ struct bdev_aio_opts {
 			       * (bytes, multiple of block_size); ignored for block devices */
 	uint32_t queue_depth; /* io_setup depth per channel (0 = 128) */
 	bool buffered;	      /* true: do not try O_DIRECT */
+	bool poll;	      /* io_uring: reads and writes on a polled ring (IORING_SETUP_IOPOLL;
+			       * needs O_DIRECT and a file system or device that polls) */
 	const uint8_t *uuid;  /* BDEV_UUID_LEN bytes or NULL for random */
 };
 

@@ -68,6 +68,7 @@ struct bdev_channel {
 	int epfd;		   /* -1, or an epoll fd over efd and the module's own fds
 				    * (bdev_channel_add_fd): what bdev_channel_get_fd returns */
 	bool signaled;		   /* efd written since the last poll read it */
+	bool repoll;		   /* the module's poll asked for another one (bdev_channel_repoll) */
 	bool in_poll;		   /* the module is reaping: the drain follows, no need to signal */
 	struct bdev_io *done_head; /* completed, callback not yet run */
 	struct bdev_io *done_tail;
@@ -109,6 +110,9 @@ void bdev_io_complete_remote(struct bdev_io *io, int status);
 
 /* Signals the channel's eventfd (once until the next poll) so that bdev_channel_poll() runs. */
 void bdev_channel_kick(struct bdev_channel *ch);
+/* From a module's poll: poll this channel again on the next loop iteration rather than sleep
+ * (completions that only polling finds are in flight). */
+void bdev_channel_repoll(struct bdev_channel *ch);
 
 /* Copies between an iovec array and a flat buffer (len bytes). */
 void bdev_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t len);

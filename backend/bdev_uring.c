@@ -1,7 +1,9 @@
 /* backend/bdev_uring.c - file / block device bdev through io_uring (liburing): one ring per
  * channel, its completions signalled on the channel's eventfd (io_uring_register_eventfd), the
  * file registered with the ring, submissions batched, and flush, FUA, write zeroes and
- * deallocation (fallocate) all asynchronous. Same file rules as aio (backend/bdev_file.h). */
+ * deallocation (fallocate) all asynchronous. Option `poll`: reads and writes go to a second,
+ * polled ring (IORING_SETUP_IOPOLL, O_DIRECT only) that the channel reaps by polling while it
+ * has I/O in flight. Same file rules as aio (backend/bdev_file.h). */
 #include "backend/bdev_file.h"
 #include "backend/bdev_internal.h"
 #include "common/log.h"
@@ -12,7 +14,10 @@
 #include <linux/falloc.h>
 #include <liburing.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define BDEV_URING_DEFAULT_QD 128
@@ -23,13 +28,24 @@
 struct bdev_uring {
 	struct bdev_file f;
 	uint32_t queue_depth;
+	bool poll; /* reads and writes on a polled ring */
 };
 
-struct bdev_uring_chan {
+/* One ring of a channel and what is in it. */
+struct bdev_uring_ring {
 	struct io_uring ring;
+	bool live;
 	bool fixed_file; /* f.fd is registered as fixed file 0 */
 	uint32_t unsubmitted;
 	uint32_t inflight;
+};
+
+/* Rings of a channel: the interrupt-driven one (every op; completions on the eventfd) and,
+ * with `poll`, the polled one (reads and writes; completions found by polling). */
+enum { BDEV_URING_IRQ, BDEV_URING_POLLED, BDEV_URING_RINGS };
+
+struct bdev_uring_chan {
+	struct bdev_uring_ring r[BDEV_URING_RINGS];
 	struct bdev_io *wait_head; /* no SQE free: waiting for completions */
 	struct bdev_io *wait_tail;
 	struct bdev_file_bounces bounces;
@@ -61,9 +77,9 @@ static void bdev_uring_release(struct bdev_uring_chan *c, struct bdev_io *io)
 	}
 }
 
-static void bdev_uring_sqe_file(struct bdev_uring_chan *c, struct io_uring_sqe *sqe, int fd)
+static void bdev_uring_sqe_file(struct bdev_uring_ring *r, struct io_uring_sqe *sqe, int fd)
 {
-	if (c->fixed_file) {
+	if (r->fixed_file) {
 		sqe->fd = 0;
 		sqe->flags |= IOSQE_FIXED_FILE;
 	} else {
@@ -79,6 +95,8 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 {
 	struct bdev_uring_io *u = bdev_uring_io(io);
 	uint64_t bs = b->block_size, off = io->offset_blocks * bs, len = io->num_blocks * bs;
+	bool rw = io->type == BDEV_IO_READ || io->type == BDEV_IO_WRITE;
+	struct bdev_uring_ring *r = &c->r[rw && ur->poll ? BDEV_URING_POLLED : BDEV_URING_IRQ];
 	unsigned int need = 1, i;
 	struct io_uring_sqe *sqe;
 	bool fua_sync = false;
@@ -93,12 +111,12 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 		return 0;
 	/* At most queue_depth SQEs in the kernel: the CQ ring (twice the SQ) never overflows, so
 	 * every completion reaches the ring and signals the eventfd. */
-	if (c->inflight + c->unsubmitted + need > ur->queue_depth ||
-	    io_uring_sq_space_left(&c->ring) < need)
+	if (r->inflight + r->unsubmitted + need > ur->queue_depth ||
+	    io_uring_sq_space_left(&r->ring) < need)
 		return -EAGAIN;
 	u->pending = need;
 	for (i = 0; i < need; i++) {
-		sqe = io_uring_get_sqe(&c->ring);
+		sqe = io_uring_get_sqe(&r->ring);
 		switch (io->type) {
 		case BDEV_IO_READ:
 		case BDEV_IO_WRITE:
@@ -136,10 +154,10 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 		case BDEV_IO_TYPE_COUNT:
 			break;
 		}
-		bdev_uring_sqe_file(c, sqe, ur->f.fd);
+		bdev_uring_sqe_file(r, sqe, ur->f.fd);
 		io_uring_sqe_set_data(sqe, io);
 	}
-	c->unsubmitted += need;
+	r->unsubmitted += need;
 	return 0;
 }
 
@@ -162,27 +180,40 @@ static int bdev_uring_sync_fallback(struct bdev_uring *ur, struct bdev *b, struc
 	return rc;
 }
 
-static void bdev_uring_flush_sq(struct bdev_channel *ch)
+static void bdev_uring_flush_ring(struct bdev_uring_ring *r)
 {
-	struct bdev_uring_chan *c = ch->drv;
 	int rc;
 
-	while (c->unsubmitted) {
-		rc = io_uring_submit(&c->ring);
+	while (r->unsubmitted) {
+		rc = io_uring_submit(&r->ring);
 		if (rc > 0) {
-			c->inflight += (uint32_t)rc;
-			c->unsubmitted -= (uint32_t)rc < c->unsubmitted ? (uint32_t)rc : c->unsubmitted;
+			r->inflight += (uint32_t)rc;
+			r->unsubmitted -= (uint32_t)rc < r->unsubmitted ? (uint32_t)rc : r->unsubmitted;
 			continue;
 		}
 		if (rc == -EINTR)
 			continue;
-		/* -EAGAIN/-EBUSY: the kernel wants completions reaped first; the eventfd wakes
-		 * the channel for them and the next poll submits the rest. */
-		if ((rc == -EAGAIN || rc == -EBUSY) && c->inflight)
+		/* -EAGAIN/-EBUSY: the kernel wants completions reaped first; the eventfd (or the
+		 * polling) wakes the channel for them and the next poll submits the rest. */
+		if ((rc == -EAGAIN || rc == -EBUSY) && r->inflight)
 			return;
 		LOG_ERR(BDEV_LOG, "io_uring_submit: %s", strerror(-rc));
 		return;
 	}
+}
+
+static void bdev_uring_flush_sq(struct bdev_channel *ch)
+{
+	struct bdev_uring_chan *c = ch->drv;
+
+	for (unsigned int i = 0; i < BDEV_URING_RINGS; i++)
+		if (c->r[i].live)
+			bdev_uring_flush_ring(&c->r[i]);
+}
+
+static uint32_t bdev_uring_unsubmitted(const struct bdev_uring_chan *c)
+{
+	return c->r[BDEV_URING_IRQ].unsubmitted + c->r[BDEV_URING_POLLED].unsubmitted;
 }
 
 static void bdev_uring_wait_push(struct bdev_uring_chan *c, struct bdev_io *io)
@@ -244,7 +275,7 @@ static void bdev_uring_submit(struct bdev_channel *ch, struct bdev_io *io)
 		bdev_uring_flush_sq(ch);
 		return;
 	}
-	if (c->unsubmitted >= BDEV_URING_BATCH)
+	if (bdev_uring_unsubmitted(c) >= BDEV_URING_BATCH)
 		bdev_uring_flush_sq(ch);
 	else
 		bdev_channel_kick(ch);
@@ -292,20 +323,20 @@ static bool bdev_uring_cqe(struct bdev_uring *ur, struct bdev_io *io, int res)
 	return --u->pending == 0;
 }
 
-static void bdev_uring_poll(struct bdev_channel *ch)
+static void bdev_uring_reap(struct bdev_channel *ch, struct bdev_uring_ring *r)
 {
 	struct bdev_uring_chan *c = ch->drv;
 	struct bdev_uring *ur = ch->bdev->ctx;
 	struct io_uring_cqe *cqe;
 	unsigned int head, n = 0;
 
-	io_uring_for_each_cqe(&c->ring, head, cqe)
+	io_uring_for_each_cqe(&r->ring, head, cqe)
 	{
 		struct bdev_io *io = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
 
 		n++;
-		c->inflight--;
+		r->inflight--;
 		if (!bdev_uring_cqe(ur, io, res))
 			continue;
 		{
@@ -324,12 +355,68 @@ static void bdev_uring_poll(struct bdev_channel *ch)
 			bdev_io_complete(io, status);
 		}
 	}
-	io_uring_cq_advance(&c->ring, n);
+	io_uring_cq_advance(&r->ring, n);
+}
+
+static void bdev_uring_poll(struct bdev_channel *ch)
+{
+	struct bdev_uring_chan *c = ch->drv;
+	struct bdev_uring_ring *p = &c->r[BDEV_URING_POLLED];
+	int rc;
+
+	bdev_uring_reap(ch, &c->r[BDEV_URING_IRQ]);
+	if (p->live && p->inflight) {
+		/* A polled ring completes nothing by itself: entering with GETEVENTS runs one
+		 * polling pass over its requests. */
+		rc = io_uring_get_events(&p->ring);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+			LOG_ERR(BDEV_LOG, "%s: polling io_uring: %s", ch->bdev->name, strerror(-rc));
+		bdev_uring_reap(ch, p);
+	}
 	/* Reaping freed ring slots: issue what waited for them. */
 	bdev_uring_issue(ch);
+	/* Polled I/O still out (or just submitted): come back on the next loop iteration
+	 * instead of sleeping; an idle channel sleeps on its eventfd as usual. */
+	if (p->live && (p->inflight || p->unsubmitted))
+		bdev_channel_repoll(ch);
 }
 
 /* ---- channels ---- */
+
+static void bdev_uring_ring_exit(struct bdev_uring_ring *r)
+{
+	if (r->live)
+		io_uring_queue_exit(&r->ring);
+	r->live = false;
+}
+
+/* A ring of queue_depth entries with the file registered; `efd` >= 0: its completions signal
+ * that eventfd. */
+static int bdev_uring_ring_init(struct bdev_uring *ur, struct bdev_uring_ring *r, unsigned int flags,
+				int efd)
+{
+	int rc = io_uring_queue_init(ur->queue_depth, &r->ring, flags);
+
+	if (rc) {
+		LOG_ERR(BDEV_LOG, "%s: io_uring_queue_init(%u%s): %s", ur->f.filename,
+			ur->queue_depth, flags & IORING_SETUP_IOPOLL ? ", IOPOLL" : "",
+			strerror(-rc));
+		return rc;
+	}
+	r->live = true;
+	if (efd >= 0) {
+		rc = io_uring_register_eventfd(&r->ring, efd);
+		if (rc) {
+			LOG_ERR(BDEV_LOG, "%s: io_uring_register_eventfd: %s", ur->f.filename,
+				strerror(-rc));
+			bdev_uring_ring_exit(r);
+			return rc;
+		}
+	}
+	/* A registered file saves a file-table lookup per request; optional. */
+	r->fixed_file = io_uring_register_files(&r->ring, &ur->f.fd, 1) == 0;
+	return 0;
+}
 
 static int bdev_uring_channel_create(struct bdev_channel *ch)
 {
@@ -339,24 +426,15 @@ static int bdev_uring_channel_create(struct bdev_channel *ch)
 
 	if (!c)
 		return -ENOMEM;
-	rc = io_uring_queue_init(ur->queue_depth, &c->ring, 0);
-	if (rc) {
-		LOG_ERR(BDEV_LOG, "%s: io_uring_queue_init(%u): %s", ur->f.filename,
-			ur->queue_depth, strerror(-rc));
-		free(c);
-		return rc;
-	}
 	/* Completions wake the channel's thread through the channel eventfd. */
-	rc = io_uring_register_eventfd(&c->ring, ch->efd);
+	rc = bdev_uring_ring_init(ur, &c->r[BDEV_URING_IRQ], 0, ch->efd);
+	if (!rc && ur->poll)
+		rc = bdev_uring_ring_init(ur, &c->r[BDEV_URING_POLLED], IORING_SETUP_IOPOLL, -1);
 	if (rc) {
-		LOG_ERR(BDEV_LOG, "%s: io_uring_register_eventfd: %s", ur->f.filename,
-			strerror(-rc));
-		io_uring_queue_exit(&c->ring);
+		bdev_uring_ring_exit(&c->r[BDEV_URING_IRQ]);
 		free(c);
 		return rc;
 	}
-	/* A registered file saves a file-table lookup per request; optional. */
-	c->fixed_file = io_uring_register_files(&c->ring, &ur->f.fd, 1) == 0;
 	ch->drv = c;
 	return 0;
 }
@@ -366,7 +444,8 @@ static void bdev_uring_channel_destroy(struct bdev_channel *ch)
 	struct bdev_uring_chan *c = ch->drv;
 
 	/* The core refuses to destroy a channel with outstanding ios, so nothing is in flight. */
-	io_uring_queue_exit(&c->ring);
+	for (unsigned int i = 0; i < BDEV_URING_RINGS; i++)
+		bdev_uring_ring_exit(&c->r[i]);
 	bdev_file_bounce_fini(&c->bounces);
 	free(c);
 }
@@ -390,6 +469,7 @@ static void bdev_uring_get_info(const struct bdev *bdev, struct bdev_info *info)
 
 	info->filename = ur->f.filename;
 	info->direct_io = ur->f.direct;
+	info->uring_poll = ur->poll;
 }
 
 static const struct bdev_module_ops bdev_uring_ops = {
@@ -408,6 +488,56 @@ static const struct bdev_module_ops bdev_uring_ops = {
 	.get_info = bdev_uring_get_info,
 };
 
+/* Whether the block device under fd polls (its queue's io_poll is 1: NVMe with poll queues,
+ * null_blk with poll_queues, ...). A polled bio to a device that does not is refused with
+ * EOPNOTSUPP, while reads of unallocated file blocks (no bio) still succeed, so a trial read
+ * proves nothing: the queue's own attribute decides. A partition's queue is its disk's. */
+static bool bdev_uring_dev_polls(int fd, const char *filename)
+{
+	char path[96], buf[8] = "";
+	struct stat st;
+	dev_t dev;
+	FILE *f;
+
+	if (fstat(fd, &st))
+		return false;
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/io_poll", major(dev), minor(dev));
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/io_poll", major(dev),
+			 minor(dev));
+		f = fopen(path, "r");
+	}
+	if (!f) {
+		LOG_ERR(BDEV_LOG, "%s: no block queue behind the file (device %u:%u)", filename,
+			major(dev), minor(dev));
+		return false;
+	}
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	if (buf[0] == '1')
+		return true;
+	LOG_ERR(BDEV_LOG, "%s: device %u:%u does not poll (%s is %c): polled I/O needs a device "
+			  "with poll queues, e.g. NVMe with nvme.poll_queues=N",
+		filename, major(dev), minor(dev), path, buf[0] ? buf[0] : '?');
+	return false;
+}
+
+/* `poll` asks for polled reads and writes: only O_DIRECT I/O on a device that polls can be.
+ * Checked here so the create fails with a clear error rather than every later I/O.
+ * 0, -EINVAL (buffered) or -EOPNOTSUPP (the device does not poll). */
+static int bdev_uring_check_poll(struct bdev_uring *ur)
+{
+	if (!ur->f.direct) {
+		LOG_ERR(BDEV_LOG, "%s: poll needs O_DIRECT, and the file is open buffered",
+			ur->f.filename);
+		return -EINVAL;
+	}
+	return bdev_uring_dev_polls(ur->f.fd, ur->f.filename) ? 0 : -EOPNOTSUPP;
+}
+
 int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out)
 {
 	struct bdev_uring *ur = calloc(1, sizeof(*ur));
@@ -424,6 +554,14 @@ int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct
 		return rc;
 	}
 	ur->queue_depth = opts->queue_depth ? opts->queue_depth : BDEV_URING_DEFAULT_QD;
+	if (opts->poll) {
+		rc = bdev_uring_check_poll(ur);
+		if (rc) {
+			bdev_uring_free(ur);
+			return rc;
+		}
+		ur->poll = true;
+	}
 	rc = bdev_file_register(name, &bdev_uring_ops, &ur->f, ur, bs, size, opts, ur->queue_depth,
 				"io_uring", created, out);
 	if (rc)

@@ -15,13 +15,54 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#ifndef BDEV_FILE_UT_POLL
+#define BDEV_FILE_UT_POLL false /* bdev_uring_poll_test.c: polled reads and writes */
+#endif
 #ifndef BDEV_FILE_UT_CREATE
 #define BDEV_FILE_UT_CREATE bdev_aio_create
 #define BDEV_FILE_UT_MODULE "aio"
 #define BDEV_FILE_UT_SUITE bdev_aio
 #endif
+
+/* Whether /tmp's block device polls (sysfs queue/io_poll): the poll suite then runs polled. */
+static bool ut_dir_polls;
+
+static bool ut_tmp_polls(void)
+{
+	char path[96], c = 0;
+	struct stat st;
+	FILE *f;
+
+	if (stat("/tmp", &st))
+		return false;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/io_poll", major(st.st_dev),
+		 minor(st.st_dev));
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/io_poll",
+			 major(st.st_dev), minor(st.st_dev));
+		f = fopen(path, "r");
+	}
+	if (!f)
+		return false;
+	if (fread(&c, 1, 1, f) != 1)
+		c = 0;
+	fclose(f);
+	return c == '1';
+}
+
+static int aut_suite_init(void)
+{
+	ut_dir_polls = BDEV_FILE_UT_POLL && ut_tmp_polls();
+	if (BDEV_FILE_UT_POLL)
+		printf("[/tmp's device %s: %s] ", ut_dir_polls ? "polls" : "does not poll",
+		       ut_dir_polls ? "the suite runs polled"
+				    : "polled creates must be refused; I/O runs unpolled");
+	return 0;
+}
 
 struct aut {
 	char path[64];
@@ -47,7 +88,15 @@ static void aut_setup(struct aut *t, const char *dir, uint32_t bs, uint64_t nblo
 	opts.create_size = nblocks * bs;
 	opts.queue_depth = qd;
 	opts.buffered = buffered;
+	/* Polling needs O_DIRECT on a device that polls: not on tmpfs (/dev/shm), not buffered. */
+	opts.poll = BDEV_FILE_UT_POLL && ut_dir_polls && !buffered && strcmp(dir, "/dev/shm") != 0;
 	CU_ASSERT_EQUAL_FATAL(BDEV_FILE_UT_CREATE("aio0", &opts, &t->b), 0);
+	if (opts.poll) {
+		struct bdev_info info;
+
+		bdev_get_info(t->b, &info);
+		CU_ASSERT_TRUE(info.uring_poll);
+	}
 	CU_ASSERT_EQUAL(bdev_get_num_blocks(t->b), nblocks);
 	CU_ASSERT_TRUE(bdev_io_size(t->b) <= UT_IO_SIZE);
 	CU_ASSERT_EQUAL_FATAL(bdev_open(t->b), 0);
@@ -418,6 +467,21 @@ static void test_create_errors(void)
 	CU_ASSERT_EQUAL(st.st_size, 4096 * 4);
 	CU_ASSERT_EQUAL(bdev_get_num_blocks(b), 4);
 	CU_ASSERT_EQUAL(bdev_delete("made"), 0);
+	if (BDEV_FILE_UT_POLL) {
+		/* Polled I/O needs O_DIRECT: a buffered file (asked, or on tmpfs) is refused;
+		 * on a device without poll queues too (what ut_dir_polls found for /tmp). */
+		opts.create_size = 0;
+		opts.poll = true;
+		opts.buffered = true;
+		CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("polled", &opts, &b), -EINVAL);
+		CU_ASSERT_PTR_NULL(bdev_lookup("polled"));
+		opts.buffered = false;
+		CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("polled", &opts, &b),
+				ut_dir_polls ? 0 : -EOPNOTSUPP);
+		if (ut_dir_polls)
+			CU_ASSERT_EQUAL(bdev_delete("polled"), 0);
+		CU_ASSERT_PTR_NULL(ut_dir_polls ? NULL : bdev_lookup("polled"));
+	}
 	unlink(opts.filename);
 	unlink(path);
 }
@@ -604,7 +668,7 @@ static void test_block_device(void)
 
 /* One more level so that BDEV_FILE_UT_SUITE expands before CUNIT_SUITE pastes it. */
 #define BDEV_FILE_UT_REGISTER(suite, ...) CUNIT_SUITE(suite, __VA_ARGS__)
-BDEV_FILE_UT_REGISTER(BDEV_FILE_UT_SUITE, NULL, NULL, {"model", test_model}, {"block_device", test_block_device},
+BDEV_FILE_UT_REGISTER(BDEV_FILE_UT_SUITE, aut_suite_init, NULL, {"model", test_model}, {"block_device", test_block_device},
 	    {"two_threads", test_two_threads}, {"create_errors", test_create_errors},
 	    {"tmp_512", test_tmp_512}, {"tmp_4096", test_tmp_4096}, {"shm_512", test_shm_512},
 	    {"shm_4096", test_shm_4096}, {"buffered_4096", test_buffered_4096},
