@@ -149,6 +149,15 @@ static int hwb_create(struct bench *b)
 	if (!h->client || vfu_client_negotiate(h->client) ||
 	    vfu_client_region_info(h->client, 0, &r))
 		return -EIO;
+	/* COMMAND: memory space and bus master, as a driver enables the function; without
+	 * them the BAR (trapped doorbell writes included) is not decoded. */
+	{
+		uint16_t cmd = 0x6;
+
+		if (vfu_client_region_write(h->client, VFIO_PCI_CONFIG_REGION_INDEX, 0x4, &cmd, 2,
+					    false))
+			return -EIO;
+	}
 	if (b->mode == HW_DB_MODE_MMAP) {
 		h->page = vfu_client_region_ptr(h->client, 0, HWB_DB_REGION, 0x1000);
 		if (!h->page)
