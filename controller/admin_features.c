@@ -1,7 +1,8 @@
 /* controller/admin_features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
  * management, temperature threshold, error recovery, volatile write cache, number of queues,
  * interrupt coalescing and vector configuration, write atomicity, async event configuration,
- * APST, timestamp; SEL current/default/saved/supported. Admin thread. */
+ * APST, timestamp, Host Identifier, Reservation Notification Mask and Persistence; SEL
+ * current/default/saved/supported. Admin thread. */
 #include <string.h>
 
 #include "common/evloop.h"
@@ -25,7 +26,96 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
+    /* Reservations (5.27.1.25-27). */
+    [NVME_FEAT_HOST_ID] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_RESV_MASK] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
+    [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
 };
+
+/* ---- reservation features ---- */
+
+/* Host Identifier (5.27.1.25): 8 bytes, or 16 with EXHID; the format asked for must be the one
+ * in use (Host Identifier Inconsistent Format otherwise). */
+static uint16_t ctrlr_feat_get_hostid(struct ctrlr_req *req, bool dflt)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	bool ext = req->sqe.cdw11 & NVME_HOST_ID_EXHID;
+	static const uint8_t zero[16];
+
+	if (!dflt && ext != ctrlr->hostid_ext && memcmp(ctrlr->hostid, zero, 16))
+		return NVME_SC_HOSTID_INCONSISTENT;
+	req->cdw0 = ext;
+	return ctrlr_req_copy_to_host(req, dflt ? zero : ctrlr->hostid, ext ? 16 : 8);
+}
+
+static uint16_t ctrlr_feat_set_hostid(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	bool ext = req->sqe.cdw11 & NVME_HOST_ID_EXHID;
+	uint8_t id[16] = {0};
+	uint16_t st;
+
+	/* The identity of a host with registrations cannot change under them. */
+	if (ctrlr_resv_ctrlr_registered(ctrlr))
+		return NVME_SC_CMD_SEQ_ERROR;
+	st = ctrlr_req_copy_from_host(req, id, ext ? 16 : 8);
+	if (st)
+		return st;
+	memcpy(ctrlr->hostid, id, 16);
+	ctrlr->hostid_ext = ext;
+	ctrlr_resv_ctrlr_hostid_changed(ctrlr);
+	return NVME_SC_SUCCESS;
+}
+
+/* Reservation Notification Mask (82h) and Reservation Persistence (83h): per namespace;
+ * NSID FFFFFFFFh sets every namespace (Set only). */
+static uint16_t ctrlr_feat_resv_ns(struct ctrlr_req *req, uint8_t fid, bool set, bool dflt,
+				   uint32_t *cdw0)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint32_t v = req->sqe.cdw11;
+	struct ctrlr_ns *ns;
+	uint16_t st = NVME_SC_SUCCESS;
+
+	if (set && fid == NVME_FEAT_RESV_MASK && (v & ~NVME_RESV_MASK_ALL))
+		return NVME_SC_INVALID_FIELD;
+	if (set && req->sqe.nsid == NVME_NSID_ALL) {
+		if (fid == NVME_FEAT_RESV_PERSIST)
+			return NVME_SC_INVALID_NS; /* persistence is per namespace */
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+			if (ctrlr->ns[i])
+				ctrlr->ns[i]->resv_mask = v & NVME_RESV_MASK_ALL;
+		return NVME_SC_SUCCESS;
+	}
+	ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
+	if (!ns)
+		return NVME_SC_INVALID_NS;
+	if (fid == NVME_FEAT_RESV_MASK) {
+		if (set)
+			ns->resv_mask = v & NVME_RESV_MASK_ALL;
+		*cdw0 = dflt ? 0 : ns->resv_mask;
+	} else if (set) {
+		struct ctrlr_ns_shared *s = ns->shared;
+		bool on = v & NVME_RESV_PTPL, was = s->resv.ptpl;
+
+		if (on && !s->resv.ptpl_capable) {
+			st = NVME_SC_INVALID_FIELD;
+		} else if (on != was) {
+			int rc;
+
+			s->resv.ptpl = on;
+			rc = ctrlr_resv_save(&s->resv, s->ptpl_file);
+			if (rc) {
+				s->resv.ptpl = was;
+				st = NVME_SC_INTERNAL;
+			}
+		}
+	} else {
+		*cdw0 = dflt ? 0 : ns->shared->resv.ptpl;
+	}
+	ctrlr_ns_put(ns);
+	return st;
+}
 
 static uint32_t ctrlr_num_queues_default(const struct ctrlr *ctrlr)
 {
@@ -195,6 +285,15 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		*cdw0 = 0;
 		return ctrlr_req_copy_to_host(req, data, sizeof(data));
 	}
+	case NVME_FEAT_HOST_ID: {
+		uint16_t st = ctrlr_feat_get_hostid(req, dflt);
+
+		*cdw0 = req->cdw0;
+		return st;
+	}
+	case NVME_FEAT_RESV_MASK:
+	case NVME_FEAT_RESV_PERSIST:
+		return ctrlr_feat_resv_ns(req, fid, false, dflt, cdw0);
 	default:
 		return NVME_SC_INVALID_FIELD;
 	}
@@ -332,6 +431,14 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		f->timestamp_ms = ms;
 		f->timestamp_set_us = evloop_now_us();
 		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_HOST_ID:
+		return ctrlr_feat_set_hostid(req);
+	case NVME_FEAT_RESV_MASK:
+	case NVME_FEAT_RESV_PERSIST: {
+		uint32_t unused;
+
+		return ctrlr_feat_resv_ns(req, fid, true, false, &unused);
 	}
 	default:
 		return NVME_SC_INVALID_FIELD;

@@ -47,6 +47,12 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->oncs = NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
 		   NVME_ONCS_SAVE_SELECT | NVME_ONCS_TIMESTAMP | NVME_ONCS_VERIFY |
 		   NVME_ONCS_WRITE_UNCOR | NVME_ONCS_COPY;
+	/* Reservations (ONCS bit 5) and fused Compare and Write (FUSES bit 0); CMIC bit 1 when
+	 * the subsystem has several controllers (io_resv.c). */
+	id->oncs |= NVME_ONCS_RESERVATIONS;
+	id->fuses = NVME_FUSES_COMPARE_WRITE;
+	if (ctrlr->multi_ctrl)
+		id->cmic |= NVME_CMIC_MULTI_CTRL;
 	id->ocfs = NVME_OCFS_FORMAT0;
 	id->vwc = NVME_VWC_PRESENT | NVME_VWC_NSID_ALL_FLUSH;
 	if (ctrlr->cfg.sgl)
@@ -76,6 +82,12 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
 	id->lbaf[0].lbads = ns->lbads;
+	/* Reservations: every type, IEKEY as NVMe 1.3+, PTPL with a state file; NMIC bit 0 when
+	 * other controllers may attach the namespace. */
+	id->rescap = NVME_RESCAP_ALL_TYPES | NVME_RESCAP_IEKEY |
+		     (ns->shared && ns->shared->resv.ptpl_capable ? NVME_RESCAP_PTPL : 0);
+	if (ns->ctrlr->multi_ctrl)
+		id->nmic = NVME_NMIC_SHARED;
 	/* Copy limits (MSRC is 0-based). */
 	id->mssrl = CTRLR_COPY_MSSRL;
 	id->mcl = CTRLR_COPY_MCL;

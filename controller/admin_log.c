@@ -13,7 +13,7 @@
 static const uint8_t ctrlr_log_ids[] = {
     NVME_LOG_SUPPORTED, NVME_LOG_ERROR,	     NVME_LOG_SMART,
     NVME_LOG_FW_SLOT,	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
-    NVME_LOG_LBA_STATUS,
+    NVME_LOG_LBA_STATUS, NVME_LOG_RESV_NOTIFY,
 };
 
 static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf)
@@ -171,6 +171,9 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		break;
 	case NVME_LOG_LBA_STATUS:
 		size = ctrlr_log_lba_status(ctrlr, buf, CTRLR_LOG_MAX_SIZE);
+		break;
+	case NVME_LOG_RESV_NOTIFY: /* io_resv.c */
+		size = ctrlr_log_resv_notify(ctrlr, buf, rae);
 		break;
 	default:
 		free(buf);

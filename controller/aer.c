@@ -114,6 +114,8 @@ void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid)
 		unmask = 1u << NVME_AER_TYPE_SMART;
 	else if (lid == NVME_LOG_CHANGED_NS)
 		unmask = 1u << NVME_AER_TYPE_NOTICE;
+	else if (lid == NVME_LOG_RESV_NOTIFY)
+		unmask = 1u << NVME_AER_TYPE_IO_SPECIFIC;
 	if (!(ctrlr->aer_masked & unmask))
 		return;
 	ctrlr->aer_masked &= ~unmask;

@@ -37,7 +37,7 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	if (!config || !ops || !out || !ops->mem_map || !ops->mem_pin || !ops->mem_unpin ||
 	    !ops->raise_irq || !ops->write_regs || !ops->create_cq || !ops->create_sq ||
 	    !ops->delete_sq || !ops->delete_cq || !ops->visit_queues || !ops->get_channel ||
-	    !ops->put_bdev || !ops->admin_msg || !ops->admin_post)
+	    !ops->put_bdev || !ops->admin_msg || !ops->admin_post || !ops->io_post)
 		return -EINVAL;
 	ret = ctrlr_config_check(config);
 	if (ret)
@@ -106,7 +106,7 @@ static void ctrlr_ns_put_done(void *arg)
 	struct ctrlr_ns *ns = arg;
 	struct ctrlr *ctrlr = ns->ctrlr;
 
-	bdev_release(ns->bdev);
+	ctrlr_ns_shared_detach(ns); /* the claim goes with the namespace's last controller */
 	bdev_close(ns->bdev);
 	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 && ctrlr->destroying)
 		ctrlr_destroy_step(ctrlr);
@@ -271,12 +271,22 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	if (ret)
 		goto out_free;
 	snprintf(owner, sizeof(owner), "%s:ns%u", ctrlr->serial, nsid);
-	ret = bdev_claim(bdev, owner);
-	if (ret)
-		goto out_close;
 	ns->ctrlr = ctrlr;
 	ns->nsid = nsid;
 	ns->bdev = bdev;
+	if (opts && opts->shared) {
+		ret = ctrlr_ns_shared_attach(opts->shared, ns, owner);
+	} else {
+		struct ctrlr_ns_shared *own;
+
+		ret = ctrlr_ns_shared_create(NULL, &own);
+		if (!ret) {
+			ret = ctrlr_ns_shared_attach(own, ns, owner);
+			ctrlr_ns_shared_put(own); /* the namespace holds the only reference */
+		}
+	}
+	if (ret)
+		goto out_close;
 	ns->block_size = bs;
 	ns->lbads = bs == 512 ? 9 : 12;
 	ns->num_blocks = bdev_get_num_blocks(bdev);
@@ -355,12 +365,18 @@ int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
 		return -ENOENT;
 	ns = ctrlr->ns[nsid - 1];
 	CTRLR_STORE(ctrlr->ns[nsid - 1], NULL);
+	ctrlr_ns_shared_unlink(ns);
 	ns->dead_next = ctrlr->dead_ns;
 	ctrlr->dead_ns = ns;
 	__atomic_store_n(&ns->removing, true, __ATOMIC_SEQ_CST);
 	ctrlr_ns_try_release(ns, true);
 	ctrlr_ns_changed(ctrlr, nsid);
 	return 0;
+}
+
+void ctrlr_set_multi_ctrl(struct ctrlr *ctrlr, bool multi)
+{
+	ctrlr->multi_ctrl = multi;
 }
 
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr)

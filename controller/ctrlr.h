@@ -62,7 +62,27 @@ struct ctrlr_ns_opts {
 	const uint8_t *nguid; /* 16 bytes, or NULL: derived from the bdev UUID */
 	const uint8_t *eui64; /* 8 bytes, or NULL: derived from the bdev UUID */
 	const uint8_t *uuid;  /* 16 bytes, or NULL: the bdev UUID */
+	/* What this namespace shares with the other controllers of the subsystem that attach the
+	 * same bdev (reservations, PTPL file, fused Compare and Write locks), or NULL: a private
+	 * one. Controllers sharing one must run their admin side on the same thread. */
+	struct ctrlr_ns_shared *shared;
 };
+
+/*
+ * A namespace's state shared by several controllers (NVMe Base 2.0 section 8.19: reservations
+ * belong to the namespace; each controller has its host's identifier): reservations, the bdev
+ * claim (taken by the first controller that attaches the namespace, dropped with the last), the
+ * fused Compare and Write range locks. `ptpl_file` (NULL: none) is where Persist Through Power
+ * Loss keeps registrants and the reservation: read here if it exists, rewritten on each change
+ * while PTPL is on. Returns 0, -EINVAL (unreadable content), -ENOMEM, -errno. Admin thread.
+ */
+struct ctrlr_ns_shared;
+int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out);
+/* Drops the creator's reference; the object goes with the last controller namespace. */
+void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s);
+/* The subsystem has (true) or may have only one (false) controller: CMIC bit 1 and NMIC bit 0
+ * in Identify. Set it before the host probes the controller. */
+void ctrlr_set_multi_ctrl(struct ctrlr *ctrlr, bool multi);
 
 /*
  * Attaches `bdev` as namespace `nsid` (1..CTRLR_MAX_NAMESPACES; 0 = the lowest free id). Opens and

@@ -13,6 +13,8 @@
 #include "common/evloop.h"
 #include "controller/ctrlr.h"
 #include "controller/ctrlr_transport.h"
+#include "controller/io_fused.h"
+#include "controller/io_resv.h"
 #include "controller/nvme_spec.h"
 
 #define CTRLR_LOG "ctrlr"
@@ -128,6 +130,13 @@ struct ctrlr_ns {
 	bool released;
 	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
 	struct ctrlr_uncor uncor; /* Write Uncorrectable marks (not persistent) */
+	/* Reservations and fused locks (io_resv.h): the state shared with the other controllers
+	 * of this namespace, this controller's access word (atomic, written by the admin thread)
+	 * and its Reservation Notification Mask. */
+	struct ctrlr_ns_shared *shared;
+	struct ctrlr_ns *share_next;
+	uint32_t resv_block;
+	uint32_t resv_mask;
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
@@ -251,6 +260,15 @@ struct ctrlr_req {
 	uint64_t data_len;
 	struct bdev_io *bio;
 	ctrlr_req_io_done_fn io_done;
+	struct evloop_msg hop; /* a hop to another thread and back (reservations, fused locks) */
+	/* Fused Compare and Write and range locks (io_fused.h): the pair's other command, the
+	 * lock state, the range held or waited for, the command to resume, the table's list. */
+	struct ctrlr_req *fused;
+	uint8_t caw_state;
+	bool caw_is_pair;
+	uint64_t caw_slba, caw_end;
+	void (*caw_resume)(struct ctrlr_req *req);
+	struct ctrlr_req *caw_next;
 	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
 	 * vendor). */
 	struct {
@@ -366,6 +384,20 @@ struct ctrlr {
 
 	struct ctrlr_features feat;
 	struct ctrlr_counters cnt;
+
+	/* Reservations (io_resv.c): the Host Identifier (kept across resets: it is the host's
+	 * identity for its registrations), the Reservation Notification log queue, and whether the
+	 * subsystem has several controllers (CMIC bit 1, NMIC bit 0). Admin thread. */
+	uint8_t hostid[16];
+	bool hostid_ext; /* 128-bit (EXHID) */
+	struct {
+		uint8_t type;
+		uint32_t nsid;
+		uint64_t count;
+	} resv_log[CTRLR_RESV_LOG_MAX];
+	uint32_t resv_log_head, resv_log_n;
+	uint64_t resv_log_count;
+	bool multi_ctrl;
 	uint32_t copies_active; /* atomic: Copy commands holding a bounce buffer */
 	uint64_t created_us;
 

@@ -159,6 +159,14 @@ struct ctrlr_transport_ops {
 	int (*admin_msg)(void *tctx, void (*fn)(void *arg), void *arg);
 
 	/*
+	 * Runs fn(arg) later on the owner thread of I/O queue `sq`, with storage the caller
+	 * provides (as admin_post). The core uses it to come back from the admin thread to complete
+	 * a command there (reservations) and to resume a command that waited for a range lock held
+	 * by another thread (fused Compare and Write). Thread: any. Required.
+	 */
+	void (*io_post)(void *tctx, struct ctrlr_sq *sq, struct evloop_msg *m, void (*fn)(void *arg),
+			void *arg);
+	/*
 	 * Shadow doorbells were enabled (Doorbell Buffer Config) or disabled (reset, unmap): while
 	 * enabled the guest may update tails only in the shadow page and ring the real doorbell
 	 * only when it crosses the event index the core armed, so the transport should call

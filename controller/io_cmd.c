@@ -36,6 +36,11 @@ static const struct ctrlr_io_cmd ctrlr_io_cmds[256] = {
     [NVME_CMD_WRITE_UNCOR] = {ctrlr_io_write_uncor,
 			      NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
     [NVME_CMD_COPY] = {ctrlr_io_copy, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
+    /* Reservations (io_resv.c). */
+    [NVME_CMD_RESV_REGISTER] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
+    [NVME_CMD_RESV_REPORT] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
+    [NVME_CMD_RESV_ACQUIRE] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
+    [NVME_CMD_RESV_RELEASE] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
 };
 
 uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode)
@@ -55,13 +60,16 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 
 	LOG_TRACE(CTRLR_LOG, "io qid %u cid %u opc 0x%02x nsid %u", req->sq->qid,
 		  req->sqe.cdw0.bits.cid, opc, req->sqe.nsid);
+	/* Fused operations (io_fused.c) take both commands of the pair from here. */
 	if (req->sqe.cdw0.bits.fuse)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
+		return ctrlr_io_fused(req);
 	if (opc >= NVME_CMD_VENDOR_FIRST) {
 		v = ctrlr_vendor_lookup(ctrlr, true, opc);
 		if (!v)
 			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
 		st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
+		if (!st && req->ns)
+			st = ctrlr_resv_check_io(req, opc);
 		if (st)
 			return ctrlr_req_complete(req, st);
 		return ctrlr_vendor_exec(req, v);
@@ -71,8 +79,13 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
 	if (!(cmd->any_nsid && req->sqe.nsid == NVME_NSID_ALL)) {
 		st = ctrlr_req_get_ns(req);
+		if (!st)
+			st = ctrlr_resv_check_io(req, opc); /* Reservation Conflict (io_resv.c) */
 		if (st)
 			return ctrlr_req_complete(req, st);
+		/* Writes wait behind an overlapping fused Compare and Write (io_fused.c). */
+		if ((cmd->effects & NVME_CMD_EFFECTS_LBCC) && ctrlr_caw_write_begin(req, cmd->exec))
+			return;
 	}
 	cmd->exec(req);
 }

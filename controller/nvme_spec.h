@@ -788,4 +788,112 @@ static inline bool nvme_db_is_cq(uint32_t index)
 	return index & 1;
 }
 
+/* ---- Reservations (Base 2.0 sections 7.2-7.5 and 8.19), Host Identifier and reservation
+ * features (5.27.1.25-27), Reservation Notification log (5.16.1.24), fused operations (3.4.2).
+ * Values as the specification's figures; one block so parallel edits of this file stay apart. */
+enum nvme_resv_opcode {
+	NVME_CMD_RESV_REGISTER = 0x0d,
+	NVME_CMD_RESV_REPORT = 0x0e,
+	NVME_CMD_RESV_ACQUIRE = 0x11,
+	NVME_CMD_RESV_RELEASE = 0x15,
+};
+enum nvme_resv_status {
+	NVME_SC_HOSTID_INCONSISTENT = 0x0018, /* Host Identifier Inconsistent Format */
+	NVME_SC_PREEMPT_ABORT = 0x001b,	      /* Command Aborted due to Preempt and Abort */
+	NVME_SC_RESV_CONFLICT = 0x0083,	      /* Reservation Conflict (NVM command set) */
+};
+enum nvme_resv_type {
+	NVME_RESV_NONE = 0,
+	NVME_RESV_WRITE_EXCLUSIVE = 1,
+	NVME_RESV_EXCLUSIVE_ACCESS = 2,
+	NVME_RESV_WE_REG_ONLY = 3,
+	NVME_RESV_EA_REG_ONLY = 4,
+	NVME_RESV_WE_ALL_REGS = 5,
+	NVME_RESV_EA_ALL_REGS = 6,
+};
+/* CDW10 of Register / Acquire / Release. */
+#define NVME_RESV_ACTION(cdw10) ((cdw10)&0x7u)  /* RREGA / RACQA / RRELA */
+#define NVME_RESV_IEKEY (1u << 3)		/* ignore existing key */
+#define NVME_RESV_RTYPE(cdw10) (((cdw10) >> 8) & 0xffu)
+#define NVME_RESV_CPTPL(cdw10) ((cdw10) >> 30) /* change persist through power loss state */
+enum nvme_resv_register_action { NVME_RREGA_REGISTER = 0, NVME_RREGA_UNREGISTER = 1,
+				 NVME_RREGA_REPLACE = 2 };
+enum nvme_resv_acquire_action { NVME_RACQA_ACQUIRE = 0, NVME_RACQA_PREEMPT = 1,
+				NVME_RACQA_PREEMPT_ABORT = 2 };
+enum nvme_resv_release_action { NVME_RRELA_RELEASE = 0, NVME_RRELA_CLEAR = 1 };
+enum nvme_resv_cptpl { NVME_CPTPL_NO_CHANGE = 0, NVME_CPTPL_CLEAR = 2, NVME_CPTPL_SET = 3 };
+#define NVME_RESV_REPORT_EDS (1u << 0) /* CDW11: extended data structure */
+/* Reservation Status data structure (Figure "Reservation Status Data Structure"): a 24-byte
+ * header (64 with EDS) then one entry per registered controller, 24 bytes (64 with EDS). */
+struct nvme_resv_status_hdr {
+	uint32_t gen;
+	uint8_t rtype;
+	uint16_t regctl;
+	uint16_t rsvd7;
+	uint8_t ptpls;
+	uint8_t rsvd10[14];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_resv_status_hdr) == 24, "reservation status header");
+struct nvme_resv_ctrl {
+	uint16_t cntlid;
+	uint8_t rcsts; /* bit 0: holds the reservation */
+	uint8_t rsvd3[5];
+	uint64_t hostid;
+	uint64_t rkey;
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_resv_ctrl) == 24, "registered controller");
+struct nvme_resv_ctrl_ext {
+	uint16_t cntlid;
+	uint8_t rcsts;
+	uint8_t rsvd3[5];
+	uint64_t rkey;
+	uint8_t hostid[16];
+	uint8_t rsvd32[32];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_resv_ctrl_ext) == 64, "registered controller, extended");
+#define NVME_RESV_EXT_HDR_SIZE 64
+#define NVME_RESV_CNTLID_UNKNOWN 0xffffu /* a registrant with no controller (restored by PTPL) */
+/* Features. */
+enum nvme_resv_feature_id {
+	NVME_FEAT_HOST_ID = 0x81,
+	NVME_FEAT_RESV_MASK = 0x82,
+	NVME_FEAT_RESV_PERSIST = 0x83,
+};
+#define NVME_HOST_ID_EXHID (1u << 0) /* CDW11: 128-bit host identifier */
+#define NVME_RESV_MASK_REGPRE (1u << 1)
+#define NVME_RESV_MASK_RESREL (1u << 2)
+#define NVME_RESV_MASK_RESPRE (1u << 3)
+#define NVME_RESV_MASK_ALL (NVME_RESV_MASK_REGPRE | NVME_RESV_MASK_RESREL | NVME_RESV_MASK_RESPRE)
+#define NVME_RESV_PTPL (1u << 0) /* Reservation Persistence CDW11 / CDW0 */
+/* Reservation Notification log page. */
+#define NVME_LOG_RESV_NOTIFY 0x80
+enum nvme_resv_notify_type {
+	NVME_RESV_NOTIFY_EMPTY = 0,
+	NVME_RESV_NOTIFY_REG_PREEMPTED = 1,
+	NVME_RESV_NOTIFY_RELEASED = 2,
+	NVME_RESV_NOTIFY_PREEMPTED = 3,
+};
+struct nvme_resv_notify_log {
+	uint64_t count; /* log page count */
+	uint8_t type;
+	uint8_t nr_avail; /* further pages available */
+	uint8_t rsvd10[2];
+	uint32_t nsid;
+	uint8_t rsvd16[48];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_resv_notify_log) == 64, "reservation notification log");
+#define NVME_AER_TYPE_IO_SPECIFIC 6
+#define NVME_AER_IO_RESV_LOG 0 /* Reservation Log Page Available */
+/* Identify: ONCS bit 5 (reservations), FUSES bit 0 (Compare and Write), CMIC bit 1 (several
+ * controllers), NMIC bit 0 (namespace may be shared), RESCAP bits (Identify Namespace). */
+#define NVME_ONCS_RESERVATIONS (1u << 5)
+#define NVME_FUSES_COMPARE_WRITE (1u << 0)
+#define NVME_CMIC_MULTI_CTRL (1u << 1)
+#define NVME_NMIC_SHARED (1u << 0)
+#define NVME_RESCAP_PTPL (1u << 0)
+#define NVME_RESCAP_ALL_TYPES 0x7eu /* types 1..6: bits 1-6 */
+#define NVME_RESCAP_IEKEY (1u << 7)
+/* CDW0 FUSE field. */
+enum nvme_fuse { NVME_FUSE_NONE = 0, NVME_FUSE_FIRST = 1, NVME_FUSE_SECOND = 2 };
+
 #endif

@@ -94,6 +94,16 @@ static void pcie_admin_post(void *tctx, struct evloop_msg *m, void (*fn)(void *a
 	evloop_post(pc->loop, m, fn, arg);
 }
 
+/* The poll group that owns sq (I/O queues only). */
+static void pcie_io_post(void *tctx, struct ctrlr_sq *sq, struct evloop_msg *m,
+			 void (*fn)(void *arg), void *arg)
+{
+	struct pcie_ctrlr *pc = tctx;
+	struct pcie_sq *psq = ctrlr_sq_get_tctx(sq);
+
+	evloop_post(psq ? psq->pcq->pg->t.loop : pc->loop, m, fn, arg);
+}
+
 const struct ctrlr_transport_ops pcie_transport_ops = {
 	.mem_map = pcie_mem_map,
 	.mem_pin = pcie_mem_pin,
@@ -109,6 +119,7 @@ const struct ctrlr_transport_ops pcie_transport_ops = {
 	.put_bdev = pcie_put_bdev,
 	.admin_msg = pcie_admin_msg,
 	.admin_post = pcie_admin_post,
+	.io_post = pcie_io_post,
 };
 
 /* ---- Admin doorbells (main thread) ---- */

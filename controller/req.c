@@ -27,6 +27,8 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	req->data_len = 0;
 	req->io_done = NULL;
 	req->step.buf = NULL;
+	req->fused = NULL;
+	req->caw_state = CTRLR_CAW_NONE;
 	return req;
 }
 
@@ -81,6 +83,9 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 	struct ctrlr_sq *sq = req->sq;
 	struct ctrlr *ctrlr = sq->ctrlr;
 
+	/* A write ends its part in the namespace's range locks (io_fused.c). */
+	if (req->caw_state)
+		ctrlr_caw_write_end(req);
 	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
 	ctrlr_req_data_done(req);
 	if (status && !ctrlr_status_retryable(status & 0x7ff))

@@ -145,7 +145,7 @@ static void test_bad_data_pointers(void)
 	/* Reserved PSDT. */
 	sqe.cdw0.bits.psdt = 3;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
-	/* Fused commands are not supported. */
+	/* Only Compare may be the first command of a fused operation (io_fused_test.c). */
 	sqe = lb_sqe(NVME_CMD_READ, 1);
 	sqe.dptr.prp.prp1 = data_addr;
 	sqe.cdw0.bits.fuse = 1;

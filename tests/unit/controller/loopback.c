@@ -252,6 +252,12 @@ static void lb_admin_post(void *tctx, struct evloop_msg *m, void (*fn)(void *arg
 	lb_queue(tctx, fn, arg, false);
 }
 
+static void lb_io_post(void *tctx, struct ctrlr_sq *sq, struct evloop_msg *m,
+		       void (*fn)(void *arg), void *arg)
+{
+	lb_queue(tctx, fn, arg, false);
+}
+
 /* One "owner thread" here: the visit of every queue runs later, from the pump. */
 struct lb_visit {
 	struct lb *lb;
@@ -300,6 +306,7 @@ static const struct ctrlr_transport_ops lb_ops = {
     .mem_unpin = lb_mem_unpin,
     .visit_queues = lb_visit_queues,
     .admin_post = lb_admin_post,
+    .io_post = lb_io_post,
     .raise_irq = lb_raise_irq,
     .write_regs = lb_write_regs,
     .create_cq = lb_create_cq,
