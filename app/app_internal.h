@@ -90,6 +90,10 @@ struct app_function {
 struct app_ns {
 	uint32_t nsid;
 	char *bdev_name;
+	/* Reservations (controller/io_resv.c): the state the namespace keeps across listener
+	 * changes, and its Persist Through Power Loss file (SPDK's ptpl_file; NULL: none). */
+	char *ptpl_file;
+	struct ctrlr_ns_shared *shared;
 	bool has_uuid, has_nguid, has_eui64;
 	uint8_t uuid[16], nguid[16], eui64[8];
 };
@@ -185,6 +189,7 @@ struct app_ns_opts {
 	const char *bdev_name;
 	uint32_t nsid;			  /* 0: lowest free */
 	const char *uuid, *nguid, *eui64; /* text or NULL */
+	const char *ptpl_file;		  /* reservation state file or NULL */
 };
 /* Returns the nsid (> 0) or -errno. */
 int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,

@@ -100,8 +100,11 @@ out_nomem:
 
 static void app_ns_free(struct app_ns *ns)
 {
-	if (ns)
+	if (ns) {
 		free(ns->bdev_name);
+		free(ns->ptpl_file);
+		ctrlr_ns_shared_put(ns->shared);
+	}
 	free(ns);
 }
 
@@ -166,6 +169,7 @@ static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
 	    .uuid = ns->has_uuid ? ns->uuid : NULL,
 	    .nguid = ns->has_nguid ? ns->nguid : NULL,
 	    .eui64 = ns->has_eui64 ? ns->eui64 : NULL,
+	    .shared = ns->shared,
 	};
 	struct bdev *bdev = bdev_lookup(ns->bdev_name);
 	int rc;
@@ -237,6 +241,27 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		snprintf(err, APP_ERR_LEN, "bad uuid, nguid or eui64 (hex digits, '-' allowed)");
 		app_ns_free(ns);
 		return -EINVAL;
+	}
+	/* The reservation state belongs to the namespace: it outlives listener changes and,
+	 * with a ptpl_file, restarts of the daemon (read back here). */
+	if (o->ptpl_file && !*o->ptpl_file) {
+		snprintf(err, APP_ERR_LEN, "ptpl_file must not be empty");
+		app_ns_free(ns);
+		return -EINVAL;
+	}
+	if (o->ptpl_file && !(ns->ptpl_file = strdup(o->ptpl_file))) {
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		app_ns_free(ns);
+		return -ENOMEM;
+	}
+	rc = ctrlr_ns_shared_create(o->ptpl_file, &ns->shared);
+	if (rc) {
+		snprintf(err, APP_ERR_LEN, "ptpl_file %s: %s", o->ptpl_file,
+			 rc == -EINVAL ? "not a reservation state file nvme-emu wrote"
+				       : strerror(-rc));
+		ns->shared = NULL;
+		app_ns_free(ns);
+		return rc;
 	}
 	if (s->pc) {
 		rc = app_ns_attach(s, ns, err);

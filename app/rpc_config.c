@@ -200,6 +200,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 					snprintf(hex + 2 * b, 3, "%02x", ns->eui64[b]);
 				rpc_config_str(n, "eui64", hex);
 			}
+			if (ns->ptpl_file)
+				rpc_config_str(n, "ptpl_file", ns->ptpl_file);
 			json_object_object_add(p, "namespace", n);
 			rpc_config_add(config, "nvmf_subsystem_add_ns", p);
 		}

@@ -378,6 +378,8 @@ static struct json_object *rpc_ns_describe(const struct app_ns *ns)
 		rpc_hex(o, "nguid", ns->nguid, 16);
 	if (ns->has_eui64)
 		rpc_hex(o, "eui64", ns->eui64, 8);
+	if (ns->ptpl_file)
+		json_object_object_add(o, "ptpl_file", json_object_new_string(ns->ptpl_file));
 	return o;
 }
 
@@ -485,7 +487,7 @@ static const struct rpc_decoder rpc_add_ns_dec[] = {
 };
 
 struct rpc_ns {
-	const char *bdev_name, *uuid, *nguid, *eui64;
+	const char *bdev_name, *uuid, *nguid, *eui64, *ptpl_file;
 	uint32_t nsid;
 };
 
@@ -500,7 +502,7 @@ static const struct rpc_decoder rpc_ns_dec[] = {
     RPC_OFF("no_auto_visible", RPC_T_BOOL, 0,
 	    "a namespace is visible to the subsystem's controller; per-host visibility is not "
 	    "supported"),
-    RPC_OFF("ptpl_file", RPC_T_STRING, 0, "reservations are not supported"),
+    RPC_DEC(rpc_ns, ptpl_file, RPC_T_STRING, true),
     RPC_OFF("anagrpid", RPC_T_U32, 0, "there is one path to a PCIe function: no ANA"),
 };
 
@@ -524,6 +526,7 @@ static void rpc_nvmf_subsystem_add_ns(struct rpc_request *req, struct json_objec
 	    .uuid = n.uuid,
 	    .nguid = n.nguid,
 	    .eui64 = n.eui64,
+	    .ptpl_file = n.ptpl_file,
 	};
 	rc = app_subsys_add_ns(ctx, s, &o, err);
 	if (rc < 0)

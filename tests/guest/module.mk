@@ -16,6 +16,8 @@ GUEST_TESTS += tests/guest/test-sample-device.sh
 GUEST_TESTS += tests/guest/test-kill-during-io.sh
 # The same compliance job on a function made with SPDK's own rpc.py (VFIOUSER listener).
 GUEST_TESTS += tests/guest/test-spdk-rpc.sh
+# Reservations with nvme-cli, and Persist Through Power Loss across a daemon restart.
+GUEST_TESTS += tests/guest/test-resv.sh
 # Two guests, eight functions, fio verify while one is reset, FLR'd and re-plugged (60 s here;
 # make soak: an hour).
 GUEST_TESTS += tests/guest/test-soak.sh

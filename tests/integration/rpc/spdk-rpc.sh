@@ -143,14 +143,19 @@ ok "nvmf_subsystem_add_ns NQN Null0" nvmf_subsystem_add_ns $NQN Null0
 ok_json "... as namespaces 1 and 2" \
 	'[(n["nsid"], n["bdev_name"]) for n in r[0]["namespaces"]] == [(1, "Malloc0"), (2, "Null0")]' \
 	nvmf_get_subsystems $NQN
-bad "nvmf_subsystem_add_ns --ptpl-file: refused" "ptpl_file.*not supported" \
+echo '{"ptpl": tru' > "$D/bad-ptpl"
+bad "nvmf_subsystem_add_ns --ptpl-file: a damaged state file is refused" "ptpl_file.*not a reservation state" \
+	nvmf_subsystem_add_ns $NQN Aio0 -p "$D/bad-ptpl"
+ok "nvmf_subsystem_add_ns --ptpl-file (reservations persist there)" \
 	nvmf_subsystem_add_ns $NQN Aio0 -p "$D/ptpl"
+ok_json "... reported" '[n["ptpl_file"] for n in r[0]["namespaces"] if n["nsid"] == 3] == ["'"$D/ptpl"'"]' \
+	nvmf_get_subsystems $NQN
 ok "nvmf_subsystem_add_listener NQN -t VFIOUSER -a DIR -s 0" \
 	nvmf_subsystem_add_listener $NQN -t VFIOUSER -a "$D/vfu" -s 0
 check "the socket is DIR/cntrl" test -S "$D/vfu/cntrl"
 check "DIR/cntrl answers vfio-user" vfu_answers "$D/vfu/cntrl"
 ok_json "nvmf_get_subsystems: serial, model, namespaces, listener" \
-	'[s for s in r if s["nqn"] == "'$NQN'" and s["serial_number"] == "SPDK001" and s["model_number"] == "ctrl1" and len(s["namespaces"]) == 2 and s["listen_addresses"][0]["traddr"] == "'"$D/vfu"'"]' \
+	'[s for s in r if s["nqn"] == "'$NQN'" and s["serial_number"] == "SPDK001" and s["model_number"] == "ctrl1" and len(s["namespaces"]) == 3 and s["listen_addresses"][0]["traddr"] == "'"$D/vfu"'"]' \
 	nvmf_get_subsystems
 ok_json "nvmf_subsystem_get_listeners: VFIOUSER DIR" \
 	'r[0]["address"]["trtype"] == "VFIOUSER" and r[0]["address"]["traddr"] == "'"$D/vfu"'"' \
