@@ -323,4 +323,15 @@ void ctrlr_cq_batch_end(struct ctrlr_cq *cq);
  */
 uint64_t ctrlr_cq_irq_poll(struct ctrlr_cq *cq, uint64_t now_us);
 
+/*
+ * Health model clock: advances the SMART / Health model (the temperature follows the command
+ * rate) and raises the events of warnings that appeared, without a host reading SMART. Returns the
+ * microseconds until the next call: CTRLR_HEALTH_TICK_US while the controller is enabled and
+ * commands flow or the temperature has not settled, CTRLR_HEALTH_IDLE_TICK_US otherwise. Thread:
+ * admin.
+ */
+#define CTRLR_HEALTH_TICK_US 1000000ull
+#define CTRLR_HEALTH_IDLE_TICK_US 10000000ull
+uint64_t ctrlr_health_tick(struct ctrlr *ctrlr);
+
 #endif

@@ -1,7 +1,9 @@
 /* controller/health.c - the SMART / Health model (NVMe Base 2.0, 5.16.1.3) and what an operator
  * injects into it. The composite temperature follows the command rate: each evaluation (a SMART
  * log read, a temperature threshold or event configuration change, an injection) moves it
- * halfway toward 40 C plus 1 K per 5,000 commands/s (at most +30 K). Percentage Used is the
+ * halfway toward 40 C plus 1 K per 5,000 commands/s (at most +30 K); the transport also evaluates
+ * it on a clock (ctrlr_health_tick: every second under load, every 10 s when settled), so thermal
+ * events come without a host polling SMART. Percentage Used is the
  * bytes written over a rated endurance of 3,000 writes of the whole capacity. Available Spare
  * stays 100 % unless injected. Injected media errors are Write Uncorrectable ranges: reads fail
  * with Unrecovered Read Error until the blocks are written. A warning that appears raises its
@@ -91,6 +93,20 @@ void ctrlr_health_eval(struct ctrlr *ctrlr)
 	ctrlr_health_warn(ctrlr, NVME_SMART_CRIT_RELIABILITY,
 			  ctrlr_health_used(ctrlr) >= 100 || h->media_errors,
 			  NVME_AER_SMART_RELIABILITY);
+}
+
+uint64_t ctrlr_health_tick(struct ctrlr *ctrlr)
+{
+	struct ctrlr_health *h = &ctrlr->health;
+	uint64_t before = h->last_cmds;
+
+	if (CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED)
+		return CTRLR_HEALTH_IDLE_TICK_US;
+	ctrlr_health_eval(ctrlr);
+	/* Settled: no command since the last tick and the temperature back at idle. */
+	if (h->last_cmds == before && h->temp_k == CTRLR_HEALTH_IDLE_K)
+		return CTRLR_HEALTH_IDLE_TICK_US;
+	return CTRLR_HEALTH_TICK_US;
 }
 
 int ctrlr_health_set(struct ctrlr *ctrlr, const struct ctrlr_health_set *s)

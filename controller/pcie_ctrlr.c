@@ -19,6 +19,16 @@ int pcie_delete_sq(void *tctx, struct ctrlr_sq *sq);
 int pcie_delete_cq(void *tctx, struct ctrlr_cq *cq);
 void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq);
 
+static void pcie_health_tick(void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	pc->health_timer = evloop_timer_add(pc->loop, ctrlr_health_tick(pc->ctrlr),
+					    pcie_health_tick, pc);
+	if (!pc->health_timer)
+		LOG_ERR(PCIE_LOG, "%s: cannot re-arm the health timer", pc->vuid);
+}
+
 /* mmap doorbells: nothing tells us about admin doorbell stores, so the main
  * thread looks at them on a timer: often right after admin activity, rarely
  * when idle (admin commands are rare after boot). */
@@ -196,6 +206,12 @@ static int pcie_ensure_resources(struct pcie_ctrlr *pc)
 		pc->admin_db_seen[i] = 0;
 		hw_db_start(pc->admin_db[i]);
 	}
+	if (!pc->health_timer) {
+		pc->health_timer = evloop_timer_add(pc->loop, CTRLR_HEALTH_TICK_US,
+						    pcie_health_tick, pc);
+		if (!pc->health_timer)
+			return -ENOMEM;
+	}
 	if (hw_dev_db_mode(pc->dev) == HW_DB_MODE_MMAP && !pc->admin_timer) {
 		pc->admin_last_activity_us = evloop_now_us();
 		pc->admin_timer = evloop_timer_add(pc->loop, PCIE_ADMIN_POLL_FAST_US,
@@ -213,6 +229,10 @@ static void pcie_release_resources(struct pcie_ctrlr *pc)
 	if (pc->admin_timer) {
 		evloop_timer_cancel(pc->admin_timer);
 		pc->admin_timer = NULL;
+	}
+	if (pc->health_timer) {
+		evloop_timer_cancel(pc->health_timer);
+		pc->health_timer = NULL;
 	}
 	for (unsigned int i = 0; i < 2; i++) {
 		if (pc->admin_db[i])

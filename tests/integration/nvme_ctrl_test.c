@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHECK ITEST_CHECK
@@ -568,6 +569,63 @@ out:
 	teardown(&t);
 }
 
+/* The health model runs on its own clock: under I/O the modelled temperature rises past a
+ * threshold set just above idle and the SMART temperature event arrives with nobody reading the
+ * SMART log. */
+static void test_health_clock(const char *build)
+{
+	struct nvme_itest t;
+	struct nvme_sqe aer = { 0 };
+	struct nvme_cqe cqe;
+	uint64_t iova;
+	void *buf;
+	int cid, got = 0;
+
+	if (!setup(&t, build, 2))
+		return;
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	CHECK(nvme_host_create_io_queues(&t.h, 1, 64, true, 1) == 0);
+	iova = nvme_host_alloc(&t.h, 4096, &buf);
+	/* Temperature events on (AEC bit 1); over-temperature threshold 41 C, idle is 40 C. */
+	CHECK(admin_raw(&t, NVME_ADM_SET_FEATURES, NVME_FEAT_ASYNC_EVENT, 0x2, 0) == 0);
+	CHECK(admin_raw(&t, NVME_ADM_SET_FEATURES, NVME_FEAT_TEMP_THRESH, 314, 0) == 0);
+	aer.cdw0.bits.opc = NVME_ADM_ASYNC_EVENT;
+	cid = nvme_host_submit(&t.h, 0, &aer, false);
+	CHECK(cid >= 0);
+	CHECK(reap_within(&t, 0, &cqe, 200) == 0); /* idle: below the threshold */
+	/* Load: batches of 32 reads (tens of thousands per second natively) for up to 20 s. */
+	for (time_t end = time(NULL) + 20; !got && time(NULL) < end;) {
+		int inflight = 0, errors = 0;
+
+		for (int i = 0; i < 32; i++) {
+			struct nvme_sqe sqe = { 0 };
+
+			nvme_host_rw_sqe(&sqe, NVME_CMD_READ, 1, (uint64_t)i * 8, 8);
+			nvme_host_build_prps(&t.h, &sqe, iova, 4096);
+			if (nvme_host_submit(&t.h, 1, &sqe, i != 31) >= 0)
+				inflight++;
+		}
+		while (inflight) {
+			struct nvme_cqe io;
+
+			if (!reap_within(&t, 1, &io, 5000))
+				break;
+			inflight--;
+			errors += (io.status >> 1) != 0;
+		}
+		if (!CHECK(inflight == 0 && errors == 0))
+			break;
+		got = nvme_host_reap(&t.h, 0, &cqe);
+	}
+	if (CHECK(got == 1)) {
+		CHECK(cqe.cid == cid);
+		CHECK((cqe.dw0 & 0x7) == 1);	       /* SMART / health status */
+		CHECK((cqe.dw0 >> 8 & 0xff) == 0x01);  /* temperature threshold */
+		CHECK((cqe.dw0 >> 16 & 0xff) == 0x02); /* log page: SMART */
+	}
+	teardown(&t);
+}
+
 static void run_matrix(const char *build, const char *label, const char *const *args)
 {
 	unsigned int i = 0;
@@ -586,6 +644,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("two_namespaces", test_two_namespaces, build);
 	itest_run("unmap_under_io", test_unmap_under_io, build);
 	itest_run("command_register_gating", test_command_register_gating, build);
+	itest_run("health_clock", test_health_clock, build);
 }
 
 int main(int argc, char **argv)
