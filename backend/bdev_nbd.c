@@ -171,9 +171,12 @@ static void bdev_nbd_finish(struct bdev_nbd_io *n, int status)
 static void bdev_nbd_start(void *arg)
 {
 	struct bdev_nbd_io *n = arg;
+	/* Read before the issue: an io failed at once (server down past the reconnect timeout)
+	 * is completed to its channel's thread, which may free it before we return. */
+	struct bdev_nbd *nbd = n->nbd;
 
 	bdev_nbd_issue(n);
-	bdev_nbd_reap(n->nbd);
+	bdev_nbd_reap(nbd);
 }
 
 /* Channel thread. Vectored transfers go through one buffer: libnbd takes flat buffers. */
