@@ -570,11 +570,21 @@ static void bdev_nbd_conn_ready(struct bdev_nbd_conn *c)
 			bdev_nbd_conn_start(&nbd->conns[i]);
 		return;
 	}
+	/* NBD tells the size only at the handshake: a server that came back bigger grows the
+	 * bdev (and, through its resize callback, the namespace and the host's view). A smaller
+	 * one cannot shrink it under the host: I/O past its end fails at the server. */
 	size = nbd_get_size(c->h);
-	if (size >= 0 && (uint64_t)size != nbd->size)
-		LOG_WARN(BDEV_LOG, "%s: export size changed from %" PRIu64 " to %" PRId64
-				   " bytes; the namespace keeps its size",
+	if (size >= 0 && (uint64_t)size > nbd->size &&
+	    (uint64_t)size / nbd->block_size > nbd->size / nbd->block_size) {
+		LOG_INFO(BDEV_LOG, "%s: export grew from %" PRIu64 " to %" PRId64 " bytes",
 			 nbd->name, nbd->size, size);
+		nbd->size = (uint64_t)size;
+		bdev_notify_resize(nbd->bdev, nbd->size / nbd->block_size);
+	} else if (size >= 0 && (uint64_t)size != nbd->size) {
+		LOG_WARN(BDEV_LOG, "%s: export size changed from %" PRIu64 " to %" PRId64
+				   " bytes; a namespace does not shrink: it keeps its size",
+			 nbd->name, nbd->size, size);
+	}
 	if (nbd->down_since_us) {
 		LOG_INFO(BDEV_LOG, "%s: NBD server %s back after %" PRIu64 " ms", nbd->name,
 			 nbd->uri, (evloop_now_us() - nbd->down_since_us) / 1000);

@@ -112,7 +112,20 @@ check "nvme-emu --nbd (same file)" daemon --socket "$D/fn" --nbd "$URI"
 # A sequential read of at least 4096 blocks covers the namespace (it wraps around).
 perf "every block written across the restart reads back verified" \
 	'r["ios"] >= 4096 and r["errors"] == 0 and r["verify_errors"] == 0' -w read -V -q 8 -t 2
+# The export grows while the server is down: the namespace grows when it is back.
+stop_server
+truncate -s 32M "$D/disk2.raw"
+check "nbdkit back with a 32 MiB export" server nbdkit --foreground -U "$D/nbd.sock" file \
+	"$D/disk2.raw"
+grown() { grep -q "now 65536 blocks" "$D/daemon.log"; }
+for _ in $(seq 100); do grown && break; sleep 0.1; done
+check "the bdev grew to 65536 blocks on reconnect" grown
+perf "the namespace grew: a verified write covers 32 MiB" \
+	'r["ios"] == 8192 and r["errors"] == 0 and r["verify_errors"] == 0' -w write -V -q 8
 stop_daemon
+truncate -s 16M "$D/disk2.raw"
+check "nbdkit on the 16 MiB file again" server nbdkit --foreground -U "$D/nbd.sock" file \
+	"$D/disk2.raw"
 
 # 4. JSON-RPC: create, describe, save_config round trip, delete, errors.
 WAIT=$D/rpc.sock
