@@ -132,6 +132,10 @@ struct app_subsys {
 	 * host NQN to check them against; the VMM that owns the socket is the host. */
 	char **hosts;
 	unsigned int nr_hosts;
+	/* Namespace Management capacity pool (rpc_ns_pool.c), or NULL; pool_creating while its
+	 * header is being read. */
+	struct ctrlr_ns_pool *pool;
+	bool pool_creating;
 	struct app_subsys *next;
 };
 
@@ -228,6 +232,23 @@ int app_function_create(struct app_target *t, struct app_manager *mgr, const cha
 			char *err);
 int app_function_destroy(struct app_target *t, struct app_function *fn, char *err);
 
+/* ---- Namespace Management capacity pools (rpc_ns_pool.c) ---- */
+
+struct app_ns_pool_opts {
+	const char *bdev_name;
+	bool format; /* use a bdev holding data but no pool header (overwritten) */
+	/* Namespaces to lay out again on a blank bdev (from a saved configuration). */
+	const struct ctrlr_ns_pool_ns_info *ns;
+	uint32_t num_ns;
+};
+/* Makes bdev o->bdev_name the capacity pool of s (its live controller, if any, is bound at
+ * once); done(arg, rc, msg) runs once the pool's header was read, never from inside this call
+ * unless the request is refused at once. */
+void app_ns_pool_create(struct app_target *t, struct app_subsys *s,
+			const struct app_ns_pool_opts *o, app_done_fn done, void *arg);
+/* Frees s's pool (not its bdev): -EBUSY with a listener, -ENOENT without a pool. */
+int app_ns_pool_delete(struct app_subsys *s, char *err);
+
 /* ---- RPC method tables (rpc_*.c) ---- */
 
 int rpc_bdev_register(struct rpc_server *srv);
@@ -241,6 +262,9 @@ int rpc_nvmf_register(struct rpc_server *srv);
 int rpc_emu_register(struct rpc_server *srv);
 int rpc_health_register(struct rpc_server *srv);
 int rpc_framework_register(struct rpc_server *srv);
+int rpc_ns_pool_register(struct rpc_server *srv);
+/* The pool part of save_config: nvmf_emu_ns_pool_create of s, or NULL without a pool. */
+struct json_object *rpc_ns_pool_config(struct app_subsys *s);
 /* The whole configuration as save_config writes it ({"subsystems": [...]}). */
 struct json_object *rpc_config_build(struct app_target *t);
 /* Replays a save_config file through the server; done(arg, rc, msg) at the end. */

@@ -205,6 +205,12 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		snprintf(err, APP_ERR_LEN, "bdev %s does not exist", o->bdev_name);
 		return -ENODEV;
 	}
+	if (!strcmp(bdev_get_module_name(bdev_lookup(o->bdev_name)), BDEV_REGION_MODULE)) {
+		snprintf(err, APP_ERR_LEN,
+			 "bdev %s is a namespace of a namespace pool (the host attaches it)",
+			 o->bdev_name);
+		return -EBUSY;
+	}
 	user = app_bdev_user(t, o->bdev_name);
 	if (user) {
 		snprintf(err, APP_ERR_LEN, "bdev %s is already a namespace of %s", o->bdev_name,
@@ -217,16 +223,25 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		return -EINVAL;
 	}
 	if (!nsid) {
-		for (nsid = 1; nsid <= s->max_namespaces && s->ns[nsid - 1]; nsid++)
+		/* The pool's namespaces (host-created) share the NSID space. */
+		for (nsid = 1; nsid <= s->max_namespaces &&
+			       (s->ns[nsid - 1] || (s->pool && ctrlr_ns_pool_owns(s->pool, nsid)));
+		     nsid++)
 			;
 		if (nsid > s->max_namespaces) {
 			snprintf(err, APP_ERR_LEN, "subsystem %s has %u namespaces already", s->nqn,
 				 s->max_namespaces);
 			return -ENOSPC;
 		}
-	} else if (s->ns[nsid - 1]) {
-		snprintf(err, APP_ERR_LEN, "nsid %u is in use in %s", nsid, s->nqn);
+	} else if (s->ns[nsid - 1] || (s->pool && ctrlr_ns_pool_owns(s->pool, nsid))) {
+		snprintf(err, APP_ERR_LEN, "nsid %u is in use in %s%s", nsid, s->nqn,
+			 s->ns[nsid - 1] ? "" : " (a namespace the host created in its pool)");
 		return -EEXIST;
+	}
+	if (s->pool_creating) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: its namespace pool is being loaded",
+			 s->nqn);
+		return -EBUSY;
 	}
 	ns = calloc(1, sizeof(*ns));
 	if (!ns || !(ns->bdev_name = strdup(o->bdev_name))) {
@@ -271,13 +286,18 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		}
 	}
 	s->ns[nsid - 1] = ns;
+	if (s->pool)
+		ctrlr_ns_pool_reserve(s->pool, nsid, true);
 	return (int)nsid;
 }
 
 int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t nsid, char *err)
 {
 	if (!nsid || nsid > CTRLR_MAX_NAMESPACES || !s->ns[nsid - 1]) {
-		snprintf(err, APP_ERR_LEN, "subsystem %s has no namespace %u", s->nqn, nsid);
+		snprintf(err, APP_ERR_LEN, "subsystem %s has no namespace %u%s", s->nqn, nsid,
+			 s->pool && ctrlr_ns_pool_owns(s->pool, nsid)
+			     ? " of its own (the host created it in the pool: nvme delete-ns)"
+			     : "");
 		return -ENOENT;
 	}
 	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
@@ -288,6 +308,8 @@ int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t ns
 		ctrlr_ns_remove(pcie_ctrlr_core(s->pc), nsid);
 	app_ns_free(s->ns[nsid - 1]);
 	s->ns[nsid - 1] = NULL;
+	if (s->pool)
+		ctrlr_ns_pool_reserve(s->pool, nsid, false);
 	return 0;
 }
 
@@ -404,6 +426,11 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 		if (s->ns[i] && (rc = app_ns_attach(s, s->ns[i], err)))
 			goto out_teardown;
 	}
+	if (s->pool && (rc = ctrlr_ns_pool_bind(s->pool, pcie_ctrlr_core(s->pc)))) {
+		snprintf(err, APP_ERR_LEN, "cannot attach the namespace pool's namespaces: %s",
+			 strerror(-rc));
+		goto out_teardown;
+	}
 	rc = pcie_ctrlr_start(s->pc);
 	if (rc) {
 		snprintf(err, APP_ERR_LEN, "cannot listen on %s: %s", fn->socket_path,
@@ -430,6 +457,8 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 	}
 	for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 		app_ns_free(s->ns[i]);
+	if (s->pool && ctrlr_ns_pool_destroy(s->pool))
+		LOG_ERR(APP_LOG, "%s: namespace pool still busy when the subsystem went", s->nqn);
 	for (unsigned int i = 0; i < s->nr_hosts; i++)
 		free(s->hosts[i]);
 	free(s->hosts);
@@ -797,7 +826,8 @@ void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn d
 {
 	char err[APP_ERR_LEN];
 
-	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING ||
+	    s->pool_creating) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
 		done(arg, -EBUSY, err);
 		return;

@@ -184,8 +184,8 @@ void app_target_fini_step(struct app_target *t)
 				/* Its callback tears the listener down. */
 				app_qmp_cancel(s->qmp);
 				t->fini_again = true;
-			} else if (s->state == APP_LISTENER_DETACHING) {
-				continue; /* a teardown runs: its end steps again */
+			} else if (s->state == APP_LISTENER_DETACHING || s->pool_creating) {
+				continue; /* a teardown or pool load runs: its end steps again */
 			} else {
 				/* Frees s now, or starts its listener's teardown (DETACHING). */
 				app_subsys_delete(t, s, app_target_fini_sub_done, t);

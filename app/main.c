@@ -46,6 +46,7 @@ struct app_opts {
 	struct ctrlr_config ctrlr;
 	bool buffered;
 	bool uring_poll; /* --uring-poll */
+	const char *ns_pool; /* --ns-pool ram:SIZE | file:PATH[:SIZE] */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
 	bool allow_unsealed_dma;
@@ -83,6 +84,9 @@ static void app_usage(FILE *out)
 	    "                           or /etc/ceph/ceph.conf, user admin)\n"
 	    "      --buffered           aio / io_uring without O_DIRECT\n"
 	    "      --uring-poll         io_uring reads and writes polled (IOPOLL; O_DIRECT)\n"
+	    "      --ns-pool ram:SIZE | file:PATH[:SIZE]\n"
+	    "                           capacity pool for host-created namespaces (nvme\n"
+	    "                           create-ns / attach-ns); a file pool keeps them\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
 	    "\n"
@@ -247,6 +251,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_MAX_DMA_BYTES,
 		O_UNSEALED,
 		O_PCI_IDS,
+		O_NS_POOL,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, 's'},
@@ -258,6 +263,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"rbd", required_argument, NULL, O_RBD},
 	    {"buffered", no_argument, NULL, O_BUFFERED},
 	    {"uring-poll", no_argument, NULL, O_URING_POLL},
+	    {"ns-pool", required_argument, NULL, O_NS_POOL},
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
 	    {"cpumask", required_argument, NULL, 'm'},
@@ -315,6 +321,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case O_URING_POLL:
 			o->uring_poll = true;
+			break;
+		case O_NS_POOL:
+			if (strncmp(optarg, "ram:", 4) && strncmp(optarg, "file:", 5)) {
+				fprintf(stderr, "nvme-emu: --ns-pool ram:SIZE or file:PATH[:SIZE]\n");
+				return -EINVAL;
+			}
+			o->ns_pool = optarg;
 			break;
 		case 'b':
 			if (app_parse_uint(optarg, 4096, &u) || (u != 512 && u != 4096)) {
@@ -442,9 +455,10 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	}
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
-		if (o->nr_ns) {
+		if (o->nr_ns || o->ns_pool) {
 			fprintf(stderr,
-				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd need --socket\n");
+				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool need "
+				"--socket\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -454,10 +468,10 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			"nvme-emu: -c and --wait-for-rpc are for target mode (no --socket)\n");
 		return -EINVAL;
 	}
-	if (!o->nr_ns) {
+	if (!o->nr_ns && !o->ns_pool) {
 		fprintf(stderr,
 			"nvme-emu: give at least one namespace (--malloc, --null, --aio, "
-			"--uring, --nbd or --rbd)\n");
+			"--uring, --nbd or --rbd) or a pool (--ns-pool)\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -569,6 +583,8 @@ struct app_setup {
 	unsigned int next_ns;
 	char nqn[128];
 	char rbd_pool[256];
+	bool pool_sync; /* inside app_ns_pool_create: a refusal comes back at once */
+	int pool_rc;
 };
 
 static int app_setup_continue(struct app_setup *st);
@@ -642,6 +658,75 @@ static int app_setup_finish(struct app_setup *st)
 	return 0;
 }
 
+/* --ns-pool's pool is loaded: the listener next. */
+static void app_setup_pool_done(void *arg, int rc, const char *message)
+{
+	struct app_setup *st = arg;
+
+	if (st->t->shutting_down)
+		return;
+	if (rc) {
+		fprintf(stderr, "nvme-emu: --ns-pool %s: %s\n", st->o->ns_pool, message);
+		if (st->pool_sync) {
+			st->pool_rc = rc;
+			return;
+		}
+		app_setup_abort(st->t);
+		return;
+	}
+	if (app_setup_finish(st))
+		app_setup_abort(st->t);
+}
+
+/* --ns-pool: a RAM (malloc) or file (aio) bdev NsPool0 made the subsystem's capacity pool, then
+ * the listener (from app_setup_pool_done). 0 when under way. */
+static int app_setup_pool(struct app_setup *st)
+{
+	const char *spec = st->o->ns_pool;
+	struct app_ns_pool_opts po = {.bdev_name = "NsPool0"};
+	struct bdev *bdev;
+	uint64_t size = 0;
+	int rc;
+
+	if (!strncmp(spec, "ram:", 4)) {
+		if (app_parse_size(spec + 4, &size) || !size || size % 512) {
+			fprintf(stderr, "nvme-emu: bad size in --ns-pool %s\n", spec);
+			return -EINVAL;
+		}
+		rc = bdev_malloc_create(po.bdev_name, size / 512, 512, NULL, &bdev);
+	} else {
+		struct bdev_aio_opts ao = {.block_size = 512, .buffered = st->o->buffered};
+		char *file = strdup(spec + 5), *colon;
+
+		if (!file)
+			return -ENOMEM;
+		colon = strrchr(file, ':');
+		if (colon) {
+			*colon = '\0';
+			if (app_parse_size(colon + 1, &size) || size % 512) {
+				fprintf(stderr, "nvme-emu: bad size in --ns-pool %s\n", spec);
+				free(file);
+				return -EINVAL;
+			}
+			ao.create_size = size;
+		}
+		ao.filename = file;
+		rc = bdev_aio_create(po.bdev_name, &ao, &bdev);
+		free(file);
+	}
+	if (rc) {
+		fprintf(stderr, "nvme-emu: --ns-pool %s: cannot create the bdev: %s\n", spec,
+			strerror(-rc));
+		return rc;
+	}
+	/* A refusal completes at once (pool_rc); the load later, on the loop. */
+	st->pool_sync = true;
+	st->pool_rc = 0;
+	app_ns_pool_create(st->t, st->s, &po, app_setup_pool_done, st);
+	st->pool_sync = false;
+	return st->pool_rc;
+}
+
 /* Adds the namespaces from next_ns on; returns 0 when done or paused on an NBD creation. */
 static int app_setup_continue(struct app_setup *st)
 {
@@ -691,6 +776,8 @@ static int app_setup_continue(struct app_setup *st)
 		if (rc)
 			return rc;
 	}
+	if (st->o->ns_pool && !st->s->pool)
+		return app_setup_pool(st);
 	return app_setup_finish(st);
 }
 
@@ -730,6 +817,8 @@ static int app_rpc_register(struct rpc_server *srv)
 		rc = rpc_emu_register(srv);
 	if (!rc)
 		rc = rpc_health_register(srv);
+	if (!rc)
+		rc = rpc_ns_pool_register(srv);
 	return rc;
 }
 

@@ -70,6 +70,9 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 	const char *method;
 
 	bdev_get_info(bdev, &info);
+	/* A pool's namespaces are re-made by the pool (nvmf_emu_ns_pool_create). */
+	if (!strcmp(info.module_name, BDEV_REGION_MODULE))
+		return 0;
 	bdev_uuid_format(info.uuid, uuid);
 	if (info.base_name && !strcmp(info.module_name, "error")) {
 		/* SPDK's bdev_error_create names the bdev itself (EE_<base_name>). */
@@ -205,6 +208,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			json_object_object_add(p, "namespace", n);
 			rpc_config_add(config, "nvmf_subsystem_add_ns", p);
 		}
+		if ((p = rpc_ns_pool_config(s)))
+			rpc_config_add(config, "nvmf_emu_ns_pool_create", p);
 		if (s->fn &&
 		    (s->state == APP_LISTENER_LIVE || s->state == APP_LISTENER_ATTACHING)) {
 			struct json_object *a = json_object_new_object();

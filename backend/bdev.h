@@ -201,6 +201,20 @@ int bdev_aio_create(const char *name, const struct bdev_aio_opts *opts, struct b
  */
 int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct bdev **out);
 
+/* Module name of region bdevs (bdev_get_module_name). */
+#define BDEV_REGION_MODULE "nspool_region"
+/*
+ * Creates a region bdev: `num_blocks` blocks of `block_size` bytes (a multiple of the base's
+ * block size) starting at block `offset_blocks` of `base`, stacked over it without copying: every
+ * io is one io of the base, shifted (deallocate ranges in batches). Supported I/O types and the
+ * write cache are the base's. The base is held open until the region is deleted. Channels are
+ * created on the base on the same thread and share its eventfd. Errors: -EINVAL (window outside
+ * the base, block size, the base's per-I/O context too large), -EEXIST, -ENOMEM. Main thread.
+ */
+int bdev_region_create(const char *name, struct bdev *base, uint64_t offset_blocks,
+		       uint64_t num_blocks, uint32_t block_size, const uint8_t *uuid,
+		       struct bdev **out);
+
 /* Options of an NBD bdev. Zero-initialise, then set what you need. */
 struct bdev_nbd_opts {
 	const char *uri;	    /* an NBD URI as libnbd parses it: nbd://, nbds://, nbd+unix://,

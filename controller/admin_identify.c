@@ -59,6 +59,7 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 		id->sgls = NVME_SGLS_SUPPORTED | NVME_SGLS_BIT_BUCKET | NVME_SGLS_EXCESS_LEN;
 	snprintf(id->subnqn, sizeof(id->subnqn), "%s", ctrlr->subnqn);
 	id->psd[0].mp = CTRLR_PS0_CENTIWATTS;
+	ctrlr_nsm_identify_ctrl(ctrlr, id);
 }
 
 static void ctrlr_le128_put(uint8_t *dst, uint64_t v)
@@ -73,6 +74,7 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	id->ncap = ns->num_blocks;
 	id->nuse = ns->num_blocks;
 	id->nsfeat = ns->has_unmap ? NVME_NSFEAT_THIN : 0;
+	id->nmic = ns->nmic;
 	id->nlbaf = 0; /* one LBA format (0-based count) */
 	id->flbas = 0;
 	/* Deallocated blocks read back as zeroes; Write Zeroes may deallocate. */
@@ -127,7 +129,46 @@ static void ctrlr_identify_descs(const struct ctrlr_ns *ns, uint8_t *buf)
 static void ctrlr_identify_ns_indep(const struct ctrlr_ns *ns, struct nvme_id_ns_indep *id)
 {
 	id->nsfeat = ns->has_unmap ? NVME_NSFEAT_THIN : 0;
+	id->nmic = ns->nmic;
 	id->nstat = NVME_NSTAT_READY;
+}
+
+/* CNS 10h allocated NSIDs, 11h Identify Namespace of an allocated NSID (attached or not), 12h
+ * controllers attached to NSID, 13h controllers of the subsystem (Base 2.0 5.17.2.x): only with
+ * Namespace Management (OACS bit 3). */
+static uint16_t ctrlr_identify_nsm(struct ctrlr *ctrlr, uint8_t cns, uint32_t nsid,
+				   uint16_t cntid, uint8_t *buf)
+{
+	struct ctrlr_ns snap, *ns;
+
+	if (!ctrlr->pool)
+		return NVME_SC_INVALID_FIELD;
+	switch (cns) {
+	case NVME_CNS_ALLOC_NS_LIST:
+		if (nsid >= 0xfffffffeu)
+			return NVME_SC_INVALID_NS;
+		ctrlr_nsm_allocated_list(ctrlr, nsid, (uint32_t *)buf);
+		return NVME_SC_SUCCESS;
+	case NVME_CNS_ALLOC_NS:
+		if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES)
+			return NVME_SC_INVALID_NS;
+		if (ctrlr_nsm_ns_snapshot(ctrlr, nsid, &snap)) {
+			ctrlr_identify_ns(&snap, (struct nvme_id_ns *)buf);
+		} else if ((ns = ctrlr_ns_get(ctrlr, nsid))) {
+			ctrlr_identify_ns(ns, (struct nvme_id_ns *)buf);
+			ctrlr_ns_put(ns);
+		}
+		/* An unallocated NSID reads as zeroes. */
+		return NVME_SC_SUCCESS;
+	case NVME_CNS_NS_CTRL_LIST:
+		if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES)
+			return NVME_SC_INVALID_NS;
+		ctrlr_nsm_ctrl_list(ctrlr, nsid, cntid, (uint16_t *)buf);
+		return NVME_SC_SUCCESS;
+	default:
+		ctrlr_nsm_ctrl_list(ctrlr, 0, cntid, (uint16_t *)buf);
+		return NVME_SC_SUCCESS;
+	}
 }
 
 void ctrlr_admin_identify(struct ctrlr_req *req)
@@ -202,6 +243,12 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 		else if (cns == NVME_CNS_CS_INDEP_NS)
 			ctrlr_identify_ns_indep(ns, &buf.indep);
 		ctrlr_ns_put(ns);
+		break;
+	case NVME_CNS_ALLOC_NS_LIST: /* CNS 10h-13h: Namespace Management (admin_ns_mgmt.c) */
+	case NVME_CNS_ALLOC_NS:
+	case NVME_CNS_NS_CTRL_LIST:
+	case NVME_CNS_CTRL_LIST:
+		st = ctrlr_identify_nsm(ctrlr, cns, nsid, req->sqe.cdw10 >> 16, buf.raw);
 		break;
 	default:
 		st = NVME_SC_INVALID_FIELD;

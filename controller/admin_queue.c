@@ -31,6 +31,11 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
     /* Activation changes the controller's capabilities (its revision) and may reset it. */
     [NVME_ADM_FW_COMMIT] = {ctrlr_admin_fw_commit, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
     [NVME_ADM_GET_LBA_STATUS] = {ctrlr_admin_get_lba_status, NVME_CMD_EFFECTS_CSUPP},
+    /* With a capacity pool only (ctrlr_admin_effects): the namespace inventory changes, and
+     * Namespace Management changes Identify Controller's UNVMCAP. */
+    [NVME_ADM_NS_MGMT] = {ctrlr_admin_ns_mgmt, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC |
+						   NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_CCC},
+    [NVME_ADM_NS_ATTACH] = {ctrlr_admin_ns_attach, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC},
     [NVME_ADM_FORMAT_NVM] = {ctrlr_admin_format, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
 						     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
 						     NVME_CMD_EFFECTS_CSE_NS},
@@ -39,6 +44,8 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
 uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode)
 {
 	if (opcode == NVME_ADM_DBBUF && ctrlr->cfg.no_dbbuf)
+		return 0;
+	if ((opcode == NVME_ADM_NS_MGMT || opcode == NVME_ADM_NS_ATTACH) && !ctrlr->pool)
 		return 0;
 	if (opcode >= NVME_ADM_VENDOR_FIRST)
 		return ctrlr_vendor_effects(ctrlr, false, opcode);

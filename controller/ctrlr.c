@@ -108,6 +108,8 @@ static void ctrlr_ns_put_done(void *arg)
 
 	ctrlr_ns_shared_detach(ns); /* the claim goes with the namespace's last controller */
 	bdev_close(ns->bdev);
+	if (ns->released_fn)
+		ns->released_fn(ns->released_arg);
 	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 && ctrlr->destroying)
 		ctrlr_destroy_step(ctrlr);
 }
@@ -123,6 +125,8 @@ static void ctrlr_ns_release(struct ctrlr_ns *ns)
 		 * open rather than close it under them (it cannot be deleted then; said here). */
 		LOG_ERR(CTRLR_LOG, "ns %u: out of memory releasing bdev %s: it stays open",
 			ns->nsid, bdev_get_name(ns->bdev));
+		if (ns->released_fn)
+			ns->released_fn(ns->released_arg);
 		if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 &&
 		    ctrlr->destroying)
 			ctrlr_destroy_step(ctrlr);
@@ -197,6 +201,7 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 		ctrlr->cqs[0] = NULL;
 	}
 	ctrlr_dbbuf_release(ctrlr);
+	ctrlr_pool_unbind(ctrlr);
 	ctrlr->destroying = true;
 	ctrlr->destroy_done = done;
 	ctrlr->destroy_arg = arg;
@@ -292,6 +297,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	ns->num_blocks = bdev_get_num_blocks(bdev);
 	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
 	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
+	ns->nmic = opts ? opts->nmic & 1 : 0;
 	bdev_get_uuid(bdev, ns->uuid);
 	if (opts && opts->uuid)
 		memcpy(ns->uuid, opts->uuid, 16);
@@ -359,11 +365,18 @@ static void ctrlr_ns_try_release(struct ctrlr_ns *ns, bool on_admin)
 
 int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
 {
+	return ctrlr_ns_detach(ctrlr, nsid, NULL, NULL);
+}
+
+int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *arg), void *arg)
+{
 	struct ctrlr_ns *ns;
 
 	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
 		return -ENOENT;
 	ns = ctrlr->ns[nsid - 1];
+	ns->released_fn = released;
+	ns->released_arg = arg;
 	CTRLR_STORE(ctrlr->ns[nsid - 1], NULL);
 	ctrlr_ns_shared_unlink(ns);
 	ns->dead_next = ctrlr->dead_ns;

@@ -66,6 +66,7 @@ struct ctrlr_ns_opts {
 	 * same bdev (reservations, PTPL file, fused Compare and Write locks), or NULL: a private
 	 * one. Controllers sharing one must run their admin side on the same thread. */
 	struct ctrlr_ns_shared *shared;
+	uint8_t nmic;	      /* Identify Namespace NMIC (bit 0: may be shared) */
 };
 
 /*
@@ -132,6 +133,80 @@ void ctrlr_health_get(struct ctrlr *ctrlr, struct ctrlr_health_info *out);
 
 /* Number of attached namespaces. */
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);
+
+/* ---- Namespace Management capacity pool (ns_pool.c, admin_ns_mgmt.c) ---- */
+
+/*
+ * A capacity pool is one bdev (512-byte blocks) out of which the host creates namespaces with
+ * Namespace Management and attaches them with Namespace Attachment (OACS bit 3). Each namespace
+ * is a region bdev (module BDEV_REGION_MODULE, named <pool bdev>n<nsid>) over a contiguous
+ * extent of the pool, so no data is copied. The layout lives in the first 8 KiB of the pool
+ * bdev (two alternating header copies; namespaces from 1 MiB on, in 1 MiB units), so a pool on
+ * a file keeps its namespaces, their data and their attachment across restarts. A pool belongs
+ * to one NVM subsystem and outlives its controllers. Main (admin) thread only.
+ */
+struct ctrlr_ns_pool;
+struct evloop;
+
+/* One namespace of a pool, as reported (and as a configuration lists it to re-create it). */
+struct ctrlr_ns_pool_ns_info {
+	uint32_t nsid;
+	uint64_t offset_bytes, size_bytes; /* the extent in the pool */
+	uint64_t num_blocks;
+	uint32_t block_size;
+	bool attached; /* to the subsystem's controller */
+	bool shared;   /* NMIC bit 0 */
+	uint8_t uuid[16];
+	char bdev_name[64];
+};
+
+struct ctrlr_ns_pool_info {
+	char bdev_name[64];
+	uint64_t total_bytes, free_bytes, largest_free_bytes; /* of the namespace area */
+	uint64_t granule;				      /* allocation unit, bytes */
+	uint64_t generation;				      /* header updates */
+	uint32_t max_nsid, num_ns;
+};
+
+struct ctrlr_ns_pool_opts {
+	struct bdev *bdev;    /* the pool (claimed and held open by it) */
+	struct evloop *loop;  /* the main thread's loop: header I/O */
+	uint32_t max_nsid;    /* NSIDs handed out: 1..max_nsid (0: CTRLR_MAX_NAMESPACES) */
+	const bool *reserved; /* [CTRLR_MAX_NAMESPACES]: NSIDs the operator's namespaces hold, or NULL */
+	bool format;	      /* use a bdev that holds data but no pool header (it is overwritten) */
+	/* Namespaces to lay out again when the bdev holds no header (a RAM pool restored from a
+	 * configuration); ignored when it does (the header is the truth). */
+	const struct ctrlr_ns_pool_ns_info *ns;
+	uint32_t num_ns;
+};
+
+/* How a pool creation ended: rc 0 and the pool, or -errno and a message for people. */
+typedef void (*ctrlr_ns_pool_done_fn)(void *arg, int rc, const char *msg,
+				      struct ctrlr_ns_pool *pool);
+
+/*
+ * Creates a pool on o->bdev: reads its header asynchronously (a blank bdev is formatted), then
+ * done(arg, ...) runs on the loop, never from inside this call. Returns 0 (done will run) or
+ * -EINVAL (bad options, block size not 512), -ENOSPC (smaller than 2 MiB), -EBUSY (bdev
+ * claimed), -ENOMEM, without calling done.
+ */
+int ctrlr_ns_pool_create(const struct ctrlr_ns_pool_opts *o, ctrlr_ns_pool_done_fn done,
+			 void *arg);
+/* Deletes the namespaces' region bdevs and frees the pool (the bdev itself stays). -EBUSY while
+ * a controller is bound or a command is using it. */
+int ctrlr_ns_pool_destroy(struct ctrlr_ns_pool *pool);
+/* Binds the subsystem's controller (after its operator namespaces were added): the pool's
+ * namespaces marked attached are attached to it, and it advertises Namespace Management. The
+ * binding ends with ctrlr_destroy. 0 or -errno (-EBUSY: already bound). */
+int ctrlr_ns_pool_bind(struct ctrlr_ns_pool *pool, struct ctrlr *ctrlr);
+/* Marks an NSID as held (or no longer) by an operator namespace: the pool never hands it out. */
+void ctrlr_ns_pool_reserve(struct ctrlr_ns_pool *pool, uint32_t nsid, bool reserved);
+/* True when `nsid` is a namespace of the pool. */
+bool ctrlr_ns_pool_owns(const struct ctrlr_ns_pool *pool, uint32_t nsid);
+void ctrlr_ns_pool_get_info(const struct ctrlr_ns_pool *pool, struct ctrlr_ns_pool_info *info);
+/* Fills *out for namespace `nsid` of the pool; false if it has none. */
+bool ctrlr_ns_pool_get_ns(const struct ctrlr_ns_pool *pool, uint32_t nsid,
+			  struct ctrlr_ns_pool_ns_info *out);
 
 /* ---- Vendor-specific commands (admin 0xC0-0xFF, I/O 0x80-0xFF) ---- */
 

@@ -895,5 +895,28 @@ NVME_STATIC_ASSERT(sizeof(struct nvme_resv_notify_log) == 64, "reservation notif
 #define NVME_RESCAP_IEKEY (1u << 7)
 /* CDW0 FUSE field. */
 enum nvme_fuse { NVME_FUSE_NONE = 0, NVME_FUSE_FIRST = 1, NVME_FUSE_SECOND = 2 };
+/* ---- Namespace Management and Attachment (Base 2.0 sections 5.22, 5.23, 8.11) ---- */
+#define NVME_ADM_NS_MGMT 0x0d
+#define NVME_ADM_NS_ATTACH 0x15
+#define NVME_OACS_NS_MGMT (1u << 3)
+#define NVME_NS_MGMT_SEL_CREATE 0x0
+#define NVME_NS_MGMT_SEL_DELETE 0x1
+#define NVME_NS_ATTACH_SEL_ATTACH 0x0
+#define NVME_NS_ATTACH_SEL_DETACH 0x1
+#define NVME_CNS_ALLOC_NS_LIST 0x10
+#define NVME_CNS_ALLOC_NS 0x11
+#define NVME_CNS_NS_CTRL_LIST 0x12
+#define NVME_CNS_CTRL_LIST 0x13
+#define NVME_CTRL_LIST_MAX 2047 /* identifiers in a Controller List (Figure 137) */
+/* Command specific status values (SCT 1h) of Namespace Management / Attachment. */
+#define NVME_SC_NS_INSUFFICIENT_CAP 0x0115
+#define NVME_SC_NS_ID_UNAVAILABLE 0x0116
+#define NVME_SC_NS_ALREADY_ATTACHED 0x0118
+#define NVME_SC_NS_IS_PRIVATE 0x0119
+#define NVME_SC_NS_NOT_ATTACHED 0x011a
+#define NVME_SC_THIN_PROV_NOT_SUPP 0x011b
+#define NVME_SC_CTRL_LIST_INVALID 0x011c
+#define NVME_SC_ANA_GROUP_ID_INVALID 0x0124
+#define NVME_SC_IOCS_NOT_SUPPORTED 0x0129
 
 #endif

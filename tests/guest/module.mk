@@ -18,6 +18,8 @@ GUEST_TESTS += tests/guest/test-kill-during-io.sh
 GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Reservations with nvme-cli, and Persist Through Power Loss across a daemon restart.
 GUEST_TESTS += tests/guest/test-resv.sh
+# Namespace Management and Attachment from nvme-cli over a file pool, across a daemon restart.
+GUEST_TESTS += tests/guest/test-ns-mgmt.sh
 # Two guests, eight functions, fio verify while one is reset, FLR'd and re-plugged (60 s here;
 # make soak: an hour).
 GUEST_TESTS += tests/guest/test-soak.sh
