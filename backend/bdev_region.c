@@ -1,22 +1,19 @@
 /* backend/bdev_region.c - region bdev: a window of blocks of another (base) bdev, stacked over it
  * without copying (each io becomes one io of the base, shifted), as the namespaces carved out of
  * a capacity pool are. */
-#include "backend/bdev_internal.h"
+#include "backend/bdev_vbdev.h"
 #include "common/log.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Deallocate ranges translated per base io; more ranges go in further rounds. */
 #define BDEV_REGION_RANGES 8
-/* Per-io context: the translation state and the base io (with its own context) after it. Sized
- * for every module of this tree (checked at creation); within the controller's per-I/O budget. */
-#define BDEV_REGION_CTX_SIZE 448
 
 struct bdev_region {
+	struct bdev_module_ops ops; /* io_ctx_size depends on the base */
 	struct bdev *base;
 	uint64_t offset; /* in base blocks */
 	uint32_t ratio;	 /* region block size / base block size */
@@ -26,12 +23,12 @@ struct bdev_region_chan {
 	struct bdev_channel *base_ch;
 };
 
+/* The region's part of an io's context; the base's io follows it (bdev_vbdev.h). */
 struct bdev_region_io {
-	struct bdev_io *parent;
 	uint32_t next_range; /* UNMAP: the first parent range not yet sent */
 	struct bdev_range ranges[BDEV_REGION_RANGES];
-	_Alignas(16) unsigned char child[]; /* struct bdev_io of the base */
 };
+#define BDEV_REGION_OWN ((sizeof(struct bdev_region_io) + 15) & ~(size_t)15)
 
 static struct bdev_region_io *bdev_region_io(struct bdev_io *io)
 {
@@ -40,7 +37,7 @@ static struct bdev_region_io *bdev_region_io(struct bdev_io *io)
 
 static struct bdev_io *bdev_region_child(struct bdev_io *io)
 {
-	return (struct bdev_io *)bdev_region_io(io)->child;
+	return (struct bdev_io *)(io->driver_ctx + BDEV_REGION_OWN);
 }
 
 static void bdev_region_destruct(struct bdev *bdev)
@@ -52,36 +49,25 @@ static void bdev_region_destruct(struct bdev *bdev)
 }
 
 /*
- * The region's channel shares the base channel's eventfd: the base (or the kernel, for aio and
- * io_uring, which signal it directly) wakes the poll group that watches the region, whose poll
- * then reaps the base channel (bdev_region_poll) and completes the region ios in the same pass.
+ * A channel on the base whose fd wakes the region's channel (bdev_vbdev_chan_open): the poll
+ * group watching the region reaps the base channel in the region's poll (bdev_region_poll) and
+ * delivers the region ios in the same pass.
  */
 static int bdev_region_channel_create(struct bdev_channel *ch)
 {
 	struct bdev_region *r = ch->bdev->ctx;
 	struct bdev_region_chan *c = calloc(1, sizeof(*c));
-	int rc, fd;
+	int rc;
 
 	if (!c)
 		return -ENOMEM;
-	rc = bdev_channel_create(r->base, &c->base_ch);
-	if (rc)
-		goto out_free;
-	fd = dup(bdev_channel_get_fd(c->base_ch));
-	if (fd < 0) {
-		rc = -errno;
-		goto out_destroy;
+	rc = bdev_vbdev_chan_open(ch, r->base, &c->base_ch);
+	if (rc) {
+		free(c);
+		return rc;
 	}
-	close(ch->efd);
-	ch->efd = fd;
 	ch->drv = c;
 	return 0;
-
-out_destroy:
-	bdev_channel_destroy(c->base_ch);
-out_free:
-	free(c);
-	return rc;
 }
 
 static void bdev_region_channel_destroy(struct bdev_channel *ch)
@@ -140,7 +126,6 @@ static void bdev_region_submit(struct bdev_channel *ch, struct bdev_io *io)
 	struct bdev_region_io *rio = bdev_region_io(io);
 	struct bdev_io *child = bdev_region_child(io);
 
-	rio->parent = io;
 	rio->next_range = 0;
 	if (io->type == BDEV_IO_UNMAP) {
 		bdev_region_unmap_next(ch, io);
@@ -181,8 +166,7 @@ static void bdev_region_get_info(const struct bdev *bdev, struct bdev_info *info
 static const struct bdev_module_ops bdev_region_ops = {
 	.module_name = BDEV_REGION_MODULE,
 	.product_name = "Region of a capacity pool",
-	.io_ctx_size = BDEV_REGION_CTX_SIZE,
-	/* Narrowed to the base's types and cache at creation. */
+	/* Set per region (the base's io follows ours); types and cache are the base's. */
 	.io_types = 1u << BDEV_IO_READ | 1u << BDEV_IO_WRITE | 1u << BDEV_IO_FLUSH |
 		    1u << BDEV_IO_WRITE_ZEROES | 1u << BDEV_IO_UNMAP,
 	.has_write_cache = true,
@@ -210,15 +194,15 @@ int bdev_region_create(const char *name, struct bdev *base, uint64_t offset_bloc
 	if (!num_blocks || num_blocks > base->num_blocks / ratio ||
 	    offset_blocks > base->num_blocks - num_blocks * ratio)
 		return -EINVAL;
-	if (offsetof(struct bdev_region_io, child) + bdev_io_size(base) > BDEV_REGION_CTX_SIZE)
-		return -EINVAL;
-	rc = bdev_alloc(name, &bdev_region_ops, block_size, num_blocks, uuid, &b);
-	if (rc)
-		return rc;
 	r = calloc(1, sizeof(*r));
-	if (!r) {
-		rc = -ENOMEM;
-		goto out_free_bdev;
+	if (!r)
+		return -ENOMEM;
+	r->ops = bdev_region_ops;
+	r->ops.io_ctx_size = bdev_vbdev_ctx_size(sizeof(struct bdev_region_io), base);
+	rc = bdev_alloc(name, &r->ops, block_size, num_blocks, uuid, &b);
+	if (rc) {
+		free(r);
+		return rc;
 	}
 	r->base = base;
 	r->offset = offset_blocks;
@@ -238,7 +222,6 @@ int bdev_region_create(const char *name, struct bdev *base, uint64_t offset_bloc
 out_close:
 	bdev_close(base);
 	free(r);
-out_free_bdev:
 	bdev_free(b);
 	return rc;
 }
