@@ -172,6 +172,8 @@ assert len(b)==1 and b[0]['params']['uri']=='$URI' and b[0]['params']['num_conne
 stop_daemon
 rm -f "$D/rpc.sock"
 check "restart with -c config.json" daemon -r "$D/rpc.sock" -c "$D/config.json"
+# bdev creates from the file are asynchronous: wait for the end of the load, as SPDK users do.
+check "framework_wait_init after -c" rpc framework_wait_init
 if rpc bdev_get_bdevs --name Nbd0 && grep -q '"connected": 2' <<< "$out"; then
 	pass "the NBD bdev is back, connected"
 else

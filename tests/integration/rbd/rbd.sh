@@ -116,6 +116,8 @@ assert len(b)==1 and b[0]['params']['rbd_name']=='disk0' and b[0]['params']['con
 check "nvme-emu exits cleanly" stop_daemon
 rm -f "$D/rpc.sock"
 check "restart with -c config.json" daemon -r "$D/rpc.sock" -c "$D/config.json"
+# bdev creates from the file are asynchronous: wait for the end of the load, as SPDK users do.
+check "framework_wait_init after -c" rpc framework_wait_init
 if rpc bdev_get_bdevs --name Ceph0 && grep -q '"num_blocks": 8192' <<< "$out"; then
 	pass "the RBD bdev is back"
 else
