@@ -413,7 +413,8 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		f->write_atomic = cdw11 & 1;
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_ASYNC_EVENT:
-		f->async_event = cdw11 & (NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR | NVME_AEC_FW_ACT);
+		f->async_event = cdw11 & (NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR | NVME_AEC_FW_ACT |
+					  NVME_AEC_TELEMETRY);
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_AUTO_PST:
 		st = ctrlr_req_copy_from_host(req, f->apst_table, NVME_APST_DATA_SIZE);
@@ -428,6 +429,7 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		if (st)
 			return st;
 		memcpy(&ms, data, 6);
+		ctrlr_pel_timestamp_change(ctrlr);
 		f->timestamp_ms = ms;
 		f->timestamp_set_us = evloop_now_us();
 		return NVME_SC_SUCCESS;

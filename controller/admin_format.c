@@ -64,6 +64,8 @@ void ctrlr_admin_format(struct ctrlr_req *req)
 	uint32_t cdw10 = req->sqe.cdw10;
 	uint16_t st;
 
+	/* A device self-test in progress ends (8.11). */
+	ctrlr_dst_abort(req->sq->ctrlr, NVME_DST_RES_ABORTED_FORMAT);
 	if (NVME_FORMAT_LBAF(cdw10) != 0 || NVME_FORMAT_MSET(cdw10) || NVME_FORMAT_PI(cdw10))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FORMAT,
 					      offsetof(struct nvme_sqe, cdw10));

@@ -174,5 +174,6 @@ void ctrlr_admin_fw_commit(struct ctrlr_req *req)
 					 NVME_LOG_FW_SLOT);
 		ctrlr_fw_activate(ctrlr, fs);
 	}
+	ctrlr_pel_fw_commit(ctrlr, rev, ca, fs);
 	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }

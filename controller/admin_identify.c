@@ -28,15 +28,20 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->ver = ctrlr->vs;
 	id->rtd3r = CTRLR_RTD3E_US;
 	id->rtd3e = CTRLR_RTD3E_US;
-	id->oaes = NVME_OAES_NS_ATTR | NVME_OAES_FW_ACT;
+	id->oaes = NVME_OAES_NS_ATTR | NVME_OAES_FW_ACT | NVME_OAES_TELEMETRY;
 	id->cntrltype = NVME_CTRL_TYPE_IO;
-	id->oacs = NVME_OACS_FORMAT | NVME_OACS_GET_LBA_STATUS | NVME_OACS_FW |
+	id->oacs = NVME_OACS_FORMAT | NVME_OACS_GET_LBA_STATUS | NVME_OACS_FW | NVME_OACS_SELF_TEST |
 		   (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);
 	id->acl = CTRLR_ACL;
 	id->aerl = CTRLR_AERL;
 	id->frmw = NVME_FRMW_SLOT1_RO | NVME_FRMW_SLOTS(CTRLR_FW_SLOTS) | NVME_FRMW_ACT_NO_RESET;
 	id->fwug = CTRLR_FW_GRAN / 4096;
-	id->lpa = NVME_LPA_SMART_PER_NS | NVME_LPA_CMD_EFFECTS | NVME_LPA_EXT_DATA;
+	id->lpa = NVME_LPA_SMART_PER_NS | NVME_LPA_CMD_EFFECTS | NVME_LPA_EXT_DATA |
+		  NVME_LPA_TELEMETRY | NVME_LPA_PEL;
+	id->edstt = ctrlr_dst_edstt(ctrlr);
+	id->dsto = NVME_DSTO_ONE_AT_A_TIME;
+	id->sanicap = ctrlr_sanicap(ctrlr);
+	id->pels = CTRLR_PEL_MAX_BYTES / 65536; /* in 64 KiB units */
 	id->elpe = CTRLR_ERROR_LOG_ENTRIES - 1;
 	id->npss = 0;
 	id->wctemp = CTRLR_WCTEMP_K;

@@ -13,7 +13,8 @@
 static const uint8_t ctrlr_log_ids[] = {
     NVME_LOG_SUPPORTED, NVME_LOG_ERROR,	     NVME_LOG_SMART,
     NVME_LOG_FW_SLOT,	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
-    NVME_LOG_LBA_STATUS, NVME_LOG_RESV_NOTIFY,
+    NVME_LOG_LBA_STATUS, NVME_LOG_RESV_NOTIFY, NVME_LOG_SELF_TEST, NVME_LOG_TELEMETRY_HOST,
+    NVME_LOG_TELEMETRY_CTRL, NVME_LOG_PERSISTENT_EVENT, NVME_LOG_SANITIZE,
 };
 
 static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf)
@@ -46,6 +47,8 @@ static void ctrlr_u128_put(uint8_t *dst, uint64_t v)
 
 /* SMART / Health (Base 2.0 5.16.1.3): the controller's counters for NSID 0 or FFFFFFFFh; for a
  * namespace (LPA bit 0), those of its bdev: bytes and commands read and written, errors. */
+size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf);
+
 static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf)
 {
 	struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
@@ -81,6 +84,11 @@ static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t 
 		       __atomic_load_n(&ctrlr->error_count, __ATOMIC_RELAXED));
 	s->temp_sensor[0] = ctrlr_health_temp(ctrlr);
 	return sizeof(*s);
+}
+
+size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf)
+{
+	return ctrlr_log_smart(ctrlr, NULL, buf);
 }
 
 static size_t ctrlr_log_changed_ns(struct ctrlr *ctrlr, uint8_t *buf, bool rae)
@@ -174,6 +182,18 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		break;
 	case NVME_LOG_RESV_NOTIFY: /* io_resv.c */
 		size = ctrlr_log_resv_notify(ctrlr, buf, rae);
+		break;
+	case NVME_LOG_SELF_TEST:
+	case NVME_LOG_TELEMETRY_HOST:
+	case NVME_LOG_TELEMETRY_CTRL:
+	case NVME_LOG_PERSISTENT_EVENT:
+	case NVME_LOG_SANITIZE:
+		/* admin_bg.c: sizes of their own (telemetry and the event log grow). */
+		free(buf);
+		buf = NULL;
+		st = ctrlr_log_ext(req, lid, &buf, &size);
+		if (st)
+			return ctrlr_req_complete(req, st);
 		break;
 	default:
 		free(buf);

@@ -6,8 +6,6 @@
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 
-static void ctrlr_admin_abort(struct ctrlr_req *req);
-
 struct ctrlr_admin_cmd {
 	ctrlr_req_exec_fn exec;
 	uint32_t effects;
@@ -36,6 +34,10 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
     [NVME_ADM_NS_MGMT] = {ctrlr_admin_ns_mgmt, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC |
 						   NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_CCC},
     [NVME_ADM_NS_ATTACH] = {ctrlr_admin_ns_attach, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC},
+    [NVME_ADM_SELF_TEST] = {ctrlr_admin_self_test, NVME_CMD_EFFECTS_CSUPP},
+    /* Changes every namespace's data; no other command may run on them meanwhile. */
+    [NVME_ADM_SANITIZE] = {ctrlr_admin_sanitize, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
+						     NVME_CMD_EFFECTS_CSE_CTRL},
     [NVME_ADM_FORMAT_NVM] = {ctrlr_admin_format, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
 						     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
 						     NVME_CMD_EFFECTS_CSE_NS},
@@ -63,6 +65,11 @@ void ctrlr_admin_exec(struct ctrlr_req *req)
 		  req->sqe.nsid);
 	if (req->sqe.cdw0.bits.fuse)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
+	ctrlr_abort_arm(req);
+	/* A sanitize operation (or its failure) lets only a few admin commands through (8.21). */
+	st = ctrlr_san_admin_check(req);
+	if (st)
+		return ctrlr_req_complete(req, st);
 	if (opc >= NVME_ADM_VENDOR_FIRST) {
 		v = ctrlr_vendor_lookup(ctrlr, false, opc);
 		if (!v)
@@ -309,29 +316,6 @@ void ctrlr_sq_delete_done(struct ctrlr_sq *sq)
 	if (req)
 		ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	ctrlr_reset_continue(ctrlr);
-}
-
-/* ---- Abort ---- */
-
-/* Commands run as soon as they are fetched, so only a waiting Asynchronous Event Request can be
- * aborted; CDW0 bit 0 = 1 reports "not aborted" (section 5.1). */
-static void ctrlr_admin_abort(struct ctrlr_req *req)
-{
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-	uint16_t sqid = req->sqe.cdw10 & 0xffff;
-	uint16_t cid = req->sqe.cdw10 >> 16;
-
-	req->cdw0 = 1;
-	if (sqid == 0) {
-		for (uint32_t i = 0; i < ctrlr->num_aer_reqs; i++) {
-			if (ctrlr->aer_reqs[i]->sqe.cdw0.bits.cid == cid) {
-				ctrlr_aer_abort(ctrlr->aer_reqs[i]);
-				req->cdw0 = 0;
-				break;
-			}
-		}
-	}
-	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }
 
 /* ---- Doorbell Buffer Config ---- */

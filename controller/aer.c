@@ -64,7 +64,9 @@ void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t l
 	/* Notices are opt-in through Asynchronous Event Configuration; errors always report. */
 	if (type == NVME_AER_TYPE_NOTICE &&
 	    !(ctrlr->feat.async_event &
-	      (info == NVME_AER_NOTICE_FW_ACT_START ? NVME_AEC_FW_ACT : NVME_AEC_NS_ATTR)))
+	      (info == NVME_AER_NOTICE_FW_ACT_START	? NVME_AEC_FW_ACT
+	       : info == NVME_AER_NOTICE_TELEMETRY ? NVME_AEC_TELEMETRY
+						   : NVME_AEC_NS_ATTR)))
 		return;
 	for (uint32_t i = 0; i < ctrlr->aer_count; i++)
 		if (ctrlr->aer_queue[i].type == type && ctrlr->aer_queue[i].info == info)
@@ -112,7 +114,7 @@ void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid)
 		unmask = 1u << NVME_AER_TYPE_ERROR;
 	else if (lid == NVME_LOG_SMART)
 		unmask = 1u << NVME_AER_TYPE_SMART;
-	else if (lid == NVME_LOG_CHANGED_NS)
+	else if (lid == NVME_LOG_CHANGED_NS || lid == NVME_LOG_TELEMETRY_CTRL)
 		unmask = 1u << NVME_AER_TYPE_NOTICE;
 	else if (lid == NVME_LOG_RESV_NOTIFY)
 		unmask = 1u << NVME_AER_TYPE_IO_SPECIFIC;

@@ -82,6 +82,10 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	ctrlr_health_init(ctrlr);
 	ctrlr_fw_init(ctrlr);
 	ctrlr->created_us = evloop_now_us();
+	ret = ctrlr_ext_init(ctrlr);
+	if (ret)
+		goto out_free;
+	ctrlr_pel_add(ctrlr, NVME_PEL_POWER_ON_RESET, NULL, 0);
 	ret = ctrlr_vendor_register_defaults(ctrlr);
 	if (ret)
 		goto out_free_vendor;
@@ -90,6 +94,7 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 
 out_free_vendor:
 	ctrlr_vendor_free_all(ctrlr);
+	ctrlr_ext_fini(ctrlr);
 out_free:
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
@@ -157,6 +162,7 @@ static void ctrlr_destroy_finish(void *arg)
 	}
 	ctrlr_vendor_free_all(ctrlr);
 	ctrlr_fw_fini(ctrlr);
+	ctrlr_ext_fini(ctrlr);
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
 	free(ctrlr->sqs);
@@ -189,6 +195,7 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 	}
 	if (ctrlr->io_sqs || ctrlr->io_cqs || ctrlr->queue_ops_pending ||
 	    ctrlr->state == CTRLR_ST_RESETTING || ctrlr_visits_running(ctrlr) ||
+	    ctrlr_bg_inflight(ctrlr) ||
 	    (ctrlr->sqs[0] && ctrlr->sqs[0]->inflight))
 		return -EBUSY;
 	ctrlr_aer_reset(ctrlr);
@@ -421,9 +428,12 @@ struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid)
 
 void ctrlr_ns_put(struct ctrlr_ns *ns)
 {
-	if (__atomic_sub_fetch(&ns->inflight, 1, __ATOMIC_SEQ_CST) == 0 &&
-	    __atomic_load_n(&ns->removing, __ATOMIC_SEQ_CST))
+	if (__atomic_sub_fetch(&ns->inflight, 1, __ATOMIC_SEQ_CST) != 0)
+		return;
+	if (__atomic_load_n(&ns->removing, __ATOMIC_SEQ_CST))
 		ctrlr_ns_try_release(ns, false);
+	else if (ctrlr_san_draining(ns->ctrlr))
+		ctrlr_san_ns_idle(ns->ctrlr);
 }
 
 /* ---- reset / shutdown / FLR ---- */
@@ -486,6 +496,10 @@ void ctrlr_reset_continue(struct ctrlr *ctrlr)
 	 * the teardown frees. Its end calls us again. */
 	if (ctrlr_visits_running(ctrlr))
 		return;
+	/* The controller's own background bdev request (self-test, sanitize) returns first; its
+	 * completion calls us again. */
+	if (ctrlr_bg_inflight(ctrlr))
+		return;
 	/* Admin commands still running (e.g. Format NVM on a bdev) finish first. */
 	if (asq && asq->inflight) {
 		asq->stop_done = ctrlr_admin_sq_drained;
@@ -540,6 +554,7 @@ void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
 		return;
 	CTRLR_STORE(ctrlr->state, CTRLR_ST_RESETTING);
 	ctrlr_aer_reset(ctrlr);
+	ctrlr_ext_reset(ctrlr);
 	if (shutdown) {
 		ctrlr->csts.bits.shst = NVME_SHST_OCCURRING;
 		ctrlr_regs_write_csts(ctrlr);

@@ -12,6 +12,7 @@
 #include "backend/bdev.h"
 #include "common/evloop.h"
 #include "controller/ctrlr.h"
+#include "controller/admin_ext.h"
 #include "controller/ctrlr_transport.h"
 #include "controller/io_fused.h"
 #include "controller/io_resv.h"
@@ -273,6 +274,8 @@ struct ctrlr_req {
 	uint64_t caw_slba, caw_end;
 	void (*caw_resume)(struct ctrlr_req *req);
 	struct ctrlr_req *caw_next;
+	uint32_t abort_tag; /* atomic: generation << 16 | CID while abortable (admin_abort.c) */
+	uint16_t abort_gen;
 	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
 	 * vendor). */
 	struct {
@@ -381,6 +384,7 @@ struct ctrlr {
 	uint8_t smart_critical;
 	struct ctrlr_health health; /* health.c, admin thread */
 	struct ctrlr_fw fw;	    /* admin_fw.c, admin thread */
+	struct ctrlr_ext ext; /* self-test, sanitize, telemetry, event log (admin_ext.h) */
 
 	/* Error log ring (written by any thread on failure). */
 	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
@@ -647,6 +651,7 @@ void ctrlr_admin_delete_cq(struct ctrlr_req *req);
 void ctrlr_admin_delete_sq(struct ctrlr_req *req);
 void ctrlr_admin_dbbuf(struct ctrlr_req *req);
 void ctrlr_admin_format(struct ctrlr_req *req);
+size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf);
 /* Effects of the admin opcodes the core implements (0 = unsupported). */
 uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode);
 uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode);

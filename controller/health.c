@@ -65,6 +65,7 @@ static void ctrlr_health_warn(struct ctrlr *ctrlr, uint8_t bit, bool on, uint8_t
 	if (ctrlr->smart_critical & bit)
 		return;
 	ctrlr->smart_critical |= bit;
+	ctrlr_ext_health_event(ctrlr, bit);
 	if (ctrlr->feat.async_event & bit)
 		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_SMART, info, NVME_LOG_SMART);
 }

@@ -60,6 +60,7 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 
 	LOG_TRACE(CTRLR_LOG, "io qid %u cid %u opc 0x%02x nsid %u", req->sq->qid,
 		  req->sqe.cdw0.bits.cid, opc, req->sqe.nsid);
+	ctrlr_abort_arm(req);
 	/* Fused operations (io_fused.c) take both commands of the pair from here. */
 	if (req->sqe.cdw0.bits.fuse)
 		return ctrlr_io_fused(req);
@@ -70,6 +71,8 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 		st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
 		if (!st && req->ns)
 			st = ctrlr_resv_check_io(req, opc);
+		if (!st)
+			st = ctrlr_san_io_check(req);
 		if (st)
 			return ctrlr_req_complete(req, st);
 		return ctrlr_vendor_exec(req, v);
@@ -81,11 +84,18 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 		st = ctrlr_req_get_ns(req);
 		if (!st)
 			st = ctrlr_resv_check_io(req, opc); /* Reservation Conflict (io_resv.c) */
+		/* Sanitize: after the namespace reference, which its drain waits for. */
+		if (!st)
+			st = ctrlr_san_io_check(req);
 		if (st)
 			return ctrlr_req_complete(req, st);
 		/* Writes wait behind an overlapping fused Compare and Write (io_fused.c). */
 		if ((cmd->effects & NVME_CMD_EFFECTS_LBCC) && ctrlr_caw_write_begin(req, cmd->exec))
 			return;
+	} else {
+		st = ctrlr_san_io_check(req);
+		if (st)
+			return ctrlr_req_complete(req, st);
 	}
 	cmd->exec(req);
 }

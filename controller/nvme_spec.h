@@ -918,5 +918,179 @@ enum nvme_fuse { NVME_FUSE_NONE = 0, NVME_FUSE_FIRST = 1, NVME_FUSE_SECOND = 2 }
 #define NVME_SC_CTRL_LIST_INVALID 0x011c
 #define NVME_SC_ANA_GROUP_ID_INVALID 0x0124
 #define NVME_SC_IOCS_NOT_SUPPORTED 0x0129
+/* ---- Device Self-test, Sanitize, Telemetry, Persistent Event Log (Base 2.0 5.14, 5.24,
+ * 5.16.1.7/8/14/23, 8.11, 8.21) ---- */
+#define NVME_ADM_SELF_TEST 0x14
+#define NVME_ADM_SANITIZE 0x84
+#define NVME_LOG_SELF_TEST 0x06
+#define NVME_LOG_TELEMETRY_HOST 0x07
+#define NVME_LOG_TELEMETRY_CTRL 0x08
+#define NVME_LOG_PERSISTENT_EVENT 0x0d
+#define NVME_LOG_SANITIZE 0x81
+#define NVME_SC_SANITIZE_FAILED 0x001c
+#define NVME_SC_SANITIZE_IN_PROGRESS 0x001d
+#define NVME_SC_SELF_TEST_IN_PROGRESS 0x011d
+#define NVME_OACS_SELF_TEST (1u << 4)
+#define NVME_LPA_TELEMETRY (1u << 3)
+#define NVME_LPA_PEL (1u << 4)
+#define NVME_OAES_TELEMETRY (1u << 10)
+#define NVME_AEC_TELEMETRY (1u << 10)
+#define NVME_AER_NOTICE_TELEMETRY 0x02
+#define NVME_DSTO_ONE_AT_A_TIME (1u << 0)
+#define NVME_SANICAP_CES (1u << 0)
+#define NVME_SANICAP_BES (1u << 1)
+#define NVME_SANICAP_OWS (1u << 2)
+#define NVME_SANICAP_NODMMAS_UNMODIFIED (1u << 30) /* 01b: No-Deallocate leaves media as is */
+
+/* Device Self-test: CDW10 STC, the log's result codes (Figure 'Self-test Result Data'). */
+#define NVME_DST_SHORT 0x1
+#define NVME_DST_EXTENDED 0x2
+#define NVME_DST_ABORT 0xf
+enum nvme_dst_res {
+	NVME_DST_RES_OK = 0x0,
+	NVME_DST_RES_ABORTED_CMD = 0x1,
+	NVME_DST_RES_ABORTED_RESET = 0x2,
+	NVME_DST_RES_ABORTED_NS_REMOVED = 0x3,
+	NVME_DST_RES_ABORTED_FORMAT = 0x4,
+	NVME_DST_RES_FATAL = 0x5,
+	NVME_DST_RES_UNKNOWN_SEGMENT = 0x6,
+	NVME_DST_RES_FAILED_SEGMENT = 0x7,
+	NVME_DST_RES_ABORTED_UNKNOWN = 0x8,
+	NVME_DST_RES_ABORTED_SANITIZE = 0x9,
+	NVME_DST_RES_UNUSED = 0xf,
+};
+#define NVME_DST_VALID_NSID (1u << 0)
+#define NVME_DST_VALID_FLBA (1u << 1)
+#define NVME_DST_VALID_SCT (1u << 2)
+#define NVME_DST_VALID_SC (1u << 3)
+#define NVME_DST_LOG_ENTRIES 20
+struct nvme_dst_result {
+	uint8_t status; /* STC << 4 | result */
+	uint8_t segment;
+	uint8_t valid;
+	uint8_t rsvd3;
+	uint64_t poh;
+	uint32_t nsid;
+	uint64_t flba;
+	uint8_t sct;
+	uint8_t sc;
+	uint8_t vs[2];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_dst_result) == 28, "self-test result");
+struct nvme_dst_log {
+	uint8_t current_op;	 /* STC of the operation in progress, 0: none */
+	uint8_t current_percent; /* bits 6:0 */
+	uint8_t rsvd2[2];
+	struct nvme_dst_result result[NVME_DST_LOG_ENTRIES];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_dst_log) == 564, "self-test log");
+
+/* Sanitize: CDW10 fields, the Sanitize Status log. */
+#define NVME_SANACT(cdw10) ((cdw10)&0x7)
+#define NVME_SANACT_EXIT_FAILURE 0x1
+#define NVME_SANACT_BLOCK_ERASE 0x2
+#define NVME_SANACT_OVERWRITE 0x3
+#define NVME_SANACT_CRYPTO_ERASE 0x4
+#define NVME_SAN_AUSE (1u << 3)
+#define NVME_SAN_OWPASS(cdw10) (((cdw10) >> 4) & 0xf)
+#define NVME_SAN_OIPBP (1u << 8)
+#define NVME_SAN_NDAS (1u << 9)
+enum nvme_sstat {
+	NVME_SSTAT_NEVER = 0x0,
+	NVME_SSTAT_COMPLETED = 0x1,
+	NVME_SSTAT_IN_PROGRESS = 0x2,
+	NVME_SSTAT_FAILED = 0x3,
+	NVME_SSTAT_COMPLETED_NDAS = 0x4,
+};
+#define NVME_SSTAT_PASSES_SHIFT 3
+#define NVME_SSTAT_GDE (1u << 8)
+struct nvme_sanitize_log {
+	uint16_t sprog; /* progress, n / 65536; FFFFh when not in progress */
+	uint16_t sstat;
+	uint32_t scdw10;
+	uint32_t eto;	 /* estimated seconds: overwrite */
+	uint32_t etbe;	 /* block erase */
+	uint32_t etce;	 /* crypto erase */
+	uint32_t etond;	 /* overwrite, No-Deallocate */
+	uint32_t etbend; /* block erase, No-Deallocate */
+	uint32_t etcend; /* crypto erase, No-Deallocate */
+	uint8_t rsvd32[480];
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_sanitize_log) == 512, "sanitize status log");
+
+/* Telemetry Host-Initiated (07h) / Controller-Initiated (08h) header; data in 512-byte blocks. */
+#define NVME_TELEMETRY_BLOCK 512
+#define NVME_TELEMETRY_LSP_CREATE 0x1
+struct nvme_telemetry_hdr {
+	uint8_t lid;
+	uint8_t rsvd1[4];
+	uint8_t ieee[3];
+	uint16_t da1lb;
+	uint16_t da2lb;
+	uint16_t da3lb;
+	uint8_t rsvd14[2];
+	uint32_t da4lb;
+	uint8_t rsvd20[361];
+	uint8_t host_gen;   /* 07h only */
+	uint8_t ctrl_avail; /* controller-initiated data available */
+	uint8_t ctrl_gen;
+	uint8_t reason[128];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_telemetry_hdr) == 512, "telemetry header");
+
+/* Persistent Event Log (0Dh): LSP action, header, event header, event types. */
+#define NVME_PEL_READ 0x0
+#define NVME_PEL_ESTABLISH 0x1
+#define NVME_PEL_RELEASE 0x2
+struct nvme_pel_hdr {
+	uint8_t lid;
+	uint8_t rsvd1[3];
+	uint32_t tnev;
+	uint64_t tll;
+	uint8_t rv;
+	uint8_t rsvd17;
+	uint16_t lhl;
+	uint64_t ts;
+	uint8_t poh[16];
+	uint64_t pcc;
+	uint16_t vid;
+	uint16_t ssvid;
+	char sn[20];
+	char mn[40];
+	char subnqn[256];
+	uint16_t gen;
+	uint32_t rci;
+	uint8_t rsvd378[102];
+	uint8_t seb[32]; /* supported events bitmap */
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_pel_hdr) == 512, "persistent event log header");
+struct nvme_pel_event {
+	uint8_t etype;
+	uint8_t etype_rev;
+	uint8_t ehl; /* header bytes after this field (21) */
+	uint8_t ehai;
+	uint16_t cntlid;
+	uint64_t ets; /* timestamp, as the Timestamp feature */
+	uint16_t pelpid;
+	uint8_t rsvd16[4];
+	uint16_t vsil;
+	uint16_t el; /* bytes after the header */
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_pel_event) == 24, "persistent event header");
+enum nvme_pel_type {
+	NVME_PEL_SMART = 0x01,
+	NVME_PEL_FW_COMMIT = 0x02,
+	NVME_PEL_TIMESTAMP = 0x03,
+	NVME_PEL_POWER_ON_RESET = 0x04,
+	NVME_PEL_HW_ERROR = 0x05,
+	NVME_PEL_CHANGE_NS = 0x06,
+	NVME_PEL_FORMAT_START = 0x07,
+	NVME_PEL_FORMAT_DONE = 0x08,
+	NVME_PEL_SANITIZE_START = 0x09,
+	NVME_PEL_SANITIZE_DONE = 0x0a,
+	NVME_PEL_SET_FEATURE = 0x0b,
+	NVME_PEL_TELEMETRY = 0x0c,
+	NVME_PEL_THERMAL = 0x0d,
+};
 
 #endif

@@ -123,6 +123,7 @@ void ctrlr_enable(struct ctrlr *ctrlr)
 	ctrlr->csts.bits.rdy = 1;
 	ctrlr_regs_write_csts(ctrlr);
 	LOG_DBG(CTRLR_LOG, "enabled: MPS %u admin SQ %u CQ %u", ctrlr->page_size, asqs, acqs);
+	ctrlr_ext_enabled(ctrlr);
 	return;
 
 out_free:

@@ -88,6 +88,8 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 		ctrlr_caw_write_end(req);
 	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
 	ctrlr_req_data_done(req);
+	if (ctrlr_abort_seal(req))
+		status = NVME_SC_ABORT_REQ;
 	if (status && !ctrlr_status_retryable(status & 0x7ff))
 		status |= NVME_DNR;
 	req->status = status;

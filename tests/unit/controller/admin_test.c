@@ -421,7 +421,8 @@ static void test_log_pages(void)
 	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_SUPPORTED, 256, 0, false), 0);
 	CU_ASSERT_EQUAL(dw[NVME_LOG_SMART], NVME_LOG_SUPPORTED_LSUPP);
 	CU_ASSERT_EQUAL(dw[NVME_LOG_CMD_EFFECTS], NVME_LOG_SUPPORTED_LSUPP);
-	CU_ASSERT_EQUAL(dw[0x06], 0);
+	CU_ASSERT_EQUAL(dw[0x06], NVME_LOG_SUPPORTED_LSUPP); /* device self-test */
+	CU_ASSERT_EQUAL(dw[0x09], 0);
 	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
 	CU_ASSERT_EQUAL(fw->afi, 1);
 	CU_ASSERT_EQUAL(memcmp(fw->frs[0], "0.1     ", 8), 0);
@@ -498,7 +499,7 @@ static void test_fused_and_opcodes(void)
 
 	sqe.cdw0.bits.fuse = 1;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
-	sqe = lb_sqe(0x14, 0); /* device self-test: not implemented */
+	sqe = lb_sqe(0x13, 0); /* reserved */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_OPCODE | NVME_DNR);
 	sqe = lb_sqe(0xc1, 0); /* unregistered vendor opcode */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_OPCODE | NVME_DNR);

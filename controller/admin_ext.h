@@ -1,0 +1,177 @@
+/* controller/admin_ext.h - state and entry points of the background admin operations (Device
+ * Self-test, Sanitize), the Telemetry logs, the Persistent Event Log and Abort of queued
+ * commands. Included by ctrlr_internal.h; not for use outside controller/. Admin thread unless
+ * said otherwise. */
+#ifndef NVME_EMU_CONTROLLER_ADMIN_EXT_H
+#define NVME_EMU_CONTROLLER_ADMIN_EXT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "backend/bdev.h"
+#include "common/evloop.h"
+#include "controller/nvme_spec.h"
+
+struct ctrlr;
+struct ctrlr_ns;
+struct ctrlr_req;
+
+/* One bdev request the controller issues on its own (self-test reads, sanitize writes) from the
+ * admin thread, on the admin queue's channel. One at a time per controller. */
+struct ctrlr_bg_io {
+	struct bdev_io *bio; /* with CTRLR_BDEV_CTX_MAX bytes of backend context */
+	void *buf;	     /* CTRLR_CHUNK_BYTES */
+	struct iovec iov;
+	struct bdev_range range;
+	struct ctrlr_ns *ns; /* referenced while in flight */
+	bool busy;
+	uint32_t gen; /* the operation that submitted it (stale completions are dropped) */
+	void (*done)(struct ctrlr *ctrlr, int status);
+};
+
+/* Device Self-test (admin_selftest.c). */
+struct ctrlr_dst {
+	uint8_t stc;	  /* operation in progress (NVME_DST_SHORT/EXTENDED), 0: none */
+	uint32_t nsid;	  /* what the command named: 0, one namespace or FFFFFFFFh */
+	uint8_t segment;  /* segment running (1..9) */
+	uint32_t ns_next; /* scan: the namespace being read */
+	uint64_t lba, end;
+	uint64_t done, total; /* blocks read / to read (progress) */
+	uint32_t gen;
+	struct nvme_dst_result results[NVME_DST_LOG_ENTRIES]; /* newest first */
+};
+
+/* Sanitize (admin_sanitize.c). */
+enum ctrlr_san_state {
+	CTRLR_SAN_IDLE = 0,
+	CTRLR_SAN_RUNNING, /* I/O and most admin commands: Sanitize In Progress */
+	CTRLR_SAN_FAILED,  /* failure mode: Sanitize Failed */
+};
+enum ctrlr_san_phase {
+	CTRLR_SAN_DRAIN = 0, /* waiting for commands already running on the namespaces */
+	CTRLR_SAN_ERASE,     /* block erase (deallocate, or write zeroes) */
+	CTRLR_SAN_OVERWRITE,
+	CTRLR_SAN_DEALLOC, /* after an overwrite without No-Deallocate */
+};
+struct ctrlr_san {
+	uint32_t state; /* enum ctrlr_san_state; atomic: read by every owner thread */
+	enum ctrlr_san_phase phase;
+	uint32_t cdw10, pattern;
+	bool ause;     /* the failed operation allows Exit Failure Mode */
+	uint8_t passes, pass;
+	uint32_t ns_next; /* namespace being worked on (1-based, 0: none yet) */
+	uint64_t lba;
+	uint64_t done, total; /* blocks, every pass and phase counted */
+	uint16_t sstat;	      /* the log's SSTAT */
+	uint32_t scdw10;
+	bool gde;		/* no user data written since the last sanitize (not tracked: 0) */
+	uint64_t writes_at_end; /* bdev writes when it last succeeded (GDE) */
+	uint32_t drain_poked;	/* atomic: a drain check is queued */
+	struct evloop_msg drain_msg;
+	uint32_t gen;
+};
+
+/* Telemetry (admin_telemetry.c): the host-initiated snapshot and the controller-initiated one. */
+struct ctrlr_telemetry_snap {
+	uint8_t *data; /* header + data areas, whole 512-byte blocks */
+	size_t len;
+};
+struct ctrlr_telemetry {
+	struct ctrlr_telemetry_snap host, ctrl;
+	uint8_t host_gen, ctrl_gen;
+	bool ctrl_avail;
+	char ctrl_reason[64];
+};
+
+/* Persistent Event Log (pel.c): a ring of encoded events, the reader's context. */
+#define CTRLR_PEL_MAX_BYTES (64u * 1024)
+struct ctrlr_pel {
+	uint8_t *buf; /* events back to back, oldest first */
+	size_t len;
+	uint32_t count;
+	uint8_t *ctx; /* the snapshot a host established (header + events), NULL: none */
+	size_t ctx_len;
+	uint16_t gen;
+	uint64_t power_cycles;
+};
+
+struct ctrlr_ext {
+	struct ctrlr_bg_io bg;
+	struct ctrlr_dst dst;
+	struct ctrlr_san san;
+	struct ctrlr_telemetry tel;
+	struct ctrlr_pel pel;
+};
+
+/* ---- admin_bg.c ---- */
+int ctrlr_ext_init(struct ctrlr *ctrlr);
+void ctrlr_ext_fini(struct ctrlr *ctrlr);
+/* Submits one bdev request of `type` over [lba, +nlb) of namespace `nsid` (READ/WRITE use
+ * bg.buf); done(ctrlr, status) runs on completion unless the operation moved on (gen). NVMe
+ * status; on failure nothing was submitted. */
+uint16_t ctrlr_bg_submit(struct ctrlr *ctrlr, uint32_t nsid, enum bdev_io_type type, uint64_t lba,
+			 uint64_t nlb, uint32_t gen, void (*done)(struct ctrlr *ctrlr, int status));
+/* Runs the next step of whatever background operation waits (sanitize first, then self-test),
+ * when the controller can do I/O and no background request is in flight. */
+void ctrlr_bg_kick(struct ctrlr *ctrlr);
+/* A background request is in flight (a reset or destroy waits for it). */
+bool ctrlr_bg_inflight(const struct ctrlr *ctrlr);
+/* Controller Level Reset: self-test aborted; sanitize goes on after the next enable. */
+void ctrlr_ext_reset(struct ctrlr *ctrlr);
+/* The controller became ready: background operations resume. */
+void ctrlr_ext_enabled(struct ctrlr *ctrlr);
+
+/* ---- admin_selftest.c ---- */
+void ctrlr_admin_self_test(struct ctrlr_req *req);
+void ctrlr_dst_step(struct ctrlr *ctrlr);
+/* Ends the operation in progress (if any) with `result` (enum nvme_dst_res). */
+void ctrlr_dst_abort(struct ctrlr *ctrlr, uint8_t result);
+size_t ctrlr_log_self_test(struct ctrlr *ctrlr, uint8_t *buf);
+uint16_t ctrlr_dst_edstt(const struct ctrlr *ctrlr);
+
+/* ---- admin_sanitize.c ---- */
+void ctrlr_admin_sanitize(struct ctrlr_req *req);
+void ctrlr_san_step(struct ctrlr *ctrlr);
+size_t ctrlr_log_sanitize(struct ctrlr *ctrlr, uint8_t *buf);
+uint32_t ctrlr_sanicap(const struct ctrlr *ctrlr);
+/* Admin commands a sanitize operation (or its failure) refuses: the status, or 0. */
+uint16_t ctrlr_san_admin_check(struct ctrlr_req *req);
+/* I/O commands, after the namespace reference was taken: the status, or 0. Owner thread. */
+uint16_t ctrlr_san_io_check(struct ctrlr_req *req);
+/* A sanitize waits for the namespaces' references to go (any thread); the last one of a
+ * namespace calls ctrlr_san_ns_idle (any thread). */
+bool ctrlr_san_draining(const struct ctrlr *ctrlr);
+void ctrlr_san_ns_idle(struct ctrlr *ctrlr);
+
+/* ---- admin_telemetry.c ---- */
+/* Builds log 07h/08h (allocated in *out, *len bytes). NVMe status. */
+uint16_t ctrlr_log_telemetry(struct ctrlr_req *req, uint8_t lid, uint8_t **out, size_t *len);
+/* A notable event: captures the Controller-Initiated data, tells the host (AEN if enabled). */
+void ctrlr_telemetry_event(struct ctrlr *ctrlr, const char *reason);
+
+/* ---- pel.c ---- */
+int ctrlr_pel_init(struct ctrlr *ctrlr);
+void ctrlr_pel_fini(struct ctrlr *ctrlr);
+/* Appends an event of `type` with `len` bytes of type-specific data. */
+void ctrlr_pel_add(struct ctrlr *ctrlr, uint8_t type, const void *data, uint16_t len);
+/* Firmware Commit of revision `rev` with action `ca` to slot `fs` (the revision running before
+ * is the event's old one, ctrlr->fwrev the new). Timestamp Change (before the new value). */
+void ctrlr_pel_fw_commit(struct ctrlr *ctrlr, const char *rev, uint8_t ca, uint8_t fs);
+void ctrlr_pel_timestamp_change(struct ctrlr *ctrlr);
+uint16_t ctrlr_log_pel(struct ctrlr_req *req, uint8_t **out, size_t *len);
+
+/* ---- admin_abort.c ---- */
+void ctrlr_admin_abort(struct ctrlr_req *req);
+/* A command starts executing: Abort may find it by its CID from now on. Its owner thread. */
+void ctrlr_abort_arm(struct ctrlr_req *req);
+/* A command completes: returns true if an Abort marked it (it then ends with Command Abort
+ * Requested). Its owner thread. */
+bool ctrlr_abort_seal(struct ctrlr_req *req);
+/* A SMART critical warning appeared: telemetry and persistent event log snapshots. */
+void ctrlr_ext_health_event(struct ctrlr *ctrlr, uint8_t new_bits);
+
+/* The extended logs (06h, 07h, 08h, 0Dh, 81h) for Get Log Page: allocated in *out. Status. */
+uint16_t ctrlr_log_ext(struct ctrlr_req *req, uint8_t lid, uint8_t **out, size_t *len);
+
+#endif
