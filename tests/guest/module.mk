@@ -11,6 +11,8 @@ GUEST_TESTS += tests/guest/test-nvme-emu-rbd.sh
 GUEST_TESTS += tests/guest/test-rbd-resize.sh
 # bdev_error / bdev_delay under a namespace of a running guest.
 GUEST_TESTS += tests/guest/test-error-inject.sh
+# Device self-test, sanitize, telemetry and the persistent event log with nvme-cli.
+GUEST_TESTS += tests/guest/test-admin-ext.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh
