@@ -231,14 +231,24 @@ uint16_t ctrlr_log_telemetry(struct ctrlr_req *req, uint8_t lid, uint8_t **out, 
 		return NVME_SC_INVALID_FIELD;
 	}
 	if (lid == NVME_LOG_TELEMETRY_HOST) {
-		if (lsp & ~NVME_TELEMETRY_LSP_CREATE) {
+		/* Bit 0 Create; bits 2:1 the largest data area to create (MCDA, Base 2.1;
+		 * 0 lets the controller choose): data area 1 only when asked. */
+		if (lsp & ~0x7u) {
 			req->error_loc = offsetof(struct nvme_sqe, cdw10) + 1;
 			return NVME_SC_INVALID_FIELD;
 		}
 		if (lsp & NVME_TELEMETRY_LSP_CREATE) {
 			if (ctrlr_tel_capture(ctrlr, &t->host, lid, "host-initiated"))
 				return NVME_SC_INTERNAL;
+			if (((lsp >> 1) & 3) == 1) {
+				struct nvme_telemetry_hdr *ch = (void *)t->host.data;
+
+				ch->da2lb = ch->da3lb = ch->da1lb;
+				t->host.len = (1u + ch->da1lb) * NVME_TELEMETRY_BLOCK;
+			}
 			t->host_gen++;
+			/* Persistent Event Log: Telemetry Log Create, the new header. */
+			ctrlr_pel_add(ctrlr, NVME_PEL_TELEMETRY, t->host.data, NVME_TELEMETRY_BLOCK);
 		}
 		snap = &t->host;
 	} else {

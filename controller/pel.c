@@ -114,7 +114,7 @@ static void ctrlr_pel_header(struct ctrlr *ctrlr, struct nvme_pel_hdr *h, size_t
 	h->tnev = count;
 	h->tll = CTRLR_PEL_HDR + events_len;
 	h->rv = 1;
-	h->lhl = (uint16_t)CTRLR_PEL_HDR;
+	h->lhl = (uint16_t)(CTRLR_PEL_HDR - 20); /* the header after its first 20 bytes */
 	h->ts = ctrlr_pel_now_ms(ctrlr);
 	memcpy(h->poh, &poh, 8);
 	h->pcc = p->power_cycles;

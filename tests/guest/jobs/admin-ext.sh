@@ -67,7 +67,8 @@ fw() {
 }
 step "fw-download + fw-commit to slot 2 (next reset)" fw
 pel() {
-	nvme persistent-event-log $dev --action=1 > /tmp/pel.txt 2>&1 || { cat /tmp/pel.txt; return 1; }
+	nvme persistent-event-log $dev --action=1 || return 1
+	nvme persistent-event-log $dev --action=0 > /tmp/pel.txt 2>&1 || { cat /tmp/pel.txt; return 1; }
 	cat /tmp/pel.txt
 	grep -qi "sanitize start" /tmp/pel.txt && grep -qi "sanitize completion" /tmp/pel.txt &&
 		grep -qi "firmware commit" /tmp/pel.txt && grep -qi "power.on or reset" /tmp/pel.txt

@@ -446,6 +446,11 @@ static void test_telemetry(void)
 			NVME_SC_INVALID_FIELD | NVME_DNR);
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_TELEMETRY_CTRL, 1, 512, 0, 0),
 			NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* MCDA 01b: data area 1 only. */
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_TELEMETRY_HOST, 0x3, 512, 0, 0), 0);
+	CU_ASSERT_EQUAL(h->da2lb, h->da1lb);
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_TELEMETRY_HOST, 0x8, 512, 0, 0),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
 }
 
 /* Counts events of `type` in a Persistent Event Log read into xb(). */
