@@ -863,6 +863,14 @@ static const char *app_default_rpc_socket(char *buf, size_t len)
 	return buf;
 }
 
+/* Guest memory for the bdevs that register it with the kernel (io_uring fixed buffers): the
+ * vfio-user clients' DMA windows as hw/ maps them. */
+static const struct bdev_mem_ops app_bdev_mem_ops = {
+    .get = hw_mem_local_get,
+    .removed = hw_mem_removed,
+    .put = hw_mem_put,
+};
+
 int main(int argc, char **argv)
 {
 	struct app_opts o = {
@@ -887,6 +895,8 @@ int main(int argc, char **argv)
 		return app_caps(argc - 1, argv + 1);
 	if (app_parse(argc, argv, &o))
 		return 2;
+	bdev_set_mem_ops(&app_bdev_mem_ops);
+	hw_mem_set_removed_cb(bdev_mem_removed);
 	profile = hw_profile_find(o.profile);
 	if (!profile) {
 		fprintf(stderr, "nvme-emu: unknown profile '%s' (bf3, unlimited)\n", o.profile);

@@ -756,8 +756,13 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 
 		json_object_object_add(aio, "filename", json_object_new_string(info.filename));
 		json_object_object_add(aio, "direct_io", json_object_new_boolean(info.direct_io));
-		if (!strcmp(info.module_name, "uring"))
+		if (!strcmp(info.module_name, "uring")) {
 			json_object_object_add(aio, "poll", json_object_new_boolean(info.uring_poll));
+			json_object_object_add(aio, "fixed_buffers",
+					       json_object_new_int64(info.uring_fixed_buffers));
+			json_object_object_add(aio, "fixed_ios",
+					       json_object_new_int64((int64_t)info.uring_fixed_ios));
+		}
 		json_object_object_add(ds, info.module_name, aio);
 		json_object_object_add(o, "driver_specific", ds);
 	}

@@ -532,6 +532,65 @@ void bdev_channel_kick(struct bdev_channel *ch)
 		ch->signaled = true;
 }
 
+/* ---- guest memory for registration ---- */
+
+static const struct bdev_mem_ops *bdev_mem_ops_set;
+static uint64_t bdev_mem_gen;
+static pthread_mutex_t bdev_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bdev_mem_watch *bdev_mem_watchers;
+
+void bdev_set_mem_ops(const struct bdev_mem_ops *ops)
+{
+	__atomic_store_n(&bdev_mem_ops_set, ops, __ATOMIC_RELEASE);
+}
+
+const struct bdev_mem_ops *bdev_mem_ops(void)
+{
+	return __atomic_load_n(&bdev_mem_ops_set, __ATOMIC_ACQUIRE);
+}
+
+uint64_t bdev_mem_generation(void)
+{
+	return __atomic_load_n(&bdev_mem_gen, __ATOMIC_ACQUIRE);
+}
+
+void bdev_mem_removed(void)
+{
+	__atomic_add_fetch(&bdev_mem_gen, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&bdev_mem_lock);
+	for (struct bdev_mem_watch *w = bdev_mem_watchers; w; w = w->next)
+		w->fn(w->arg);
+	pthread_mutex_unlock(&bdev_mem_lock);
+}
+
+void bdev_mem_watch_add(struct bdev_mem_watch *w)
+{
+	pthread_mutex_lock(&bdev_mem_lock);
+	w->next = bdev_mem_watchers;
+	bdev_mem_watchers = w;
+	pthread_mutex_unlock(&bdev_mem_lock);
+}
+
+void bdev_mem_watch_remove(struct bdev_mem_watch *w)
+{
+	pthread_mutex_lock(&bdev_mem_lock);
+	for (struct bdev_mem_watch **pp = &bdev_mem_watchers; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	pthread_mutex_unlock(&bdev_mem_lock);
+}
+
+void bdev_channel_wake(struct bdev_channel *ch)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is saturated, i.e. readable anyway. */
+	if (write(ch->efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+		LOG_ERR(BDEV_LOG, "%s: channel eventfd: %m", ch->bdev->name);
+}
+
 void bdev_channel_repoll(struct bdev_channel *ch)
 {
 	ch->repoll = true;

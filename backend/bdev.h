@@ -136,6 +136,8 @@ struct bdev_info {
 	uint64_t delay_us[4];	  /* delay: the latencies (enum bdev_delay_latency) */
 	bool direct_io;	      /* aio: opened with O_DIRECT; false otherwise */
 	bool uring_poll;      /* uring: reads and writes polled (option poll) */
+	uint32_t uring_fixed_buffers; /* uring: guest memory chunks registered, all channels */
+	uint64_t uring_fixed_ios;     /* uring: reads and writes done on registered buffers */
 };
 
 /* Counters per bdev, updated on completion (any channel). For SMART / Get Log Page. */
@@ -170,6 +172,21 @@ int bdev_null_create(const char *name, uint64_t num_blocks, uint32_t block_size,
 		     const uint8_t *uuid, struct bdev **out);
 
 /* Options of an aio bdev. Zero-initialise, then set what you need. */
+/* Guest memory as the process maps it, for modules that register I/O buffers with the kernel
+ * (io_uring fixed buffers). Set once by the application (nvme-emu: the vfio-user DMA windows).
+ * get: the mapping holding [va, va + len), its base and size, and a reference that keeps it
+ * mapped (NULL if none); removed: the owner unmapped it (let go); put: drops the reference. All
+ * any thread; get may lock. */
+struct bdev_mem_ops {
+	void *(*get)(const void *va, size_t len, void **base, size_t *size);
+	bool (*removed)(const void *ref);
+	void (*put)(void *ref);
+};
+void bdev_set_mem_ops(const struct bdev_mem_ops *ops);
+/* Memory given by bdev_mem_ops went away: modules holding references look again and let go of
+ * the removed ones. Any thread. */
+void bdev_mem_removed(void);
+
 struct bdev_aio_opts {
 	const char *filename; /* regular file or block device (required) */
 	uint32_t block_size;  /* 512 or 4096 (0 = 512) */

@@ -103,6 +103,23 @@ int bdev_channel_add_fd(struct bdev_channel *ch, int fd);
 /* A module's device changed size: stores it and tells the bdev's user. Main thread. */
 void bdev_notify_resize(struct bdev *bdev, uint64_t num_blocks);
 
+/* ---- Guest memory for registration (bdev_mem_ops) ---- */
+/* The ops the application set, or NULL. */
+const struct bdev_mem_ops *bdev_mem_ops(void);
+/* Bumped by every bdev_mem_removed: a holder of references compares it to know when to look. */
+uint64_t bdev_mem_generation(void);
+/* A watcher is told (fn(arg), any thread) of every bdev_mem_removed: a channel holding
+ * references writes its eventfd so its own thread looks. Add and remove from any thread. */
+struct bdev_mem_watch {
+	void (*fn)(void *arg);
+	void *arg;
+	struct bdev_mem_watch *next;
+};
+void bdev_mem_watch_add(struct bdev_mem_watch *w);
+void bdev_mem_watch_remove(struct bdev_mem_watch *w);
+/* Writes the channel's eventfd from any thread: its next poll runs on its own thread. */
+void bdev_channel_wake(struct bdev_channel *ch);
+
 /* The completion funnel for a module whose I/O finishes on another thread (librbd's callback
  * threads, the NBD connections' main loop): queues the io for its channel under a lock and
  * writes the channel's eventfd; the channel's next poll delivers it. Any thread. */

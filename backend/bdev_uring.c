@@ -3,7 +3,10 @@
  * file registered with the ring, submissions batched, and flush, FUA, write zeroes and
  * deallocation (fallocate) all asynchronous. Option `poll`: reads and writes go to a second,
  * polled ring (IORING_SETUP_IOPOLL, O_DIRECT only) that the channel reaps by polling while it
- * has I/O in flight. Same file rules as aio (backend/bdev_file.h). */
+ * has I/O in flight. Guest memory is registered with the read/write ring as fixed buffers (64 MiB
+ * chunks of the mappings bdev_mem_ops names, on first use), so a single-segment transfer into it
+ * pins no pages; a chunk's reference is dropped once its owner unmapped it (bdev_mem_removed
+ * wakes the channel). Same file rules as aio (backend/bdev_file.h). */
 #include "backend/bdev_file.h"
 #include "backend/bdev_internal.h"
 #include "common/log.h"
@@ -24,11 +27,24 @@
 #define BDEV_URING_MAX_QD 4096
 /* Submit at once when this many SQEs wait; fewer go out at the next issue/poll. */
 #define BDEV_URING_BATCH 16
+/* Fixed buffers: slots per ring, and the size of a registered chunk of guest memory (a bound on
+ * the pages pinned at first use, and io_uring's limit is 1 GiB per buffer). */
+#define BDEV_URING_FIXED_SLOTS 64
+#define BDEV_URING_FIXED_CHUNK ((size_t)64 << 20)
 
 struct bdev_uring {
 	struct bdev_file f;
 	uint32_t queue_depth;
 	bool poll; /* reads and writes on a polled ring */
+	uint32_t fixed_buffers; /* __atomic: chunks registered, all channels */
+	uint64_t fixed_ios;	/* __atomic: added once per poll from the channels' counts */
+};
+
+/* A registered chunk of guest memory: fixed buffer slot i of the read/write ring. */
+struct bdev_uring_fixed {
+	uint8_t *base; /* NULL: free slot */
+	size_t len;
+	void *ref; /* bdev_mem_ops reference: keeps the chunk mapped while registered */
 };
 
 /* One ring of a channel and what is in it. */
@@ -46,6 +62,17 @@ enum { BDEV_URING_IRQ, BDEV_URING_POLLED, BDEV_URING_RINGS };
 
 struct bdev_uring_chan {
 	struct bdev_uring_ring r[BDEV_URING_RINGS];
+	struct bdev_uring_ring *rw; /* the ring reads and writes go to */
+	struct bdev_channel *ch;
+	/* Fixed buffers on rw: usable when the sparse table was registered and registration has
+	 * not failed (memlock limit, kernel without sparse tables). */
+	bool fixed_ok;
+	uint32_t fixed_hi; /* slots in use are below this */
+	struct bdev_uring_fixed fixed[BDEV_URING_FIXED_SLOTS];
+	uint64_t mem_gen;  /* bdev_mem_generation at the last sweep */
+	uint64_t fixed_ios; /* not yet added to the bdev's count */
+	struct bdev_mem_watch watch;
+	bool watching;
 	struct bdev_io *wait_head; /* no SQE free: waiting for completions */
 	struct bdev_io *wait_tail;
 	struct bdev_file_bounces bounces;
@@ -87,6 +114,104 @@ static void bdev_uring_sqe_file(struct bdev_uring_ring *r, struct io_uring_sqe *
 	}
 }
 
+/* ---- fixed buffers ---- */
+
+/* The slot of a registered chunk holding [va, va + len), registering the chunk on first use.
+ * -1: not registrable (not guest memory, straddles two chunks, no free slot, or registration
+ * failed: the io then goes unregistered). Channel thread. */
+static int bdev_uring_fixed_slot(struct bdev_uring *ur, struct bdev_uring_chan *c, void *va,
+				 size_t len)
+{
+	const struct bdev_mem_ops *ops;
+	uint8_t *p = va, *base;
+	struct iovec iov;
+	uint32_t i, free_slot = BDEV_URING_FIXED_SLOTS;
+	size_t size, off;
+	void *ref;
+	int rc;
+
+	for (i = 0; i < c->fixed_hi; i++) {
+		struct bdev_uring_fixed *f = &c->fixed[i];
+
+		if (!f->base) {
+			free_slot = free_slot < i ? free_slot : i;
+			continue;
+		}
+		if (p >= f->base && len <= f->len && (size_t)(p - f->base) <= f->len - len)
+			return (int)i;
+	}
+	if (!c->fixed_ok || !(ops = bdev_mem_ops()))
+		return -1;
+	if (free_slot == BDEV_URING_FIXED_SLOTS && c->fixed_hi < BDEV_URING_FIXED_SLOTS)
+		free_slot = c->fixed_hi;
+	if (free_slot == BDEV_URING_FIXED_SLOTS)
+		return -1;
+	ref = ops->get(va, len, (void **)&base, &size);
+	if (!ref)
+		return -1;
+	off = (size_t)(p - base) & ~(BDEV_URING_FIXED_CHUNK - 1);
+	iov.iov_base = base + off;
+	iov.iov_len = size - off < BDEV_URING_FIXED_CHUNK ? size - off : BDEV_URING_FIXED_CHUNK;
+	if (p + len > (uint8_t *)iov.iov_base + iov.iov_len) {
+		ops->put(ref); /* across two chunks: unregistered */
+		return -1;
+	}
+	rc = io_uring_register_buffers_update_tag(&c->rw->ring, free_slot, &iov, NULL, 1);
+	if (rc < 0) {
+		LOG_WARN(BDEV_LOG, "%s: cannot register guest memory with io_uring (%s): transfers "
+				   "go unregistered",
+			 ur->f.filename, strerror(-rc));
+		c->fixed_ok = false;
+		ops->put(ref);
+		return -1;
+	}
+	c->fixed[free_slot] = (struct bdev_uring_fixed){.base = iov.iov_base, .len = iov.iov_len,
+							.ref = ref};
+	if (free_slot >= c->fixed_hi)
+		c->fixed_hi = free_slot + 1;
+	__atomic_add_fetch(&ur->fixed_buffers, 1, __ATOMIC_RELAXED);
+	if (!c->watching) {
+		bdev_mem_watch_add(&c->watch);
+		c->watching = true;
+	}
+	return (int)free_slot;
+}
+
+static void bdev_uring_fixed_drop(struct bdev_uring *ur, struct bdev_uring_chan *c, uint32_t i,
+				  bool unregister)
+{
+	struct bdev_uring_fixed *f = &c->fixed[i];
+	struct iovec none = {NULL, 0};
+
+	/* Requests still using the buffer keep the kernel's own reference to its pages. */
+	if (unregister && io_uring_register_buffers_update_tag(&c->rw->ring, i, &none, NULL, 1) < 0)
+		LOG_ERR(BDEV_LOG, "%s: cannot unregister fixed buffer %u", ur->f.filename, i);
+	bdev_mem_ops()->put(f->ref);
+	*f = (struct bdev_uring_fixed){0};
+	__atomic_sub_fetch(&ur->fixed_buffers, 1, __ATOMIC_RELAXED);
+}
+
+/* Lets go of chunks whose memory was unmapped by its owner. Channel thread. */
+static void bdev_uring_fixed_sweep(struct bdev_uring *ur, struct bdev_uring_chan *c)
+{
+	uint64_t gen = bdev_mem_generation();
+
+	if (gen == c->mem_gen)
+		return;
+	c->mem_gen = gen;
+	for (uint32_t i = 0; i < c->fixed_hi; i++)
+		if (c->fixed[i].base && bdev_mem_ops()->removed(c->fixed[i].ref))
+			bdev_uring_fixed_drop(ur, c, i, true);
+	while (c->fixed_hi && !c->fixed[c->fixed_hi - 1].base)
+		c->fixed_hi--;
+}
+
+/* bdev_mem_removed, any thread: the channel's own thread sweeps at its next poll. */
+static void bdev_uring_mem_removed(void *arg)
+{
+	bdev_channel_wake(arg);
+}
+
 /* Fills the SQEs an io needs (UNMAP: one per range, fallocate with PUNCH_HOLE; FUA on a write
  * zeroes adds a linked fdatasync). Returns 0, or -EAGAIN when the ring has no room (the io then
  * waits, whole, for completions: none of its SQEs was taken). */
@@ -100,6 +225,7 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 	unsigned int need = 1, i;
 	struct io_uring_sqe *sqe;
 	bool fua_sync = false;
+	int slot;
 
 	if (io->type == BDEV_IO_UNMAP)
 		need = io->nranges;
@@ -120,7 +246,16 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 		switch (io->type) {
 		case BDEV_IO_READ:
 		case BDEV_IO_WRITE:
-			if (u->bounce && io->type == BDEV_IO_WRITE)
+			if (!u->bounce && io->iovcnt == 1 &&
+			    (slot = bdev_uring_fixed_slot(ur, c, io->iov[0].iov_base, len)) >= 0) {
+				if (io->type == BDEV_IO_WRITE)
+					io_uring_prep_write_fixed(sqe, 0, io->iov[0].iov_base,
+								  (unsigned int)len, off, slot);
+				else
+					io_uring_prep_read_fixed(sqe, 0, io->iov[0].iov_base,
+								 (unsigned int)len, off, slot);
+				c->fixed_ios++;
+			} else if (u->bounce && io->type == BDEV_IO_WRITE)
 				io_uring_prep_write(sqe, 0, u->bounce, (unsigned int)len, off);
 			else if (u->bounce)
 				io_uring_prep_read(sqe, 0, u->bounce, (unsigned int)len, off);
@@ -365,6 +500,14 @@ static void bdev_uring_poll(struct bdev_channel *ch)
 	int rc;
 
 	bdev_uring_reap(ch, &c->r[BDEV_URING_IRQ]);
+	if (c->watching)
+		bdev_uring_fixed_sweep(ch->bdev->ctx, c);
+	if (c->fixed_ios) {
+		struct bdev_uring *ur = ch->bdev->ctx;
+
+		__atomic_add_fetch(&ur->fixed_ios, c->fixed_ios, __ATOMIC_RELAXED);
+		c->fixed_ios = 0;
+	}
 	if (p->live && p->inflight) {
 		/* A polled ring completes nothing by itself: entering with GETEVENTS runs one
 		 * polling pass over its requests. */
@@ -435,6 +578,15 @@ static int bdev_uring_channel_create(struct bdev_channel *ch)
 		free(c);
 		return rc;
 	}
+	c->ch = ch;
+	c->rw = &c->r[ur->poll ? BDEV_URING_POLLED : BDEV_URING_IRQ];
+	c->watch = (struct bdev_mem_watch){.fn = bdev_uring_mem_removed, .arg = ch};
+	c->mem_gen = bdev_mem_generation();
+	/* An empty table of fixed buffers, filled with guest memory chunks on first use. */
+	rc = io_uring_register_buffers_sparse(&c->rw->ring, BDEV_URING_FIXED_SLOTS);
+	c->fixed_ok = rc == 0;
+	if (rc)
+		LOG_INFO(BDEV_LOG, "%s: no fixed buffers (%s)", ur->f.filename, strerror(-rc));
 	ch->drv = c;
 	return 0;
 }
@@ -442,10 +594,20 @@ static int bdev_uring_channel_create(struct bdev_channel *ch)
 static void bdev_uring_channel_destroy(struct bdev_channel *ch)
 {
 	struct bdev_uring_chan *c = ch->drv;
+	struct bdev_uring *ur = ch->bdev->ctx;
 
+	/* No wake-up may reach the channel once it is gone: off the watch list first. */
+	if (c->watching)
+		bdev_mem_watch_remove(&c->watch);
 	/* The core refuses to destroy a channel with outstanding ios, so nothing is in flight. */
 	for (unsigned int i = 0; i < BDEV_URING_RINGS; i++)
 		bdev_uring_ring_exit(&c->r[i]);
+	/* The rings are gone with their registrations: only the references are left. */
+	for (uint32_t i = 0; i < c->fixed_hi; i++)
+		if (c->fixed[i].base)
+			bdev_uring_fixed_drop(ur, c, i, false);
+	if (c->fixed_ios)
+		__atomic_add_fetch(&ur->fixed_ios, c->fixed_ios, __ATOMIC_RELAXED);
 	bdev_file_bounce_fini(&c->bounces);
 	free(c);
 }
@@ -470,6 +632,8 @@ static void bdev_uring_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->filename = ur->f.filename;
 	info->direct_io = ur->f.direct;
 	info->uring_poll = ur->poll;
+	info->uring_fixed_buffers = __atomic_load_n(&ur->fixed_buffers, __ATOMIC_RELAXED);
+	info->uring_fixed_ios = __atomic_load_n(&ur->fixed_ios, __ATOMIC_RELAXED);
 }
 
 static const struct bdev_module_ops bdev_uring_ops = {

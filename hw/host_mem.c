@@ -104,6 +104,26 @@ void hw_mem_pin_put(struct hw_mem_pin *pin)
 	vfu_dma_region_put((struct vfu_dma_region *)pin);
 }
 
+void *hw_mem_local_get(const void *va, size_t len, void **base, size_t *size)
+{
+	return vfu_dma_local_get(va, len, base, size);
+}
+
+bool hw_mem_removed(const void *ref)
+{
+	return vfu_dma_region_removed(ref);
+}
+
+void hw_mem_put(void *ref)
+{
+	vfu_dma_region_put(ref);
+}
+
+void hw_mem_set_removed_cb(void (*cb)(void))
+{
+	vfu_dma_set_removed_cb(cb);
+}
+
 bool hw_mem_pin_overlaps(const struct hw_mem_pin *pin, uint64_t iova, uint64_t len)
 {
 	struct vfu_dma_window w;

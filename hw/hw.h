@@ -371,6 +371,16 @@ void hw_mem_pin_put(struct hw_mem_pin *pin);
 /* True if the pinned window overlaps [iova, iova+len). Any thread. */
 bool hw_mem_pin_overlaps(const struct hw_mem_pin *pin, uint64_t iova, uint64_t len);
 
+/* Host memory by local address, for I/O layers that register it with the kernel (io_uring fixed
+ * buffers): a reference keeping the mapping that holds [va, va + len) (of any device's client),
+ * with the mapping's base and size; NULL when none. hw_mem_removed tells whether the client has
+ * unmapped it since (then let go); hw_mem_put drops the reference. cb runs whenever a client's
+ * windows go away. Any thread (get locks: not for every I/O). */
+void *hw_mem_local_get(const void *va, size_t len, void **base, size_t *size);
+bool hw_mem_removed(const void *ref);
+void hw_mem_put(void *ref);
+void hw_mem_set_removed_cb(void (*cb)(void));
+
 /* Synchronous copies through translation. Any thread. 0 or -errno. */
 int hw_mmap_copy_from_host(struct hw_mmap *map, void *dst, uint64_t addr, uint64_t len);
 int hw_mmap_copy_to_host(struct hw_mmap *map, uint64_t addr, const void *src, uint64_t len);

@@ -213,7 +213,10 @@ static void perf_complete(struct perf_thread *t, struct perf_queue *q, const str
 static void *perf_thread_main(void *arg)
 {
 	struct perf_thread *t = arg;
+	/* -V -w write fills the namespace once, however long that takes: no deadline. */
+	bool fill = opts.verify && opts.workload == PERF_WRITE;
 	bool running = true;
+	uint64_t stop_ns = 0;
 
 	for (unsigned int i = 0; i < t->nq; i++) {
 		struct perf_queue *q = t->q[i];
@@ -227,9 +230,9 @@ static void *perf_thread_main(void *arg)
 		uint64_t now = perf_now_ns();
 		unsigned int busy = 0;
 
-		if (running && (now >= deadline_ns || perf_failed))
+		if (running && ((!fill && now >= deadline_ns) || perf_failed))
 			running = false;
-		if (running && opts.verify && opts.workload == PERF_WRITE) {
+		if (running && fill) {
 			bool all = true;
 
 			for (unsigned int i = 0; i < t->nq; i++)
@@ -237,6 +240,8 @@ static void *perf_thread_main(void *arg)
 			if (all)
 				running = false;
 		}
+		if (!running && !stop_ns)
+			stop_ns = now;
 		for (unsigned int i = 0; i < t->nq; i++) {
 			struct perf_queue *q = t->q[i];
 			struct nvme_cqe cqe;
@@ -263,7 +268,7 @@ static void *perf_thread_main(void *arg)
 		}
 		if (!running && !busy)
 			break;
-		if (!running && now > deadline_ns + 10ull * 1000000000ull) {
+		if (!running && now > stop_ns + 10ull * 1000000000ull) {
 			fprintf(stderr, "nvme-emu-perf: %u commands never completed\n", busy);
 			perf_failed = 1;
 			break;

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,7 +21,84 @@ struct vfu_dma_region {
 	size_t map_len;
 	unsigned int refs; /* atomic: the table's reference + pins */
 	struct vfu_dma_region *removed_next;
+	bool removed; /* atomic: out of its table's lookups */
+	/* In the process-wide list of local mappings (fd-backed windows), by address. */
+	struct vfu_dma_region *local_next, **local_pprev;
 };
+
+/* Local mappings of every table, for lookups by address (vfu_dma_local_get): changed when a
+ * window is mapped or freed, read when an I/O layer meets memory it has not registered yet. */
+static pthread_mutex_t vfu_dma_local_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vfu_dma_region *vfu_dma_local_head;
+static void (*vfu_dma_removed_cb)(void);
+
+static void vfu_dma_local_link(struct vfu_dma_region *r)
+{
+	pthread_mutex_lock(&vfu_dma_local_lock);
+	r->local_next = vfu_dma_local_head;
+	if (r->local_next)
+		r->local_next->local_pprev = &r->local_next;
+	r->local_pprev = &vfu_dma_local_head;
+	vfu_dma_local_head = r;
+	pthread_mutex_unlock(&vfu_dma_local_lock);
+}
+
+static void vfu_dma_local_unlink(struct vfu_dma_region *r)
+{
+	if (!r->local_pprev)
+		return;
+	pthread_mutex_lock(&vfu_dma_local_lock);
+	*r->local_pprev = r->local_next;
+	if (r->local_next)
+		r->local_next->local_pprev = r->local_pprev;
+	pthread_mutex_unlock(&vfu_dma_local_lock);
+	r->local_pprev = NULL;
+}
+
+/* A window left its table's lookups. */
+static void vfu_dma_mark_removed(struct vfu_dma_region *r)
+{
+	__atomic_store_n(&r->removed, true, __ATOMIC_RELEASE);
+}
+
+static void vfu_dma_notify_removed(void)
+{
+	void (*cb)(void) = __atomic_load_n(&vfu_dma_removed_cb, __ATOMIC_ACQUIRE);
+
+	if (cb)
+		cb();
+}
+
+struct vfu_dma_region *vfu_dma_local_get(const void *va, size_t len, void **base, size_t *size)
+{
+	uintptr_t a = (uintptr_t)va;
+	struct vfu_dma_region *r;
+
+	pthread_mutex_lock(&vfu_dma_local_lock);
+	for (r = vfu_dma_local_head; r; r = r->local_next) {
+		uintptr_t lo = (uintptr_t)r->w.local;
+
+		if (a >= lo && len <= r->w.len && a - lo <= r->w.len - len &&
+		    !__atomic_load_n(&r->removed, __ATOMIC_ACQUIRE)) {
+			__atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
+			*base = r->w.local;
+			*size = (size_t)r->w.len;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vfu_dma_local_lock);
+	return r;
+}
+
+bool vfu_dma_region_removed(const struct vfu_dma_region *r)
+{
+	return __atomic_load_n(&r->removed, __ATOMIC_ACQUIRE);
+}
+
+void vfu_dma_set_removed_cb(void (*cb)(void))
+{
+	__atomic_store_n(&vfu_dma_removed_cb, cb, __ATOMIC_RELEASE);
+}
 
 /* The windows sorted by iova, never overlapping. Readers load the current
  * snapshot with acquire order and search it; the loop thread publishes a new
@@ -98,6 +176,7 @@ void vfu_dma_table_set_policy(struct vfu_dma_table *t, uint64_t max_bytes, bool 
 
 static void vfu_dma_region_free(struct vfu_dma_region *r)
 {
+	vfu_dma_local_unlink(r);
 	if (r->map_base)
 		munmap(r->map_base, r->map_len);
 	free(r);
@@ -227,6 +306,7 @@ int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint
 		if (rc)
 			goto out_free;
 		t->bytes += len;
+		vfu_dma_local_link(e);
 	}
 	memcpy(s->r, cur->r, pos * sizeof(s->r[0]));
 	s->r[pos] = e;
@@ -255,7 +335,10 @@ static int vfu_dma_table_take(struct vfu_dma_table *t, uint32_t pos)
 		t->bytes -= e->w.len;
 	e->removed_next = t->removed;
 	t->removed = e;
+	vfu_dma_mark_removed(e);
 	vfu_dma_snap_publish(t, s);
+	if (e->w.local)
+		vfu_dma_notify_removed();
 	return 0;
 }
 
@@ -290,9 +373,11 @@ void vfu_dma_table_clear(struct vfu_dma_table *t)
 	for (uint32_t i = 0; i < cur->n; i++) {
 		cur->r[i]->removed_next = t->removed;
 		t->removed = cur->r[i];
+		vfu_dma_mark_removed(cur->r[i]);
 	}
 	t->bytes = 0;
 	vfu_dma_snap_publish(t, empty);
+	vfu_dma_notify_removed();
 }
 
 void vfu_dma_table_quiesce(struct vfu_dma_table *t)

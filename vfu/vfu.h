@@ -91,6 +91,18 @@ struct vfu_dma_region *vfu_dma_table_pin(struct vfu_dma_table *t, uint64_t iova,
 void vfu_dma_region_put(struct vfu_dma_region *r);
 /* The window a pin holds. Any thread. */
 void vfu_dma_region_window(const struct vfu_dma_region *r, struct vfu_dma_window *out);
+/* For I/O layers that hand guest memory to the kernel by address (io_uring fixed buffers): the
+ * fd-backed window, of any table in the process, whose local mapping holds [va, va + len), with a
+ * reference (vfu_dma_region_put) that keeps it mapped, and the mapping's local base and length.
+ * NULL when there is none or it was removed. Any thread (takes a process-wide lock: not for the
+ * per-I/O path). */
+struct vfu_dma_region *vfu_dma_local_get(const void *va, size_t len, void **base, size_t *size);
+/* True once the window left its table (the client unmapped it, or went away): holders of
+ * references taken by address let go. Any thread. */
+bool vfu_dma_region_removed(const struct vfu_dma_region *r);
+/* cb runs (on the loop thread of the table) each time fd-backed windows leave a table. One per
+ * process; NULL to clear. */
+void vfu_dma_set_removed_cb(void (*cb)(void));
 /* Bumped (atomically) by every add, remove and clear: callers caching a
  * translation compare it to know the cache is still valid. Any thread. */
 uint64_t vfu_dma_table_generation(const struct vfu_dma_table *t);

@@ -44,6 +44,33 @@ perf "two threads on two queues (mmap doorbells)" \
 	-w randread -n 2 -c 2 -t 1
 check "unwritten blocks fail verification (exit 1)" sh -c \
 	"! '$BIN/nvme-emu-perf' -s '$D/s' -w randread -V -t 1 -j > '$D/v.json' 2> /dev/null && python3 -c \"import json; r=json.load(open('$D/v.json')); assert r['verify_errors'] > 0\""
+# io_uring: the transfers use guest memory registered as fixed buffers, and the registration
+# goes with the client (nothing of its memory stays mapped in the daemon). The verified write
+# fills the namespace whatever -t says.
+start_uring() {
+	[ -n "$dpid" ] && { kill "$dpid"; wait "$dpid" 2> /dev/null; }
+	rm -f "$D/s" "$D/rpc.sock"
+	"$BIN/nvme-emu" --socket "$D/s" -r "$D/rpc.sock" --uring "$D/u.img:32M" -q 2 \
+		> "$D/daemon.log" 2>&1 &
+	dpid=$!
+	for _ in $(seq 100); do [ -S "$D/s" ] && [ -S "$D/rpc.sock" ] && return 0; sleep 0.1; done
+	return 1
+}
+uring_info() { "$BIN/nvme-emu-rpc" -s "$D/rpc.sock" bdev_get_bdevs > "$D/b.json"; }
+uring_field() { python3 -c "import json; print(json.load(open('$D/b.json'))[0]['driver_specific']['uring']['$1'])"; }
+check "nvme-emu --uring (32 MiB file)" start_uring
+perf "verified write of the whole namespace with -t 1 (8192 x 4 KiB)" \
+	'r["ios"] == 8192 and r["errors"] == 0 and r["verify_errors"] == 0' -w write -V -q 8 -t 1
+perf "verified random reads on io_uring" 'r["ios"] > 100 and r["verify_errors"] == 0' \
+	-w randread -V -q 16 -t 1
+check "the transfers used fixed buffers (fixed_ios > 0)" sh -c \
+	"uring_info() { '$BIN/nvme-emu-rpc' -s '$D/rpc.sock' bdev_get_bdevs > '$D/b.json'; }; uring_info &&
+	python3 -c \"import json; u=json.load(open('$D/b.json'))[0]['driver_specific']['uring']; assert u['fixed_ios'] > 8192, u\""
+released() {
+	uring_info && [ "$(uring_field fixed_buffers)" = 0 ] && ! grep -q vfu-client-ram "/proc/$dpid/maps"
+}
+for _ in $(seq 50); do released && break; sleep 0.1; done
+check "client gone: registrations dropped, its memory unmapped" released
 check "-q 0 is a usage error (exit 2)" sh -c \
 	"'$BIN/nvme-emu-perf' -s '$D/s' -q 0 > /dev/null 2>&1; [ \$? -eq 2 ]"
 check "a missing socket is an error (exit 1)" sh -c \
