@@ -111,7 +111,7 @@ check "nbdkit again (no delay)" server nbdkit --foreground -U "$D/nbd.sock" file
 check "nvme-emu --nbd (same file)" daemon --socket "$D/fn" --nbd "$URI"
 # A sequential read of at least 4096 blocks covers the namespace (it wraps around).
 perf "every block written across the restart reads back verified" \
-	'r["ios"] >= 4096 and r["errors"] == 0 and r["verify_errors"] == 0' -w read -V -q 8 -t 2
+	'r["ios"] >= 4096 and r["errors"] == 0 and r["verify_errors"] == 0' -w read -V -q 8 -t 8
 # The export grows while the server is down: the namespace grows when it is back.
 stop_server
 truncate -s 32M "$D/disk2.raw"
@@ -174,6 +174,11 @@ rm -f "$D/rpc.sock"
 check "restart with -c config.json" daemon -r "$D/rpc.sock" -c "$D/config.json"
 # bdev creates from the file are asynchronous: wait for the end of the load, as SPDK users do.
 check "framework_wait_init after -c" rpc framework_wait_init
+# The second connection is opened once the first handshake allowed it: give it a moment.
+for _ in $(seq 50); do
+	rpc bdev_get_bdevs --name Nbd0 && grep -q '"connected": 2' <<< "$out" && break
+	sleep 0.1
+done
 if rpc bdev_get_bdevs --name Nbd0 && grep -q '"connected": 2' <<< "$out"; then
 	pass "the NBD bdev is back, connected"
 else
