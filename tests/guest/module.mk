@@ -7,6 +7,8 @@ GUEST_TESTS += tests/guest/test-nvme-emu-uring.sh
 GUEST_TESTS += tests/guest/test-nvme-emu-nbd.sh
 # The same on a Ceph RBD image (a throwaway cluster on 127.0.0.1).
 GUEST_TESTS += tests/guest/test-nvme-emu-rbd.sh
+# The NBD server restarted in the middle of the guest's fio: no acknowledged write lost.
+GUEST_TESTS += tests/guest/test-nbd-restart.sh
 # An RBD namespace grown under a running guest (Namespace Attribute Changed).
 GUEST_TESTS += tests/guest/test-rbd-resize.sh
 # bdev_error / bdev_delay under a namespace of a running guest.
