@@ -1,43 +1,148 @@
-/* controller/admin_format.c - Format NVM (NVMe Base 2.0 section 5.23): the one LBA format each
- * namespace has, no protection information; user data is erased (deallocated, or zeroed when the
- * bdev cannot deallocate), one namespace or all of them. Admin thread. */
+/* controller/admin_format.c - LBA formats of a namespace and Format NVM (NVMe Base 2.0 section
+ * 5.23): the LBA format (data size, metadata size), metadata placement (MSET), protection
+ * information type and location (PI, PIL), and Secure Erase Settings 0h/1h (user data erased:
+ * deallocated, or zeroed when the bdev cannot deallocate), one namespace or all of them. The
+ * capacity follows the format. Admin thread. */
 #include <string.h>
 
 #include "controller/ctrlr_internal.h"
+#include "controller/pi.h"
+
+/* Secure Erase Settings (CDW10 bits 11:9). */
+#define CTRLR_SES_NONE 0
+#define CTRLR_SES_USER_DATA 1
+#define CTRLR_SES_CRYPTO 2
+
+/* What the bdev offers, in Identify order: the bdev's own block first (format 0, what the
+ * namespace starts with), 16b Guard before 64b Guard for the same sizes. */
+static const struct {
+	uint32_t ds;
+	uint16_t ms;
+	uint8_t pif;
+} ctrlr_lbaf_menu[] = {
+    {512, 0, CTRLR_PIF_16},   {512, 8, CTRLR_PIF_16},	{512, 16, CTRLR_PIF_16},
+    {512, 16, CTRLR_PIF_64},  {512, 64, CTRLR_PIF_16},	{512, 64, CTRLR_PIF_64},
+    {4096, 0, CTRLR_PIF_16},  {4096, 8, CTRLR_PIF_16},	{4096, 16, CTRLR_PIF_16},
+    {4096, 16, CTRLR_PIF_64}, {4096, 64, CTRLR_PIF_16}, {4096, 64, CTRLR_PIF_64},
+};
+
+void ctrlr_ns_formats_init(struct ctrlr_ns *ns, uint32_t bs)
+{
+	union ctrlr_ns_fmt f = {.raw = 0};
+
+	ns->nlbaf = 0;
+	for (size_t i = 0; i < CTRLR_ARRAY_SIZE(ctrlr_lbaf_menu); i++) {
+		uint32_t ds = ctrlr_lbaf_menu[i].ds, ms = ctrlr_lbaf_menu[i].ms;
+		struct ctrlr_lbaf *l;
+		uint32_t bytes, waste;
+
+		/* A block smaller than the bdev's would need read-modify-write: not offered. */
+		if (ds < bs || ns->nlbaf == CTRLR_MAX_LBAF)
+			continue;
+		l = &ns->lbafs[ns->nlbaf++];
+		l->ds = ds;
+		l->ms = (uint16_t)ms;
+		l->lbads = ds == 512 ? 9 : 12;
+		l->pif = ctrlr_lbaf_menu[i].pif;
+		l->bpl = (uint8_t)((ds + ms + bs - 1) / bs);
+		/* Relative Performance from the space a block wastes in padding. */
+		bytes = l->bpl * bs;
+		l->stride = bytes;
+		waste = bytes - ds - ms;
+		l->rp = waste == 0 ? 0 : waste * 8 <= bytes ? 1 : waste * 4 <= bytes ? 2 : 3;
+	}
+	ns->fmt = f.raw;
+	ns->block_size = ns->lbafs[0].ds;
+	ns->lbads = ns->lbafs[0].lbads;
+	ns->num_blocks = bdev_get_num_blocks(ns->bdev) / ns->lbafs[0].bpl;
+}
+
+uint64_t ctrlr_ns_blocks_for(const struct ctrlr_ns *ns, uint64_t bdev_blocks)
+{
+	union ctrlr_ns_fmt f = {.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE)};
+
+	return bdev_blocks / ns->lbafs[f.f.lbaf].bpl;
+}
+
+void ctrlr_ns_fmt_load(struct ctrlr_req *req)
+{
+	req->fmt.raw = __atomic_load_n(&req->ns->fmt, __ATOMIC_ACQUIRE);
+	req->lbaf = &req->ns->lbafs[req->fmt.f.lbaf];
+}
+
+/* Checks CDW10 against one namespace's formats (section 5.23: Invalid Format for a format the
+ * namespace does not have, protection without room for its tuple, or an erase it cannot do). */
+static uint16_t ctrlr_format_check(struct ctrlr_req *req, const struct ctrlr_ns *ns)
+{
+	uint32_t cdw10 = req->sqe.cdw10;
+	uint32_t lbaf = NVME_FORMAT_LBAF(cdw10), pi = NVME_FORMAT_PI(cdw10);
+	uint32_t ses = NVME_FORMAT_SES(cdw10);
+
+	req->error_loc = offsetof(struct nvme_sqe, cdw10);
+	if (pi > 3 || ses > CTRLR_SES_CRYPTO)
+		return NVME_SC_INVALID_FIELD;
+	/* Cryptographic erase needs data encrypted at rest, which nvme-emu does not do (FNA bit 2
+	 * is clear). */
+	if (ses == CTRLR_SES_CRYPTO || lbaf >= ns->nlbaf)
+		return NVME_SC_INVALID_FORMAT;
+	if (pi && ns->lbafs[lbaf].ms < ctrlr_pi_tuple_size(ns->lbafs[lbaf].pif))
+		return NVME_SC_INVALID_FORMAT;
+	req->error_loc = 0xffff;
+	return NVME_SC_SUCCESS;
+}
 
 static void ctrlr_format_next(struct ctrlr_req *req);
 
+/* The erase is done: the namespace takes its new format and capacity. */
 static void ctrlr_format_done(struct ctrlr_req *req, int status)
 {
 	uint16_t st = ctrlr_bdev_status(status, true);
+	struct ctrlr_ns *ns = req->ns;
+	uint32_t cdw10 = req->sqe.cdw10;
+	union ctrlr_ns_fmt f = {.raw = 0};
+	const struct ctrlr_lbaf *l;
 
-	/* Erased blocks are readable (zeroes): Write Uncorrectable marks go with the data. */
-	if (!st)
-		ctrlr_uncor_clear_all(&req->ns->uncor);
-	if (st || req->sqe.nsid != NVME_NSID_ALL)
+	if (st)
 		return ctrlr_req_complete(req, st);
-	ctrlr_ns_put(req->ns);
+	/* Erased blocks are readable (zeroes): Write Uncorrectable marks go with the data. */
+	ctrlr_uncor_clear_all(&ns->uncor);
+	f.f.lbaf = (uint8_t)NVME_FORMAT_LBAF(cdw10);
+	l = &ns->lbafs[f.f.lbaf];
+	if (l->ms) {
+		f.f.ext = (uint8_t)NVME_FORMAT_MSET(cdw10);
+		f.f.pi = (uint8_t)NVME_FORMAT_PI(cdw10);
+		f.f.pi_first = f.f.pi ? (uint8_t)NVME_FORMAT_PIL(cdw10) : 0;
+	}
+	ns->block_size = l->ds;
+	ns->lbads = l->lbads;
+	__atomic_store_n(&ns->num_blocks, bdev_get_num_blocks(ns->bdev) / l->bpl, __ATOMIC_RELAXED);
+	__atomic_store_n(&ns->fmt, f.raw, __ATOMIC_RELEASE);
+	if (req->sqe.nsid != NVME_NSID_ALL)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	ctrlr_ns_put(ns);
 	req->ns = NULL;
 	ctrlr_format_next(req);
 }
 
+/* Erases every bdev block (data, metadata and padding alike). */
 static void ctrlr_format_ns(struct ctrlr_req *req)
 {
 	struct ctrlr_ns *ns = req->ns;
 	struct bdev_io *bio = req->bio;
+	uint64_t blocks = bdev_get_num_blocks(ns->bdev);
 	uint16_t st;
 
 	memset(bio, 0, sizeof(*bio));
 	if (ns->has_unmap) {
 		req->step.ranges[0].offset_blocks = 0;
-		req->step.ranges[0].num_blocks = ns->num_blocks;
+		req->step.ranges[0].num_blocks = blocks;
 		bio->type = BDEV_IO_UNMAP;
 		bio->ranges = req->step.ranges;
 		bio->nranges = 1;
 	} else {
 		bio->type = BDEV_IO_WRITE_ZEROES;
 		bio->offset_blocks = 0;
-		bio->num_blocks = ns->num_blocks;
+		bio->num_blocks = blocks;
 	}
 	st = ctrlr_req_submit_bio(req, ctrlr_format_done);
 	if (st)
@@ -61,23 +166,27 @@ static void ctrlr_format_next(struct ctrlr_req *req)
 
 void ctrlr_admin_format(struct ctrlr_req *req)
 {
-	uint32_t cdw10 = req->sqe.cdw10;
+	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint16_t st;
 
 	/* A device self-test in progress ends (8.11). */
-	ctrlr_dst_abort(req->sq->ctrlr, NVME_DST_RES_ABORTED_FORMAT);
-	if (NVME_FORMAT_LBAF(cdw10) != 0 || NVME_FORMAT_MSET(cdw10) || NVME_FORMAT_PI(cdw10))
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FORMAT,
-					      offsetof(struct nvme_sqe, cdw10));
-	/* SES 0 (no secure erase) and 1 (user data erase) both erase here; no crypto erase. */
-	if (NVME_FORMAT_SES(cdw10) > 1)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
-					      offsetof(struct nvme_sqe, cdw10) + 1);
+	ctrlr_dst_abort(ctrlr, NVME_DST_RES_ABORTED_FORMAT);
 	if (req->sqe.nsid == NVME_NSID_ALL) {
+		/* Every namespace must take the format before any is erased. The namespace list
+		 * only changes on this (the admin) thread. */
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+			if (!ctrlr->ns[i])
+				continue;
+			st = ctrlr_format_check(req, ctrlr->ns[i]);
+			if (st)
+				return ctrlr_req_complete(req, st);
+		}
 		req->step.index = 0;
 		return ctrlr_format_next(req);
 	}
 	st = ctrlr_req_get_ns(req);
+	if (!st)
+		st = ctrlr_format_check(req, req->ns);
 	if (st)
 		return ctrlr_req_complete(req, st);
 	ctrlr_format_ns(req);

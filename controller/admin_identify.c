@@ -61,7 +61,10 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->ocfs = NVME_OCFS_FORMAT0;
 	id->vwc = NVME_VWC_PRESENT | NVME_VWC_NSID_ALL_FLUSH;
 	if (ctrlr->cfg.sgl)
-		id->sgls = NVME_SGLS_SUPPORTED | NVME_SGLS_BIT_BUCKET | NVME_SGLS_EXCESS_LEN;
+		id->sgls = NVME_SGLS_SUPPORTED | NVME_SGLS_BIT_BUCKET | NVME_SGLS_EXCESS_LEN |
+			   NVME_SGLS_MD_BYTE_ALIGNED | NVME_SGLS_MD_SGL;
+	/* Extended LBA formats: the protection information format of each is in CNS 05h. */
+	id->ctratt |= NVME_CTRATT_ELBAS;
 	snprintf(id->subnqn, sizeof(id->subnqn), "%s", ctrlr->subnqn);
 	id->psd[0].mp = CTRLR_PS0_CENTIWATTS;
 	ctrlr_nsm_identify_ctrl(ctrlr, id);
@@ -73,6 +76,32 @@ static void ctrlr_le128_put(uint8_t *dst, uint64_t v)
 	memcpy(dst, &v, 8);
 }
 
+/* The LBA formats (NVM Command Set 4.1.5.1): all of them, the current one (FLBAS), metadata
+ * capabilities (both placements), protection types 1-3 with the tuple first or last. */
+static void ctrlr_identify_lbafs(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
+{
+	union ctrlr_ns_fmt f = {.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE)};
+
+	id->nlbaf = (uint8_t)(ns->nlbaf - 1); /* 0-based */
+	id->flbas = (uint8_t)((f.f.lbaf & 0xf) | ((f.f.lbaf & 0x30) << 1) |
+			      (f.f.ext ? NVME_FLBAS_EXTENDED : 0));
+	id->mc = NVME_MC_EXTENDED | NVME_MC_SEPARATE;
+	id->dpc = NVME_DPC_TYPE1 | NVME_DPC_TYPE2 | NVME_DPC_TYPE3 | NVME_DPC_FIRST | NVME_DPC_LAST;
+	id->dps = (uint8_t)(f.f.pi | (f.f.pi_first ? NVME_DPS_FIRST : 0));
+	for (uint8_t i = 0; i < ns->nlbaf; i++) {
+		id->lbaf[i].ms = ns->lbafs[i].ms;
+		id->lbaf[i].lbads = ns->lbafs[i].lbads;
+		id->lbaf[i].rp = ns->lbafs[i].rp;
+	}
+}
+
+/* CNS 05h, CSI NVM (NVM Command Set 4.1.5.2): no storage tags; each format's guard. */
+static void ctrlr_identify_ns_nvm(const struct ctrlr_ns *ns, struct nvme_id_ns_nvm *id)
+{
+	for (uint8_t i = 0; i < ns->nlbaf; i++)
+		id->elbaf[i] = ns->lbafs[i].ms ? NVME_ELBAF(0, ns->lbafs[i].pif) : 0;
+}
+
 static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 {
 	id->nsze = ns->num_blocks;
@@ -80,15 +109,13 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	id->nuse = ns->num_blocks;
 	id->nsfeat = ns->has_unmap ? NVME_NSFEAT_THIN : 0;
 	id->nmic = ns->nmic;
-	id->nlbaf = 0; /* one LBA format (0-based count) */
-	id->flbas = 0;
+	ctrlr_identify_lbafs(ns, id);
 	/* Deallocated blocks read back as zeroes; Write Zeroes may deallocate. */
 	if (ns->has_unmap)
 		id->dlfeat = NVME_DLFEAT_READ_ZEROES | NVME_DLFEAT_WZ_DEAC;
 	ctrlr_le128_put(id->nvmcap, ns->num_blocks * ns->block_size);
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
-	id->lbaf[0].lbads = ns->lbads;
 	/* Reservations: every type, IEKEY as NVMe 1.3+, PTPL with a state file; NMIC bit 0 when
 	 * other controllers may attach the namespace. */
 	id->rescap = NVME_RESCAP_ALL_TYPES | NVME_RESCAP_IEKEY |
@@ -189,6 +216,7 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 		struct nvme_id_ns ns;
 		struct nvme_id_ctrl_nvm ctrl_nvm;
 		struct nvme_id_ns_indep indep;
+		struct nvme_id_ns_nvm ns_nvm;
 	} buf;
 	struct ctrlr_ns *ns = NULL;
 	uint16_t st = NVME_SC_SUCCESS;
@@ -247,6 +275,8 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 			ctrlr_identify_descs(ns, buf.raw);
 		else if (cns == NVME_CNS_CS_INDEP_NS)
 			ctrlr_identify_ns_indep(ns, &buf.indep);
+		else if (cns == NVME_CNS_CS_NS)
+			ctrlr_identify_ns_nvm(ns, &buf.ns_nvm);
 		ctrlr_ns_put(ns);
 		break;
 	case NVME_CNS_ALLOC_NS_LIST: /* CNS 10h-13h: Namespace Management (admin_ns_mgmt.c) */

@@ -299,9 +299,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	}
 	if (ret)
 		goto out_close;
-	ns->block_size = bs;
-	ns->lbads = bs == 512 ? 9 : 12;
-	ns->num_blocks = bdev_get_num_blocks(bdev);
+	ctrlr_ns_formats_init(ns, bs); /* format 0: the bdev's block, no metadata */
 	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
 	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
 	ns->nmic = opts ? opts->nmic & 1 : 0;
@@ -339,6 +337,7 @@ int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks)
 	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
 		return -ENOENT;
 	ns = ctrlr->ns[nsid - 1];
+	num_blocks = ctrlr_ns_blocks_for(ns, num_blocks); /* bdev blocks -> logical blocks */
 	if (num_blocks < ns->num_blocks)
 		return -EINVAL;
 	if (num_blocks == ns->num_blocks)

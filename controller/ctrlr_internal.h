@@ -111,6 +111,32 @@ bool ctrlr_uncor_overlaps(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb, ui
 uint32_t ctrlr_uncor_get(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb,
 			 struct ctrlr_lba_range *out, uint32_t max, bool *more, uint16_t *gen);
 
+/* LBA formats and protection (admin_format.c, io_md.c). A namespace offers every format its
+ * bdev can hold without read-modify-write: data 512 (512-byte bdevs only) and 4096 bytes with 0,
+ * 8, 16 and 64 bytes of metadata. Logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl):
+ * its data, its metadata right after, zero padding to the end (see docs/DESIGN.md). */
+#define CTRLR_MAX_LBAF 12
+struct ctrlr_lbaf {
+	uint32_t ds;  /* data bytes */
+	uint16_t ms;  /* metadata bytes */
+	uint8_t lbads;
+	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_*) */
+	uint8_t bpl;  /* bdev blocks per logical block */
+	uint8_t rp;   /* relative performance (space efficiency here) */
+	uint32_t stride; /* bpl * the bdev's block size: bytes a logical block takes */
+};
+/* The namespace's current format in one word, loaded once per command (ctrlr_req_get_ns). */
+union ctrlr_ns_fmt {
+	uint64_t raw;
+	struct {
+		uint8_t lbaf;	  /* index into ns->lbafs */
+		uint8_t pi;	  /* protection type 0 (none) .. 3 */
+		uint8_t ext;	  /* FLBAS bit 4: metadata travels at the end of each block's data */
+		uint8_t pi_first; /* DPS bit 3: the tuple is the first metadata bytes */
+		uint8_t rsvd[4];
+	} f;
+};
+
 struct ctrlr_ns {
 	struct ctrlr *ctrlr;
 	uint32_t nsid;
@@ -134,6 +160,11 @@ struct ctrlr_ns {
 	bool removing;
 	bool released;
 	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
+	/* LBA formats (fixed at creation) and the current one (union ctrlr_ns_fmt, atomic: Format
+	 * NVM on the admin thread changes it, with block_size, lbads and num_blocks). */
+	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
+	uint8_t nlbaf; /* formats in lbafs */
+	uint64_t fmt;
 	struct ctrlr_uncor uncor; /* Write Uncorrectable marks (not persistent) */
 	/* Reservations and fused locks (io_resv.h): the state shared with the other controllers
 	 * of this namespace, this controller's access word (atomic, written by the admin thread)
@@ -259,6 +290,9 @@ struct ctrlr_req {
 	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
 	uint64_t error_lba;
 	struct ctrlr_ns *ns; /* holds a namespace inflight reference while set */
+	union ctrlr_ns_fmt fmt;	       /* ns's format when the command started (ctrlr_req_get_ns) */
+	const struct ctrlr_lbaf *lbaf; /* its LBA format */
+	struct ctrlr_md_io *md;	       /* metadata bounce state (io_md.c), kept between commands */
 	struct ctrlr_req *next;
 	struct iovec *iov;
 	int iovcnt;
@@ -611,6 +645,9 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
 void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc);
 /* Maps the command's data pointer (PRP or SGL per PSDT) for `len` bytes into req->iov. */
 uint16_t ctrlr_req_map_data(struct ctrlr_req *req, uint64_t len, unsigned int dir);
+/* Maps the command's metadata pointer (MPTR per PSDT) for `len` bytes into iov. NVMe status. */
+uint16_t ctrlr_req_map_md(struct ctrlr_req *req, uint64_t len, unsigned int dir,
+			  struct iovec *iov, int max_iov, int *iovcnt);
 /* Copies between a local buffer and the command's data (maps first). NVMe status. */
 uint16_t ctrlr_req_copy_to_host(struct ctrlr_req *req, const void *buf, uint64_t len);
 uint16_t ctrlr_req_copy_from_host(struct ctrlr_req *req, void *buf, uint64_t len);
@@ -697,6 +734,31 @@ void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, si
 void ctrlr_admin_get_lba_status(struct ctrlr_req *req);
 /* Builds the LBA Status Information log in buf (size bytes at most); returns its length. */
 size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
+/* ---- admin_format.c: LBA formats ---- */
+/* Fills ns->lbafs for a bdev of block size bs and selects format 0 (the bdev's own block,
+ * no metadata); sets block_size, lbads, num_blocks from the bdev. */
+void ctrlr_ns_formats_init(struct ctrlr_ns *ns, uint32_t bs);
+/* Logical blocks of the current format that fit in bdev_blocks bdev blocks. */
+uint64_t ctrlr_ns_blocks_for(const struct ctrlr_ns *ns, uint64_t bdev_blocks);
+/* The format of req's namespace now (snapshot into req->fmt / req->lbaf). */
+void ctrlr_ns_fmt_load(struct ctrlr_req *req);
+/* ---- io_md.c: Read, Write, Compare, Verify, Write Zeroes on formats with metadata ---- */
+/* True when the command's namespace format has metadata (the bounce path must be used). */
+static inline bool ctrlr_io_has_md(const struct ctrlr_req *req)
+{
+	return req->lbaf->ms != 0;
+}
+/* Bdev blocks of n logical blocks of the command's format. */
+static inline uint64_t ctrlr_req_bdev_blocks(const struct ctrlr_req *req, uint64_t n)
+{
+	return n * req->lbaf->bpl;
+}
+void ctrlr_io_md_rw(struct ctrlr_req *req);
+void ctrlr_io_md_compare(struct ctrlr_req *req);
+void ctrlr_io_md_verify(struct ctrlr_req *req);
+void ctrlr_io_md_write_zeroes(struct ctrlr_req *req);
+/* Frees the requests' metadata bounce state (SQ teardown). */
+void ctrlr_io_md_sq_fini(struct ctrlr_sq *sq);
 /* ---- io_copy.c ---- */
 void ctrlr_io_copy(struct ctrlr_req *req);
 /* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,

@@ -1,13 +1,15 @@
 /* controller/io_cmd.c - NVM command set I/O commands (NVM Command Set 1.0 section 3): Read, Write
  * (FUA), Flush (one or all namespaces), Write Zeroes (DEAC), Dataset Management (deallocate),
- * Compare, Verify, Write Uncorrectable, against the namespace's bdev (Copy: io_copy.c). Owner
- * thread of the SQ. */
+ * Compare, Verify, Write Uncorrectable, against the namespace's bdev (Copy: io_copy.c; formats
+ * with metadata and protection information: io_md.c). Logical block i is bdev blocks
+ * [i * bpl, (i + 1) * bpl) of the format. Owner thread of the SQ. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/pi.h"
 
 static void ctrlr_io_rw(struct ctrlr_req *req);
 static void ctrlr_io_flush(struct ctrlr_req *req);
@@ -147,7 +149,8 @@ static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 	uint16_t st = ctrlr_bdev_status(status, write);
 
 	if (!st && write)
-		st = ctrlr_io_written(req, req->bio->offset_blocks, req->bio->num_blocks);
+		st = ctrlr_io_written(req, ctrlr_sqe_slba(&req->sqe),
+				      (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (!st) {
 		if (write) {
 			CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
@@ -169,19 +172,21 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	struct bdev_io *bio = req->bio;
 	uint16_t st;
 
+	if (ctrlr_io_has_md(req))
+		return ctrlr_io_md_rw(req);
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (!st && !write)
 		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	st = ctrlr_req_map_data(req, nlb * req->ns->block_size,
-				write ? CTRLR_DMA_READ : CTRLR_DMA_WRITE);
+	st = ctrlr_req_map_data(req, nlb * req->lbaf->ds, write ? CTRLR_DMA_READ : CTRLR_DMA_WRITE);
 	if (st)
 		return ctrlr_io_fail(req, st);
+	/* No metadata: the data of consecutive blocks is contiguous on the bdev (zero copy). */
 	bio->type = write ? BDEV_IO_WRITE : BDEV_IO_READ;
 	bio->flags = write && (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
-	bio->offset_blocks = slba;
-	bio->num_blocks = nlb;
+	bio->offset_blocks = ctrlr_req_bdev_blocks(req, slba);
+	bio->num_blocks = ctrlr_req_bdev_blocks(req, nlb);
 	bio->iov = req->iov;
 	bio->iovcnt = req->iovcnt;
 	st = ctrlr_req_submit_bio(req, ctrlr_io_rw_done);
@@ -262,19 +267,23 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
+	/* PRACT on a protected format: the blocks get generated protection information. */
+	if (req->fmt.f.pi && (CTRLR_PRINFO(sqe->cdw12) & CTRLR_PRINFO_PRACT))
+		return ctrlr_io_md_write_zeroes(req);
 	memset(bio, 0, sizeof(*bio));
-	/* DEAC: deallocating reads back as zeroes here (DLFEAT), so it is a valid way to zero. */
+	/* DEAC: deallocating reads back as zeroes here (DLFEAT), so it is a valid way to zero. Zeroed
+	 * metadata reads back as the escape tuple on protected formats (io_md.c). */
 	if ((sqe->cdw12 & NVME_WZ_DEAC) && req->ns->has_unmap && !(sqe->cdw12 & NVME_RW_FUA)) {
-		req->step.ranges[0].offset_blocks = slba;
-		req->step.ranges[0].num_blocks = nlb;
+		req->step.ranges[0].offset_blocks = ctrlr_req_bdev_blocks(req, slba);
+		req->step.ranges[0].num_blocks = ctrlr_req_bdev_blocks(req, nlb);
 		bio->type = BDEV_IO_UNMAP;
 		bio->ranges = req->step.ranges;
 		bio->nranges = 1;
 	} else {
 		bio->type = BDEV_IO_WRITE_ZEROES;
 		bio->flags = (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
-		bio->offset_blocks = slba;
-		bio->num_blocks = nlb;
+		bio->offset_blocks = ctrlr_req_bdev_blocks(req, slba);
+		bio->num_blocks = ctrlr_req_bdev_blocks(req, nlb);
 	}
 	st = ctrlr_req_submit_bio(req, ctrlr_io_write_zeroes_done);
 	if (st)
@@ -322,8 +331,8 @@ static void ctrlr_io_dsm_done(struct ctrlr_req *req, int status)
 
 	/* Deallocated blocks read back as zeroes (DLFEAT): no longer uncorrectable. */
 	for (uint32_t i = 0; !st && i < req->bio->nranges; i++)
-		st = ctrlr_io_written(req, req->bio->ranges[i].offset_blocks,
-				      req->bio->ranges[i].num_blocks);
+		st = ctrlr_io_written(req, req->bio->ranges[i].offset_blocks / req->lbaf->bpl,
+				      req->bio->ranges[i].num_blocks / req->lbaf->bpl);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	ctrlr_io_dsm_next(req);
@@ -346,8 +355,8 @@ static void ctrlr_io_dsm_next(struct ctrlr_req *req)
 		st = ctrlr_io_check_range(req, r.slba, r.nlb);
 		if (st)
 			return ctrlr_req_complete(req, st);
-		req->step.ranges[n].offset_blocks = r.slba;
-		req->step.ranges[n].num_blocks = r.nlb;
+		req->step.ranges[n].offset_blocks = ctrlr_req_bdev_blocks(req, r.slba);
+		req->step.ranges[n].num_blocks = ctrlr_req_bdev_blocks(req, r.nlb);
 		n++;
 	}
 	if (n == 0)
@@ -394,9 +403,16 @@ static void ctrlr_io_range_chunk_done(struct ctrlr_req *req, int status)
 
 	if (st)
 		return ctrlr_io_range_finish(req, st);
-	req->step.chunk_fn(req, req->step.buf, req->bio->num_blocks * req->ns->block_size);
-	req->step.lba += req->bio->num_blocks;
-	req->step.remaining -= req->bio->num_blocks;
+	uint64_t n = req->bio->num_blocks / req->lbaf->bpl;
+	uint32_t ds = req->lbaf->ds, stride = req->lbaf->stride;
+	char *b = req->step.buf;
+
+	/* Only the data goes to chunk_fn: squeeze out each block's metadata and padding. */
+	for (uint64_t i = 1; stride != ds && i < n; i++)
+		memmove(b + i * ds, b + i * stride, ds);
+	req->step.chunk_fn(req, req->step.buf, n * req->lbaf->ds);
+	req->step.lba += n;
+	req->step.remaining -= n;
 	if (!req->step.remaining)
 		return ctrlr_io_range_finish(req, NVME_SC_SUCCESS);
 	ctrlr_io_range_submit(req);
@@ -404,16 +420,16 @@ static void ctrlr_io_range_chunk_done(struct ctrlr_req *req, int status)
 
 static void ctrlr_io_range_submit(struct ctrlr_req *req)
 {
-	uint32_t per = CTRLR_CHUNK_BYTES / req->ns->block_size;
+	uint32_t per = CTRLR_CHUNK_BYTES / req->lbaf->stride;
 	uint64_t n = req->step.remaining < per ? req->step.remaining : per;
 	uint16_t st;
 
 	memset(req->bio, 0, sizeof(*req->bio));
 	req->step.biov.iov_base = req->step.buf;
-	req->step.biov.iov_len = n * req->ns->block_size;
+	req->step.biov.iov_len = n * req->lbaf->stride;
 	req->bio->type = BDEV_IO_READ;
-	req->bio->offset_blocks = req->step.lba;
-	req->bio->num_blocks = n;
+	req->bio->offset_blocks = ctrlr_req_bdev_blocks(req, req->step.lba);
+	req->bio->num_blocks = ctrlr_req_bdev_blocks(req, n);
 	req->bio->iov = &req->step.biov;
 	req->bio->iovcnt = 1;
 	st = ctrlr_req_submit_bio(req, ctrlr_io_range_chunk_done);
@@ -466,6 +482,8 @@ static void ctrlr_io_verify(struct ctrlr_req *req)
 	uint64_t nlb = (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1;
 	uint16_t st;
 
+	if (ctrlr_io_has_md(req))
+		return ctrlr_io_md_verify(req);
 	st = ctrlr_io_read_range(req, ctrlr_sqe_slba(&req->sqe), nlb, ctrlr_io_verify_chunk,
 				 ctrlr_io_verify_done);
 	if (st)
@@ -476,7 +494,7 @@ static void ctrlr_io_verify(struct ctrlr_req *req)
 
 static void ctrlr_io_compare_chunk(struct ctrlr_req *req, const void *data, size_t len)
 {
-	uint64_t off = (req->step.lba - ctrlr_sqe_slba(&req->sqe)) * req->ns->block_size;
+	uint64_t off = (req->step.lba - ctrlr_sqe_slba(&req->sqe)) * req->lbaf->ds;
 	const char *d = data;
 
 	/* A first mismatch is remembered in step.crc; later chunks are still read. */
@@ -512,10 +530,12 @@ static void ctrlr_io_compare(struct ctrlr_req *req)
 	uint64_t nlb = (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1;
 	uint16_t st;
 
+	if (ctrlr_io_has_md(req))
+		return ctrlr_io_md_compare(req);
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	st = ctrlr_req_map_data(req, nlb * req->ns->block_size, CTRLR_DMA_READ);
+	st = ctrlr_req_map_data(req, nlb * req->lbaf->ds, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	req->step.crc = 0;

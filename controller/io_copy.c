@@ -1,12 +1,14 @@
 /* controller/io_copy.c - the Copy command (NVM Command Set 1.0 3.3.1): source ranges of one
  * namespace copied to a contiguous destination in the same namespace, through a bounce buffer,
  * one chunk read then written at a time. Descriptor format 0h only (OCFS bit 0): formats 1h-3h
- * are for 64-bit guard protection information and cross-namespace copies, which nvme-emu's
- * namespaces do not have. Owner thread of the SQ. */
+ * are for 64-bit guard protection information and cross-namespace copies. Blocks move whole
+ * (data and metadata as stored); on a protected format PRINFOR/PRINFOW processing is not done,
+ * so a Copy asking for it is refused. Owner thread of the SQ. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller/ctrlr_internal.h"
+#include "controller/pi.h"
 
 /* The command's state, allocated once it is valid: the host's source ranges, copied and checked
  * before any block moves (the guest cannot change them under us), and the bounce buffer. */
@@ -45,11 +47,11 @@ static uint16_t ctrlr_copy_submit(struct ctrlr_req *req, enum bdev_io_type type,
 
 	memset(bio, 0, sizeof(*bio));
 	req->step.biov.iov_base = cp->buf;
-	req->step.biov.iov_len = cp->chunk * req->ns->block_size;
+	req->step.biov.iov_len = cp->chunk * req->lbaf->stride;
 	bio->type = type;
 	bio->flags = type == BDEV_IO_WRITE && cp->fua ? BDEV_IO_F_FUA : 0;
-	bio->offset_blocks = lba;
-	bio->num_blocks = cp->chunk;
+	bio->offset_blocks = ctrlr_req_bdev_blocks(req, lba);
+	bio->num_blocks = ctrlr_req_bdev_blocks(req, cp->chunk);
 	bio->iov = &req->step.biov;
 	bio->iovcnt = 1;
 	return ctrlr_req_submit_bio(req, done);
@@ -65,7 +67,7 @@ static void ctrlr_copy_write_done(struct ctrlr_req *req, int status)
 	/* Written blocks are readable again, whatever Write Uncorrectable said of them. */
 	if (ctrlr_uncor_clear(&req->ns->uncor, cp->dst, cp->chunk))
 		return ctrlr_copy_finish(req, NVME_SC_INTERNAL);
-	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_written, cp->chunk * req->ns->block_size);
+	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_written, cp->chunk * req->lbaf->ds);
 	cp->src += cp->chunk;
 	cp->dst += cp->chunk;
 	cp->left -= cp->chunk;
@@ -79,7 +81,7 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 
 	if (st)
 		return ctrlr_copy_finish(req, st);
-	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_read, cp->chunk * req->ns->block_size);
+	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_read, cp->chunk * req->lbaf->ds);
 	st = ctrlr_copy_submit(req, BDEV_IO_WRITE, cp->dst, ctrlr_copy_write_done);
 	if (st)
 		ctrlr_copy_finish(req, st);
@@ -89,7 +91,7 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 static void ctrlr_copy_next(struct ctrlr_req *req)
 {
 	struct ctrlr_copy *cp = req->step.buf;
-	uint64_t per = CTRLR_CHUNK_BYTES / req->ns->block_size, bad;
+	uint64_t per = CTRLR_CHUNK_BYTES / req->lbaf->stride, bad;
 	uint16_t st;
 
 	while (!cp->left) {
@@ -118,7 +120,9 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	struct ctrlr_copy *cp;
 	uint16_t st;
 
-	if (NVME_COPY_DESFMT(sqe->cdw12) != 0)
+	/* PRINFOR (bits 15:12) and PRINFOW (bits 29:26) on a protected format. */
+	if (NVME_COPY_DESFMT(sqe->cdw12) != 0 ||
+	    (req->fmt.f.pi && (((sqe->cdw12 >> 12) & 0xf) || CTRLR_PRINFO(sqe->cdw12))))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw12));
 	if (nr > CTRLR_COPY_MAX_RANGES)

@@ -1093,4 +1093,37 @@ enum nvme_pel_type {
 	NVME_PEL_THERMAL = 0x0d,
 };
 
+/* ---- LBA formats, metadata, end-to-end protection (NVM Command Set 1.0 sections 4.1.5.1,
+ * 5.2; Base 2.0 5.17.2.1, 5.23) ---- */
+#define NVME_SC_INVALID_PI 0x0181   /* Invalid Protection Information (NVM command set) */
+#define NVME_SC_GUARD_CHECK 0x0282  /* End-to-end Guard Check Error */
+#define NVME_SC_APPTAG_CHECK 0x0283 /* End-to-end Application Tag Check Error */
+#define NVME_SC_REFTAG_CHECK 0x0284 /* End-to-end Reference Tag Check Error */
+#define NVME_FLBAS_EXTENDED (1u << 4)    /* metadata at the end of each block's data */
+#define NVME_FLBAS_INDEX(flbas) (((flbas)&0xf) | (((flbas) >> 1) & 0x30))
+#define NVME_MC_EXTENDED (1u << 0)       /* metadata in extended LBAs supported */
+#define NVME_MC_SEPARATE (1u << 1)       /* metadata in a separate buffer (MPTR) supported */
+#define NVME_DPC_TYPE1 (1u << 0)
+#define NVME_DPC_TYPE2 (1u << 1)
+#define NVME_DPC_TYPE3 (1u << 2)
+#define NVME_DPC_FIRST (1u << 3)
+#define NVME_DPC_LAST (1u << 4)
+#define NVME_DPS_FIRST (1u << 3)         /* protection information in the first metadata bytes */
+#define NVME_FORMAT_PIL(cdw10) (((cdw10) >> 8) & 0x1)
+#define NVME_CTRATT_ELBAS (1u << 15)     /* Extended LBA Formats (ELBAF) supported */
+#define NVME_SGLS_MD_BYTE_ALIGNED (1u << 17) /* MPTR byte aligned contiguous buffer */
+#define NVME_SGLS_MD_SGL (1u << 19)      /* MPTR holding an SGL descriptor (PSDT 10b) */
+#define NVME_ELBAF(sts, pif) ((uint32_t)(sts) | ((uint32_t)(pif) << 7))
+
+/* CNS 05h, CSI NVM: I/O command set specific identify namespace (NVM command set 4.1.5.2). */
+struct nvme_id_ns_nvm {
+	uint64_t lbstm; /* logical block storage tag mask */
+	uint8_t pic;	/* protection information capabilities */
+	uint8_t rsvd9[3];
+	uint32_t elbaf[64]; /* extended LBA formats: STS bits 6:0, PIF bits 8:7 */
+	uint8_t rsvd268[3828];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns_nvm) == 4096, "identify namespace NVM");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ns_nvm, elbaf) == 12, "ELBAF offset");
+
 #endif

@@ -82,6 +82,7 @@ void ctrlr_sq_fini(struct ctrlr_sq *sq)
 		ctrlr_sq_ring_detach(sq);
 	free(sq->iov_mem);
 	free(sq->bio_mem);
+	ctrlr_io_md_sq_fini(sq);
 	free(sq->reqs);
 	sq->reqs = NULL;
 	sq->bio_mem = NULL;

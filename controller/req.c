@@ -23,6 +23,7 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	req->error_loc = 0xffff;
 	req->error_lba = 0;
 	req->ns = NULL;
+	req->lbaf = NULL;
 	req->iovcnt = 0;
 	req->data_len = 0;
 	req->io_done = NULL;
@@ -164,6 +165,57 @@ uint16_t ctrlr_req_map_data(struct ctrlr_req *req, uint64_t len, unsigned int di
 	return st;
 }
 
+/* The metadata pointer (Base 2.0 section 4.2, MPTR): with PRPs (PSDT 00b) a dword aligned
+ * contiguous buffer; with SGLs a contiguous buffer (01b, any alignment: SGLS bit 17) or the
+ * address of one SGL descriptor (10b, SGLS bit 19) walked like the data's first descriptor. */
+uint16_t ctrlr_req_map_md(struct ctrlr_req *req, uint64_t len, unsigned int dir,
+			  struct iovec *iov, int max_iov, int *iovcnt)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	const struct nvme_sqe *sqe = &req->sqe;
+	struct nvme_sgl_desc d;
+	const void *dp;
+	void *p;
+	uint16_t st;
+
+	*iovcnt = 0;
+	req->error_loc = offsetof(struct nvme_sqe, mptr);
+	switch (sqe->cdw0.bits.psdt) {
+	case NVME_PSDT_PRP:
+		if (sqe->mptr & 3)
+			return NVME_SC_INVALID_FIELD;
+		/* fall through */
+	case NVME_PSDT_SGL_MPTR_CONTIG:
+		p = ctrlr_req_mem_map(ctrlr, sqe->mptr, len, dir);
+		if (!p)
+			return NVME_SC_DATA_XFER_ERROR;
+		iov[0].iov_base = p;
+		iov[0].iov_len = len;
+		*iovcnt = 1;
+		break;
+	case NVME_PSDT_SGL_MPTR_SGL:
+		if (!ctrlr->cfg.sgl || req->sq->qid == 0) {
+			req->error_loc = 1;
+			return NVME_SC_INVALID_FIELD;
+		}
+		dp = ctrlr_req_mem_map(ctrlr, sqe->mptr, sizeof(d), CTRLR_DMA_READ);
+		if (!dp)
+			return NVME_SC_DATA_XFER_ERROR;
+		memcpy(&d, dp, sizeof(d)); /* read once: the guest may change it */
+		st = ctrlr_sgl_map(ctrlr_req_mem_map, ctrlr, &d, len, dir, iov, max_iov, iovcnt);
+		if (st == NVME_SC_SGL_INVALID_DATA_LEN)
+			st = NVME_SC_SGL_INVALID_MD_LEN;
+		if (st)
+			return st;
+		break;
+	default:
+		req->error_loc = 1;
+		return NVME_SC_INVALID_FIELD;
+	}
+	req->error_loc = 0xffff;
+	return NVME_SC_SUCCESS;
+}
+
 uint16_t ctrlr_req_copy_to_host(struct ctrlr_req *req, const void *buf, uint64_t len)
 {
 	uint16_t st = ctrlr_req_map_data(req, len, CTRLR_DMA_WRITE);
@@ -201,6 +253,7 @@ uint16_t ctrlr_req_get_ns(struct ctrlr_req *req)
 		return NVME_SC_INVALID_NS;
 	}
 	req->ns = ns;
+	ctrlr_ns_fmt_load(req);
 	return NVME_SC_SUCCESS;
 }
 

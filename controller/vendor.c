@@ -102,12 +102,12 @@ void ctrlr_req_set_cdw0(struct ctrlr_req *req, uint32_t cdw0)
 
 uint32_t ctrlr_req_ns_block_size(const struct ctrlr_req *req)
 {
-	return req->ns ? req->ns->block_size : 0;
+	return req->ns ? req->lbaf->ds : 0;
 }
 
 uint64_t ctrlr_req_ns_num_blocks(const struct ctrlr_req *req)
 {
-	return req->ns ? req->ns->num_blocks : 0;
+	return req->ns ? __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED) : 0;
 }
 
 uint16_t ctrlr_req_read_lbas(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
