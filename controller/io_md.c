@@ -324,8 +324,7 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 		m->pi.first = req->fmt.f.pi_first;
 		m->pi.ds = l->ds;
 		m->pi.ms = l->ms;
-		/* Generating blocks (PRACT on writes) checks nothing that came from the host. */
-		m->pi.prchk = to_dev && (prinfo & CTRLR_PRINFO_PRACT) ? 0 : prinfo & 0x7;
+		m->pi.prchk = prinfo & 0x7;
 		m->pi.apptag = (uint16_t)sqe->cdw15;
 		m->pi.appmask = (uint16_t)(sqe->cdw15 >> 16);
 		/* EILBRT/ILBRT: CDW14, and bits 47:32 in CDW3 for the 64b Guard (STS 0). */
@@ -334,6 +333,9 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 			ilbrt |= (uint64_t)(sqe->cdw3 & 0xffff) << 32;
 		m->ref = ilbrt & ctrlr_pi_ref_mask(l->pif);
 		st = ctrlr_pi_check_ilbrt(&m->pi, slba, ilbrt);
+		/* Generating blocks (PRACT on writes) checks nothing that came from the host. */
+		if (to_dev && (prinfo & CTRLR_PRINFO_PRACT))
+			m->pi.prchk = 0;
 		if (st) {
 			req->error_loc = offsetof(struct nvme_sqe, cdw14);
 			return ctrlr_req_complete(req, st);

@@ -1,0 +1,396 @@
+/* tests/unit/controller/io_md_test.c - LBA formats with metadata and end-to-end protection
+ * through the loopback transport against a malloc bdev: Format NVM and the capacity, metadata
+ * in extended LBAs, at MPTR (PRP and SGL), its place on the bdev, protection information
+ * inserted, stripped, checked (each failure status) for 16b and 64b guards, Types 1-3. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctrlr_internal.h"
+#include "controller/pi.h"
+#include "tests/unit/controller/loopback.h"
+#include "tests/unit/cunit_runner.h"
+
+#define MD_BLOCKS 2048 /* 512-byte bdev blocks */
+static struct lb lb;
+static uint64_t data_addr, md_addr, desc_addr;
+
+static int md_init(void)
+{
+	if (lb_init(&lb, NULL) || lb_add_malloc_ns(&lb, "md0", 1, MD_BLOCKS, 512) != 1)
+		return -1;
+	if (!(lb_enable(&lb, 32) & 1) || lb_create_qpair(&lb, 1, 64, 1, true))
+		return -1;
+	data_addr = lb_alloc(&lb, 64 * 1024);
+	md_addr = lb_alloc(&lb, 8192);
+	desc_addr = lb_alloc(&lb, 4096);
+	return 0;
+}
+
+static int md_fini(void)
+{
+	lb_fini(&lb);
+	return 0;
+}
+
+static uint8_t *md_data(void)
+{
+	return lb_ptr(&lb, data_addr);
+}
+
+static uint8_t *md_meta(void)
+{
+	return lb_ptr(&lb, md_addr);
+}
+
+static uint16_t md_format(uint32_t lbaf, uint32_t mset, uint32_t pi, uint32_t pil)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_FORMAT_NVM, 1);
+
+	sqe.cdw10 = lbaf | mset << 4 | pi << 5 | pil << 8 | 1u << 9;
+	return lb_cmd(&lb, 0, &sqe, NULL) & 0x7ff;
+}
+
+static struct nvme_id_ns *md_identify(void)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_IDENTIFY, 1);
+
+	sqe.dptr.prp.prp1 = desc_addr;
+	sqe.cdw10 = NVME_CNS_NS;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	return lb_ptr(&lb, desc_addr);
+}
+
+struct md_cmd {
+	uint8_t opc;
+	uint64_t slba;
+	uint32_t nlb;
+	uint8_t prinfo;
+	uint64_t ilbrt; /* bits 47:32 go to CDW3 */
+	uint16_t lbat, lbatm;
+	bool mptr;	 /* separate metadata at md_addr */
+	uint8_t psdt;	 /* 0 PRP; 1 SGL + contiguous MPTR; 2 SGL + MPTR SGL */
+};
+
+/* One command on the data buffer (and the metadata buffer); the status without the phase. */
+static uint16_t md_io(const struct md_cmd *c)
+{
+	struct nvme_sqe sqe = lb_sqe(c->opc, 1);
+	struct nvme_sgl_desc *d = lb_ptr(&lb, desc_addr);
+
+	sqe.cdw10 = (uint32_t)c->slba;
+	sqe.cdw11 = (uint32_t)(c->slba >> 32);
+	sqe.cdw12 = (c->nlb - 1) | (uint32_t)c->prinfo << 26;
+	sqe.cdw14 = (uint32_t)c->ilbrt;
+	sqe.cdw3 = (uint32_t)(c->ilbrt >> 32);
+	sqe.cdw15 = c->lbat | (uint32_t)c->lbatm << 16;
+	if (c->psdt) {
+		sqe.cdw0.bits.psdt = c->psdt;
+		sqe.dptr.sgl.addr = data_addr;
+		sqe.dptr.sgl.length = 64 * 1024;
+		sqe.dptr.sgl.type = NVME_SGL_TYPE_DATA_BLOCK << 4;
+	} else {
+		sqe.dptr.prp.prp1 = data_addr;
+		sqe.dptr.prp.prp2 = 0;
+	}
+	if (c->mptr && c->psdt == 2) {
+		memset(d, 0, sizeof(*d));
+		d->addr = md_addr;
+		d->length = 8192;
+		d->type = NVME_SGL_TYPE_DATA_BLOCK << 4;
+		sqe.mptr = desc_addr;
+	} else if (c->mptr) {
+		sqe.mptr = md_addr;
+	}
+	return lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff;
+}
+
+/* PRP lists are not built here: keep transfers within two pages unless SGL. */
+static uint16_t md_rw(uint8_t opc, uint64_t slba, uint32_t nlb, uint8_t prinfo, uint64_t ilbrt,
+		      bool mptr)
+{
+	struct md_cmd c = {.opc = opc, .slba = slba, .nlb = nlb, .prinfo = prinfo, .ilbrt = ilbrt,
+			   .lbat = 0x5a5a, .lbatm = 0xffff, .mptr = mptr, .psdt = 1};
+
+	return md_io(&c);
+}
+
+static void md_raw_cb(struct bdev_io *io, int status, void *arg)
+{
+	*(int *)arg = status == 0 ? 1 : -1;
+}
+
+/* Reads bdev blocks [off, +n) straight from the bdev, as stored. */
+static void md_raw_read(uint64_t off, uint32_t n, uint8_t *out)
+{
+	struct bdev *b = bdev_lookup("md0");
+	struct bdev_channel *ch = NULL;
+	struct bdev_io *io = calloc(1, bdev_io_size(b));
+	struct iovec iov = {out, (size_t)n * 512};
+	int done = 0;
+
+	CU_ASSERT_FATAL(io != NULL);
+	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(b, &ch), 0);
+	io->type = BDEV_IO_READ;
+	io->offset_blocks = off;
+	io->num_blocks = n;
+	io->iov = &iov;
+	io->iovcnt = 1;
+	io->cb = md_raw_cb;
+	io->cb_arg = &done;
+	bdev_submit(ch, io);
+	while (!done)
+		bdev_channel_poll(ch);
+	CU_ASSERT_EQUAL(done, 1);
+	bdev_channel_destroy(ch);
+	free(io);
+}
+
+static void md_fill(uint8_t *p, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 13 + i / 509);
+}
+
+static void test_formats_capacity(void)
+{
+	struct nvme_id_ns *id = md_identify();
+	struct nvme_id_ns_nvm *nvm = lb_ptr(&lb, desc_addr);
+	struct nvme_sqe sqe;
+
+	CU_ASSERT_EQUAL(id->nsze, MD_BLOCKS);
+	CU_ASSERT_EQUAL(id->mc, NVME_MC_EXTENDED | NVME_MC_SEPARATE);
+	CU_ASSERT_EQUAL(id->dpc, 0x1f);
+	CU_ASSERT_EQUAL(id->lbaf[1].ms, 8);
+	CU_ASSERT_EQUAL(id->lbaf[9].ms, 16);
+	CU_ASSERT_EQUAL(id->lbaf[9].lbads, 12);
+	/* Extended LBA formats: the guard of each format in CNS 05h; ELBAS in CTRATT. */
+	sqe = lb_sqe(NVME_ADM_IDENTIFY, 1);
+	sqe.dptr.prp.prp1 = desc_addr;
+	sqe.cdw10 = NVME_CNS_CS_NS;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(nvm->elbaf[2], NVME_ELBAF(0, CTRLR_PIF_16));
+	CU_ASSERT_EQUAL(nvm->elbaf[3], NVME_ELBAF(0, CTRLR_PIF_64));
+	CU_ASSERT_EQUAL(nvm->elbaf[9], NVME_ELBAF(0, CTRLR_PIF_64));
+	sqe = lb_sqe(NVME_ADM_IDENTIFY, 0);
+	sqe.dptr.prp.prp1 = desc_addr;
+	sqe.cdw10 = NVME_CNS_CTRL;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_TRUE(((struct nvme_id_ctrl *)lb_ptr(&lb, desc_addr))->ctratt & NVME_CTRATT_ELBAS);
+
+	/* Each format's blocks take whole bdev blocks: data, metadata, padding. */
+	CU_ASSERT_EQUAL(md_format(1, 0, 0, 0), 0); /* 512+8: two bdev blocks */
+	id = md_identify();
+	CU_ASSERT_EQUAL(id->nsze, MD_BLOCKS / 2);
+	CU_ASSERT_EQUAL(id->flbas, 1);
+	CU_ASSERT_EQUAL(id->dps, 0);
+	CU_ASSERT_EQUAL(md_format(7, 1, 3, 1), 0); /* 4096+8 extended, Type 3 first: nine */
+	id = md_identify();
+	CU_ASSERT_EQUAL(id->nsze, MD_BLOCKS / 9);
+	CU_ASSERT_EQUAL(id->flbas, 7 | NVME_FLBAS_EXTENDED);
+	CU_ASSERT_EQUAL(id->dps, 3 | NVME_DPS_FIRST);
+	CU_ASSERT_EQUAL(md_format(6, 0, 0, 0), 0); /* 4096, no metadata: eight */
+	CU_ASSERT_EQUAL(md_identify()->nsze, MD_BLOCKS / 8);
+	/* Protection needs room for its tuple: 8 bytes cannot hold the 64b guard's. */
+	CU_ASSERT_EQUAL(md_format(0, 0, 1, 0), NVME_SC_INVALID_FORMAT);
+	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL(md_identify()->nsze, MD_BLOCKS);
+}
+
+/* 4096-byte blocks on a 512-byte bdev, no metadata: consecutive, zero copy. */
+static void test_large_blocks(void)
+{
+	uint8_t raw[4096];
+
+	CU_ASSERT_EQUAL_FATAL(md_format(6, 0, 0, 0), 0);
+	md_fill(md_data(), 8192, 3);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 5, 2, 0, 0, false), 0);
+	md_raw_read(5 * 8 + 8, 8, raw);
+	CU_ASSERT_EQUAL(memcmp(raw, md_data() + 4096, 4096), 0);
+	memset(md_data(), 0, 8192);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 5, 2, 0, 0, false), 0);
+	md_fill(md_data() + 8192, 8192, 3);
+	CU_ASSERT_EQUAL(memcmp(md_data(), md_data() + 8192, 8192), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_COMPARE, 5, 2, 0, 0, false), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 256, 1, 0, 0, false), NVME_SC_LBA_RANGE);
+}
+
+/* Separate metadata (PRP, SGL with contiguous MPTR, SGL with MPTR SGL) and extended LBAs: what
+ * the host sends lands as [data][metadata][zeroes] per block, and comes back the same way. */
+static void test_placement(void)
+{
+	uint8_t raw[1024], want[64 * 3];
+	struct md_cmd c = {.opc = NVME_CMD_WRITE, .slba = 10, .nlb = 3, .mptr = true};
+
+	CU_ASSERT_EQUAL_FATAL(md_format(4, 0, 0, 0), 0); /* 512+64, separate */
+	for (uint8_t psdt = 0; psdt <= 2; psdt++) {
+		md_fill(md_data(), 1536, (uint8_t)(psdt + 1));
+		md_fill(md_meta(), 192, (uint8_t)(psdt + 100));
+		memcpy(want, md_meta(), sizeof(want));
+		c.opc = NVME_CMD_WRITE;
+		c.psdt = psdt;
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+		md_raw_read(2 * 11, 2, raw); /* the second block: bdev blocks 22-23 */
+		CU_ASSERT_EQUAL(memcmp(raw, md_data() + 512, 512), 0);
+		CU_ASSERT_EQUAL(memcmp(raw + 512, want + 64, 64), 0);
+		for (int i = 512 + 64; i < 1024; i++)
+			CU_ASSERT_EQUAL_FATAL(raw[i], 0);
+		memset(md_meta(), 0, 192);
+		memset(md_data() + 2048, 0, 1536);
+		memcpy(md_data() + 2048, md_data(), 1536);
+		memset(md_data(), 0, 1536);
+		c.opc = NVME_CMD_READ;
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+		CU_ASSERT_EQUAL(memcmp(md_data(), md_data() + 2048, 1536), 0);
+		CU_ASSERT_EQUAL(memcmp(md_meta(), want, sizeof(want)), 0);
+		/* Compare covers the metadata too. */
+		c.opc = NVME_CMD_COMPARE;
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+		md_meta()[130] ^= 1;
+		CU_ASSERT_EQUAL(md_io(&c), NVME_SC_COMPARE_FAILED);
+	}
+	/* A metadata pointer outside guest memory, or not dword aligned with PRPs. */
+	c.opc = NVME_CMD_READ;
+	c.psdt = 0;
+	md_addr += 2;
+	CU_ASSERT_EQUAL(md_io(&c), NVME_SC_INVALID_FIELD);
+	md_addr -= 2;
+
+	/* Extended: metadata after each block's data in the one buffer. */
+	CU_ASSERT_EQUAL_FATAL(md_format(4, 1, 0, 0), 0);
+	md_fill(md_data(), 3 * 576, 9);
+	c = (struct md_cmd){.opc = NVME_CMD_WRITE, .slba = 4, .nlb = 3};
+	CU_ASSERT_EQUAL(md_io(&c), 0);
+	md_raw_read(2 * 6, 2, raw);
+	CU_ASSERT_EQUAL(memcmp(raw, md_data() + 2 * 576, 576), 0);
+	memcpy(md_data() + 8192, md_data(), 3 * 576);
+	memset(md_data(), 0, 3 * 576);
+	c.opc = NVME_CMD_READ;
+	CU_ASSERT_EQUAL(md_io(&c), 0);
+	CU_ASSERT_EQUAL(memcmp(md_data(), md_data() + 8192, 3 * 576), 0);
+}
+
+/* 16b guard, Type 1, tuple-only metadata: PRACT inserts and strips; PRCHK checks each field. */
+static void test_pi_type1(void)
+{
+	uint8_t *m = md_meta();
+	uint16_t crc;
+
+	CU_ASSERT_EQUAL_FATAL(md_format(1, 0, 1, 0), 0); /* 512+8, Type 1 */
+	md_fill(md_data(), 2048, 21);
+	/* PRACT: no metadata from the host, tags generated from ILBRT = SLBA. */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 100, 4, CTRLR_PRINFO_PRACT, 100, false), 0);
+	/* Type 1 wants ILBRT to be the SLBA's low bits when the reference tag is checked. */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 100, 4, CTRLR_PRINFO_PRACT | CTRLR_PRCHK_REF, 7, false),
+			NVME_SC_INVALID_PI);
+	memset(md_meta(), 0, 64);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, 7, 100, true), 0);
+	crc = ctrlr_crc16_t10dif(0, md_data() + 512, 512);
+	CU_ASSERT_EQUAL(m[8] << 8 | m[9], crc);
+	CU_ASSERT_EQUAL(m[10] << 8 | m[11], 0x5a5a);
+	CU_ASSERT_EQUAL((uint32_t)(m[12] << 24 | m[13] << 16 | m[14] << 8 | m[15]), 101);
+	/* PRACT on a read strips the tuple: no metadata buffer needed. */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, CTRLR_PRINFO_PRACT | 7, 100, false), 0);
+	/* Reference tag expected from another ILBRT (Type 1 with no ref check: allowed). */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, CTRLR_PRCHK_GUARD, 5, true), 0);
+
+	/* A bad guard from the host: refused when checked, stored when not. */
+	md_fill(md_data(), 2048, 21);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, 0, 0, true), 0);
+	md_data()[512 + 17] ^= 0x40; /* block 101's data no longer matches its guard */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 100, 4, 7, 100, true), NVME_SC_GUARD_CHECK);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 100, 4, CTRLR_PRCHK_REF, 100, true), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, CTRLR_PRCHK_GUARD, 100, true),
+			NVME_SC_GUARD_CHECK);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_VERIFY, 100, 4, CTRLR_PRCHK_GUARD, 100, false),
+			NVME_SC_GUARD_CHECK);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, 0, 100, true), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_VERIFY, 100, 1, 7, 100, false), 0);
+	/* Application tag: compared under LBATM. */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 100, 4, CTRLR_PRINFO_PRACT, 100, false), 0);
+	{
+		struct md_cmd c = {.opc = NVME_CMD_READ, .slba = 100, .nlb = 4,
+				   .prinfo = CTRLR_PRCHK_APP, .lbat = 0x5a5b, .lbatm = 0xffff,
+				   .mptr = true, .psdt = 1};
+
+		CU_ASSERT_EQUAL(md_io(&c), NVME_SC_APPTAG_CHECK);
+		c.lbatm = 0xfff0;
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+	}
+	/* Reference tag: blocks written for other LBAs. */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 100, 4, 0, 0, true), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 200, 4, 0, 0, true), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 200, 4, CTRLR_PRCHK_REF, 200, true),
+			NVME_SC_REFTAG_CHECK);
+	/* Never written (zeroed by Format) reads back as the all-ones escape: no check fails. */
+	memset(md_meta(), 0, 16);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 500, 2, 7, 500, true), 0);
+	CU_ASSERT_EQUAL(m[0], 0xff);
+	CU_ASSERT_EQUAL(m[15], 0xff);
+	/* Write Zeroes with PRACT: zero data with a generated tuple. */
+	{
+		struct md_cmd c = {.opc = NVME_CMD_WRITE_ZEROES, .slba = 500, .nlb = 2,
+				   .prinfo = CTRLR_PRINFO_PRACT, .ilbrt = 500, .lbat = 0x77};
+
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+	}
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 500, 2, 0, 0, true), 0);
+	CU_ASSERT_EQUAL(m[0] << 8 | m[1], 0); /* CRC-16 of zeroes */
+	CU_ASSERT_EQUAL(m[3], 0x77);
+	CU_ASSERT_EQUAL(m[15], 0xf5); /* 501 */
+	/* Copy with protection information processing is refused on a protected format. */
+	{
+		struct nvme_sqe sqe = lb_sqe(NVME_CMD_COPY, 1);
+
+		sqe.dptr.prp.prp1 = desc_addr;
+		sqe.cdw12 = CTRLR_PRINFO_PRACT << 26;
+		CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, NVME_SC_INVALID_FIELD);
+	}
+}
+
+/* Type 2 (ILBRT from the command), Type 3 (no reference check), and the 64b guard with 48-bit
+ * reference tags split over CDW14 and CDW3, the tuple last in 64 bytes of metadata. */
+static void test_pi_types_64b(void)
+{
+	uint8_t *m = md_meta();
+	uint64_t crc;
+
+	CU_ASSERT_EQUAL_FATAL(md_format(2, 0, 2, 1), 0); /* 512+16 16b, Type 2, first */
+	md_fill(md_data(), 1024, 5);
+	/* Metadata larger than the tuple travels even with PRACT (here: none mapped, refused). */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 3, 2, CTRLR_PRINFO_PRACT, 1000, false),
+			NVME_SC_DATA_XFER_ERROR);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 3, 2, CTRLR_PRINFO_PRACT, 1000, true), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 3, 2, 7, 1000, true), 0);
+	CU_ASSERT_EQUAL(m[16 + 7], 0xe9); /* 1001 = 3E9h, in the first bytes */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 3, 2, 7, 3, true), NVME_SC_REFTAG_CHECK);
+
+	CU_ASSERT_EQUAL_FATAL(md_format(2, 0, 3, 0), 0); /* Type 3 */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 3, 2, CTRLR_PRINFO_PRACT, 1000, true), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 3, 2, 7, 4242, true), 0);
+	CU_ASSERT_EQUAL(m[8 + 7], 0xe8); /* not incremented: 1000 in both */
+	CU_ASSERT_EQUAL(m[16 + 8 + 7], 0xe8);
+
+	CU_ASSERT_EQUAL_FATAL(md_format(11, 0, 1, 0), 0); /* 4096+64, 64b guard, Type 1, last */
+	CU_ASSERT_EQUAL(md_identify()->nsze, MD_BLOCKS / 9);
+	md_fill(md_data(), 8192, 77);
+	md_fill(md_meta(), 128, 1);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 200, 2, CTRLR_PRINFO_PRACT, 200, true), 0);
+	memset(md_meta(), 0, 128);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 200, 2, 7, 200, true), 0);
+	crc = ctrlr_crc64_nvme(ctrlr_crc64_nvme(0, md_data() + 4096, 4096), m + 64, 48);
+	CU_ASSERT_EQUAL(m[64 + 48], crc >> 56);
+	CU_ASSERT_EQUAL(m[64 + 55], crc & 0xff);
+	CU_ASSERT_EQUAL(m[64 + 63], 201);
+	CU_ASSERT_EQUAL(m[64 + 3], (uint8_t)(1 + 67 * 13)); /* the host's own bytes kept */
+	/* The 48-bit ILBRT: bits 47:32 in CDW3 (Type 1: the SLBA's, so a high bit is wrong). */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 200, 2, 7, 200 | 1ull << 40, true),
+			NVME_SC_INVALID_PI);
+	m[64 + 20] ^= 2; /* metadata before the tuple is guarded */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 200, 2, CTRLR_PRCHK_GUARD, 200, true),
+			NVME_SC_GUARD_CHECK);
+	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
+}
+
+CUNIT_SUITE(io_md, md_init, md_fini, {"formats_capacity", test_formats_capacity},
+	    {"large_blocks", test_large_blocks}, {"placement", test_placement},
+	    {"pi_type1", test_pi_type1}, {"pi_types_64b", test_pi_types_64b})
