@@ -30,3 +30,6 @@ GUEST_TESTS += tests/guest/test-soak.sh
 # The installed Debian image (qemu-configs/boot-image.sh) booted from an nvme-emu disk by SeaBIOS
 # and by OVMF: nvme list, fio verify on the root file system, reboot, boot again.
 GUEST_TESTS += tests/guest/test-boot-bios.sh tests/guest/test-boot-uefi.sh
+# LBA formats with metadata and end-to-end protection: nvme format --pi, fio verify through the
+# kernel's integrity path, guard errors from bad tuples and from a corrupted backing file.
+GUEST_TESTS += tests/guest/test-pi.sh
