@@ -228,21 +228,21 @@ static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 	uint16_t st = ctrlr_bdev_status(status, true);
 
 	/* Written blocks are no longer uncorrectable (as any write, io_cmd.c). */
-	if (!st && ctrlr_uncor_clear(&second->ns->uncor, second->bio->offset_blocks,
-				     second->bio->num_blocks))
+	if (!st && ctrlr_uncor_clear(&second->ns->uncor, ctrlr_sqe_slba(&second->sqe),
+				     (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1))
 		st = NVME_SC_INTERNAL;
 	if (!st) {
 		CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
 		CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, second->data_len);
 	}
 	if (st && !second->error_lba)
-		second->error_lba = second->bio->offset_blocks;
+		second->error_lba = ctrlr_sqe_slba(&second->sqe);
 	ctrlr_fused_complete(first, NVME_SC_SUCCESS, st);
 }
 
 static void ctrlr_fused_compare_chunk(struct ctrlr_req *req, const void *data, size_t len)
 {
-	uint64_t off = (req->step.lba - ctrlr_sqe_slba(&req->sqe)) * req->ns->block_size;
+	uint64_t off = (req->step.lba - ctrlr_sqe_slba(&req->sqe)) * req->lbaf->ds;
 	const char *d = data;
 
 	/* The first mismatch is remembered in step.crc; later chunks are still read. */
@@ -277,8 +277,9 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	memset(bio, 0, sizeof(*bio));
 	bio->type = BDEV_IO_WRITE;
 	bio->flags = (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
-	bio->offset_blocks = ctrlr_sqe_slba(sqe);
-	bio->num_blocks = (sqe->cdw12 & NVME_RW_NLB_MASK) + 1;
+	/* Logical blocks to bdev blocks of the namespace's format (admin_format.c). */
+	bio->offset_blocks = ctrlr_req_bdev_blocks(second, ctrlr_sqe_slba(sqe));
+	bio->num_blocks = ctrlr_req_bdev_blocks(second, (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 	bio->iov = second->iov;
 	bio->iovcnt = second->iovcnt;
 	st = ctrlr_req_submit_bio(second, ctrlr_fused_write_done);
@@ -339,10 +340,15 @@ static void ctrlr_fused_start(struct ctrlr_req *first, struct ctrlr_req *second)
 	st = ctrlr_io_check_range(first, slba, nlb);
 	if (st)
 		return ctrlr_fused_complete(first, st, NVME_SC_FUSED_FAIL);
-	st = ctrlr_req_map_data(first, nlb * first->ns->block_size, CTRLR_DMA_READ);
+	/* Formats with metadata (io_md.c) are not done fused: the pair is refused. */
+	if (ctrlr_io_has_md(first) || first->lbaf != second->lbaf) {
+		first->error_loc = offsetof(struct nvme_sqe, nsid);
+		return ctrlr_fused_complete(first, NVME_SC_INVALID_FIELD, NVME_SC_FUSED_FAIL);
+	}
+	st = ctrlr_req_map_data(first, nlb * first->lbaf->ds, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_fused_complete(first, st, NVME_SC_FUSED_FAIL);
-	st = ctrlr_req_map_data(second, nlb * second->ns->block_size, CTRLR_DMA_READ);
+	st = ctrlr_req_map_data(second, nlb * second->lbaf->ds, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_fused_complete(first, NVME_SC_FUSED_FAIL, st);
 	if (ctrlr_caw_acquire(first, slba, nlb, ctrlr_fused_run))
