@@ -69,6 +69,7 @@ uint16_t ctrlr_bg_submit(struct ctrlr *ctrlr, uint32_t nsid, enum bdev_io_type t
 {
 	struct ctrlr_bg_io *b = &ctrlr->ext.bg;
 	struct bdev_io *bio = b->bio;
+	const struct ctrlr_lbaf *l;
 	struct bdev_channel *ch;
 	struct ctrlr_ns *ns;
 
@@ -83,23 +84,30 @@ uint16_t ctrlr_bg_submit(struct ctrlr *ctrlr, uint32_t nsid, enum bdev_io_type t
 		ctrlr_ns_put(ns);
 		return NVME_SC_INTERNAL;
 	}
+	/* Logical blocks to bdev blocks of the namespace's format (admin_format.c): a block's
+	 * data, metadata and padding move together. */
+	l = ctrlr_ns_lbaf(ns);
+	if ((type == BDEV_IO_READ || type == BDEV_IO_WRITE) && nlb * l->stride > CTRLR_CHUNK_BYTES) {
+		ctrlr_ns_put(ns);
+		return NVME_SC_INTERNAL;
+	}
 	memset(bio, 0, sizeof(*bio));
 	bio->type = type;
 	switch (type) {
 	case BDEV_IO_READ:
 	case BDEV_IO_WRITE:
 		b->iov.iov_base = b->buf;
-		b->iov.iov_len = nlb * ns->block_size;
+		b->iov.iov_len = nlb * l->stride;
 		bio->iov = &b->iov;
 		bio->iovcnt = 1;
 		/* fall through */
 	case BDEV_IO_WRITE_ZEROES:
-		bio->offset_blocks = lba;
-		bio->num_blocks = nlb;
+		bio->offset_blocks = lba * l->bpl;
+		bio->num_blocks = nlb * l->bpl;
 		break;
 	case BDEV_IO_UNMAP:
-		b->range.offset_blocks = lba;
-		b->range.num_blocks = nlb;
+		b->range.offset_blocks = lba * l->bpl;
+		b->range.num_blocks = nlb * l->bpl;
 		bio->ranges = &b->range;
 		bio->nranges = 1;
 		break;

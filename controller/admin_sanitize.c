@@ -263,7 +263,7 @@ void ctrlr_san_step(struct ctrlr *ctrlr)
 		}
 		if (s->phase == CTRLR_SAN_OVERWRITE) {
 			type = BDEV_IO_WRITE;
-			max = CTRLR_CHUNK_BYTES / ns->block_size;
+			max = CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride;
 			ctrlr_san_fill(ctrlr);
 		} else {
 			/* Block erase with No-Deallocate leaves the blocks mapped (zeroed). */
@@ -271,7 +271,7 @@ void ctrlr_san_step(struct ctrlr *ctrlr)
 				    (s->phase == CTRLR_SAN_ERASE && (s->cdw10 & NVME_SAN_NDAS));
 
 			type = zero ? BDEV_IO_WRITE_ZEROES : BDEV_IO_UNMAP;
-			max = CTRLR_SAN_ERASE_BYTES / ns->block_size;
+			max = CTRLR_SAN_ERASE_BYTES / ctrlr_ns_lbaf(ns)->stride;
 		}
 		n = ns->num_blocks - s->lba;
 		if (n > max)

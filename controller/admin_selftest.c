@@ -134,9 +134,8 @@ static uint32_t ctrlr_dst_meta_bad(struct ctrlr *ctrlr)
 
 		if (!ns || !ctrlr_dst_in_scope(d, nsid))
 			continue;
-		if (ns->num_blocks > bdev_get_num_blocks(ns->bdev) ||
-		    ns->block_size != bdev_get_block_size(ns->bdev) ||
-		    ns->block_size != 1u << ns->lbads)
+		if (ns->num_blocks > bdev_get_num_blocks(ns->bdev) / ctrlr_ns_lbaf(ns)->bpl ||
+		    ns->block_size != ctrlr_ns_lbaf(ns)->ds || ns->block_size != 1u << ns->lbads)
 			return nsid;
 	}
 	return 0;
@@ -209,8 +208,8 @@ static bool ctrlr_dst_scan(struct ctrlr *ctrlr)
 			continue;
 		}
 		n = end - d->lba;
-		if (n > CTRLR_CHUNK_BYTES / ns->block_size)
-			n = CTRLR_CHUNK_BYTES / ns->block_size;
+		if (n > CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride)
+			n = CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride;
 		/* Blocks a media defect (Write Uncorrectable, injected error) made unreadable. */
 		if (ctrlr_uncor_overlaps(&ns->uncor, d->lba, n, &bad)) {
 			ctrlr_dst_finish(ctrlr, NVME_DST_RES_FAILED_SEGMENT, d->ns_next, true, bad,

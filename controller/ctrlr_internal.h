@@ -738,6 +738,13 @@ size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
 /* Fills ns->lbafs for a bdev of block size bs and selects format 0 (the bdev's own block,
  * no metadata); sets block_size, lbads, num_blocks from the bdev. */
 void ctrlr_ns_formats_init(struct ctrlr_ns *ns, uint32_t bs);
+/* The namespace's current LBA format (any thread; a command uses its snapshot req->lbaf). */
+static inline const struct ctrlr_lbaf *ctrlr_ns_lbaf(const struct ctrlr_ns *ns)
+{
+	union ctrlr_ns_fmt f = {.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE)};
+
+	return &ns->lbafs[f.f.lbaf];
+}
 /* Logical blocks of the current format that fit in bdev_blocks bdev blocks. */
 uint64_t ctrlr_ns_blocks_for(const struct ctrlr_ns *ns, uint64_t bdev_blocks);
 /* The format of req's namespace now (snapshot into req->fmt / req->lbaf). */
