@@ -190,6 +190,9 @@ void ctrlr_smart_check_temperature(struct ctrlr *ctrlr)
 	if (ctrlr->smart_critical & NVME_SMART_CRIT_TEMPERATURE)
 		return;
 	ctrlr->smart_critical |= NVME_SMART_CRIT_TEMPERATURE;
+	if (over)
+		ctrlr_pel_thermal(ctrlr, t,
+				  t >= f->temp_over[0] ? f->temp_over[0] : f->temp_over[1]);
 	if (f->async_event & NVME_SMART_CRIT_TEMPERATURE)
 		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_SMART, NVME_AER_SMART_TEMP_THRESH,
 				 NVME_LOG_SMART);

@@ -125,10 +125,10 @@ static void ctrlr_pel_header(struct ctrlr *ctrlr, struct nvme_pel_hdr *h, size_t
 	snprintf(h->subnqn, sizeof(h->subnqn), "%s", ctrlr->subnqn);
 	h->gen = p->gen;
 	/* Supported Events Bitmap: bit n = event type n. */
-	for (uint8_t t = NVME_PEL_SMART; t <= NVME_PEL_TELEMETRY; t++)
+	for (uint8_t t = NVME_PEL_SMART; t <= NVME_PEL_THERMAL; t++)
 		if (t == NVME_PEL_SMART || t == NVME_PEL_FW_COMMIT || t == NVME_PEL_TIMESTAMP ||
 		    t == NVME_PEL_POWER_ON_RESET || t == NVME_PEL_SANITIZE_START ||
-		    t == NVME_PEL_SANITIZE_DONE || t == NVME_PEL_TELEMETRY)
+		    t == NVME_PEL_SANITIZE_DONE || t == NVME_PEL_TELEMETRY || t == NVME_PEL_THERMAL)
 			h->seb[t / 8] |= (uint8_t)(1u << (t % 8));
 }
 
@@ -199,6 +199,19 @@ void ctrlr_pel_timestamp_change(struct ctrlr *ctrlr)
 	ev[0] = ctrlr->feat.timestamp_set_us ? ctrlr_pel_now_ms(ctrlr) : 0;
 	ev[1] = (evloop_now_us() - ctrlr->created_us) / 1000;
 	ctrlr_pel_add(ctrlr, NVME_PEL_TIMESTAMP, ev, sizeof(ev));
+}
+
+void ctrlr_pel_thermal(struct ctrlr *ctrlr, uint16_t temp_k, uint16_t thresh_k)
+{
+	/* Thermal Excursion: degrees over the threshold, and the threshold (Celsius), each a
+	 * byte (saturated). */
+	uint8_t ev[2];
+	int over = temp_k > thresh_k ? temp_k - thresh_k : 0;
+	int thr_c = (int)thresh_k - 273;
+
+	ev[0] = (uint8_t)(over > 255 ? 255 : over);
+	ev[1] = (uint8_t)(thr_c < 0 ? 0 : thr_c > 255 ? 255 : thr_c);
+	ctrlr_pel_add(ctrlr, NVME_PEL_THERMAL, ev, sizeof(ev));
 }
 
 void ctrlr_ext_health_event(struct ctrlr *ctrlr, uint8_t new_bits)

@@ -500,6 +500,34 @@ static void test_pel(void)
 	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_TIMESTAMP), ts);
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 16384, 0, 0), 0);
 	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_TIMESTAMP), ts + 1);
+	/* An over-temperature threshold below the modelled temperature (40 C): a Thermal
+	 * Excursion event, 13 K over a 27 C threshold. */
+	CU_ASSERT_TRUE(h->seb[NVME_PEL_THERMAL / 8] & (1u << (NVME_PEL_THERMAL % 8)));
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_THERMAL), 0);
+	sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
+	sqe.cdw10 = NVME_FEAT_TEMP_THRESH;
+	sqe.cdw11 = 300;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 16384, 0, 0), 0);
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_THERMAL), 1);
+	{
+		size_t off = sizeof(*h);
+		struct nvme_pel_event e = {0};
+
+		for (uint32_t i = 0; i < h->tnev && off + 24 <= h->tll; i++) {
+			memcpy(&e, xb() + off, sizeof(e));
+			if (e.etype == NVME_PEL_THERMAL)
+				break;
+			off += 3 + e.ehl + e.el;
+		}
+		CU_ASSERT_EQUAL_FATAL(e.etype, NVME_PEL_THERMAL);
+		CU_ASSERT_EQUAL(e.el, 2);
+		/* The model is at 40 C or above (it follows the load of the tests before). */
+		CU_ASSERT_TRUE(xb()[off + 3 + e.ehl] >= 13);
+		CU_ASSERT_EQUAL(xb()[off + 3 + e.ehl + 1], 27);
+	}
+	sqe.cdw11 = 0xffff; /* threshold back out of reach */
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_RELEASE, 512, 0, 0), 0);
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_READ, 512, 0, 0),
 			NVME_SC_CMD_SEQ_ERROR | NVME_DNR);
