@@ -29,7 +29,7 @@ stop_daemon() {
 aer_sent() { rpc nvmf_get_stats | sed -n 's/.*"aer_sent": \([0-9]*\).*/\1/p' | head -n 1; }
 # boot N: the guest runs jobs/ns-mgmt-N.sh; its output goes to $GT_DIR/runN.
 boot() {
-	"$GT_LAUNCH" --job "$GT_JOBS/ns-mgmt-$1.sh" --add "$GT_FIO" --vfio-user "$sock" \
+	"$GT_LAUNCH" --job "$GT_JOBS/ns-mgmt-$1.sh" --add "$GT_JOBS/ns-mgmt-lib.sh" --add "$GT_FIO" --vfio-user "$sock" \
 		--run-dir "$GT_DIR/run$1" --timeout "$GT_TIMEOUT"
 }
 

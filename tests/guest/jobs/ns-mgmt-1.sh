@@ -1,25 +1,7 @@
 # Guest job, first boot of test-ns-mgmt.sh: Namespace Management and Attachment with nvme-cli on a controller with an operator namespace (nsid 1) and a file-backed capacity pool: create-ns, attach-ns and the kernel seeing the namespace, fio verify and a marker on it, a second namespace created and left detached, the error statuses (too big, detach of a detached one, attach twice, delete of the operator's namespace).
 . "$GUEST_LIB"
 
-SERIAL=nvme-emu-nsm
-step "controller bound" wait_for 60 nvme_ns_by_serial "$SERIAL"
-c=$(nvme_ctrl_by_serial "$SERIAL")
-dev=/dev/$c
-# ns_dev NSID: prints the block device of namespace NSID of $c (Linux names disks by instance,
-# not NSID: /sys/block/*/nsid says which is which); 1 when there is none.
-ns_dev() {
-	for _b in /sys/block/"${c}"n*; do
-		[ -e "$_b/nsid" ] || continue
-		if [ "$(cat "$_b/nsid")" = "$1" ]; then
-			echo "/dev/$(basename "$_b")"
-			return 0
-		fi
-	done
-	return 1
-}
-has_ns() { _d=$(ns_dev "$1") && [ -b "$_d" ]; }
-no_ns() { ! ns_dev "$1" > /dev/null; }
-idf() { nvme id-ctrl "$dev" | sed -n "s/^$1 *: *//p"; }
+. ./ns-mgmt-lib.sh
 oacs=$(idf oacs)
 echo "oacs=$oacs"
 step "OACS bit 3: Namespace Management" test $((oacs & 8)) -eq 8

@@ -1,25 +1,7 @@
 # Guest job, second boot of test-ns-mgmt.sh (after the daemon restarted on the same pool file): the namespaces created in the first boot are back (nsid 2 attached with its data, nsid 3 allocated and detached), detach-ns makes the block device go, delete-ns (one, then all) gives the capacity back.
 . "$GUEST_LIB"
 
-SERIAL=nvme-emu-nsm
-step "controller bound" wait_for 60 nvme_ns_by_serial "$SERIAL"
-c=$(nvme_ctrl_by_serial "$SERIAL")
-dev=/dev/$c
-# ns_dev NSID: prints the block device of namespace NSID of $c (Linux names disks by instance,
-# not NSID: /sys/block/*/nsid says which is which); 1 when there is none.
-ns_dev() {
-	for _b in /sys/block/"${c}"n*; do
-		[ -e "$_b/nsid" ] || continue
-		if [ "$(cat "$_b/nsid")" = "$1" ]; then
-			echo "/dev/$(basename "$_b")"
-			return 0
-		fi
-	done
-	return 1
-}
-has_ns() { _d=$(ns_dev "$1") && [ -b "$_d" ]; }
-no_ns() { ! ns_dev "$1" > /dev/null; }
-idf() { nvme id-ctrl "$dev" | sed -n "s/^$1 *: *//p"; }
+. ./ns-mgmt-lib.sh
 cntlid=$(idf cntlid)
 step "nsid 2 is back, attached" wait_for 30 has_ns 2
 has_marker() { dd if="$2" bs=512 skip="$3" count=1 iflag=direct status=none | grep -q "nvme-emu ns-mgmt marker $1"; }
