@@ -32,6 +32,9 @@ enum app_ns_kind { APP_NS_MALLOC, APP_NS_NULL, APP_NS_AIO, APP_NS_URING, APP_NS_
 struct app_opt_ns {
 	enum app_ns_kind kind;
 	const char *arg; /* size, FILE[:size], an NBD URI or POOL/IMAGE */
+	/* --zoned: a zoned namespace (bdev_zone_block over the bdev); zone_capacity 0: not. */
+	uint64_t zone_capacity;
+	uint32_t max_open_zones, max_active_zones;
 };
 
 struct app_opts {
@@ -87,6 +90,10 @@ static void app_usage(FILE *out)
 	    "      --ns-pool ram:SIZE | file:PATH[:SIZE]\n"
 	    "                           capacity pool for host-created namespaces (nvme\n"
 	    "                           create-ns / attach-ns); a file pool keeps them\n"
+	    "      --zoned ZCAP[:OPEN[:ACTIVE]]  the namespace given just before is zoned (ZNS):\n"
+	    "                           ZCAP writable blocks per zone (zone size: the next\n"
+	    "                           power of two), at most OPEN open and ACTIVE active\n"
+	    "                           zones (0 or absent: no limit)\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
 	    "\n"
@@ -191,6 +198,31 @@ static int app_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* --zoned ZCAP[:OPEN[:ACTIVE]] (blocks, zones). The limits are checked by the bdev. */
+static int app_parse_zoned(const char *s, struct app_opt_ns *ns)
+{
+	unsigned long long v[3] = {0, 0, 0};
+	char *end;
+
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		v[i] = strtoull(s, &end, 0);
+		if (errno || end == s || *s == '-')
+			return -EINVAL;
+		if (!*end)
+			break;
+		if (*end != ':' || i == 2)
+			return -EINVAL;
+		s = end + 1;
+	}
+	if (!v[0] || v[1] > UINT32_MAX || v[2] > UINT32_MAX)
+		return -EINVAL;
+	ns->zone_capacity = v[0];
+	ns->max_open_zones = (uint32_t)v[1];
+	ns->max_active_zones = (uint32_t)v[2];
+	return 0;
+}
+
 static int app_parse_uint(const char *s, unsigned int max, unsigned int *out)
 {
 	char *end;
@@ -252,6 +284,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_UNSEALED,
 		O_PCI_IDS,
 		O_NS_POOL,
+		O_ZONED,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, 's'},
@@ -284,6 +317,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"max-dma-bytes", required_argument, NULL, O_MAX_DMA_BYTES},
 	    {"allow-unsealed-dma", no_argument, NULL, O_UNSEALED},
 	    {"pci-ids", required_argument, NULL, O_PCI_IDS},
+	    {"zoned", required_argument, NULL, O_ZONED},
 	    {"version", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -328,6 +362,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			o->ns_pool = optarg;
+			break;
+		case O_ZONED:
+			if (!o->nr_ns || app_parse_zoned(optarg, &o->ns[o->nr_ns - 1])) {
+				fprintf(stderr, "nvme-emu: --zoned ZCAP[:OPEN[:ACTIVE]] follows a "
+						"namespace flag (bad '%s')\n", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'b':
 			if (app_parse_uint(optarg, 4096, &u) || (u != 512 && u != 4096)) {
@@ -598,9 +639,34 @@ static void app_setup_abort(struct app_target *t)
 
 static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 {
-	struct app_ns_opts no = {.nsid = st->next_ns + 1, .bdev_name = bdev_get_name(bdev)};
+	const struct app_opt_ns *ns = &st->o->ns[st->next_ns];
+	struct app_ns_opts no = {.nsid = st->next_ns + 1};
 	char err[APP_ERR_LEN];
-	int rc = app_subsys_add_ns(st->t, st->s, &no, err);
+	int rc;
+
+	if (ns->zone_capacity) {
+		/* --zoned: a zone block bdev over it, as bdev_zone_block_create would make. */
+		struct bdev_zone_block_opts zo = {
+		    .zone_capacity = ns->zone_capacity,
+		    .optimal_open_zones = ns->max_open_zones ? ns->max_open_zones : 1,
+		    .max_open_zones = ns->max_open_zones,
+		    .max_active_zones = ns->max_active_zones,
+		};
+		char name[32];
+
+		snprintf(name, sizeof(name), "Zoned%u", st->next_ns);
+		rc = bdev_zone_block_create(name, bdev_get_name(bdev), &zo, NULL, &bdev);
+		if (rc) {
+			fprintf(stderr, "nvme-emu: --zoned %llu:%u:%u on %s: %s\n",
+				(unsigned long long)ns->zone_capacity, ns->max_open_zones,
+				ns->max_active_zones, ns->arg,
+				rc == -EINVAL ? "bad zone capacity or limits for this size"
+					      : strerror(-rc));
+			return rc;
+		}
+	}
+	no.bdev_name = bdev_get_name(bdev);
+	rc = app_subsys_add_ns(st->t, st->s, &no, err);
 
 	if (rc < 0) {
 		fprintf(stderr, "nvme-emu: %s\n", err);

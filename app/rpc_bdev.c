@@ -594,6 +594,52 @@ static void rpc_bdev_delay_create(struct rpc_request *req, struct json_object *p
 		rpc_request_result(req, json_object_new_string(p.name));
 }
 
+/* bdev_zone_block_create (SPDK's): name, base_bdev, zone_capacity, optimal_open_zones; ours
+ * besides: max_open_zones, max_active_zones (0: no limit), uuid. Answers the name. */
+struct rpc_bdev_zone_block_create {
+	const char *name;
+	const char *base_bdev;
+	const char *uuid;
+	struct bdev_zone_block_opts o;
+};
+
+static const struct rpc_decoder rpc_bdev_zone_block_create_dec[] = {
+    RPC_DEC(rpc_bdev_zone_block_create, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_zone_block_create, base_bdev, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_zone_block_create, uuid, RPC_T_STRING, true),
+    {.name = "zone_capacity", .type = RPC_T_U64,
+     .offset = offsetof(struct rpc_bdev_zone_block_create, o.zone_capacity)},
+    {.name = "optimal_open_zones", .type = RPC_T_U64,
+     .offset = offsetof(struct rpc_bdev_zone_block_create, o.optimal_open_zones)},
+    {.name = "max_open_zones", .type = RPC_T_U32, .optional = true,
+     .offset = offsetof(struct rpc_bdev_zone_block_create, o.max_open_zones)},
+    {.name = "max_active_zones", .type = RPC_T_U32, .optional = true,
+     .offset = offsetof(struct rpc_bdev_zone_block_create, o.max_active_zones)},
+};
+
+static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_object *params,
+				       void *ctx)
+{
+	struct rpc_bdev_zone_block_create p = {0};
+	uint8_t uuid[BDEV_UUID_LEN];
+	int rc;
+
+	if (rpc_decode_params(req, params, rpc_bdev_zone_block_create_dec,
+			      RPC_N(rpc_bdev_zone_block_create_dec), &p) ||
+	    rpc_bdev_uuid(req, p.uuid, uuid))
+		return;
+	rc = bdev_zone_block_create(p.name, p.base_bdev, &p.o, p.uuid ? uuid : NULL, NULL);
+	if (rc == -EINVAL)
+		rpc_request_error(req, rc,
+				  "bad name, zone_capacity (1..2^32) or zone limits (optimal and "
+				  "max open zones at most max active, all at most the zones in "
+				  "the base)");
+	else if (rc)
+		rpc_bdev_stack_error(req, rc, p.name, p.base_bdev);
+	else
+		rpc_request_result(req, json_object_new_string(p.name));
+}
+
 struct rpc_bdev_delay_update {
 	const char *delay_bdev_name;
 	const char *latency_type;
@@ -705,6 +751,12 @@ static void rpc_bdev_delay_delete(struct rpc_request *req, struct json_object *p
 	rpc_bdev_delete(req, params, ctx, "delay");
 }
 
+static void rpc_bdev_zone_block_delete(struct rpc_request *req, struct json_object *params,
+				       void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "zone_block");
+}
+
 void rpc_bdev_add_latencies(struct json_object *o, const struct bdev_info *info)
 {
 	static const char *const keys[BDEV_DELAY_NR] = {"avg_read_latency", "p99_read_latency",
@@ -787,6 +839,20 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 			rpc_bdev_add_latencies(v, &info);
 		json_object_object_add(ds, info.module_name, v);
 		json_object_object_add(o, "driver_specific", ds);
+	}
+	if (info.zoned) {
+		/* SPDK's bdev_get_bdevs keys for a zoned bdev, and ours for the rest of it. */
+		json_object_object_add(o, "zoned", json_object_new_boolean(true));
+		json_object_object_add(o, "zone_size",
+				       json_object_new_int64((int64_t)info.zone.zone_size));
+		json_object_object_add(o, "zone_capacity",
+				       json_object_new_int64((int64_t)info.zone.zone_capacity));
+		json_object_object_add(o, "optimal_open_zones",
+				       json_object_new_int64((int64_t)info.zone.optimal_open_zones));
+		json_object_object_add(o, "max_open_zones",
+				       json_object_new_int64(info.zone.max_open_zones));
+		json_object_object_add(o, "max_active_zones",
+				       json_object_new_int64(info.zone.max_active_zones));
 	}
 	if (info.rbd_pool) {
 		struct json_object *ds = json_object_new_object(), *rbd = json_object_new_object();
@@ -949,6 +1015,8 @@ static const struct rpc_method rpc_bdev_methods[] = {
     {"bdev_delay_create", rpc_bdev_delay_create, RPC_RUNTIME, false},
     {"bdev_delay_delete", rpc_bdev_delay_delete, RPC_RUNTIME, false},
     {"bdev_delay_update_latency", rpc_bdev_delay_update, RPC_RUNTIME, false},
+    {"bdev_zone_block_create", rpc_bdev_zone_block_create, RPC_RUNTIME, false},
+    {"bdev_zone_block_delete", rpc_bdev_zone_block_delete, RPC_RUNTIME, false},
     {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 

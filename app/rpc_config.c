@@ -81,6 +81,17 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		rpc_config_add(arg, "bdev_error_create", p);
 		return 0;
 	}
+	if (info.zoned) {
+		rpc_config_str(p, "name", info.name);
+		rpc_config_str(p, "base_bdev", info.base_name);
+		rpc_config_int(p, "zone_capacity", (int64_t)info.zone.zone_capacity);
+		rpc_config_int(p, "optimal_open_zones", (int64_t)info.zone.optimal_open_zones);
+		rpc_config_int(p, "max_open_zones", info.zone.max_open_zones);
+		rpc_config_int(p, "max_active_zones", info.zone.max_active_zones);
+		rpc_config_str(p, "uuid", uuid);
+		rpc_config_add(arg, "bdev_zone_block_create", p);
+		return 0;
+	}
 	if (info.base_name) {
 		rpc_config_str(p, "name", info.name);
 		rpc_config_str(p, "base_bdev_name", info.base_name);

@@ -107,6 +107,17 @@ struct bdev_io {
 	_Alignas(16) unsigned char driver_ctx[];
 };
 
+/* A zoned bdev's geometry (bdev_zone_block_create): zone_size blocks per zone (a power of two),
+ * the first zone_capacity of them writable; open and active zone limits (0: none). */
+struct bdev_zone_geom {
+	uint64_t zone_size;
+	uint64_t zone_capacity;
+	uint64_t num_zones;
+	uint64_t optimal_open_zones;
+	uint32_t max_open_zones;
+	uint32_t max_active_zones;
+};
+
 /* Description of a bdev for bdev_get_bdevs-style listings. */
 struct bdev_info {
 	char name[BDEV_NAME_MAX + 1];
@@ -138,6 +149,8 @@ struct bdev_info {
 	bool uring_poll;      /* uring: reads and writes polled (option poll) */
 	uint32_t uring_fixed_buffers; /* uring: guest memory chunks registered, all channels */
 	uint64_t uring_fixed_ios;     /* uring: reads and writes done on registered buffers */
+	bool zoned;		      /* zone_block: the geometry in zone */
+	struct bdev_zone_geom zone;
 };
 
 /* Counters per bdev, updated on completion (any channel). For SMART / Get Log Page. */
@@ -343,6 +356,22 @@ int bdev_delay_create(const char *name, const char *base_name, const uint8_t *uu
 		      const uint64_t *latency_us, struct bdev **out);
 /* Changes one latency for ios completing from now on. 0, -ENODEV, -EINVAL. Main thread. */
 int bdev_delay_update_latency(const char *name, enum bdev_delay_latency which, uint64_t us);
+
+/* Zoned block device (SPDK's bdev_zone_block) over base_name (opened and claimed): zones of
+ * zone_capacity rounded up to a power of two, as many as fit in the base. */
+struct bdev_zone_block_opts {
+	uint64_t zone_capacity;	     /* writable blocks per zone, 1..2^32 (required) */
+	uint64_t optimal_open_zones; /* 1..zones (required; a hint to the host) */
+	uint32_t max_open_zones;     /* 0: no limit; at most max_active_zones when that is set */
+	uint32_t max_active_zones;   /* 0: no limit */
+};
+/* 0, -ENODEV (no base), -EBUSY (base claimed), -EEXIST, -EINVAL (bad options, no whole zone in
+ * the base), -ENOMEM. Delete with bdev_delete. Main thread. */
+int bdev_zone_block_create(const char *name, const char *base_name,
+			   const struct bdev_zone_block_opts *opts, const uint8_t *uuid,
+			   struct bdev **out);
+/* True if bdev is a zoned bdev, its geometry in *geom (may be NULL). Any thread. */
+bool bdev_get_zone_geom(const struct bdev *bdev, struct bdev_zone_geom *geom);
 
 /* ---- registry (main thread) ---- */
 

@@ -30,6 +30,7 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_HOST_ID] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_RESV_MASK] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
+    [NVME_FEAT_IOCS_PROFILE] = NVME_FEAT_CAP_CHANGE,
 };
 
 /* ---- reservation features ---- */
@@ -297,6 +298,10 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 	case NVME_FEAT_RESV_MASK:
 	case NVME_FEAT_RESV_PERSIST:
 		return ctrlr_feat_resv_ns(req, fid, false, dflt, cdw0);
+	case NVME_FEAT_IOCS_PROFILE:
+		/* Index 0 of Identify CNS 1Ch, the only combination (NVM + Zoned Namespace). */
+		*cdw0 = 0;
+		return NVME_SC_SUCCESS;
 	default:
 		return NVME_SC_INVALID_FIELD;
 	}
@@ -445,6 +450,9 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 
 		return ctrlr_feat_resv_ns(req, fid, true, false, &unused);
 	}
+	case NVME_FEAT_IOCS_PROFILE:
+		/* IOCSCI (bits 8:0) must name a combination of CNS 1Ch: only index 0 exists. */
+		return (cdw11 & 0x1ff) ? NVME_SC_IOCS_COMBINATION_REJECTED : NVME_SC_SUCCESS;
 	default:
 		return NVME_SC_INVALID_FIELD;
 	}

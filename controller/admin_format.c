@@ -7,6 +7,7 @@
 
 #include "controller/ctrlr_internal.h"
 #include "controller/pi.h"
+#include "controller/zns.h"
 
 /* Secure Erase Settings (CDW10 bits 11:9). */
 #define CTRLR_SES_NONE 0
@@ -106,6 +107,9 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 		return ctrlr_req_complete(req, st);
 	/* Erased blocks are readable (zeroes): Write Uncorrectable marks go with the data. */
 	ctrlr_uncor_clear_all(&ns->uncor);
+	/* A zoned namespace's data went with its zones: all Empty (Read Only, Offline stay). */
+	if (ns->zns)
+		ctrlr_zns_send(ns->zns, 0, NVME_ZSA_RESET, true);
 	f.f.lbaf = (uint8_t)NVME_FORMAT_LBAF(cdw10);
 	l = &ns->lbafs[f.f.lbaf];
 	if (l->ms) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
 
 #define CTRLR_RTD3E_US 1000000 /* resume/entry latency reported (1 s) */
 #define CTRLR_WCTEMP_K 343
@@ -149,7 +150,7 @@ static size_t ctrlr_desc_add(uint8_t *buf, size_t off, uint8_t nidt, const void 
 
 static void ctrlr_identify_descs(const struct ctrlr_ns *ns, uint8_t *buf)
 {
-	uint8_t csi = NVME_CSI_NVM;
+	uint8_t csi = ns->zns ? NVME_CSI_ZNS : NVME_CSI_NVM;
 	size_t off = 0;
 
 	off = ctrlr_desc_add(buf, off, NVME_NIDT_EUI64, ns->eui64, 8);
@@ -222,7 +223,12 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 	uint16_t st = NVME_SC_SUCCESS;
 
 	memset(&buf, 0, sizeof(buf));
+	/* Zoned Namespace data (CNS 05h/06h CSI 2h), lists per CSI (07h), I/O command sets (1Ch). */
+	if (ctrlr_zns_identify(req, cns, csi, buf.raw, &st))
+		cns = 0xff; /* answered */
 	switch (cns) {
+	case 0xff:
+		break;
 	case NVME_CNS_CTRL:
 		ctrlr_identify_ctrl(ctrlr, &buf.ctrl);
 		break;

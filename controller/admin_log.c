@@ -7,6 +7,7 @@
 
 #include "common/evloop.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
 
 #define CTRLR_LOG_MAX_SIZE 4096
 
@@ -106,13 +107,16 @@ static size_t ctrlr_log_changed_ns(struct ctrlr *ctrlr, uint8_t *buf, bool rae)
 	return NVME_CHANGED_NS_MAX * sizeof(uint32_t);
 }
 
-static size_t ctrlr_log_effects(struct ctrlr *ctrlr, uint8_t *buf)
+/* Per I/O command set (CSI in CDW14): the Zoned Namespace set is the NVM set plus its own. */
+static size_t ctrlr_log_effects(struct ctrlr *ctrlr, uint8_t *buf, uint8_t csi)
 {
 	struct nvme_effects_log *e = (struct nvme_effects_log *)buf;
 
 	for (unsigned int op = 0; op < 256; op++) {
 		e->acs[op] = ctrlr_admin_effects(ctrlr, (uint8_t)op);
 		e->iocs[op] = ctrlr_io_effects(ctrlr, (uint8_t)op);
+		if (csi == NVME_CSI_ZNS)
+			e->iocs[op] |= ctrlr_zns_effects((uint8_t)op);
 	}
 	return sizeof(*e);
 }
@@ -170,12 +174,12 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		size = ctrlr_log_changed_ns(ctrlr, buf, rae);
 		break;
 	case NVME_LOG_CMD_EFFECTS:
-		if (csi != NVME_CSI_NVM) {
+		if (csi != NVME_CSI_NVM && csi != NVME_CSI_ZNS) {
 			free(buf);
 			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 						      offsetof(struct nvme_sqe, cdw14) + 3);
 		}
-		size = ctrlr_log_effects(ctrlr, buf);
+		size = ctrlr_log_effects(ctrlr, buf, csi);
 		break;
 	case NVME_LOG_LBA_STATUS:
 		size = ctrlr_log_lba_status(ctrlr, buf, CTRLR_LOG_MAX_SIZE);

@@ -8,6 +8,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
 
 static int ctrlr_config_check(const struct ctrlr_config *c)
 {
@@ -257,6 +258,8 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	uint32_t bs = bdev ? bdev_get_block_size(bdev) : 0;
 	struct ctrlr_ns *ns;
 	char owner[BDEV_NAME_MAX + 1];
+	struct bdev_zone_geom zgeom;
+	struct ctrlr_zns *zns = NULL;
 	int ret;
 
 	if (!bdev || nsid > CTRLR_MAX_NAMESPACES || (bs != 512 && bs != 4096) ||
@@ -279,6 +282,13 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		free(ns);
 		return ret;
 	}
+	/* A zoned bdev makes a zoned namespace (CSI 2h): made here, where failing is still
+	 * simple, and given to the shared namespace below unless it has its zones already. */
+	if (bdev_get_zone_geom(bdev, &zgeom)) {
+		ret = ctrlr_zns_create(&zgeom, &zns);
+		if (ret)
+			goto out_free;
+	}
 	ret = bdev_open(bdev);
 	if (ret)
 		goto out_free;
@@ -300,6 +310,19 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	if (ret)
 		goto out_close;
 	ctrlr_ns_formats_init(ns, bs); /* format 0: the bdev's block, no metadata */
+	/* One zone table per bdev, shared by every controller attached to it (all zones Empty
+	 * when the first one attaches); it lives as long as the shared namespace. */
+	if (zns) {
+		if (!ns->shared->zns) {
+			ns->shared->zns = zns;
+			zns = NULL;
+		}
+		ns->zns = ns->shared->zns;
+		ctrlr_zns_destroy(zns);
+		/* Zones count logical blocks of the bdev's own size: the namespace keeps format 0
+		 * (no metadata), the only one offered. */
+		ns->nlbaf = 1;
+	}
 	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
 	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
 	ns->nmic = opts ? opts->nmic & 1 : 0;
@@ -326,6 +349,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 out_close:
 	bdev_close(bdev);
 out_free:
+	ctrlr_zns_destroy(zns);
 	ctrlr_ns_free(ns);
 	return ret;
 }

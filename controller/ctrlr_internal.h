@@ -49,6 +49,7 @@
 
 struct ctrlr;
 struct ctrlr_req;
+struct ctrlr_zns;
 
 /* Guest-memory translator, injected into the PRP/SGL walkers (ops->mem_map). */
 typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
@@ -173,6 +174,7 @@ struct ctrlr_ns {
 	struct ctrlr_ns *share_next;
 	uint32_t resv_block;
 	uint32_t resv_mask;
+	struct ctrlr_zns *zns; /* a zoned namespace's zones (CSI 2h; owned by shared); NULL: NVM */
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
@@ -286,6 +288,7 @@ struct ctrlr_req {
 	enum ctrlr_req_state state;
 	uint8_t epoch; /* the SQ's fence epoch when the request started */
 	uint32_t cdw0;
+	uint32_t cdw1; /* CQE DW1 (Zone Append's LBA, high half) */
 	uint16_t status;
 	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
 	uint64_t error_lba;

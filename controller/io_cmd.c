@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 #include "controller/pi.h"
+#include "controller/zns.h"
 
 static void ctrlr_io_rw(struct ctrlr_req *req);
 static void ctrlr_io_flush(struct ctrlr_req *req);
@@ -79,6 +80,8 @@ void ctrlr_io_exec(struct ctrlr_req *req)
 			return ctrlr_req_complete(req, st);
 		return ctrlr_vendor_exec(req, v);
 	}
+	if (ctrlr_zns_is_opcode(opc))
+		return ctrlr_zns_exec(req);
 	cmd = &ctrlr_io_cmds[opc];
 	if (!cmd->exec)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
@@ -151,6 +154,13 @@ static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 	if (!st && write)
 		st = ctrlr_io_written(req, ctrlr_sqe_slba(&req->sqe),
 				      (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
+	else if (!st)
+		st = ctrlr_zns_io_read_done(req, ctrlr_sqe_slba(&req->sqe),
+					    (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1, req->iov,
+					    req->iovcnt);
+	if (st && write)
+		ctrlr_zns_io_write_failed(req, ctrlr_sqe_slba(&req->sqe),
+					  (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (!st) {
 		if (write) {
 			CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
@@ -176,10 +186,15 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 		return ctrlr_io_md_rw(req);
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (!st && !write)
+		st = ctrlr_zns_io_read(req, slba, nlb);
+	if (!st && !write)
 		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
 	st = ctrlr_req_map_data(req, nlb * req->lbaf->ds, write ? CTRLR_DMA_READ : CTRLR_DMA_WRITE);
+	/* Zone write pointer rules once the data is mapped (a bad pointer moves no zone). */
+	if (!st && write)
+		st = ctrlr_zns_io_write(req, slba, nlb);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	/* No metadata: the data of consecutive blocks is contiguous on the bdev (zero copy). */
@@ -190,6 +205,8 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	bio->iov = req->iov;
 	bio->iovcnt = req->iovcnt;
 	st = ctrlr_req_submit_bio(req, ctrlr_io_rw_done);
+	if (st && write)
+		ctrlr_zns_io_write_failed(req, slba, nlb);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
@@ -253,6 +270,9 @@ static void ctrlr_io_write_zeroes_done(struct ctrlr_req *req, int status)
 
 	if (!st)
 		st = ctrlr_io_written(req, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
+	if (st)
+		ctrlr_zns_io_write_failed(req, ctrlr_sqe_slba(sqe),
+					  (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 	ctrlr_io_fail(req, st);
 }
 
@@ -265,6 +285,8 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 	uint16_t st;
 
 	st = ctrlr_io_check_range(req, slba, nlb);
+	if (!st)
+		st = ctrlr_zns_io_write(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
 	/* PRACT on a protected format: the blocks get generated protection information. */
@@ -286,6 +308,8 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 		bio->num_blocks = ctrlr_req_bdev_blocks(req, nlb);
 	}
 	st = ctrlr_req_submit_bio(req, ctrlr_io_write_zeroes_done);
+	if (st)
+		ctrlr_zns_io_write_failed(req, slba, nlb);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
@@ -401,6 +425,10 @@ static void ctrlr_io_range_chunk_done(struct ctrlr_req *req, int status)
 {
 	uint16_t st = ctrlr_bdev_status(status, false);
 
+	/* Zoned namespaces have format 0 only: logical blocks are the bdev's blocks. */
+	if (!st)
+		st = ctrlr_zns_io_read_done(req, req->step.lba, req->bio->num_blocks,
+					    &req->step.biov, 1);
 	if (st)
 		return ctrlr_io_range_finish(req, st);
 	uint64_t n = req->bio->num_blocks / req->lbaf->bpl;
@@ -443,6 +471,8 @@ uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 {
 	uint16_t st = ctrlr_io_check_range(req, slba, nlb);
 
+	if (!st)
+		st = ctrlr_zns_io_read(req, slba, nlb);
 	if (!st)
 		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
@@ -556,9 +586,13 @@ static void ctrlr_io_write_uncor(struct ctrlr_req *req)
 	int rc;
 
 	st = ctrlr_io_check_range(req, slba, nlb);
+	if (!st) /* on a zoned namespace, a write at the write pointer (ZNS 1.1 3.4) */
+		st = ctrlr_zns_io_write(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
 	rc = ctrlr_uncor_add(&req->ns->uncor, slba, nlb);
+	if (rc)
+		ctrlr_zns_io_write_failed(req, slba, nlb);
 	if (rc == -ENOSPC)
 		return ctrlr_io_fail(req, NVME_SC_CAP_EXCEEDED);
 	if (rc)

@@ -9,6 +9,7 @@
 
 #include "controller/ctrlr_internal.h"
 #include "controller/pi.h"
+#include "controller/zns.h"
 
 /* The command's state, allocated once it is valid: the host's source ranges, copied and checked
  * before any block moves (the guest cannot change them under us), and the bounce buffer. */
@@ -79,6 +80,9 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 	struct ctrlr_copy *cp = req->step.buf;
 	uint16_t st = ctrlr_bdev_status(status, false);
 
+	/* Zoned: blocks past a write pointer read as zeroes; an offline zone fails the copy. */
+	if (!st)
+		st = ctrlr_zns_io_read_done(req, cp->src, cp->chunk, &req->step.biov, 1);
 	if (st)
 		return ctrlr_copy_finish(req, st);
 	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_read, cp->chunk * req->lbaf->ds);
@@ -161,6 +165,8 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 		goto fail;
 	}
 	st = ctrlr_io_check_range(req, sdlba, total);
+	if (!st) /* zoned: the destination follows the write pointer rules (ZNS 1.1 3.4) */
+		st = ctrlr_zns_io_write(req, sdlba, total);
 	if (st)
 		goto fail;
 	/* The descriptors are ours now: an unmap of their guest page need not wait for the copy. */

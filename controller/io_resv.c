@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
 
 /* ---- the state machine ---- */
 
@@ -512,6 +513,7 @@ void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s)
 	if (!s || --s->refs)
 		return;
 	ctrlr_caw_locks_destroy(s->caw);
+	ctrlr_zns_destroy(s->zns);
 	free(s->ptpl_file);
 	free(s);
 }

@@ -101,6 +101,7 @@ struct ctrlr_ns_shared {
 	struct ctrlr_resv resv;
 	struct ctrlr_ns *nss; /* controller namespaces attached (ctrlr_ns.share_next) */
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (io_fused.c) */
+	struct ctrlr_zns *zns;	     /* a zoned namespace's zones (zns.c), or NULL */
 };
 
 /* ctrlr.c: a controller namespace attaches to / detaches from its shared object (admin thread;

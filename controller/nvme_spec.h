@@ -1092,6 +1092,125 @@ enum nvme_pel_type {
 	NVME_PEL_TELEMETRY = 0x0c,
 	NVME_PEL_THERMAL = 0x0d,
 };
+/* ---- Zoned Namespace Command Set (NVMe ZNS 1.1, CSI 2h) and I/O command set selection
+ * (Base 2.0 3.1.3.1 CAP.CSS, 3.1.3.5 CC.CSS, 5.17.2.21 Identify CNS 1Ch, 5.27.1.21 FID 19h) ---- */
+#define NVME_CSI_ZNS 0x02
+#define NVME_CAP_CSS_NVM (1u << 0)
+#define NVME_CAP_CSS_IOCS (1u << 6)   /* one or more I/O command sets */
+#define NVME_CC_CSS_NVM 0x0
+#define NVME_CC_CSS_IOCS 0x6	      /* all supported I/O command sets */
+#define NVME_CNS_IOCS 0x1c	      /* Identify I/O Command Set data structure */
+#define NVME_FEAT_IOCS_PROFILE 0x19
+#define NVME_IOCS_VECTOR_NVM (1ull << 0)
+#define NVME_IOCS_VECTOR_ZNS (1ull << 2)
+#define NVME_SC_IOCS_COMBINATION_REJECTED 0x012b /* Set Features FID 19h */
+
+enum nvme_zns_opcode {
+	NVME_CMD_ZONE_MGMT_SEND = 0x79,
+	NVME_CMD_ZONE_MGMT_RECV = 0x7a,
+	NVME_CMD_ZONE_APPEND = 0x7d,
+};
+
+/* Command specific statuses (SCT 1h) of the ZNS command set (ZNS 1.1 Figure 25). */
+#define NVME_SC_ZONE_BOUNDARY_ERROR 0x01b8
+#define NVME_SC_ZONE_IS_FULL 0x01b9
+#define NVME_SC_ZONE_IS_READ_ONLY 0x01ba
+#define NVME_SC_ZONE_IS_OFFLINE 0x01bb
+#define NVME_SC_ZONE_INVALID_WRITE 0x01bc
+#define NVME_SC_TOO_MANY_ACTIVE_ZONES 0x01bd
+#define NVME_SC_TOO_MANY_OPEN_ZONES 0x01be
+#define NVME_SC_ZONE_INVALID_TRANSITION 0x01bf
+
+/* Zone states (the ZS field's upper nibble, ZNS 1.1 Figure 37). */
+enum nvme_zone_state {
+	NVME_ZS_EMPTY = 0x1,
+	NVME_ZS_IMP_OPEN = 0x2,
+	NVME_ZS_EXP_OPEN = 0x3,
+	NVME_ZS_CLOSED = 0x4,
+	NVME_ZS_READ_ONLY = 0xd,
+	NVME_ZS_FULL = 0xe,
+	NVME_ZS_OFFLINE = 0xf,
+};
+#define NVME_ZONE_TYPE_SEQ_WRITE 0x2
+
+/* Zone Management Send CDW13: action and Select All (ZNS 1.1 3.4.3). */
+enum nvme_zone_send_action {
+	NVME_ZSA_CLOSE = 0x01,
+	NVME_ZSA_FINISH = 0x02,
+	NVME_ZSA_OPEN = 0x03,
+	NVME_ZSA_RESET = 0x04,
+	NVME_ZSA_OFFLINE = 0x05,
+	NVME_ZSA_SET_ZDE = 0x10,
+};
+#define NVME_ZMS_SELECT_ALL (1u << 8)
+/* Zone Management Receive CDW13: action, reporting options filter, partial report (3.4.2). */
+#define NVME_ZRA_REPORT 0x00
+#define NVME_ZRA_EXT_REPORT 0x01
+enum nvme_zone_report_filter {
+	NVME_ZRASF_ALL = 0x0,
+	NVME_ZRASF_EMPTY = 0x1,
+	NVME_ZRASF_IMP_OPEN = 0x2,
+	NVME_ZRASF_EXP_OPEN = 0x3,
+	NVME_ZRASF_CLOSED = 0x4,
+	NVME_ZRASF_FULL = 0x5,
+	NVME_ZRASF_READ_ONLY = 0x6,
+	NVME_ZRASF_OFFLINE = 0x7,
+};
+#define NVME_ZMR_PARTIAL (1u << 16)
+
+struct nvme_zone_report_hdr {
+	uint64_t nr_zones;
+	uint8_t rsvd8[56];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_zone_report_hdr) == 64, "zone report header");
+
+struct nvme_zone_desc {
+	uint8_t zt;
+	uint8_t zs; /* state << 4 */
+	uint8_t za;
+	uint8_t zai;
+	uint8_t rsvd4[4];
+	uint64_t zcap;
+	uint64_t zslba;
+	uint64_t wp;
+	uint8_t rsvd32[32];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_zone_desc) == 64, "zone descriptor");
+#define NVME_ZA_ZDEV (1u << 7) /* zone descriptor extension valid */
+
+/* CNS 05h, CSI 2h: ZNS Identify Namespace (ZNS 1.1 Figure 45). */
+struct nvme_zns_lbafe {
+	uint64_t zsze;
+	uint8_t zdes; /* zone descriptor extension size, 64-byte units */
+	uint8_t rsvd9[7];
+} __attribute__((packed));
+struct nvme_id_ns_zns {
+	uint16_t zoc;
+	uint16_t ozcs;
+	uint32_t mar; /* 0-based; FFFFFFFFh: no limit */
+	uint32_t mor;
+	uint32_t rrl;
+	uint32_t frl;
+	uint32_t rrl1, rrl2, rrl3;
+	uint32_t frl1, frl2, frl3;
+	uint32_t numzrwa;
+	uint16_t zrwafg;
+	uint16_t zrwasz;
+	uint8_t zrwacap;
+	uint8_t rsvd53[2763];
+	struct nvme_zns_lbafe lbafe[64];
+	uint8_t vs[256];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns_zns) == 4096, "identify namespace ZNS");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ns_zns, lbafe) == 2816, "LBAFE offset");
+#define NVME_ZNS_NO_LIMIT 0xffffffffu
+
+/* CNS 06h, CSI 2h: ZNS Identify Controller. */
+struct nvme_id_ctrl_zns {
+	uint8_t zasl; /* zone append size limit, 2^n min pages; 0: MDTS */
+	uint8_t rsvd1[4095];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ctrl_zns) == 4096, "identify controller ZNS");
 
 /* ---- LBA formats, metadata, end-to-end protection (NVM Command Set 1.0 sections 4.1.5.1,
  * 5.2; Base 2.0 5.17.2.1, 5.23) ---- */

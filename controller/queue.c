@@ -240,7 +240,7 @@ static void ctrlr_cq_write(struct ctrlr_cq *cq, struct ctrlr_req *req)
 	struct nvme_cqe *cqe = &cq->ring[cq->tail];
 
 	cqe->dw0 = req->cdw0;
-	cqe->dw1 = 0;
+	cqe->dw1 = req->cdw1;
 	cqe->sqhd = (uint16_t)req->sq->head;
 	cqe->sqid = req->sq->qid;
 	cqe->cid = req->sqe.cdw0.bits.cid;

@@ -13,7 +13,8 @@ void ctrlr_regs_init(struct ctrlr *ctrlr)
 	ctrlr->cap.bits.cqr = 1;
 	ctrlr->cap.bits.to = 20; /* 10 s, in 500 ms units */
 	ctrlr->cap.bits.dstrd = 0;
-	ctrlr->cap.bits.css = 1; /* NVM command set */
+	/* The NVM command set, and I/O command set selection (CC.CSS 110b) for zoned namespaces. */
+	ctrlr->cap.bits.css = NVME_CAP_CSS_NVM | NVME_CAP_CSS_IOCS;
 	ctrlr->cap.bits.mpsmin = CTRLR_MPSMIN;
 	ctrlr->cap.bits.mpsmax = CTRLR_MPSMAX;
 	ctrlr->vs = NVME_VERSION(1, 4, 0);
@@ -82,8 +83,8 @@ void ctrlr_enable(struct ctrlr *ctrlr)
 
 	if (cc.bits.mps < ctrlr->cap.bits.mpsmin || cc.bits.mps > ctrlr->cap.bits.mpsmax)
 		return ctrlr_enable_fail(ctrlr, "CC.MPS outside CAP.MPSMIN..MPSMAX");
-	if (cc.bits.css != 0)
-		return ctrlr_enable_fail(ctrlr, "CC.CSS is not the NVM command set");
+	if (cc.bits.css != NVME_CC_CSS_NVM && cc.bits.css != NVME_CC_CSS_IOCS)
+		return ctrlr_enable_fail(ctrlr, "CC.CSS is neither 000b (NVM) nor 110b (all sets)");
 	if (cc.bits.ams != 0)
 		return ctrlr_enable_fail(ctrlr, "CC.AMS is not round robin");
 	if (cc.bits.iosqes != NVME_SQES_LOG2 || cc.bits.iocqes != NVME_CQES_LOG2)

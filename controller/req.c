@@ -19,6 +19,7 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	req->epoch = sq->epoch;
 	sq->epoch_users[req->epoch]++;
 	req->cdw0 = 0;
+	req->cdw1 = 0;
 	req->status = 0;
 	req->error_loc = 0xffff;
 	req->error_lba = 0;

@@ -1,0 +1,87 @@
+/* controller/zns.h - Zoned Namespaces (NVMe ZNS Command Set 1.1, CSI 2h): the per-namespace zone
+ * state machine (pure, thread-safe under the namespace's zone lock) and the hooks the I/O and
+ * admin paths call. Not for use outside controller/. */
+#ifndef NVME_EMU_CONTROLLER_ZNS_H
+#define NVME_EMU_CONTROLLER_ZNS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "backend/bdev.h"
+#include "controller/nvme_spec.h"
+
+struct ctrlr;
+struct ctrlr_ns;
+struct ctrlr_req;
+
+struct ctrlr_zone {
+	uint64_t wp;   /* next LBA to write; blocks below it hold data (also once Full) */
+	uint8_t state; /* enum nvme_zone_state */
+};
+
+/* A zoned namespace's zones. Every poll group writes to it: the lock covers the states, write
+ * pointers and the resource counts (short sections, no I/O under it). */
+struct ctrlr_zns {
+	pthread_mutex_t lock;
+	uint64_t zsze, zcap;
+	unsigned int zshift; /* log2(zsze) */
+	uint32_t nr_zones;
+	uint32_t max_open, max_active; /* 0: no limit */
+	uint32_t nr_open, nr_active;   /* zones in ZSIO/ZSEO; in ZSIO/ZSEO/ZSC */
+	uint64_t optimal_open;
+	struct ctrlr_zone zones[];
+};
+
+/* Creates the zones of a namespace with this geometry, all Empty. 0, -EINVAL or -ENOMEM. */
+int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out);
+void ctrlr_zns_destroy(struct ctrlr_zns *zns);
+
+/* ---- the state machine (ZNS 1.1 2.1.1); each returns an NVMe status ---- */
+
+/* A write of nlb blocks at slba (append: at the write pointer of the zone starting at slba):
+ * checks the zone's state, the write pointer and the zone capacity, opens the zone implicitly
+ * (closing another implicitly opened zone when the open limit is reached), advances the write
+ * pointer (Full at the capacity). The LBA written in *lba. The range is inside the namespace. */
+uint16_t ctrlr_zns_write_prep(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb, bool append,
+			      uint64_t *lba);
+/* The write prepared at lba failed or was never sent: the write pointer goes back if nothing was
+ * written after it. */
+void ctrlr_zns_write_undo(struct ctrlr_zns *zns, uint64_t lba, uint64_t nlb);
+/* A read of [slba, +nlb): Zone Boundary Error across zones (OZCS.RAZB is 0), Zone Is Offline. */
+uint16_t ctrlr_zns_read_check(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb);
+/* After a read of [slba, +nlb) into iov: blocks at or past their zone's write pointer read as
+ * zeroes (they are deallocated: DLFEAT 001b); Zone Is Offline if a zone went offline. */
+uint16_t ctrlr_zns_read_fixup(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb,
+			      uint32_t block_size, const struct iovec *iov, int iovcnt);
+/* Zone Management Send action zsa on the zone starting at slba, or on every zone (all). */
+uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool all);
+/* Report Zones from the zone containing slba: up to max descriptors matching filter (ZRASF) in
+ * out; returns the Number of Zones field (partial: the descriptors returned). */
+uint64_t ctrlr_zns_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, bool partial,
+			  struct nvme_zone_desc *out, uint64_t max);
+/* Makes the zone starting at slba Read Only or Offline, as a media failure would (its
+ * resources released). 0, -EINVAL (not a zone start, or offline -> read only). */
+int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline);
+
+/* ---- hooks ---- */
+
+bool ctrlr_zns_is_opcode(uint8_t opc);
+/* Executes Zone Management Send / Receive / Zone Append (req->ns not yet taken). */
+void ctrlr_zns_exec(struct ctrlr_req *req);
+/* Commands Supported and Effects of the ZNS-only I/O opcodes (CSI 2h log). */
+uint32_t ctrlr_zns_effects(uint8_t opc);
+/* Identify CNS 05h/06h with CSI 2h, 07h (per CSI) and 1Ch into buf (4096 bytes). Returns false
+ * when the CNS/CSI pair is not ZNS's to answer; else true with *st set. */
+bool ctrlr_zns_identify(struct ctrlr_req *req, uint8_t cns, uint8_t csi, void *buf,
+			uint16_t *st);
+
+/* I/O path hooks: no-ops (SUCCESS) on a namespace that is not zoned. */
+uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+void ctrlr_zns_io_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+uint16_t ctrlr_zns_io_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+uint16_t ctrlr_zns_io_read_done(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
+				const struct iovec *iov, int iovcnt);
+
+#endif

@@ -1,0 +1,305 @@
+/* controller/zns_cmd.c - the Zoned Namespace Command Set's commands and hooks (NVMe ZNS 1.1):
+ * Zone Management Send (3.4.3), Zone Management Receive (3.4.2), Zone Append (3.4.1), the zone
+ * rules in the NVM commands' paths, and Identify CNS 05h/06h for CSI 2h, 07h per CSI and 1Ch
+ * (Base 2.0 5.17.2). The zone state machine itself is zns.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
+
+bool ctrlr_zns_is_opcode(uint8_t opc)
+{
+	return opc == NVME_CMD_ZONE_MGMT_SEND || opc == NVME_CMD_ZONE_MGMT_RECV ||
+	       opc == NVME_CMD_ZONE_APPEND;
+}
+
+uint32_t ctrlr_zns_effects(uint8_t opc)
+{
+	switch (opc) {
+	case NVME_CMD_ZONE_MGMT_SEND:
+	case NVME_CMD_ZONE_APPEND:
+		return NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC;
+	case NVME_CMD_ZONE_MGMT_RECV:
+		return NVME_CMD_EFFECTS_CSUPP;
+	default:
+		return 0;
+	}
+}
+
+static uint64_t ctrlr_zns_nlb(const struct ctrlr_req *req)
+{
+	return (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1;
+}
+
+/* ---- NVM command hooks ---- */
+
+uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	uint64_t lba;
+	uint16_t st;
+
+	if (!req->ns->zns)
+		return NVME_SC_SUCCESS;
+	st = ctrlr_zns_write_prep(req->ns->zns, slba, nlb, false, &lba);
+	if (st) {
+		req->error_lba = slba;
+		req->error_loc = offsetof(struct nvme_sqe, cdw10);
+	}
+	return st;
+}
+
+void ctrlr_zns_io_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	if (req->ns->zns)
+		ctrlr_zns_write_undo(req->ns->zns, slba, nlb);
+}
+
+uint16_t ctrlr_zns_io_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	uint16_t st;
+
+	if (!req->ns->zns)
+		return NVME_SC_SUCCESS;
+	st = ctrlr_zns_read_check(req->ns->zns, slba, nlb);
+	if (st)
+		req->error_lba = slba;
+	return st;
+}
+
+uint16_t ctrlr_zns_io_read_done(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
+				const struct iovec *iov, int iovcnt)
+{
+	if (!req->ns->zns)
+		return NVME_SC_SUCCESS;
+	return ctrlr_zns_read_fixup(req->ns->zns, slba, nlb, req->ns->block_size, iov, iovcnt);
+}
+
+/* ---- Zone Management Send ---- */
+
+static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
+{
+	const struct nvme_sqe *sqe = &req->sqe;
+	uint64_t slba = ctrlr_sqe_slba(sqe);
+	bool all = sqe->cdw13 & NVME_ZMS_SELECT_ALL;
+	uint8_t zsa = sqe->cdw13 & 0xff;
+	uint16_t st;
+
+	/* With Select All the SLBA is ignored (3.4.3); else it must be a zone's first LBA. */
+	if (!all && slba >= __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED)) {
+		req->error_lba = slba;
+		return ctrlr_req_complete_err(req, NVME_SC_LBA_RANGE, offsetof(struct nvme_sqe, cdw10));
+	}
+	st = ctrlr_zns_send(req->ns->zns, slba, zsa, all);
+	if (st == NVME_SC_INVALID_FIELD)
+		return ctrlr_req_complete_err(req, st,
+					      zsa == NVME_ZSA_CLOSE || zsa == NVME_ZSA_FINISH ||
+						      zsa == NVME_ZSA_OPEN || zsa == NVME_ZSA_RESET ||
+						      zsa == NVME_ZSA_OFFLINE
+						  ? offsetof(struct nvme_sqe, cdw10)
+						  : offsetof(struct nvme_sqe, cdw13));
+	if (st)
+		req->error_lba = slba;
+	ctrlr_req_complete(req, st);
+}
+
+/* ---- Zone Management Receive ---- */
+
+static void ctrlr_zns_mgmt_recv(struct ctrlr_req *req)
+{
+	const struct nvme_sqe *sqe = &req->sqe;
+	struct ctrlr_zns *zns = req->ns->zns;
+	uint64_t slba = ctrlr_sqe_slba(sqe);
+	uint64_t len = ((uint64_t)sqe->cdw12 + 1) * 4, max;
+	uint8_t zra = sqe->cdw13 & 0xff, filter = (sqe->cdw13 >> 8) & 0xff;
+	bool partial = sqe->cdw13 & NVME_ZMR_PARTIAL;
+	struct nvme_zone_report_hdr *hdr;
+	uint8_t *buf;
+	uint16_t st;
+
+	/* Extended reports carry descriptor extensions, and ZDES is 0 here (3.4.2.2.1). */
+	if (zra != NVME_ZRA_REPORT)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw13));
+	if (filter > NVME_ZRASF_OFFLINE)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw13) + 1);
+	if (slba >= __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED)) {
+		req->error_lba = slba;
+		return ctrlr_req_complete_err(req, NVME_SC_LBA_RANGE, offsetof(struct nvme_sqe, cdw10));
+	}
+	if (len > ctrlr_mdts_bytes(req->sq->ctrlr))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw12));
+	buf = calloc(1, len < sizeof(*hdr) ? sizeof(*hdr) : len);
+	if (!buf)
+		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	hdr = (struct nvme_zone_report_hdr *)buf;
+	max = len > sizeof(*hdr) ? (len - sizeof(*hdr)) / sizeof(struct nvme_zone_desc) : 0;
+	hdr->nr_zones = ctrlr_zns_report(zns, slba, filter, partial,
+					 (struct nvme_zone_desc *)(buf + sizeof(*hdr)), max);
+	st = ctrlr_req_copy_to_host(req, buf, len);
+	free(buf);
+	ctrlr_req_complete(req, st);
+}
+
+/* ---- Zone Append ---- */
+
+static void ctrlr_zns_append_done(struct ctrlr_req *req, int status)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint64_t lba = req->bio->offset_blocks, nlb = req->bio->num_blocks;
+	uint16_t st = ctrlr_bdev_status(status, true);
+
+	if (!st && ctrlr_uncor_clear(&req->ns->uncor, lba, nlb))
+		st = NVME_SC_INTERNAL;
+	if (st) {
+		ctrlr_zns_write_undo(req->ns->zns, lba, nlb);
+		req->error_lba = lba;
+		return ctrlr_req_complete(req, st);
+	}
+	/* The LBA the data went to: CQE DW0 low, DW1 high (3.4.1.1). */
+	req->cdw0 = (uint32_t)lba;
+	req->cdw1 = (uint32_t)(lba >> 32);
+	CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
+	CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, req->data_len);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}
+
+static void ctrlr_zns_append(struct ctrlr_req *req)
+{
+	const struct nvme_sqe *sqe = &req->sqe;
+	uint64_t zslba = ctrlr_sqe_slba(sqe), nlb = ctrlr_zns_nlb(req), lba;
+	struct bdev_io *bio = req->bio;
+	uint16_t st;
+
+	st = ctrlr_io_check_range(req, zslba, nlb);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	/* ZASL is 0: appends are limited by MDTS, which the data mapping checks. Mapped before
+	 * the write pointer moves, so a bad data pointer leaves the zone as it was. */
+	st = ctrlr_req_map_data(req, nlb * req->ns->block_size, CTRLR_DMA_READ);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	st = ctrlr_zns_write_prep(req->ns->zns, zslba, nlb, true, &lba);
+	if (st) {
+		req->error_lba = zslba;
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw10));
+	}
+	bio->type = BDEV_IO_WRITE;
+	bio->flags = (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
+	bio->offset_blocks = lba;
+	bio->num_blocks = nlb;
+	bio->iov = req->iov;
+	bio->iovcnt = req->iovcnt;
+	st = ctrlr_req_submit_bio(req, ctrlr_zns_append_done);
+	if (st) {
+		ctrlr_zns_write_undo(req->ns->zns, lba, nlb);
+		ctrlr_req_complete(req, st);
+	}
+}
+
+void ctrlr_zns_exec(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t opc = req->sqe.cdw0.bits.opc;
+	uint16_t st;
+
+	/* The ZNS command set is enabled only with CC.CSS 110b (Base 2.0 3.1.3.5). */
+	if (ctrlr->cc.bits.css != NVME_CC_CSS_IOCS)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	st = ctrlr_req_get_ns(req);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	/* Commands of a command set the namespace is not associated with. */
+	if (!req->ns->zns)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	switch (opc) {
+	case NVME_CMD_ZONE_MGMT_SEND:
+		return ctrlr_zns_mgmt_send(req);
+	case NVME_CMD_ZONE_MGMT_RECV:
+		return ctrlr_zns_mgmt_recv(req);
+	default:
+		return ctrlr_zns_append(req);
+	}
+}
+
+/* ---- Identify ---- */
+
+static void ctrlr_zns_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns_zns *id)
+{
+	const struct ctrlr_zns *zns = ns->zns;
+
+	/* ZOC 0 (no variable capacity, no zone excursions), OZCS 0 (reads do not cross zones,
+	 * no ZRWA): what Linux drives. MAR/MOR are 0-based; FFFFFFFFh means no limit. */
+	id->mar = zns->max_active ? zns->max_active - 1 : NVME_ZNS_NO_LIMIT;
+	id->mor = zns->max_open ? zns->max_open - 1 : NVME_ZNS_NO_LIMIT;
+	id->lbafe[0].zsze = zns->zsze;
+	id->lbafe[0].zdes = 0;
+}
+
+/* Active namespaces of command set csi with an id above `after` (CNS 07h). */
+static void ctrlr_zns_ns_list(struct ctrlr *ctrlr, uint32_t after, uint8_t csi, uint32_t *list)
+{
+	uint32_t n = 0;
+
+	for (uint32_t nsid = after + 1; nsid <= CTRLR_MAX_NAMESPACES && n < 1024; nsid++) {
+		struct ctrlr_ns *ns = ctrlr->ns[nsid - 1];
+
+		if (ns && (ns->zns ? NVME_CSI_ZNS : NVME_CSI_NVM) == csi)
+			list[n++] = nsid;
+	}
+}
+
+bool ctrlr_zns_identify(struct ctrlr_req *req, uint8_t cns, uint8_t csi, void *buf,
+			uint16_t *st)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint32_t nsid = req->sqe.nsid;
+	struct ctrlr_ns *ns;
+
+	*st = NVME_SC_SUCCESS;
+	switch (cns) {
+	case NVME_CNS_IOCS: {
+		/* One combination (index 0): NVM and Zoned Namespace (5.17.2.21). CNTID names
+		 * this controller: the function has one. */
+		uint64_t vec = NVME_IOCS_VECTOR_NVM | NVME_IOCS_VECTOR_ZNS;
+
+		memcpy(buf, &vec, sizeof(vec));
+		return true;
+	}
+	case NVME_CNS_CS_ACTIVE_NS_LIST:
+		if (csi != NVME_CSI_NVM && csi != NVME_CSI_ZNS)
+			return false;
+		if (nsid >= 0xfffffffeu) {
+			*st = NVME_SC_INVALID_NS;
+			return true;
+		}
+		ctrlr_zns_ns_list(ctrlr, nsid, csi, buf);
+		return true;
+	case NVME_CNS_CS_CTRL:
+		if (csi != NVME_CSI_ZNS)
+			return false;
+		((struct nvme_id_ctrl_zns *)buf)->zasl = 0; /* MDTS */
+		return true;
+	case NVME_CNS_CS_NS:
+		if (csi != NVME_CSI_ZNS)
+			return false;
+		if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES) {
+			*st = NVME_SC_INVALID_NS;
+			return true;
+		}
+		ns = ctrlr_ns_get(ctrlr, nsid);
+		if (!ns)
+			return true; /* inactive: zeroes */
+		if (ns->zns)
+			ctrlr_zns_identify_ns(ns, buf);
+		else
+			*st = NVME_SC_INVALID_FIELD; /* not a zoned namespace */
+		ctrlr_ns_put(ns);
+		return true;
+	default:
+		return false;
+	}
+}

@@ -1,0 +1,595 @@
+/* tests/unit/controller/zns_test.c - Zoned Namespaces: the zone state machine on its own (every
+ * transition, the open/active limits, each ZNS status, report filters) and the commands end to
+ * end through the loopback transport on a zone_block bdev over a malloc bdev. */
+#include <string.h>
+
+#include "backend/bdev.h"
+#include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
+#include "tests/unit/controller/loopback.h"
+#include "tests/unit/cunit_runner.h"
+
+#define ZT_ZSZE 16u
+#define ZT_ZCAP 12u
+#define ZT_ZONES 8u
+#define ZT_SC(st) ((st) & 0x7ffu)
+
+static struct ctrlr_zns *zt_new(uint32_t max_open, uint32_t max_active)
+{
+	struct bdev_zone_geom g = {.zone_size = ZT_ZSZE,
+				   .zone_capacity = ZT_ZCAP,
+				   .num_zones = ZT_ZONES,
+				   .optimal_open_zones = 1,
+				   .max_open_zones = max_open,
+				   .max_active_zones = max_active};
+	struct ctrlr_zns *zns = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	return zns;
+}
+
+static uint8_t zt_state(struct ctrlr_zns *zns, uint32_t zi)
+{
+	return zns->zones[zi].state;
+}
+
+static uint16_t zt_write(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
+{
+	uint64_t lba = ~0ull;
+	uint16_t st = ctrlr_zns_write_prep(zns, slba, nlb, false, &lba);
+
+	if (!st)
+		CU_ASSERT_EQUAL(lba, slba);
+	return st;
+}
+
+static void test_geometry(void)
+{
+	struct bdev_zone_geom g = {.zone_size = 12, .zone_capacity = 12, .num_zones = 2};
+	struct ctrlr_zns *zns = NULL;
+
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL); /* not a power of two */
+	g.zone_size = 8;
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL); /* ZCAP > ZSZE */
+	g.zone_size = 16;
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zns->zshift, 4);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(zns->zones[1].wp, 16);
+	ctrlr_zns_destroy(zns);
+}
+
+/* Writes: implicit open, the write pointer, capacity, Full. */
+static void test_write_rules(void)
+{
+	struct ctrlr_zns *zns = zt_new(0, 0);
+	uint64_t lba;
+
+	CU_ASSERT_EQUAL(zt_write(zns, 0, 4), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_IMP_OPEN);
+	CU_ASSERT_EQUAL(zns->nr_open, 1);
+	CU_ASSERT_EQUAL(zns->nr_active, 1);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 2, 1)), NVME_SC_ZONE_INVALID_WRITE);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 5, 1)), NVME_SC_ZONE_INVALID_WRITE);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 4, 9)), NVME_SC_ZONE_BOUNDARY_ERROR);
+	/* Append goes to the write pointer; it names the zone by its start. */
+	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 0, 2, true, &lba), 0);
+	CU_ASSERT_EQUAL(lba, 4);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 1, 2, true, &lba)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 0, 7, true, &lba)),
+			NVME_SC_ZONE_BOUNDARY_ERROR);
+	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 0, 6, true, &lba), 0);
+	CU_ASSERT_EQUAL(lba, 6);
+	/* At the capacity the zone is Full and gives its resources back. */
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(zns->nr_open, 0);
+	CU_ASSERT_EQUAL(zns->nr_active, 0);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 12, 1)), NVME_SC_ZONE_IS_FULL);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 0, 1, true, &lba)), NVME_SC_ZONE_IS_FULL);
+	/* A write into a Closed zone reopens it implicitly. */
+	CU_ASSERT_EQUAL(zt_write(zns, 16, 1), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zns->nr_open, 0);
+	CU_ASSERT_EQUAL(zns->nr_active, 1);
+	CU_ASSERT_EQUAL(zt_write(zns, 17, 1), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_IMP_OPEN);
+	/* Undo: only the last write of a zone goes back. */
+	CU_ASSERT_EQUAL(zt_write(zns, 18, 2), 0);
+	ctrlr_zns_write_undo(zns, 17, 1);
+	CU_ASSERT_EQUAL(zns->zones[1].wp, 20);
+	ctrlr_zns_write_undo(zns, 18, 2);
+	CU_ASSERT_EQUAL(zns->zones[1].wp, 18);
+	ctrlr_zns_destroy(zns);
+}
+
+/* MOR / MAR: implicit close of an implicitly opened zone, Too Many Open / Active Zones. */
+static void test_limits(void)
+{
+	struct ctrlr_zns *zns = zt_new(2, 3);
+	uint64_t lba;
+
+	CU_ASSERT_EQUAL(zt_write(zns, 16, 1), 0);
+	CU_ASSERT_EQUAL(zt_write(zns, 32, 1), 0);
+	CU_ASSERT_EQUAL(zns->nr_open, 2);
+	/* A third write: zone 1 (implicitly opened) is closed to make room. */
+	CU_ASSERT_EQUAL(zt_write(zns, 48, 1), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_IMP_OPEN);
+	CU_ASSERT_EQUAL(zns->nr_open, 2);
+	CU_ASSERT_EQUAL(zns->nr_active, 3);
+	/* Every active resource is taken: an Empty zone cannot open. */
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 64, 1)), NVME_SC_TOO_MANY_ACTIVE_ZONES);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 64, NVME_ZSA_OPEN, false)),
+			NVME_SC_TOO_MANY_ACTIVE_ZONES);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 64, NVME_ZSA_FINISH, false)),
+			NVME_SC_TOO_MANY_ACTIVE_ZONES);
+	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_EMPTY);
+	/* Explicitly opened zones are never closed by the controller. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_EXP_OPEN);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 17, 1)), NVME_SC_TOO_MANY_OPEN_ZONES);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false)),
+			NVME_SC_TOO_MANY_OPEN_ZONES);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
+	/* Open all: the closed zones do not fit. */
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true)),
+			NVME_SC_TOO_MANY_OPEN_ZONES);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
+	/* Finishing one frees both kinds of resources. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(zns->nr_open, 1);
+	CU_ASSERT_EQUAL(zns->nr_active, 2);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_EXP_OPEN);
+	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 64, 1, true, &lba) & 0x7ff,
+			NVME_SC_TOO_MANY_OPEN_ZONES);
+	/* Reset all gives everything back. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(zns->nr_open, 0);
+	CU_ASSERT_EQUAL(zns->nr_active, 0);
+	for (uint32_t i = 0; i < ZT_ZONES; i++) {
+		CU_ASSERT_EQUAL(zt_state(zns, i), NVME_ZS_EMPTY);
+		CU_ASSERT_EQUAL(zns->zones[i].wp, i * ZT_ZSZE);
+	}
+	ctrlr_zns_destroy(zns);
+}
+
+/* Every Zone Management Send action from every state it is defined for. */
+static void test_transitions(void)
+{
+	struct ctrlr_zns *zns = zt_new(0, 0);
+
+	/* Close: open -> closed, closed stays, others refuse. */
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false)),
+			NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EXP_OPEN);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false), 0);
+	/* Open from implicitly opened and closed. */
+	CU_ASSERT_EQUAL(zt_write(zns, 16, 1), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_EXP_OPEN);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EXP_OPEN);
+	/* Finish: open, closed and empty become Full; Full stays. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false)),
+			NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false)),
+			NVME_SC_ZONE_INVALID_TRANSITION);
+	/* Reset: Full and open to Empty; Empty stays. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
+	/* Offline only from Read Only; Read Only and Offline refuse the rest. */
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false)),
+			NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(zt_write(zns, 48, 3), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_READ_ONLY);
+	CU_ASSERT_EQUAL(zns->nr_active, 0);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 51, 1)), NVME_SC_ZONE_IS_READ_ONLY);
+	CU_ASSERT_EQUAL(ctrlr_zns_read_check(zns, 48, 3), 0);
+	for (uint8_t a = NVME_ZSA_CLOSE; a <= NVME_ZSA_RESET; a++)
+		CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, a, false)),
+				NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_OFFLINE);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false), 0);
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 51, 1)), NVME_SC_ZONE_IS_OFFLINE);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_read_check(zns, 48, 1)), NVME_SC_ZONE_IS_OFFLINE);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_RESET, false)),
+			NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false), -EINVAL);
+	/* Bad actions, not a zone start, Set Zone Descriptor Extension without ZDES. */
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 1, NVME_ZSA_OPEN, false)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, 0x06, false)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_SET_ZDE, false)),
+			NVME_SC_INVALID_FIELD);
+	/* Select All applies to the zones in the states the action leaves, skips the rest. */
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(zt_write(zns, 0, 1), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EXP_OPEN);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_EXP_OPEN);
+	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_FINISH, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(zns->nr_open, 0);
+	CU_ASSERT_EQUAL(zns->nr_active, 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OFFLINE, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_OFFLINE);
+	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
+	ctrlr_zns_destroy(zns);
+}
+
+/* Reads: zone boundaries, zeroes past the write pointer (also of a finished zone). */
+static void test_reads(void)
+{
+	struct ctrlr_zns *zns = zt_new(0, 0);
+	uint8_t buf[20 * 512];
+	struct iovec iov[2] = {{buf, 7 * 512}, {buf + 7 * 512, 13 * 512}};
+
+	CU_ASSERT_EQUAL(ctrlr_zns_read_check(zns, 0, 16), 0);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_read_check(zns, 8, 9)), NVME_SC_ZONE_BOUNDARY_ERROR);
+	CU_ASSERT_EQUAL(zt_write(zns, 16, 5), 0);
+	memset(buf, 0xab, sizeof(buf));
+	/* Blocks 12..31: zone 0 is empty (8 blocks), zone 1 holds 5 of its 12. */
+	CU_ASSERT_EQUAL(ctrlr_zns_read_fixup(zns, 12, 20, 512, iov, 2), 0);
+	for (uint32_t b = 0; b < 20; b++)
+		CU_ASSERT_EQUAL(buf[b * 512 + 100], (b >= 4 && b < 9) ? 0xab : 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false), 0);
+	memset(buf, 0xab, sizeof(buf));
+	CU_ASSERT_EQUAL(ctrlr_zns_read_fixup(zns, 12, 20, 512, iov, 2), 0);
+	CU_ASSERT_EQUAL(buf[4 * 512], 0xab);
+	CU_ASSERT_EQUAL(buf[9 * 512], 0);
+	ctrlr_zns_destroy(zns);
+}
+
+static uint64_t zt_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, bool partial,
+			  struct nvme_zone_desc *d, uint64_t max)
+{
+	return ctrlr_zns_report(zns, slba, filter, partial, d, max);
+}
+
+static void test_report(void)
+{
+	struct ctrlr_zns *zns = zt_new(0, 0);
+	struct nvme_zone_desc d[ZT_ZONES];
+
+	CU_ASSERT_EQUAL(zt_write(zns, 0, 3), 0);				 /* 0: imp open */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false), 0);	 /* 1: exp */
+	CU_ASSERT_EQUAL(zt_write(zns, 32, 1), 0);				 /* 2: closed */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_FINISH, false), 0); /* 3: full */
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, false), 0);		 /* 4: RO */
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 80, true), 0);		 /* 5: offline */
+	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_ALL, false, d, ZT_ZONES), ZT_ZONES);
+	CU_ASSERT_EQUAL(d[0].zt, NVME_ZONE_TYPE_SEQ_WRITE);
+	CU_ASSERT_EQUAL(d[0].zs, NVME_ZS_IMP_OPEN << 4);
+	CU_ASSERT_EQUAL(d[0].wp, 3);
+	CU_ASSERT_EQUAL(d[0].zcap, ZT_ZCAP);
+	CU_ASSERT_EQUAL(d[1].zs, NVME_ZS_EXP_OPEN << 4);
+	CU_ASSERT_EQUAL(d[1].zslba, 16);
+	CU_ASSERT_EQUAL(d[2].zs, NVME_ZS_CLOSED << 4);
+	CU_ASSERT_EQUAL(d[2].wp, 33);
+	CU_ASSERT_EQUAL(d[3].zs, NVME_ZS_FULL << 4);
+	CU_ASSERT_EQUAL(d[3].wp, 48 + ZT_ZCAP);
+	CU_ASSERT_EQUAL(d[4].zs, NVME_ZS_READ_ONLY << 4);
+	CU_ASSERT_EQUAL(d[5].zs, NVME_ZS_OFFLINE << 4);
+	CU_ASSERT_EQUAL(d[6].zs, NVME_ZS_EMPTY << 4);
+	CU_ASSERT_EQUAL(d[7].wp, 7 * ZT_ZSZE);
+	static const uint8_t filters[] = {NVME_ZRASF_EMPTY,	  NVME_ZRASF_IMP_OPEN,
+					  NVME_ZRASF_EXP_OPEN,	  NVME_ZRASF_CLOSED,
+					  NVME_ZRASF_FULL,	  NVME_ZRASF_READ_ONLY,
+					  NVME_ZRASF_OFFLINE};
+	static const uint64_t first[] = {96, 0, 16, 32, 48, 64, 80};
+	for (size_t i = 0; i < sizeof(filters); i++) {
+		CU_ASSERT_EQUAL(zt_report(zns, 0, filters[i], false, d, ZT_ZONES),
+				filters[i] == NVME_ZRASF_EMPTY ? 2u : 1u);
+		CU_ASSERT_EQUAL(d[0].zslba, first[i]);
+	}
+	/* From the zone holding SLBA; room for 2: NZ counts all matches unless partial. */
+	CU_ASSERT_EQUAL(zt_report(zns, 37, NVME_ZRASF_ALL, false, d, 2), 6);
+	CU_ASSERT_EQUAL(d[0].zslba, 32);
+	CU_ASSERT_EQUAL(d[1].zslba, 48);
+	CU_ASSERT_EQUAL(zt_report(zns, 37, NVME_ZRASF_ALL, true, d, 2), 2);
+	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_EMPTY, true, d, 0), 0);
+	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_EMPTY, false, d, 0), 2);
+	ctrlr_zns_destroy(zns);
+}
+
+/* ---- end to end ---- */
+
+#define ZE_ZCAP 48u /* zone size 64 */
+static struct lb lb;
+static uint64_t ze_buf;
+
+static uint8_t *ze_ptr(void)
+{
+	return lb_ptr(&lb, ze_buf);
+}
+
+/* CC.CSS 110b: re-enables the controller right after lb_enable (no command sent yet). */
+static int ze_enable_iocs(void)
+{
+	union nvme_cc cc = {.raw = lb_reg_read32(&lb, NVME_REG_CC)};
+
+	lb_reg_write32(&lb, NVME_REG_CC, cc.raw & ~1u);
+	lb_pump(&lb);
+	if (lb_reg_read32(&lb, NVME_REG_CSTS) & 1)
+		return -1;
+	cc.bits.css = NVME_CC_CSS_IOCS;
+	lb_reg_write32(&lb, NVME_REG_CC, cc.raw);
+	lb_pump(&lb);
+	return (lb_reg_read32(&lb, NVME_REG_CSTS) & 3) == 1 ? 0 : -1;
+}
+
+static int ze_init(void)
+{
+	struct bdev_zone_block_opts zo = {.zone_capacity = ZE_ZCAP,
+					  .optimal_open_zones = 1,
+					  .max_open_zones = 2,
+					  .max_active_zones = 3};
+	struct bdev *zb;
+
+	if (lb_init(&lb, NULL) || bdev_malloc_create("zmem", 1000, 512, NULL, NULL) ||
+	    bdev_zone_block_create("zoned0", "zmem", &zo, NULL, &zb))
+		return -1;
+	/* 1000 blocks: 15 zones of 64, the tail not exposed. */
+	if (bdev_get_num_blocks(zb) != 960 || ctrlr_ns_add(lb.ctrlr, 1, zb, NULL) != 1 ||
+	    lb_add_malloc_ns(&lb, "plain", 2, 256, 512) != 2)
+		return -1;
+	lb_pump(&lb);
+	if (!(lb_enable(&lb, 32) & 1) || ze_enable_iocs() ||
+	    lb_create_qpair(&lb, 1, 64, 1, true))
+		return -1;
+	ze_buf = lb_alloc(&lb, 64 * 1024);
+	return 0;
+}
+
+static int ze_fini(void)
+{
+	lb_fini(&lb);
+	return 0;
+}
+
+static uint16_t ze_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb, uint64_t *res)
+{
+	struct nvme_sqe sqe = lb_sqe(opc, nsid);
+	struct nvme_cqe cqe;
+
+	sqe.dptr.prp.prp1 = ze_buf; /* one page: at most 8 blocks */
+	sqe.cdw10 = (uint32_t)slba;
+	sqe.cdw11 = (uint32_t)(slba >> 32);
+	sqe.cdw12 = nlb - 1;
+	if (lb_submit(&lb, 1, &sqe) == LB_NO_CQE)
+		return 0xffff;
+	lb_ring_sq(&lb, 1, lb.h.q[1].sq_tail);
+	lb_pump(&lb);
+	if (!lb_reap(&lb, 1, &cqe, false))
+		return 0xffff;
+	if (res)
+		*res = (uint64_t)cqe.dw0 | (uint64_t)cqe.dw1 << 32;
+	return ZT_SC(cqe.status >> 1);
+}
+
+static uint16_t ze_send(uint64_t slba, uint8_t zsa, bool all)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_CMD_ZONE_MGMT_SEND, 1);
+
+	sqe.cdw10 = (uint32_t)slba;
+	sqe.cdw11 = (uint32_t)(slba >> 32);
+	sqe.cdw13 = zsa | (all ? NVME_ZMS_SELECT_ALL : 0);
+	return ZT_SC(lb_cmd(&lb, 1, &sqe, NULL));
+}
+
+static uint16_t ze_recv(uint64_t slba, uint32_t bytes, uint8_t zra, uint8_t filter, bool partial)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_CMD_ZONE_MGMT_RECV, 1);
+
+	memset(ze_ptr(), 0xee, bytes);
+	sqe.dptr.prp.prp1 = ze_buf;
+	sqe.cdw10 = (uint32_t)slba;
+	sqe.cdw12 = bytes / 4 - 1;
+	sqe.cdw13 = zra | (uint32_t)filter << 8 | (partial ? NVME_ZMR_PARTIAL : 0);
+	return ZT_SC(lb_cmd(&lb, 1, &sqe, NULL));
+}
+
+static uint16_t ze_admin(uint8_t opc, uint32_t nsid, uint32_t cdw10, uint32_t cdw11,
+			 uint32_t cdw14, uint32_t *cdw0)
+{
+	struct nvme_sqe sqe = lb_sqe(opc, nsid);
+
+	memset(ze_ptr(), 0xee, 4096);
+	sqe.dptr.prp.prp1 = ze_buf;
+	sqe.cdw10 = cdw10;
+	sqe.cdw11 = cdw11;
+	sqe.cdw14 = cdw14;
+	return ZT_SC(lb_cmd(&lb, 0, &sqe, cdw0));
+}
+
+static void test_e2e_identify(void)
+{
+	struct nvme_id_ns_zns *idz = (void *)ze_ptr();
+	uint32_t cdw0 = 0;
+	union nvme_cap cap = {.raw = lb_reg_read64(&lb, NVME_REG_CAP)};
+
+	CU_ASSERT_EQUAL(cap.bits.css, NVME_CAP_CSS_NVM | NVME_CAP_CSS_IOCS);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 1, NVME_CNS_CS_NS, NVME_CSI_ZNS << 24, 0, NULL),
+			0);
+	CU_ASSERT_EQUAL(idz->lbafe[0].zsze, 64);
+	CU_ASSERT_EQUAL(idz->mor, 1);
+	CU_ASSERT_EQUAL(idz->mar, 2);
+	CU_ASSERT_EQUAL(idz->zoc, 0);
+	CU_ASSERT_EQUAL(idz->ozcs, 0);
+	/* Namespace 2 is not zoned. */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 2, NVME_CNS_CS_NS, NVME_CSI_ZNS << 24, 0, NULL),
+			NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(
+	    ze_admin(NVME_ADM_IDENTIFY, 0, NVME_CNS_CS_CTRL, NVME_CSI_ZNS << 24, 0, NULL), 0);
+	CU_ASSERT_EQUAL(ze_ptr()[0], 0); /* ZASL: MDTS */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 0, NVME_CNS_IOCS, 0, 0, NULL), 0);
+	uint64_t vec;
+	memcpy(&vec, ze_ptr(), 8);
+	CU_ASSERT_EQUAL(vec, NVME_IOCS_VECTOR_NVM | NVME_IOCS_VECTOR_ZNS);
+	CU_ASSERT_EQUAL(ze_ptr()[8], 0);
+	/* The CSI descriptor of each namespace. */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 1, NVME_CNS_NS_DESC_LIST, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(ze_ptr()[4 + 8 + 4 + 16 + 4 + 16], NVME_NIDT_CSI);
+	CU_ASSERT_EQUAL(ze_ptr()[4 + 8 + 4 + 16 + 4 + 16 + 4], NVME_CSI_ZNS);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 2, NVME_CNS_NS_DESC_LIST, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(ze_ptr()[4 + 8 + 4 + 16 + 4 + 16 + 4], NVME_CSI_NVM);
+	/* Active namespace lists per command set. */
+	uint32_t *list = (void *)ze_ptr();
+	CU_ASSERT_EQUAL(
+	    ze_admin(NVME_ADM_IDENTIFY, 0, NVME_CNS_CS_ACTIVE_NS_LIST, NVME_CSI_ZNS << 24, 0, NULL),
+	    0);
+	CU_ASSERT_EQUAL(list[0], 1);
+	CU_ASSERT_EQUAL(list[1], 0);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 0, NVME_CNS_CS_ACTIVE_NS_LIST, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(list[0], 2);
+	CU_ASSERT_EQUAL(list[1], 0);
+	/* Commands Supported and Effects per CSI: Zone Append only in the ZNS one. */
+	struct nvme_effects_log *e = (void *)ze_ptr();
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_LOG_PAGE, 0, NVME_LOG_CMD_EFFECTS | (1023u << 16), 0,
+				 (uint32_t)NVME_CSI_ZNS << 24, NULL),
+			0);
+	CU_ASSERT_TRUE(e->iocs[NVME_CMD_ZONE_APPEND] & NVME_CMD_EFFECTS_CSUPP);
+	CU_ASSERT_TRUE(e->iocs[NVME_CMD_ZONE_MGMT_SEND] & NVME_CMD_EFFECTS_CSUPP);
+	CU_ASSERT_TRUE(e->iocs[NVME_CMD_ZONE_MGMT_RECV] & NVME_CMD_EFFECTS_CSUPP);
+	CU_ASSERT_TRUE(e->iocs[NVME_CMD_WRITE] & NVME_CMD_EFFECTS_CSUPP);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_LOG_PAGE, 0, NVME_LOG_CMD_EFFECTS | (1023u << 16), 0,
+				 0, NULL),
+			0);
+	CU_ASSERT_EQUAL(e->iocs[NVME_CMD_ZONE_APPEND], 0);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_LOG_PAGE, 0, NVME_LOG_CMD_EFFECTS | (1023u << 16), 0,
+				 1u << 24, NULL),
+			NVME_SC_INVALID_FIELD);
+	/* I/O Command Set Profile: index 0 only. */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_FEATURES, 0, NVME_FEAT_IOCS_PROFILE, 0, 0, &cdw0), 0);
+	CU_ASSERT_EQUAL(cdw0, 0);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_SET_FEATURES, 0, NVME_FEAT_IOCS_PROFILE, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_SET_FEATURES, 0, NVME_FEAT_IOCS_PROFILE, 1, 0, NULL),
+			NVME_SC_IOCS_COMBINATION_REJECTED);
+}
+
+static void test_e2e_io(void)
+{
+	struct nvme_zone_report_hdr *h = (void *)ze_ptr();
+	struct nvme_zone_desc *d = (void *)(ze_ptr() + 64);
+	uint64_t lba = 0;
+
+	/* Writes at the write pointer, then appends; the append's LBA comes in DW0/DW1. */
+	memset(ze_ptr(), 0x5a, 4096);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 64, 4, NULL), 0);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 64, 4, NULL), NVME_SC_ZONE_INVALID_WRITE);
+	memset(ze_ptr(), 0x6b, 4096);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 1, 64, 2, &lba), 0);
+	CU_ASSERT_EQUAL(lba, 68);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 1, 65, 2, &lba), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE_ZEROES, 1, 70, 1, NULL), 0);
+	memset(ze_ptr() + 4096, 0x7c, 4096);
+	for (uint64_t at = 71; at < 111; at += 8) { /* one page of data each */
+		struct nvme_sqe sqe = lb_sqe(NVME_CMD_WRITE, 1);
+
+		sqe.dptr.prp.prp1 = ze_buf + 4096;
+		sqe.cdw10 = (uint32_t)at;
+		sqe.cdw12 = 7;
+		CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), 0);
+	}
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 1, 64, 2, &lba), NVME_SC_ZONE_BOUNDARY_ERROR);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 1, 64, 1, &lba), 0);
+	CU_ASSERT_EQUAL(lba, 111);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 1, 64, 1, &lba), NVME_SC_ZONE_IS_FULL);
+	/* Reads: written data, zeroes past the write pointer, no crossing of zones. */
+	memset(ze_ptr(), 0xff, 8 * 512);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_READ, 1, 64, 8, NULL), 0);
+	CU_ASSERT_EQUAL(ze_ptr()[0], 0x5a);
+	CU_ASSERT_EQUAL(ze_ptr()[4 * 512], 0x6b);
+	CU_ASSERT_EQUAL(ze_ptr()[6 * 512], 0);
+	CU_ASSERT_EQUAL(ze_ptr()[7 * 512], 0x7c);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_READ, 1, 60, 8, NULL), NVME_SC_ZONE_BOUNDARY_ERROR);
+	/* Data written before a reset reads as zeroes after it (the bdev still holds it). */
+	CU_ASSERT_EQUAL(ze_send(64, NVME_ZSA_RESET, false), 0);
+	memset(ze_ptr(), 0xff, 512);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_READ, 1, 64, 1, NULL), 0);
+	CU_ASSERT_EQUAL(ze_ptr()[0], 0);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_VERIFY, 1, 64, 8, NULL), 0);
+	/* Open/close/finish and the limits through the commands. */
+	CU_ASSERT_EQUAL(ze_send(0, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ze_send(128, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ze_send(192, NVME_ZSA_OPEN, false), NVME_SC_TOO_MANY_OPEN_ZONES);
+	CU_ASSERT_EQUAL(ze_send(128, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(ze_send(192, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ze_send(256, NVME_ZSA_OPEN, false), NVME_SC_TOO_MANY_ACTIVE_ZONES);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 256, 1, NULL), NVME_SC_TOO_MANY_ACTIVE_ZONES);
+	CU_ASSERT_EQUAL(ze_send(192, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 192, 1, NULL), NVME_SC_ZONE_IS_FULL);
+	CU_ASSERT_EQUAL(ze_send(1, NVME_ZSA_CLOSE, false), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ze_send(960, NVME_ZSA_CLOSE, false), NVME_SC_LBA_RANGE);
+	/* Report Zones through the command. */
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_ALL, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 15);
+	CU_ASSERT_EQUAL(d[0].zs, NVME_ZS_EXP_OPEN << 4);
+	CU_ASSERT_EQUAL(d[1].zs, NVME_ZS_EMPTY << 4);
+	CU_ASSERT_EQUAL(d[2].zs, NVME_ZS_CLOSED << 4);
+	CU_ASSERT_EQUAL(d[3].zs, NVME_ZS_FULL << 4);
+	CU_ASSERT_EQUAL(d[3].zcap, ZE_ZCAP);
+	CU_ASSERT_EQUAL(d[14].zslba, 14 * 64);
+	CU_ASSERT_EQUAL(d[15].zt, 0); /* past the last zone: zeroes */
+	CU_ASSERT_EQUAL(ze_recv(130, 192, NVME_ZRA_REPORT, NVME_ZRASF_EMPTY, true), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 2);
+	CU_ASSERT_EQUAL(d[0].zslba, 256);
+	CU_ASSERT_EQUAL(d[1].zslba, 320);
+	CU_ASSERT_EQUAL(ze_recv(130, 192, NVME_ZRA_REPORT, NVME_ZRASF_EMPTY, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 11);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_EXT_REPORT, 0, false), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, 9, false), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ze_recv(960, 4096, NVME_ZRA_REPORT, 0, false), NVME_SC_LBA_RANGE);
+	/* Reset all, and ZNS commands on the NVM namespace. */
+	CU_ASSERT_EQUAL(ze_send(0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_EMPTY, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 15);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 2, 0, 1, NULL), NVME_SC_INVALID_OPCODE);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 2, 5, 1, NULL), 0);
+	/* A zoned namespace has format 0 only; Format NVM empties its zones. */
+	struct nvme_id_ns *idn = (void *)ze_ptr();
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 1, NVME_CNS_NS, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(idn->nlbaf, 0);
+	CU_ASSERT_EQUAL(idn->nsze, 960);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 128, 2, NULL), 0);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_FORMAT_NVM, 1, 1, 0, 0, NULL), NVME_SC_INVALID_FORMAT);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_FORMAT_NVM, 1, 0, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_EMPTY, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 15);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 128, 2, NULL), 0);
+}
+
+CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry},
+	    {"write_rules", test_write_rules}, {"limits", test_limits},
+	    {"transitions", test_transitions}, {"reads", test_reads}, {"report", test_report})
+CUNIT_SUITE(zns_cmds, ze_init, ze_fini, {"identify", test_e2e_identify}, {"io", test_e2e_io})
