@@ -15,6 +15,8 @@ GUEST_TESTS += tests/guest/test-rbd-resize.sh
 GUEST_TESTS += tests/guest/test-error-inject.sh
 # Device self-test, sanitize, telemetry and the persistent event log with nvme-cli.
 GUEST_TESTS += tests/guest/test-admin-ext.sh
+# Zoned Namespaces: nvme-cli zns commands and fio zonemode=zbd on --zoned and RPC-made namespaces.
+GUEST_TESTS += tests/guest/test-zns.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh

@@ -1,0 +1,82 @@
+# Guest job: zoned namespaces as Linux and nvme-cli use them. Namespace 1 (--zoned 3072:4:6 on
+# 64 MiB: 32 zones of 4096 blocks, 3072 writable, at most 4 open and 6 active) must be a
+# host-managed zoned block device with those limits; nvme zns id-ns / report-zones /
+# zone-append / open-zone / close-zone / finish-zone / reset-zone behave as the ZNS spec says, a
+# write not at the write pointer fails with Zone Invalid Write, reads past the write pointer
+# return zeroes; fio zonemode=zbd with verify passes. Then the host adds namespace 2 through
+# bdev_zone_block_create ("ns2" in $JOB_OUT) and the guest sees it zoned too.
+. "$GUEST_LIB"
+
+serial=NVMEEMU-ZNS
+step "nvme driver bound nvme-emu" wait_for 30 nvme_ns_by_serial "$serial"
+ctrl=/dev/$(nvme_ctrl_by_serial "$serial")
+dev=$(nvme_ns_by_serial "$serial")
+blk=$(basename "$dev")
+echo "controller $ctrl namespace $dev"
+touch "$JOB_OUT/ready"
+
+step "the kernel sees a host-managed zoned device: 32 zones of 2 MiB, 4 open, 6 active" sh -c \
+	"q=/sys/block/$blk/queue; grep -H . \$q/zoned \$q/nr_zones \$q/chunk_sectors \$q/max_open_zones \$q/max_active_zones \$q/zone_append_max_bytes;
+	 [ \$(cat \$q/zoned) = host-managed ] && [ \$(cat \$q/nr_zones) = 32 ] &&
+	 [ \$(cat \$q/chunk_sectors) = 4096 ] && [ \$(cat \$q/max_open_zones) = 4 ] &&
+	 [ \$(cat \$q/max_active_zones) = 6 ] && [ \$(cat \$q/zone_append_max_bytes) -gt 0 ]"
+step "zns id-ctrl and id-ns: ZSZE 4096, MOR 3, MAR 5" sh -c \
+	"nvme zns id-ctrl $dev && nvme zns id-ns $dev > /tmp/idz; cat /tmp/idz;
+	 grep -Eq '^mor *: *(0x)?3\$' /tmp/idz && grep -Eq '^mar *: *(0x)?5\$' /tmp/idz && grep -Eiq 'zsze *: *0?x?0*1000' /tmp/idz"
+step "id-ns-descs: CSI 2 (zoned)" sh -c "nvme ns-descs $dev > /tmp/d; cat /tmp/d; grep -Eiq 'csi *: *(0x)?2\$' /tmp/d"
+step "report-zones: 32 empty zones of capacity 3072" sh -c \
+	"nvme zns report-zones $dev > /tmp/rz; head -4 /tmp/rz;
+	 [ \$(grep -Ec 'EMPTY|State: *0x10' /tmp/rz) = 32 ] && grep -Eiq 'Cap: *0xc00' /tmp/rz"
+head -c 8192 /dev/urandom > /tmp/a
+head -c 4096 /dev/urandom > /tmp/b
+step "zone-append returns the LBA written: 0, then 16" sh -c \
+	"nvme zns zone-append $dev -s 0 -z 8192 -d /tmp/a | tee /tmp/za; grep -Eq 'LBA:? *(0x)?0\$' /tmp/za &&
+	 nvme zns zone-append $dev -s 0 -z 4096 -d /tmp/b | tee /tmp/za; grep -Eq 'LBA:? *(0x)?10\$' /tmp/za"
+step "the appended data reads back" sh -c \
+	"nvme read $dev -s 0 -c 23 -z 12288 -d /tmp/r && cat /tmp/a /tmp/b > /tmp/ab && cmp /tmp/r /tmp/ab"
+step "blocks past the write pointer read as zeroes" sh -c \
+	"nvme read $dev -s 24 -c 7 -z 4096 -d /tmp/z && head -c 4096 /dev/zero > /tmp/zero && cmp /tmp/z /tmp/zero"
+step "a write not at the write pointer fails with Zone Invalid Write" sh -c \
+	"! nvme write $dev -s 8 -c 7 -z 4096 -d /tmp/b 2> /tmp/err; cat /tmp/err; grep -Eqi 'invalid.?write|1bc\b' /tmp/err"
+step "a write at the write pointer works" nvme write "$dev" -s 24 -c 7 -z 4096 -d /tmp/b
+# The state of the zone starting at LBA $1, as report-zones prints it (a name or the ZS byte).
+cat > /tmp/zone_state << EOS
+#!/bin/sh
+nvme zns report-zones $dev -s "\$1" -d 1 | grep -Eo 'State: *[0-9A-Za-z_]+' | head -1 | awk '{print \$NF}'
+EOS
+chmod +x /tmp/zone_state
+step "open-zone: zone 1 explicitly opened" sh -c \
+	"nvme zns open-zone $dev -s 4096 && /tmp/zone_state 4096 | tee /dev/stderr | grep -Eq 'EXP|0x30'"
+step "close-zone: zone 0 closed" sh -c \
+	"nvme zns close-zone $dev -s 0 && /tmp/zone_state 0 | tee /dev/stderr | grep -Eq 'CLOSED|0x40'"
+step "finish-zone: zone 1 full, a write to it fails with Zone Is Full" sh -c \
+	"rm -f /tmp/err; nvme zns finish-zone $dev -s 4096 && /tmp/zone_state 4096 | tee /dev/stderr | grep -Eq 'FULL|0xe0' &&
+	 ! nvme write $dev -s 4096 -c 0 -z 512 -d /tmp/b 2> /tmp/err; cat /tmp/err; grep -Eqi 'full|1b9\b' /tmp/err"
+step "open-zone beyond the 4 open zones fails with Too Many Open Zones" sh -c \
+	"rm -f /tmp/err; for z in 2 3 4 5; do nvme zns open-zone $dev -s \$((z * 4096)) || exit 1; done;
+	 ! nvme zns open-zone $dev -s 24576 2> /tmp/err; cat /tmp/err; grep -Eqi 'too.?many.?open|1be\b' /tmp/err"
+step "reset-zone: zone 1 empty again" sh -c \
+	"nvme zns reset-zone $dev -s 4096 && /tmp/zone_state 4096 | tee /dev/stderr | grep -Eq 'EMPTY|0x10'"
+step "reset-zone -a: every zone empty" sh -c \
+	"nvme zns reset-zone $dev -a && [ \$(nvme zns report-zones $dev | grep -Ec 'EMPTY|State: *0x10') = 32 ]"
+step "blkzone report (the kernel's zone report)" sh -c \
+	"blkzone report /dev/$blk | head -3; [ \$(blkzone report /dev/$blk | wc -l) = 32 ]"
+step "fio zonemode=zbd sequential write + crc32c verify over 12 zones" \
+	fio --name=zbd --filename="$dev" --direct=1 --ioengine=psync --zonemode=zbd --rw=write \
+	--bs=64k --offset=4M --size=24M --verify=crc32c --do_verify=1 --verify_fatal=1
+step "fio zonemode=zbd random writes (libaio QD8, zone append off) + md5 verify" \
+	fio --name=zbdr --filename="$dev" --direct=1 --ioengine=libaio --iodepth=8 \
+	--zonemode=zbd --rw=randwrite --bs=16k --offset=32M --size=16M --max_open_zones=4 \
+	--verify=md5 --do_verify=1 --verify_fatal=1 --io_size=8M
+ns2_added() { [ -e "$JOB_OUT/ns2" ]; }
+step "the host added namespace 2 (bdev_zone_block_create)" wait_for 90 ns2_added
+ns2() { [ -e "/sys/block/${blk%n1}n2/queue/zoned" ]; }
+step "namespace 2 appears, host-managed, zone size 2048 blocks, no open limit" wait_for 60 ns2
+step "namespace 2 is zoned with 32 zones of 1 MiB" sh -c \
+	"q=/sys/block/${blk%n1}n2/queue; grep -H . \$q/zoned \$q/nr_zones \$q/chunk_sectors \$q/max_open_zones;
+	 [ \$(cat \$q/zoned) = host-managed ] && [ \$(cat \$q/nr_zones) = 32 ] && [ \$(cat \$q/chunk_sectors) = 2048 ] &&
+	 [ \$(cat \$q/max_open_zones) = 0 ]"
+step "fio zonemode=zbd on namespace 2 + verify" \
+	fio --name=zbd2 --filename="/dev/${blk%n1}n2" --direct=1 --ioengine=psync --zonemode=zbd \
+	--rw=write --bs=32k --size=8M --verify=crc32c --do_verify=1 --verify_fatal=1
+guest_finish
