@@ -882,6 +882,7 @@ uint16_t ctrlr_resv_check_io(struct ctrlr_req *req, uint8_t opc)
 	case NVME_CMD_READ:
 	case NVME_CMD_COMPARE:
 	case NVME_CMD_VERIFY:
+	case NVME_CMD_ZONE_MGMT_RECV: /* ZNS 1.1 5.2: the zoned commands' groups */
 		write = false;
 		break;
 	case NVME_CMD_WRITE:
@@ -890,6 +891,8 @@ uint16_t ctrlr_resv_check_io(struct ctrlr_req *req, uint8_t opc)
 	case NVME_CMD_DSM:
 	case NVME_CMD_COPY:
 	case NVME_CMD_FLUSH:
+	case NVME_CMD_ZONE_MGMT_SEND:
+	case NVME_CMD_ZONE_APPEND:
 		write = true;
 		break;
 	default:

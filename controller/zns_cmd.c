@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/admin_ext.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/io_resv.h"
 #include "controller/zns.h"
 
 bool ctrlr_zns_is_opcode(uint8_t opc)
@@ -210,6 +212,10 @@ void ctrlr_zns_exec(struct ctrlr_req *req)
 	if (ctrlr->cc.bits.css != NVME_CC_CSS_IOCS)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
 	st = ctrlr_req_get_ns(req);
+	if (!st)
+		st = ctrlr_resv_check_io(req, opc); /* Reservation Conflict (io_resv.c) */
+	if (!st)
+		st = ctrlr_san_io_check(req); /* Sanitize In Progress (after the reference) */
 	if (st)
 		return ctrlr_req_complete(req, st);
 	/* Commands of a command set the namespace is not associated with. */
