@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
 
 #define CTRLR_SAN_ERASE_BYTES (64ull << 20) /* per deallocate / write zeroes request */
 
@@ -140,9 +141,15 @@ static void ctrlr_san_end(struct ctrlr *ctrlr, uint16_t status)
 			status);
 	} else {
 		s->sstat |= NVME_SSTAT_COMPLETED;
-		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
-			if (ctrlr->ns[i])
-				ctrlr_uncor_clear_all(&ctrlr->ns[i]->uncor);
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+			if (!ctrlr->ns[i])
+				continue;
+			ctrlr_uncor_clear_all(&ctrlr->ns[i]->uncor);
+			/* A zoned namespace's data went with its zones: all Empty (ZNS 1.1:
+			 * Sanitize resets every zone; Read Only and Offline stay). */
+			if (ctrlr->ns[i]->zns)
+				ctrlr_zns_send(ctrlr->ns[i]->zns, 0, NVME_ZSA_RESET, true);
+		}
 		s->gde = true;
 		s->writes_at_end = ctrlr_san_writes(ctrlr);
 		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);

@@ -587,6 +587,12 @@ static void test_e2e_io(void)
 	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_EMPTY, false), 0);
 	CU_ASSERT_EQUAL(h->nr_zones, 15);
 	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 128, 2, NULL), 0);
+	/* So does a sanitize (block erase), run in the background. */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_SANITIZE, 0, NVME_SANACT_BLOCK_ERASE, 0, 0, NULL), 0);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_EMPTY, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 15);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 128, 2, NULL), 0);
 }
 
 CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry},
