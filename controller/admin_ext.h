@@ -159,6 +159,9 @@ void ctrlr_pel_add(struct ctrlr *ctrlr, uint8_t type, const void *data, uint16_t
  * is the event's old one, ctrlr->fwrev the new). Timestamp Change (before the new value). */
 void ctrlr_pel_fw_commit(struct ctrlr *ctrlr, const char *rev, uint8_t ca, uint8_t fs);
 void ctrlr_pel_timestamp_change(struct ctrlr *ctrlr);
+/* Format NVM Start (done false) or Completion (done true, st its status) of namespace nsid
+ * (FFFFFFFFh: all). */
+void ctrlr_pel_format(struct ctrlr *ctrlr, bool done, uint32_t nsid, uint32_t cdw10, uint16_t st);
 /* A Thermal Excursion event: the temperature went over a threshold. */
 void ctrlr_pel_thermal(struct ctrlr *ctrlr, uint16_t temp_k, uint16_t thresh_k);
 uint16_t ctrlr_log_pel(struct ctrlr_req *req, uint8_t **out, size_t *len);

@@ -94,6 +94,18 @@ static uint16_t ctrlr_format_check(struct ctrlr_req *req, const struct ctrlr_ns 
 
 static void ctrlr_format_next(struct ctrlr_req *req);
 
+/* An accepted format ends: its Persistent Event Log completion, then the command's. */
+static void ctrlr_format_complete(struct ctrlr_req *req, uint16_t st)
+{
+	ctrlr_pel_format(req->sq->ctrlr, true, req->sqe.nsid, req->sqe.cdw10, st);
+	ctrlr_req_complete(req, st);
+}
+
+static void ctrlr_format_start(struct ctrlr_req *req)
+{
+	ctrlr_pel_format(req->sq->ctrlr, false, req->sqe.nsid, req->sqe.cdw10, 0);
+}
+
 /* The erase is done: the namespace takes its new format and capacity. */
 static void ctrlr_format_done(struct ctrlr_req *req, int status)
 {
@@ -104,7 +116,7 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 	const struct ctrlr_lbaf *l;
 
 	if (st)
-		return ctrlr_req_complete(req, st);
+		return ctrlr_format_complete(req, st);
 	/* Erased blocks are readable (zeroes): Write Uncorrectable marks go with the data. */
 	ctrlr_uncor_clear_all(&ns->uncor);
 	/* A zoned namespace's data went with its zones: all Empty (Read Only, Offline stay). */
@@ -122,7 +134,7 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 	__atomic_store_n(&ns->num_blocks, bdev_get_num_blocks(ns->bdev) / l->bpl, __ATOMIC_RELAXED);
 	__atomic_store_n(&ns->fmt, f.raw, __ATOMIC_RELEASE);
 	if (req->sqe.nsid != NVME_NSID_ALL)
-		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+		return ctrlr_format_complete(req, NVME_SC_SUCCESS);
 	ctrlr_ns_put(ns);
 	req->ns = NULL;
 	ctrlr_format_next(req);
@@ -150,7 +162,7 @@ static void ctrlr_format_ns(struct ctrlr_req *req)
 	}
 	st = ctrlr_req_submit_bio(req, ctrlr_format_done);
 	if (st)
-		ctrlr_req_complete(req, st);
+		ctrlr_format_complete(req, st);
 }
 
 static void ctrlr_format_next(struct ctrlr_req *req)
@@ -165,7 +177,7 @@ static void ctrlr_format_next(struct ctrlr_req *req)
 			return ctrlr_format_ns(req);
 		}
 	}
-	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	ctrlr_format_complete(req, NVME_SC_SUCCESS);
 }
 
 void ctrlr_admin_format(struct ctrlr_req *req)
@@ -186,6 +198,7 @@ void ctrlr_admin_format(struct ctrlr_req *req)
 				return ctrlr_req_complete(req, st);
 		}
 		req->step.index = 0;
+		ctrlr_format_start(req);
 		return ctrlr_format_next(req);
 	}
 	st = ctrlr_req_get_ns(req);
@@ -193,5 +206,6 @@ void ctrlr_admin_format(struct ctrlr_req *req)
 		st = ctrlr_format_check(req, req->ns);
 	if (st)
 		return ctrlr_req_complete(req, st);
+	ctrlr_format_start(req);
 	ctrlr_format_ns(req);
 }

@@ -128,7 +128,8 @@ static void ctrlr_pel_header(struct ctrlr *ctrlr, struct nvme_pel_hdr *h, size_t
 	for (uint8_t t = NVME_PEL_SMART; t <= NVME_PEL_THERMAL; t++)
 		if (t == NVME_PEL_SMART || t == NVME_PEL_FW_COMMIT || t == NVME_PEL_TIMESTAMP ||
 		    t == NVME_PEL_POWER_ON_RESET || t == NVME_PEL_SANITIZE_START ||
-		    t == NVME_PEL_SANITIZE_DONE || t == NVME_PEL_TELEMETRY || t == NVME_PEL_THERMAL)
+		    t == NVME_PEL_SANITIZE_DONE || t == NVME_PEL_TELEMETRY || t == NVME_PEL_THERMAL ||
+		    t == NVME_PEL_FORMAT_START || t == NVME_PEL_FORMAT_DONE)
 			h->seb[t / 8] |= (uint8_t)(1u << (t % 8));
 }
 
@@ -199,6 +200,26 @@ void ctrlr_pel_timestamp_change(struct ctrlr *ctrlr)
 	ev[0] = ctrlr->feat.timestamp_set_us ? ctrlr_pel_now_ms(ctrlr) : 0;
 	ev[1] = (evloop_now_us() - ctrlr->created_us) / 1000;
 	ctrlr_pel_add(ctrlr, NVME_PEL_TIMESTAMP, ev, sizeof(ev));
+}
+
+void ctrlr_pel_format(struct ctrlr *ctrlr, bool done, uint32_t nsid, uint32_t cdw10, uint16_t st)
+{
+	/* Start: NSID, the Format NVM Attributes we report (FNA 0), reserved, CDW10.
+	 * Completion: NSID, smallest format progress indicator (not reported: 0), Format NVM
+	 * Status (bit 0: failed), completion information, the completion's status field. */
+	uint8_t ev[12];
+
+	memset(ev, 0, sizeof(ev));
+	memcpy(ev, &nsid, 4);
+	if (!done) {
+		memcpy(ev + 8, &cdw10, 4);
+	} else {
+		uint32_t sf = st;
+
+		ev[5] = st ? 1 : 0;
+		memcpy(ev + 8, &sf, 4);
+	}
+	ctrlr_pel_add(ctrlr, done ? NVME_PEL_FORMAT_DONE : NVME_PEL_FORMAT_START, ev, sizeof(ev));
 }
 
 void ctrlr_pel_thermal(struct ctrlr *ctrlr, uint16_t temp_k, uint16_t thresh_k)

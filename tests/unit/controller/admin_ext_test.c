@@ -528,6 +528,14 @@ static void test_pel(void)
 	}
 	sqe.cdw11 = 0xffff; /* threshold back out of reach */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	/* Format NVM: its start and its completion. */
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_FORMAT_START), 0);
+	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, 1);
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 16384, 0, 0), 0);
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_FORMAT_START), 1);
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_FORMAT_DONE), 1);
+	CU_ASSERT_TRUE(h->seb[NVME_PEL_FORMAT_DONE / 8] & (1u << (NVME_PEL_FORMAT_DONE % 8)));
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_RELEASE, 512, 0, 0), 0);
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_READ, 512, 0, 0),
 			NVME_SC_CMD_SEQ_ERROR | NVME_DNR);
