@@ -178,9 +178,7 @@ static void bdev_delay_channel_destroy(struct bdev_channel *ch)
 {
 	struct bdev_delay_chan *c = ch->drv;
 
-	bdev_channel_poll(c->base_ch);
-	if (bdev_channel_destroy(c->base_ch))
-		LOG_ERR(BDEV_LOG, "%s: base channel still busy", ch->bdev->name);
+	bdev_vbdev_chan_close(ch, c->base_ch);
 	close(c->tfd);
 	free(c);
 }

@@ -183,10 +183,7 @@ static void bdev_error_channel_destroy(struct bdev_channel *ch)
 		}
 	}
 	pthread_mutex_unlock(&err->lock);
-	/* Nothing is outstanding on the upper channel, so nothing on the base one either. */
-	bdev_channel_poll(c->base_ch);
-	if (bdev_channel_destroy(c->base_ch))
-		LOG_ERR(BDEV_LOG, "%s: base channel still busy", ch->bdev->name);
+	bdev_vbdev_chan_close(ch, c->base_ch);
 	free(c);
 }
 

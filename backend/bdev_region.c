@@ -74,9 +74,7 @@ static void bdev_region_channel_destroy(struct bdev_channel *ch)
 {
 	struct bdev_region_chan *c = ch->drv;
 
-	/* Nothing is outstanding on the region, so nothing is on the base either. */
-	if (bdev_channel_destroy(c->base_ch))
-		LOG_ERR(BDEV_LOG, "%s: base channel still busy at destroy", ch->bdev->name);
+	bdev_vbdev_chan_close(ch, c->base_ch);
 	free(c);
 }
 

@@ -1,5 +1,6 @@
 /* backend/bdev_vbdev.c - helpers of the stacked bdevs (error injection, delay). */
 #include "backend/bdev_vbdev.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <string.h>
@@ -66,6 +67,13 @@ int bdev_vbdev_chan_open(struct bdev_channel *ch, struct bdev *base, struct bdev
 		*base_ch = NULL;
 	}
 	return rc;
+}
+
+void bdev_vbdev_chan_close(struct bdev_channel *ch, struct bdev_channel *base_ch)
+{
+	bdev_channel_poll(base_ch);
+	if (bdev_channel_destroy(base_ch))
+		LOG_ERR(BDEV_LOG, "%s: base channel still busy", ch->bdev->name);
 }
 
 void bdev_vbdev_submit_child(struct bdev_channel *base_ch, struct bdev_io *io, size_t own,

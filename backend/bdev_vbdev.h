@@ -22,6 +22,9 @@ size_t bdev_vbdev_ctx_size(size_t own, const struct bdev *base);
 /* Channel: a channel on the base whose fd wakes the upper channel. 0 or -errno. */
 int bdev_vbdev_chan_open(struct bdev_channel *ch, struct bdev *base,
 			 struct bdev_channel **base_ch);
+/* Closes what bdev_vbdev_chan_open opened: completions still queued on the base channel are reaped
+ * (nothing is outstanding on the upper channel, so nothing is on the base one), then it goes. */
+void bdev_vbdev_chan_close(struct bdev_channel *ch, struct bdev_channel *base_ch);
 /* Submits `io`'s copy to the base channel; cb(child, status, io) runs from a base poll. */
 void bdev_vbdev_submit_child(struct bdev_channel *base_ch, struct bdev_io *io, size_t own,
 			     bdev_io_cb cb);
