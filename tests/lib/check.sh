@@ -1,6 +1,7 @@
 # tests/lib/check.sh - what the integration scripts share (sourced): "ok - " / "not ok - " lines
-# and their count, a check of a command, waiting for a socket, a check of nvme-emu-perf's JSON,
-# and the closing "N passed, N failed" line. Needs $BIN (the build's bin directory) for perf_check.
+# and their count, a check of a command, waiting for a socket, starting and stopping the daemon,
+# a check of nvme-emu-perf's JSON, and the closing "N passed, N failed" line. Needs $BIN (the
+# build's bin directory), and $D and $WAIT for daemon.
 
 passed=0
 failed=0
@@ -18,6 +19,25 @@ check() {
 wait_sock() {
 	for _ in $(seq "${2:-150}"); do [ -S "$1" ] && return 0; sleep 0.1; done
 	return 1
+}
+
+# daemon ARGS...: (re)starts nvme-emu with ARGS, its output in $D/daemon.log, its pid in $dpid;
+# waits for the socket $WAIT. stop_daemon: SIGTERM, returns its exit status (0 when none ran).
+daemon() {
+	stop_daemon
+	"$BIN/nvme-emu" "$@" > "$D/daemon.log" 2>&1 &
+	dpid=$!
+	wait_sock "$WAIT"
+}
+stop_daemon() {
+	local rc=0
+	if [ -n "${dpid:-}" ]; then
+		kill "$dpid" 2> /dev/null
+		wait "$dpid" 2> /dev/null
+		rc=$?
+	fi
+	dpid=
+	return $rc
 }
 
 # perf_check SOCKET NAME PYEXPR ARGS...: nvme-emu-perf -j ARGS against SOCKET succeeds and the

@@ -32,17 +32,6 @@ stop_server() {
 	[ -n "$spid" ] && { kill -9 "$spid" 2> /dev/null; wait "$spid" 2> /dev/null; }
 	spid=
 }
-# daemon ARGS...: nvme-emu with ARGS; waits for the file in $WAIT.
-daemon() {
-	stop_daemon
-	"$BIN/nvme-emu" "$@" > "$D/daemon.log" 2>&1 &
-	dpid=$!
-	wait_sock "$WAIT"
-}
-stop_daemon() {
-	[ -n "$dpid" ] && { kill "$dpid" 2> /dev/null; wait "$dpid" 2> /dev/null; }
-	dpid=
-}
 perf() { perf_check "$D/fn" "$@"; }
 rpc() {
 	out=$("$BIN/nvme-emu-rpc" -s "$D/rpc.sock" -t 60 "$@" 2> "$D/err")

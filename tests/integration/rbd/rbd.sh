@@ -18,22 +18,6 @@ cleanup() {
 }
 trap cleanup EXIT
 . "$TOP/tests/lib/check.sh"
-daemon() {
-	stop_daemon
-	"$BIN/nvme-emu" "$@" > "$D/daemon.log" 2>&1 &
-	dpid=$!
-	wait_sock "$WAIT"
-}
-stop_daemon() {
-	local rc=0
-	if [ -n "$dpid" ]; then
-		kill "$dpid" 2> /dev/null
-		wait "$dpid" 2> /dev/null
-		rc=$?
-	fi
-	dpid=
-	return $rc
-}
 perf() { perf_check "$D/fn" "$@"; }
 rpc() {
 	out=$("$BIN/nvme-emu-rpc" -s "$D/rpc.sock" -t 90 "$@" 2> "$D/err")
