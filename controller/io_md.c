@@ -116,17 +116,6 @@ static bool ctrlr_md_iov_equal(const struct iovec *iov, int cnt, uint64_t off, c
 	return true;
 }
 
-/* The tuple is stored inverted, so that blocks the bdev zeroed (Format, deallocation, Write
- * Zeroes without PRACT) read back with all-ones tuples: the escape that disables checking,
- * as DLFEAT 001b promises for deallocated blocks. */
-static void ctrlr_md_flip(const struct ctrlr_md_io *m, unsigned char *md)
-{
-	unsigned char *t = md + ctrlr_pi_tuple_off(&m->pi);
-
-	for (size_t i = 0; i < ctrlr_pi_tuple_size(m->pi.pif); i++)
-		t[i] = (unsigned char)~t[i];
-}
-
 /* Where block k (of the command) sits in the host's buffers. */
 static uint64_t ctrlr_md_data_off(const struct ctrlr_req *req, const struct ctrlr_md_io *m,
 				  uint64_t k)
@@ -188,7 +177,7 @@ static uint16_t ctrlr_md_fill(struct ctrlr_req *req, struct ctrlr_md_io *m)
 					return st;
 				}
 			}
-			ctrlr_md_flip(m, md);
+			ctrlr_pi_flip(&m->pi, md);
 			ref = ctrlr_pi_ref_next(&m->pi, ref);
 		}
 	}
@@ -209,7 +198,7 @@ static uint16_t ctrlr_md_drain(struct ctrlr_req *req, struct ctrlr_md_io *m)
 		uint64_t k = m->lba - m->slba + i, off = ctrlr_md_data_off(req, m, k);
 
 		if (req->fmt.f.pi) {
-			ctrlr_md_flip(m, md);
+			ctrlr_pi_flip(&m->pi, md);
 			st = ctrlr_pi_check(&m->pi, blk, md, ref);
 			if (st) {
 				req->error_lba = m->lba + i;

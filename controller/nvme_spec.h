@@ -309,6 +309,20 @@ struct nvme_copy_range_fmt0 {
 	uint32_t rsvd28;
 };
 NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt0) == 32, "copy source range format 0");
+/* Format 1h (40 bytes), for the 32b and 64b Guard formats: the expected storage and initial
+ * reference tag is one 80-bit big-endian field (with STS 0, the reference tag in its low 48 bits
+ * for the 64b Guard). PRINFOR (source checks) is CDW12 bits 15:12. */
+struct nvme_copy_range_fmt1 {
+	uint64_t rsvd0;
+	uint64_t slba;
+	uint16_t nlb; /* 0-based */
+	uint8_t rsvd18[8];
+	uint8_t elbt[10];
+	uint16_t elbat;
+	uint16_t elbatm;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt1) == 40, "copy source range format 1");
+#define NVME_COPY_PRINFOR(cdw12) (((cdw12) >> 12) & 0xfu)
 
 struct nvme_dsm_range {
 	uint32_t cattr;
@@ -460,6 +474,7 @@ NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBN
 #define NVME_ONCS_VERIFY (1u << 7)
 #define NVME_ONCS_COPY (1u << 8)
 #define NVME_OCFS_FORMAT0 (1u << 0)
+#define NVME_OCFS_FORMAT1 (1u << 1)
 #define NVME_OACS_GET_LBA_STATUS (1u << 9)
 #define NVME_LPA_SMART_PER_NS (1u << 0)
 #define NVME_LPA_CMD_EFFECTS (1u << 1)

@@ -133,6 +133,14 @@ uint16_t ctrlr_pi_check(const struct ctrlr_pi *pi, const uint8_t *data, const ui
 	return NVME_SC_SUCCESS;
 }
 
+void ctrlr_pi_flip(const struct ctrlr_pi *pi, uint8_t *md)
+{
+	uint8_t *t = md + ctrlr_pi_tuple_off(pi);
+
+	for (size_t i = 0; i < ctrlr_pi_tuple_size(pi->pif); i++)
+		t[i] = (uint8_t)~t[i];
+}
+
 uint16_t ctrlr_pi_check_ilbrt(const struct ctrlr_pi *pi, uint64_t slba, uint64_t ilbrt)
 {
 	uint64_t mask = ctrlr_pi_ref_mask(pi->pif);

@@ -55,6 +55,10 @@ void ctrlr_pi_generate(const struct ctrlr_pi *pi, const uint8_t *data, uint8_t *
  * status: End-to-end Guard (282h), Application Tag (283h) or Reference Tag (284h) Check Error. */
 uint16_t ctrlr_pi_check(const struct ctrlr_pi *pi, const uint8_t *data, const uint8_t *md,
 			uint64_t ref);
+/* Inverts the tuple in md (ms bytes) in place. Blocks are stored with the tuple inverted, so that
+ * blocks the bdev zeroed read back as all-ones tuples, the escape that disables checking (as
+ * DLFEAT 001b promises for deallocated blocks): applied before storing and after loading. */
+void ctrlr_pi_flip(const struct ctrlr_pi *pi, uint8_t *md);
 /* Type 1 with the reference tag check: ILBRT must be the low bits of the SLBA (section 5.2.1.2),
  * else Invalid Protection Information (181h). 0 otherwise. */
 uint16_t ctrlr_pi_check_ilbrt(const struct ctrlr_pi *pi, uint64_t slba, uint64_t ilbrt);

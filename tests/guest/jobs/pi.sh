@@ -3,7 +3,8 @@
 # verifies through the kernel's block-integrity path (Linux generates the tuple on writes, checks
 # it on reads; the controller checks it too); blocks written without protection processing and a
 # block the host corrupts in the backing file fail with End-to-end Guard Check Error. Then
-# 4096+16 Type 1 with the 64b guard (CRC-64), Type 3, extended LBAs, and format 0 again.
+# 4096+16 Type 1 with the 64b guard (CRC-64), Type 3, extended LBAs, and format 0 again. Copy
+# with protection information (PRINFOR/PRINFOW, descriptor formats 0h and 1h) on both guards.
 # Host and guest meet through files in $JOB_OUT: the guest writes "written", the host "corrupted".
 . "$GUEST_LIB"
 
@@ -61,6 +62,21 @@ step "nvme write with PRACT: the controller inserts the tuple" \
 step "nvme read, all checks, ILBRT = SLBA: guard and reference tag are right" \
 	nvme read "$ng" -s 5 -c 0 -z 512 -d /tmp/r -y 8 -M /tmp/md -p 7 -r 5
 step "... the data came back" cmp /tmp/d /tmp/r
+step "nvme copy with PRACT: LBA 5 to 6000, source checked, tuple regenerated (ref 6000, app 77h)" \
+	nvme copy "$ng" --sdlba=6000 --slbs=5 --blocks=0 --prinfor=15 --prinfow=15 \
+	--expected-ref-tags=5 --expected-app-tags=0 --expected-app-tag-masks=0xffff \
+	--ref-tag=6000 --app-tag=0x77 --app-tag-mask=0xffff
+step "... the copy reads back with every check against the destination's tags" sh -c \
+	"nvme read $ng -s 6000 -c 0 -z 512 -d /tmp/rc -y 8 -M /tmp/mdc -p 7 -r 6000 -a 0x77 -m 0xffff &&
+	 cmp /tmp/d /tmp/rc && od -An -tx1 /tmp/mdc"
+step "nvme copy without PRACT keeps the source's tuple: the destination's ref check fails (0x284)" \
+	expect_fail 'ref.*tag\|0x284' nvme copy "$ng" --sdlba=6001 --slbs=5 --blocks=0 --prinfor=7 \
+	--prinfow=7 --expected-ref-tags=5 --ref-tag=6001
+step "nvme copy with a source EILBRT that is not its SLBA (Type 1): Invalid Protection Information" \
+	expect_fail 'protection\|0x181' nvme copy "$ng" --sdlba=6002 --slbs=6000,5 --blocks=0,0 \
+	--prinfor=9 --prinfow=8 --expected-ref-tags=6000,6 --ref-tag=6002
+step "nvme copy --format=1 on a 16b guard format: Invalid Format" expect_fail 'format\|0x10a' \
+	nvme copy "$ng" --format=1 --sdlba=6003 --slbs=5 --blocks=0
 step "Type 1 with ILBRT != SLBA: Invalid Protection Information" expect_fail \
 	'protection\|0x181' nvme read "$ng" -s 5 -c 0 -z 512 -d /tmp/r -y 8 -M /tmp/md -p 7 -r 6
 step "application tag check with another tag: End-to-end Application Tag Check Error" expect_fail \
@@ -70,6 +86,8 @@ step "a block written with a wrong tuple and no checks (PRINFO 0)" \
 	nvme write "$ng" -s 2000 -c 0 -z 512 -d /tmp/d -y 8 -M /tmp/badmd -p 0
 step "nvme read with the guard check: End-to-end Guard Check Error" expect_fail \
 	'guard\|0x282' nvme read "$ng" -s 2000 -c 0 -z 512 -d /tmp/r -y 8 -M /tmp/md -p 4
+step "nvme copy of it with the source guard check: End-to-end Guard Check Error" expect_fail \
+	'guard\|0x282' nvme copy "$ng" --sdlba=6100 --slbs=2000 --blocks=0 --prinfor=4 --prinfow=0
 # The kernel maps a protection status to BLK_STS_PROTECTION: EILSEQ for the reader.
 step "a kernel read of it fails with EILSEQ (a protection error)" expect_fail 'multibyte' \
 	dd if="$dev" of=/dev/null bs=512 skip=2000 count=1 iflag=direct
@@ -100,6 +118,13 @@ head -c 4096 /dev/urandom > /tmp/d4
 step "nvme write with PRACT, read with all checks" sh -c \
 	"nvme write $ng -s 7 -c 0 -z 4096 -d /tmp/d4 -p 8 -r 7 &&
 	 nvme read $ng -s 7 -c 0 -z 4096 -d /tmp/r4 -y 16 -M /tmp/md -p 7 -r 7 && cmp /tmp/d4 /tmp/r4"
+step "nvme copy --format=1 (48-bit big-endian EILBRT) with PRACT: LBA 7 to 20, CRC-64 guard regenerated" \
+	nvme copy "$ng" --format=1 --sdlba=20 --slbs=7 --blocks=0 --prinfor=15 --prinfow=15 \
+	--expected-ref-tags=7 --ref-tag=20
+step "... it reads back with every check at ref 20" sh -c \
+	"nvme read $ng -s 20 -c 0 -z 4096 -d /tmp/r4c -y 16 -M /tmp/md -p 7 -r 20 && cmp /tmp/d4 /tmp/r4c"
+step "nvme copy --format=0 on the 64b guard: Invalid Format" expect_fail 'format\|0x10a' \
+	nvme copy "$ng" --format=0 --sdlba=21 --slbs=7 --blocks=0
 dd if=/dev/zero of=/tmp/badmd bs=16 count=1 2> /dev/null
 step "a wrong 64b tuple is caught by the guard check" sh -c \
 	"nvme write $ng -s 8 -c 0 -z 4096 -d /tmp/d4 -y 16 -M /tmp/badmd -p 0 &&

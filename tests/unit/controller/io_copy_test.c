@@ -222,9 +222,11 @@ static void test_copy_errors(void)
 
 	for (int i = 0; i < 130; i++)
 		r[i] = (struct cp_range){ (uint64_t)i, 1 };
-	/* Descriptor formats other than 0h are not supported (OCFS bit 0 only). */
-	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 1, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* Format 1h is for the 64b Guard formats (Invalid Format here, no protection); the
+	 * cross-namespace formats 2h/3h are not supported (OCFS bits 0-1 only). */
+	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 1, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
 	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 2, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 3, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 	/* MSRC: 128 ranges at most. */
 	CU_ASSERT_EQUAL(cp_copy(500, r, 128, 0, NULL), 0);
 	CU_ASSERT_EQUAL(cp_copy(500, r, 129, 0, NULL), NVME_SC_CMD_SIZE_LIMIT | NVME_DNR);
@@ -331,7 +333,7 @@ static void test_get_lba_status(void)
 	CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	CU_ASSERT_TRUE(idc->oncs & NVME_ONCS_WRITE_UNCOR);
 	CU_ASSERT_TRUE(idc->oncs & NVME_ONCS_COPY);
-	CU_ASSERT_EQUAL(idc->ocfs, NVME_OCFS_FORMAT0);
+	CU_ASSERT_EQUAL(idc->ocfs, NVME_OCFS_FORMAT0 | NVME_OCFS_FORMAT1);
 	CU_ASSERT_TRUE(idc->oacs & NVME_OACS_GET_LBA_STATUS);
 	sqe = lb_sqe(NVME_ADM_IDENTIFY, 1);
 	sqe.dptr.prp.prp1 = buf_addr;

@@ -337,14 +337,6 @@ static void test_pi_type1(void)
 	CU_ASSERT_EQUAL(m[0] << 8 | m[1], 0); /* CRC-16 of zeroes */
 	CU_ASSERT_EQUAL(m[3], 0x77);
 	CU_ASSERT_EQUAL(m[15], 0xf5); /* 501 */
-	/* Copy with protection information processing is refused on a protected format. */
-	{
-		struct nvme_sqe sqe = lb_sqe(NVME_CMD_COPY, 1);
-
-		sqe.dptr.prp.prp1 = desc_addr;
-		sqe.cdw12 = CTRLR_PRINFO_PRACT << 26;
-		CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, NVME_SC_INVALID_FIELD);
-	}
 }
 
 /* Type 2 (ILBRT from the command), Type 3 (no reference check), and the 64b guard with 48-bit
@@ -391,6 +383,190 @@ static void test_pi_types_64b(void)
 	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
 }
 
+/* One Copy source range with its expected tags. */
+struct md_copy_range {
+	uint64_t slba;
+	uint32_t nlb;
+	uint64_t eilbrt;
+	uint16_t elbat, elbatm;
+};
+
+/* Copy of n ranges in descriptor format desfmt to sdlba: PRINFOR, PRINFOW, LBRT (bits 47:32 in
+ * CDW3), LBAT/LBATM. The status without the phase; *cdw0 the completion's DW0. */
+static uint16_t md_copy(uint32_t desfmt, const struct md_copy_range *r, uint32_t n, uint64_t sdlba,
+			uint8_t prinfor, uint8_t prinfow, uint64_t lbrt, uint16_t lbat,
+			uint16_t lbatm, uint32_t *cdw0)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_CMD_COPY, 1);
+	uint8_t *d = lb_ptr(&lb, desc_addr);
+
+	memset(d, 0, 4096);
+	for (uint32_t i = 0; i < n; i++) {
+		if (desfmt == 0) {
+			struct nvme_copy_range_fmt0 *f = (struct nvme_copy_range_fmt0 *)d + i;
+
+			f->slba = r[i].slba;
+			f->nlb = (uint16_t)(r[i].nlb - 1);
+			f->eilbrt = (uint32_t)r[i].eilbrt;
+			f->elbat = r[i].elbat;
+			f->elbatm = r[i].elbatm;
+		} else {
+			struct nvme_copy_range_fmt1 *f = (struct nvme_copy_range_fmt1 *)d + i;
+
+			f->slba = r[i].slba;
+			f->nlb = (uint16_t)(r[i].nlb - 1);
+			for (int b = 0; b < 8; b++) /* big-endian, in the low bytes of 80 bits */
+				f->elbt[9 - b] = (uint8_t)(r[i].eilbrt >> (8 * b));
+			f->elbat = r[i].elbat;
+			f->elbatm = r[i].elbatm;
+		}
+	}
+	sqe.dptr.prp.prp1 = desc_addr;
+	sqe.cdw10 = (uint32_t)sdlba;
+	sqe.cdw11 = (uint32_t)(sdlba >> 32);
+	sqe.cdw12 = (n - 1) | desfmt << 8 | (uint32_t)prinfor << 12 | (uint32_t)prinfow << 26;
+	sqe.cdw14 = (uint32_t)lbrt;
+	sqe.cdw3 = (uint32_t)(lbrt >> 32);
+	sqe.cdw15 = lbat | (uint32_t)lbatm << 16;
+	return lb_cmd(&lb, 1, &sqe, cdw0) & 0x7ff;
+}
+
+/* Copy on a 16b Guard Type 1 format: the source checked as PRINFOR says with each range's
+ * expected tags, the destination's tuples regenerated (PRACT) with its own reference tags or
+ * kept and checked (PRINFOW), each failure's status, and the range reported in DW0. */
+static void test_copy_pi_16b(void)
+{
+	struct md_copy_range r[2] = {{100, 4, 100, 0x5a5a, 0xffff}, {200, 2, 200, 0x5a5a, 0xffff}};
+	const uint8_t all = CTRLR_PRINFO_PRACT | 7;
+	uint8_t *m = md_meta(), want[2048];
+	uint32_t cdw0;
+
+	CU_ASSERT_EQUAL_FATAL(md_format(1, 0, 1, 0), 0); /* 512+8, Type 1 */
+	md_fill(md_data(), 2048, 31);
+	memcpy(want, md_data(), 2048);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 100, 4, CTRLR_PRINFO_PRACT, 100, false), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 200, 2, CTRLR_PRINFO_PRACT, 200, false), 0);
+
+	/* PRACT: six blocks to 300, tuples with LBAT 1234h and reference tags 300..305. */
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, all, all, 300, 0x1234, 0xffff, NULL), 0);
+	memset(md_data(), 0, 4096);
+	memset(m, 0, 64);
+	{
+		struct md_cmd c = {.opc = NVME_CMD_READ, .slba = 300, .nlb = 6, .prinfo = 7,
+				   .ilbrt = 300, .lbat = 0x1234, .lbatm = 0xffff, .mptr = true,
+				   .psdt = 1};
+
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+	}
+	CU_ASSERT_EQUAL(memcmp(md_data(), want, 2048), 0);
+	CU_ASSERT_EQUAL(memcmp(md_data() + 2048, want, 1024), 0);
+	for (int i = 0; i < 6; i++) {
+		const uint8_t *t = m + 8 * i;
+		uint16_t crc = ctrlr_crc16_t10dif(0, md_data() + 512 * i, 512);
+
+		CU_ASSERT_EQUAL(t[0] << 8 | t[1], crc);
+		CU_ASSERT_EQUAL(t[2] << 8 | t[3], 0x1234);
+		CU_ASSERT_EQUAL((uint32_t)(t[4] << 24 | t[5] << 16 | t[6] << 8 | t[7]),
+				300u + (uint32_t)i);
+	}
+
+	/* PRACT 0: the source's tuples move unchanged; a reference tag check against LBRT 400
+	 * fails (they say 100..), the guard check alone passes. */
+	CU_ASSERT_EQUAL(md_copy(0, r, 1, 400, 7, 7, 400, 0x5a5a, 0xffff, &cdw0),
+			NVME_SC_REFTAG_CHECK);
+	CU_ASSERT_EQUAL(cdw0, 0);
+	CU_ASSERT_EQUAL(md_copy(0, r, 1, 400, 7, CTRLR_PRCHK_GUARD | CTRLR_PRCHK_APP, 400, 0x5a5a,
+				0xffff, NULL), 0);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 400, 4, 7, 100, true), NVME_SC_INVALID_PI);
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 400, 4, CTRLR_PRCHK_GUARD | CTRLR_PRCHK_APP, 100,
+			      true), 0);
+	CU_ASSERT_EQUAL(m[7], 100); /* the source's reference tag, kept */
+	CU_ASSERT_EQUAL(memcmp(md_data(), want, 2048), 0);
+
+	/* The source's checks: the application tag under ELBATM, each range's own EILBRT. */
+	r[1].elbat = 0x5a5b;
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, all, all, 300, 0, 0, &cdw0), NVME_SC_APPTAG_CHECK);
+	CU_ASSERT_EQUAL(cdw0, 1); /* range 0 was copied, range 1 not */
+	r[1].elbatm = 0xfff0;
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, all, all, 300, 0, 0, NULL), 0);
+	r[1].eilbrt = 201; /* Type 1: the EILBRT must be the SLBA's when checked */
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, all, all, 300, 0, 0, &cdw0), NVME_SC_INVALID_PI);
+	CU_ASSERT_EQUAL(cdw0, 0);
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, CTRLR_PRINFO_PRACT, CTRLR_PRINFO_PRACT, 300, 0, 0,
+				NULL), 0);
+	/* ...and the destination's LBRT the SDLBA's. */
+	CU_ASSERT_EQUAL(md_copy(0, r, 1, 300, all, all, 301, 0, 0, NULL), NVME_SC_INVALID_PI);
+	/* A block whose data no longer matches its guard (stored unchecked) fails the copy. */
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_READ, 200, 2, 0, 0, true), 0);
+	md_data()[512 + 3] ^= 1;
+	CU_ASSERT_EQUAL(md_rw(NVME_CMD_WRITE, 200, 2, 0, 0, true), 0);
+	r[1] = (struct md_copy_range){200, 2, 200, 0x5a5a, 0xffff};
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, all, all, 300, 0, 0, &cdw0), NVME_SC_GUARD_CHECK);
+	CU_ASSERT_EQUAL(cdw0, 1);
+	CU_ASSERT_EQUAL(md_copy(0, r, 2, 300, CTRLR_PRINFO_PRACT | CTRLR_PRCHK_REF,
+				CTRLR_PRINFO_PRACT, 300, 0, 0, NULL), 0);
+	/* PRACT must be the same on both sides (one namespace, one format); format 1h is for
+	 * the 64b Guard. */
+	CU_ASSERT_EQUAL(md_copy(0, r, 1, 300, CTRLR_PRINFO_PRACT, 0, 300, 0, 0, NULL),
+			NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(md_copy(1, r, 1, 300, 0, 0, 300, 0, 0, NULL), NVME_SC_INVALID_FORMAT);
+}
+
+/* Copy on a 64b Guard format: descriptor format 1h with its 48-bit big-endian EILBRT, the
+ * destination's LBRT over CDW14 and CDW3, CRC-64 guards regenerated. */
+static void test_copy_pi_64b(void)
+{
+	struct md_copy_range r = {0x10, 2, 0xabcd00000010ull, 0x0f0f, 0xffff};
+	const uint64_t lbrt = 0x123400000050ull;
+	uint8_t *m = md_meta(), want[8192];
+
+	CU_ASSERT_EQUAL_FATAL(md_format(11, 0, 2, 0), 0); /* 4096+64, 64b guard, Type 2, last */
+	md_fill(md_data(), 8192, 91);
+	memcpy(want, md_data(), 8192);
+	{
+		struct md_cmd c = {.opc = NVME_CMD_WRITE, .slba = 0x10, .nlb = 2,
+				   .prinfo = CTRLR_PRINFO_PRACT, .ilbrt = r.eilbrt, .lbat = 0x0f0f,
+				   .mptr = true, .psdt = 1};
+
+		memset(m, 0, 128);
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+	}
+	/* Format 0h is for the 16b Guard. */
+	CU_ASSERT_EQUAL(md_copy(0, &r, 1, 0x50, 7, 7, lbrt, 0, 0, NULL), NVME_SC_INVALID_FORMAT);
+	/* The source's 48-bit tag from the descriptor's low bytes: a wrong one is caught. */
+	r.eilbrt ^= 1ull << 44;
+	CU_ASSERT_EQUAL(md_copy(1, &r, 1, 0x50, CTRLR_PRINFO_PRACT | 7, CTRLR_PRINFO_PRACT | 7,
+				lbrt, 0x4444, 0xffff, NULL), NVME_SC_REFTAG_CHECK);
+	r.eilbrt ^= 1ull << 44;
+	CU_ASSERT_EQUAL(md_copy(1, &r, 1, 0x50, CTRLR_PRINFO_PRACT | 7, CTRLR_PRINFO_PRACT | 7,
+				lbrt, 0x4444, 0xffff, NULL), 0);
+	memset(md_data(), 0, 8192);
+	memset(m, 0, 128);
+	{
+		struct md_cmd c = {.opc = NVME_CMD_READ, .slba = 0x50, .nlb = 2, .prinfo = 7,
+				   .ilbrt = lbrt, .lbat = 0x4444, .lbatm = 0xffff, .mptr = true,
+				   .psdt = 1};
+
+		CU_ASSERT_EQUAL(md_io(&c), 0);
+	}
+	CU_ASSERT_EQUAL(memcmp(md_data(), want, 8192), 0);
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *md = m + 64 * i, *t = md + 48;
+		uint64_t crc = ctrlr_crc64_nvme(ctrlr_crc64_nvme(0, md_data() + 4096 * i, 4096),
+						md, 48), g = 0, ref = 0;
+
+		for (int b = 0; b < 8; b++)
+			g = g << 8 | t[b];
+		for (int b = 10; b < 16; b++)
+			ref = ref << 8 | t[b];
+		CU_ASSERT_EQUAL(g, crc);
+		CU_ASSERT_EQUAL(t[8] << 8 | t[9], 0x4444);
+		CU_ASSERT_EQUAL(ref, lbrt + (uint64_t)i);
+	}
+	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
+}
+
 CUNIT_SUITE(io_md, md_init, md_fini, {"formats_capacity", test_formats_capacity},
 	    {"large_blocks", test_large_blocks}, {"placement", test_placement},
-	    {"pi_type1", test_pi_type1}, {"pi_types_64b", test_pi_types_64b})
+	    {"pi_type1", test_pi_type1}, {"pi_types_64b", test_pi_types_64b},
+	    {"copy_pi_16b", test_copy_pi_16b}, {"copy_pi_64b", test_copy_pi_64b})
