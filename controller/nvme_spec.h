@@ -303,12 +303,13 @@ struct nvme_copy_range_fmt0 {
 	uint64_t slba;
 	uint16_t nlb; /* 0-based */
 	uint16_t rsvd18;
-	uint32_t eilbrt;
+	uint32_t rsvd20;
+	uint32_t eilbrt; /* bytes 27:24 */
 	uint16_t elbat;
 	uint16_t elbatm;
-	uint32_t rsvd28;
 };
 NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt0) == 32, "copy source range format 0");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt0, eilbrt) == 24, "EILBRT");
 /* Format 1h (40 bytes), for the 32b and 64b Guard formats: the expected storage and initial
  * reference tag is one 80-bit big-endian field (with STS 0, the reference tag in its low 48 bits
  * for the 64b Guard). PRINFOR (source checks) is CDW12 bits 15:12. */
@@ -322,6 +323,7 @@ struct nvme_copy_range_fmt1 {
 	uint16_t elbatm;
 };
 NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt1) == 40, "copy source range format 1");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt1, elbt) == 26, "ELBT");
 #define NVME_COPY_PRINFOR(cdw12) (((cdw12) >> 12) & 0xfu)
 
 struct nvme_dsm_range {

@@ -400,25 +400,26 @@ static uint16_t md_copy(uint32_t desfmt, const struct md_copy_range *r, uint32_t
 	struct nvme_sqe sqe = lb_sqe(NVME_CMD_COPY, 1);
 	uint8_t *d = lb_ptr(&lb, desc_addr);
 
+	/* Laid out by hand at the offsets of NVM Command Set Figures "Source Range Entries Copy
+	 * Descriptor Format 0h/1h" (little-endian fields; format 1h's tag field big-endian). */
 	memset(d, 0, 4096);
 	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *e = d + i * (desfmt ? 40 : 32);
+		uint16_t nlb = (uint16_t)(r[i].nlb - 1);
+
+		memcpy(e + 8, &r[i].slba, 8);
+		memcpy(e + 16, &nlb, 2);
 		if (desfmt == 0) {
-			struct nvme_copy_range_fmt0 *f = (struct nvme_copy_range_fmt0 *)d + i;
+			uint32_t tag = (uint32_t)r[i].eilbrt;
 
-			f->slba = r[i].slba;
-			f->nlb = (uint16_t)(r[i].nlb - 1);
-			f->eilbrt = (uint32_t)r[i].eilbrt;
-			f->elbat = r[i].elbat;
-			f->elbatm = r[i].elbatm;
+			memcpy(e + 24, &tag, 4);
+			memcpy(e + 28, &r[i].elbat, 2);
+			memcpy(e + 30, &r[i].elbatm, 2);
 		} else {
-			struct nvme_copy_range_fmt1 *f = (struct nvme_copy_range_fmt1 *)d + i;
-
-			f->slba = r[i].slba;
-			f->nlb = (uint16_t)(r[i].nlb - 1);
-			for (int b = 0; b < 8; b++) /* big-endian, in the low bytes of 80 bits */
-				f->elbt[9 - b] = (uint8_t)(r[i].eilbrt >> (8 * b));
-			f->elbat = r[i].elbat;
-			f->elbatm = r[i].elbatm;
+			for (int b = 0; b < 8; b++) /* bytes 35:26, the low 8 of the 10 */
+				e[35 - b] = (uint8_t)(r[i].eilbrt >> (8 * b));
+			memcpy(e + 36, &r[i].elbat, 2);
+			memcpy(e + 38, &r[i].elbatm, 2);
 		}
 	}
 	sqe.dptr.prp.prp1 = desc_addr;
