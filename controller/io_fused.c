@@ -1,6 +1,7 @@
 /* controller/io_fused.c - fused operations (NVMe Base 2.0 section 3.4.2): Compare and Write as
- * the one supported pair (FUSES bit 0), and the namespace's LBA range locks that make it atomic
- * against every other write (see io_fused.h). Owner thread of the SQ, except the lock table,
+ * the one supported pair (FUSES bit 0), on NVM and zoned namespaces (the write half follows the
+ * zone rules), and the namespace's LBA range locks that make it atomic against every other
+ * write and zone command (see io_fused.h). Owner thread of the SQ, except the lock table,
  * which any owner thread of the namespace's controllers touches under its mutex. */
 #include <errno.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
+#include "controller/zns.h"
 
 struct ctrlr_caw_locks {
 	pthread_mutex_t lock; /* the list only; never held across I/O */
@@ -227,6 +229,11 @@ static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 	struct ctrlr *ctrlr = second->sq->ctrlr;
 	uint16_t st = ctrlr_bdev_status(status, true);
 
+	/* Zoned: a failed write gives its range at the write pointer back. */
+	if (st)
+		ctrlr_zns_io_write_failed(second, ctrlr_sqe_slba(&second->sqe),
+					  (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
+
 	/* Written blocks are no longer uncorrectable (as any write, io_cmd.c). */
 	if (!st && ctrlr_uncor_clear(&second->ns->uncor, ctrlr_sqe_slba(&second->sqe),
 				     (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1))
@@ -274,6 +281,13 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	if (st)
 		return ctrlr_fused_complete(first, st, NVME_SC_FUSED_FAIL);
 	CTRLR_STAT_ADD(first->sq->ctrlr->cnt.host_read_cmds, 1);
+	/* Zoned: the write obeys the zone's state and write pointer (ZNS 1.1 2.1.1, 3.4), taken
+	 * only now that it will be done, so a failed compare leaves the zone as it was. The pair
+	 * holds the range, and every write or zone command of the namespace is ordered by the
+	 * range locks, so the zone cannot change between the compare and this write. */
+	st = ctrlr_zns_io_write(second, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
+	if (st)
+		return ctrlr_fused_complete(first, NVME_SC_SUCCESS, st);
 	memset(bio, 0, sizeof(*bio));
 	bio->type = BDEV_IO_WRITE;
 	bio->flags = (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
@@ -283,8 +297,11 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	bio->iov = second->iov;
 	bio->iovcnt = second->iovcnt;
 	st = ctrlr_req_submit_bio(second, ctrlr_fused_write_done);
-	if (st)
+	if (st) {
+		ctrlr_zns_io_write_failed(second, ctrlr_sqe_slba(sqe),
+					  (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 		ctrlr_fused_complete(first, NVME_SC_SUCCESS, st);
+	}
 }
 
 /* The range is ours: compare, then write (ctrlr_fused_compare_done). */

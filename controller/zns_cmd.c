@@ -202,6 +202,8 @@ static void ctrlr_zns_append(struct ctrlr_req *req)
 	}
 }
 
+static void ctrlr_zns_run(struct ctrlr_req *req);
+
 void ctrlr_zns_exec(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
@@ -221,7 +223,19 @@ void ctrlr_zns_exec(struct ctrlr_req *req)
 	/* Commands of a command set the namespace is not associated with. */
 	if (!req->ns->zns)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-	switch (opc) {
+	/* Zone Append and Zone Management Send change zones: like writes they wait behind an
+	 * overlapping fused Compare and Write (io_fused.c), which then sees the zone unchanged
+	 * between its compare and its write. */
+	if ((ctrlr_zns_effects(opc) & NVME_CMD_EFFECTS_LBCC) &&
+	    ctrlr_caw_write_begin(req, ctrlr_zns_run))
+		return;
+	ctrlr_zns_run(req);
+}
+
+/* The command once it may run (at once, or resumed by the range locks). */
+static void ctrlr_zns_run(struct ctrlr_req *req)
+{
+	switch (req->sqe.cdw0.bits.opc) {
 	case NVME_CMD_ZONE_MGMT_SEND:
 		return ctrlr_zns_mgmt_send(req);
 	case NVME_CMD_ZONE_MGMT_RECV:
