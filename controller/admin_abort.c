@@ -1,16 +1,33 @@
-/* controller/admin_abort.c - Abort (NVMe Base 2.0 5.1) of any command still running: a waiting
- * Asynchronous Event Request ends at once; any other command found by its SQ and CID (e.g. one
- * waiting for a slow bdev) is marked, and completes with Command Abort Requested instead of its
- * own status. A bdev request cannot be taken back once submitted, so a marked command still
- * waits for its bdev I/O: when that returns, its result is dropped (a read's data already
- * reached the host buffer, which the host must not use; a write may have reached the media) and
- * the command ends with Command Abort Requested. The Abort itself completes at once, CDW0 bit 0
- * clear when the command was marked, set when no running command had that CID (already
- * completed, never submitted, or not yet fetched: commands are fetched and started together,
- * so an SQE still in the ring is one the controller has not seen yet). Marks and completions
- * race without locks: a command's tag (generation << 16 | CID) is compare-and-swapped by the
- * Abort (admin thread) and swapped out by the completion (owner thread), so exactly one of them
- * wins. */
+/* controller/admin_abort.c - Abort (NVMe Base 2.0 5.1) of any command not completed yet.
+ *
+ * Running commands: a waiting Asynchronous Event Request ends at once; any other command found
+ * by its SQ and CID (e.g. one waiting for a slow bdev) is marked, and completes with Command
+ * Abort Requested instead of its own status. A bdev request cannot be taken back once
+ * submitted, so a marked command still waits for its bdev I/O: when that returns, its result
+ * is dropped (a read's data already reached the host buffer, which the host must not use; a
+ * write may have reached the media) and the command ends with Command Abort Requested. Marks
+ * and completions race without locks: a command's tag (generation << 16 | CID) is
+ * compare-and-swapped by the Abort and swapped out by the completion (owner thread), so
+ * exactly one of them wins.
+ *
+ * Commands still in their I/O SQ (the host rang the doorbell, the controller has not fetched
+ * them: the queue has no free request, or its poll group did not get to it): the Abort hops to
+ * the SQ's owner thread, which looks for the CID between the SQ head and the tail it has seen
+ * and arms a record on that ring slot. When the slot is fetched, a command with that CID
+ * completes with Command Abort Requested without being executed; the record then goes. A
+ * record therefore never outlives the one SQE it names (or its SQ: deletion and resets drop
+ * it), and a later command reusing the CID is never touched. Records are the Abort Command
+ * Limit (ACL + 1 of them): when all are armed, an Abort that needs one completes with Abort
+ * Command Limit Exceeded. Fused commands are not armed (the pair is fetched as one, 3.4.2).
+ *
+ * The Abort completes once its decision is made: CDW0 bit 0 clear when the command was marked
+ * or armed (it will not complete any other way), set when no command with that CID was
+ * running or queued as far as the controller had seen the SQ tail (already completed, never
+ * submitted, or its doorbell not processed yet: best effort, as the spec allows). Admin SQ
+ * commands are fetched in order, so one not fetched yet was submitted after the Abort: only
+ * running ones are looked for there. */
+#include <string.h>
+
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 
@@ -48,6 +65,131 @@ static bool ctrlr_abort_mark(struct ctrlr_sq *sq, uint16_t cid, const struct ctr
 	return false;
 }
 
+/* A free record, or NULL (the limit). Any owner thread. */
+static struct ctrlr_abort_rec *ctrlr_abort_rec_get(struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < CTRLR_ARRAY_SIZE(ctrlr->abort_recs); i++) {
+		uint32_t free_ = 0;
+
+		if (__atomic_compare_exchange_n(&ctrlr->abort_recs[i].busy, &free_, 1, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return &ctrlr->abort_recs[i];
+	}
+	return NULL;
+}
+
+static void ctrlr_abort_rec_put(struct ctrlr_abort_rec *rec)
+{
+	rec->sq = NULL;
+	rec->next = NULL;
+	__atomic_store_n(&rec->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Owner thread of sq: the command `cid` is running (marked) or still in the ring (armed).
+ * Sets req->cdw0 (0: it will end with Command Abort Requested); returns the Abort's status. */
+static uint16_t ctrlr_abort_queued(struct ctrlr_sq *sq, uint16_t cid, struct ctrlr_req *req)
+{
+	struct ctrlr_abort_rec *rec;
+
+	req->cdw0 = 1;
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
+		return NVME_SC_SUCCESS;
+	/* Fetched since the admin thread looked: running now. */
+	if (ctrlr_abort_mark(sq, cid, NULL)) {
+		req->cdw0 = 0;
+		return NVME_SC_SUCCESS;
+	}
+	if (!sq->ring)
+		return NVME_SC_SUCCESS;
+	ctrlr_sq_refresh_tail(sq);
+	/* Pairs with the host's write barrier between filling SQEs and ringing the doorbell. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (uint32_t i = sq->head; i != sq->tail; i = (i + 1) % sq->size) {
+		union nvme_cdw0 dw0;
+
+		memcpy(&dw0, &sq->ring[i].cdw0, sizeof(dw0));
+		if (dw0.bits.cid != cid)
+			continue;
+		/* The first SQE with that CID is the one: armed already (a second Abort of it), or
+		 * half of a fused pair, it is not aborted (again). */
+		if (dw0.bits.fuse)
+			return NVME_SC_SUCCESS;
+		for (rec = sq->abort_armed; rec; rec = rec->next)
+			if (rec->slot == i)
+				return NVME_SC_SUCCESS;
+		rec = ctrlr_abort_rec_get(sq->ctrlr);
+		if (!rec)
+			return NVME_SC_ABORT_LIMIT;
+		rec->sq = sq;
+		rec->slot = i;
+		rec->cid = cid;
+		rec->next = sq->abort_armed;
+		sq->abort_armed = rec;
+		req->cdw0 = 0;
+		LOG_DBG(CTRLR_LOG, "%s: abort of sq %u cid %u: armed on slot %u", sq->ctrlr->serial,
+			sq->qid, cid, i);
+		return NVME_SC_SUCCESS;
+	}
+	return NVME_SC_SUCCESS;
+}
+
+bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot)
+{
+	struct ctrlr_sq *sq = req->sq;
+
+	for (struct ctrlr_abort_rec **pp = &sq->abort_armed; *pp; pp = &(*pp)->next) {
+		struct ctrlr_abort_rec *rec = *pp;
+		bool hit;
+
+		if (rec->slot != slot)
+			continue;
+		*pp = rec->next;
+		/* The host must leave SQEs between head and tail alone; one that changed is not
+		 * the command the Abort named. */
+		hit = rec->cid == req->sqe.cdw0.bits.cid && !req->sqe.cdw0.bits.fuse;
+		ctrlr_abort_rec_put(rec);
+		if (!hit)
+			return false;
+		LOG_DBG(CTRLR_LOG, "%s: sq %u cid %u aborted before it started", sq->ctrlr->serial,
+			sq->qid, req->sqe.cdw0.bits.cid);
+		ctrlr_req_complete(req, NVME_SC_ABORT_REQ);
+		return true;
+	}
+	return false;
+}
+
+void ctrlr_abort_sq_gone(struct ctrlr_sq *sq)
+{
+	struct ctrlr_abort_rec *rec = sq->abort_armed, *next;
+
+	for (; rec; rec = next) {
+		next = rec->next;
+		ctrlr_abort_rec_put(rec);
+	}
+	sq->abort_armed = NULL;
+}
+
+/* Admin thread: the owner thread decided. */
+static void ctrlr_abort_decided(void *arg)
+{
+	struct ctrlr_req *req = arg;
+
+	ctrlr_req_complete(req, req->status);
+}
+
+/* The I/O SQ's owner thread. The SQ still exists: the hop was posted while it was live, and its
+ * deletion (also posted by the admin thread, later) runs after this on the same thread. */
+static void ctrlr_abort_on_owner(void *arg)
+{
+	struct ctrlr_req *req = arg;
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_sq *sq = req->step.buf;
+
+	req->step.buf = NULL;
+	req->status = ctrlr_abort_queued(sq, (uint16_t)(req->sqe.cdw10 >> 16), req);
+	ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, ctrlr_abort_decided, req);
+}
+
 void ctrlr_admin_abort(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
@@ -66,10 +208,16 @@ void ctrlr_admin_abort(struct ctrlr_req *req)
 		}
 	}
 	/* The SQ's request array lives as long as the SQ, which only this thread deletes. */
-	if (sq && CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE && sq->reqs &&
-	    ctrlr_abort_mark(sq, cid, req)) {
+	if (!sq || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->reqs)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	if (ctrlr_abort_mark(sq, cid, req)) {
 		req->cdw0 = 0;
 		LOG_DBG(CTRLR_LOG, "%s: abort of sq %u cid %u: marked", ctrlr->serial, sqid, cid);
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	}
-	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	if (sqid == 0)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	/* Not running: maybe still in the ring, which only its owner thread reads. */
+	req->step.buf = sq;
+	ctrlr->ops->io_post(ctrlr->tctx, sq, &req->hop, ctrlr_abort_on_owner, req);
 }

@@ -167,7 +167,24 @@ void ctrlr_pel_thermal(struct ctrlr *ctrlr, uint16_t temp_k, uint16_t thresh_k);
 uint16_t ctrlr_log_pel(struct ctrlr_req *req, uint8_t **out, size_t *len);
 
 /* ---- admin_abort.c ---- */
+/* An Abort of a command still in its SQ (not fetched yet): the ring slot the command sits in.
+ * CTRLR_ACL + 1 of them per controller (the Abort Command Limit). */
+struct ctrlr_sq;
+struct ctrlr_abort_rec {
+	uint32_t busy; /* atomic: taken by an owner thread, freed by it or the admin thread */
+	struct ctrlr_sq *sq;
+	uint32_t slot;
+	uint16_t cid;
+	struct ctrlr_abort_rec *next; /* the SQ's armed list (owner thread) */
+};
 void ctrlr_admin_abort(struct ctrlr_req *req);
+/* The SQE of ring slot `slot` was just fetched into req and an Abort is armed on its SQ (called
+ * only while sq->abort_armed is non-NULL): true if the command was aborted (completed with
+ * Command Abort Requested, not executed). Owner thread. */
+bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
+/* The SQ is being freed: its armed Aborts are dropped (their commands were never fetched).
+ * Admin thread, once the owner thread stopped the SQ. */
+void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
 /* A command starts executing: Abort may find it by its CID from now on. Its owner thread. */
 void ctrlr_abort_arm(struct ctrlr_req *req);
 /* A command completes: returns true if an Abort marked it (it then ends with Command Abort

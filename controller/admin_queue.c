@@ -311,6 +311,7 @@ void ctrlr_sq_delete_done(struct ctrlr_sq *sq)
 	ctrlr->sqs[sq->qid] = NULL;
 	sq->cq->sq_refs--;
 	CTRLR_STAT_ADD(ctrlr->io_sqs, -1);
+	ctrlr_abort_sq_gone(sq);
 	ctrlr_sq_fini(sq);
 	free(sq);
 	if (req)

@@ -269,6 +269,9 @@ struct ctrlr_sq {
 	/* Shadow doorbells (Doorbell Buffer Config): NULL when off. */
 	volatile uint32_t *shadow_db;
 	volatile uint32_t *eventidx;
+	/* Aborts of SQEs not fetched yet (admin_abort.c); owner thread. NULL: the fetch path
+	 * pays one test. */
+	struct ctrlr_abort_rec *abort_armed;
 };
 
 /* ---- Requests ---- */
@@ -422,6 +425,7 @@ struct ctrlr {
 	struct ctrlr_health health; /* health.c, admin thread */
 	struct ctrlr_fw fw;	    /* admin_fw.c, admin thread */
 	struct ctrlr_ext ext; /* self-test, sanitize, telemetry, event log (admin_ext.h) */
+	struct ctrlr_abort_rec abort_recs[CTRLR_ACL + 1]; /* admin_abort.c */
 
 	/* Error log ring (written by any thread on failure). */
 	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
@@ -599,6 +603,8 @@ int ctrlr_cq_init(struct ctrlr *ctrlr, struct ctrlr_cq *cq, uint16_t qid, uint64
 int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct ctrlr_cq *cq,
 		  uint64_t addr, uint32_t size, uint8_t qprio);
 void ctrlr_sq_fini(struct ctrlr_sq *sq);
+/* Reads the shadow SQ tail (Doorbell Buffer Config), if any, into sq->tail. Owner thread. */
+void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq);
 /* Posts (or holds) the CQE of a completed request. Owner thread. */
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req);
 bool ctrlr_cq_is_full(struct ctrlr_cq *cq);

@@ -364,7 +364,7 @@ int ctrlr_sq_tail_doorbell(struct ctrlr_sq *sq, uint32_t value)
 }
 
 /* With shadow doorbells the current tail lives in the shadow page. */
-static void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq)
+void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq)
 {
 	uint32_t tail;
 	volatile uint32_t *shadow = CTRLR_LOAD(sq->shadow_db);
@@ -423,6 +423,10 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 			memcpy(&req->sqe, &sq->ring[sq->head], sizeof(req->sqe));
 			sq->head = (sq->head + 1) % sq->size;
 			n++;
+			/* An Abort armed on this slot ends the command unexecuted (admin_abort.c). */
+			if (sq->abort_armed &&
+			    ctrlr_abort_fetched(req, (sq->head + sq->size - 1) % sq->size))
+				continue;
 			if (sq->qid == 0)
 				ctrlr_admin_exec(req);
 			else

@@ -1,7 +1,7 @@
 /* tests/unit/controller/admin_ext_test.c - Device Self-test, Sanitize, Telemetry, the Persistent
- * Event Log and Abort of running commands through the loopback transport, over a malloc bdev
- * stacked under an error bdev (held, failed requests) so the background state machines can be
- * stopped in the middle and made to fail. */
+ * Event Log and Abort of running and queued commands through the loopback transport, over a
+ * malloc bdev stacked under an error bdev (held, failed requests) so the background state
+ * machines can be stopped in the middle and made to fail. */
 #include <errno.h>
 #include <string.h>
 
@@ -576,6 +576,138 @@ static void test_abort_running(void)
 	CU_ASSERT_EQUAL(dw0 & 1, 1);
 }
 
+/* Reaps CQEs of qid until the one of `cid`; its status (no phase), or LB_NO_CQE. */
+static uint16_t x_reap_cid(uint16_t qid, uint16_t cid)
+{
+	struct nvme_cqe cqe;
+
+	for (int i = 0; i < 64; i++) {
+		if (!lb_reap(&lb, qid, &cqe, false)) {
+			lb_pump(&lb);
+			continue;
+		}
+		if (cqe.cid == cid)
+			return cqe.status >> 1;
+	}
+	return LB_NO_CQE;
+}
+
+static uint16_t x_abort(uint16_t sqid, uint16_t cid, uint32_t *dw0)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_ABORT, 0);
+
+	sqe.cdw10 = sqid | (uint32_t)cid << 16;
+	return lb_cmd(&lb, 0, &sqe, dw0);
+}
+
+static uint32_t x_abort_recs_busy(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < CTRLR_ARRAY_SIZE(lb.ctrlr->abort_recs); i++)
+		n += lb.ctrlr->abort_recs[i].busy;
+	return n;
+}
+
+/* SQ 2 (8 entries, so 8 requests) with every request busy: 6 reads held in the bdev and a fast
+ * read of namespace 2 fetched together (its completion tells the host the head moved), then 2
+ * more held reads. The `n` writes of LBA 100.. submitted next stay in the ring. */
+static void x_fill_sq2(uint16_t *wcid, int n)
+{
+	struct nvme_sqe sqe;
+	uint16_t fast;
+
+	CU_ASSERT_EQUAL_FATAL(lb_create_qpair(&lb, 2, 8, 2, true), 0);
+	x_inject(BDEV_IO_READ, BDEV_ERROR_PENDING, 8);
+	for (int i = 0; i < 6; i++) {
+		sqe = x_rw_sqe(NVME_CMD_READ, i, 1);
+		CU_ASSERT_NOT_EQUAL(nvme_host_submit(&lb.h, 2, &sqe, true), -1);
+	}
+	sqe = lb_sqe(NVME_CMD_READ, 2);
+	sqe.dptr.prp.prp1 = x_buf;
+	fast = lb_submit(&lb, 2, &sqe);
+	CU_ASSERT_EQUAL(x_reap_cid(2, fast), 0);
+	for (int i = 0; i < 2; i++) {
+		sqe = x_rw_sqe(NVME_CMD_READ, i, 1);
+		CU_ASSERT_NOT_EQUAL(lb_submit(&lb, 2, &sqe), LB_NO_CQE);
+	}
+	CU_ASSERT_EQUAL(lb.sqs[2]->inflight, 8);
+	/* The writes' data away from where the held reads land. */
+	memset(xb() + 32768, 0x5a, 4096);
+	for (int i = 0; i < n; i++) {
+		sqe = x_rw_sqe(NVME_CMD_WRITE, 100 + i, 1);
+		sqe.dptr.prp.prp1 = x_buf + 32768;
+		wcid[i] = lb_submit(&lb, 2, &sqe);
+		CU_ASSERT_NOT_EQUAL(wcid[i], LB_NO_CQE);
+	}
+	/* Rung, not fetched: no request free. */
+	CU_ASSERT_EQUAL(lb.sqs[2]->tail, (lb.sqs[2]->head + n) % 8);
+}
+
+/* Aborts of commands still in their SQ: armed on the ring slot, completed with Command Abort
+ * Requested when fetched and never executed; the Abort Command Limit; a CID not in the ring
+ * leaves nothing behind; deletion drops armed records. */
+static void test_abort_queued(void)
+{
+	uint16_t wcid[5], other;
+	uint32_t dw0;
+	struct nvme_sqe sqe;
+
+	memset(xb(), 0, 4096);
+	for (int i = 0; i < 5; i++)
+		CU_ASSERT_EQUAL(x_rw(NVME_CMD_WRITE, 100 + i, 1), 0);
+	x_fill_sq2(wcid, 5);
+	for (int i = 0; i < 4; i++) {
+		dw0 = 7;
+		CU_ASSERT_EQUAL(x_abort(2, wcid[i], &dw0), 0);
+		CU_ASSERT_EQUAL(dw0 & 1, 0);
+	}
+	CU_ASSERT_EQUAL(x_abort_recs_busy(), CTRLR_ACL + 1);
+	/* Every record armed: the fifth is over the limit (ACL is 0-based). */
+	CU_ASSERT_EQUAL(x_abort(2, wcid[4], &dw0), NVME_SC_ABORT_LIMIT | NVME_DNR);
+	/* Armed already: not aborted again. Not in the ring: not aborted. */
+	CU_ASSERT_EQUAL(x_abort(2, wcid[0], &dw0), 0);
+	CU_ASSERT_EQUAL(dw0 & 1, 1);
+	other = (uint16_t)(wcid[4] + 1);
+	CU_ASSERT_EQUAL(x_abort(2, other, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0 & 1, 1);
+	x_resume();
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(x_reap_cid(2, wcid[i]), NVME_SC_ABORT_REQ);
+	CU_ASSERT_EQUAL(x_reap_cid(2, wcid[4]), 0);
+	CU_ASSERT_EQUAL(x_abort_recs_busy(), 0);
+	/* The aborted writes never ran; the one over the limit did. */
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 100 + i, 1), 0);
+		CU_ASSERT_EQUAL(xb()[0], i < 4 ? 0 : 0x5a);
+		CU_ASSERT_EQUAL(xb()[511], i < 4 ? 0 : 0x5a);
+	}
+	/* The CID the Abort did not find comes now: it runs. */
+	CU_ASSERT_EQUAL(lb.h.q[2].cid, other);
+	sqe = x_rw_sqe(NVME_CMD_READ, 0, 1);
+	CU_ASSERT_EQUAL(lb_submit(&lb, 2, &sqe), other);
+	CU_ASSERT_EQUAL(x_reap_cid(2, other), 0);
+	CU_ASSERT_EQUAL(nvme_host_delete_io_queues(&lb.h, 2), 0);
+
+	/* Armed on an SQ that is deleted before the slot is fetched: the record goes with it. */
+	x_fill_sq2(wcid, 1);
+	CU_ASSERT_EQUAL(x_abort(2, wcid[0], &dw0), 0);
+	CU_ASSERT_EQUAL(dw0 & 1, 0);
+	CU_ASSERT_EQUAL(x_abort_recs_busy(), 1);
+	sqe = lb_sqe(NVME_ADM_DELETE_SQ, 0);
+	sqe.cdw10 = 2;
+	other = lb_submit(&lb, 0, &sqe);
+	x_resume();
+	CU_ASSERT_EQUAL(x_reap_cid(0, other), 0);
+	CU_ASSERT_EQUAL(x_abort_recs_busy(), 0);
+	lb.h.q[2].live = false;
+	sqe = lb_sqe(NVME_ADM_DELETE_CQ, 0);
+	sqe.cdw10 = 2;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 100, 1), 0);
+	CU_ASSERT_EQUAL(xb()[0], 0);
+}
+
 CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"self_test_runs", test_self_test_runs},
 	    {"self_test_failures", test_self_test_failures},
@@ -584,4 +716,5 @@ CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"sanitize_overwrite", test_sanitize_overwrite},
 	    {"sanitize_restrictions", test_sanitize_restrictions},
 	    {"sanitize_failure", test_sanitize_failure}, {"telemetry", test_telemetry},
-	    {"pel", test_pel}, {"abort_running", test_abort_running})
+	    {"pel", test_pel}, {"abort_running", test_abort_running},
+	    {"abort_queued", test_abort_queued})
