@@ -47,7 +47,16 @@ struct evloop {
 	struct evloop_timer *timers;
 	/* watches removed during a dispatch round, freed after it */
 	struct evloop_watch *dead;
+	/* the poller (evloop_set_poller) and the rounds it has spun since fds were last checked */
+	evloop_poll_fn poll_fn;
+	void *poll_arg;
+	unsigned int poll_spins;
+	bool no_pwait2; /* the kernel lacks epoll_pwait2: millisecond waits */
 };
+
+/* While a poller keeps the loop spinning, fds, messages and timers are looked at once every this
+ * many rounds: a non-blocking epoll_wait per round would be a system call per poll. */
+#define EVLOOP_POLL_FD_EVERY 32
 
 uint64_t evloop_now_us(void)
 {
@@ -322,25 +331,67 @@ static int evloop_run_timers(struct evloop *loop)
 	return n;
 }
 
+void evloop_set_poller(struct evloop *loop, evloop_poll_fn fn, void *arg)
+{
+	loop->poll_fn = fn;
+	loop->poll_arg = arg;
+	loop->poll_spins = 0;
+}
+
+/* epoll_wait with a timeout in microseconds (-1: none), so that a poller's short sleeps and
+ * timers are not rounded up to the next millisecond. */
+static int evloop_wait(struct evloop *loop, struct epoll_event *evs, int max, int64_t timeout_us)
+{
+	struct timespec ts;
+	int n;
+
+	if (!loop->no_pwait2) {
+		if (timeout_us >= 0) {
+			ts.tv_sec = timeout_us / 1000000;
+			ts.tv_nsec = (timeout_us % 1000000) * 1000;
+		}
+		n = epoll_pwait2(loop->epfd, evs, max, timeout_us >= 0 ? &ts : NULL, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		loop->no_pwait2 = true;
+	}
+	return epoll_wait(loop->epfd, evs, max,
+			  timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000));
+}
+
 int evloop_run_once(struct evloop *loop, int timeout_ms)
 {
 	struct epoll_event evs[64];
+	int64_t timeout_us = timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000;
 	int n, ran = 0;
 
 	if (!loop->thread_known) {
 		loop->thread = pthread_self();
 		loop->thread_known = true;
 	}
+	if (loop->poll_fn) {
+		int64_t p = loop->poll_fn(loop->poll_arg);
+
+		if (p == 0) {
+			/* Busy: poll again at once, and look at fds only now and then. */
+			if (++loop->poll_spins < EVLOOP_POLL_FD_EVERY && !loop->defer_head)
+				return 0;
+			loop->poll_spins = 0;
+			timeout_us = 0;
+		} else if (p > 0 && (timeout_us < 0 || p < timeout_us)) {
+			timeout_us = p;
+		}
+	}
 	if (loop->defer_head)
-		timeout_ms = 0;
+		timeout_us = 0;
 	if (loop->timers) {
 		uint64_t now = evloop_now_us(), dl = loop->timers->deadline_us;
-		int t = dl <= now ? 0 : (int)((dl - now + 999) / 1000);
+		int64_t t = dl <= now ? 0 : (int64_t)(dl - now);
 
-		if (timeout_ms < 0 || t < timeout_ms)
-			timeout_ms = t;
+		if (timeout_us < 0 || t < timeout_us)
+			timeout_us = t;
 	}
-	n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
+	n = evloop_wait(loop, evs, 64, timeout_us);
 	if (n < 0) {
 		if (errno != EINTR)
 			return -errno;

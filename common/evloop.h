@@ -55,6 +55,14 @@ struct evloop_timer *evloop_timer_add(struct evloop *loop, uint64_t usec, evloop
 				      void *arg);
 void evloop_timer_cancel(struct evloop_timer *t);
 
+/* A poller runs at the start of every loop iteration, on the loop thread, for work that no fd
+ * announces (doorbells in shared memory). It returns how long the loop may sleep before calling
+ * it again, in microseconds: 0 keeps the loop spinning (fds, messages and timers are then looked
+ * at without blocking every few rounds), -1 lets it sleep until an event. One per loop; fn NULL
+ * removes it. Loop thread only. */
+typedef int64_t (*evloop_poll_fn)(void *arg);
+void evloop_set_poller(struct evloop *loop, evloop_poll_fn fn, void *arg);
+
 /* Runs one iteration: waits up to timeout_ms (-1 forever) for events, then
  * runs callbacks, messages, timers and deferred calls. Returns the number of
  * callbacks run, or -errno. */

@@ -117,7 +117,8 @@ struct pcie_poll_group {
 	unsigned int idx;
 	pthread_t thread;
 	struct pcie_thread t;
-	struct evloop_timer *poll_timer; /* fused mode with polled (mmap) DBs */
+	bool polling;	    /* fused mode with polled (mmap) DBs: the loop's poller is ours */
+	uint64_t idle_since; /* the poller's last round with no work (0: busy) */
 	struct pcie_cq *cqs;
 	struct evloop_msg stop_msg;
 	atomic_uint_fast64_t wakeups, db_msgs, sqes, bdev_polls, irqs;

@@ -9,6 +9,7 @@
 #include "dpa/nvme_dpa.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 
@@ -154,30 +155,35 @@ static void pcie_pg_handle_msg(struct pcie_poll_group *pg, const struct dpa_nvme
 	}
 }
 
-/* Drains one channel. The CQ may be detached (and the channel destroyed by
- * the main thread) by its own UNBIND_DONE: nothing touches pcq after it. */
-static void pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_cq *pcq)
+/* Drains one channel; returns the messages handled and DPA programs run. The CQ may be detached
+ * (and the channel destroyed by the main thread) by its own UNBIND_DONE: nothing touches pcq
+ * after it. */
+static unsigned int pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_cq *pcq)
 {
 	struct dpa_nvme_chan *ch = pcq->chan;
 	struct dpa_nvme_msg m;
+	unsigned int work = 0;
 
 	for (;;) {
 		while (dpa_nvme_chan_recv(ch, &m) == 1) {
 			bool last = m.type == DPA_NVME_MSG_UNBIND_DONE &&
 				    m.bind.cookie == (uint64_t)(uintptr_t)pcq;
 
+			work++;
 			pcie_pg_handle_msg(pg, &m);
 			if (last)
-				return;
+				return work;
 		}
 		if (pg->pgs->fused) {
 			/* Fused: the DPA program runs here, then its replies. */
-			if (dpa_nvme_chan_poll(ch) > 0)
+			if (dpa_nvme_chan_poll(ch) > 0) {
+				work++;
 				continue;
-			return;
+			}
+			return work;
 		}
 		if (dpa_nvme_chan_arm(ch) == 0)
-			return;
+			return work;
 	}
 }
 
@@ -220,35 +226,61 @@ static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 	pcie_pg_settle(pg);
 }
 
-/* Fused mode with mmap doorbells: nothing wakes us for guest stores, so poll
- * the DPA threads at the evloop's timer granularity while such DBs exist. */
-static void pcie_pg_fused_poll(void *arg)
+/* Fused mode with mmap doorbells: nothing wakes us for guest stores, so the poll group's loop
+ * polls the DPA threads itself (an evloop poller), adaptively as a hart does: while there is work
+ * and for the DPA's burst window after it the loop spins (no system call per command: doorbells,
+ * SQEs and CQEs are all in shared memory), then it sleeps the DPA's step, which backs off as the
+ * idle period lasts, so an idle daemon costs little CPU. */
+static int64_t pcie_pg_fused_poll(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
+	struct dpa *dpa = pg->pgs->dpa;
+	unsigned int work = 0;
 	bool polled = false;
+	uint64_t now, idle;
 
-	pg->poll_timer = NULL;
 	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
 		next = pcq->next;
 		if (dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan))) {
 			polled = true;
-			pcie_pg_drain_chan(pg, pcq);
+			work += pcie_pg_drain_chan(pg, pcq);
 		}
 	}
-	if (polled)
-		pcie_pg_fused_poll_arm(pg);
+	if (!polled) {
+		/* The last polled doorbell went: events only (a bind re-installs us). */
+		pg->polling = false;
+		evloop_set_poller(pg->t.loop, NULL, NULL);
+		return -1;
+	}
+	if (work) {
+		/* Backend I/O still in flight after this wakes us through its channel's fd. */
+		pcie_pg_settle(pg);
+		pg->idle_since = 0;
+		return 0;
+	}
+	now = evloop_now_us();
+	if (!pg->idle_since)
+		pg->idle_since = now;
+	idle = now - pg->idle_since;
+	if (idle < dpa_poll_burst_us(dpa)) {
+		/* As a hart does: let a thread sharing this CPU (the client, a vCPU) run. */
+		__builtin_ia32_pause();
+		sched_yield();
+		return 0;
+	}
+	return dpa_poll_step_us(dpa, idle);
 }
 
 /* Fused mode: (re)starts the polling of mmap doorbells. Called whenever a
  * doorbell gets bound: the DPA program binds it when it next runs, which may be
- * after a poll round that found nothing to poll and stopped the timer. */
+ * after a poll round that found nothing to poll and removed the poller. */
 static void pcie_pg_fused_poll_arm(struct pcie_poll_group *pg)
 {
-	if (!pg->pgs->fused || pg->poll_timer)
+	if (!pg->pgs->fused || pg->polling)
 		return;
-	pg->poll_timer = evloop_timer_add(pg->t.loop, 1000, pcie_pg_fused_poll, pg);
-	if (!pg->poll_timer)
-		LOG_ERR(PCIE_LOG, "poll group %u: no timer for polled doorbells", pg->idx);
+	pg->polling = true;
+	pg->idle_since = 0;
+	evloop_set_poller(pg->t.loop, pcie_pg_fused_poll, pg);
 }
 
 void pcie_pg_cq_attach(struct pcie_cq *pcq)
@@ -343,9 +375,9 @@ static void pcie_pg_stop_msg(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
 
-	if (pg->poll_timer) {
-		evloop_timer_cancel(pg->poll_timer);
-		pg->poll_timer = NULL;
+	if (pg->polling) {
+		pg->polling = false;
+		evloop_set_poller(pg->t.loop, NULL, NULL);
 	}
 	if (pg->cqs)
 		LOG_ERR(PCIE_LOG, "poll group %u stops with queues still attached", pg->idx);

@@ -8,7 +8,7 @@
 #define DPA_DEFAULT_BURST_US 50
 #define DPA_DEFAULT_SLEEP_STEP_US 30
 #define DPA_DEFAULT_BACKOFF_AFTER_US 10000
-#define DPA_DEFAULT_MAX_STEP_US 200
+#define DPA_DEFAULT_MAX_STEP_US 2000
 #define DPA_MAX_POLL_PARAM_US 1000000
 
 struct dpa *dpa_create(unsigned int n_harts)
@@ -96,6 +96,11 @@ int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_s
 	atomic_store_explicit(&dpa->backoff_after_us, idle_after_us, memory_order_relaxed);
 	atomic_store_explicit(&dpa->max_step_us, max_step_us, memory_order_relaxed);
 	return 0;
+}
+
+uint32_t dpa_poll_burst_us(const struct dpa *dpa)
+{
+	return atomic_load_explicit(&((struct dpa *)dpa)->burst_us, memory_order_relaxed);
 }
 
 uint32_t dpa_poll_step_us(const struct dpa *dpa, uint64_t idle_us)

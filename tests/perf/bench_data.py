@@ -13,8 +13,10 @@ GUEST_PEERS = ("qemu-nvme", "virtio-blk")
 GUEST_LABELS = {"qemu-nvme": "QEMU NVMe", "virtio-blk": "virtio-blk",
                 "emu-trap-fused": "nvme-emu trap, DPA fused (default)",
                 "emu-trap-1hart": "nvme-emu trap, 1 DPA hart",
+                "emu-mmap-fused": "nvme-emu mmap, DPA fused",
                 "emu-mmap-1hart": "nvme-emu mmap, 1 DPA hart"}
 NATIVE_LABELS = {"trap-fused": "trap doorbells, DPA fused (default)",
+                 "mmap-fused": "mmap doorbells, DPA fused (polling poll group)",
                  "mmap-1hart": "mmap doorbells, 1 DPA hart"}
 
 
@@ -90,8 +92,8 @@ class Native:
 
     def configs(self):
         found = {k[0] for k in self.runs}
-        return [c for c in (NATIVE_DEFAULT, "mmap-1hart") if c in found] + \
-            sorted(found - {NATIVE_DEFAULT, "mmap-1hart"})
+        order = (NATIVE_DEFAULT, "mmap-fused", "mmap-1hart")
+        return [c for c in order if c in found] + sorted(found - set(order))
 
     def keys(self, **want):
         """Sorted keys whose named fields match."""

@@ -146,8 +146,65 @@ static void test_timers(void)
 	evloop_destroy(loop);
 }
 
+struct poller_state {
+	struct evloop *loop;
+	int calls;
+	int64_t advice;
+};
+
+static int64_t poller(void *arg)
+{
+	struct poller_state *ps = arg;
+
+	ps->calls++;
+	return ps->advice;
+}
+
+static void test_poller(void)
+{
+	struct poller_state ps = { .loop = evloop_create(), .advice = 0 };
+	struct evloop_watch *w;
+	uint64_t t0;
+	int p[2], rounds;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ps.loop);
+	CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+	norder = 0;
+	w = evloop_watch_add(ps.loop, p[0], EPOLLIN, on_readable, ps.loop);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	evloop_set_poller(ps.loop, poller, &ps);
+	/* Spinning (advice 0): the poller runs every round; fds are still looked at within a few
+	 * dozen rounds, and a round never sleeps although the caller allows a second. */
+	CU_ASSERT_EQUAL(write(p[1], "\5", 1), 1);
+	t0 = evloop_now_us();
+	for (rounds = 0; rounds < 1000 && norder == 0; rounds++)
+		evloop_run_once(ps.loop, 1000);
+	CU_ASSERT_EQUAL(norder, 2);
+	CU_ASSERT_TRUE(rounds > 1 && rounds <= 64);
+	CU_ASSERT_EQUAL(ps.calls, rounds);
+	CU_ASSERT_TRUE(evloop_now_us() - t0 < 500000);
+	/* A sleep advice bounds the wait below the caller's timeout, at microsecond precision. */
+	ps.advice = 300;
+	t0 = evloop_now_us();
+	evloop_run_once(ps.loop, 1000);
+	CU_ASSERT_TRUE(evloop_now_us() - t0 >= 300);
+	CU_ASSERT_TRUE(evloop_now_us() - t0 < 500000);
+	/* Removed: the loop sleeps the caller's timeout and the poller is not called. */
+	evloop_set_poller(ps.loop, NULL, NULL);
+	ps.calls = 0;
+	t0 = evloop_now_us();
+	evloop_run_once(ps.loop, 20);
+	CU_ASSERT_EQUAL(ps.calls, 0);
+	CU_ASSERT_TRUE(evloop_now_us() - t0 >= 19000);
+	evloop_watch_remove(w);
+	close(p[0]);
+	close(p[1]);
+	evloop_destroy(ps.loop);
+}
+
 CUNIT_SUITE(evloop, NULL, NULL,
 	{ "watch_and_defer", test_watch_and_defer },
 	{ "messages_in_order", test_messages_in_order },
 	{ "timers", test_timers },
-	{ "post", test_post })
+	{ "post", test_post },
+	{ "poller", test_poller })
