@@ -31,12 +31,16 @@
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 
+/* Tag bits: 31 an Abort's mark, 30 a Preempt and Abort's mark, 29:16 the generation, 15:0 the
+ * CID. */
 #define CTRLR_ABORT_MARK 0x80000000u
+#define CTRLR_ABORT_MARK_PREEMPT 0x40000000u
+#define CTRLR_ABORT_MARKS (CTRLR_ABORT_MARK | CTRLR_ABORT_MARK_PREEMPT)
 
 void ctrlr_abort_arm(struct ctrlr_req *req)
 {
 	/* A new generation each time the slot is reused: a stale Abort cannot mark its successor. */
-	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x7fff);
+	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x3fff);
 	if (!req->abort_gen)
 		req->abort_gen = 1;
 	__atomic_store_n(&req->abort_tag,
@@ -44,9 +48,15 @@ void ctrlr_abort_arm(struct ctrlr_req *req)
 			 __ATOMIC_RELEASE);
 }
 
-bool ctrlr_abort_seal(struct ctrlr_req *req)
+uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
 {
-	return __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL) & CTRLR_ABORT_MARK;
+	uint32_t tag = __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL);
+
+	if (tag & CTRLR_ABORT_MARK)
+		return NVME_SC_ABORT_REQ;
+	if (tag & CTRLR_ABORT_MARK_PREEMPT)
+		return NVME_SC_PREEMPT_ABORT;
+	return NVME_SC_SUCCESS;
 }
 
 /* Marks the running command `cid` of `sq` (not `self`). True if marked. */
@@ -56,13 +66,44 @@ static bool ctrlr_abort_mark(struct ctrlr_sq *sq, uint16_t cid, const struct ctr
 		struct ctrlr_req *r = &sq->reqs[i];
 		uint32_t tag = __atomic_load_n(&r->abort_tag, __ATOMIC_ACQUIRE);
 
-		if (r == self || !tag || (tag & CTRLR_ABORT_MARK) || (tag & 0xffff) != cid)
+		if (r == self || !tag || (tag & CTRLR_ABORT_MARKS) || (tag & 0xffff) != cid)
 			continue;
 		if (__atomic_compare_exchange_n(&r->abort_tag, &tag, tag | CTRLR_ABORT_MARK, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return true;
 	}
 	return false;
+}
+
+uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	uint32_t n = 0;
+
+	/* I/O SQs only (reservations govern I/O commands); their request arrays live until
+	 * ctrlr_sq_delete_done, on this thread. */
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+
+		if (!sq || !sq->reqs)
+			continue;
+		for (uint32_t i = 0; i < sq->size; i++) {
+			struct ctrlr_req *r = &sq->reqs[i];
+			uint32_t tag = __atomic_load_n(&r->abort_tag, __ATOMIC_ACQUIRE);
+
+			if (!tag || (tag & CTRLR_ABORT_MARKS))
+				continue;
+			/* The SQE was copied before its tag was stored (release): read after the
+			 * tag (acquire), it is this command's unless the tag changed, which the
+			 * compare-and-swap then sees. */
+			if (__atomic_load_n(&r->sqe.nsid, __ATOMIC_RELAXED) != nsid)
+				continue;
+			if (__atomic_compare_exchange_n(&r->abort_tag, &tag,
+							tag | CTRLR_ABORT_MARK_PREEMPT, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				n++;
+		}
+	}
+	return n;
 }
 
 /* A free record, or NULL (the limit). Any owner thread. */

@@ -187,9 +187,14 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
 /* A command starts executing: Abort may find it by its CID from now on. Its owner thread. */
 void ctrlr_abort_arm(struct ctrlr_req *req);
-/* A command completes: returns true if an Abort marked it (it then ends with Command Abort
- * Requested). Its owner thread. */
-bool ctrlr_abort_seal(struct ctrlr_req *req);
+/* A command completes: returns the status it ends with instead of its own when an Abort
+ * (Command Abort Requested) or a Preempt and Abort (Command Aborted due to Preempt and Abort)
+ * marked it, else 0. Its owner thread. */
+uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
+/* Reservation Acquire, Preempt and Abort: marks every command of ctrlr's I/O queues on
+ * namespace nsid that started and has not completed; each ends with Command Aborted due to
+ * Preempt and Abort (after its bdev I/O, if any, returned). Returns how many. Admin thread. */
+uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid);
 /* A SMART critical warning appeared: telemetry and persistent event log snapshots. */
 void ctrlr_ext_health_event(struct ctrlr *ctrlr, uint8_t new_bits);
 

@@ -780,6 +780,32 @@ static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
 	return NVME_SC_SUCCESS;
 }
 
+/* Preempt and Abort (section 8.19, Preempting a Reservation or Registration): the hosts whose
+ * registration was preempted (ev) lose the commands their controllers started on this namespace
+ * and have not completed: each ends with Command Aborted due to Preempt and Abort. A command
+ * whose bdev I/O is in flight ends so when that I/O returns (it cannot be recalled: a write may
+ * have reached the media). Commands still in their SQs meet the new access rules when fetched
+ * (Reservation Conflict where the reservation excludes them). The new access words are in place
+ * first, so nothing of theirs starts on the namespace after the marks unless the reservation
+ * allows it. */
+static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctrlr_resv_events *ev)
+{
+	for (uint32_t i = 0; i < ev->n; i++) {
+		if (ev->e[i].type != NVME_RESV_NOTIFY_REG_PREEMPTED)
+			continue;
+		for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next) {
+			uint32_t n;
+
+			if (memcmp(ns->ctrlr->hostid, ev->e[i].hostid, 16))
+				continue;
+			n = ctrlr_abort_preempted(ns->ctrlr, ns->nsid);
+			if (n)
+				LOG_INFO(CTRLR_LOG, "%s: ns %u: %u command(s) aborted by a preempt",
+					 ns->ctrlr->serial, ns->nsid, n);
+		}
+	}
+}
+
 /* On the admin thread: run the state machine against the shared namespace. */
 static void ctrlr_resv_exec_admin(void *arg)
 {
@@ -827,6 +853,9 @@ static void ctrlr_resv_exec_admin(void *arg)
 		}
 	}
 	ctrlr_resv_update_access(s);
+	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
+	    (cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT)
+		ctrlr_resv_preempt_abort(s, &ev);
 	ctrlr_resv_notify(s, &ev);
 	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
 }

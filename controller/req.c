@@ -84,14 +84,16 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 {
 	struct ctrlr_sq *sq = req->sq;
 	struct ctrlr *ctrlr = sq->ctrlr;
+	uint16_t abort_st;
 
 	/* A write ends its part in the namespace's range locks (io_fused.c). */
 	if (req->caw_state)
 		ctrlr_caw_write_end(req);
 	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
 	ctrlr_req_data_done(req);
-	if (ctrlr_abort_seal(req))
-		status = NVME_SC_ABORT_REQ;
+	abort_st = ctrlr_abort_seal(req);
+	if (abort_st)
+		status = abort_st;
 	if (status && !ctrlr_status_retryable(status & 0x7ff))
 		status |= NVME_DNR;
 	req->status = status;

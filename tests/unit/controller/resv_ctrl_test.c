@@ -22,7 +22,7 @@ static int rc_start(bool fresh)
 	struct ctrlr_config cfg;
 	struct ctrlr_ns_shared *sh;
 	struct ctrlr_ns_opts o = {0};
-	struct bdev *bdev = bdev_lookup("rc0");
+	struct bdev *bdev = bdev_lookup("EE_rc0");
 
 	lb_default_config(&cfg);
 	cfg.cntlid = 1;
@@ -32,7 +32,9 @@ static int rc_start(bool fresh)
 	cfg.serial = "LB0002";
 	if (lb_init(&lbb, &cfg))
 		return -1;
-	if (fresh && bdev_malloc_create("rc0", 256, 512, NULL, &bdev))
+	/* An error bdev over the RAM one: the Preempt and Abort test holds reads in it. */
+	if (fresh && (bdev_malloc_create("rc0", 256, 512, NULL, &bdev) ||
+		      bdev_error_create("rc0", NULL, &bdev)))
 		return -1;
 	if (!bdev || ctrlr_ns_shared_create(ptpl, &sh))
 		return -1;
@@ -339,5 +341,71 @@ static void test_ptpl_restart(void)
 #undef e
 }
 
+/* Preempt and Abort: B's read held in the bdev when A preempts B's registration ends with
+ * Command Aborted due to Preempt and Abort once the bdev returns it; A's own held read is not
+ * touched; B's later writes conflict. */
+static void test_preempt_abort(void)
+{
+	struct bdev_error_injection inj = {.type = BDEV_ERROR_PENDING, .num = 2};
+	struct nvme_sqe sqe;
+	struct nvme_cqe cqe;
+	uint16_t ra, rb, sa = LB_NO_CQE, sb = LB_NO_CQE;
+
+	CU_ASSERT_EQUAL(rc_set_hostid(&la, HA, true), 0);
+	CU_ASSERT_EQUAL(rc_set_hostid(&lbb, HB, true), 0);
+	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xa), 0);
+	CU_ASSERT_EQUAL(rc_resv(&lbb, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb), 0);
+	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_ACQUIRE, NVME_RESV_WE_REG_ONLY << 8, 0xa, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_error_inject("EE_rc0", BDEV_IO_READ, &inj), 0);
+	sqe = lb_sqe(NVME_CMD_READ, 1);
+	sqe.dptr.prp.prp1 = bbuf;
+	rb = lb_submit(&lbb, 1, &sqe);
+	sqe.dptr.prp.prp1 = abuf + 2048;
+	ra = lb_submit(&la, 1, &sqe);
+	CU_ASSERT_FALSE(lb_reap(&lbb, 1, &cqe, false));
+	CU_ASSERT_FALSE(lb_reap(&la, 1, &cqe, false));
+	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_ACQUIRE,
+				NVME_RACQA_PREEMPT_ABORT | NVME_RESV_WE_REG_ONLY << 8, 0xa, 0xb),
+			0);
+	CU_ASSERT_EQUAL(bdev_error_resume_pending("EE_rc0"), 0);
+	for (int i = 0; i < 4; i++) {
+		lb_pump(&la);
+		lb_pump(&lbb);
+	}
+	while (lb_reap(&lbb, 1, &cqe, false))
+		if (cqe.cid == rb)
+			sb = cqe.status >> 1;
+	while (lb_reap(&la, 1, &cqe, false))
+		if (cqe.cid == ra)
+			sa = cqe.status >> 1;
+	CU_ASSERT_EQUAL(sb, NVME_SC_PREEMPT_ABORT | NVME_DNR);
+	CU_ASSERT_EQUAL(sa, 0);
+	CU_ASSERT_EQUAL(bdev_error_inject("EE_rc0", BDEV_ERROR_IO_CLEAR, NULL), 0);
+	/* B is no registrant now: Write Exclusive - Registrants Only lets it read, not write. */
+	CU_ASSERT_EQUAL(rc_io(&lbb, NVME_CMD_WRITE, 3), CONFLICT);
+	CU_ASSERT_EQUAL(rc_io(&lbb, NVME_CMD_READ, 3), 0);
+	/* A plain Preempt leaves running commands alone. */
+	CU_ASSERT_EQUAL(rc_resv(&lbb, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb), 0);
+	inj.num = 1;
+	CU_ASSERT_EQUAL_FATAL(bdev_error_inject("EE_rc0", BDEV_IO_READ, &inj), 0);
+	sqe.dptr.prp.prp1 = bbuf;
+	rb = lb_submit(&lbb, 1, &sqe);
+	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_ACQUIRE,
+				NVME_RACQA_PREEMPT | NVME_RESV_WE_REG_ONLY << 8, 0xa, 0xb),
+			0);
+	CU_ASSERT_EQUAL(bdev_error_resume_pending("EE_rc0"), 0);
+	sb = LB_NO_CQE;
+	for (int i = 0; i < 4; i++)
+		lb_pump(&lbb);
+	while (lb_reap(&lbb, 1, &cqe, false))
+		if (cqe.cid == rb)
+			sb = cqe.status >> 1;
+	CU_ASSERT_EQUAL(sb, 0);
+	CU_ASSERT_EQUAL(bdev_error_inject("EE_rc0", BDEV_ERROR_IO_CLEAR, NULL), 0);
+	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_RELEASE, NVME_RESV_WE_REG_ONLY << 8, 0xa, 0), 0);
+	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_REGISTER, NVME_RREGA_UNREGISTER, 0xa, 0), 0);
+}
+
 CUNIT_SUITE(resv_ctrl, rc_init, rc_fini, {"two_hosts", test_two_hosts},
-	    {"hostid_64", test_hostid_64}, {"ptpl_restart", test_ptpl_restart})
+	    {"hostid_64", test_hostid_64}, {"ptpl_restart", test_ptpl_restart},
+	    {"preempt_abort", test_preempt_abort})
