@@ -263,6 +263,7 @@ int rpc_emu_register(struct rpc_server *srv);
 int rpc_health_register(struct rpc_server *srv);
 int rpc_framework_register(struct rpc_server *srv);
 int rpc_ns_pool_register(struct rpc_server *srv);
+int rpc_zns_register(struct rpc_server *srv);
 /* The pool part of save_config: nvmf_emu_ns_pool_create of s, or NULL without a pool. */
 struct json_object *rpc_ns_pool_config(struct app_subsys *s);
 /* The whole configuration as save_config writes it ({"subsystems": [...]}). */

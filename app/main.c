@@ -885,6 +885,8 @@ static int app_rpc_register(struct rpc_server *srv)
 		rc = rpc_health_register(srv);
 	if (!rc)
 		rc = rpc_ns_pool_register(srv);
+	if (!rc)
+		rc = rpc_zns_register(srv);
 	return rc;
 }
 

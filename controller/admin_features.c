@@ -422,7 +422,7 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_ASYNC_EVENT:
 		f->async_event = cdw11 & (NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR | NVME_AEC_FW_ACT |
-					  NVME_AEC_TELEMETRY);
+					  NVME_AEC_TELEMETRY | NVME_AEC_ZDCN);
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_AUTO_PST:
 		st = ctrlr_req_copy_from_host(req, f->apst_table, NVME_APST_DATA_SIZE);

@@ -29,7 +29,7 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->ver = ctrlr->vs;
 	id->rtd3r = CTRLR_RTD3E_US;
 	id->rtd3e = CTRLR_RTD3E_US;
-	id->oaes = NVME_OAES_NS_ATTR | NVME_OAES_FW_ACT | NVME_OAES_TELEMETRY;
+	id->oaes = NVME_OAES_NS_ATTR | NVME_OAES_FW_ACT | NVME_OAES_TELEMETRY | NVME_OAES_ZDCN;
 	id->cntrltype = NVME_CTRL_TYPE_IO;
 	id->oacs = NVME_OACS_FORMAT | NVME_OACS_GET_LBA_STATUS | NVME_OACS_FW | NVME_OACS_SELF_TEST |
 		   (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);

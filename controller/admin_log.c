@@ -1,7 +1,7 @@
 /* controller/admin_log.c - Get Log Page (NVMe Base 2.0 section 5.16): supported log pages, error
  * information ring, SMART / health with live counters, firmware slot, changed namespace list,
  * commands supported and effects (generated from the opcode tables), LBA status information
- * (lba_status.c). Admin thread. */
+ * (lba_status.c), the ZNS Changed Zone List (zns_cmd.c). Admin thread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,12 +18,15 @@ static const uint8_t ctrlr_log_ids[] = {
     NVME_LOG_TELEMETRY_CTRL, NVME_LOG_PERSISTENT_EVENT, NVME_LOG_SANITIZE,
 };
 
-static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf)
+/* Per I/O command set (CSI in CDW14): the Zoned Namespace set adds its Changed Zone List. */
+static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf, uint8_t csi)
 {
 	uint32_t *lids = (uint32_t *)buf;
 
 	for (size_t i = 0; i < CTRLR_ARRAY_SIZE(ctrlr_log_ids); i++)
 		lids[ctrlr_log_ids[i]] = NVME_LOG_SUPPORTED_LSUPP;
+	if (csi == NVME_CSI_ZNS)
+		lids[NVME_LOG_ZNS_CHANGED_ZONES] = NVME_LOG_SUPPORTED_LSUPP;
 	return 256 * sizeof(uint32_t);
 }
 
@@ -146,7 +149,7 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	switch (lid) {
 	case NVME_LOG_SUPPORTED:
-		size = ctrlr_log_supported(ctrlr, buf);
+		size = ctrlr_log_supported(ctrlr, buf, csi);
 		break;
 	case NVME_LOG_ERROR:
 		size = ctrlr_log_error(ctrlr, buf);
@@ -184,6 +187,16 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 	case NVME_LOG_LBA_STATUS:
 		size = ctrlr_log_lba_status(ctrlr, buf, CTRLR_LOG_MAX_SIZE);
 		break;
+	case NVME_LOG_ZNS_CHANGED_ZONES: { /* zns_cmd.c */
+		uint32_t loc = 0;
+
+		st = ctrlr_zns_log_changed(req, csi, buf, &size, &loc);
+		if (st) {
+			free(buf);
+			return ctrlr_req_complete_err(req, st, loc);
+		}
+		break;
+	}
 	case NVME_LOG_RESV_NOTIFY: /* io_resv.c */
 		size = ctrlr_log_resv_notify(ctrlr, buf, rae);
 		break;
@@ -226,6 +239,10 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 	free(buf);
 	ctrlr_req_complete(req, st);
 	/* After the log's own CQE: an event this read unmasks is posted behind it. */
-	if (!st && !rae)
-		ctrlr_aer_log_read(ctrlr, lid);
+	if (!st && !rae) {
+		if (lid == NVME_LOG_ZNS_CHANGED_ZONES)
+			ctrlr_zns_log_changed_read(ctrlr, sqe->nsid); /* also unmasks */
+		else
+			ctrlr_aer_log_read(ctrlr, lid);
+	}
 }

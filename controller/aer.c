@@ -59,14 +59,25 @@ void ctrlr_aer_abort(struct ctrlr_req *req)
 	}
 }
 
+/* The Asynchronous Event Configuration bit that enables notice `info`. */
+static uint32_t ctrlr_aer_notice_aec(uint8_t info)
+{
+	switch (info) {
+	case NVME_AER_NOTICE_FW_ACT_START:
+		return NVME_AEC_FW_ACT;
+	case NVME_AER_NOTICE_TELEMETRY:
+		return NVME_AEC_TELEMETRY;
+	case NVME_AER_NOTICE_ZONE_CHANGED:
+		return NVME_AEC_ZDCN;
+	default:
+		return NVME_AEC_NS_ATTR;
+	}
+}
+
 void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t lid)
 {
 	/* Notices are opt-in through Asynchronous Event Configuration; errors always report. */
-	if (type == NVME_AER_TYPE_NOTICE &&
-	    !(ctrlr->feat.async_event &
-	      (info == NVME_AER_NOTICE_FW_ACT_START	? NVME_AEC_FW_ACT
-	       : info == NVME_AER_NOTICE_TELEMETRY ? NVME_AEC_TELEMETRY
-						   : NVME_AEC_NS_ATTR)))
+	if (type == NVME_AER_TYPE_NOTICE && !(ctrlr->feat.async_event & ctrlr_aer_notice_aec(info)))
 		return;
 	for (uint32_t i = 0; i < ctrlr->aer_count; i++)
 		if (ctrlr->aer_queue[i].type == type && ctrlr->aer_queue[i].info == info)
@@ -106,6 +117,16 @@ void ctrlr_aer_report_async(struct ctrlr *ctrlr, uint8_t info)
 	}
 }
 
+void ctrlr_aer_drop(struct ctrlr *ctrlr, uint8_t type, uint8_t info)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < ctrlr->aer_count; i++)
+		if (ctrlr->aer_queue[i].type != type || ctrlr->aer_queue[i].info != info)
+			ctrlr->aer_queue[n++] = ctrlr->aer_queue[i];
+	ctrlr->aer_count = n;
+}
+
 void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid)
 {
 	uint32_t unmask = 0;
@@ -114,7 +135,8 @@ void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid)
 		unmask = 1u << NVME_AER_TYPE_ERROR;
 	else if (lid == NVME_LOG_SMART)
 		unmask = 1u << NVME_AER_TYPE_SMART;
-	else if (lid == NVME_LOG_CHANGED_NS || lid == NVME_LOG_TELEMETRY_CTRL)
+	else if (lid == NVME_LOG_CHANGED_NS || lid == NVME_LOG_TELEMETRY_CTRL ||
+		 lid == NVME_LOG_ZNS_CHANGED_ZONES)
 		unmask = 1u << NVME_AER_TYPE_NOTICE;
 	else if (lid == NVME_LOG_RESV_NOTIFY)
 		unmask = 1u << NVME_AER_TYPE_IO_SPECIFIC;

@@ -144,6 +144,7 @@ static void ctrlr_ns_free(struct ctrlr_ns *ns)
 	if (!ns)
 		return;
 	ctrlr_uncor_fini(&ns->uncor);
+	ctrlr_zns_ns_fini(ns);
 	free(ns);
 }
 

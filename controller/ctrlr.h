@@ -134,6 +134,23 @@ void ctrlr_health_get(struct ctrlr *ctrlr, struct ctrlr_health_info *out);
 /* Number of attached namespaces. */
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);
 
+/* ---- zoned namespaces (controller/zns_cmd.c) ---- */
+
+/*
+ * Makes the zone of namespace nsid that starts at zslba Read Only (offline false) or Offline, as
+ * a failing medium would (NVMe ZNS 1.1 zone states ZSRO, ZSO): writes to it then fail with Zone
+ * Is Read Only, any access to an offline zone with Zone Is Offline. The zone enters the Changed
+ * Zone List (log BFh) of every controller attached to the namespace, each told by a Zone
+ * Descriptor Changed notice if its host enabled them. A zone already in that state: nothing
+ * happens. Returns 0, -ENOENT (no namespace nsid), -ENOTSUP (not zoned), -EINVAL (not a zone's
+ * first LBA, or Offline -> Read Only), -ENOMEM (the change is made, a list could not be).
+ */
+int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, bool offline);
+/* The zone's state (the ZS value: 1h Empty .. Fh Offline) and write pointer as Report Zones
+ * shows them. 0, -ENOENT, -ENOTSUP, -EINVAL as ctrlr_zone_set_state. */
+int ctrlr_zone_get(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, uint8_t *state,
+		   uint64_t *wp);
+
 /* ---- Namespace Management capacity pool (ns_pool.c, admin_ns_mgmt.c) ---- */
 
 /*

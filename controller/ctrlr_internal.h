@@ -50,6 +50,7 @@
 struct ctrlr;
 struct ctrlr_req;
 struct ctrlr_zns;
+struct ctrlr_zns_changed;
 
 /* Guest-memory translator, injected into the PRP/SGL walkers (ops->mem_map). */
 typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
@@ -175,6 +176,7 @@ struct ctrlr_ns {
 	uint32_t resv_block;
 	uint32_t resv_mask;
 	struct ctrlr_zns *zns; /* a zoned namespace's zones (CSI 2h; owned by shared); NULL: NVM */
+	struct ctrlr_zns_changed *zchanged; /* its Changed Zone List for this controller (zns.h) */
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
@@ -730,6 +732,9 @@ void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t l
 void ctrlr_aer_report_async(struct ctrlr *ctrlr, uint8_t info);
 /* The host read log page `lid` with RAE 0: unmask its event type. */
 void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid);
+/* Forgets the queued (not yet posted) events of this type and information: what they tell is
+ * already in a log the host just read (a new one is reported if there is more to read). */
+void ctrlr_aer_drop(struct ctrlr *ctrlr, uint8_t type, uint8_t info);
 /* Drops outstanding AER commands and queued events (reset). */
 void ctrlr_aer_reset(struct ctrlr *ctrlr);
 

@@ -1195,6 +1195,24 @@ struct nvme_zone_desc {
 NVME_STATIC_ASSERT(sizeof(struct nvme_zone_desc) == 64, "zone descriptor");
 #define NVME_ZA_ZDEV (1u << 7) /* zone descriptor extension valid */
 
+/* Changed Zone List log page (ZNS 1.1 "Changed Zone List", LID BFh, CSI 2h, per namespace): the
+ * zones whose descriptor the controller changed on its own (a zone went Read Only or Offline)
+ * since the log was last read; FFFFh zone identifiers: more than 511 (the list is then empty).
+ * Reported by the Zone Descriptor Changed notice (Asynchronous Event Information EFh), enabled
+ * by Asynchronous Event Configuration bit 27 (ZDCN) and advertised in OAES bit 27. */
+#define NVME_LOG_ZNS_CHANGED_ZONES 0xbf
+#define NVME_AER_NOTICE_ZONE_CHANGED 0xef
+#define NVME_AEC_ZDCN (1u << 27)
+#define NVME_OAES_ZDCN (1u << 27)
+#define NVME_ZNS_CHANGED_MAX 511
+#define NVME_ZNS_CHANGED_OVERFLOW 0xffff
+struct nvme_zns_changed_zone_log {
+	uint16_t nrzid;
+	uint8_t rsvd2[6];
+	uint64_t zid[NVME_ZNS_CHANGED_MAX]; /* the zones' first LBAs */
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_zns_changed_zone_log) == 4096, "changed zone list");
+
 /* CNS 05h, CSI 2h: ZNS Identify Namespace (ZNS 1.1 Figure 45). */
 struct nvme_zns_lbafe {
 	uint64_t zsze;

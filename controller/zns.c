@@ -393,18 +393,37 @@ uint64_t ctrlr_zns_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, 
 	return partial ? n : matched;
 }
 
-int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline)
+int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool *changed)
 {
 	uint32_t zi = (uint32_t)(slba >> zns->zshift);
+	uint8_t to = offline ? NVME_ZS_OFFLINE : NVME_ZS_READ_ONLY;
 	int rc = 0;
 
+	*changed = false;
 	if (zi >= zns->nr_zones || slba != ctrlr_zns_zslba(zns, zi))
 		return -EINVAL;
 	pthread_mutex_lock(&zns->lock);
-	if (!offline && zns->zones[zi].state == NVME_ZS_OFFLINE)
+	/* Offline is the end of a zone's life: no transition leads out of ZSO. */
+	if (!offline && zns->zones[zi].state == NVME_ZS_OFFLINE) {
 		rc = -EINVAL;
-	else
-		ctrlr_zns_set(zns, zi, offline ? NVME_ZS_OFFLINE : NVME_ZS_READ_ONLY);
+	} else if (zns->zones[zi].state != to) {
+		ctrlr_zns_set(zns, zi, to);
+		*changed = true;
+	}
 	pthread_mutex_unlock(&zns->lock);
 	return rc;
+}
+
+int ctrlr_zns_zone_get(struct ctrlr_zns *zns, uint64_t slba, uint8_t *state, uint64_t *wp)
+{
+	uint32_t zi = (uint32_t)(slba >> zns->zshift);
+	struct nvme_zone_desc d;
+
+	if (zi >= zns->nr_zones || slba != ctrlr_zns_zslba(zns, zi))
+		return -EINVAL;
+	if (ctrlr_zns_report(zns, slba, NVME_ZRASF_ALL, true, &d, 1) != 1)
+		return -EINVAL;
+	*state = d.zs >> 4;
+	*wp = d.wp;
+	return 0;
 }

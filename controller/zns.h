@@ -62,8 +62,30 @@ uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool 
 uint64_t ctrlr_zns_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, bool partial,
 			  struct nvme_zone_desc *out, uint64_t max);
 /* Makes the zone starting at slba Read Only or Offline, as a media failure would (its
- * resources released). 0, -EINVAL (not a zone start, or offline -> read only). */
-int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline);
+ * resources released); *changed: it was not in that state yet. 0, -EINVAL (not a zone start,
+ * or offline -> read only). */
+int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool *changed);
+/* The state and the write pointer of the zone starting at slba, as Report Zones gives them.
+ * 0 or -EINVAL (not a zone start). */
+int ctrlr_zns_zone_get(struct ctrlr_zns *zns, uint64_t slba, uint8_t *state, uint64_t *wp);
+
+/* ---- Changed Zone List (per controller namespace: each controller's host reads its own) ---- */
+
+struct ctrlr_zns_changed {
+	uint32_t n;    /* zone identifiers in zid */
+	bool overflow; /* more than NVME_ZNS_CHANGED_MAX since the last read */
+	uint64_t zid[NVME_ZNS_CHANGED_MAX];
+};
+/* Frees a controller namespace's list (ctrlr.c, when the namespace is freed). */
+void ctrlr_zns_ns_fini(struct ctrlr_ns *ns);
+/* Get Log Page BFh into buf (4096 bytes, zeroed): the list of namespace NSID for CSI 2h. Returns
+ * an NVMe status (with *loc, the offending field) or SUCCESS and *size. Admin thread. */
+uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf, size_t *size,
+			       uint32_t *loc);
+/* After a read of log BFh with RAE cleared, completed: empties the list of nsid, drops a Zone
+ * Descriptor Changed notice queued meanwhile, unmasks notices, and reports a new one if another
+ * namespace still has changed zones (the host reads one list per namespace). Admin thread. */
+void ctrlr_zns_log_changed_read(struct ctrlr *ctrlr, uint32_t nsid);
 
 /* ---- hooks ---- */
 

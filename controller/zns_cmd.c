@@ -2,6 +2,7 @@
  * Zone Management Send (3.4.3), Zone Management Receive (3.4.2), Zone Append (3.4.1), the zone
  * rules in the NVM commands' paths, and Identify CNS 05h/06h for CSI 2h, 07h per CSI and 1Ch
  * (Base 2.0 5.17.2). The zone state machine itself is zns.c. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,5 +322,146 @@ bool ctrlr_zns_identify(struct ctrlr_req *req, uint8_t cns, uint8_t csi, void *b
 		return true;
 	default:
 		return false;
+	}
+}
+
+/* ---- Changed Zone List and Zone Descriptor Changed notices ---- */
+
+void ctrlr_zns_ns_fini(struct ctrlr_ns *ns)
+{
+	free(ns->zchanged);
+	ns->zchanged = NULL;
+}
+
+/* Adds zone zslba to the list of a controller namespace. The list is kept whether or not the
+ * host enabled the notices: the log describes the changes, the notice only tells of them. */
+static int ctrlr_zns_changed_add(struct ctrlr_ns *ns, uint64_t zslba)
+{
+	struct ctrlr_zns_changed *c = ns->zchanged;
+
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		ns->zchanged = c;
+	}
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->zid[i] == zslba)
+			return 0;
+	if (c->n < NVME_ZNS_CHANGED_MAX)
+		c->zid[c->n++] = zslba;
+	else
+		c->overflow = true;
+	return 0;
+}
+
+static bool ctrlr_zns_changed_pending(const struct ctrlr_ns *ns)
+{
+	return ns->zchanged && (ns->zchanged->n || ns->zchanged->overflow);
+}
+
+int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, bool offline)
+{
+	struct ctrlr_ns *ns;
+	bool changed;
+	int rc;
+
+	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
+		return -ENOENT;
+	ns = ctrlr->ns[nsid - 1];
+	if (!ns->zns)
+		return -ENOTSUP;
+	rc = ctrlr_zns_fail_zone(ns->zns, zslba, offline, &changed);
+	if (rc || !changed)
+		return rc;
+	LOG_INFO(CTRLR_LOG, "%s ns %u: zone at LBA %llu is now %s", ctrlr->serial, nsid,
+		   (unsigned long long)zslba, offline ? "offline" : "read only");
+	/* The zones belong to the namespace: every controller attached to it lists the change
+	 * (those sharing a namespace run their admin side on this thread). */
+	for (struct ctrlr_ns *cns = ns->shared->nss; cns; cns = cns->share_next) {
+		/* Without memory for the list the notice still goes out: the host finds the zone
+		 * with Report Zones; the caller hears of it. */
+		if (ctrlr_zns_changed_add(cns, zslba)) {
+			LOG_ERR(CTRLR_LOG, "%s ns %u: out of memory for the Changed Zone List",
+				cns->ctrlr->serial, cns->nsid);
+			rc = -ENOMEM;
+		}
+		ctrlr_aer_report(cns->ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_ZONE_CHANGED,
+				 NVME_LOG_ZNS_CHANGED_ZONES);
+	}
+	return rc;
+}
+
+int ctrlr_zone_get(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, uint8_t *state,
+		   uint64_t *wp)
+{
+	struct ctrlr_ns *ns;
+
+	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
+		return -ENOENT;
+	ns = ctrlr->ns[nsid - 1];
+	if (!ns->zns)
+		return -ENOTSUP;
+	return ctrlr_zns_zone_get(ns->zns, zslba, state, wp);
+}
+
+uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf, size_t *size,
+			       uint32_t *loc)
+{
+	struct nvme_zns_changed_zone_log *log = (struct nvme_zns_changed_zone_log *)buf;
+	uint32_t nsid = req->sqe.nsid;
+	struct ctrlr_ns *ns;
+	uint16_t st = NVME_SC_SUCCESS;
+
+	/* An I/O Command Set specific page: BFh means nothing to the NVM command set. */
+	if (csi != NVME_CSI_ZNS) {
+		*loc = offsetof(struct nvme_sqe, cdw10);
+		return NVME_SC_INVALID_LOG_PAGE;
+	}
+	/* Per namespace: a zoned namespace's id, not 0 or FFFFFFFFh. */
+	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES) {
+		*loc = offsetof(struct nvme_sqe, nsid);
+		return NVME_SC_INVALID_NS;
+	}
+	ns = ctrlr_ns_get(req->sq->ctrlr, nsid);
+	if (!ns) {
+		*loc = offsetof(struct nvme_sqe, nsid);
+		return NVME_SC_INVALID_NS;
+	}
+	if (!ns->zns) {
+		*loc = offsetof(struct nvme_sqe, nsid);
+		st = NVME_SC_INVALID_FIELD;
+	} else if (ns->zchanged && ns->zchanged->overflow) {
+		log->nrzid = NVME_ZNS_CHANGED_OVERFLOW;
+	} else if (ns->zchanged) {
+		log->nrzid = (uint16_t)ns->zchanged->n;
+		memcpy(log->zid, ns->zchanged->zid, ns->zchanged->n * sizeof(log->zid[0]));
+	}
+	ctrlr_ns_put(ns);
+	*size = sizeof(*log);
+	return st;
+}
+
+void ctrlr_zns_log_changed_read(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	struct ctrlr_ns *ns = ctrlr_ns_get(ctrlr, nsid);
+
+	if (ns) {
+		if (ns->zchanged) {
+			ns->zchanged->n = 0;
+			ns->zchanged->overflow = false;
+		}
+		ctrlr_ns_put(ns);
+	}
+	/* A notice queued while the type was masked told of changes this read returned. */
+	ctrlr_aer_drop(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_ZONE_CHANGED);
+	ctrlr_aer_log_read(ctrlr, NVME_LOG_ZNS_CHANGED_ZONES);
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		ns = ctrlr->ns[i];
+		if (ns && ctrlr_zns_changed_pending(ns)) {
+			ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_ZONE_CHANGED,
+					 NVME_LOG_ZNS_CHANGED_ZONES);
+			return;
+		}
 	}
 }

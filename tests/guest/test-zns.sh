@@ -3,7 +3,8 @@
 # 2 MiB with 1.5 MiB of capacity, at most 4 open / 6 active), namespace 2 through the RPC
 # (bdev_zone_block_create over a malloc bdev, SPDK's parameters). The guest's kernel sees
 # host-managed zoned block devices; nvme-cli's zns commands and fio zonemode=zbd with verify
-# run on them. The host checks bdev_get_bdevs and save_config.
+# run on them. The host checks bdev_get_bdevs and save_config, then fails two zones of
+# namespace 1 (nvmf_emu_set_zone_state) for the guest to see.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
@@ -42,6 +43,15 @@ if host_step "the guest is ready" quiet_wait 120 ready; then
 		grep -q '\"zone_capacity\":3072' '$GT_DIR/zb.txt' && grep -q '\"max_open_zones\":4' '$GT_DIR/zb.txt' &&
 		grep -q '\"max_active_zones\":6' '$GT_DIR/zb.txt' && grep -q '\"base_bdev\":\"Malloc1\"' '$GT_DIR/zb.txt'"
 	touch "$out/ns2"
+fi
+if host_step "the guest asks for zone faults" quiet_wait 300 zone-fault-wanted; then
+	host_step "nvmf_emu_set_zone_state: zone 31 read_only, zone 30 offline" sh -c "
+		$(declare -f rpc); BIN='$BIN'; GT_DIR='$GT_DIR'
+		rpc nvmf_emu_set_zone_state --nqn nqn.2026-11.io.nvme-emu:NVMEEMU-ZNS --nsid 1 \
+			--zslba 126976 --state read_only | grep -q '\"read_only\"' &&
+		rpc nvmf_emu_set_zone_state --nqn nqn.2026-11.io.nvme-emu:NVMEEMU-ZNS --nsid 1 \
+			--zslba 122880 --state offline | grep -q '\"offline\"'"
+	touch "$out/zone-fault"
 fi
 wait "$launcher"
 rc=$?

@@ -3,8 +3,9 @@
 # host-managed zoned block device with those limits; nvme zns id-ns / report-zones /
 # zone-append / open-zone / close-zone / finish-zone / reset-zone behave as the ZNS spec says, a
 # write not at the write pointer fails with Zone Invalid Write, reads past the write pointer
-# return zeroes; fio zonemode=zbd with verify passes. Then the host adds namespace 2 through
-# bdev_zone_block_create ("ns2" in $JOB_OUT) and the guest sees it zoned too.
+# return zeroes; fio zonemode=zbd with verify passes; zones the host fails (Read Only, Offline)
+# show in the Changed Zone List, the notice, Report Zones and the statuses. Then the host adds
+# namespace 2 through bdev_zone_block_create ("ns2" in $JOB_OUT) and the guest sees it zoned too.
 . "$GUEST_LIB"
 
 serial=NVMEEMU-ZNS
@@ -68,6 +69,45 @@ step "fio zonemode=zbd random writes (libaio QD8, zone append off) + md5 verify"
 	fio --name=zbdr --filename="$dev" --direct=1 --ioengine=libaio --iodepth=8 \
 	--zonemode=zbd --rw=randwrite --bs=16k --offset=32M --size=16M --max_open_zones=4 \
 	--verify=md5 --do_verify=1 --verify_fatal=1 --io_size=8M
+# Zone faults (nvmf_emu_set_zone_state on the host): zone 31 Read Only, zone 30 Offline. The
+# guest enables Zone Descriptor Changed notices (AEC bit 27, which Linux leaves off), the kernel
+# logs the notice it does not handle ("async event result 00bfef02": notice EFh, log BFh), and
+# nvme-cli reads the Changed Zone List; Report Zones, blkzone and the I/O statuses show the states.
+zro=126976 # zone 31 (0x1f000)
+zof=122880 # zone 30 (0x1e000)
+step "data in zone 31 before it fails" nvme write "$dev" -s $zro -c 7 -z 4096 -d /tmp/b
+step "enable Zone Descriptor Changed notices (Set Features 0Bh, AEC bit 27)" sh -c \
+	"nvme get-feature $ctrl -f 0xb > /tmp/aec; cat /tmp/aec;
+	 cur=\$(grep -Eo 'value: *0x[0-9a-fA-F]+' /tmp/aec | grep -Eo '0x[0-9a-fA-F]+'); [ -n \"\$cur\" ] &&
+	 nvme set-feature $ctrl -f 0xb --value=\$((cur | 0x8000000)) && nvme get-feature $ctrl -f 0xb | tee /dev/stderr |
+	 grep -Eiq 'value: *0x0*8[0-9a-f]{6}\b'"
+step "id-ctrl: OAES bit 27 (Zone Descriptor Changed Notices)" sh -c \
+	"nvme id-ctrl $ctrl | grep -E '^oaes' | tee /dev/stderr | grep -Eiq 'oaes *: *0x0*8[0-9a-f]{6}\b'"
+touch "$JOB_OUT/zone-fault-wanted"
+zone_failed() { [ -e "$JOB_OUT/zone-fault" ]; }
+step "the host failed zones 30 and 31 (nvmf_emu_set_zone_state)" wait_for 120 zone_failed
+zdc_aen() { dmesg | grep -q 'async event result 00bfef02'; }
+step "the kernel got the Zone Descriptor Changed notice (00bfef02)" wait_for 30 zdc_aen
+step "changed-zone-list: zones 31 and 30" sh -c \
+	"nvme zns changed-zone-list $dev > /tmp/czl; cat /tmp/czl;
+	 grep -Eiq '(\b$zro\b|0x1f000\b)' /tmp/czl && grep -Eiq '(\b$zof\b|0x1e000\b)' /tmp/czl"
+step "changed-zone-list read without RAE: empty now" sh -c \
+	"nvme zns changed-zone-list $dev > /tmp/czl; cat /tmp/czl;
+	 ! grep -Eiq '(\b$zro\b|0x1f000\b|\b$zof\b|0x1e000\b)' /tmp/czl"
+step "report-zones: zone 31 read only, zone 30 offline" sh -c \
+	"/tmp/zone_state $zro | tee /dev/stderr | grep -Eiq 'READ.?ONLY|0xd0' &&
+	 /tmp/zone_state $zof | tee /dev/stderr | grep -Eiq 'OFFLINE|0xf0'"
+step "blkzone report: the kernel sees zcond 13 (read only) and 15 (offline)" sh -c \
+	"blkzone report -o $zof -c 2 /dev/$blk | tee /dev/stderr > /tmp/bz;
+	 grep -q 'zcond:13' /tmp/bz && grep -q 'zcond:15' /tmp/bz"
+step "a write to the read-only zone fails with Zone Is Read Only" sh -c \
+	"rm -f /tmp/err; ! nvme write $dev -s $((zro + 8)) -c 0 -z 512 -d /tmp/b 2> /tmp/err; cat /tmp/err;
+	 grep -Eqi 'read.?only|1ba\b' /tmp/err"
+step "the read-only zone still reads back its data" sh -c \
+	"rm -f /tmp/r; nvme read $dev -s $zro -c 7 -z 4096 -d /tmp/r && cmp /tmp/r /tmp/b"
+step "a read of the offline zone fails with Zone Is Offline" sh -c \
+	"rm -f /tmp/err; ! nvme read $dev -s $zof -c 0 -z 512 -d /tmp/r 2> /tmp/err; cat /tmp/err;
+	 grep -Eqi 'offline|1bb\b' /tmp/err"
 ns2_added() { [ -e "$JOB_OUT/ns2" ]; }
 step "the host added namespace 2 (bdev_zone_block_create)" wait_for 90 ns2_added
 ns2() { [ -e "/sys/block/${blk%n1}n2/queue/zoned" ]; }

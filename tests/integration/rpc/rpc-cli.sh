@@ -303,6 +303,38 @@ ok "nvmf_subsystem_remove_ns on a live controller" nvmf_subsystem_remove_ns --nq
 	--nsid 2
 bad "nvmf_subsystem_remove_ns again" 'no namespace 2' nvmf_subsystem_remove_ns \
 	--nqn "$NQN1" --nsid 2
+# Zone faults on a zoned namespace of the live controller (16 zones of 1024 blocks).
+check "a zoned namespace 2 (bdev_zone_block_create over MZ)" sh -c "
+	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_malloc_create --name MZ --num_blocks 16384 --block_size 512 &&
+	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_zone_block_create --name ZB --base_bdev MZ \
+		--zone_capacity 1024 --optimal_open_zones 1 &&
+	'$BIN/nvme-emu-rpc' -s '$SOCK' nvmf_subsystem_add_ns --nqn '$NQN1' --namespace.bdev_name ZB \
+		--namespace.nsid 2 > /dev/null"
+ok_out "nvmf_emu_set_zone_state read_only: read back from the controller" \
+	'"state": "read_only"' nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 2048 \
+	--state read_only
+ok_out "nvmf_emu_set_zone_state offline" '"state": "offline"' nvmf_emu_set_zone_state \
+	--nqn "$NQN1" --nsid 2 --zslba 2048 --state offline
+bad "nvmf_emu_set_zone_state offline -> read_only" 'no way back' nvmf_emu_set_zone_state \
+	--nqn "$NQN1" --nsid 2 --zslba 2048 --state read_only
+bad "nvmf_emu_set_zone_state not a zone start" 'not the first LBA of a zone' \
+	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 2049 --state offline
+bad "nvmf_emu_set_zone_state past the namespace" 'not the first LBA of a zone' \
+	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 16384 --state offline
+bad "nvmf_emu_set_zone_state bad state" "state 'full'" nvmf_emu_set_zone_state \
+	--nqn "$NQN1" --nsid 2 --zslba 0 --state full
+bad "nvmf_emu_set_zone_state on an NVM namespace" 'namespace 1 of .* is not zoned' \
+	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 1 --zslba 0 --state offline
+bad "nvmf_emu_set_zone_state on no namespace" 'no namespace 9' nvmf_emu_set_zone_state \
+	--nqn "$NQN1" --nsid 9 --zslba 0 --state offline
+bad "nvmf_emu_set_zone_state on a subsystem without controller" 'has no controller' \
+	nvmf_emu_set_zone_state --nqn "$NQN2" --nsid 1 --zslba 0 --state offline
+bad "nvmf_emu_set_zone_state without state" "missing parameter 'state'" \
+	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 0
+check "the zoned namespace goes" sh -c "
+	'$BIN/nvme-emu-rpc' -s '$SOCK' nvmf_subsystem_remove_ns --nqn '$NQN1' --nsid 2 &&
+	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_zone_block_delete --name ZB &&
+	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_malloc_delete --name MZ > /dev/null"
 
 # ---- managers and functions ----
 ok_out "nvmf_emu_get_managers has local" '"name": "local"' nvmf_emu_get_managers

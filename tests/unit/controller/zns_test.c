@@ -43,6 +43,16 @@ static uint16_t zt_write(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
 	return st;
 }
 
+/* ctrlr_zns_fail_zone, checking that it says whether the zone changed. */
+static int zt_fail(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool expect_changed)
+{
+	bool changed = !expect_changed;
+	int rc = ctrlr_zns_fail_zone(zns, slba, offline, &changed);
+
+	CU_ASSERT_EQUAL(changed, expect_changed);
+	return rc;
+}
+
 static void test_geometry(void)
 {
 	struct bdev_zone_geom g = {.zone_size = 12, .zone_capacity = 12, .num_zones = 2};
@@ -196,7 +206,8 @@ static void test_transitions(void)
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
 	CU_ASSERT_EQUAL(zt_write(zns, 48, 3), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false), 0);
+	CU_ASSERT_EQUAL(zt_fail(zns, 48, false, true), 0);
+	CU_ASSERT_EQUAL(zt_fail(zns, 48, false, false), 0); /* already */
 	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_READ_ONLY);
 	CU_ASSERT_EQUAL(zns->nr_active, 0);
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 51, 1)), NVME_SC_ZONE_IS_READ_ONLY);
@@ -211,7 +222,10 @@ static void test_transitions(void)
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_read_check(zns, 48, 1)), NVME_SC_ZONE_IS_OFFLINE);
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_RESET, false)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false), -EINVAL);
+	CU_ASSERT_EQUAL(zt_fail(zns, 48, false, false), -EINVAL);
+	CU_ASSERT_EQUAL(zt_fail(zns, 48, true, false), 0);
+	CU_ASSERT_EQUAL(zt_fail(zns, 49, true, false), -EINVAL); /* not a zone start */
+	CU_ASSERT_EQUAL(zt_fail(zns, ZT_ZONES * ZT_ZSZE, true, false), -EINVAL);
 	/* Bad actions, not a zone start, Set Zone Descriptor Extension without ZDES. */
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 1, NVME_ZSA_OPEN, false)), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, 0x06, false)), NVME_SC_INVALID_FIELD);
@@ -236,7 +250,7 @@ static void test_transitions(void)
 	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
 	CU_ASSERT_EQUAL(zns->nr_open, 0);
 	CU_ASSERT_EQUAL(zns->nr_active, 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, false), 0);
+	CU_ASSERT_EQUAL(zt_fail(zns, 64, false, true), 0);
 	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OFFLINE, true), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
 	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
@@ -285,8 +299,8 @@ static void test_report(void)
 	CU_ASSERT_EQUAL(zt_write(zns, 32, 1), 0);				 /* 2: closed */
 	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false), 0);
 	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_FINISH, false), 0); /* 3: full */
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, false), 0);		 /* 4: RO */
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 80, true), 0);		 /* 5: offline */
+	CU_ASSERT_EQUAL(zt_fail(zns, 64, false, true), 0);		 /* 4: RO */
+	CU_ASSERT_EQUAL(zt_fail(zns, 80, true, true), 0);		 /* 5: offline */
 	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_ALL, false, d, ZT_ZONES), ZT_ZONES);
 	CU_ASSERT_EQUAL(d[0].zt, NVME_ZONE_TYPE_SEQ_WRITE);
 	CU_ASSERT_EQUAL(d[0].zs, NVME_ZS_IMP_OPEN << 4);
@@ -595,7 +609,181 @@ static void test_e2e_io(void)
 	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 128, 2, NULL), 0);
 }
 
+static uint16_t ze_aer_submit(void)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_ASYNC_EVENT, 0);
+
+	return lb_submit(&lb, 0, &sqe);
+}
+
+/* Get Log Page BFh (CSI 2h) of namespace nsid, 4096 bytes. */
+static uint16_t ze_changed_log(uint32_t nsid, bool rae, uint8_t csi)
+{
+	return ze_admin(NVME_ADM_GET_LOG_PAGE, nsid,
+			NVME_LOG_ZNS_CHANGED_ZONES | (rae ? 1u << 15 : 0) | (1023u << 16), 0,
+			(uint32_t)csi << 24, NULL);
+}
+
+/* Read Only and Offline zones made by the operator (ctrlr_zone_set_state, the RPC's call): the
+ * zone statuses, Report Zones, the Changed Zone List and the Zone Descriptor Changed notice. */
+static void test_e2e_changed_zones(void)
+{
+	struct nvme_zns_changed_zone_log *log = (void *)ze_ptr();
+	struct nvme_zone_report_hdr *h = (void *)ze_ptr();
+	struct nvme_zone_desc *d = (void *)(ze_ptr() + 64);
+	const uint32_t zdc = NVME_AER_DW0(NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_ZONE_CHANGED,
+					  NVME_LOG_ZNS_CHANGED_ZONES);
+	struct nvme_cqe cqe;
+	uint32_t cdw0 = 0;
+	uint16_t cid;
+	uint64_t wp;
+	uint8_t zs;
+
+	/* Advertised (OAES bit 27), enabled through AEC bit 27, listed for CSI 2h only. */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 0, NVME_CNS_CTRL, 0, 0, NULL), 0);
+	CU_ASSERT_TRUE(((struct nvme_id_ctrl *)ze_ptr())->oaes & (1u << 27));
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_SET_FEATURES, 0, NVME_FEAT_ASYNC_EVENT, 1u << 27, 0, NULL),
+			0);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_FEATURES, 0, NVME_FEAT_ASYNC_EVENT, 0, 0, &cdw0), 0);
+	CU_ASSERT_EQUAL(cdw0, 1u << 27);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_LOG_PAGE, 0, NVME_LOG_SUPPORTED | (255u << 16), 0,
+				 (uint32_t)NVME_CSI_ZNS << 24, NULL),
+			0);
+	CU_ASSERT_EQUAL(((uint32_t *)ze_ptr())[0xbf], NVME_LOG_SUPPORTED_LSUPP);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_GET_LOG_PAGE, 0, NVME_LOG_SUPPORTED | (255u << 16), 0, 0,
+				 NULL),
+			0);
+	CU_ASSERT_EQUAL(((uint32_t *)ze_ptr())[0xbf], 0);
+	/* Nothing changed yet: an empty list. */
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 0);
+	CU_ASSERT_EQUAL(log->zid[0], 0);
+
+	/* Zone 2 goes Read Only: the notice (type 2h, information EFh, log BFh). */
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 130, 2, NULL), 0);
+	cid = ze_aer_submit();
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 128, false), 0);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE_FATAL(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(cqe.cid, cid);
+	CU_ASSERT_EQUAL(cqe.dw0, zdc);
+	CU_ASSERT_EQUAL(cqe.dw0, 0x00bfef02u);
+	/* Writes fail with Zone Is Read Only, reads still work; Report Zones shows ZSRO. */
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 132, 1, NULL), NVME_SC_ZONE_IS_READ_ONLY);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_ZONE_APPEND, 1, 128, 1, NULL), NVME_SC_ZONE_IS_READ_ONLY);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_READ, 1, 128, 4, NULL), 0);
+	CU_ASSERT_EQUAL(ze_send(128, NVME_ZSA_RESET, false), NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_READ_ONLY, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 1);
+	CU_ASSERT_EQUAL(d[0].zslba, 128);
+	CU_ASSERT_EQUAL(d[0].zs, NVME_ZS_READ_ONLY << 4);
+	CU_ASSERT_EQUAL(ctrlr_zone_get(lb.ctrlr, 1, 128, &zs, &wp), 0);
+	CU_ASSERT_EQUAL(zs, NVME_ZS_READ_ONLY);
+	CU_ASSERT_EQUAL(wp, ~0ull);
+
+	/* Masked until the log is read: two more changes (zone 2 again, now Offline, listed once;
+	 * zone 3 Read Only) post nothing. Setting a zone to its state again changes nothing. */
+	cid = ze_aer_submit();
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 128, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 192, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 192, false), 0);
+	lb_pump(&lb);
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_READ, 1, 128, 1, NULL), NVME_SC_ZONE_IS_OFFLINE);
+	CU_ASSERT_EQUAL(ze_rw(NVME_CMD_WRITE, 1, 132, 1, NULL), NVME_SC_ZONE_IS_OFFLINE);
+	/* RAE set: the list stays, so does the mask. */
+	CU_ASSERT_EQUAL(ze_changed_log(1, true, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 2);
+	CU_ASSERT_EQUAL(log->zid[0], 128);
+	CU_ASSERT_EQUAL(log->zid[1], 192);
+	CU_ASSERT_EQUAL(log->zid[2], 0);
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	/* RAE cleared: read once more, then empty; nothing else pending, so no notice. */
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 2);
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 0);
+	/* Unmasked: the next change reports at once. */
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 256, true), 0);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE_FATAL(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(cqe.cid, cid);
+	CU_ASSERT_EQUAL(cqe.dw0, zdc);
+	/* Notices off (AEC bit 27 clear): the list is kept, no notice posts. */
+	cid = ze_aer_submit();
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_SET_FEATURES, 0, NVME_FEAT_ASYNC_EVENT, 0, 0, NULL), 0);
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 1);
+	CU_ASSERT_EQUAL(log->zid[0], 256);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 320, false), 0);
+	lb_pump(&lb);
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 1);
+	CU_ASSERT_EQUAL(log->zid[0], 320);
+	/* Report Zones: two offline, two read only. */
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_OFFLINE, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 2);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_REPORT, NVME_ZRASF_READ_ONLY, false), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 2);
+
+	/* The log's fields: the ZNS CSI, a zoned namespace. */
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_NVM), NVME_SC_INVALID_LOG_PAGE);
+	CU_ASSERT_EQUAL(ze_changed_log(2, false, NVME_CSI_ZNS), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ze_changed_log(9, false, NVME_CSI_ZNS), NVME_SC_INVALID_NS);
+	CU_ASSERT_EQUAL(ze_changed_log(0, false, NVME_CSI_ZNS), NVME_SC_INVALID_NS);
+	CU_ASSERT_EQUAL(ze_changed_log(NVME_NSID_ALL, false, NVME_CSI_ZNS), NVME_SC_INVALID_NS);
+	/* The operator's call: namespace, zoned, zone start, no way back from Offline. */
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 9, 0, true), -ENOENT);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 2, 0, true), -ENOTSUP);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 65, true), -EINVAL);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 960, true), -EINVAL);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 128, false), -EINVAL);
+	CU_ASSERT_EQUAL(ctrlr_zone_get(lb.ctrlr, 1, 128, &zs, &wp), 0);
+	CU_ASSERT_EQUAL(zs, NVME_ZS_OFFLINE);
+	CU_ASSERT_EQUAL(ctrlr_zone_get(lb.ctrlr, 1, 0, &zs, &wp), 0);
+	CU_ASSERT_EQUAL(zs, NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(wp, 0);
+
+	/* Two zoned namespaces: one notice; reading one list (RAE 0) brings a new notice for the
+	 * other one, reading that brings none. */
+	struct bdev_zone_block_opts zo = {.zone_capacity = 32, .optimal_open_zones = 1};
+	struct bdev *zb;
+	CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("zmem3", 256, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_zone_block_create("zoned3", "zmem3", &zo, NULL, &zb), 0);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_add(lb.ctrlr, 3, zb, NULL), 3);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_SET_FEATURES, 0, NVME_FEAT_ASYNC_EVENT, 1u << 27, 0, NULL),
+			0);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 1, 384, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 3, 32, false), 0);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE_FATAL(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(cqe.cid, cid);
+	CU_ASSERT_EQUAL(cqe.dw0, zdc);
+	cid = ze_aer_submit();
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(ze_changed_log(1, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 1);
+	CU_ASSERT_EQUAL(log->zid[0], 384);
+	CU_ASSERT_TRUE_FATAL(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(cqe.cid, cid);
+	CU_ASSERT_EQUAL(cqe.dw0, zdc);
+	cid = ze_aer_submit();
+	CU_ASSERT_EQUAL(ze_changed_log(3, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 1);
+	CU_ASSERT_EQUAL(log->zid[0], 32);
+	lb_pump(&lb);
+	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 3), 0);
+	lb_pump(&lb);
+	/* The outstanding AER ends with the controller (lb_fini). */
+}
+
 CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry},
 	    {"write_rules", test_write_rules}, {"limits", test_limits},
 	    {"transitions", test_transitions}, {"reads", test_reads}, {"report", test_report})
-CUNIT_SUITE(zns_cmds, ze_init, ze_fini, {"identify", test_e2e_identify}, {"io", test_e2e_io})
+CUNIT_SUITE(zns_cmds, ze_init, ze_fini, {"identify", test_e2e_identify}, {"io", test_e2e_io},
+	    {"changed_zones", test_e2e_changed_zones})
