@@ -194,9 +194,9 @@ int app_function_destroy(struct app_target *t, struct app_function *fn, char *er
 {
 	struct app_function **pp;
 
-	if (fn->subsys) {
+	if (fn->listener) {
 		snprintf(err, APP_ERR_LEN, "function %s is the listener of %s", fn->vuid,
-			 fn->subsys->nqn);
+			 fn->listener->s->nqn);
 		return -EBUSY;
 	}
 	for (pp = &t->functions; *pp; pp = &(*pp)->next) {

@@ -23,6 +23,9 @@
 /* How long remove_listener waits for the guest to release a hot-plugged function. */
 #define APP_HOTPLUG_TIMEOUT_US (60ull * 1000000)
 #define APP_MAX_PORTS 32
+/* CNTLIDs a subsystem's controllers take by default (FFF0h and up are reserved). */
+#define APP_MIN_CNTLID 1
+#define APP_MAX_CNTLID 0xffef
 #define APP_TRTYPE "PCIE_EMU"
 
 struct evloop;
@@ -82,7 +85,7 @@ struct app_function {
 	char *socket_path;
 	struct app_manager *mgr;
 	bool implicit;		   /* created by add_listener for a path; goes with the listener */
-	struct app_subsys *subsys; /* attached subsystem (listener), or NULL */
+	struct app_listener *listener; /* the listener serving it, or NULL */
 	char *bus;		   /* the QEMU port it is plugged into, or NULL */
 	struct app_function *next;
 };
@@ -105,35 +108,51 @@ enum app_listener_state {
 	APP_LISTENER_DETACHING, /* device_del in flight, waiting for DEVICE_DELETED */
 };
 
+/* A listener: one controller (its own CNTLID) of a subsystem, served on a function's socket.
+ * A subsystem has any number of them: several hosts (VMs), or one host with several paths. */
+struct app_listener {
+	struct app_subsys *s;
+	uint16_t cntlid;
+	enum app_listener_state state;
+	struct app_function *fn;
+	struct pcie_ctrlr *pc;
+	struct app_qmp_op *qmp;
+	app_done_fn done; /* of the operation in flight */
+	void *done_arg;
+	/* The controller's teardown runs asynchronously; then this continues the operation, with
+	 * the status it will report. */
+	void (*teardown_cont)(struct app_listener *l);
+	int pending_rc;
+	char pending_msg[APP_ERR_LEN];
+	uint64_t shutdowns_at_detach; /* to tell whether the guest shut it down during device_del */
+	/* As it was asked for (VFIOUSER's traddr is the directory of the socket). */
+	char listen_trtype[16];
+	char *listen_traddr;
+	struct app_listener *next;
+};
+
 struct app_subsys {
 	struct app_target *t;
 	char *nqn, *serial, *model;
 	uint32_t max_namespaces;
 	bool allow_any_host;
-	uint16_t cntlid;
+	/* The CNTLIDs its controllers take (SPDK's min_cntlid/max_cntlid; default 1..0xffef). */
+	uint16_t min_cntlid, max_cntlid;
 	struct app_ns *ns[CTRLR_MAX_NAMESPACES]; /* by nsid - 1 */
-	enum app_listener_state state;
-	struct app_function *fn;
-	struct pcie_ctrlr *pc;
-	struct app_qmp_op *qmp;
-	app_done_fn done; /* of the listener operation in flight */
-	void *done_arg;
-	bool delete_after_detach;
-	/* The controller's teardown runs asynchronously; then this continues the operation, with
-	 * the status it will report. */
-	void (*teardown_cont)(struct app_subsys *s);
-	int pending_rc;
-	char pending_msg[APP_ERR_LEN];
-	uint64_t shutdowns_at_detach; /* to tell whether the guest shut it down during device_del */
-	/* The listener as it was asked for (VFIOUSER's traddr is the directory of the socket). */
-	char listen_trtype[16];
-	char *listen_traddr;
+	struct app_listener *listeners;		 /* in the order they were added */
+	struct ctrlr_subsys *cs;		 /* the controllers' member list */
+	/* nvmf_delete_subsystem in progress: listeners detach one by one, then it goes. */
+	bool deleting;
+	app_done_fn del_done;
+	void *del_arg;
+	int del_rc;
+	char del_msg[APP_ERR_LEN];
 	/* Host NQNs allowed (nvmf_subsystem_add_host): kept and reported. A PCIe function has no
 	 * host NQN to check them against; the VMM that owns the socket is the host. */
 	char **hosts;
 	unsigned int nr_hosts;
 	/* Namespace Management capacity pool (rpc_ns_pool.c), or NULL; pool_creating while its
-	 * header is being read. */
+	 * header is being read. A subsystem with a pool has one controller at most. */
 	struct ctrlr_ns_pool *pool;
 	bool pool_creating;
 	struct app_subsys *next;
@@ -154,7 +173,7 @@ struct app_target {
 	struct app_manager *managers; /* "local" first */
 	struct app_function *functions;
 	unsigned int next_fn_id;
-	uint16_t next_cntlid;
+	unsigned int next_serial; /* default serial numbers NVMEEMU0001, ... */
 	bool initialized;		 /* framework_start_init done */
 	const char *config_file;	 /* -c: replayed at framework init */
 	struct rpc_waiter *init_waiters; /* framework_wait_init calls held until then */
@@ -183,8 +202,16 @@ uint8_t app_transport_mdts(const struct app_target *t);
 /* ---- subsystems, namespaces, listeners (app_nvmf.c) ---- */
 
 struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
+/* min_cntlid/max_cntlid 0: 1 and 0xffef. */
 int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
-		      uint32_t max_namespaces, bool allow_any_host, char *err);
+		      uint32_t max_namespaces, bool allow_any_host, uint32_t min_cntlid,
+		      uint32_t max_cntlid, char *err);
+/* A listener of s is being plugged or unplugged (or s is being deleted). */
+bool app_subsys_busy(const struct app_subsys *s);
+/* The controller of s's first listener that has one, or NULL. */
+struct ctrlr *app_subsys_first_ctrl(const struct app_subsys *s);
+/* The controller with that CNTLID, or NULL. */
+struct app_listener *app_subsys_listener_by_cntlid(const struct app_subsys *s, uint16_t cntlid);
 /* Deletes a subsystem, unplugging its listener first (asynchronously with a QEMU manager).
  * done runs once, maybe before this returns. */
 void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn done, void *arg);
@@ -202,19 +229,20 @@ int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t ns
 /* The subsystem whose namespace uses bdev `name`, or NULL. */
 struct app_subsys *app_bdev_user(struct app_target *t, const char *name);
 
-/* Adds the subsystem's listener: `traddr` is a function's VUID or a vfio-user socket path (a
- * function is then created on `manager`, default "local"); `bus` picks the QEMU port (NULL: the
- * manager's first free one). With a QEMU manager the function is hot-plugged (device_add) before
- * done runs. */
 /* The subsystem's list of allowed host NQNs (reported and saved; see struct app_subsys).
  * 0, -EINVAL, -EEXIST / -ENOENT, -ENOMEM with err. */
 int app_subsys_add_host(struct app_subsys *s, const char *host, char *err);
 int app_subsys_remove_host(struct app_subsys *s, const char *host, char *err);
+/* Adds a listener, a controller with the lowest free CNTLID: `traddr` is a function's VUID or a
+ * vfio-user socket path (a function is then created on `manager`, default "local"); `bus` picks
+ * the QEMU port (NULL: the manager's first free one). With a QEMU manager the function is
+ * hot-plugged (device_add) before done runs. */
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
 		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
 		      void *arg);
-/* Removes it: device_del and wait for DEVICE_DELETED with a QEMU manager, then closes the
- * endpoint. `traddr` NULL matches any. */
+/* Removes the listener at traddr (its VUID, socket path or the traddr it was added with; NULL:
+ * the first one): device_del and wait for DEVICE_DELETED with a QEMU manager, then closes the
+ * endpoint. */
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg);
 

@@ -1,10 +1,12 @@
-/* app/app_nvmf.c - subsystems, their namespaces and their listener: a listener is one controller
- * (pcie_ctrlr) served on a function's vfio-user socket, hot-plugged into QEMU through QMP when the
- * function's manager is a QEMU. */
+/* app/app_nvmf.c - subsystems, their namespaces and their listeners: a listener is one controller
+ * (pcie_ctrlr, its own CNTLID) served on a function's vfio-user socket, hot-plugged into QEMU
+ * through QMP when the function's manager is a QEMU. A subsystem with several listeners is one NVM
+ * subsystem of several controllers sharing its namespaces (reservations between hosts). */
 #include "app/app_internal.h"
 #include "app/qmp.h"
 #include "app/rpc.h"
 #include "common/log.h"
+#include "controller/nvme_spec.h"
 #include "controller/pcie.h"
 
 #include <ctype.h>
@@ -39,7 +41,8 @@ static bool app_printable(const char *s, size_t max)
 }
 
 int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
-		      uint32_t max_namespaces, bool allow_any_host, char *err)
+		      uint32_t max_namespaces, bool allow_any_host, uint32_t min_cntlid,
+		      uint32_t max_cntlid, char *err)
 {
 	struct app_subsys *s, **tail;
 	char defserial[21];
@@ -67,11 +70,24 @@ int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
 		snprintf(err, APP_ERR_LEN, "max_namespaces must be 0..%d", CTRLR_MAX_NAMESPACES);
 		return -EINVAL;
 	}
+	/* NVMe Base 2.0 5.17.2.1 CNTLID: FFF0h-FFFFh are reserved; SPDK's defaults 1..FFEFh. */
+	min_cntlid = min_cntlid ? min_cntlid : APP_MIN_CNTLID;
+	max_cntlid = max_cntlid ? max_cntlid : APP_MAX_CNTLID;
+	if (min_cntlid > APP_MAX_CNTLID || max_cntlid > APP_MAX_CNTLID || min_cntlid > max_cntlid) {
+		snprintf(err, APP_ERR_LEN,
+			 "min_cntlid %u / max_cntlid %u: need 1 <= min_cntlid <= max_cntlid <= %u",
+			 min_cntlid, max_cntlid, APP_MAX_CNTLID);
+		return -EINVAL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto out_nomem;
+	if (ctrlr_subsys_create(&s->cs)) {
+		free(s);
+		goto out_nomem;
+	}
 	if (!serial) {
-		snprintf(defserial, sizeof(defserial), "NVMEEMU%04u", t->next_cntlid);
+		snprintf(defserial, sizeof(defserial), "NVMEEMU%04u", t->next_serial);
 		serial = defserial;
 	}
 	s->nqn = strdup(nqn);
@@ -81,7 +97,9 @@ int app_subsys_create(struct app_target *t, const char *nqn, const char *serial,
 		goto out_free;
 	s->max_namespaces = max_namespaces ? max_namespaces : CTRLR_MAX_NAMESPACES;
 	s->allow_any_host = allow_any_host;
-	s->cntlid = t->next_cntlid++;
+	s->min_cntlid = (uint16_t)min_cntlid;
+	s->max_cntlid = (uint16_t)max_cntlid;
+	t->next_serial++;
 	s->t = t;
 	for (tail = &t->subsystems; *tail; tail = &(*tail)->next)
 		;
@@ -92,6 +110,7 @@ out_free:
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);
+	ctrlr_subsys_destroy(s->cs);
 	free(s);
 out_nomem:
 	snprintf(err, APP_ERR_LEN, "out of memory");
@@ -138,7 +157,33 @@ static int app_parse_hex(const char *text, uint8_t *out, size_t len)
 	return n == len * 2 ? 0 : -EINVAL;
 }
 
-/* A namespace's bdev grew (an RBD image resized): the controller reports the new size and a
+bool app_subsys_busy(const struct app_subsys *s)
+{
+	if (s->deleting)
+		return true;
+	for (const struct app_listener *l = s->listeners; l; l = l->next)
+		if (l->state == APP_LISTENER_ATTACHING || l->state == APP_LISTENER_DETACHING)
+			return true;
+	return false;
+}
+
+struct ctrlr *app_subsys_first_ctrl(const struct app_subsys *s)
+{
+	for (const struct app_listener *l = s->listeners; l; l = l->next)
+		if (l->pc)
+			return pcie_ctrlr_core(l->pc);
+	return NULL;
+}
+
+struct app_listener *app_subsys_listener_by_cntlid(const struct app_subsys *s, uint16_t cntlid)
+{
+	for (struct app_listener *l = s->listeners; l; l = l->next)
+		if (l->cntlid == cntlid)
+			return l;
+	return NULL;
+}
+
+/* A namespace's bdev grew (an RBD image resized): every controller reports the new size and a
  * Namespace Attribute Changed event. Looked up by name, so a bdev outliving its subsystem is
  * harmless. */
 static void app_ns_resized(struct bdev *bdev, uint64_t num_blocks, void *arg)
@@ -147,29 +192,38 @@ static void app_ns_resized(struct bdev *bdev, uint64_t num_blocks, void *arg)
 	struct app_subsys *s = app_bdev_user(t, bdev_get_name(bdev));
 	int rc;
 
-	if (!s || !s->pc)
+	if (!s)
 		return;
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		if (!s->ns[i] || strcmp(s->ns[i]->bdev_name, bdev_get_name(bdev)))
 			continue;
-		rc = ctrlr_ns_resize(pcie_ctrlr_core(s->pc), s->ns[i]->nsid, num_blocks);
-		if (rc)
-			LOG_ERR(APP_LOG, "%s: namespace %u cannot take the new size: %s", s->nqn,
-				s->ns[i]->nsid, strerror(-rc));
-		else
-			LOG_INFO(APP_LOG, "%s: namespace %u now %" PRIu64 " blocks", s->nqn,
-				 s->ns[i]->nsid, num_blocks);
+		for (struct app_listener *l = s->listeners; l; l = l->next) {
+			if (!l->pc)
+				continue;
+			rc = ctrlr_ns_resize(pcie_ctrlr_core(l->pc), s->ns[i]->nsid, num_blocks);
+			if (rc)
+				LOG_ERR(APP_LOG,
+					"%s: namespace %u cannot take the new size on controller "
+					"%u: %s",
+					s->nqn, s->ns[i]->nsid, l->cntlid, strerror(-rc));
+			else
+				LOG_INFO(APP_LOG, "%s: namespace %u now %" PRIu64
+						  " blocks on controller %u",
+					 s->nqn, s->ns[i]->nsid, num_blocks, l->cntlid);
+		}
 	}
 }
 
-/* Attaches one namespace to the live controller. */
-static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
+/* Attaches one namespace to a listener's live controller. The namespace may be shared (NMIC bit
+ * 0): every controller of the subsystem attaches it, with one reservation state. */
+static int app_ns_attach(struct app_listener *l, struct app_ns *ns, char *err)
 {
 	struct ctrlr_ns_opts o = {
 	    .uuid = ns->has_uuid ? ns->uuid : NULL,
 	    .nguid = ns->has_nguid ? ns->nguid : NULL,
 	    .eui64 = ns->has_eui64 ? ns->eui64 : NULL,
 	    .shared = ns->shared,
+	    .nmic = NVME_NMIC_SHARED,
 	};
 	struct bdev *bdev = bdev_lookup(ns->bdev_name);
 	int rc;
@@ -178,14 +232,14 @@ static int app_ns_attach(struct app_subsys *s, struct app_ns *ns, char *err)
 		snprintf(err, APP_ERR_LEN, "bdev %s does not exist", ns->bdev_name);
 		return -ENODEV;
 	}
-	rc = ctrlr_ns_add(pcie_ctrlr_core(s->pc), ns->nsid, bdev, &o);
+	rc = ctrlr_ns_add(pcie_ctrlr_core(l->pc), ns->nsid, bdev, &o);
 	if (rc < 0) {
 		snprintf(err, APP_ERR_LEN, "cannot attach bdev %s as namespace %u: %s",
 			 ns->bdev_name, ns->nsid,
 			 rc == -EBUSY ? "bdev claimed by someone else" : strerror(-rc));
 		return rc;
 	}
-	bdev_set_resize_cb(bdev, app_ns_resized, s->t);
+	bdev_set_resize_cb(bdev, app_ns_resized, l->s->t);
 	return 0;
 }
 
@@ -197,7 +251,7 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 	uint32_t nsid = o->nsid;
 	int rc;
 
-	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+	if (app_subsys_busy(s)) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
 		return -EBUSY;
 	}
@@ -278,9 +332,15 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		app_ns_free(ns);
 		return rc;
 	}
-	if (s->pc) {
-		rc = app_ns_attach(s, ns, err);
+	for (struct app_listener *l = s->listeners; l; l = l->next) {
+		if (!l->pc)
+			continue;
+		rc = app_ns_attach(l, ns, err);
 		if (rc) {
+			/* Attached to none or to all. */
+			for (struct app_listener *u = s->listeners; u != l; u = u->next)
+				if (u->pc)
+					ctrlr_ns_remove(pcie_ctrlr_core(u->pc), nsid);
 			app_ns_free(ns);
 			return rc;
 		}
@@ -300,12 +360,13 @@ int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t ns
 			     : "");
 		return -ENOENT;
 	}
-	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+	if (app_subsys_busy(s)) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
 		return -EBUSY;
 	}
-	if (s->pc)
-		ctrlr_ns_remove(pcie_ctrlr_core(s->pc), nsid);
+	for (struct app_listener *l = s->listeners; l; l = l->next)
+		if (l->pc)
+			ctrlr_ns_remove(pcie_ctrlr_core(l->pc), nsid);
 	app_ns_free(s->ns[nsid - 1]);
 	s->ns[nsid - 1] = NULL;
 	if (s->pool)
@@ -315,77 +376,89 @@ int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t ns
 
 /* ---- listeners ---- */
 
-/* The controller is gone: detach the function (destroying it if it was implicit) and continue
- * the operation that tore the listener down. */
+static void app_listener_free(struct app_listener *l)
+{
+	free(l->listen_traddr);
+	free(l);
+}
+
+/* The controller is gone: detach the function (destroying it if it was implicit), take the
+ * listener out of its subsystem, continue the operation that tore it down, free it. */
 static void app_listener_torn_down(void *arg)
 {
-	struct app_subsys *s = arg;
+	struct app_listener *l = arg;
+	struct app_subsys *s = l->s;
 	struct app_target *t = s->t;
-	struct app_function *fn = s->fn;
-	void (*cont)(struct app_subsys * s) = s->teardown_cont;
+	struct app_function *fn = l->fn;
+	void (*cont)(struct app_listener *l) = l->teardown_cont;
 	char err[APP_ERR_LEN];
 
-	s->pc = NULL;
-	s->state = APP_LISTENER_NONE;
-	s->fn = NULL;
-	s->teardown_cont = NULL;
-	free(s->listen_traddr);
-	s->listen_traddr = NULL;
-	s->listen_trtype[0] = 0;
+	l->pc = NULL;
+	l->state = APP_LISTENER_NONE;
+	l->fn = NULL;
+	l->teardown_cont = NULL;
+	for (struct app_listener **pp = &s->listeners; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	}
 	if (fn) {
-		fn->subsys = NULL;
+		fn->listener = NULL;
 		free(fn->bus);
 		fn->bus = NULL;
 		if (fn->implicit && app_function_destroy(t, fn, err))
 			LOG_ERR(APP_LOG, "%s: %s", s->nqn, err);
 	}
-	cont(s);
+	cont(l); /* may free s (a deletion's last listener), never l */
+	app_listener_free(l);
 	if (t->shutting_down)
 		app_target_fini_step(t);
 }
 
 /* Stops the controller (asynchronously: its client's reset, its queues' teardown on the poll
  * groups), then app_listener_torn_down runs `cont`. Nothing waits meanwhile: other
- * subsystems' I/O and other RPC requests go on; s stays DETACHING so none touches it. */
-static void app_listener_teardown(struct app_target *t, struct app_subsys *s,
-				  void (*cont)(struct app_subsys *s))
+ * controllers' I/O and other RPC requests go on; l stays DETACHING so none touches it. */
+static void app_listener_teardown(struct app_listener *l, void (*cont)(struct app_listener *l))
 {
-	s->state = APP_LISTENER_DETACHING;
-	s->teardown_cont = cont;
-	if (!s->pc) {
-		app_listener_torn_down(s);
+	l->state = APP_LISTENER_DETACHING;
+	l->teardown_cont = cont;
+	if (!l->pc) {
+		app_listener_torn_down(l);
 		return;
 	}
-	pcie_ctrlr_destroy(s->pc, app_listener_torn_down, s);
+	pcie_ctrlr_destroy(l->pc, app_listener_torn_down, l);
 }
 
 /* Records what the operation will report once the teardown is over. */
-static void app_listener_pend(struct app_subsys *s, int rc, const char *msg)
+static void app_listener_pend(struct app_listener *l, int rc, const char *msg)
 {
-	s->pending_rc = rc;
-	snprintf(s->pending_msg, sizeof(s->pending_msg), "%s", msg ? msg : "");
+	l->pending_rc = rc;
+	snprintf(l->pending_msg, sizeof(l->pending_msg), "%s", msg ? msg : "");
 }
 
-static void app_listener_finish(struct app_subsys *s, int rc, const char *msg)
+static void app_listener_finish(struct app_listener *l, int rc, const char *msg)
 {
-	app_done_fn done = s->done;
+	app_done_fn done = l->done;
 
-	s->done = NULL;
+	l->done = NULL;
 	if (done)
-		done(s->done_arg, rc, msg);
+		done(l->done_arg, rc, msg);
 }
 
 /* Teardown continuation: report the pending status of the listener operation. */
-static void app_listener_finish_pending(struct app_subsys *s)
+static void app_listener_finish_pending(struct app_listener *l)
 {
-	app_listener_finish(s, s->pending_rc, s->pending_rc ? s->pending_msg : NULL);
+	app_listener_finish(l, l->pending_rc, l->pending_rc ? l->pending_msg : NULL);
 }
 
-/* Creates and starts the controller of s on fn's socket. On failure it returns the error and has
- * started the listener's teardown, which reports it through s->done. */
-static int app_listener_start(struct app_target *t, struct app_subsys *s, struct app_function *fn,
-			      char *err)
+/* Creates and starts l's controller on fn's socket, a member of the subsystem with every
+ * namespace attached. On failure it returns the error and has started the listener's teardown,
+ * which reports it through l->done. */
+static int app_listener_start(struct app_target *t, struct app_listener *l,
+			      struct app_function *fn, char *err)
 {
+	struct app_subsys *s = l->s;
 	struct pcie_ctrlr_opts po = {
 	    .vuid = fn->vuid,
 	    .socket_path = fn->socket_path,
@@ -396,7 +469,7 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 		    .serial = s->serial,
 		    .model = s->model,
 		    .subnqn = s->nqn,
-		    .cntlid = s->cntlid,
+		    .cntlid = l->cntlid,
 		    .max_io_queues = app_transport_io_queues(t),
 		    .max_queue_entries = t->tr.max_queue_depth,
 		    .mdts = app_transport_mdts(t),
@@ -413,25 +486,31 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 	};
 	int rc;
 
-	s->fn = fn;
-	fn->subsys = s;
-	rc = pcie_ctrlr_create(t->loop, t->pgs, t->dpa, &po, &s->pc);
+	l->fn = fn;
+	fn->listener = l;
+	rc = pcie_ctrlr_create(t->loop, t->pgs, t->dpa, &po, &l->pc);
 	if (rc) {
 		snprintf(err, APP_ERR_LEN, "cannot create the controller for %s: %s", s->nqn,
 			 strerror(-rc));
-		s->pc = NULL;
+		l->pc = NULL;
+		goto out_teardown;
+	}
+	rc = ctrlr_subsys_join(s->cs, pcie_ctrlr_core(l->pc));
+	if (rc) {
+		snprintf(err, APP_ERR_LEN, "controller %u cannot join %s: %s", l->cntlid, s->nqn,
+			 strerror(-rc));
 		goto out_teardown;
 	}
 	for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
-		if (s->ns[i] && (rc = app_ns_attach(s, s->ns[i], err)))
+		if (s->ns[i] && (rc = app_ns_attach(l, s->ns[i], err)))
 			goto out_teardown;
 	}
-	if (s->pool && (rc = ctrlr_ns_pool_bind(s->pool, pcie_ctrlr_core(s->pc)))) {
+	if (s->pool && (rc = ctrlr_ns_pool_bind(s->pool, pcie_ctrlr_core(l->pc)))) {
 		snprintf(err, APP_ERR_LEN, "cannot attach the namespace pool's namespaces: %s",
 			 strerror(-rc));
 		goto out_teardown;
 	}
-	rc = pcie_ctrlr_start(s->pc);
+	rc = pcie_ctrlr_start(l->pc);
 	if (rc) {
 		snprintf(err, APP_ERR_LEN, "cannot listen on %s: %s", fn->socket_path,
 			 strerror(-rc));
@@ -440,8 +519,8 @@ static int app_listener_start(struct app_target *t, struct app_subsys *s, struct
 	return 0;
 
 out_teardown:
-	app_listener_pend(s, rc, err);
-	app_listener_teardown(t, s, app_listener_finish_pending);
+	app_listener_pend(l, rc, err);
+	app_listener_teardown(l, app_listener_finish_pending);
 	return rc;
 }
 
@@ -459,10 +538,11 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 		app_ns_free(s->ns[i]);
 	if (s->pool && ctrlr_ns_pool_destroy(s->pool))
 		LOG_ERR(APP_LOG, "%s: namespace pool still busy when the subsystem went", s->nqn);
+	if (ctrlr_subsys_destroy(s->cs))
+		LOG_ERR(APP_LOG, "%s: controllers still members when the subsystem went", s->nqn);
 	for (unsigned int i = 0; i < s->nr_hosts; i++)
 		free(s->hosts[i]);
 	free(s->hosts);
-	free(s->listen_traddr);
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);
@@ -471,21 +551,21 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 
 static void app_listener_plugged(void *arg, int rc, const char *message)
 {
-	struct app_subsys *s = arg;
+	struct app_listener *l = arg;
 	char msg[APP_ERR_LEN];
 
-	s->qmp = NULL;
+	l->qmp = NULL;
 	if (rc) {
-		snprintf(msg, sizeof(msg), "device_add of %s on manager %s failed: %s", s->fn->vuid,
-			 s->fn->mgr->name, message);
-		app_listener_pend(s, rc, msg);
-		app_listener_teardown(s->t, s, app_listener_finish_pending);
+		snprintf(msg, sizeof(msg), "device_add of %s on manager %s failed: %s", l->fn->vuid,
+			 l->fn->mgr->name, message);
+		app_listener_pend(l, rc, msg);
+		app_listener_teardown(l, app_listener_finish_pending);
 		return;
 	}
-	s->state = APP_LISTENER_LIVE;
-	LOG_INFO(APP_LOG, "%s: %s hot-plugged into manager %s port %s", s->nqn, s->fn->vuid,
-		 s->fn->mgr->name, s->fn->bus);
-	app_listener_finish(s, 0, NULL);
+	l->state = APP_LISTENER_LIVE;
+	LOG_INFO(APP_LOG, "%s: controller %u (%s) hot-plugged into manager %s port %s", l->s->nqn,
+		 l->cntlid, l->fn->vuid, l->fn->mgr->name, l->fn->bus);
+	app_listener_finish(l, 0, NULL);
 }
 
 /* The QEMU device id of a function: its VUID with what QEMU ids refuse replaced. */
@@ -514,10 +594,11 @@ static const char *app_free_port(struct app_target *t, struct app_manager *mgr)
 	return NULL;
 }
 
-/* Starts device_add for s's function. Returns 0 (app_listener_plugged will run) or -errno. */
-static int app_listener_plug(struct app_target *t, struct app_subsys *s, const char *bus, char *err)
+/* Starts device_add for l's function. Returns 0 (app_listener_plugged will run) or -errno. */
+static int app_listener_plug(struct app_target *t, struct app_listener *l, const char *bus,
+			     char *err)
 {
-	struct app_function *fn = s->fn;
+	struct app_function *fn = l->fn;
 	struct json_object *cmd, *args, *sock;
 	char id[128];
 	int rc;
@@ -545,13 +626,12 @@ static int app_listener_plug(struct app_target *t, struct app_subsys *s, const c
 	json_object_object_add(args, "socket", sock);
 	json_object_object_add(cmd, "execute", json_object_new_string("device_add"));
 	json_object_object_add(cmd, "arguments", args);
-	s->state = APP_LISTENER_ATTACHING;
+	l->state = APP_LISTENER_ATTACHING;
 	rc = app_qmp_run(t->loop, fn->mgr->qmp_socket, cmd, NULL, APP_HOTPLUG_TIMEOUT_US,
-			 app_listener_plugged, s, &s->qmp);
+			 app_listener_plugged, l, &l->qmp);
 	if (rc) {
 		snprintf(err, APP_ERR_LEN, "cannot reach QMP socket %s of manager %s: %s",
 			 fn->mgr->qmp_socket, fn->mgr->name, strerror(-rc));
-		s->state = APP_LISTENER_NONE;
 		return rc;
 	}
 	return 0;
@@ -570,9 +650,9 @@ static int app_listener_function(struct app_target *t, const char *traddr, const
 	if (!fn)
 		fn = app_function_find_socket(t, traddr);
 	if (fn) {
-		if (fn->subsys) {
-			snprintf(err, APP_ERR_LEN, "%s is already the listener of %s", traddr,
-				 fn->subsys->nqn);
+		if (fn->listener) {
+			snprintf(err, APP_ERR_LEN, "%s is already a listener of %s (controller %u)",
+				 traddr, fn->listener->s->nqn, fn->listener->cntlid);
 			return -EEXIST;
 		}
 		if (manager && strcmp(manager, fn->mgr->name)) {
@@ -644,14 +724,25 @@ static int app_vfiouser_socket(const char *traddr, char *path, size_t len, char 
 	return 0;
 }
 
+/* The lowest CNTLID of s's range no listener has, or 0 when all are taken. */
+static uint16_t app_free_cntlid(const struct app_subsys *s)
+{
+	for (uint32_t id = s->min_cntlid; id <= s->max_cntlid; id++)
+		if (!app_subsys_listener_by_cntlid(s, (uint16_t)id))
+			return (uint16_t)id;
+	return 0;
+}
+
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
 		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
 		      void *arg)
 {
 	const char *canon = app_trtype_canonical(trtype);
 	struct app_function *fn;
+	struct app_listener *l, **tail;
 	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
 	const char *where = traddr;
+	uint16_t cntlid;
 	int rc;
 
 	if (!canon) {
@@ -665,10 +756,25 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		     "transport " APP_TRTYPE " does not exist: nvmf_create_transport first");
 		return;
 	}
-	if (s->state != APP_LISTENER_NONE) {
-		snprintf(err, APP_ERR_LEN, "subsystem %s already has a listener (%s)", s->nqn,
-			 s->fn->vuid);
-		done(arg, -EEXIST, err);
+	if (s->deleting || s->pool_creating) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s is being %s", s->nqn,
+			 s->deleting ? "deleted" : "given its namespace pool");
+		done(arg, -EBUSY, err);
+		return;
+	}
+	/* Namespace Management attaches a pool's namespaces to the one controller it is bound to
+	 * (attachment per controller is not modelled): a pool keeps its subsystem single. */
+	if (s->pool && s->listeners) {
+		snprintf(err, APP_ERR_LEN,
+			 "subsystem %s has a namespace pool: it has one controller at most", s->nqn);
+		done(arg, -EBUSY, err);
+		return;
+	}
+	cntlid = app_free_cntlid(s);
+	if (!cntlid) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: every CNTLID of %u..%u is taken", s->nqn,
+			 s->min_cntlid, s->max_cntlid);
+		done(arg, -ENOSPC, err);
 		return;
 	}
 	if (!strcmp(canon, "VFIOUSER")) {
@@ -684,161 +790,188 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, rc, err);
 		return;
 	}
-	s->listen_traddr = strdup(traddr);
-	if (!s->listen_traddr) {
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->listen_traddr = strdup(traddr))) {
+		free(l);
 		if (fn->implicit && app_function_destroy(t, fn, err))
 			LOG_ERR(APP_LOG, "%s: %s", s->nqn, err);
 		done(arg, -ENOMEM, "out of memory");
 		return;
 	}
-	snprintf(s->listen_trtype, sizeof(s->listen_trtype), "%s", canon);
+	l->s = s;
+	l->cntlid = cntlid;
+	snprintf(l->listen_trtype, sizeof(l->listen_trtype), "%s", canon);
+	for (tail = &s->listeners; *tail; tail = &(*tail)->next)
+		;
+	*tail = l;
 	/* On failure the listener is torn down, with the function if it was implicit, and the
 	 * teardown's end reports the error. */
-	s->done = done;
-	s->done_arg = arg;
-	if (app_listener_start(t, s, fn, err))
+	l->done = done;
+	l->done_arg = arg;
+	if (app_listener_start(t, l, fn, err))
 		return;
 	if (!fn->mgr->qmp_socket) {
-		s->state = APP_LISTENER_LIVE;
-		app_listener_finish(s, 0, NULL);
+		l->state = APP_LISTENER_LIVE;
+		app_listener_finish(l, 0, NULL);
 		return;
 	}
-	rc = app_listener_plug(t, s, bus, err);
+	rc = app_listener_plug(t, l, bus, err);
 	if (rc) {
-		app_listener_pend(s, rc, err);
-		app_listener_teardown(t, s, app_listener_finish_pending);
+		app_listener_pend(l, rc, err);
+		app_listener_teardown(l, app_listener_finish_pending);
 	}
-}
-
-/* Teardown continuation of an unplug: the listener is gone; so is the subsystem when it was
- * being deleted. */
-static void app_listener_removed(struct app_subsys *s)
-{
-	if (s->delete_after_detach) {
-		app_done_fn done = s->done;
-		void *done_arg = s->done_arg;
-		int rc = s->pending_rc;
-		char msg[APP_ERR_LEN];
-
-		snprintf(msg, sizeof(msg), "%s", s->pending_msg);
-		app_subsys_free(s->t, s);
-		done(done_arg, rc, rc ? msg : NULL);
-		return;
-	}
-	app_listener_finish_pending(s);
 }
 
 static void app_listener_unplugged(void *arg, int rc, const char *message)
 {
-	struct app_subsys *s = arg;
+	struct app_listener *l = arg;
 	char msg[APP_ERR_LEN];
 
-	s->qmp = NULL;
+	l->qmp = NULL;
 	if (rc) {
 		struct ctrlr_stats st;
 
 		/* Whether the guest's driver shut the controller down (CC.SHN) tells a
 		 * released device from one pulled away. */
-		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
+		ctrlr_get_stats(pcie_ctrlr_core(l->pc), &st);
 		snprintf(msg, sizeof(msg), "device_del of %s: %s (%s); endpoint closed anyway",
-			 s->fn->vuid, message,
-			 st.shutdowns > s->shutdowns_at_detach
+			 l->fn->vuid, message,
+			 st.shutdowns > l->shutdowns_at_detach
 			     ? "the guest had released it: controller shut down"
 			     : "the guest had not shut the controller down");
 	} else {
-		LOG_INFO(APP_LOG, "%s: %s released by the guest", s->nqn, s->fn->vuid);
+		LOG_INFO(APP_LOG, "%s: controller %u (%s) released by the guest", l->s->nqn,
+			 l->cntlid, l->fn->vuid);
 	}
-	app_listener_pend(s, rc, rc ? msg : NULL);
-	app_listener_teardown(s->t, s, app_listener_removed);
+	app_listener_pend(l, rc, rc ? msg : NULL);
+	app_listener_teardown(l, app_listener_finish_pending);
 }
 
-/* Starts the unplug of a live listener. done runs once. */
-static void app_listener_detach(struct app_target *t, struct app_subsys *s, app_done_fn done,
+/* Starts the unplug of a live listener; done runs once, after its teardown. */
+static void app_listener_detach(struct app_target *t, struct app_listener *l, app_done_fn done,
 				void *arg)
 {
 	struct json_object *cmd, *args;
+	struct ctrlr_stats st;
 	char id[128], err[APP_ERR_LEN];
 	int rc;
 
-	if (!s->fn->bus || t->shutting_down) {
-		s->done = done;
-		s->done_arg = arg;
-		app_listener_pend(s, 0, NULL);
-		app_listener_teardown(t, s, app_listener_removed);
+	l->done = done;
+	l->done_arg = arg;
+	if (!l->fn->bus || t->shutting_down) {
+		app_listener_pend(l, 0, NULL);
+		app_listener_teardown(l, app_listener_finish_pending);
 		return;
 	}
-	app_qdev_id(s->fn, id, sizeof(id));
+	app_qdev_id(l->fn, id, sizeof(id));
 	cmd = json_object_new_object();
 	args = json_object_new_object();
 	json_object_object_add(args, "id", json_object_new_string(id));
 	json_object_object_add(cmd, "execute", json_object_new_string("device_del"));
 	json_object_object_add(cmd, "arguments", args);
-	s->done = done;
-	s->done_arg = arg;
-	s->state = APP_LISTENER_DETACHING;
-	{
-		struct ctrlr_stats st;
-
-		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
-		s->shutdowns_at_detach = st.shutdowns;
-	}
-	rc = app_qmp_run(t->loop, s->fn->mgr->qmp_socket, cmd, id, APP_HOTPLUG_TIMEOUT_US,
-			 app_listener_unplugged, s, &s->qmp);
+	l->state = APP_LISTENER_DETACHING;
+	ctrlr_get_stats(pcie_ctrlr_core(l->pc), &st);
+	l->shutdowns_at_detach = st.shutdowns;
+	rc = app_qmp_run(t->loop, l->fn->mgr->qmp_socket, cmd, id, APP_HOTPLUG_TIMEOUT_US,
+			 app_listener_unplugged, l, &l->qmp);
 	if (rc == -ECONNREFUSED || rc == -ENOENT) {
 		/* No QEMU listens any more: the device went with it; nothing to unplug. */
-		LOG_WARN(APP_LOG, "%s: QEMU of manager %s is gone (%s): closing %s", s->nqn,
-			 s->fn->mgr->name, strerror(-rc), s->fn->vuid);
-		app_listener_unplugged(s, 0, NULL);
+		LOG_WARN(APP_LOG, "%s: QEMU of manager %s is gone (%s): closing %s", l->s->nqn,
+			 l->fn->mgr->name, strerror(-rc), l->fn->vuid);
+		app_listener_unplugged(l, 0, NULL);
 		return;
 	}
 	if (rc) {
-		snprintf(err, sizeof(err), "cannot reach QMP socket %s: %s", s->fn->mgr->qmp_socket,
+		snprintf(err, sizeof(err), "cannot reach QMP socket %s: %s", l->fn->mgr->qmp_socket,
 			 strerror(-rc));
-		app_listener_unplugged(s, rc, err);
+		app_listener_unplugged(l, rc, err);
 	}
+}
+
+/* True if traddr names l: its VUID, socket path, or the traddr it was added with. */
+static bool app_listener_matches(const struct app_listener *l, const char *traddr)
+{
+	return !traddr || !strcmp(traddr, l->fn->vuid) || !strcmp(traddr, l->fn->socket_path) ||
+	       (l->listen_traddr && !strcmp(traddr, l->listen_traddr));
 }
 
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg)
 {
+	struct app_listener *l;
 	char err[APP_ERR_LEN];
 
-	if (s->state == APP_LISTENER_NONE) {
+	if (!s->listeners) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s has no listener", s->nqn);
 		done(arg, -ENOENT, err);
 		return;
 	}
-	if (s->state != APP_LISTENER_LIVE) {
-		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
-		done(arg, -EBUSY, err);
-		return;
-	}
-	if (traddr && strcmp(traddr, s->fn->vuid) && strcmp(traddr, s->fn->socket_path) &&
-	    (!s->listen_traddr || strcmp(traddr, s->listen_traddr))) {
+	for (l = s->listeners; l && !(l->fn && app_listener_matches(l, traddr)); l = l->next)
+		;
+	if (!l) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s has no listener at %s", s->nqn, traddr);
 		done(arg, -ENOENT, err);
 		return;
 	}
-	app_listener_detach(t, s, done, arg);
+	if (l->state != APP_LISTENER_LIVE || s->deleting) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress at %s", s->nqn,
+			 l->fn->vuid);
+		done(arg, -EBUSY, err);
+		return;
+	}
+	app_listener_detach(t, l, done, arg);
+}
+
+static void app_subsys_delete_step(struct app_subsys *s);
+
+/* A listener of a subsystem being deleted is gone: remember its error, go on. */
+static void app_subsys_listener_gone(void *arg, int rc, const char *message)
+{
+	struct app_subsys *s = arg;
+
+	if (rc && !s->del_rc) {
+		s->del_rc = rc;
+		snprintf(s->del_msg, sizeof(s->del_msg), "%s", message ? message : "");
+	}
+	app_subsys_delete_step(s);
+}
+
+/* Detaches the next listener, or, with none left, frees s and reports the first error. A
+ * listener's teardown calls back into here, so each step is one listener deep. */
+static void app_subsys_delete_step(struct app_subsys *s)
+{
+	app_done_fn done;
+	void *arg;
+	char msg[APP_ERR_LEN];
+	int rc;
+
+	if (s->listeners) {
+		app_listener_detach(s->t, s->listeners, app_subsys_listener_gone, s);
+		return;
+	}
+	done = s->del_done;
+	arg = s->del_arg;
+	rc = s->del_rc;
+	snprintf(msg, sizeof(msg), "%s", s->del_msg);
+	app_subsys_free(s->t, s);
+	done(arg, rc, rc ? msg : NULL);
 }
 
 void app_subsys_delete(struct app_target *t, struct app_subsys *s, app_done_fn done, void *arg)
 {
 	char err[APP_ERR_LEN];
 
-	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING ||
-	    s->pool_creating) {
+	(void)t;
+	if (app_subsys_busy(s) || s->pool_creating) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress", s->nqn);
 		done(arg, -EBUSY, err);
 		return;
 	}
-	if (s->state == APP_LISTENER_LIVE) {
-		s->delete_after_detach = true;
-		app_listener_detach(t, s, done, arg);
-		return;
-	}
-	app_subsys_free(t, s);
-	done(arg, 0, NULL);
+	s->deleting = true;
+	s->del_done = done;
+	s->del_arg = arg;
+	s->del_rc = 0;
+	app_subsys_delete_step(s);
 }
 
 int app_subsys_add_host(struct app_subsys *s, const char *host, char *err)

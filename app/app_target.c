@@ -21,7 +21,7 @@ int app_target_init(struct app_target *t, struct evloop *loop, const char *run_d
 	t->tr_defaults.num_poll_groups = 1;
 	t->tr_defaults.dpa_harts = APP_DEFAULT_DPA_HARTS;
 	t->tr_defaults.profile = hw_profile_find("unlimited");
-	t->next_cntlid = 1;
+	t->next_serial = 1;
 	t->run_dir = strdup(run_dir);
 	if (!t->run_dir)
 		return -ENOMEM;
@@ -179,12 +179,16 @@ void app_target_fini_step(struct app_target *t)
 		/* Listeners first (a hot-plug in flight is cancelled: the guest sees a surprise
 		 * removal), then the subsystems, functions and managers. */
 		for (s = t->subsystems; s && !t->fini_again; s = next) {
+			struct app_listener *l;
+
 			next = s->next;
-			if (s->qmp) {
+			for (l = s->listeners; l && !l->qmp; l = l->next)
+				;
+			if (l) {
 				/* Its callback tears the listener down. */
-				app_qmp_cancel(s->qmp);
+				app_qmp_cancel(l->qmp);
 				t->fini_again = true;
-			} else if (s->state == APP_LISTENER_DETACHING || s->pool_creating) {
+			} else if (app_subsys_busy(s) || s->pool_creating) {
 				continue; /* a teardown or pool load runs: its end steps again */
 			} else {
 				/* Frees s now, or starts its listener's teardown (DETACHING). */

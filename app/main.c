@@ -860,7 +860,7 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o, struct 
 	if (rc)
 		goto out_err;
 	snprintf(st->nqn, sizeof(st->nqn), "nqn.2026-11.io.nvme-emu:%s", o->ctrlr.serial);
-	rc = app_subsys_create(t, st->nqn, o->ctrlr.serial, o->ctrlr.model, 0, true, err);
+	rc = app_subsys_create(t, st->nqn, o->ctrlr.serial, o->ctrlr.model, 0, true, 0, 0, err);
 	if (rc)
 		goto out_err;
 	st->s = app_subsys_find(t, st->nqn);

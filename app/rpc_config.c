@@ -177,6 +177,10 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		rpc_config_int(p, "max_namespaces", s->max_namespaces);
 		json_object_object_add(p, "allow_any_host",
 				       json_object_new_boolean(s->allow_any_host));
+		if (s->min_cntlid != APP_MIN_CNTLID || s->max_cntlid != APP_MAX_CNTLID) {
+			rpc_config_int(p, "min_cntlid", s->min_cntlid);
+			rpc_config_int(p, "max_cntlid", s->max_cntlid);
+		}
 		rpc_config_add(config, "nvmf_create_subsystem", p);
 		for (unsigned int i = 0; i < s->nr_hosts; i++) {
 			p = json_object_new_object();
@@ -221,28 +225,33 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		}
 		if ((p = rpc_ns_pool_config(s)))
 			rpc_config_add(config, "nvmf_emu_ns_pool_create", p);
-		if (s->fn &&
-		    (s->state == APP_LISTENER_LIVE || s->state == APP_LISTENER_ATTACHING)) {
-			struct json_object *a = json_object_new_object();
+		/* Every listener, in the order they were added: a replay gives each controller
+		 * the CNTLID it had (the lowest free one, in the same order). */
+		for (struct app_listener *l = s->listeners; l; l = l->next) {
+			struct json_object *a;
 
+			if (!l->fn ||
+			    (l->state != APP_LISTENER_LIVE && l->state != APP_LISTENER_ATTACHING))
+				continue;
+			a = json_object_new_object();
 			p = json_object_new_object();
 			rpc_config_str(p, "nqn", s->nqn);
-			if (!strcmp(s->listen_trtype, "VFIOUSER")) {
+			if (!strcmp(l->listen_trtype, "VFIOUSER")) {
 				/* SPDK's form: the directory of <traddr>/cntrl. */
 				rpc_config_str(a, "trtype", "VFIOUSER");
-				rpc_config_str(a, "traddr", s->listen_traddr);
+				rpc_config_str(a, "traddr", l->listen_traddr);
 				rpc_config_str(a, "trsvcid", "0");
 			} else {
-				rpc_config_str(a, "trtype", s->listen_trtype[0] ? s->listen_trtype
+				rpc_config_str(a, "trtype", l->listen_trtype[0] ? l->listen_trtype
 										: APP_TRTYPE);
 				rpc_config_str(a, "adrfam", "PCIE");
 				/* An implicit function is re-created from its path; a named
 				 * one is created by the emu section first. */
-				rpc_config_str(a, "traddr", s->fn->implicit ? s->fn->socket_path
-									    : s->fn->vuid);
+				rpc_config_str(a, "traddr", l->fn->implicit ? l->fn->socket_path
+									    : l->fn->vuid);
 			}
 			json_object_object_add(p, "listen_address", a);
-			rpc_config_str(p, "manager", s->fn->mgr->name);
+			rpc_config_str(p, "manager", l->fn->mgr->name);
 			rpc_config_add(config, "nvmf_subsystem_add_listener", p);
 		}
 	}

@@ -213,7 +213,11 @@ static void rpc_emu_list_functions(struct rpc_request *req, struct json_object *
 		json_object_object_add(o, "manager", json_object_new_string(fn->mgr->name));
 		json_object_object_add(o, "socket", json_object_new_string(fn->socket_path));
 		json_object_object_add(o, "subsystem",
-				       fn->subsys ? json_object_new_string(fn->subsys->nqn) : NULL);
+				       fn->listener ? json_object_new_string(fn->listener->s->nqn)
+						    : NULL);
+		if (fn->listener)
+			json_object_object_add(o, "cntlid",
+					       json_object_new_int64(fn->listener->cntlid));
 		json_object_object_add(o, "bus", fn->bus ? json_object_new_string(fn->bus) : NULL);
 		json_object_object_add(o, "implicit", json_object_new_boolean(fn->implicit));
 		json_object_array_add(list, o);

@@ -1,7 +1,9 @@
 /* app/rpc_health.c - steering a controller's SMART / Health (controller/health.c) the way test
  * engineers need it: nvmf_emu_set_health (temperature, available spare, percentage used, or back
  * to the model), nvmf_emu_inject_media_error (an LBA range that reads fail on until written),
- * nvmf_emu_get_health. */
+ * nvmf_emu_get_health. Each controller of a subsystem has its own health (its own load and
+ * temperature): `cntlid` picks one; without it, setting and injecting apply to every controller
+ * and getting reads the first. */
 #include "app/app_internal.h"
 #include "app/rpc.h"
 #include "controller/pcie.h"
@@ -10,26 +12,45 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The live controller of subsystem `nqn`, or NULL with the error sent. */
-static struct ctrlr *rpc_health_ctrlr(struct rpc_request *req, struct app_target *t,
-				      const char *nqn)
+/* The controllers a request addresses: the one with `cntlid` (>= 0), or every live one of
+ * subsystem `nqn` (cntlid -1). Returns how many were stored in out (at least one), or 0 with
+ * the error sent. */
+#define RPC_HEALTH_MAX_CTRLS 64
+static unsigned int rpc_health_ctrlrs(struct rpc_request *req, struct app_target *t,
+				      const char *nqn, int64_t cntlid, struct ctrlr **out)
 {
 	struct app_subsys *s = app_subsys_find(t, nqn);
+	unsigned int n = 0;
 
 	if (!s) {
 		rpc_request_error(req, -ENODEV, "no subsystem %s", nqn);
-		return NULL;
+		return 0;
 	}
-	if (!s->pc) {
+	if (cntlid >= 0) {
+		struct app_listener *l = cntlid <= 0xffff
+					     ? app_subsys_listener_by_cntlid(s, (uint16_t)cntlid)
+					     : NULL;
+
+		if (!l || !l->pc) {
+			rpc_request_error(req, -ENODEV, "subsystem %s has no controller %lld", nqn,
+					  (long long)cntlid);
+			return 0;
+		}
+		out[0] = pcie_ctrlr_core(l->pc);
+		return 1;
+	}
+	for (struct app_listener *l = s->listeners; l && n < RPC_HEALTH_MAX_CTRLS; l = l->next)
+		if (l->pc)
+			out[n++] = pcie_ctrlr_core(l->pc);
+	if (!n)
 		rpc_request_error(req, -ENODEV,
 				  "subsystem %s has no controller (add a listener first)", nqn);
-		return NULL;
-	}
-	return pcie_ctrlr_core(s->pc);
+	return n;
 }
 
 struct rpc_health_set {
 	const char *nqn;
+	int64_t cntlid;
 	int64_t temperature_c;
 	int64_t available_spare;
 	int64_t percent_used;
@@ -38,6 +59,7 @@ struct rpc_health_set {
 
 static const struct rpc_decoder rpc_health_set_dec[] = {
     RPC_DEC(rpc_health_set, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_health_set, cntlid, RPC_T_I64, true),
     RPC_DEC(rpc_health_set, temperature_c, RPC_T_I64, true),
     RPC_DEC(rpc_health_set, available_spare, RPC_T_I64, true),
     RPC_DEC(rpc_health_set, percent_used, RPC_T_I64, true),
@@ -64,14 +86,15 @@ static struct json_object *rpc_health_json(struct ctrlr *c)
 static void rpc_health_set(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct rpc_health_set p = {.temperature_c = INT64_MIN, .available_spare = -1,
-				   .percent_used = -1};
+				   .percent_used = -1, .cntlid = -1};
 	struct ctrlr_health_set s = {0};
-	struct ctrlr *c;
+	struct ctrlr *c[RPC_HEALTH_MAX_CTRLS];
+	unsigned int n;
 
 	if (rpc_decode_params(req, params, rpc_health_set_dec, RPC_N(rpc_health_set_dec), &p))
 		return;
-	c = rpc_health_ctrlr(req, ctx, p.nqn);
-	if (!c)
+	n = rpc_health_ctrlrs(req, ctx, p.nqn, p.cntlid, c);
+	if (!n)
 		return;
 	if (p.temperature_c != INT64_MIN && (p.temperature_c < -272 || p.temperature_c > 1000)) {
 		rpc_request_error(req, -EINVAL, "temperature_c %lld: -272..1000",
@@ -90,35 +113,39 @@ static void rpc_health_set(struct rpc_request *req, struct json_object *params, 
 	s.temp_k = p.temperature_c != INT64_MIN ? (uint32_t)(p.temperature_c + 273) : 0;
 	s.spare = (int)p.available_spare;
 	s.used = (int)p.percent_used;
-	if (ctrlr_health_set(c, &s)) {
-		rpc_request_error(req, -EINVAL, "bad health values");
-		return;
+	for (unsigned int i = 0; i < n; i++) {
+		if (ctrlr_health_set(c[i], &s)) {
+			rpc_request_error(req, -EINVAL, "bad health values");
+			return;
+		}
 	}
-	rpc_request_result(req, rpc_health_json(c));
+	rpc_request_result(req, rpc_health_json(c[0]));
 }
 
 struct rpc_health_nqn {
 	const char *nqn;
+	int64_t cntlid;
 };
 
 static const struct rpc_decoder rpc_health_nqn_dec[] = {
     RPC_DEC(rpc_health_nqn, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_health_nqn, cntlid, RPC_T_I64, true),
 };
 
 static void rpc_health_get(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_health_nqn p = {0};
-	struct ctrlr *c;
+	struct rpc_health_nqn p = {.cntlid = -1};
+	struct ctrlr *c[RPC_HEALTH_MAX_CTRLS];
 
 	if (rpc_decode_params(req, params, rpc_health_nqn_dec, RPC_N(rpc_health_nqn_dec), &p))
 		return;
-	c = rpc_health_ctrlr(req, ctx, p.nqn);
-	if (c)
-		rpc_request_result(req, rpc_health_json(c));
+	if (rpc_health_ctrlrs(req, ctx, p.nqn, p.cntlid, c))
+		rpc_request_result(req, rpc_health_json(c[0]));
 }
 
 struct rpc_health_media {
 	const char *nqn;
+	int64_t cntlid;
 	uint32_t nsid;
 	uint64_t lba;
 	uint64_t num_blocks;
@@ -126,6 +153,7 @@ struct rpc_health_media {
 
 static const struct rpc_decoder rpc_health_media_dec[] = {
     RPC_DEC(rpc_health_media, nqn, RPC_T_STRING, false),
+    RPC_DEC(rpc_health_media, cntlid, RPC_T_I64, true),
     RPC_DEC(rpc_health_media, nsid, RPC_T_U32, false),
     RPC_DEC(rpc_health_media, lba, RPC_T_U64, false),
     RPC_DEC(rpc_health_media, num_blocks, RPC_T_U64, true),
@@ -133,16 +161,17 @@ static const struct rpc_decoder rpc_health_media_dec[] = {
 
 static void rpc_health_media(struct rpc_request *req, struct json_object *params, void *ctx)
 {
-	struct rpc_health_media p = {.num_blocks = 1};
-	struct ctrlr *c;
+	struct rpc_health_media p = {.num_blocks = 1, .cntlid = -1};
+	struct ctrlr *c[RPC_HEALTH_MAX_CTRLS];
 	int rc;
 
 	if (rpc_decode_params(req, params, rpc_health_media_dec, RPC_N(rpc_health_media_dec), &p))
 		return;
-	c = rpc_health_ctrlr(req, ctx, p.nqn);
-	if (!c)
+	if (!rpc_health_ctrlrs(req, ctx, p.nqn, p.cntlid, c))
 		return;
-	rc = ctrlr_inject_media_error(c, p.nsid, p.lba, p.num_blocks);
+	/* The bad blocks belong to the namespace, whichever controller reads them; the
+	 * controller named counts them among its media errors. */
+	rc = ctrlr_inject_media_error(c[0], p.nsid, p.lba, p.num_blocks);
 	if (rc == -ENOENT)
 		rpc_request_error(req, rc, "no namespace %u in %s", p.nsid, p.nqn);
 	else if (rc == -ERANGE)

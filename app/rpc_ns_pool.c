@@ -30,8 +30,8 @@ static void app_ns_pool_created(void *arg, int rc, const char *msg, struct ctrlr
 		s->pool = pool;
 		/* A live controller gets Namespace Management now (and the pool's attached
 		 * namespaces). */
-		if (s->pc && !t->shutting_down) {
-			rc = ctrlr_ns_pool_bind(pool, pcie_ctrlr_core(s->pc));
+		if (app_subsys_first_ctrl(s) && !t->shutting_down) {
+			rc = ctrlr_ns_pool_bind(pool, app_subsys_first_ctrl(s));
 			if (rc) {
 				snprintf(err, sizeof(err),
 					 "cannot attach the pool's namespaces to %s: %s", s->nqn,
@@ -76,8 +76,15 @@ void app_ns_pool_create(struct app_target *t, struct app_subsys *s,
 		snprintf(err, sizeof(err), "subsystem %s has a namespace pool already", s->nqn);
 		return done(arg, -EEXIST, err);
 	}
-	if (s->state == APP_LISTENER_ATTACHING || s->state == APP_LISTENER_DETACHING) {
+	if (app_subsys_busy(s)) {
 		snprintf(err, sizeof(err), "subsystem %s: a hotplug is in progress", s->nqn);
+		return done(arg, -EBUSY, err);
+	}
+	/* Attachment is to the one controller the pool is bound to. */
+	if (s->listeners && s->listeners->next) {
+		snprintf(err, sizeof(err),
+			 "subsystem %s has several controllers: a namespace pool needs one at most",
+			 s->nqn);
 		return done(arg, -EBUSY, err);
 	}
 	po.bdev = bdev_lookup(o->bdev_name);
@@ -126,7 +133,7 @@ int app_ns_pool_delete(struct app_subsys *s, char *err)
 		snprintf(err, APP_ERR_LEN, "subsystem %s has no namespace pool", s->nqn);
 		return -ENOENT;
 	}
-	if (s->state != APP_LISTENER_NONE) {
+	if (s->listeners) {
 		snprintf(err, APP_ERR_LEN,
 			 "subsystem %s has a listener: remove it first (its controller uses the "
 			 "pool)",

@@ -277,7 +277,7 @@ static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object 
 
 struct rpc_subsys {
 	const char *nqn, *serial_number, *model_number, *tgt_name;
-	uint32_t max_namespaces;
+	uint32_t max_namespaces, min_cntlid, max_cntlid;
 	bool allow_any_host;
 };
 
@@ -288,10 +288,10 @@ static const struct rpc_decoder rpc_create_subsys_dec[] = {
     RPC_DEC(rpc_subsys, max_namespaces, RPC_T_U32, true),
     RPC_DEC(rpc_subsys, allow_any_host, RPC_T_BOOL, true),
     RPC_DEC(rpc_subsys, tgt_name, RPC_T_STRING, true),
-    /* One controller per subsystem here, its CNTLID chosen by nvme-emu; the Identify limits
-     * for DSM and Write Zeroes are the controller's own. */
-    RPC_IGNORED("min_cntlid", RPC_T_U32),
-    RPC_IGNORED("max_cntlid", RPC_T_U32),
+    /* The CNTLIDs its listeners' controllers take; the Identify limits for DSM and Write
+     * Zeroes are the controller's own. */
+    RPC_DEC(rpc_subsys, min_cntlid, RPC_T_U32, true),
+    RPC_DEC(rpc_subsys, max_cntlid, RPC_T_U32, true),
     RPC_IGNORED("dmrsl", RPC_T_U32),
     RPC_IGNORED("wzsl", RPC_T_U32),
     RPC_IGNORED("admin_label", RPC_T_STRING),
@@ -322,7 +322,7 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 	if (rpc_decode_params(req, params, rpc_create_subsys_dec, RPC_N(rpc_create_subsys_dec), &p))
 		return;
 	rc = app_subsys_create(ctx, p.nqn, p.serial_number, p.model_number, p.max_namespaces,
-			       p.allow_any_host, err);
+			       p.allow_any_host, p.min_cntlid, p.max_cntlid, err);
 	if (rc)
 		rpc_request_error(req, rc, "%s", err);
 	else
@@ -398,22 +398,22 @@ static const char *rpc_listener_state_name(enum app_listener_state st)
 	return "?";
 }
 
-/* The listener's address as SPDK reports it: the trtype and traddr it was added with (VFIOUSER:
- * the directory), then ours (socket, vuid, manager, state). */
-static struct json_object *rpc_listener_describe(const struct app_subsys *s)
+/* A listener's address as SPDK reports it: the trtype and traddr it was added with (VFIOUSER:
+ * the directory), then ours (socket). */
+static struct json_object *rpc_listener_describe(const struct app_listener *l)
 {
 	struct json_object *a = json_object_new_object();
-	bool vfiouser = !strcmp(s->listen_trtype, "VFIOUSER");
+	bool vfiouser = !strcmp(l->listen_trtype, "VFIOUSER");
 
 	json_object_object_add(
-	    a, "trtype", json_object_new_string(s->listen_trtype[0] ? s->listen_trtype : APP_TRTYPE));
+	    a, "trtype", json_object_new_string(l->listen_trtype[0] ? l->listen_trtype : APP_TRTYPE));
 	json_object_object_add(a, "adrfam", json_object_new_string("PCIE"));
 	json_object_object_add(a, "traddr",
-			       json_object_new_string(vfiouser && s->listen_traddr
-							  ? s->listen_traddr
-							  : s->fn->socket_path));
+			       json_object_new_string(vfiouser && l->listen_traddr
+							  ? l->listen_traddr
+							  : l->fn->socket_path));
 	json_object_object_add(a, "trsvcid", json_object_new_string(vfiouser ? "0" : ""));
-	json_object_object_add(a, "socket", json_object_new_string(s->fn->socket_path));
+	json_object_object_add(a, "socket", json_object_new_string(l->fn->socket_path));
 	return a;
 }
 
@@ -424,15 +424,20 @@ static struct json_object *rpc_subsys_describe(const struct app_subsys *s)
 
 	json_object_object_add(o, "nqn", json_object_new_string(s->nqn));
 	json_object_object_add(o, "subtype", json_object_new_string("NVMe"));
-	if (s->fn) {
-		struct json_object *a = rpc_listener_describe(s);
+	/* One entry per listener (controller), with its function and CNTLID. */
+	for (const struct app_listener *l = s->listeners; l; l = l->next) {
+		struct json_object *a;
 
-		json_object_object_add(a, "vuid", json_object_new_string(s->fn->vuid));
-		json_object_object_add(a, "manager", json_object_new_string(s->fn->mgr->name));
-		if (s->fn->bus)
-			json_object_object_add(a, "bus", json_object_new_string(s->fn->bus));
+		if (!l->fn)
+			continue;
+		a = rpc_listener_describe(l);
+		json_object_object_add(a, "vuid", json_object_new_string(l->fn->vuid));
+		json_object_object_add(a, "manager", json_object_new_string(l->fn->mgr->name));
+		if (l->fn->bus)
+			json_object_object_add(a, "bus", json_object_new_string(l->fn->bus));
 		json_object_object_add(a, "state",
-				       json_object_new_string(rpc_listener_state_name(s->state)));
+				       json_object_new_string(rpc_listener_state_name(l->state)));
+		json_object_object_add(a, "cntlid", json_object_new_int64(l->cntlid));
 		json_object_array_add(la, a);
 	}
 	json_object_object_add(o, "listen_addresses", la);
@@ -447,7 +452,8 @@ static struct json_object *rpc_subsys_describe(const struct app_subsys *s)
 	json_object_object_add(o, "serial_number", json_object_new_string(s->serial));
 	json_object_object_add(o, "model_number", json_object_new_string(s->model));
 	json_object_object_add(o, "max_namespaces", json_object_new_int64(s->max_namespaces));
-	json_object_object_add(o, "cntlid", json_object_new_int64(s->cntlid));
+	json_object_object_add(o, "min_cntlid", json_object_new_int64(s->min_cntlid));
+	json_object_object_add(o, "max_cntlid", json_object_new_int64(s->max_cntlid));
 	for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 		if (s->ns[i])
 			json_object_array_add(nss, rpc_ns_describe(s->ns[i]));
@@ -666,15 +672,17 @@ static struct json_object *rpc_stats_controllers(struct app_target *t)
 	struct json_object *list = json_object_new_array();
 
 	for (struct app_subsys *s = t->subsystems; s; s = s->next) {
+	for (struct app_listener *l = s->listeners; l; l = l->next) {
 		struct json_object *o;
 		struct ctrlr_stats st;
 
-		if (!s->pc)
+		if (!l->pc)
 			continue;
 		o = json_object_new_object();
-		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
+		ctrlr_get_stats(pcie_ctrlr_core(l->pc), &st);
 		json_object_object_add(o, "nqn", json_object_new_string(s->nqn));
-		json_object_object_add(o, "vuid", json_object_new_string(s->fn->vuid));
+		json_object_object_add(o, "cntlid", json_object_new_int64(l->cntlid));
+		json_object_object_add(o, "vuid", json_object_new_string(l->fn->vuid));
 		json_object_object_add(o, "enabled", json_object_new_boolean(st.enabled));
 		RPC_STAT(o, st, admin_cmds);
 		RPC_STAT(o, st, io_cmds);
@@ -693,6 +701,7 @@ static struct json_object *rpc_stats_controllers(struct app_target *t)
 		RPC_STAT(o, st, io_sqs);
 		RPC_STAT(o, st, io_cqs);
 		json_object_array_add(list, o);
+	}
 	}
 	return list;
 }
@@ -758,44 +767,54 @@ static void rpc_nvmf_subsystem_get_listeners(struct rpc_request *req, struct jso
 	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
 		return;
 	list = json_object_new_array();
-	if (s->fn) {
-		struct json_object *l = json_object_new_object();
+	for (const struct app_listener *l = s->listeners; l; l = l->next) {
+		struct json_object *o;
 
-		json_object_object_add(l, "address", rpc_listener_describe(s));
-		json_object_object_add(l, "secure_channel", json_object_new_boolean(false));
+		if (!l->fn)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "address", rpc_listener_describe(l));
+		json_object_object_add(o, "secure_channel", json_object_new_boolean(false));
 		json_object_object_add(
-		    l, "state", json_object_new_string(rpc_listener_state_name(s->state)));
-		json_object_array_add(list, l);
+		    o, "state", json_object_new_string(rpc_listener_state_name(l->state)));
+		json_object_object_add(o, "cntlid", json_object_new_int64(l->cntlid));
+		json_object_array_add(list, o);
 	}
 	rpc_request_result(req, list);
 }
 
-/* The one controller of a subsystem, while a host has it enabled (CSTS.RDY). */
+/* The subsystem's controllers a host has enabled (CSTS.RDY), one per listener. */
 static void rpc_nvmf_subsystem_get_controllers(struct rpc_request *req,
 					       struct json_object *params, void *ctx)
 {
 	struct rpc_subsys p = {0};
 	struct app_subsys *s;
 	struct json_object *list;
-	struct ctrlr_stats st;
 
 	if (rpc_decode_params(req, params, rpc_nqn_dec, RPC_N(rpc_nqn_dec), &p) ||
 	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
 		return;
 	list = json_object_new_array();
-	if (s->pc) {
-		ctrlr_get_stats(pcie_ctrlr_core(s->pc), &st);
-		if (st.enabled) {
-			struct json_object *c = json_object_new_object();
+	for (const struct app_listener *l = s->listeners; l; l = l->next) {
+		struct json_object *c;
+		struct ctrlr_stats st;
+		char hostid[33];
 
-			json_object_object_add(c, "cntlid", json_object_new_int64(s->cntlid));
-			/* A PCIe host has no NQN: the function's VUID names it. */
-			json_object_object_add(c, "hostnqn", json_object_new_string(""));
-			json_object_object_add(c, "hostid", json_object_new_string(""));
-			json_object_object_add(c, "vuid", json_object_new_string(s->fn->vuid));
-			json_object_object_add(c, "num_io_qpairs", json_object_new_int64(st.io_sqs));
-			json_object_array_add(list, c);
-		}
+		if (!l->pc)
+			continue;
+		ctrlr_get_stats(pcie_ctrlr_core(l->pc), &st);
+		if (!st.enabled)
+			continue;
+		c = json_object_new_object();
+		json_object_object_add(c, "cntlid", json_object_new_int64(l->cntlid));
+		/* A PCIe host has no NQN; its identifier is what it set with Set Features
+		 * Host Identifier (reservations), and the function's VUID names it. */
+		ctrlr_get_hostid_text(pcie_ctrlr_core(l->pc), hostid);
+		json_object_object_add(c, "hostnqn", json_object_new_string(""));
+		json_object_object_add(c, "hostid", json_object_new_string(hostid));
+		json_object_object_add(c, "vuid", json_object_new_string(l->fn->vuid));
+		json_object_object_add(c, "num_io_qpairs", json_object_new_int64(st.io_sqs));
+		json_object_array_add(list, c);
 	}
 	rpc_request_result(req, list);
 }
@@ -807,24 +826,29 @@ static void rpc_nvmf_subsystem_get_qpairs(struct rpc_request *req, struct json_o
 	struct app_subsys *s;
 	struct json_object *list;
 	uint16_t qids[CTRLR_MAX_IO_QUEUES + 1];
-	int n = 0;
 
 	if (rpc_decode_params(req, params, rpc_nqn_dec, RPC_N(rpc_nqn_dec), &p) ||
 	    !(s = rpc_subsys_lookup(req, ctx, p.nqn)))
 		return;
 	list = json_object_new_array();
-	if (s->pc)
-		n = ctrlr_get_sq_ids(pcie_ctrlr_core(s->pc), qids, (int)RPC_N(qids));
-	for (int i = 0; i < n; i++) {
-		struct json_object *q = json_object_new_object();
+	for (const struct app_listener *l = s->listeners; l; l = l->next) {
+		int n;
 
-		json_object_object_add(q, "cntlid", json_object_new_int64(s->cntlid));
-		json_object_object_add(q, "qid", json_object_new_int64(qids[i]));
-		json_object_object_add(q, "state", json_object_new_string("active"));
-		json_object_object_add(q, "thread", json_object_new_string(
-							qids[i] ? "nvmf_tgt_poll_group" : "app_thread"));
-		json_object_object_add(q, "listen_address", rpc_listener_describe(s));
-		json_object_array_add(list, q);
+		if (!l->pc)
+			continue;
+		n = ctrlr_get_sq_ids(pcie_ctrlr_core(l->pc), qids, (int)RPC_N(qids));
+		for (int i = 0; i < n; i++) {
+			struct json_object *q = json_object_new_object();
+
+			json_object_object_add(q, "cntlid", json_object_new_int64(l->cntlid));
+			json_object_object_add(q, "qid", json_object_new_int64(qids[i]));
+			json_object_object_add(q, "state", json_object_new_string("active"));
+			json_object_object_add(
+			    q, "thread",
+			    json_object_new_string(qids[i] ? "nvmf_tgt_poll_group" : "app_thread"));
+			json_object_object_add(q, "listen_address", rpc_listener_describe(l));
+			json_object_array_add(list, q);
+		}
 	}
 	rpc_request_result(req, list);
 }

@@ -118,7 +118,7 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 	if (st)
 		return ctrlr_format_complete(req, st);
 	/* Erased blocks are readable (zeroes): Write Uncorrectable marks go with the data. */
-	ctrlr_uncor_clear_all(&ns->uncor);
+	ctrlr_uncor_clear_all(ns->uncor);
 	/* A zoned namespace's data went with its zones: all Empty (Read Only, Offline stay). */
 	if (ns->zns)
 		ctrlr_zns_send(ns->zns, 0, NVME_ZSA_RESET, true);

@@ -123,8 +123,6 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	 * other controllers may attach the namespace. */
 	id->rescap = NVME_RESCAP_ALL_TYPES | NVME_RESCAP_IEKEY |
 		     (ns->shared && ns->shared->resv.ptpl_capable ? NVME_RESCAP_PTPL : 0);
-	if (ns->ctrlr->multi_ctrl)
-		id->nmic = NVME_NMIC_SHARED;
 	/* Copy limits (MSRC is 0-based). */
 	id->mssrl = CTRLR_COPY_MSSRL;
 	id->mcl = CTRLR_COPY_MCL;
@@ -168,15 +166,16 @@ static void ctrlr_identify_ns_indep(const struct ctrlr_ns *ns, struct nvme_id_ns
 	id->nstat = NVME_NSTAT_READY;
 }
 
-/* CNS 10h allocated NSIDs, 11h Identify Namespace of an allocated NSID (attached or not), 12h
- * controllers attached to NSID, 13h controllers of the subsystem (Base 2.0 5.17.2.x): only with
- * Namespace Management (OACS bit 3). */
+/* CNS 10h allocated NSIDs, 11h Identify Namespace of an allocated NSID (attached or not): only
+ * with Namespace Management (OACS bit 3). 12h controllers attached to NSID, 13h controllers of the
+ * subsystem (Base 2.0 5.17.2.x): with a pool, or in a subsystem of several controllers. */
 static uint16_t ctrlr_identify_nsm(struct ctrlr *ctrlr, uint8_t cns, uint32_t nsid,
 				   uint16_t cntid, uint8_t *buf)
 {
 	struct ctrlr_ns snap, *ns;
 
-	if (!ctrlr->pool)
+	if (!ctrlr->pool && !(ctrlr->subsys && (cns == NVME_CNS_NS_CTRL_LIST ||
+						cns == NVME_CNS_CTRL_LIST)))
 		return NVME_SC_INVALID_FIELD;
 	switch (cns) {
 	case NVME_CNS_ALLOC_NS_LIST:
@@ -198,10 +197,10 @@ static uint16_t ctrlr_identify_nsm(struct ctrlr *ctrlr, uint8_t cns, uint32_t ns
 	case NVME_CNS_NS_CTRL_LIST:
 		if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES)
 			return NVME_SC_INVALID_NS;
-		ctrlr_nsm_ctrl_list(ctrlr, nsid, cntid, (uint16_t *)buf);
+		ctrlr_subsys_ctrl_list(ctrlr, nsid, cntid, (uint16_t *)buf);
 		return NVME_SC_SUCCESS;
 	default:
-		ctrlr_nsm_ctrl_list(ctrlr, 0, cntid, (uint16_t *)buf);
+		ctrlr_subsys_ctrl_list(ctrlr, 0, cntid, (uint16_t *)buf);
 		return NVME_SC_SUCCESS;
 	}
 }

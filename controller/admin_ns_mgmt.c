@@ -435,16 +435,3 @@ bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *
 	memcpy(&out->eui64[3], &e->uuid[11], 5);
 	return true;
 }
-
-void ctrlr_nsm_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list)
-{
-	uint16_t cntlid = ctrlr->cfg.cntlid;
-	bool in = cntlid >= first;
-
-	/* One controller in the subsystem: this one. With an NSID, only if attached to it. */
-	if (nsid && !ctrlr->ns[nsid - 1])
-		in = false;
-	list[0] = in ? 1 : 0;
-	if (in)
-		list[1] = cntlid;
-}

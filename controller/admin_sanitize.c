@@ -144,7 +144,7 @@ static void ctrlr_san_end(struct ctrlr *ctrlr, uint16_t status)
 		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 			if (!ctrlr->ns[i])
 				continue;
-			ctrlr_uncor_clear_all(&ctrlr->ns[i]->uncor);
+			ctrlr_uncor_clear_all(ctrlr->ns[i]->uncor);
 			/* A zoned namespace's data went with its zones: all Empty (ZNS 1.1:
 			 * Sanitize resets every zone; Read Only and Offline stay). */
 			if (ctrlr->ns[i]->zns)

@@ -211,7 +211,7 @@ static bool ctrlr_dst_scan(struct ctrlr *ctrlr)
 		if (n > CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride)
 			n = CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride;
 		/* Blocks a media defect (Write Uncorrectable, injected error) made unreadable. */
-		if (ctrlr_uncor_overlaps(&ns->uncor, d->lba, n, &bad)) {
+		if (ctrlr_uncor_overlaps(ns->uncor, d->lba, n, &bad)) {
 			ctrlr_dst_finish(ctrlr, NVME_DST_RES_FAILED_SEGMENT, d->ns_next, true, bad,
 					 NVME_SC_UNRECOVERED_READ);
 			return true;

@@ -143,7 +143,6 @@ static void ctrlr_ns_free(struct ctrlr_ns *ns)
 {
 	if (!ns)
 		return;
-	ctrlr_uncor_fini(&ns->uncor);
 	ctrlr_zns_ns_fini(ns);
 	free(ns);
 }
@@ -211,6 +210,7 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 	}
 	ctrlr_dbbuf_release(ctrlr);
 	ctrlr_pool_unbind(ctrlr);
+	ctrlr_subsys_leave(ctrlr);
 	ctrlr->destroying = true;
 	ctrlr->destroy_done = done;
 	ctrlr->destroy_arg = arg;
@@ -278,11 +278,6 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
-	ret = ctrlr_uncor_init(&ns->uncor);
-	if (ret) {
-		free(ns);
-		return ret;
-	}
 	/* A zoned bdev makes a zoned namespace (CSI 2h): made here, where failing is still
 	 * simple, and given to the shared namespace below unless it has its zones already. */
 	if (bdev_get_zone_geom(bdev, &zgeom)) {
@@ -310,6 +305,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	}
 	if (ret)
 		goto out_close;
+	ns->uncor = &ns->shared->uncor;
 	ctrlr_ns_formats_init(ns, bs); /* format 0: the bdev's block, no metadata */
 	/* One zone table per bdev, shared by every controller attached to it (all zones Empty
 	 * when the first one attaches); it lives as long as the shared namespace. */
@@ -421,6 +417,18 @@ int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *a
 void ctrlr_set_multi_ctrl(struct ctrlr *ctrlr, bool multi)
 {
 	ctrlr->multi_ctrl = multi;
+}
+
+void ctrlr_get_hostid_text(const struct ctrlr *ctrlr, char *out)
+{
+	static const uint8_t zero[16];
+	unsigned int n = ctrlr->hostid_ext ? 16 : 8;
+
+	out[0] = 0;
+	if (!memcmp(ctrlr->hostid, zero, 16))
+		return;
+	for (unsigned int i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", ctrlr->hostid[i]);
 }
 
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr)

@@ -81,9 +81,29 @@ struct ctrlr_ns_shared;
 int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out);
 /* Drops the creator's reference; the object goes with the last controller namespace. */
 void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s);
-/* The subsystem has (true) or may have only one (false) controller: CMIC bit 1 and NMIC bit 0
- * in Identify. Set it before the host probes the controller. */
+/* The subsystem has (true) or may have only one (false) controller: CMIC bit 1 in Identify. Set
+ * it before the host probes the controller (ctrlr_subsys_join does). */
 void ctrlr_set_multi_ctrl(struct ctrlr *ctrlr, bool multi);
+
+/*
+ * An NVM subsystem's controllers (controller/subsys.c): several controllers (one per listener,
+ * each its own CNTLID) with the same NQN, serial and model, sharing namespaces through
+ * ctrlr_ns_shared. Membership makes a controller report CMIC bit 1 and answer Identify CNS 12h
+ * and 13h with every member. The subsystem and its members run on one thread.
+ */
+struct ctrlr_subsys;
+int ctrlr_subsys_create(struct ctrlr_subsys **out);
+/* -EBUSY while it has members; NULL is fine. */
+int ctrlr_subsys_destroy(struct ctrlr_subsys *cs);
+/* Adds a controller (before its host probes it): 0, -EEXIST (its CNTLID is taken), -EALREADY.
+ * ctrlr_destroy takes it out. */
+int ctrlr_subsys_join(struct ctrlr_subsys *cs, struct ctrlr *ctrlr);
+void ctrlr_subsys_leave(struct ctrlr *ctrlr);
+uint32_t ctrlr_subsys_count(const struct ctrlr_subsys *cs);
+struct ctrlr *ctrlr_subsys_find(struct ctrlr_subsys *cs, uint16_t cntlid);
+/* The Host Identifier the host set (Set Features 81h) as hex text (16 or 32 digits), or "" while
+ * it is zero. out: at least 33 bytes. */
+void ctrlr_get_hostid_text(const struct ctrlr *ctrlr, char *out);
 
 /*
  * Attaches `bdev` as namespace `nsid` (1..CTRLR_MAX_NAMESPACES; 0 = the lowest free id). Opens and

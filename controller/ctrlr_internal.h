@@ -86,33 +86,6 @@ struct ctrlr_health {
 /* Rated endurance: this many writes of the controller's whole capacity. */
 #define CTRLR_HEALTH_RATED_WRITES 3000
 
-/* A namespace's uncorrectable blocks (ns_uncor.c): disjoint sorted LBA ranges. */
-struct ctrlr_lba_range {
-	uint64_t slba;
-	uint64_t nlb;
-};
-#define CTRLR_UNCOR_MAX_RANGES 4096 /* Write Uncorrectable past it: Capacity Exceeded */
-struct ctrlr_uncor {
-	pthread_mutex_t lock; /* any poll group; only taken while count > 0 or to change it */
-	uint32_t count;	      /* atomic */
-	uint32_t cap;
-	uint16_t gen; /* bumped on every change (LBA Status log generation) */
-	struct ctrlr_lba_range *r;
-};
-int ctrlr_uncor_init(struct ctrlr_uncor *u);
-void ctrlr_uncor_fini(struct ctrlr_uncor *u);
-uint32_t ctrlr_uncor_count(const struct ctrlr_uncor *u);
-/* Marks [slba, +nlb): 0, -ENOSPC (CTRLR_UNCOR_MAX_RANGES ranges) or -ENOMEM. */
-int ctrlr_uncor_add(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb);
-/* Unmarks [slba, +nlb) (the blocks were written): 0 or -ENOMEM (a split without memory). */
-int ctrlr_uncor_clear(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb);
-void ctrlr_uncor_clear_all(struct ctrlr_uncor *u);
-/* True if [slba, +nlb) holds an uncorrectable block; the first one in *first. */
-bool ctrlr_uncor_overlaps(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb, uint64_t *first);
-/* Up to max ranges clipped to [slba, +nlb) (nlb 0: to the end); *more if some were left out. */
-uint32_t ctrlr_uncor_get(struct ctrlr_uncor *u, uint64_t slba, uint64_t nlb,
-			 struct ctrlr_lba_range *out, uint32_t max, bool *more, uint16_t *gen);
-
 /* LBA formats and protection (admin_format.c, io_md.c). A namespace offers every format its
  * bdev can hold without read-modify-write: data 512 (512-byte bdevs only) and 4096 bytes with 0,
  * 8, 16 and 64 bytes of metadata. Logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl):
@@ -167,7 +140,9 @@ struct ctrlr_ns {
 	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
 	uint8_t nlbaf; /* formats in lbafs */
 	uint64_t fmt;
-	struct ctrlr_uncor uncor; /* Write Uncorrectable marks (not persistent) */
+	/* Write Uncorrectable marks (not persistent): the shared namespace's, so a host's mark
+	 * fails every controller's reads and a write through any controller clears it. */
+	struct ctrlr_uncor *uncor;
 	/* Reservations and fused locks (io_resv.h): the state shared with the other controllers
 	 * of this namespace, this controller's access word (atomic, written by the admin thread)
 	 * and its Reservation Notification Mask. */
@@ -449,6 +424,9 @@ struct ctrlr {
 	uint32_t resv_log_head, resv_log_n;
 	uint64_t resv_log_count;
 	bool multi_ctrl;
+	/* The NVM subsystem's member list (subsys.c), or NULL; set by ctrlr_subsys_join. */
+	struct ctrlr_subsys *subsys;
+	struct ctrlr *subsys_next;
 	uint32_t copies_active; /* atomic: Copy commands holding a bounce buffer */
 	uint64_t created_us;
 
@@ -578,9 +556,9 @@ void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *lis
 /* CNS 11h: a snapshot of an allocated namespace (attached or not) for Identify; false if the
  * NSID is not allocated. */
 bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *out);
-/* CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all controllers of the
- * subsystem), identifiers >= first. Fills a Controller List. */
-void ctrlr_nsm_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list);
+/* subsys.c: Identify CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all
+ * controllers of the subsystem), identifiers >= first. Fills a Controller List. */
+void ctrlr_subsys_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list);
 /* Detaches a namespace like ctrlr_ns_remove; released(arg) runs on the admin thread once its
  * bdev is released (closed by the controller), maybe from inside this call. 0 or -ENOENT. */
 int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *arg), void *arg);

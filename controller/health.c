@@ -144,7 +144,7 @@ int ctrlr_inject_media_error(struct ctrlr *ctrlr, uint32_t nsid, uint64_t slba, 
 	ns = ctrlr->ns[nsid - 1];
 	if (!nlb || slba >= ns->num_blocks || nlb > ns->num_blocks - slba)
 		return -ERANGE;
-	rc = ctrlr_uncor_add(&ns->uncor, slba, nlb);
+	rc = ctrlr_uncor_add(ns->uncor, slba, nlb);
 	if (rc)
 		return rc;
 	ctrlr->health.media_errors += nlb;

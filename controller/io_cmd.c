@@ -124,7 +124,7 @@ static uint16_t ctrlr_io_check_uncor(struct ctrlr_req *req, uint64_t slba, uint6
 {
 	uint64_t bad;
 
-	if (!ctrlr_uncor_overlaps(&req->ns->uncor, slba, nlb, &bad))
+	if (!ctrlr_uncor_overlaps(req->ns->uncor, slba, nlb, &bad))
 		return NVME_SC_SUCCESS;
 	req->error_lba = bad;
 	return NVME_SC_UNRECOVERED_READ;
@@ -133,7 +133,7 @@ static uint16_t ctrlr_io_check_uncor(struct ctrlr_req *req, uint64_t slba, uint6
 /* Blocks written (Write, Write Zeroes, deallocation) are no longer uncorrectable. */
 static uint16_t ctrlr_io_written(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
-	return ctrlr_uncor_clear(&req->ns->uncor, slba, nlb) ? NVME_SC_INTERNAL : NVME_SC_SUCCESS;
+	return ctrlr_uncor_clear(req->ns->uncor, slba, nlb) ? NVME_SC_INTERNAL : NVME_SC_SUCCESS;
 }
 
 static void ctrlr_io_fail(struct ctrlr_req *req, uint16_t st)
@@ -590,7 +590,7 @@ static void ctrlr_io_write_uncor(struct ctrlr_req *req)
 		st = ctrlr_zns_io_write(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	rc = ctrlr_uncor_add(&req->ns->uncor, slba, nlb);
+	rc = ctrlr_uncor_add(req->ns->uncor, slba, nlb);
 	if (rc)
 		ctrlr_zns_io_write_failed(req, slba, nlb);
 	if (rc == -ENOSPC)

@@ -78,7 +78,7 @@ static void ctrlr_copy_write_done(struct ctrlr_req *req, int status)
 	if (st)
 		return ctrlr_copy_finish(req, st);
 	/* Written blocks are readable again, whatever Write Uncorrectable said of them. */
-	if (ctrlr_uncor_clear(&req->ns->uncor, cp->dst, cp->chunk))
+	if (ctrlr_uncor_clear(req->ns->uncor, cp->dst, cp->chunk))
 		return ctrlr_copy_finish(req, NVME_SC_INTERNAL);
 	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_written, cp->chunk * req->lbaf->ds);
 	cp->src += cp->chunk;
@@ -163,7 +163,7 @@ static void ctrlr_copy_next(struct ctrlr_req *req)
 	}
 	cp->chunk = cp->left < per ? cp->left : per;
 	/* A block marked uncorrectable fails the copy at its range, as a read of it would. */
-	if (ctrlr_uncor_overlaps(&req->ns->uncor, cp->src, cp->chunk, &bad)) {
+	if (ctrlr_uncor_overlaps(req->ns->uncor, cp->src, cp->chunk, &bad)) {
 		req->error_lba = bad;
 		return ctrlr_copy_finish(req, NVME_SC_UNRECOVERED_READ);
 	}

@@ -235,7 +235,7 @@ static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 					  (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 
 	/* Written blocks are no longer uncorrectable (as any write, io_cmd.c). */
-	if (!st && ctrlr_uncor_clear(&second->ns->uncor, ctrlr_sqe_slba(&second->sqe),
+	if (!st && ctrlr_uncor_clear(second->ns->uncor, ctrlr_sqe_slba(&second->sqe),
 				     (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1))
 		st = NVME_SC_INTERNAL;
 	if (!st) {

@@ -232,7 +232,7 @@ static void ctrlr_md_chunk_done(struct ctrlr_req *req, int status)
 	struct ctrlr_md_io *m = req->md;
 	uint16_t st = ctrlr_bdev_status(status, m->write);
 
-	if (!st && m->write && ctrlr_uncor_clear(&req->ns->uncor, m->lba, m->chunk))
+	if (!st && m->write && ctrlr_uncor_clear(req->ns->uncor, m->lba, m->chunk))
 		st = NVME_SC_INTERNAL; /* written blocks are readable again */
 	if (!st && !m->write)
 		st = ctrlr_md_drain(req, m);
@@ -288,7 +288,7 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 	uint16_t st;
 
 	st = ctrlr_io_check_range(req, slba, nlb);
-	if (!st && !to_dev && ctrlr_uncor_overlaps(&req->ns->uncor, slba, nlb, &req->error_lba))
+	if (!st && !to_dev && ctrlr_uncor_overlaps(req->ns->uncor, slba, nlb, &req->error_lba))
 		st = NVME_SC_UNRECOVERED_READ;
 	if (st)
 		return ctrlr_req_complete(req, st);

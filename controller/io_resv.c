@@ -482,10 +482,16 @@ int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out)
 	if (!s)
 		return -ENOMEM;
 	s->refs = 1;
+	rc = ctrlr_uncor_init(&s->uncor);
+	if (rc) {
+		free(s);
+		return rc;
+	}
 	ctrlr_resv_init(&s->resv, ptpl_file != NULL);
 	if (ptpl_file) {
 		s->ptpl_file = strdup(ptpl_file);
 		if (!s->ptpl_file) {
+			ctrlr_uncor_fini(&s->uncor);
 			free(s);
 			return -ENOMEM;
 		}
@@ -494,6 +500,7 @@ int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out)
 			LOG_ERR(CTRLR_LOG, "reservation state file %s: %s", ptpl_file,
 				rc == -EINVAL ? "not a valid state" : strerror(-rc));
 			free(s->ptpl_file);
+			ctrlr_uncor_fini(&s->uncor);
 			free(s);
 			return rc;
 		}
@@ -501,6 +508,7 @@ int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out)
 	rc = ctrlr_caw_locks_create(&s->caw);
 	if (rc) {
 		free(s->ptpl_file);
+		ctrlr_uncor_fini(&s->uncor);
 		free(s);
 		return rc;
 	}
@@ -514,6 +522,7 @@ void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s)
 		return;
 	ctrlr_caw_locks_destroy(s->caw);
 	ctrlr_zns_destroy(s->zns);
+	ctrlr_uncor_fini(&s->uncor);
 	free(s->ptpl_file);
 	free(s);
 }

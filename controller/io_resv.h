@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controller/ns_uncor.h"
 #include "controller/nvme_spec.h"
 
 /* Registrants (hosts) per namespace: a further Register fails with Internal Error (the spec names
@@ -102,6 +103,7 @@ struct ctrlr_ns_shared {
 	struct ctrlr_ns *nss; /* controller namespaces attached (ctrlr_ns.share_next) */
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (io_fused.c) */
 	struct ctrlr_zns *zns;	     /* a zoned namespace's zones (zns.c), or NULL */
+	struct ctrlr_uncor uncor;    /* unreadable blocks (ns_uncor.c), whoever marked them */
 };
 
 /* ctrlr.c: a controller namespace attaches to / detaches from its shared object (admin thread;

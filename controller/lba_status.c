@@ -53,7 +53,7 @@ void ctrlr_admin_get_lba_status(struct ctrlr_req *req)
 	if (!ranges)
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	/* RL 0: from SLBA to the end of the namespace. */
-	n = ctrlr_uncor_get(&req->ns->uncor, slba, rl, ranges, max, &more, NULL);
+	n = ctrlr_uncor_get(req->ns->uncor, slba, rl, ranges, max, &more, NULL);
 	/* A range longer than a descriptor's 32-bit NLB takes several descriptors. */
 	for (uint32_t i = 0; i < n && emitted < max; i++) {
 		uint64_t s = ranges[i].slba, left = ranges[i].nlb;
@@ -99,18 +99,18 @@ size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size)
 
 		if (!ns || ns->removing)
 			continue;
-		if (!ctrlr_uncor_get(&ns->uncor, 0, 0, r, 1, &more, &g)) {
+		if (!ctrlr_uncor_get(ns->uncor, 0, 0, r, 1, &more, &g)) {
 			gen += g;
 			continue;
 		}
 		gen += g;
 		first = r[0].slba;
-		pthread_mutex_lock(&ns->uncor.lock);
-		for (uint32_t i = 0; i < ns->uncor.count; i++) {
-			blocks += ns->uncor.r[i].nlb;
-			last = ns->uncor.r[i].slba + ns->uncor.r[i].nlb;
+		pthread_mutex_lock(&ns->uncor->lock);
+		for (uint32_t i = 0; i < ns->uncor->count; i++) {
+			blocks += ns->uncor->r[i].nlb;
+			last = ns->uncor->r[i].slba + ns->uncor->r[i].nlb;
 		}
-		pthread_mutex_unlock(&ns->uncor.lock);
+		pthread_mutex_unlock(&ns->uncor->lock);
 		if (last <= first || off + sizeof(*e) + sizeof(struct nvme_lba_range_desc) > size)
 			continue;
 		e = (struct nvme_lba_status_ns_elem *)(buf + off);

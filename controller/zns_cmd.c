@@ -155,7 +155,7 @@ static void ctrlr_zns_append_done(struct ctrlr_req *req, int status)
 	uint64_t lba = req->bio->offset_blocks, nlb = req->bio->num_blocks;
 	uint16_t st = ctrlr_bdev_status(status, true);
 
-	if (!st && ctrlr_uncor_clear(&req->ns->uncor, lba, nlb))
+	if (!st && ctrlr_uncor_clear(req->ns->uncor, lba, nlb))
 		st = NVME_SC_INTERNAL;
 	if (st) {
 		ctrlr_zns_write_undo(req->ns->zns, lba, nlb);

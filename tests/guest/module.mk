@@ -24,6 +24,9 @@ GUEST_TESTS += tests/guest/test-kill-during-io.sh
 GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Reservations with nvme-cli, and Persist Through Power Loss across a daemon restart.
 GUEST_TESTS += tests/guest/test-resv.sh
+# One subsystem with two controllers in one guest: Linux multipath, reservations between the
+# controllers' two host identifiers with nvme-cli.
+GUEST_TESTS += tests/guest/test-two-hosts.sh
 # Namespace Management and Attachment from nvme-cli over a file pool, across a daemon restart.
 GUEST_TESTS += tests/guest/test-ns-mgmt.sh
 # Two guests, eight functions, fio verify while one is reset, FLR'd and re-plugged (60 s here;

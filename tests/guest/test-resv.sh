@@ -6,7 +6,7 @@
 # reservation. The daemon starts again from the same config; boot 2 (jobs/resv-ptpl.sh): a host
 # without identifier (another host) is refused reads and writes with Reservation Conflict, sees
 # A's registration in Report, then becomes A and releases. The second host of a subsystem with
-# two controllers is in the unit tests (resv_ctrl_test.c): subsystems have one listener today.
+# two controllers at once is test-two-hosts.sh.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 

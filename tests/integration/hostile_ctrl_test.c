@@ -46,32 +46,7 @@ struct two {
 /* Runs nvme-emu-rpc against the daemon; 0 when it exits 0. */
 static int rpc_cli(struct two *x, const char *const *args)
 {
-	const char *argv[24];
-	char prog[256];
-	int argc = 0, status;
-	pid_t pid;
-
-	snprintf(prog, sizeof(prog), "%s/bin/nvme-emu-rpc", g_build);
-	argv[argc++] = prog;
-	argv[argc++] = "-s";
-	argv[argc++] = x->rpc;
-	for (int i = 0; args[i] && argc < 23; i++)
-		argv[argc++] = args[i];
-	argv[argc] = NULL;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null >= 0)
-			dup2(null, 1);
-		execv(prog, (char *const *)argv);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+	return nvme_itest_rpc(g_build, x->rpc, args, NULL, 0);
 }
 
 /* Starts the daemon: A from the command line (extra args added), B through JSON-RPC. */

@@ -140,3 +140,59 @@ int nvme_itest_stop(struct nvme_itest *t, bool show_log)
 	rmdir(t->dir);
 	return rc;
 }
+
+int nvme_itest_rpc(const char *build, const char *rpc_sock, const char *const *args, char *out,
+		   size_t cap)
+{
+	const char *argv[32];
+	char prog[256];
+	int argc = 0, status, pfd[2];
+	size_t len = 0;
+	pid_t pid;
+
+	snprintf(prog, sizeof(prog), "%s/bin/nvme-emu-rpc", build);
+	argv[argc++] = prog;
+	argv[argc++] = "-s";
+	argv[argc++] = rpc_sock;
+	for (int i = 0; args[i] && argc < 31; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	if (pipe(pfd))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int rc = -errno;
+
+		close(pfd[0]);
+		close(pfd[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	/* Read to the end whether or not it is kept, so the child never blocks on a full pipe. */
+	for (;;) {
+		char sink[4096];
+		char *dst = out && len + 1 < cap ? out + len : sink;
+		size_t room = out && len + 1 < cap ? cap - 1 - len : sizeof(sink);
+		ssize_t n = read(pfd[0], dst, room);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (dst != sink)
+			len += (size_t)n;
+	}
+	close(pfd[0]);
+	if (out && cap)
+		out[len] = 0;
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}

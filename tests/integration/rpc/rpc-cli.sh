@@ -280,9 +280,21 @@ bad "nvmf_emu_set_health spare 101" 'available_spare' nvmf_emu_set_health --nqn 
 bad "nvmf_emu_get_health of no subsystem" 'no subsystem' nvmf_emu_get_health --nqn nope
 bad "nvmf_emu_inject_media_error on no namespace" 'no namespace 9' nvmf_emu_inject_media_error \
 	--nqn "$NQN1" --nsid 9 --lba 0
-bad "listener twice" 'already has a listener' nvmf_subsystem_add_listener --nqn "$NQN1" \
+# A second listener is a second controller of the subsystem (CNTLID 2), until it is removed.
+ok "a second listener" nvmf_subsystem_add_listener --nqn "$NQN1" \
 	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1b.sock"
-bad "listener on a socket in use" 'already the listener' nvmf_subsystem_add_listener \
+ok_out "nvmf_subsystem_get_listeners: two, CNTLIDs 1 and 2" '"cntlid": 2' \
+	nvmf_subsystem_get_listeners --nqn "$NQN1"
+check "... and both sockets" grep -q 'c1b.sock' <<< "$out"
+bad "the same socket twice" 'already a listener of .*controller 2' nvmf_subsystem_add_listener \
+	--nqn "$NQN1" --listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1b.sock"
+ok "remove the second listener" nvmf_subsystem_remove_listener --nqn "$NQN1" \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1b.sock"
+bad "remove it again" 'no listener at' nvmf_subsystem_remove_listener --nqn "$NQN1" \
+	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1b.sock"
+bad "nvmf_emu_get_health of controller 2 (gone)" 'no controller 2' nvmf_emu_get_health \
+	--nqn "$NQN1" --cntlid 2
+bad "listener on a socket in use" 'already a listener' nvmf_subsystem_add_listener \
 	--nqn "$NQN2" --listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
 bad "listener in a missing directory" 'cannot create a socket' nvmf_subsystem_add_listener \
 	--nqn "$NQN2" --listen_address.trtype PCIE_EMU --listen_address.traddr "$D/no/c2.sock"
