@@ -70,6 +70,10 @@ struct ctrlr_san {
 	uint32_t drain_poked;	/* atomic: a drain check is queued */
 	struct evloop_msg drain_msg;
 	uint32_t gen;
+	/* Sanitize is an NVM subsystem operation (Base 2.0 8.21): while another controller of the
+	 * subsystem runs one, this one follows it (its state, phase and status mirrored here) and
+	 * `runner` is that controller. NULL when this controller runs it or none runs. */
+	struct ctrlr *runner;
 };
 
 /* Telemetry (admin_telemetry.c): the host-initiated snapshot and the controller-initiated one. */
@@ -143,6 +147,12 @@ uint16_t ctrlr_san_io_check(struct ctrlr_req *req);
  * namespace calls ctrlr_san_ns_idle (any thread). */
 bool ctrlr_san_draining(const struct ctrlr *ctrlr);
 void ctrlr_san_ns_idle(struct ctrlr *ctrlr);
+/* subsys.c: a controller joined its subsystem (it follows a sanitize running or failed there) or
+ * left subsystem cs (the followers of an operation it ran fail it; a runner it followed re-checks
+ * its drain). */
+struct ctrlr_subsys;
+void ctrlr_san_joined(struct ctrlr *ctrlr);
+void ctrlr_san_left(struct ctrlr *ctrlr, struct ctrlr_subsys *cs);
 
 /* ---- admin_telemetry.c ---- */
 /* Builds log 07h/08h (allocated in *out, *len bytes). NVMe status. */

@@ -10,7 +10,14 @@
  * Progress; a failed operation (a bdev error) leaves the controller in the sanitize failure
  * mode, where they end with Sanitize Failed until a sanitize succeeds or, if the failed one
  * allowed it (AUSE), Exit Failure Mode. The operation survives a Controller Level Reset: it goes
- * on when the controller is enabled again. Admin thread unless said otherwise. */
+ * on when the controller is enabled again.
+ *
+ * Sanitize acts on the NVM subsystem (8.21): in a subsystem of several controllers the one that
+ * received the command runs it over the namespaces and every other member follows it (its state,
+ * phase and status mirrored, `runner` set): their I/O is refused too, the drain waits for their
+ * commands as well, their Sanitize Status log reports the same operation, and the failure mode
+ * and its exit are the subsystem's. All members share the admin thread. Admin thread unless said
+ * otherwise. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -26,6 +33,83 @@ uint32_t ctrlr_sanicap(const struct ctrlr *ctrlr)
 	/* Block Erase and Overwrite; with No-Deallocate the media is left as the operation
 	 * wrote it (NODMMAS 01b). No Crypto Erase (no encryption). */
 	return NVME_SANICAP_BES | NVME_SANICAP_OWS | NVME_SANICAP_NODMMAS_UNMODIFIED;
+}
+
+/* The controllers a sanitize operation covers: the subsystem's members, or ctrlr alone. */
+static struct ctrlr *ctrlr_san_first(struct ctrlr *ctrlr)
+{
+	return ctrlr->subsys ? ctrlr_subsys_members(ctrlr->subsys) : ctrlr;
+}
+
+static struct ctrlr *ctrlr_san_next(struct ctrlr *ctrlr, struct ctrlr *it)
+{
+	return ctrlr->subsys ? it->subsys_next : NULL;
+}
+
+/* Gives every other member the runner's view: state (its store last, so a member that sees
+ * RUNNING also sees the rest), phase, status, Global Data Erased, the failure mode's AUSE. */
+static void ctrlr_san_mirror_to(struct ctrlr *runner, struct ctrlr *m)
+{
+	const struct ctrlr_san *s = &runner->ext.san;
+	struct ctrlr_san *d = &m->ext.san;
+	uint32_t state = CTRLR_LOAD(s->state);
+
+	d->phase = s->phase;
+	d->cdw10 = s->cdw10;
+	d->scdw10 = s->scdw10;
+	d->sstat = s->sstat;
+	d->gde = s->gde;
+	d->writes_at_end = s->writes_at_end;
+	d->ause = s->ause;
+	d->gen++;
+	d->runner = state == CTRLR_SAN_RUNNING ? runner : NULL;
+	__atomic_store_n(&d->state, state, __ATOMIC_SEQ_CST);
+}
+
+static void ctrlr_san_mirror(struct ctrlr *runner)
+{
+	for (struct ctrlr *m = ctrlr_san_first(runner); m; m = ctrlr_san_next(runner, m))
+		if (m != runner)
+			ctrlr_san_mirror_to(runner, m);
+}
+
+void ctrlr_san_joined(struct ctrlr *ctrlr)
+{
+	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m)) {
+		struct ctrlr *runner = m->ext.san.runner ? m->ext.san.runner : m;
+
+		if (m == ctrlr || CTRLR_LOAD(runner->ext.san.state) == CTRLR_SAN_IDLE)
+			continue;
+		ctrlr_san_mirror_to(runner, ctrlr);
+		return;
+	}
+}
+
+void ctrlr_san_left(struct ctrlr *ctrlr, struct ctrlr_subsys *cs)
+{
+	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr *runner = s->runner;
+
+	if (runner) {
+		/* A follower left: its commands no longer hold the drain up. */
+		s->runner = NULL;
+		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);
+		ctrlr_bg_kick(runner);
+		return;
+	}
+	if (CTRLR_LOAD(s->state) != CTRLR_SAN_RUNNING)
+		return;
+	/* The runner left with the operation unfinished: for the others it failed. */
+	for (struct ctrlr *m = ctrlr_subsys_members(cs); m; m = m->subsys_next) {
+		struct ctrlr_san *d = &m->ext.san;
+
+		d->runner = NULL;
+		d->sstat = (uint16_t)((d->sstat & ~0x7u) | NVME_SSTAT_FAILED);
+		d->ause = s->cdw10 & NVME_SAN_AUSE;
+		__atomic_store_n(&d->state, CTRLR_SAN_FAILED, __ATOMIC_SEQ_CST);
+		LOG_ERR(CTRLR_LOG, "%s: the controller running the sanitize operation went: failed",
+			m->serial);
+	}
 }
 
 /* Writes to every namespace's bdev so far (Global Data Erased compares against it). */
@@ -95,7 +179,7 @@ static void ctrlr_san_drain_msg(void *arg)
 	struct ctrlr *ctrlr = arg;
 
 	__atomic_store_n(&ctrlr->ext.san.drain_poked, 0, __ATOMIC_SEQ_CST);
-	ctrlr_bg_kick(ctrlr);
+	ctrlr_bg_kick(ctrlr->ext.san.runner ? ctrlr->ext.san.runner : ctrlr);
 }
 
 void ctrlr_san_ns_idle(struct ctrlr *ctrlr)
@@ -155,6 +239,7 @@ static void ctrlr_san_end(struct ctrlr *ctrlr, uint16_t status)
 		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);
 		LOG_INFO(CTRLR_LOG, "%s: sanitize completed", ctrlr->serial);
 	}
+	ctrlr_san_mirror(ctrlr);
 	/* Persistent Event Log, Sanitize Completion: SANPROG, SSTAT, completion information. */
 	memset(ev, 0, sizeof(ev));
 	ev[0] = 0xff, ev[1] = 0xff;
@@ -222,6 +307,7 @@ static bool ctrlr_san_next_phase(struct ctrlr *ctrlr)
 		s->phase = NVME_SANACT(s->cdw10) == NVME_SANACT_BLOCK_ERASE ? CTRLR_SAN_ERASE
 									    : CTRLR_SAN_OVERWRITE;
 		s->pass = 0;
+		ctrlr_san_mirror(ctrlr);
 		return true;
 	case CTRLR_SAN_OVERWRITE:
 		s->pass++;
@@ -231,6 +317,7 @@ static bool ctrlr_san_next_phase(struct ctrlr *ctrlr)
 			return true;
 		if (!(s->cdw10 & NVME_SAN_NDAS)) {
 			s->phase = CTRLR_SAN_DEALLOC;
+			ctrlr_san_mirror(ctrlr);
 			return true;
 		}
 		break;
@@ -241,10 +328,26 @@ static bool ctrlr_san_next_phase(struct ctrlr *ctrlr)
 	return false;
 }
 
+/* True while a command that took a namespace of a covered controller before the operation
+ * started is still running. */
+static bool ctrlr_san_busy(struct ctrlr *ctrlr)
+{
+	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m))
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+			if (m->ns[i] && __atomic_load_n(&m->ns[i]->inflight, __ATOMIC_SEQ_CST))
+				return true;
+	return false;
+}
+
 void ctrlr_san_step(struct ctrlr *ctrlr)
 {
 	struct ctrlr_san *s = &ctrlr->ext.san;
 
+	if (s->runner) {
+		/* A follower's kick (its drain poke, its enabling) is the runner's business. */
+		ctrlr_bg_kick(s->runner);
+		return;
+	}
 	while (CTRLR_LOAD(s->state) == CTRLR_SAN_RUNNING) {
 		struct ctrlr_ns *ns;
 		enum bdev_io_type type;
@@ -253,11 +356,10 @@ void ctrlr_san_step(struct ctrlr *ctrlr)
 
 		if (s->phase == CTRLR_SAN_DRAIN) {
 			/* Commands that took a namespace before the state changed run to their end
-			 * first; the last one's reference pokes us (ctrlr_san_ns_idle). */
-			for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
-				if (ctrlr->ns[i] &&
-				    __atomic_load_n(&ctrlr->ns[i]->inflight, __ATOMIC_SEQ_CST))
-					return;
+			 * first, on every covered controller; the last one's reference pokes us
+			 * (ctrlr_san_ns_idle, through its controller). */
+			if (ctrlr_san_busy(ctrlr))
+				return;
 			if (!ctrlr_san_next_phase(ctrlr))
 				return;
 			continue;
@@ -311,6 +413,7 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 		if (state == CTRLR_SAN_FAILED && !s->ause)
 			return ctrlr_req_complete(req, NVME_SC_CMD_SEQ_ERROR);
 		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);
+		ctrlr_san_mirror(ctrlr); /* the failure mode is the subsystem's */
 		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	}
 	if (act != NVME_SANACT_BLOCK_ERASE && act != NVME_SANACT_OVERWRITE)
@@ -319,8 +422,9 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 	if (cdw10 & ~0x3ffu)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw10) + 1);
-	/* A self-test in progress is aborted (8.11). */
-	ctrlr_dst_abort(ctrlr, NVME_DST_RES_ABORTED_SANITIZE);
+	/* A self-test in progress is aborted (8.11), on every covered controller. */
+	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m))
+		ctrlr_dst_abort(m, NVME_DST_RES_ABORTED_SANITIZE);
 	s->cdw10 = cdw10;
 	s->scdw10 = cdw10;
 	s->pattern = req->sqe.cdw11;
@@ -336,8 +440,11 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 	s->sstat = NVME_SSTAT_IN_PROGRESS;
 	s->gde = false;
 	s->gen++;
-	/* From here new I/O is refused; commands already running drain before any erase. */
+	/* From here new I/O is refused, on every covered controller; commands already running
+	 * drain before any erase. */
+	s->runner = NULL;
 	__atomic_store_n(&s->state, CTRLR_SAN_RUNNING, __ATOMIC_SEQ_CST);
+	ctrlr_san_mirror(ctrlr);
 	LOG_INFO(CTRLR_LOG, "%s: sanitize %s started (cdw10 0x%x, %" PRIu64 " blocks)",
 		 ctrlr->serial, act == NVME_SANACT_OVERWRITE ? "overwrite" : "block erase", cdw10,
 		 s->total);
@@ -355,9 +462,11 @@ size_t ctrlr_log_sanitize(struct ctrlr *ctrlr, uint8_t *buf)
 {
 	struct nvme_sanitize_log *log = (struct nvme_sanitize_log *)buf;
 	struct ctrlr_san *s = &ctrlr->ext.san;
+	/* A follower reports the runner's progress (same thread). */
+	const struct ctrlr_san *r = s->runner ? &s->runner->ext.san : s;
 
 	if (CTRLR_LOAD(s->state) == CTRLR_SAN_RUNNING) {
-		uint64_t p = s->total ? s->done * 65536 / s->total : 0;
+		uint64_t p = r->total ? r->done * 65536 / r->total : 0;
 
 		log->sprog = (uint16_t)(p > 0xffff ? 0xffff : p);
 	} else {

@@ -558,6 +558,8 @@ void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *lis
 bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *out);
 /* subsys.c: Identify CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all
  * controllers of the subsystem), identifiers >= first. Fills a Controller List. */
+/* The first member of a subsystem (then ctrlr.subsys_next), for operations with subsystem scope. */
+struct ctrlr *ctrlr_subsys_members(const struct ctrlr_subsys *cs);
 void ctrlr_subsys_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list);
 /* Detaches a namespace like ctrlr_ns_remove; released(arg) runs on the admin thread once its
  * bdev is released (closed by the controller), maybe from inside this call. 0 or -ENOENT. */

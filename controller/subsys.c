@@ -5,6 +5,7 @@
  * The namespaces' shared state (reservations, claims, fused locks) lives in ctrlr_ns_shared; this
  * object only knows the members. It and its controllers run on one thread (the app's main
  * thread): the list is read by Identify on the admin thread without a lock. */
+#include "controller/admin_ext.h"
 #include "controller/ctrlr_internal.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ int ctrlr_subsys_join(struct ctrlr_subsys *cs, struct ctrlr *ctrlr)
 	/* A subsystem that may gain controllers says so from the start: a host (Linux) only puts
 	 * a second controller of the same NQN beside the first when both report CMIC bit 1. */
 	ctrlr->multi_ctrl = true;
+	ctrlr_san_joined(ctrlr);
 	return 0;
 }
 
@@ -67,6 +69,12 @@ void ctrlr_subsys_leave(struct ctrlr *ctrlr)
 	}
 	ctrlr->subsys = NULL;
 	ctrlr->subsys_next = NULL;
+	ctrlr_san_left(ctrlr, cs);
+}
+
+struct ctrlr *ctrlr_subsys_members(const struct ctrlr_subsys *cs)
+{
+	return cs ? cs->members : NULL;
 }
 
 uint32_t ctrlr_subsys_count(const struct ctrlr_subsys *cs)

@@ -7,7 +7,8 @@
  * of CNS 12h/13h), that the namespace is one medium (data and uncorrectable marks seen through
  * either controller), reservations between the two hosts (section 8.19: conflicts, preemption
  * and its notification log and event), the CNTLID range of nvmf_create_subsystem, and that a
- * listener comes and goes while the other controller's I/O goes on. */
+ * listener comes and goes while the other controller's I/O goes on, and that Sanitize started
+ * through one controller holds the other's I/O (subsystem scope). */
 #include "tests/integration/nvme_itest.h"
 
 #include <stdio.h>
@@ -413,6 +414,69 @@ static void test_cntlid_range(const char *build)
 	pair_stop(&p);
 }
 
+/* Sanitize is the NVM subsystem's (Base 2.0 8.21): started through A, it refuses B's I/O and a
+ * second Sanitize through B with Sanitize In Progress, B's Sanitize Status log shows it running
+ * then completed, and B reads the overwrite pattern. Writes take 20 ms (bdev_delay), so the
+ * 1-pass overwrite of 8 MiB lasts over a second. */
+static void test_sanitize_subsystem(const char *build)
+{
+	struct pair p;
+	struct host a, b;
+	char s1[192], s2[192];
+	const char *nqn = "nqn.2026-11.io.test:san";
+	const char *m1[] = { "bdev_malloc_create", "--name", "SM", "--num_blocks", "16384",
+			     "--block_size", "512", NULL };
+	const char *m2[] = { "bdev_delay_create", "--base_bdev_name", "SM", "--name", "SD",
+			     "--avg_read_latency", "0", "--p99_read_latency", "0",
+			     "--avg_write_latency", "20000", "--p99_write_latency", "20000", NULL };
+	const char *m3[] = { "nvmf_create_subsystem", "--nqn", nqn, NULL };
+	const char *m4[] = { "nvmf_subsystem_add_ns", "--nqn", nqn, "--namespace.bdev_name", "SD",
+			     NULL };
+	struct nvme_sqe sqe = {0};
+	uint16_t sstat = 0;
+
+	(void)build;
+	if (!pair_start(&p))
+		return;
+	snprintf(s1, sizeof(s1), "%s/s1.sock", p.a.t.dir);
+	snprintf(s2, sizeof(s2), "%s/s2.sock", p.a.t.dir);
+	if (!CHECK(rpc(&p, m1, NULL, 0) == 0) || !CHECK(rpc(&p, m2, NULL, 0) == 0) ||
+	    !CHECK(rpc(&p, m3, NULL, 0) == 0) || !CHECK(rpc(&p, m4, NULL, 0) == 0) ||
+	    !CHECK(add_listener(&p, nqn, s1)) || !CHECK(add_listener(&p, nqn, s2)) ||
+	    !host_up(&a, s1) || !host_up(&b, s2)) {
+		pair_stop(&p);
+		return;
+	}
+	/* Overwrite, one pass (OWPASS 1), No-Deallocate, pattern 0x5ac0ffee. */
+	sqe.cdw0.bits.opc = NVME_ADM_SANITIZE;
+	sqe.cdw10 = NVME_SANACT_OVERWRITE | 1u << 4 | NVME_SAN_NDAS;
+	sqe.cdw11 = 0x5ac0ffee;
+	CHECK(st_of(nvme_host_cmd(&a.t.h, 0, &sqe, NULL)) == 0);
+	CHECK(io(&b, NVME_CMD_READ, 10) == NVME_SC_SANITIZE_IN_PROGRESS);
+	CHECK(io(&a, NVME_CMD_READ, 10) == NVME_SC_SANITIZE_IN_PROGRESS);
+	CHECK(st_of(nvme_host_cmd(&b.t.h, 0, &sqe, NULL)) == NVME_SC_SANITIZE_IN_PROGRESS);
+	CHECK(get_log(&b, NVME_LOG_SANITIZE, 512) == 0);
+	memcpy(&sstat, b.buf + 2, 2);
+	CHECK((sstat & 7) == NVME_SSTAT_IN_PROGRESS);
+	/* Until it completes, as B's log says (bounded: 60 s). */
+	for (int i = 0; i < 600 && (sstat & 7) == NVME_SSTAT_IN_PROGRESS; i++) {
+		usleep(100000);
+		if (get_log(&b, NVME_LOG_SANITIZE, 512) != 0)
+			break;
+		memcpy(&sstat, b.buf + 2, 2);
+	}
+	CHECK((sstat & 7) == NVME_SSTAT_COMPLETED);
+	memset(b.buf, 0, BLK);
+	CHECK(io(&b, NVME_CMD_READ, 10) == 0);
+	CHECK(b.buf[0] == 0xee && b.buf[1] == 0xff && b.buf[2] == 0xc0 && b.buf[3] == 0x5a);
+	CHECK(io(&a, NVME_CMD_READ, 10) == 0);
+	/* The other subsystem was never blocked. */
+	CHECK(io(&p.b, NVME_CMD_READ, 10) == 0);
+	nvme_itest_detach(&a.t);
+	nvme_itest_detach(&b.t);
+	pair_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const trap[] = { "--doorbells", "trap", NULL };
@@ -435,6 +499,7 @@ int main(int argc, char **argv)
 		if (m == 0) {
 			itest_run("listener_churn", test_listener_churn, g_build);
 			itest_run("cntlid_range", test_cntlid_range, g_build);
+			itest_run("sanitize_subsystem", test_sanitize_subsystem, g_build);
 		}
 	}
 	return itest_summary();
