@@ -133,6 +133,7 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 	ns->lbads = l->lbads;
 	__atomic_store_n(&ns->num_blocks, bdev_get_num_blocks(ns->bdev) / l->bpl, __ATOMIC_RELAXED);
 	__atomic_store_n(&ns->fmt, f.raw, __ATOMIC_RELEASE);
+	ctrlr_ns_format_changed(ns);
 	if (req->sqe.nsid != NVME_NSID_ALL)
 		return ctrlr_format_complete(req, NVME_SC_SUCCESS);
 	ctrlr_ns_put(ns);

@@ -253,6 +253,37 @@ report:
 			 NVME_LOG_CHANGED_NS);
 }
 
+/* The LBA format is the namespace's, not a controller's: every controller attached to the same
+ * shared namespace takes the one Format NVM gave ns (the formats offered are the same: one bdev),
+ * and the others' hosts are told (Namespace Attribute Changed). Admin thread (all of them). */
+void ctrlr_ns_format_changed(struct ctrlr_ns *ns)
+{
+	for (struct ctrlr_ns *o = ns->shared->nss; o; o = o->share_next) {
+		if (o == ns)
+			continue;
+		o->block_size = ns->block_size;
+		o->lbads = ns->lbads;
+		__atomic_store_n(&o->num_blocks, ns->num_blocks, __ATOMIC_RELAXED);
+		__atomic_store_n(&o->fmt, __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+		ctrlr_ns_changed(o->ctrlr, o->nsid);
+	}
+}
+
+/* A controller attaching a namespace others have: it takes their current format. */
+static void ctrlr_ns_format_join(struct ctrlr_ns *ns)
+{
+	for (struct ctrlr_ns *o = ns->shared->nss; o; o = o->share_next) {
+		if (o == ns || o->nlbaf != ns->nlbaf)
+			continue;
+		ns->block_size = o->block_size;
+		ns->lbads = o->lbads;
+		ns->num_blocks = o->num_blocks;
+		ns->fmt = __atomic_load_n(&o->fmt, __ATOMIC_ACQUIRE);
+		return;
+	}
+}
+
 int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		 const struct ctrlr_ns_opts *opts)
 {
@@ -320,6 +351,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		 * (no metadata), the only one offered. */
 		ns->nlbaf = 1;
 	}
+	ctrlr_ns_format_join(ns);
 	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
 	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
 	ns->nmic = opts ? opts->nmic & 1 : 0;

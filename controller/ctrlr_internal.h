@@ -556,6 +556,9 @@ void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *lis
 /* CNS 11h: a snapshot of an allocated namespace (attached or not) for Identify; false if the
  * NSID is not allocated. */
 bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *out);
+/* ctrlr.c: Format NVM gave ns a new format: the other controllers attached to its shared
+ * namespace take it and report Namespace Attribute Changed. */
+void ctrlr_ns_format_changed(struct ctrlr_ns *ns);
 /* subsys.c: Identify CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all
  * controllers of the subsystem), identifiers >= first. Fills a Controller List. */
 /* The first member of a subsystem (then ctrlr.subsys_next), for operations with subsystem scope. */

@@ -7,7 +7,8 @@
  * of CNS 12h/13h), that the namespace is one medium (data and uncorrectable marks seen through
  * either controller), reservations between the two hosts (section 8.19: conflicts, preemption
  * and its notification log and event), the CNTLID range of nvmf_create_subsystem, and that a
- * listener comes and goes while the other controller's I/O goes on, and that Sanitize started
+ * listener comes and goes while the other controller's I/O goes on, that Format NVM through one
+ * controller is the namespace's format for all, and that Sanitize started
  * through one controller holds the other's I/O (subsystem scope). */
 #include "tests/integration/nvme_itest.h"
 
@@ -414,6 +415,50 @@ static void test_cntlid_range(const char *build)
 	pair_stop(&p);
 }
 
+/* The LBA format is the namespace's: Format NVM through A (4096-byte blocks, format 6) is what B
+ * and a controller added afterwards see (FLBAS, NSZE), B's host is told (Changed Namespace List),
+ * and a 4 KiB block written through B reads back through A. */
+static void test_format_shared(const char *build)
+{
+	struct pair p;
+	struct nvme_sqe sqe = {0};
+	uint8_t id[4096];
+	uint64_t nsze = 0;
+	char sock_c[192];
+	struct host c;
+
+	(void)build;
+	if (!pair_start(&p))
+		return;
+	sqe.cdw0.bits.opc = NVME_ADM_FORMAT_NVM;
+	sqe.nsid = 1;
+	sqe.cdw10 = 6; /* LBAF 6: 4096 bytes, no metadata; SES 0 */
+	CHECK(st_of(nvme_host_cmd(&p.a.t.h, 0, &sqe, NULL)) == 0);
+	CHECK(nvme_host_identify(&p.b.t.h, NVME_CNS_NS, 1, id) == 0);
+	memcpy(&nsze, id, 8);
+	CHECK((id[26] & 0xf) == 6);
+	CHECK(nsze == (16u << 20) / 4096);
+	CHECK(get_log(&p.b, NVME_LOG_CHANGED_NS, 64) == 0);
+	CHECK(p.b.buf[0] == 1 && p.b.buf[1] == 0 && p.b.buf[4] == 0);
+	memset(p.b.buf, 0x77, 4096);
+	CHECK(st_of(nvme_host_rw(&p.b.t.h, 1, NVME_CMD_WRITE, 1, 3, 1, p.b.iova, 4096)) == 0);
+	memset(p.a.buf, 0, 4096);
+	CHECK(st_of(nvme_host_rw(&p.a.t.h, 1, NVME_CMD_READ, 1, 3, 1, p.a.iova, 4096)) == 0);
+	CHECK(p.a.buf[0] == 0x77 && p.a.buf[4095] == 0x77);
+	/* A controller added now starts in the namespace's format. */
+	snprintf(sock_c, sizeof(sock_c), "%s/c.sock", p.a.t.dir);
+	CHECK(add_listener(&p, NQN, sock_c));
+	if (host_up(&c, sock_c)) {
+		CHECK(nvme_host_identify(&c.t.h, NVME_CNS_NS, 1, id) == 0);
+		CHECK((id[26] & 0xf) == 6);
+		memset(c.buf, 0, 4096);
+		CHECK(st_of(nvme_host_rw(&c.t.h, 1, NVME_CMD_READ, 1, 3, 1, c.iova, 4096)) == 0);
+		CHECK(c.buf[100] == 0x77);
+	}
+	nvme_itest_detach(&c.t);
+	pair_stop(&p);
+}
+
 /* Sanitize is the NVM subsystem's (Base 2.0 8.21): started through A, it refuses B's I/O and a
  * second Sanitize through B with Sanitize In Progress, B's Sanitize Status log shows it running
  * then completed, and B reads the overwrite pattern. Writes take 20 ms (bdev_delay), so the
@@ -496,6 +541,7 @@ int main(int argc, char **argv)
 		itest_run("identity", test_identity, g_build);
 		itest_run("uncorrectable_shared", test_uncorrectable_shared, g_build);
 		itest_run("reservations", test_reservations, g_build);
+		itest_run("format_shared", test_format_shared, g_build);
 		if (m == 0) {
 			itest_run("listener_churn", test_listener_churn, g_build);
 			itest_run("cntlid_range", test_cntlid_range, g_build);
