@@ -72,12 +72,14 @@ static void rpc_zns_set_state(struct rpc_request *req, struct json_object *param
 		rpc_request_error(req, -ENODEV, "no subsystem %s", p.nqn);
 		return;
 	}
-	if (!s->pc) {
+	/* The zone belongs to the namespace: any controller of the subsystem reaches it (and
+	 * every controller attached to it records the change). */
+	c = app_subsys_first_ctrl(s);
+	if (!c) {
 		rpc_request_error(req, -ENODEV,
 				  "subsystem %s has no controller (add a listener first)", p.nqn);
 		return;
 	}
-	c = pcie_ctrlr_core(s->pc);
 	rc = ctrlr_zone_set_state(c, p.nsid, p.zslba, offline);
 	if (rc == -ENOENT) {
 		rpc_request_error(req, rc, "no namespace %u in %s", p.nsid, p.nqn);
