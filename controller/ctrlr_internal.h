@@ -208,6 +208,10 @@ struct ctrlr_cq {
 	struct ctrlr_req *held_head, *held_tail; /* completions waiting for room */
 	uint32_t irq_pending;			 /* CQEs posted since the last interrupt */
 	uint64_t irq_first_us; /* when the first of them was posted (coalescing time) */
+	/* Adaptive moderation (queue.c): the tail when the last interrupt was raised, while the
+	 * host has not consumed up to it (its handler is still to run or running). */
+	bool irq_unacked;
+	uint32_t irq_ack_tail;
 	int batch;
 	void *tctx;
 	struct ctrlr_req *create_req; /* the admin command waiting for create/delete done */

@@ -316,12 +316,16 @@ void ctrlr_cq_batch_begin(struct ctrlr_cq *cq);
 void ctrlr_cq_batch_end(struct ctrlr_cq *cq);
 
 /*
- * Interrupt coalescing timer (Set Features 08h with a non-zero aggregation time): raises the CQ's
- * interrupt when its aggregation time expired. `now_us` is evloop_now_us(). Returns the
- * evloop_now_us() value at which it must be called again, or 0 when no coalesced interrupt is
+ * Interrupt coalescing timer (Set Features 08h with a non-zero aggregation time, or the adaptive
+ * moderation holding completions while the host has not consumed the last interrupt's): raises
+ * the CQ's interrupt when its time expired. `now_us` is evloop_now_us(). Returns the
+ * evloop_now_us() value at which it must be called again, or 0 when no held interrupt is
  * pending. Thread: owner.
  */
 uint64_t ctrlr_cq_irq_poll(struct ctrlr_cq *cq, uint64_t now_us);
+/* True when CQEs wait for an interrupt outside a batch (ctrlr_cq_irq_poll has work): lets the
+ * transport skip the clock read otherwise. Thread: owner. */
+bool ctrlr_cq_irq_held(const struct ctrlr_cq *cq);
 
 /*
  * Health model clock: advances the SMART / Health model (the temperature follows the command

@@ -85,8 +85,12 @@ static void pcie_pg_irq_timer_fired(void *arg)
 
 void pcie_pg_update_irq_timer(struct pcie_cq *pcq)
 {
-	uint64_t now = evloop_now_us();
-	uint64_t next = ctrlr_cq_irq_poll(pcq->cq, now);
+	uint64_t now, next;
+
+	if (!ctrlr_cq_irq_held(pcq->cq))
+		return;
+	now = evloop_now_us();
+	next = ctrlr_cq_irq_poll(pcq->cq, now);
 
 	if (!next || (pcq->irq_timer && pcq->irq_deadline <= next))
 		return;
@@ -210,8 +214,12 @@ void pcie_pg_settle(struct pcie_poll_group *pg)
 				pcie_pg_drain_chan(pg, pcq);
 			}
 		if (!busy)
-			return;
+			break;
 	}
+	/* Interrupts held (coalescing, adaptive moderation) by completions of any path: their
+	 * timers. */
+	for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next)
+		pcie_pg_update_irq_timer(pcq);
 }
 
 static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)

@@ -147,6 +147,19 @@ static bool ctrlr_cq_coalesced(struct ctrlr_cq *cq, uint32_t *thr, uint32_t *tim
 	return *time_us != 0;
 }
 
+/* Adaptive moderation: the longest a completion waits for the host to consume the previous
+ * interrupt's before its own is raised anyway (a host that never updates its head, or updates it
+ * late, loses at most this; one that is merely slow gets fewer interrupts). */
+#define CTRLR_IRQ_ADAPT_MAX_US 200
+
+static void ctrlr_cq_head_event_idle(struct ctrlr_cq *cq)
+{
+	/* Nothing to be told about: the guest need not ring the CQ head (VFIO-USER.md 13). The CQ
+	 * full path arms its own value while completions are held. */
+	if (cq->head_eventidx && !cq->held_head)
+		__atomic_store_n(cq->head_eventidx, 0xffffffffu, __ATOMIC_RELEASE);
+}
+
 void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
 {
 	struct ctrlr *ctrlr = cq->ctrlr;
@@ -157,6 +170,10 @@ void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
 	if (cq->vector < 32 && (CTRLR_LOAD(ctrlr->intm) & (1u << cq->vector)))
 		return;
 	cq->irq_pending = 0;
+	if (cq->irq_unacked)
+		ctrlr_cq_head_event_idle(cq);
+	cq->irq_unacked = true;
+	cq->irq_ack_tail = cq->tail;
 	CTRLR_STAT_ADD(ctrlr->cnt.irqs_raised, 1);
 	ctrlr->ops->raise_irq(ctrlr->tctx, cq);
 }
@@ -164,6 +181,59 @@ void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
 void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq)
 {
 	ctrlr_cq_irq_raise_now(cq);
+}
+
+static void ctrlr_cq_refresh_head(struct ctrlr_cq *cq);
+
+/* True while the host has not consumed every CQE the last interrupt announced: its handler is
+ * still to run (or running), and will either find the CQEs posted since, or report a head short
+ * of the tail, which raises the interrupt for them (ctrlr_cq_head_doorbell). */
+static bool ctrlr_cq_irq_in_service(struct ctrlr_cq *cq)
+{
+	uint32_t since;
+
+	if (!cq->irq_unacked)
+		return false;
+	ctrlr_cq_refresh_head(cq);
+	/* Consumed up to irq_ack_tail: the head lies in [irq_ack_tail, tail]. */
+	since = (cq->tail + cq->size - cq->irq_ack_tail) % cq->size;
+	if ((cq->head + cq->size - cq->irq_ack_tail) % cq->size <= since) {
+		cq->irq_unacked = false;
+		ctrlr_cq_head_event_idle(cq);
+		return false;
+	}
+	return true;
+}
+
+/* Asks the host to ring the CQ head doorbell once it has consumed the last interrupt's CQEs, even
+ * with shadow doorbells (its event index, NVMe 2.0 5.8.1), so a held interrupt is raised as soon
+ * as it is needed. Full barrier and re-check, as ctrlr_cq_arm_head_event. True if that already
+ * happened. */
+static bool ctrlr_cq_arm_ack_event(struct ctrlr_cq *cq)
+{
+	if (!cq->head_eventidx || cq->held_head)
+		return false;
+	__atomic_store_n(cq->head_eventidx, (cq->irq_ack_tail + cq->size - 1) % cq->size,
+			 __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return !ctrlr_cq_irq_in_service(cq);
+}
+
+/* Adaptive moderation, when the host set no coalescing of its own (Set Features 08h time 0) and
+ * the vector allows it (no CD): an interrupt is raised at once unless the host has not yet
+ * consumed the previous one's CQEs. At QD1 the host always has (it consumed the completion
+ * before submitting again), so nothing waits; under load completions that arrive while the host
+ * is still busy with the last interrupt ride on it, bounded by CTRLR_IRQ_ADAPT_MAX_US. */
+static bool ctrlr_cq_adaptive_hold(struct ctrlr_cq *cq, uint64_t *now_us)
+{
+	if (cq->qid == 0 || CTRLR_LOAD(cq->ctrlr->feat.irq_cd[cq->vector]) ||
+	    !ctrlr_cq_irq_in_service(cq) || ctrlr_cq_arm_ack_event(cq))
+		return false;
+	if (!*now_us)
+		*now_us = evloop_now_us();
+	if (!cq->irq_first_us)
+		cq->irq_first_us = *now_us;
+	return *now_us - cq->irq_first_us < CTRLR_IRQ_ADAPT_MAX_US;
 }
 
 /* Raises the CQ's interrupt unless a batch is open or coalescing says wait. `now_us` is 0 when
@@ -175,25 +245,40 @@ static void ctrlr_cq_irq_check(struct ctrlr_cq *cq, uint64_t now_us)
 
 	if (!cq->irq_pending || cq->batch)
 		return;
-	if (ctrlr_cq_coalesced(cq, &thr, &time_us) && cq->irq_pending < thr) {
-		if (!now_us)
-			now_us = evloop_now_us();
-		if (!cq->irq_first_us)
-			cq->irq_first_us = now_us;
-		if (now_us - cq->irq_first_us < time_us)
-			return;
+	if (ctrlr_cq_coalesced(cq, &thr, &time_us)) {
+		if (cq->irq_pending < thr) {
+			if (!now_us)
+				now_us = evloop_now_us();
+			if (!cq->irq_first_us)
+				cq->irq_first_us = now_us;
+			if (now_us - cq->irq_first_us < time_us)
+				return;
+		}
+	} else if (ctrlr_cq_adaptive_hold(cq, &now_us)) {
+		return;
 	}
 	ctrlr_cq_irq_raise_now(cq);
+}
+
+bool ctrlr_cq_irq_held(const struct ctrlr_cq *cq)
+{
+	return cq->irq_pending && !cq->batch;
 }
 
 uint64_t ctrlr_cq_irq_poll(struct ctrlr_cq *cq, uint64_t now_us)
 {
 	uint32_t thr, time_us;
 
-	ctrlr_cq_irq_check(cq, now_us ? now_us : evloop_now_us());
-	if (!cq->irq_pending || !ctrlr_cq_coalesced(cq, &thr, &time_us))
+	if (!cq->irq_pending)
 		return 0;
-	return cq->irq_first_us + time_us;
+	if (!now_us)
+		now_us = evloop_now_us();
+	ctrlr_cq_irq_check(cq, now_us);
+	if (!cq->irq_pending || cq->batch)
+		return 0;
+	if (ctrlr_cq_coalesced(cq, &thr, &time_us))
+		return cq->irq_first_us + time_us;
+	return cq->irq_first_us + CTRLR_IRQ_ADAPT_MAX_US;
 }
 
 void ctrlr_cq_batch_begin(struct ctrlr_cq *cq)
@@ -286,7 +371,11 @@ void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
 		ctrlr_req_free(req);
 	}
 	if (!cq->held_head && cq->head_eventidx)
-		__atomic_store_n(cq->head_eventidx, 0xffffffffu, __ATOMIC_RELEASE);
+		__atomic_store_n(cq->head_eventidx,
+				 cq->irq_unacked && cq->irq_pending
+					 ? (cq->irq_ack_tail + cq->size - 1) % cq->size
+					 : 0xffffffffu,
+				 __ATOMIC_RELEASE);
 }
 
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
@@ -347,6 +436,9 @@ int ctrlr_cq_head_doorbell(struct ctrlr_cq *cq, uint32_t value)
 		ctrlr_cq_batch_begin(cq);
 		ctrlr_cq_drain_held(cq);
 		ctrlr_cq_batch_end(cq);
+	} else if (cq->irq_pending && !cq->batch) {
+		/* The host consumed (part of) the last interrupt's CQEs: one held since may go. */
+		ctrlr_cq_irq_check(cq, 0);
 	}
 	return 0;
 }
