@@ -176,6 +176,7 @@ struct rpc_ns_pool_ns_params {
 	const char *uuid;
 	bool attached;
 	bool shared;
+	uint32_t flbas, dps;
 };
 
 /* What nvmf_emu_ns_pool_get reports of a namespace, and save_config keeps. */
@@ -186,6 +187,9 @@ static const struct rpc_decoder rpc_ns_pool_ns_dec[] = {
     RPC_DEC(rpc_ns_pool_ns_params, uuid, RPC_T_STRING, false),
     RPC_DEC(rpc_ns_pool_ns_params, attached, RPC_T_BOOL, true),
     RPC_DEC(rpc_ns_pool_ns_params, shared, RPC_T_BOOL, true),
+    /* Its LBA format (Identify Namespace FLBAS and DPS; 0: 512-byte blocks, no metadata). */
+    RPC_DEC(rpc_ns_pool_ns_params, flbas, RPC_T_U32, true),
+    RPC_DEC(rpc_ns_pool_ns_params, dps, RPC_T_U32, true),
     RPC_IGNORED("bdev_name", RPC_T_STRING),
     RPC_IGNORED("offset_bytes", RPC_T_U64),
     RPC_IGNORED("size_bytes", RPC_T_U64),
@@ -248,6 +252,11 @@ static void rpc_ns_pool_create(struct rpc_request *req, struct json_object *para
 		ns[i].block_size = q.block_size;
 		ns[i].attached = q.attached;
 		ns[i].shared = q.shared;
+		if (q.flbas > 0xff || q.dps > 0xff)
+			return rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
+						 "namespaces[%zu]: flbas and dps are bytes", i);
+		ns[i].flbas = (uint8_t)q.flbas;
+		ns[i].dps = (uint8_t)q.dps;
 		if (bdev_uuid_parse(q.uuid, ns[i].uuid))
 			return rpc_request_error(req, RPC_ERR_INVALID_PARAMS,
 						 "namespaces[%zu]: bad uuid", i);
@@ -292,6 +301,8 @@ static struct json_object *rpc_ns_pool_ns_json(const struct ctrlr_ns_pool_ns_inf
 	json_object_object_add(o, "uuid", json_object_new_string(uuid));
 	json_object_object_add(o, "attached", json_object_new_boolean(n->attached));
 	json_object_object_add(o, "shared", json_object_new_boolean(n->shared));
+	json_object_object_add(o, "flbas", json_object_new_int64(n->flbas));
+	json_object_object_add(o, "dps", json_object_new_int64(n->dps));
 	if (full) {
 		json_object_object_add(o, "bdev_name", json_object_new_string(n->bdev_name));
 		json_object_object_add(o, "offset_bytes",

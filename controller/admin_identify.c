@@ -98,6 +98,26 @@ static void ctrlr_identify_lbafs(const struct ctrlr_ns *ns, struct nvme_id_ns *i
 	}
 }
 
+static void ctrlr_identify_common_lbafs(const struct ctrlr *ctrlr, struct nvme_id_ns *id)
+{
+	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
+	uint32_t n;
+
+	if (!ctrlr->pool) {
+		id->lbaf[0].lbads = 9;
+		return;
+	}
+	n = ctrlr_lbafs_for(512, lbafs);
+	id->nlbaf = (uint8_t)(n - 1);
+	id->mc = NVME_MC_EXTENDED | NVME_MC_SEPARATE;
+	id->dpc = NVME_DPC_TYPE1 | NVME_DPC_TYPE2 | NVME_DPC_TYPE3 | NVME_DPC_FIRST | NVME_DPC_LAST;
+	for (uint32_t i = 0; i < n; i++) {
+		id->lbaf[i].ms = lbafs[i].ms;
+		id->lbaf[i].lbads = lbafs[i].lbads;
+		id->lbaf[i].rp = lbafs[i].rp;
+	}
+}
+
 /* CNS 05h, CSI NVM (NVM Command Set 4.1.5.2): no storage tags; each format's guard. */
 static void ctrlr_identify_ns_nvm(const struct ctrlr_ns *ns, struct nvme_id_ns_nvm *id)
 {
@@ -265,8 +285,10 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 			break;
 		}
 		if (nsid == NVME_NSID_ALL) {
-			/* Capabilities common to all namespaces: the LBA format. */
-			buf.ns.lbaf[0].lbads = 9;
+			/* Capabilities common to all namespaces: the LBA formats, with a pool the
+			 * ones Namespace Management creates namespaces in (FLBAS/DPS of its host
+			 * data pick one), else 512-byte blocks. */
+			ctrlr_identify_common_lbafs(ctrlr, &buf.ns);
 			break;
 		}
 		ns = ctrlr_ns_get(ctrlr, nsid);

@@ -99,13 +99,6 @@ static void ctrlr_nsm_create_run(struct ctrlr_nsm_op *op)
 	ctrlr_nsm_sync(op);
 }
 
-/* The data size of LBA format `fmt`, 0 if namespaces cannot be made in it. The pool makes
- * namespaces in the format Identify reports for NSID FFFFFFFFh: 512-byte data, no metadata. */
-static uint32_t ctrlr_nsm_format_block_size(uint8_t fmt)
-{
-	return fmt == 0 ? 512 : 0;
-}
-
 /* Section 5.23.1: the host data is an Identify Namespace structure of the command set (CSI);
  * the fields the host sets are checked, the others ignored (Figure 374). Returns a status, with
  * *loc the offending SQE field's offset (0xffff: none). */
@@ -113,7 +106,7 @@ static uint16_t ctrlr_nsm_create(struct ctrlr_req *req, struct ctrlr_nsm_op *op,
 {
 	uint8_t csi = req->sqe.cdw11 >> 24;
 	struct nvme_id_ns id;
-	uint8_t fmt;
+	uint32_t stride;
 	uint16_t st;
 
 	*loc = offsetof(struct nvme_sqe, dptr);
@@ -129,9 +122,9 @@ static uint16_t ctrlr_nsm_create(struct ctrlr_req *req, struct ctrlr_nsm_op *op,
 	/* Capacity is reserved whole: NCAP below NSZE would need thin provisioning. */
 	if (id.ncap < id.nsze)
 		return NVME_SC_THIN_PROV_NOT_SUPP;
-	fmt = (id.flbas & 0xf) | ((id.flbas >> 5) & 0x3) << 4;
-	/* No protection information without metadata (DPS bits 2:0 a PI type). */
-	if (!ctrlr_nsm_format_block_size(fmt) || (id.dps & 0x7))
+	/* Any format a 512-byte pool region offers (those Identify reports for NSID FFFFFFFFh),
+	 * with a PI type only where the metadata holds its tuple (DPS bits 2:0). */
+	if ((id.dps & ~0xfu) || !ctrlr_flbas_valid(512, id.flbas, id.dps, &stride))
 		return NVME_SC_INVALID_FORMAT;
 	if (id.nmic & ~NVME_NMIC_SHARED)
 		return NVME_SC_INVALID_FIELD;
@@ -140,9 +133,13 @@ static uint16_t ctrlr_nsm_create(struct ctrlr_req *req, struct ctrlr_nsm_op *op,
 		return NVME_SC_ANA_GROUP_ID_INVALID;
 	if (id.nvmsetid || id.endgid)
 		return NVME_SC_INVALID_FIELD;
+	/* The region is in 512-byte blocks, stride / 512 per logical block (data, metadata,
+	 * padding: see ctrlr_ns_formats_init); the namespace's NSZE follows from its format. */
+	if (id.nsze > UINT64_MAX / (stride / 512))
+		return NVME_SC_NS_INSUFFICIENT_CAP;
 	op->kind = CTRLR_NSM_CREATE;
-	op->params.nsze = id.nsze;
-	op->params.block_size = ctrlr_nsm_format_block_size(fmt);
+	op->params.nsze = id.nsze * (stride / 512);
+	op->params.block_size = 512;
 	op->params.flbas = id.flbas;
 	op->params.dps = id.dps;
 	op->params.nmic = id.nmic & NVME_NMIC_SHARED;
@@ -420,9 +417,10 @@ bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *
 	out->ctrlr = ctrlr;
 	out->nsid = nsid;
 	out->bdev = e->bdev;
-	out->block_size = e->block_size;
-	out->lbads = e->block_size == 512 ? 9 : 12;
-	out->num_blocks = e->nsze;
+	/* In the format it was created or formatted in. */
+	ctrlr_ns_formats_init(out, e->block_size);
+	if (ctrlr_ns_set_flbas(out, e->flbas, e->dps))
+		LOG_ERR(CTRLR_LOG, "namespace %u: its pool entry has an unknown format", nsid);
 	out->nmic = e->nmic;
 	out->has_unmap = bdev_io_type_supported(e->bdev, BDEV_IO_UNMAP);
 	out->has_write_zeroes = bdev_io_type_supported(e->bdev, BDEV_IO_WRITE_ZEROES);

@@ -352,6 +352,9 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		ns->nlbaf = 1;
 	}
 	ctrlr_ns_format_join(ns);
+	if (opts && opts->set_format && ctrlr_ns_set_flbas(ns, opts->flbas, opts->dps))
+		LOG_ERR(CTRLR_LOG, "namespace %u: format FLBAS 0x%x DPS 0x%x not offered: format 0",
+			nsid, opts->flbas, opts->dps);
 	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
 	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
 	ns->nmic = opts ? opts->nmic & 1 : 0;

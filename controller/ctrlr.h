@@ -67,6 +67,10 @@ struct ctrlr_ns_opts {
 	 * one. Controllers sharing one must run their admin side on the same thread. */
 	struct ctrlr_ns_shared *shared;
 	uint8_t nmic;	      /* Identify Namespace NMIC (bit 0: may be shared) */
+	/* The LBA format it starts in (Identify Namespace FLBAS and DPS), when set_format; else
+	 * format 0 (or the format the other controllers of a shared namespace have). */
+	bool set_format;
+	uint8_t flbas, dps;
 };
 
 /*
@@ -193,6 +197,7 @@ struct ctrlr_ns_pool_ns_info {
 	uint32_t block_size;
 	bool attached; /* to the subsystem's controller */
 	bool shared;   /* NMIC bit 0 */
+	uint8_t flbas, dps; /* its LBA format (Identify Namespace encoding) */
 	uint8_t uuid[16];
 	char bdev_name[64];
 };

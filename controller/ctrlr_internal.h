@@ -551,6 +551,9 @@ void ctrlr_pool_sync(struct ctrlr_ns_pool *pool, struct ctrlr_pool_waiter *w);
 int ctrlr_pool_ns_attach(struct ctrlr *ctrlr, const struct ctrlr_pool_ns *e);
 /* ctrlr_destroy: the controller leaves its pool. */
 void ctrlr_pool_unbind(struct ctrlr *ctrlr);
+/* Format NVM changed ns's format: true if ns is a namespace of ctrlr's pool, whose entry now
+ * holds it (the caller syncs the header). */
+bool ctrlr_pool_format_changed(struct ctrlr *ctrlr, const struct ctrlr_ns *ns);
 void ctrlr_admin_ns_mgmt(struct ctrlr_req *req);
 void ctrlr_admin_ns_attach(struct ctrlr_req *req);
 /* Identify Controller's capacity fields (TNVMCAP, UNVMCAP) and CNS 10h-13h. */
@@ -739,6 +742,14 @@ size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
 /* Fills ns->lbafs for a bdev of block size bs and selects format 0 (the bdev's own block,
  * no metadata); sets block_size, lbads, num_blocks from the bdev. */
 void ctrlr_ns_formats_init(struct ctrlr_ns *ns, uint32_t bs);
+/* The formats a bdev of block size bs offers, in Identify order: how many (<= CTRLR_MAX_LBAF). */
+uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out);
+/* True if FLBAS/DPS (Identify Namespace encoding) name a format such a bdev offers, with room
+ * for the PI type; *stride (may be NULL): the bytes one logical block takes. */
+bool ctrlr_flbas_valid(uint32_t bs, uint8_t flbas, uint8_t dps, uint32_t *stride);
+/* The namespace takes that format (capacity follows): 0 or -EINVAL. Before I/O can see it. */
+int ctrlr_ns_set_flbas(struct ctrlr_ns *ns, uint8_t flbas, uint8_t dps);
+void ctrlr_ns_get_flbas(const struct ctrlr_ns *ns, uint8_t *flbas, uint8_t *dps);
 /* The namespace's current LBA format (any thread; a command uses its snapshot req->lbaf). */
 static inline const struct ctrlr_lbaf *ctrlr_ns_lbaf(const struct ctrlr_ns *ns)
 {

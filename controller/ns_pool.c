@@ -161,6 +161,8 @@ bool ctrlr_ns_pool_get_ns(const struct ctrlr_ns_pool *pool, uint32_t nsid,
 	out->block_size = e->block_size;
 	out->attached = e->attached;
 	out->shared = e->nmic & 1;
+	out->flbas = e->flbas;
+	out->dps = e->dps;
 	memcpy(out->uuid, e->uuid, sizeof(out->uuid));
 	snprintf(out->bdev_name, sizeof(out->bdev_name), "%s", bdev_get_name(e->bdev));
 	return true;
@@ -344,7 +346,8 @@ static uint64_t ctrlr_pool_hdr_check(const struct ctrlr_ns_pool *pool, const uin
 		    d->block_size % bs || d->start % CTRLR_POOL_GRANULE ||
 		    d->len % CTRLR_POOL_GRANULE || !d->nsze || d->start < h.data_start ||
 		    d->start > h.data_end || d->len > h.data_end - d->start ||
-		    d->nsze > d->len / d->block_size)
+		    d->nsze > d->len / d->block_size ||
+		    !ctrlr_flbas_valid(d->block_size, d->flbas, d->dps, NULL))
 			return 0;
 		for (uint32_t j = 0; j < n; j++)
 			if (d->start < used[j][1] && used[j][0] < d->start + d->len)
@@ -604,7 +607,8 @@ int ctrlr_ns_pool_create(const struct ctrlr_ns_pool_opts *o, ctrlr_ns_pool_done_
 		struct ctrlr_pool_ns *d = &pool->seed[i];
 
 		if (!s->nsid || s->nsid > CTRLR_MAX_NAMESPACES ||
-		    (s->block_size != 512 && s->block_size != 4096) || !s->num_blocks) {
+		    (s->block_size != 512 && s->block_size != 4096) || !s->num_blocks ||
+		    !ctrlr_flbas_valid(s->block_size, s->flbas, s->dps, NULL)) {
 			free(pool);
 			return -EINVAL;
 		}
@@ -613,6 +617,8 @@ int ctrlr_ns_pool_create(const struct ctrlr_ns_pool_opts *o, ctrlr_ns_pool_done_
 		d->block_size = s->block_size;
 		d->attached = s->attached;
 		d->nmic = s->shared ? 1 : 0;
+		d->flbas = s->flbas;
+		d->dps = s->dps;
 		d->has_uuid = true;
 		memcpy(d->uuid, s->uuid, sizeof(d->uuid));
 	}
@@ -714,7 +720,26 @@ void ctrlr_pool_unbind(struct ctrlr *ctrlr)
 
 int ctrlr_pool_ns_attach(struct ctrlr *ctrlr, const struct ctrlr_pool_ns *e)
 {
-	struct ctrlr_ns_opts o = {.uuid = e->uuid, .nmic = e->nmic};
+	struct ctrlr_ns_opts o = {
+	    .uuid = e->uuid,
+	    .nmic = e->nmic,
+	    .set_format = true,
+	    .flbas = e->flbas,
+	    .dps = e->dps,
+	};
 
 	return ctrlr_ns_add(ctrlr, e->nsid, e->bdev, &o);
+}
+
+bool ctrlr_pool_format_changed(struct ctrlr *ctrlr, const struct ctrlr_ns *ns)
+{
+	struct ctrlr_pool_ns *e;
+
+	if (!ctrlr->pool || !ctrlr_ns_pool_owns(ctrlr->pool, ns->nsid))
+		return false;
+	e = &ctrlr->pool->ns[ns->nsid - 1];
+	if (e->bdev != ns->bdev)
+		return false;
+	ctrlr_ns_get_flbas(ns, &e->flbas, &e->dps);
+	return true;
 }

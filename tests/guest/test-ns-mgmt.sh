@@ -48,11 +48,14 @@ if host_step "nvme-emu serves a controller with a file pool" start_daemon; then
 			grep -q "nvme-emu ns-mgmt marker nsid2"
 	}
 	host_step "nsid 2's marker is in the pool file at its extent (offset $off)" marker_in_pool
-	host_step "the pool lists nsid 2 attached and nsid 3 detached" python3 -c '
+	host_step "the pool lists nsid 2 and 4 attached, nsid 3 detached, 4 in format 6" python3 -c '
 import json, sys
 ns = {n["nsid"]: n for n in json.load(sys.stdin)[0]["namespaces"]}
-assert sorted(ns) == [2, 3] and ns[2]["attached"] and not ns[3]["attached"], ns
+assert sorted(ns) == [2, 3, 4] and ns[2]["attached"] and not ns[3]["attached"], ns
+assert ns[4]["attached"] and ns[4]["flbas"] == 6 and ns[2]["flbas"] == 0, ns
+# num_blocks: the 512-byte blocks of the pool each takes (4 MiB for nsid 4).
 assert ns[2]["num_blocks"] == 65536 and ns[3]["num_blocks"] == 8192, ns
+assert ns[4]["num_blocks"] == 8192, ns
 ' <<< "$pool_json"
 	a=$(aer_sent)
 	host_step "Namespace Attribute Changed AEN sent on attach ($a AERs completed)" test "${a:-0}" -ge 1

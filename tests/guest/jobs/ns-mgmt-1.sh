@@ -60,8 +60,19 @@ step "create-ns bigger than what is left: NS_INSUFFICIENT_CAPACITY" sh -c \
 	"nvme create-ns $dev -s $((200 << 11)) -c $((200 << 11)) -f 0 2>&1 | grep -qi 'insufficient'"
 step "create-ns with NCAP < NSZE: THIN_PROVISIONING_NOT_SUPPORTED" sh -c \
 	"nvme create-ns $dev -s 4096 -c 2048 -f 0 2>&1 | grep -qi 'thin'"
-step "create-ns with protection information: INVALID_FORMAT" sh -c \
+step "create-ns with protection information on a format without metadata: INVALID_FORMAT" sh -c \
 	"nvme create-ns $dev -s 4096 -c 4096 -f 0 -d 1 2>&1 | grep -qi 'invalid.*format'"
+# A namespace in LBA format 6 (4096-byte blocks), 4 MiB: its format must survive the restart.
+out=$(nvme create-ns "$dev" -s 1024 -c 1024 -f 6 2>&1)
+echo "$out"
+step "create-ns of 1024 blocks of 4 KiB (flbas 6) returns nsid 4" sh -c "echo '$out' | grep -q 'created nsid:4'"
+step "attach-ns 4" sh -c "nvme attach-ns $dev -n 4 -c $cntlid 2>&1 | grep -qi success"
+step "kernel sees a block device for nsid 4" wait_for 30 has_ns 4
+n4=$(ns_dev 4)
+step "$n4 has 4096-byte logical blocks and 4 MiB" sh -c \
+	"[ \$(blockdev --getss $n4) -eq 4096 ] && [ \$(blockdev --getsize64 $n4) -eq $((4 << 20)) ]"
+mark4() { printf 'nvme-emu ns-mgmt marker %s\n' "$1" | dd of="$2" bs=4096 seek="$3" conv=sync,fsync oflag=direct status=none; }
+step "marker at block 1000 of nsid 4" mark4 nsid4 "$n4" 1000
 step "delete-ns of the operator's nsid 1 is refused" sh -c \
 	"! nvme delete-ns $dev -n 1 > /dev/null 2>&1"
 step "nsid 1 still there" has_ns 1

@@ -9,7 +9,15 @@ step "nsid 2 kept its data across the restart" has_marker nsid2 "$(ns_dev 2)" 40
 step "nsid 1 kept its data" has_marker nsid1 "$(ns_dev 1)" 100
 step "nsid 3 is allocated (CNS 10h) but not active" sh -c \
 	"nvme list-ns $dev --all | grep -q '\]:0x3' && ! nvme list-ns $dev | grep -q '\]:0x3'"
-step "UNVMCAP: 95 MiB less 32 and 4" test "$(idf unvmcap)" -eq $(((95 - 36) << 20))
+step "UNVMCAP: 95 MiB less 32, 4 and 4" test "$(idf unvmcap)" -eq $(((95 - 40) << 20))
+ns4_fmt() { _d=$(ns_dev 4) && [ "$(blockdev --getss "$_d")" -eq 4096 ]; }
+ns4_data() {
+	dd if="$(ns_dev 4)" bs=4096 skip=1000 count=1 iflag=direct status=none |
+		grep -q 'nvme-emu ns-mgmt marker nsid4'
+}
+step "nsid 4 is back, attached" wait_for 30 has_ns 4
+step "nsid 4 kept its format (4096-byte blocks)" ns4_fmt
+step "nsid 4 kept its data" ns4_data
 
 out=$(nvme detach-ns "$dev" --namespace-id=2 --controllers="$cntlid" 2>&1)
 echo "$out"

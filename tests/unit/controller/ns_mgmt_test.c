@@ -509,9 +509,14 @@ static void test_create_errors(void)
 	CU_ASSERT_EQUAL(nsm_create(0, 0, 0, 0, 0, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(2048, 4096, 0, 0, 0, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(4096, 2048, 0, 0, 0, &nsid), NVME_SC_THIN_PROV_NOT_SUPP);
-	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 1, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
+	/* Format 12 and up do not exist; PI needs metadata; DPS bits 7:4 are reserved. */
+	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 12, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0x20, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0, 1, 0, &nsid), NVME_SC_INVALID_FORMAT);
+	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 6, 1, 0, &nsid), NVME_SC_INVALID_FORMAT);
+	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 1, 0x11, 0, &nsid), NVME_SC_INVALID_FORMAT);
+	/* Type 1 PI in 8 bytes of metadata fits; a 64b guard tuple (16 bytes) does not. */
+	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 1, 5, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0, 0, 2, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(64 * 2048, 64 * 2048, 0, 0, 0, &nsid),
 			NVME_SC_NS_INSUFFICIENT_CAP);
@@ -537,6 +542,57 @@ static void test_create_errors(void)
 	}
 	/* Nothing was allocated by any of them. */
 	CU_ASSERT_EQUAL(nsm_unvmcap(), 63 * NSM_MIB);
+}
+
+/* Namespaces created in any format Identify NSID FFFFFFFFh lists: their NSZE in their own
+ * blocks, the pool charged for data, metadata and padding; Format NVM of one is kept in its pool
+ * entry (the header). */
+static void test_create_formats(void)
+{
+	struct nvme_id_ns *idns = (struct nvme_id_ns *)nsm_data();
+	struct ctrlr_ns_pool_ns_info info;
+	uint16_t me = 5;
+	uint32_t a = 0, b = 0;
+	struct nvme_sqe sqe;
+
+	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), 0);
+	CU_ASSERT_EQUAL(idns->nlbaf, 11);
+	CU_ASSERT_EQUAL(idns->lbaf[1].ms, 8);
+	CU_ASSERT_EQUAL(idns->lbaf[6].lbads, 12);
+	/* 256 blocks of 4 KiB (format 6): 1 MiB of the pool. */
+	CU_ASSERT_EQUAL(nsm_create(256, 256, 6, 0, 0, &a), 0);
+	CU_ASSERT_EQUAL(nsm_unvmcap(), 62 * NSM_MIB);
+	/* 2048 blocks of 512 + 8 with Type 1 PI, tuple first: two 512-byte pool blocks each. */
+	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0x11, 0x9, 0, &b), 0); /* FLBAS 1, extended */
+	CU_ASSERT_EQUAL(nsm_unvmcap(), 60 * NSM_MIB);
+	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_ALLOC_NS, a, 0), 0);
+	CU_ASSERT_EQUAL(idns->nsze, 256);
+	CU_ASSERT_EQUAL(idns->flbas & 0xf, 6);
+	CU_ASSERT_EQUAL(nsm_attach(NVME_NS_ATTACH_SEL_ATTACH, b, &me, 1), 0);
+	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, b, 0), 0);
+	CU_ASSERT_EQUAL(idns->nsze, 2048);
+	CU_ASSERT_EQUAL(idns->flbas, 0x11);
+	CU_ASSERT_EQUAL(idns->dps, 0x9);
+	/* Format NVM of b to format 6 (4 KiB, no PI): 2 MiB hold 512 of them, and the pool's
+	 * entry says so once the command completes. */
+	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, b);
+	sqe.cdw10 = 6;
+	CU_ASSERT_EQUAL(nsm_cmd(&sqe, NULL), 0);
+	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, b, 0), 0);
+	CU_ASSERT_EQUAL(idns->nsze, 512);
+	CU_ASSERT_TRUE(ctrlr_ns_pool_get_ns(nsm_pool, b, &info));
+	CU_ASSERT_EQUAL(info.flbas, 6);
+	CU_ASSERT_EQUAL(info.dps, 0);
+	CU_ASSERT_EQUAL(nsm_attach(NVME_NS_ATTACH_SEL_DETACH, b, &me, 1), 0);
+	CU_ASSERT_EQUAL(nsm_delete(a), 0);
+	CU_ASSERT_EQUAL(nsm_delete(b), 0);
+	CU_ASSERT_EQUAL(nsm_unvmcap(), 63 * NSM_MIB);
+	/* Read (and so clear) the Changed Namespace List these changes filled. */
+	sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 0);
+	sqe.cdw10 = NVME_LOG_CHANGED_NS | ((4096 / 4 - 1) << 16);
+	sqe.dptr.prp.prp1 = nsm_buf;
+	CU_ASSERT_EQUAL(nsm_cmd(&sqe, NULL), 0);
+	nsm_aers = 0;
 }
 
 static void test_lifecycle(void)
@@ -705,4 +761,5 @@ static void test_lifecycle(void)
 CUNIT_SUITE(ns_pool, nsm_pool_suite_init, NULL, {"pool_extents", test_pool_extents},
 	    {"pool_persistence", test_pool_persistence}, {"region_io", test_region_io})
 CUNIT_SUITE(ns_mgmt, nsm_init, nsm_fini, {"no_pool", test_no_pool}, {"bind", test_bind},
-	    {"create_errors", test_create_errors}, {"lifecycle", test_lifecycle})
+	    {"create_errors", test_create_errors}, {"create_formats", test_create_formats},
+	    {"lifecycle", test_lifecycle})
