@@ -78,6 +78,19 @@ gt_wait_file() {
 }
 quiet_wait() { gt_wait_file "$@" > /dev/null; }
 
+# gt_wait_sockets PATH...: waits (10 s at most) until every PATH is a socket, as QEMU refuses
+# to start before its vfio-user sockets listen; 1 on timeout.
+gt_wait_sockets() {
+	local _ all s
+	for _ in $(seq 100); do
+		all=1
+		for s in "$@"; do [ -S "$s" ] || all=0; done
+		[ "$all" -eq 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # gt_report_with_host RC: gt_report plus the host_step counts in the
 # closing line.
 gt_report_with_host() {

@@ -25,14 +25,7 @@ JSON
 "$BIN/nvme-emu" -r "$rpc_sock" -c "$GT_DIR/config.json" > "$GT_DIR/nvme-emu.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon 2>/dev/null' EXIT
-# QEMU refuses to start unless both sockets listen: bounded wait for them.
-sockets_up() {
-	for _ in $(seq 100); do
-		[ -S "$GT_DIR/a.sock" ] && [ -S "$GT_DIR/b.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+sockets_up() { gt_wait_sockets "$GT_DIR/a.sock" "$GT_DIR/b.sock"; }
 rc=1
 if host_step "nvme-emu -c serves two sockets" sockets_up; then
 	"$GT_LAUNCH" --job "$GT_JOBS/rpc-two.sh" --add "$GT_FIO" --vfio-user "$GT_DIR/a.sock" \

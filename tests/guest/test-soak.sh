@@ -63,13 +63,9 @@ daemon=$!
 trap 'kill $launcher_a $launcher_b $daemon 2>/dev/null' EXIT
 launcher_a= launcher_b=
 sockets_up() {
-	for _ in $(seq 100); do
-		local all=1
-		for f in A1 A2 A3 B0 B1 B2 B3; do [ -S "$GT_DIR/$f.sock" ] || all=0; done
-		[ $all -eq 1 ] && return 0
-		sleep 0.1
-	done
-	return 1
+	local f socks=()
+	for f in A1 A2 A3 B0 B1 B2 B3; do socks+=("$GT_DIR/$f.sock"); done
+	gt_wait_sockets "${socks[@]}"
 }
 if ! host_step "nvme-emu serves seven sockets" sockets_up; then
 	gt_report_with_host 1

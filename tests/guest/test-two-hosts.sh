@@ -30,13 +30,7 @@ JSON
 daemon=$!
 launcher=
 trap 'kill $launcher $daemon 2>/dev/null' EXIT
-sockets_up() {
-	for _ in $(seq 100); do
-		[ -S "$GT_DIR/a.sock" ] && [ -S "$GT_DIR/b.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+sockets_up() { gt_wait_sockets "$GT_DIR/a.sock" "$GT_DIR/b.sock"; }
 rpc() { "$BIN/nvme-emu-rpc" -s "$rpc_sock" "$@"; }
 rc=1
 if host_step "nvme-emu -c serves two listeners of one subsystem" sockets_up; then
