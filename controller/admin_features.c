@@ -1,8 +1,8 @@
 /* controller/admin_features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
  * management, temperature threshold, error recovery, volatile write cache, number of queues,
  * interrupt coalescing and vector configuration, write atomicity, async event configuration,
- * APST, timestamp, Host Identifier, Reservation Notification Mask and Persistence; SEL
- * current/default/saved/supported. Admin thread. */
+ * APST, timestamp, Host Behavior Support, Host Identifier, Reservation Notification Mask and
+ * Persistence; SEL current/default/saved/supported. Admin thread. */
 #include <string.h>
 
 #include "common/evloop.h"
@@ -26,12 +26,53 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_HOST_BEHAVIOR] = NVME_FEAT_CAP_CHANGE,
     /* Reservations (5.27.1.25-27). */
     [NVME_FEAT_HOST_ID] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_RESV_MASK] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_IOCS_PROFILE] = NVME_FEAT_CAP_CHANGE,
 };
+
+/* ---- Host Behavior Support (FID 16h; NVMe Base 2.1, Features) ---- */
+
+static uint16_t ctrlr_feat_get_hbs(struct ctrlr_req *req, bool dflt)
+{
+	const struct ctrlr_features *f = &req->sq->ctrlr->feat;
+	uint8_t data[NVME_HBS_DATA_SIZE] = {0};
+	uint16_t cdfe = dflt ? 0 : CTRLR_LOAD(f->hbs_cdfe);
+
+	if (!dflt) {
+		data[NVME_HBS_ACRE] = f->hbs_acre;
+		data[NVME_HBS_LBAFEE] = f->hbs_lbafee;
+	}
+	memcpy(data + NVME_HBS_CDFE, &cdfe, sizeof(cdfe));
+	return ctrlr_req_copy_to_host(req, data, sizeof(data));
+}
+
+/* ACRE and LBAFEE are 0 or 1 (the host's statement; commands never carry a retry delay, and
+ * the extended formats are reported either way); ETDAS needs Telemetry Data Area 4, which LPA
+ * does not offer; CDFE may enable only the Copy formats OCFS offers beyond 0h/1h (2h, 3h), and a
+ * Copy with format 2h/3h is refused until enabled (io_copy.c). Reserved bytes (and byte 3,
+ * HDISNS in 2.1: no dispersed namespaces here) are ignored. */
+static uint16_t ctrlr_feat_set_hbs(struct ctrlr_req *req)
+{
+	struct ctrlr_features *f = &req->sq->ctrlr->feat;
+	uint8_t data[NVME_HBS_DATA_SIZE];
+	uint16_t cdfe, st;
+
+	st = ctrlr_req_copy_from_host(req, data, sizeof(data));
+	if (st)
+		return st;
+	memcpy(&cdfe, data + NVME_HBS_CDFE, sizeof(cdfe));
+	if (data[NVME_HBS_ACRE] > 1 || data[NVME_HBS_ETDAS] || data[NVME_HBS_LBAFEE] > 1 ||
+	    (cdfe & ~(NVME_OCFS_FORMAT2 | NVME_OCFS_FORMAT3)))
+		return NVME_SC_INVALID_FIELD;
+	f->hbs_acre = data[NVME_HBS_ACRE];
+	f->hbs_lbafee = data[NVME_HBS_LBAFEE];
+	CTRLR_STORE(f->hbs_cdfe, cdfe);
+	return NVME_SC_SUCCESS;
+}
 
 /* ---- reservation features ---- */
 
@@ -145,6 +186,9 @@ static void ctrlr_features_defaults(struct ctrlr *ctrlr)
 	memset(f->apst_table, 0, sizeof(f->apst_table));
 	f->timestamp_ms = 0;
 	f->timestamp_set_us = 0;
+	f->hbs_acre = 0;
+	f->hbs_lbafee = 0;
+	CTRLR_STORE(f->hbs_cdfe, 0);
 	for (uint32_t v = 0; v < ctrlr->cfg.num_vectors; v++)
 		CTRLR_STORE(f->irq_cd[v], 0);
 	ctrlr->smart_critical = 0;
@@ -289,6 +333,9 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		*cdw0 = 0;
 		return ctrlr_req_copy_to_host(req, data, sizeof(data));
 	}
+	case NVME_FEAT_HOST_BEHAVIOR:
+		*cdw0 = 0;
+		return ctrlr_feat_get_hbs(req, dflt);
 	case NVME_FEAT_HOST_ID: {
 		uint16_t st = ctrlr_feat_get_hostid(req, dflt);
 
@@ -442,6 +489,8 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		f->timestamp_set_us = evloop_now_us();
 		return NVME_SC_SUCCESS;
 	}
+	case NVME_FEAT_HOST_BEHAVIOR:
+		return ctrlr_feat_set_hbs(req);
 	case NVME_FEAT_HOST_ID:
 		return ctrlr_feat_set_hostid(req);
 	case NVME_FEAT_RESV_MASK:

@@ -59,9 +59,9 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->fuses = NVME_FUSES_COMPARE_WRITE;
 	if (ctrlr->multi_ctrl)
 		id->cmic |= NVME_CMIC_MULTI_CTRL;
-	/* Copy descriptor formats 0h (no or 16b Guard protection) and 1h (64b Guard), io_copy.c;
-	 * not the cross-namespace formats 2h/3h. */
-	id->ocfs = NVME_OCFS_FORMAT0 | NVME_OCFS_FORMAT1;
+	/* Copy descriptor formats 0h (no or 16b Guard protection) and 1h (64b Guard), and their
+	 * cross-namespace twins 2h and 3h once Host Behavior Support's CDFE enables them (io_copy.c). */
+	id->ocfs = NVME_OCFS_FORMAT0 | NVME_OCFS_FORMAT1 | NVME_OCFS_FORMAT2 | NVME_OCFS_FORMAT3;
 	id->vwc = NVME_VWC_PRESENT | NVME_VWC_NSID_ALL_FLUSH;
 	if (ctrlr->cfg.sgl)
 		id->sgls = NVME_SGLS_SUPPORTED | NVME_SGLS_BIT_BUCKET | NVME_SGLS_EXCESS_LEN |

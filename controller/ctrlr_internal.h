@@ -349,6 +349,10 @@ struct ctrlr_features {
 	uint64_t timestamp_ms;	   /* value set by the host */
 	uint64_t timestamp_set_us; /* evloop_now_us() when set, 0 = never set */
 	uint8_t *irq_cd;	   /* per vector: coalescing disabled (CD) */
+	/* Host Behavior Support: ACRE, LBAFEE as the host set them (information only) and CDFE,
+	 * the Copy descriptor formats it enabled (atomic: read by the owner threads, io_copy.c). */
+	uint8_t hbs_acre, hbs_lbafee;
+	uint16_t hbs_cdfe;
 };
 
 struct ctrlr_counters {

@@ -1,11 +1,14 @@
-/* controller/io_copy.c - the Copy command (NVM Command Set 1.0 3.3.1): source ranges of one
- * namespace copied to a contiguous destination in the same namespace, through a bounce buffer,
- * one chunk read then written at a time. Descriptor formats 0h (no or 16b Guard protection) and
- * 1h (64b Guard), OCFS bits 0-1; the cross-namespace formats 2h/3h are not offered. Blocks move
- * whole (data and metadata as stored); on a protected format each block's protection
- * information is checked as PRINFOR says against its range's expected tags, then checked
- * (PRACT 0) or generated anew with the destination's reference tags (PRACT 1) as PRINFOW says
- * (section 5.2.2). Owner thread of the SQ. */
+/* controller/io_copy.c - the Copy command (NVM Command Set 1.1 3.3.1): source ranges copied to a
+ * contiguous destination, through a bounce buffer, one chunk read then written at a time.
+ * Descriptor formats 0h (no or 16b Guard protection) and 1h (64b Guard) take their ranges from the
+ * destination namespace; 2h and 3h (the same two with a Source Namespace Identifier per range,
+ * OCFS bits 2-3, enabled by the host in Host Behavior Support's CDFE) from any active namespace
+ * of the controller whose format matches the destination's (data and metadata size, protection
+ * type and place, guard), else Incompatible Namespace or Format. Blocks move whole (data and
+ * metadata as stored); on a protected format each block's protection information is checked as
+ * PRINFOR says against its range's expected tags, then checked (PRACT 0) or generated anew with
+ * the destination's reference tags (PRACT 1) as PRINFOW says (section 5.2.2). Owner thread of the
+ * SQ: a source namespace's bdev is read through this thread's channel for it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,10 @@ struct ctrlr_copy_range {
 	uint64_t slba, nlb;
 	uint64_t eilbrt;	/* expected initial reference tag of the source blocks */
 	uint16_t elbat, elbatm; /* expected application tag and its mask */
+	uint32_t snsid;		/* formats 2h/3h: the source namespace; else the destination */
+	uint16_t sopt;		/* formats 2h/3h: Source Options */
+	struct ctrlr_ns *ns;	/* another namespace (a reference held), NULL: the destination */
+	const struct ctrlr_lbaf *lbaf; /* ns's format when the command started */
 };
 
 struct ctrlr_copy {
@@ -31,11 +38,21 @@ struct ctrlr_copy {
 	bool pract;	    /* PRINFOW.PRACT: the destination's tuples generated, not checked */
 	struct ctrlr_pi rpi, wpi; /* the source's checks (range idx's tags), the destination's */
 	uint64_t rref, wref;	  /* reference tags of blocks src and dst */
+	struct ctrlr_ns *sns;	  /* range idx's namespace (req->ns for its own ranges) */
+	const struct ctrlr_lbaf *slbaf; /* its format: the same sizes, maybe another stride */
 	struct ctrlr_copy_range r[CTRLR_COPY_MAX_RANGES];
 	char buf[CTRLR_CHUNK_BYTES];
 };
 
 static void ctrlr_copy_next(struct ctrlr_req *req);
+
+/* Drops the references to the source namespaces of ranges [0, n). */
+static void ctrlr_copy_put_sources(struct ctrlr_copy *cp, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (cp->r[i].ns)
+			ctrlr_ns_put(cp->r[i].ns);
+}
 
 /* Ends the command. On failure CDW0 holds the lowest source range not copied (NVM 3.3.1.1). */
 static void ctrlr_copy_finish(struct ctrlr_req *req, uint16_t st)
@@ -46,28 +63,74 @@ static void ctrlr_copy_finish(struct ctrlr_req *req, uint16_t st)
 	if (!st) {
 		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_write_cmds, 1);
 	}
+	ctrlr_copy_put_sources(cp, cp->nr);
 	free(cp);
 	req->step.buf = NULL;
 	__atomic_sub_fetch(&req->sq->ctrlr->copies_active, 1, __ATOMIC_RELAXED);
 	ctrlr_req_complete(req, st);
 }
 
+static void ctrlr_copy_bio_done(struct bdev_io *io, int status, void *cb_arg)
+{
+	struct ctrlr_req *req = cb_arg;
+
+	(void)io;
+	req->io_done(req, status);
+}
+
+/* One chunk read from (range idx's namespace) or written to (the destination) the bounce
+ * buffer, laid out in that namespace's stride; `done` runs with the bdev status. */
 static uint16_t ctrlr_copy_submit(struct ctrlr_req *req, enum bdev_io_type type, uint64_t lba,
 				  ctrlr_req_io_done_fn done)
 {
 	struct ctrlr_copy *cp = req->step.buf;
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	bool rd = type == BDEV_IO_READ;
+	struct ctrlr_ns *ns = rd ? cp->sns : req->ns;
+	const struct ctrlr_lbaf *l = rd ? cp->slbaf : req->lbaf;
 	struct bdev_io *bio = req->bio;
+	struct bdev_channel *ch;
 
+	/* The SQ's thread's channel for that namespace's bdev, as the I/O path's own. */
+	ch = ctrlr->ops->get_channel(ctrlr->tctx, req->sq, ns->bdev);
+	if (!ch)
+		return NVME_SC_INTERNAL;
 	memset(bio, 0, sizeof(*bio));
 	req->step.biov.iov_base = cp->buf;
-	req->step.biov.iov_len = cp->chunk * req->lbaf->stride;
+	req->step.biov.iov_len = cp->chunk * l->stride;
 	bio->type = type;
 	bio->flags = type == BDEV_IO_WRITE && cp->fua ? BDEV_IO_F_FUA : 0;
-	bio->offset_blocks = ctrlr_req_bdev_blocks(req, lba);
-	bio->num_blocks = ctrlr_req_bdev_blocks(req, cp->chunk);
+	bio->offset_blocks = lba * l->bpl;
+	bio->num_blocks = cp->chunk * l->bpl;
 	bio->iov = &req->step.biov;
 	bio->iovcnt = 1;
-	return ctrlr_req_submit_bio(req, done);
+	req->io_done = done;
+	bio->cb = ctrlr_copy_bio_done;
+	bio->cb_arg = req;
+	bdev_submit(ch, bio);
+	return NVME_SC_SUCCESS;
+}
+
+/* A source namespace on a bdev of another block size stores the same blocks in another stride:
+ * each block's data and metadata move to the destination's stride (the padding zeroed). */
+static void ctrlr_copy_restride(struct ctrlr_copy *cp, const struct ctrlr_lbaf *d)
+{
+	uint32_t ss = cp->slbaf->stride, ds = d->stride, used = d->ds + d->ms;
+	char *b = cp->buf;
+
+	if (ss == ds)
+		return;
+	if (ds < ss) {
+		for (uint64_t i = 0; i < cp->chunk; i++) {
+			memmove(b + i * ds, b + i * ss, used);
+			memset(b + i * ds + used, 0, ds - used);
+		}
+	} else {
+		for (uint64_t i = cp->chunk; i-- > 0;) {
+			memmove(b + i * ds, b + i * ss, used);
+			memset(b + i * ds + used, 0, ds - used);
+		}
+	}
 }
 
 static void ctrlr_copy_write_done(struct ctrlr_req *req, int status)
@@ -125,8 +188,11 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 	uint16_t st = ctrlr_bdev_status(status, false);
 
 	/* Zoned: blocks past a write pointer read as zeroes; an offline zone fails the copy. */
+	if (!st && cp->sns->zns)
+		st = ctrlr_zns_read_fixup(cp->sns->zns, cp->src, cp->chunk, cp->sns->block_size,
+					  &req->step.biov, 1);
 	if (!st)
-		st = ctrlr_zns_io_read_done(req, cp->src, cp->chunk, &req->step.biov, 1);
+		ctrlr_copy_restride(cp, req->lbaf);
 	if (!st && cp->pi)
 		st = ctrlr_copy_pi(req, cp);
 	if (st)
@@ -137,11 +203,14 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 		ctrlr_copy_finish(req, st);
 }
 
-/* Range idx starts: its first block, and the tags its blocks are checked against. */
-static void ctrlr_copy_range_start(struct ctrlr_copy *cp)
+/* Range idx starts: its namespace, its first block, and the tags its blocks are checked
+ * against. */
+static void ctrlr_copy_range_start(struct ctrlr_req *req, struct ctrlr_copy *cp)
 {
 	const struct ctrlr_copy_range *r = &cp->r[cp->idx];
 
+	cp->sns = r->ns ? r->ns : req->ns;
+	cp->slbaf = r->ns ? r->lbaf : req->lbaf;
 	cp->src = r->slba;
 	cp->left = r->nlb;
 	cp->rpi.apptag = r->elbat;
@@ -153,17 +222,20 @@ static void ctrlr_copy_range_start(struct ctrlr_copy *cp)
 static void ctrlr_copy_next(struct ctrlr_req *req)
 {
 	struct ctrlr_copy *cp = req->step.buf;
-	uint64_t per = CTRLR_CHUNK_BYTES / req->lbaf->stride, bad;
+	uint64_t per, bad;
 	uint16_t st;
 
 	while (!cp->left) {
 		if (++cp->idx == cp->nr)
 			return ctrlr_copy_finish(req, NVME_SC_SUCCESS);
-		ctrlr_copy_range_start(cp);
+		ctrlr_copy_range_start(req, cp);
 	}
+	/* The chunk fits the buffer in both namespaces' strides. */
+	per = CTRLR_CHUNK_BYTES / (cp->slbaf->stride > req->lbaf->stride ? cp->slbaf->stride
+									   : req->lbaf->stride);
 	cp->chunk = cp->left < per ? cp->left : per;
 	/* A block marked uncorrectable fails the copy at its range, as a read of it would. */
-	if (ctrlr_uncor_overlaps(req->ns->uncor, cp->src, cp->chunk, &bad)) {
+	if (ctrlr_uncor_overlaps(cp->sns->uncor, cp->src, cp->chunk, &bad)) {
 		req->error_lba = bad;
 		return ctrlr_copy_finish(req, NVME_SC_UNRECOVERED_READ);
 	}
@@ -172,10 +244,23 @@ static void ctrlr_copy_next(struct ctrlr_req *req)
 		ctrlr_copy_finish(req, st);
 }
 
-/* Source range idx of the host's list (format 0h or 1h) into r. */
+/* The 80-bit big-endian ELBT of formats 1h/3h: with STS 0 the reference tag is its low 48 bits
+ * (masked later). */
+static uint64_t ctrlr_copy_elbt(const uint8_t elbt[10])
+{
+	uint64_t v = 0;
+
+	for (int b = 2; b < 10; b++)
+		v = v << 8 | elbt[b];
+	return v;
+}
+
+/* Source range i of the host's list (format desfmt) into r; formats 0h/1h name no namespace. */
 static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32_t i,
 				  struct ctrlr_copy_range *r)
 {
+	memset(r, 0, sizeof(*r));
+	r->snsid = req->sqe.nsid;
 	if (desfmt == 0) {
 		struct nvme_copy_range_fmt0 d;
 
@@ -185,19 +270,93 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 		r->eilbrt = d.eilbrt;
 		r->elbat = d.elbat;
 		r->elbatm = d.elbatm;
-	} else {
+	} else if (desfmt == 1) {
 		struct nvme_copy_range_fmt1 d;
 
 		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
-		/* Big-endian 80 bits; with STS 0 the reference tag is the low 48 (masked later). */
-		r->eilbrt = 0;
-		for (int b = 2; b < 10; b++)
-			r->eilbrt = r->eilbrt << 8 | d.elbt[b];
+		r->eilbrt = ctrlr_copy_elbt(d.elbt);
+		r->elbat = d.elbat;
+		r->elbatm = d.elbatm;
+	} else if (desfmt == 2) {
+		struct nvme_copy_range_fmt2 d;
+
+		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		r->snsid = d.snsid;
+		r->sopt = d.sopt;
+		r->slba = d.slba;
+		r->nlb = (uint64_t)d.nlb + 1;
+		r->eilbrt = d.eilbrt;
+		r->elbat = d.elbat;
+		r->elbatm = d.elbatm;
+	} else {
+		struct nvme_copy_range_fmt3 d;
+
+		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		r->snsid = d.snsid;
+		r->sopt = d.sopt;
+		r->slba = d.slba;
+		r->nlb = (uint64_t)d.nlb + 1;
+		r->eilbrt = ctrlr_copy_elbt(d.elbt);
 		r->elbat = d.elbat;
 		r->elbatm = d.elbatm;
 	}
+}
+
+/* Whether blocks of format s (source) copy as they are into format d (destination): the same
+ * data and metadata sizes and, with protection information, the same type, place and guard.
+ * No conversion (inserting or stripping protection information) is done. */
+static bool ctrlr_copy_fmt_match(union ctrlr_ns_fmt sf, const struct ctrlr_lbaf *s,
+				 union ctrlr_ns_fmt df, const struct ctrlr_lbaf *d)
+{
+	if (s->ds != d->ds || s->ms != d->ms || sf.f.pi != df.f.pi)
+		return false;
+	return !df.f.pi || (sf.f.pi_first == df.f.pi_first && s->pif == d->pif);
+}
+
+/* Range r's source: its own namespace, or (formats 2h/3h) the one SNSID names, which must be
+ * active (Invalid Namespace or Format), readable by this host (Reservation Conflict, as a Read
+ * would be) and of the destination's format (Incompatible Namespace or Format). A Fast Copy Only
+ * range fails: this controller copies through a buffer, never fast (ONCS.NVMAFC 0). Takes a
+ * reference to another namespace into r->ns. Returns 0 or the status. */
+static uint16_t ctrlr_copy_source(struct ctrlr_req *req, struct ctrlr_copy_range *r)
+{
+	union ctrlr_ns_fmt sf;
+	struct ctrlr_ns *ns;
+
+	if (r->sopt & NVME_COPY_SOPT_FCO)
+		return NVME_SC_FAST_COPY_NOT_POSSIBLE;
+	if (r->snsid == req->sqe.nsid)
+		return NVME_SC_SUCCESS;
+	ns = ctrlr_ns_get(req->sq->ctrlr, r->snsid);
+	if (!ns)
+		return NVME_SC_INVALID_NS;
+	r->ns = ns;
+	if (CTRLR_LOAD(ns->resv_block) & CTRLR_RESV_BLOCK_READ)
+		return NVME_SC_RESV_CONFLICT;
+	sf.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE);
+	r->lbaf = &ns->lbafs[sf.f.lbaf];
+	if (!ctrlr_copy_fmt_match(sf, r->lbaf, req->fmt, req->lbaf))
+		return NVME_SC_INCOMPATIBLE_NS;
+	return NVME_SC_SUCCESS;
+}
+
+/* LBA range check of a source range against its namespace (LBA Out of Range). */
+static uint16_t ctrlr_copy_check_source_range(struct ctrlr_req *req,
+					      const struct ctrlr_copy_range *r)
+{
+	uint64_t nsze;
+
+	if (!r->ns)
+		return ctrlr_io_check_range(req, r->slba, r->nlb);
+	/* Atomic: a resize (main thread) may grow it under I/O. */
+	nsze = __atomic_load_n(&r->ns->num_blocks, __ATOMIC_RELAXED);
+	if (r->slba >= nsze || r->nlb > nsze - r->slba) {
+		req->error_lba = r->slba;
+		return NVME_SC_LBA_RANGE;
+	}
+	return NVME_SC_SUCCESS;
 }
 
 /* The protection information settings of both sides, and the checks of the command's fields
@@ -255,6 +414,21 @@ static uint16_t ctrlr_copy_pi_setup(struct ctrlr_req *req, struct ctrlr_copy *cp
 	return NVME_SC_SUCCESS;
 }
 
+/* Descriptor format checks (3.3.1): formats OCFS offers, 2h/3h only once the host enabled them
+ * (Host Behavior Support CDFE, else Invalid Field), and the one that fits the destination's
+ * protection information format: 0h/2h without or with the 16b Guard, 1h/3h with the 64b Guard
+ * (else Invalid Format). Returns 0 or the status. */
+static uint16_t ctrlr_copy_check_desfmt(struct ctrlr_req *req, uint32_t desfmt)
+{
+	uint16_t cdfe = CTRLR_LOAD(req->sq->ctrlr->feat.hbs_cdfe);
+
+	if (desfmt > 3 || (desfmt >= 2 && !(cdfe & (1u << desfmt))))
+		return NVME_SC_INVALID_FIELD;
+	if ((desfmt & 1) != (req->lbaf->pif == CTRLR_PIF_64 ? 1u : 0u))
+		return NVME_SC_INVALID_FORMAT;
+	return NVME_SC_SUCCESS;
+}
+
 void ctrlr_io_copy(struct ctrlr_req *req)
 {
 	const struct nvme_sqe *sqe = &req->sqe;
@@ -264,20 +438,15 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	uint64_t sdlba = ctrlr_sqe_slba(sqe), total = 0;
 	size_t dsz;
 	struct ctrlr_copy *cp;
+	uint32_t got = 0;
 	uint16_t st;
 
-	/* Formats 0h and 1h only (OCFS); the one that fits the namespace's protection
-	 * information format: 0h without or with the 16b Guard, 1h with the 64b Guard (3.3.1,
-	 * else Invalid Format). */
-	if (desfmt > 1)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
-					      offsetof(struct nvme_sqe, cdw12) + 1);
-	if (desfmt != (req->lbaf->pif == CTRLR_PIF_64 ? 1u : 0u))
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FORMAT,
-					      offsetof(struct nvme_sqe, cdw12) + 1);
+	st = ctrlr_copy_check_desfmt(req, desfmt);
+	if (st)
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw12) + 1);
 	if (nr > CTRLR_COPY_MAX_RANGES)
 		return ctrlr_req_complete(req, NVME_SC_CMD_SIZE_LIMIT);
-	dsz = desfmt ? sizeof(struct nvme_copy_range_fmt1) : sizeof(struct nvme_copy_range_fmt0);
+	dsz = desfmt & 1 ? sizeof(struct nvme_copy_range_fmt1) : sizeof(struct nvme_copy_range_fmt0);
 	st = ctrlr_req_map_data(req, (uint64_t)nr * dsz, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_req_complete(req, st);
@@ -294,12 +463,15 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	cp->idx = 0;
 	for (uint32_t i = 0; i < nr; i++) {
 		ctrlr_copy_range_read(req, desfmt, i, &cp->r[i]);
-		/* MSSRL, then MCL below: the same limits for both formats. */
+		got = i + 1;
+		/* MSSRL, then MCL below: the same limits for every format. */
 		if (cp->r[i].nlb > CTRLR_COPY_MSSRL) {
 			st = NVME_SC_CMD_SIZE_LIMIT;
 			goto fail;
 		}
-		st = ctrlr_io_check_range(req, cp->r[i].slba, cp->r[i].nlb);
+		st = ctrlr_copy_source(req, &cp->r[i]);
+		if (!st)
+			st = ctrlr_copy_check_source_range(req, &cp->r[i]);
 		if (st)
 			goto fail;
 		total += cp->r[i].nlb;
@@ -321,13 +493,14 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	cp->fua = sqe->cdw12 & NVME_RW_FUA;
 	cp->dst = sdlba;
 	cp->idx = 0;
-	ctrlr_copy_range_start(cp);
+	ctrlr_copy_range_start(req, cp);
 	req->step.buf = cp;
 	ctrlr_copy_next(req);
 	return;
 
 fail:
 	/* Nothing was written: CDW0 stays 0 (the lowest range not copied). */
+	ctrlr_copy_put_sources(cp, got);
 	free(cp);
 fail_count:
 	__atomic_sub_fetch(&ctrlr->copies_active, 1, __ATOMIC_RELAXED);

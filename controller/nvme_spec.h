@@ -246,6 +246,9 @@ enum nvme_status {
 	NVME_SC_INVALID_IOCS = 0x012c,
 	/* NVM Command Set specific (SCT 1). */
 	NVME_SC_CMD_SIZE_LIMIT = 0x0183, /* Copy: MSRC, MSSRL or MCL exceeded */
+	/* Copy formats 2h/3h: a source namespace whose format the copy cannot convert. */
+	NVME_SC_INCOMPATIBLE_NS = 0x0185,
+	NVME_SC_FAST_COPY_NOT_POSSIBLE = 0x0186, /* a source range with SOPT.FCO */
 
 	NVME_SC_WRITE_FAULT = 0x0280,
 	NVME_SC_UNRECOVERED_READ = 0x0281,
@@ -325,6 +328,42 @@ struct nvme_copy_range_fmt1 {
 NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt1) == 40, "copy source range format 1");
 NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt1, elbt) == 26, "ELBT");
 #define NVME_COPY_PRINFOR(cdw12) (((cdw12) >> 12) & 0xfu)
+/* Formats 2h and 3h (NVM Command Set 1.1, cross-namespace copy): formats 0h and 1h with the
+ * Source Namespace Identifier in bytes 03:00 and Source Options in bytes 23:22. */
+struct nvme_copy_range_fmt2 {
+	uint32_t snsid;
+	uint32_t rsvd4;
+	uint64_t slba;
+	uint16_t nlb; /* 0-based */
+	uint8_t cetype;
+	uint8_t rsvd19;
+	uint16_t cev;
+	uint16_t sopt;
+	uint32_t eilbrt;
+	uint16_t elbat;
+	uint16_t elbatm;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt2) == 32, "copy source range format 2");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt2, sopt) == 22, "SOPT");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt2, eilbrt) == 24, "EILBRT");
+struct nvme_copy_range_fmt3 {
+	uint32_t snsid;
+	uint32_t rsvd4;
+	uint64_t slba;
+	uint16_t nlb; /* 0-based */
+	uint8_t cetype;
+	uint8_t rsvd19;
+	uint16_t cev;
+	uint16_t sopt;
+	uint16_t rsvd24;
+	uint8_t elbt[10];
+	uint16_t elbat;
+	uint16_t elbatm;
+};
+NVME_STATIC_ASSERT(sizeof(struct nvme_copy_range_fmt3) == 40, "copy source range format 3");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt3, sopt) == 22, "SOPT");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_copy_range_fmt3, elbt) == 26, "ELBT");
+#define NVME_COPY_SOPT_FCO (1u << 15) /* Fast Copy Only */
 
 struct nvme_dsm_range {
 	uint32_t cattr;
@@ -477,6 +516,8 @@ NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBN
 #define NVME_ONCS_COPY (1u << 8)
 #define NVME_OCFS_FORMAT0 (1u << 0)
 #define NVME_OCFS_FORMAT1 (1u << 1)
+#define NVME_OCFS_FORMAT2 (1u << 2)
+#define NVME_OCFS_FORMAT3 (1u << 3)
 #define NVME_OACS_GET_LBA_STATUS (1u << 9)
 #define NVME_LPA_SMART_PER_NS (1u << 0)
 #define NVME_LPA_CMD_EFFECTS (1u << 1)
@@ -741,7 +782,15 @@ enum nvme_feature_id {
 	NVME_FEAT_ASYNC_EVENT = 0x0b,
 	NVME_FEAT_AUTO_PST = 0x0c,
 	NVME_FEAT_TIMESTAMP = 0x0e,
+	NVME_FEAT_HOST_BEHAVIOR = 0x16,
 };
+/* Host Behavior Support (FID 16h, NVMe Base 2.1), 512 bytes: ACRE byte 0, ETDAS byte 1,
+ * LBAFEE byte 2, CDFE bytes 05:04 (bit n enables Copy descriptor format n, n = 2, 3). */
+#define NVME_HBS_DATA_SIZE 512
+#define NVME_HBS_ACRE 0
+#define NVME_HBS_ETDAS 1
+#define NVME_HBS_LBAFEE 2
+#define NVME_HBS_CDFE 4
 
 enum nvme_feat_sel {
 	NVME_SEL_CURRENT = 0,

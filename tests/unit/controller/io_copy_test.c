@@ -223,7 +223,8 @@ static void test_copy_errors(void)
 	for (int i = 0; i < 130; i++)
 		r[i] = (struct cp_range){ (uint64_t)i, 1 };
 	/* Format 1h is for the 64b Guard formats (Invalid Format here, no protection); the
-	 * cross-namespace formats 2h/3h are not supported (OCFS bits 0-1 only). */
+	 * cross-namespace formats 2h/3h are refused until Host Behavior Support enables them
+	 * (io_copy_xns_test). */
 	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 1, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
 	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 2, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 	CU_ASSERT_EQUAL(cp_copy(500, r, 1, 3, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
@@ -333,7 +334,8 @@ static void test_get_lba_status(void)
 	CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	CU_ASSERT_TRUE(idc->oncs & NVME_ONCS_WRITE_UNCOR);
 	CU_ASSERT_TRUE(idc->oncs & NVME_ONCS_COPY);
-	CU_ASSERT_EQUAL(idc->ocfs, NVME_OCFS_FORMAT0 | NVME_OCFS_FORMAT1);
+	CU_ASSERT_EQUAL(idc->ocfs, NVME_OCFS_FORMAT0 | NVME_OCFS_FORMAT1 | NVME_OCFS_FORMAT2 |
+					   NVME_OCFS_FORMAT3);
 	CU_ASSERT_TRUE(idc->oacs & NVME_OACS_GET_LBA_STATUS);
 	sqe = lb_sqe(NVME_ADM_IDENTIFY, 1);
 	sqe.dptr.prp.prp1 = buf_addr;
