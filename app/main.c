@@ -34,7 +34,7 @@ struct app_opt_ns {
 	const char *arg; /* size, FILE[:size], an NBD URI or POOL/IMAGE */
 	/* --zoned: a zoned namespace (bdev_zone_block over the bdev); zone_capacity 0: not. */
 	uint64_t zone_capacity;
-	uint32_t max_open_zones, max_active_zones;
+	uint32_t max_open_zones, max_active_zones, zone_desc_ext_size;
 };
 
 struct app_opts {
@@ -90,10 +90,11 @@ static void app_usage(FILE *out)
 	    "      --ns-pool ram:SIZE | file:PATH[:SIZE]\n"
 	    "                           capacity pool for host-created namespaces (nvme\n"
 	    "                           create-ns / attach-ns); a file pool keeps them\n"
-	    "      --zoned ZCAP[:OPEN[:ACTIVE]]  the namespace given just before is zoned (ZNS):\n"
-	    "                           ZCAP writable blocks per zone (zone size: the next\n"
-	    "                           power of two), at most OPEN open and ACTIVE active\n"
-	    "                           zones (0 or absent: no limit)\n"
+	    "      --zoned ZCAP[:OPEN[:ACTIVE[:ZDES]]]  the namespace given just before is\n"
+	    "                           zoned (ZNS): ZCAP writable blocks per zone (zone size:\n"
+	    "                           the next power of two), at most OPEN open and ACTIVE\n"
+	    "                           active zones (0 or absent: no limit), ZDES bytes of\n"
+	    "                           zone descriptor extension (a multiple of 64; 0: none)\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
 	    "\n"
@@ -198,28 +199,30 @@ static int app_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* --zoned ZCAP[:OPEN[:ACTIVE]] (blocks, zones). The limits are checked by the bdev. */
+/* --zoned ZCAP[:OPEN[:ACTIVE[:ZDES]]] (blocks, zones, bytes). The values are checked by the
+ * bdev. */
 static int app_parse_zoned(const char *s, struct app_opt_ns *ns)
 {
-	unsigned long long v[3] = {0, 0, 0};
+	unsigned long long v[4] = {0, 0, 0, 0};
 	char *end;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		errno = 0;
 		v[i] = strtoull(s, &end, 0);
 		if (errno || end == s || *s == '-')
 			return -EINVAL;
 		if (!*end)
 			break;
-		if (*end != ':' || i == 2)
+		if (*end != ':' || i == 3)
 			return -EINVAL;
 		s = end + 1;
 	}
-	if (!v[0] || v[1] > UINT32_MAX || v[2] > UINT32_MAX)
+	if (!v[0] || v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX)
 		return -EINVAL;
 	ns->zone_capacity = v[0];
 	ns->max_open_zones = (uint32_t)v[1];
 	ns->max_active_zones = (uint32_t)v[2];
+	ns->zone_desc_ext_size = (uint32_t)v[3];
 	return 0;
 }
 
@@ -365,7 +368,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case O_ZONED:
 			if (!o->nr_ns || app_parse_zoned(optarg, &o->ns[o->nr_ns - 1])) {
-				fprintf(stderr, "nvme-emu: --zoned ZCAP[:OPEN[:ACTIVE]] follows a "
+				fprintf(stderr, "nvme-emu: --zoned ZCAP[:OPEN[:ACTIVE[:ZDES]]] follows a "
 						"namespace flag (bad '%s')\n", optarg);
 				return -EINVAL;
 			}
@@ -651,16 +654,18 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 		    .optimal_open_zones = ns->max_open_zones ? ns->max_open_zones : 1,
 		    .max_open_zones = ns->max_open_zones,
 		    .max_active_zones = ns->max_active_zones,
+		    .zone_desc_ext_size = ns->zone_desc_ext_size,
 		};
 		char name[32];
 
 		snprintf(name, sizeof(name), "Zoned%u", st->next_ns);
 		rc = bdev_zone_block_create(name, bdev_get_name(bdev), &zo, NULL, &bdev);
 		if (rc) {
-			fprintf(stderr, "nvme-emu: --zoned %llu:%u:%u on %s: %s\n",
+			fprintf(stderr, "nvme-emu: --zoned %llu:%u:%u:%u on %s: %s\n",
 				(unsigned long long)ns->zone_capacity, ns->max_open_zones,
-				ns->max_active_zones, ns->arg,
-				rc == -EINVAL ? "bad zone capacity or limits for this size"
+				ns->max_active_zones, ns->zone_desc_ext_size, ns->arg,
+				rc == -EINVAL ? "bad zone capacity, limits or extension size for "
+						"this size"
 					      : strerror(-rc));
 			return rc;
 		}

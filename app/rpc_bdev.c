@@ -595,7 +595,8 @@ static void rpc_bdev_delay_create(struct rpc_request *req, struct json_object *p
 }
 
 /* bdev_zone_block_create (SPDK's): name, base_bdev, zone_capacity, optimal_open_zones; ours
- * besides: max_open_zones, max_active_zones (0: no limit), uuid. Answers the name. */
+ * besides: max_open_zones, max_active_zones (0: no limit), zone_desc_ext_size (bytes; 0: no
+ * zone descriptor extensions), uuid. Answers the name. */
 struct rpc_bdev_zone_block_create {
 	const char *name;
 	const char *base_bdev;
@@ -615,6 +616,8 @@ static const struct rpc_decoder rpc_bdev_zone_block_create_dec[] = {
      .offset = offsetof(struct rpc_bdev_zone_block_create, o.max_open_zones)},
     {.name = "max_active_zones", .type = RPC_T_U32, .optional = true,
      .offset = offsetof(struct rpc_bdev_zone_block_create, o.max_active_zones)},
+    {.name = "zone_desc_ext_size", .type = RPC_T_U32, .optional = true,
+     .offset = offsetof(struct rpc_bdev_zone_block_create, o.zone_desc_ext_size)},
 };
 
 static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_object *params,
@@ -631,9 +634,10 @@ static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_obje
 	rc = bdev_zone_block_create(p.name, p.base_bdev, &p.o, p.uuid ? uuid : NULL, NULL);
 	if (rc == -EINVAL)
 		rpc_request_error(req, rc,
-				  "bad name, zone_capacity (1..2^32) or zone limits (optimal and "
+				  "bad name, zone_capacity (1..2^32), zone limits (optimal and "
 				  "max open zones at most max active, all at most the zones in "
-				  "the base)");
+				  "the base) or zone_desc_ext_size (a multiple of 64 up to 16320, "
+				  "64 MiB for all zones)");
 	else if (rc)
 		rpc_bdev_stack_error(req, rc, p.name, p.base_bdev);
 	else
@@ -853,6 +857,8 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 				       json_object_new_int64(info.zone.max_open_zones));
 		json_object_object_add(o, "max_active_zones",
 				       json_object_new_int64(info.zone.max_active_zones));
+		json_object_object_add(o, "zone_desc_ext_size",
+				       json_object_new_int64(info.zone.zone_desc_ext_size));
 	}
 	if (info.rbd_pool) {
 		struct json_object *ds = json_object_new_object(), *rbd = json_object_new_object();

@@ -108,7 +108,8 @@ struct bdev_io {
 };
 
 /* A zoned bdev's geometry (bdev_zone_block_create): zone_size blocks per zone (a power of two),
- * the first zone_capacity of them writable; open and active zone limits (0: none). */
+ * the first zone_capacity of them writable; open and active zone limits (0: none); bytes of
+ * zone descriptor extension per zone (NVMe ZNS ZDES x 64; 0: none). */
 struct bdev_zone_geom {
 	uint64_t zone_size;
 	uint64_t zone_capacity;
@@ -116,6 +117,7 @@ struct bdev_zone_geom {
 	uint64_t optimal_open_zones;
 	uint32_t max_open_zones;
 	uint32_t max_active_zones;
+	uint32_t zone_desc_ext_size;
 };
 
 /* Description of a bdev for bdev_get_bdevs-style listings. */
@@ -364,7 +366,12 @@ struct bdev_zone_block_opts {
 	uint64_t optimal_open_zones; /* 1..zones (required; a hint to the host) */
 	uint32_t max_open_zones;     /* 0: no limit; at most max_active_zones when that is set */
 	uint32_t max_active_zones;   /* 0: no limit */
+	/* Zone descriptor extension bytes per zone: 0 (none) or a multiple of 64 up to
+	 * BDEV_ZONE_DESC_EXT_MAX, all zones' together at most BDEV_ZONE_DESC_EXT_TOTAL_MAX. */
+	uint32_t zone_desc_ext_size;
 };
+#define BDEV_ZONE_DESC_EXT_MAX (255u * 64)	     /* ZDES is one byte of 64-byte units */
+#define BDEV_ZONE_DESC_EXT_TOTAL_MAX (64ull << 20) /* kept in memory by the controller */
 /* 0, -ENODEV (no base), -EBUSY (base claimed), -EEXIST, -EINVAL (bad options, no whole zone in
  * the base), -ENOMEM. Delete with bdev_delete. Main thread. */
 int bdev_zone_block_create(const char *name, const char *base_name,

@@ -1,6 +1,6 @@
 /* backend/bdev_zone_block.c - the zoned block bdev (SPDK's bdev_zone_block): a base bdev cut into
  * zones of a power-of-two size, each with `zone_capacity` writable blocks at its start, plus the
- * open/active zone limits. I/O passes through to the same LBAs of the base (blocks between a
+ * open/active zone limits and the zone descriptor extension size. I/O passes through to the same LBAs of the base (blocks between a
  * zone's capacity and its size are never written); the zone states, write pointers and their
  * rules are the NVMe controller's (controller/zns.c), which looks the geometry up here. */
 #include "backend/bdev_vbdev.h"
@@ -128,7 +128,8 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	/* A zone of more than 2^32 blocks is nothing a host handles (Linux: sector_t zone sizes
 	 * below 4 GiB sectors); at least one open zone must be allowed. */
 	if (opts->zone_capacity == 0 || opts->zone_capacity > (1ull << 32) ||
-	    opts->optimal_open_zones == 0)
+	    opts->optimal_open_zones == 0 || opts->zone_desc_ext_size % 64 ||
+	    opts->zone_desc_ext_size > BDEV_ZONE_DESC_EXT_MAX)
 		return -EINVAL;
 	if (bdev_lookup(name))
 		return -EEXIST;
@@ -142,7 +143,8 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	nzones = bdev_get_num_blocks(base) / zsze;
 	if (nzones == 0 || nzones > UINT32_MAX || opts->optimal_open_zones > nzones ||
 	    opts->max_open_zones > nzones || opts->max_active_zones > nzones ||
-	    (opts->max_active_zones && opts->max_open_zones > opts->max_active_zones)) {
+	    (opts->max_active_zones && opts->max_open_zones > opts->max_active_zones) ||
+	    nzones * opts->zone_desc_ext_size > BDEV_ZONE_DESC_EXT_TOTAL_MAX) {
 		rc = -EINVAL;
 		goto out_put;
 	}
@@ -155,6 +157,7 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	zb->geom.optimal_open_zones = opts->optimal_open_zones;
 	zb->geom.max_open_zones = opts->max_open_zones;
 	zb->geom.max_active_zones = opts->max_active_zones;
+	zb->geom.zone_desc_ext_size = opts->zone_desc_ext_size;
 	rc = bdev_vbdev_alloc(name, &zb->ops, base, uuid, &b);
 	if (rc)
 		goto out_put;

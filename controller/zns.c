@@ -1,6 +1,6 @@
 /* controller/zns.c - Zoned Namespaces (NVMe ZNS Command Set 1.1, CSI 2h): zone states, write
  * pointers and the open/active resource limits (section 2.1.1), Zone Management Send and Receive
- * (3.4.3, 3.4.2), Zone Append (3.4.1), the write pointer rules of Write / Write Zeroes / Copy /
+ * (3.4.3, 3.4.2) with the zone descriptor extensions, Zone Append (3.4.1), the write pointer rules of Write / Write Zeroes / Copy /
  * Write Uncorrectable and the read rules, ZNS Identify data (4.1). The zones live in memory: a
  * namespace starts with every zone Empty when it is attached. */
 #include <errno.h>
@@ -18,14 +18,24 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out)
 
 	if (!geom->zone_size || (geom->zone_size & (geom->zone_size - 1)) || !geom->zone_capacity ||
 	    geom->zone_capacity > geom->zone_size || !geom->num_zones ||
-	    geom->num_zones > UINT32_MAX)
+	    geom->num_zones > UINT32_MAX || geom->zone_desc_ext_size % 64 ||
+	    geom->zone_desc_ext_size > BDEV_ZONE_DESC_EXT_MAX)
 		return -EINVAL;
 	while ((1ull << shift) < geom->zone_size)
 		shift++;
 	zns = calloc(1, sizeof(*zns) + geom->num_zones * sizeof(zns->zones[0]));
 	if (!zns)
 		return -ENOMEM;
+	zns->zdes_bytes = geom->zone_desc_ext_size;
+	if (zns->zdes_bytes) {
+		zns->zde = calloc(geom->num_zones, zns->zdes_bytes);
+		if (!zns->zde) {
+			free(zns);
+			return -ENOMEM;
+		}
+	}
 	if (pthread_mutex_init(&zns->lock, NULL)) {
+		free(zns->zde);
 		free(zns);
 		return -ENOMEM;
 	}
@@ -49,6 +59,7 @@ void ctrlr_zns_destroy(struct ctrlr_zns *zns)
 	if (!zns)
 		return;
 	pthread_mutex_destroy(&zns->lock);
+	free(zns->zde);
 	free(zns);
 }
 
@@ -277,6 +288,10 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		ctrlr_zns_set(zns, zi, NVME_ZS_EMPTY);
 		z->wp = ctrlr_zns_zslba(zns, zi);
+		/* An Empty zone has no zone descriptor extension. */
+		if (z->za & NVME_ZA_ZDEV)
+			memset(zns->zde + (size_t)zi * zns->zdes_bytes, 0, zns->zdes_bytes);
+		z->za &= (uint8_t)~NVME_ZA_ZDEV;
 		return NVME_SC_SUCCESS;
 	case NVME_ZSA_OFFLINE:
 		if (s == NVME_ZS_READ_ONLY)
@@ -285,7 +300,7 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		return NVME_SC_SUCCESS;
 	default:
-		/* Set Zone Descriptor Extension: ZDES is 0 (no extensions); reserved actions. */
+		/* Reserved actions (Set Zone Descriptor Extension is ctrlr_zns_set_zde). */
 		return NVME_SC_INVALID_FIELD;
 	}
 }
@@ -358,13 +373,16 @@ static bool ctrlr_zns_filter_match(uint8_t filter, uint8_t s)
 }
 
 uint64_t ctrlr_zns_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, bool partial,
-			  struct nvme_zone_desc *out, uint64_t max)
+			  bool ext, void *out, uint64_t max)
 {
+	size_t stride = sizeof(struct nvme_zone_desc) + (ext ? zns->zdes_bytes : 0);
 	uint64_t matched = 0, n = 0;
 
 	pthread_mutex_lock(&zns->lock);
 	for (uint32_t zi = (uint32_t)(slba >> zns->zshift); zi < zns->nr_zones; zi++) {
 		const struct ctrlr_zone *z = &zns->zones[zi];
+		uint8_t *at = (uint8_t *)out + n * stride;
+		struct nvme_zone_desc d;
 
 		if (!ctrlr_zns_filter_match(filter, z->state))
 			continue;
@@ -374,23 +392,58 @@ uint64_t ctrlr_zns_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, 
 				break;
 			continue;
 		}
-		memset(&out[n], 0, sizeof(out[n]));
-		out[n].zt = NVME_ZONE_TYPE_SEQ_WRITE;
-		out[n].zs = (uint8_t)(z->state << 4);
-		out[n].zcap = zns->zcap;
-		out[n].zslba = ctrlr_zns_zslba(zns, zi);
+		memset(&d, 0, sizeof(d));
+		d.zt = NVME_ZONE_TYPE_SEQ_WRITE;
+		d.zs = (uint8_t)(z->state << 4);
+		d.za = z->za;
+		d.zcap = zns->zcap;
+		d.zslba = ctrlr_zns_zslba(zns, zi);
 		/* The write pointer is not valid in ZSF, ZSRO and ZSO (2.1.1.3): the end of the
 		 * writable range for Full, all ones for the others. */
 		if (z->state == NVME_ZS_FULL)
-			out[n].wp = out[n].zslba + zns->zcap;
+			d.wp = d.zslba + zns->zcap;
 		else if (z->state == NVME_ZS_READ_ONLY || z->state == NVME_ZS_OFFLINE)
-			out[n].wp = ~0ull;
+			d.wp = ~0ull;
 		else
-			out[n].wp = z->wp;
+			d.wp = z->wp;
+		memcpy(at, &d, sizeof(d));
+		if (ext) {
+			/* Extended Report Zones: the extension follows its descriptor. */
+			if (z->za & NVME_ZA_ZDEV)
+				memcpy(at + sizeof(d), zns->zde + (size_t)zi * zns->zdes_bytes,
+				       zns->zdes_bytes);
+			else
+				memset(at + sizeof(d), 0, zns->zdes_bytes);
+		}
 		n++;
 	}
 	pthread_mutex_unlock(&zns->lock);
 	return partial ? n : matched;
+}
+
+uint16_t ctrlr_zns_set_zde(struct ctrlr_zns *zns, uint64_t slba, const void *data)
+{
+	uint32_t zi = (uint32_t)(slba >> zns->zshift);
+	uint16_t st = NVME_SC_SUCCESS;
+
+	if (zi >= zns->nr_zones)
+		return NVME_SC_LBA_RANGE;
+	if (!zns->zdes_bytes || slba != ctrlr_zns_zslba(zns, zi))
+		return NVME_SC_INVALID_FIELD;
+	pthread_mutex_lock(&zns->lock);
+	/* Only an Empty zone takes an extension; it leaves Empty for Closed, which holds an
+	 * active resource. */
+	if (zns->zones[zi].state != NVME_ZS_EMPTY) {
+		st = NVME_SC_ZONE_INVALID_TRANSITION;
+	} else if (zns->max_active && zns->nr_active >= zns->max_active) {
+		st = NVME_SC_TOO_MANY_ACTIVE_ZONES;
+	} else {
+		memcpy(zns->zde + (size_t)zi * zns->zdes_bytes, data, zns->zdes_bytes);
+		zns->zones[zi].za |= NVME_ZA_ZDEV;
+		ctrlr_zns_set(zns, zi, NVME_ZS_CLOSED);
+	}
+	pthread_mutex_unlock(&zns->lock);
+	return st;
 }
 
 int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool *changed)
@@ -421,7 +474,7 @@ int ctrlr_zns_zone_get(struct ctrlr_zns *zns, uint64_t slba, uint8_t *state, uin
 
 	if (zi >= zns->nr_zones || slba != ctrlr_zns_zslba(zns, zi))
 		return -EINVAL;
-	if (ctrlr_zns_report(zns, slba, NVME_ZRASF_ALL, true, &d, 1) != 1)
+	if (ctrlr_zns_report(zns, slba, NVME_ZRASF_ALL, true, false, &d, 1) != 1)
 		return -EINVAL;
 	*state = d.zs >> 4;
 	*wp = d.wp;

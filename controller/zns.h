@@ -19,6 +19,7 @@ struct ctrlr_req;
 struct ctrlr_zone {
 	uint64_t wp;   /* next LBA to write; blocks below it hold data (also once Full) */
 	uint8_t state; /* enum nvme_zone_state */
+	uint8_t za;    /* zone attributes: NVME_ZA_ZDEV */
 };
 
 /* A zoned namespace's zones. Every poll group writes to it: the lock covers the states, write
@@ -31,6 +32,8 @@ struct ctrlr_zns {
 	uint32_t max_open, max_active; /* 0: no limit */
 	uint32_t nr_open, nr_active;   /* zones in ZSIO/ZSEO; in ZSIO/ZSEO/ZSC */
 	uint64_t optimal_open;
+	uint32_t zdes_bytes; /* zone descriptor extension size (ZDES x 64); 0: none */
+	uint8_t *zde;	     /* nr_zones extensions of zdes_bytes, valid where ZDEV is set */
 	struct ctrlr_zone zones[];
 };
 
@@ -58,9 +61,14 @@ uint16_t ctrlr_zns_read_fixup(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb
 /* Zone Management Send action zsa on the zone starting at slba, or on every zone (all). */
 uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool all);
 /* Report Zones from the zone containing slba: up to max descriptors matching filter (ZRASF) in
- * out; returns the Number of Zones field (partial: the descriptors returned). */
+ * out (ext: Extended Report Zones, each descriptor followed by its zone descriptor extension,
+ * zeroes where ZDEV is clear); returns the Number of Zones field (partial: the descriptors
+ * returned). */
 uint64_t ctrlr_zns_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, bool partial,
-			  struct nvme_zone_desc *out, uint64_t max);
+			  bool ext, void *out, uint64_t max);
+/* Set Zone Descriptor Extension (ZSA 10h) on the zone starting at slba with zdes_bytes of
+ * data: an Empty zone becomes Closed (taking an active resource) with ZDEV set. */
+uint16_t ctrlr_zns_set_zde(struct ctrlr_zns *zns, uint64_t slba, const void *data);
 /* Makes the zone starting at slba Read Only or Offline, as a media failure would (its
  * resources released); *changed: it was not in that state yet. 0, -EINVAL (not a zone start,
  * or offline -> read only). */

@@ -1,7 +1,9 @@
 /* controller/zns_cmd.c - the Zoned Namespace Command Set's commands and hooks (NVMe ZNS 1.1):
- * Zone Management Send (3.4.3), Zone Management Receive (3.4.2), Zone Append (3.4.1), the zone
- * rules in the NVM commands' paths, and Identify CNS 05h/06h for CSI 2h, 07h per CSI and 1Ch
- * (Base 2.0 5.17.2). The zone state machine itself is zns.c. */
+ * Zone Management Send (3.4.3, with Set Zone Descriptor Extension), Zone Management Receive
+ * (3.4.2, with Extended Report Zones), Zone Append (3.4.1), the Changed Zone List log and the
+ * Zone Descriptor Changed notice, the zone rules in the NVM commands' paths, and Identify CNS
+ * 05h/06h for CSI 2h, 07h per CSI and 1Ch (Base 2.0 5.17.2). The zone state machine itself is
+ * zns.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,32 @@ uint16_t ctrlr_zns_io_read_done(struct ctrlr_req *req, uint64_t slba, uint64_t n
 
 /* ---- Zone Management Send ---- */
 
+/* Set Zone Descriptor Extension (ZSA 10h): ZDES x 64 bytes from the host to one Empty zone. */
+static void ctrlr_zns_set_zde_cmd(struct ctrlr_req *req, uint64_t slba, bool all)
+{
+	struct ctrlr_zns *zns = req->ns->zns;
+	uint8_t *data;
+	uint16_t st;
+
+	/* Without extensions (ZDES 0) the action is not defined; it names one zone, so Select
+	 * All is refused rather than applied to every Empty zone. */
+	if (!zns->zdes_bytes || all)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw13));
+	data = malloc(zns->zdes_bytes);
+	if (!data)
+		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	st = ctrlr_req_copy_from_host(req, data, zns->zdes_bytes);
+	if (!st)
+		st = ctrlr_zns_set_zde(zns, slba, data);
+	free(data);
+	if (st == NVME_SC_INVALID_FIELD)
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw10));
+	if (st)
+		req->error_lba = slba;
+	ctrlr_req_complete(req, st);
+}
+
 static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 {
 	const struct nvme_sqe *sqe = &req->sqe;
@@ -94,6 +122,8 @@ static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 		req->error_lba = slba;
 		return ctrlr_req_complete_err(req, NVME_SC_LBA_RANGE, offsetof(struct nvme_sqe, cdw10));
 	}
+	if (zsa == NVME_ZSA_SET_ZDE)
+		return ctrlr_zns_set_zde_cmd(req, slba, all);
 	st = ctrlr_zns_send(req->ns->zns, slba, zsa, all);
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st,
@@ -114,15 +144,15 @@ static void ctrlr_zns_mgmt_recv(struct ctrlr_req *req)
 	const struct nvme_sqe *sqe = &req->sqe;
 	struct ctrlr_zns *zns = req->ns->zns;
 	uint64_t slba = ctrlr_sqe_slba(sqe);
-	uint64_t len = ((uint64_t)sqe->cdw12 + 1) * 4, max;
+	uint64_t len = ((uint64_t)sqe->cdw12 + 1) * 4, max, stride;
 	uint8_t zra = sqe->cdw13 & 0xff, filter = (sqe->cdw13 >> 8) & 0xff;
 	bool partial = sqe->cdw13 & NVME_ZMR_PARTIAL;
 	struct nvme_zone_report_hdr *hdr;
 	uint8_t *buf;
 	uint16_t st;
 
-	/* Extended reports carry descriptor extensions, and ZDES is 0 here (3.4.2.2.1). */
-	if (zra != NVME_ZRA_REPORT)
+	/* Extended reports carry the zone descriptor extensions: none to carry with ZDES 0. */
+	if (zra != NVME_ZRA_REPORT && (zra != NVME_ZRA_EXT_REPORT || !zns->zdes_bytes))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw13));
 	if (filter > NVME_ZRASF_OFFLINE)
@@ -139,9 +169,10 @@ static void ctrlr_zns_mgmt_recv(struct ctrlr_req *req)
 	if (!buf)
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	hdr = (struct nvme_zone_report_hdr *)buf;
-	max = len > sizeof(*hdr) ? (len - sizeof(*hdr)) / sizeof(struct nvme_zone_desc) : 0;
-	hdr->nr_zones = ctrlr_zns_report(zns, slba, filter, partial,
-					 (struct nvme_zone_desc *)(buf + sizeof(*hdr)), max);
+	stride = sizeof(struct nvme_zone_desc) + (zra == NVME_ZRA_EXT_REPORT ? zns->zdes_bytes : 0);
+	max = len > sizeof(*hdr) ? (len - sizeof(*hdr)) / stride : 0;
+	hdr->nr_zones = ctrlr_zns_report(zns, slba, filter, partial, zra == NVME_ZRA_EXT_REPORT,
+					 buf + sizeof(*hdr), max);
 	st = ctrlr_req_copy_to_host(req, buf, len);
 	free(buf);
 	ctrlr_req_complete(req, st);
@@ -257,7 +288,7 @@ static void ctrlr_zns_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns_z
 	id->mar = zns->max_active ? zns->max_active - 1 : NVME_ZNS_NO_LIMIT;
 	id->mor = zns->max_open ? zns->max_open - 1 : NVME_ZNS_NO_LIMIT;
 	id->lbafe[0].zsze = zns->zsze;
-	id->lbafe[0].zdes = 0;
+	id->lbafe[0].zdes = (uint8_t)(zns->zdes_bytes / 64);
 }
 
 /* Active namespaces of command set csi with an id above `after` (CNS 07h). */

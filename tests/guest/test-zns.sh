@@ -21,18 +21,19 @@ for _ in $(seq 100); do [ -S "$GT_DIR/nvme.sock" ] && break; sleep 0.1; done
 launcher=$!
 trap 'kill $launcher $daemon 2>/dev/null' EXIT
 if host_step "the guest is ready" quiet_wait 120 ready; then
-	host_step "bdev_zone_block_create ZNS1 over Malloc1 (zone capacity 2048, no limits) as ns 2" \
+	host_step "bdev_zone_block_create ZNS1 over Malloc1 (zone capacity 2048, no limits, 64-byte zone descriptor extensions) as ns 2" \
 		sh -c "$(declare -f rpc); BIN='$BIN'; GT_DIR='$GT_DIR'
 		rpc bdev_malloc_create --name Malloc1 --num_blocks 65536 --block_size 512 > /dev/null &&
 		rpc bdev_zone_block_create --name ZNS1 --base_bdev Malloc1 --zone_capacity 2048 \
-			--optimal_open_zones 1 > /dev/null &&
+			--optimal_open_zones 1 --zone_desc_ext_size 64 > /dev/null &&
 		rpc nvmf_subsystem_add_ns --nqn nqn.2026-11.io.nvme-emu:NVMEEMU-ZNS \
 			--namespace.bdev_name ZNS1 --namespace.nsid 2 > /dev/null"
-	host_step "bdev_get_bdevs: ZNS1 zoned, zone size 2048, over Malloc1" sh -c "
+	host_step "bdev_get_bdevs: ZNS1 zoned, zone size 2048, extensions 64, over Malloc1" sh -c "
 		$(declare -f rpc); BIN='$BIN'; GT_DIR='$GT_DIR'
 		rpc bdev_get_bdevs --name ZNS1 | tr -d ' \n' > '$GT_DIR/zns1.json'
 		grep -q '\"zoned\":true' '$GT_DIR/zns1.json' &&
 		grep -q '\"zone_size\":2048' '$GT_DIR/zns1.json' &&
+		grep -q '\"zone_desc_ext_size\":64' '$GT_DIR/zns1.json' &&
 		grep -q '\"base_bdev_name\":\"Malloc1\"' '$GT_DIR/zns1.json'"
 	host_step "save_config replays both zoned bdevs with their parameters" sh -c "
 		$(declare -f rpc); BIN='$BIN'; GT_DIR='$GT_DIR'
@@ -41,7 +42,8 @@ if host_step "the guest is ready" quiet_wait 120 ready; then
 		cat '$GT_DIR/zb.txt'
 		[ \$(wc -l < '$GT_DIR/zb.txt') -eq 2 ] &&
 		grep -q '\"zone_capacity\":3072' '$GT_DIR/zb.txt' && grep -q '\"max_open_zones\":4' '$GT_DIR/zb.txt' &&
-		grep -q '\"max_active_zones\":6' '$GT_DIR/zb.txt' && grep -q '\"base_bdev\":\"Malloc1\"' '$GT_DIR/zb.txt'"
+		grep -q '\"max_active_zones\":6' '$GT_DIR/zb.txt' && grep -q '\"base_bdev\":\"Malloc1\"' '$GT_DIR/zb.txt' &&
+		grep -q '\"zone_desc_ext_size\":64' '$GT_DIR/zb.txt'"
 	touch "$out/ns2"
 fi
 if host_step "the guest asks for zone faults" quiet_wait 300 zone-fault-wanted; then

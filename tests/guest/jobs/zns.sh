@@ -116,6 +116,23 @@ step "namespace 2 is zoned with 32 zones of 1 MiB" sh -c \
 	"q=/sys/block/${blk%n1}n2/queue; grep -H . \$q/zoned \$q/nr_zones \$q/chunk_sectors \$q/max_open_zones;
 	 [ \$(cat \$q/zoned) = host-managed ] && [ \$(cat \$q/nr_zones) = 32 ] && [ \$(cat \$q/chunk_sectors) = 2048 ] &&
 	 [ \$(cat \$q/max_open_zones) = 0 ]"
+# Zone descriptor extensions: namespace 2 has 64 bytes per zone (zone_desc_ext_size 64).
+dev2=/dev/${blk%n1}n2
+step "zns id-ns of namespace 2: ZDES 1 (64 bytes)" sh -c \
+	"nvme zns id-ns $dev2 | tee /dev/stderr | grep -Eq 'zdes:? *(0x)?1\b'"
+head -c 64 /dev/zero | tr '\0' 'Z' > /tmp/zde
+step "set-zone-desc on zone 1 of namespace 2: the zone goes Closed" sh -c \
+	"nvme zns set-zone-desc $dev2 -s 2048 -d /tmp/zde &&
+	 nvme zns report-zones $dev2 -s 2048 -d 1 | tee /dev/stderr | grep -Eq 'CLOSED|State: *0x40'"
+step "report-zones -e shows the extension (64 x 5a), zone 2 has none" sh -c \
+	"nvme zns report-zones $dev2 -s 2048 -d 2 -e > /tmp/rze; cat /tmp/rze;
+	 [ \$(grep -Eo '5a' /tmp/rze | wc -l) -ge 64 ] && [ \$(grep -c 'SLBA' /tmp/rze) = 2 ] &&
+	 grep -Eq 'Attrs: *0x80' /tmp/rze"
+step "the extended report refused on namespace 1 (no extensions)" sh -c \
+	"! nvme zns report-zones $dev -d 1 -e > /tmp/rze 2>&1; cat /tmp/rze; grep -Eqi 'invalid|0x2\b|4002' /tmp/rze"
+step "reset-zone drops the extension" sh -c \
+	"nvme zns reset-zone $dev2 -s 2048 && nvme zns report-zones $dev2 -s 2048 -d 1 -e > /tmp/rze; cat /tmp/rze;
+	 grep -Eq 'EMPTY|State: *0x10' /tmp/rze && ! grep -q '5a 5a' /tmp/rze"
 step "fio zonemode=zbd on namespace 2 + verify" \
 	fio --name=zbd2 --filename="/dev/${blk%n1}n2" --direct=1 --ioengine=psync --zonemode=zbd \
 	--rw=write --bs=32k --size=8M --verify=crc32c --do_verify=1 --verify_fatal=1

@@ -319,9 +319,13 @@ bad "nvmf_subsystem_remove_ns again" 'no namespace 2' nvmf_subsystem_remove_ns \
 check "a zoned namespace 2 (bdev_zone_block_create over MZ)" sh -c "
 	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_malloc_create --name MZ --num_blocks 16384 --block_size 512 &&
 	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_zone_block_create --name ZB --base_bdev MZ \
-		--zone_capacity 1024 --optimal_open_zones 1 &&
+		--zone_capacity 1024 --optimal_open_zones 1 --zone_desc_ext_size 256 &&
 	'$BIN/nvme-emu-rpc' -s '$SOCK' nvmf_subsystem_add_ns --nqn '$NQN1' --namespace.bdev_name ZB \
 		--namespace.nsid 2 > /dev/null"
+ok_out "bdev_get_bdevs: zone_desc_ext_size" '"zone_desc_ext_size": 256' bdev_get_bdevs --name ZB
+bad "bdev_zone_block_create zone_desc_ext_size 100" 'zone_desc_ext_size \(a multiple of 64' \
+	bdev_zone_block_create --name ZB2 --base_bdev M2 --zone_capacity 64 --optimal_open_zones 1 \
+	--zone_desc_ext_size 100
 ok_out "nvmf_emu_set_zone_state read_only: read back from the controller" \
 	'"state": "read_only"' nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 2048 \
 	--state read_only
@@ -477,6 +481,14 @@ ok_out "its subsystem has two namespaces" '"bdev_name": "Null1"' nvmf_get_subsys
 ok_out "its transport has 2 poll groups (cpumask 0x3)" '"num_poll_groups": 2' \
 	nvmf_get_transports
 check "daemon exits cleanly" stop_daemon
+check "--zoned ZCAP:OPEN:ACTIVE:ZDES starts" start_daemon "$D/d6z.log" --socket "$D/legacy.sock" \
+	--malloc 8M --zoned 1024:2:4:128 -r "$SOCK"
+ok_out "--zoned: the zone block bdev has 128-byte zone descriptor extensions" \
+	'"zone_desc_ext_size": 128' bdev_get_bdevs --name Zoned0
+check "daemon exits cleanly" stop_daemon
+check "--zoned with ZDES not in 64-byte units is refused" sh -c \
+	"! '$BIN/nvme-emu' --socket '$D/legacy.sock' --malloc 8M --zoned 1024:2:4:100 > '$D/d6y.log' 2>&1 &&
+	 grep -q 'extension size' '$D/d6y.log'"
 
 # Socket safety (issue 11): no socket in a directory other users can write (not sticky), nothing
 # but a stale socket of ours replaced, and the default directory private.

@@ -286,7 +286,7 @@ static void test_reads(void)
 static uint64_t zt_report(struct ctrlr_zns *zns, uint64_t slba, uint8_t filter, bool partial,
 			  struct nvme_zone_desc *d, uint64_t max)
 {
-	return ctrlr_zns_report(zns, slba, filter, partial, d, max);
+	return ctrlr_zns_report(zns, slba, filter, partial, false, d, max);
 }
 
 static void test_report(void)
@@ -333,6 +333,77 @@ static void test_report(void)
 	CU_ASSERT_EQUAL(zt_report(zns, 37, NVME_ZRASF_ALL, true, d, 2), 2);
 	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_EMPTY, true, d, 0), 0);
 	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_EMPTY, false, d, 0), 2);
+	ctrlr_zns_destroy(zns);
+}
+
+/* Zone descriptor extensions: Set Zone Descriptor Extension, the extended report, Reset. */
+static void test_zde(void)
+{
+	struct bdev_zone_geom g = {.zone_size = ZT_ZSZE,
+				   .zone_capacity = ZT_ZCAP,
+				   .num_zones = ZT_ZONES,
+				   .optimal_open_zones = 1,
+				   .max_active_zones = 2,
+				   .zone_desc_ext_size = 65};
+	struct ctrlr_zns *zns = NULL;
+	uint8_t ext[64], rep[ZT_ZONES * 128];
+	struct nvme_zone_desc *d;
+
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL); /* not in 64-byte units */
+	g.zone_desc_ext_size = 256 * 64;
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL); /* ZDES is one byte */
+	g.zone_desc_ext_size = 64;
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	memset(ext, 0xa5, sizeof(ext));
+	/* An Empty zone takes it and becomes Closed, holding an active resource. */
+	CU_ASSERT_EQUAL(ctrlr_zns_set_zde(zns, 16, ext), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zns->nr_active, 1);
+	CU_ASSERT_EQUAL(zns->nr_open, 0);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_set_zde(zns, 16, ext)), NVME_SC_ZONE_INVALID_TRANSITION);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_set_zde(zns, 17, ext)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_set_zde(zns, ZT_ZONES * ZT_ZSZE, ext)), NVME_SC_LBA_RANGE);
+	ext[0] = 0x5a;
+	CU_ASSERT_EQUAL(ctrlr_zns_set_zde(zns, 48, ext), 0);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_set_zde(zns, 64, ext)), NVME_SC_TOO_MANY_ACTIVE_ZONES);
+	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_EMPTY);
+	/* Extended report: descriptor then 64 bytes; ZDEV set, zeroes where it is clear. */
+	memset(rep, 0xee, sizeof(rep));
+	CU_ASSERT_EQUAL(ctrlr_zns_report(zns, 0, NVME_ZRASF_ALL, false, true, rep, 4), ZT_ZONES);
+	d = (struct nvme_zone_desc *)rep;
+	CU_ASSERT_EQUAL(d->za, 0);
+	CU_ASSERT_EQUAL(rep[64], 0);
+	CU_ASSERT_EQUAL(rep[127], 0);
+	d = (struct nvme_zone_desc *)(rep + 128);
+	CU_ASSERT_EQUAL(d->zslba, 16);
+	CU_ASSERT_EQUAL(d->zs, NVME_ZS_CLOSED << 4);
+	CU_ASSERT_EQUAL(d->za, NVME_ZA_ZDEV);
+	CU_ASSERT_EQUAL(d->wp, 16);
+	CU_ASSERT_EQUAL(rep[128 + 64], 0xa5);
+	CU_ASSERT_EQUAL(rep[128 + 127], 0xa5);
+	CU_ASSERT_EQUAL(rep[3 * 128 + 64], 0x5a);
+	CU_ASSERT_EQUAL(rep[3 * 128 + 65], 0xa5);
+	CU_ASSERT_EQUAL(rep[4 * 128], 0xee); /* room for 4 only */
+	/* The plain report shows ZDEV too. */
+	CU_ASSERT_EQUAL(ctrlr_zns_report(zns, 16, NVME_ZRASF_CLOSED, true, false, rep, 1), 1);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)rep)->za, NVME_ZA_ZDEV);
+	/* The zone is written like any Closed zone; Reset takes the extension away. */
+	CU_ASSERT_EQUAL(zt_write(zns, 16, 2), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_IMP_OPEN);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(zns->nr_active, 1);
+	CU_ASSERT_EQUAL(ctrlr_zns_report(zns, 16, NVME_ZRASF_ALL, true, true, rep, 1), 1);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)rep)->za, 0);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)rep)->zs, NVME_ZS_EMPTY << 4);
+	CU_ASSERT_EQUAL(rep[64], 0);
+	/* Reset all (also Format and Sanitize) empties the Closed zone with an extension. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(zns->nr_active, 0);
+	ctrlr_zns_destroy(zns);
+	/* Without extensions the action is refused. */
+	zns = zt_new(0, 0);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_set_zde(zns, 0, ext)), NVME_SC_INVALID_FIELD);
 	ctrlr_zns_destroy(zns);
 }
 
@@ -782,8 +853,100 @@ static void test_e2e_changed_zones(void)
 	/* The outstanding AER ends with the controller (lb_fini). */
 }
 
+/* Zone descriptor extensions through the commands, on namespace 4 (128 bytes per zone). */
+static void test_e2e_zde(void)
+{
+	struct bdev_zone_block_opts zo = {.zone_capacity = 32, .optimal_open_zones = 1,
+					  .zone_desc_ext_size = 128};
+	struct nvme_id_ns_zns *idz = (void *)ze_ptr();
+	struct nvme_zone_report_hdr *h = (void *)ze_ptr();
+	struct nvme_zone_desc *d;
+	struct nvme_sqe sqe;
+	struct bdev *zb;
+
+	zo.zone_desc_ext_size = 100;
+	CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("zmem4", 256, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(bdev_zone_block_create("zoned4", "zmem4", &zo, NULL, &zb), -EINVAL);
+	zo.zone_desc_ext_size = 128;
+	CU_ASSERT_EQUAL_FATAL(bdev_zone_block_create("zoned4", "zmem4", &zo, NULL, &zb), 0);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_add(lb.ctrlr, 4, zb, NULL), 4);
+	lb_pump(&lb);
+	/* ZDES in the LBA format extension: 2 x 64 bytes. */
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 4, NVME_CNS_CS_NS, NVME_CSI_ZNS << 24, 0, NULL),
+			0);
+	CU_ASSERT_EQUAL(idz->lbafe[0].zsze, 32);
+	CU_ASSERT_EQUAL(idz->lbafe[0].zdes, 2);
+	CU_ASSERT_EQUAL(ze_admin(NVME_ADM_IDENTIFY, 1, NVME_CNS_CS_NS, NVME_CSI_ZNS << 24, 0, NULL),
+			0);
+	CU_ASSERT_EQUAL(idz->lbafe[0].zdes, 0);
+	/* Set Zone Descriptor Extension on zone 1 (LBA 32): the data comes from the host. */
+	for (int i = 0; i < 128; i++)
+		ze_ptr()[i] = (uint8_t)(i + 1);
+	sqe = lb_sqe(NVME_CMD_ZONE_MGMT_SEND, 4);
+	sqe.dptr.prp.prp1 = ze_buf;
+	sqe.cdw10 = 32;
+	sqe.cdw13 = NVME_ZSA_SET_ZDE;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), 0);
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), NVME_SC_ZONE_INVALID_TRANSITION);
+	sqe.cdw13 = NVME_ZSA_SET_ZDE | NVME_ZMS_SELECT_ALL;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), NVME_SC_INVALID_FIELD);
+	sqe.cdw10 = 33;
+	sqe.cdw13 = NVME_ZSA_SET_ZDE;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), NVME_SC_INVALID_FIELD);
+	sqe.dptr.prp.prp1 = 0x7fff0000000ull; /* not guest memory */
+	sqe.cdw10 = 64;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), NVME_SC_DATA_XFER_ERROR);
+	/* Namespace 1 has no extensions: the action and the extended report are refused. */
+	CU_ASSERT_EQUAL(ze_send(0, NVME_ZSA_SET_ZDE, false), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ze_recv(0, 4096, NVME_ZRA_EXT_REPORT, 0, false), NVME_SC_INVALID_FIELD);
+	/* Extended Report Zones: 64-byte descriptors each followed by 128 bytes. */
+	sqe = lb_sqe(NVME_CMD_ZONE_MGMT_RECV, 4);
+	memset(ze_ptr(), 0xee, 4096);
+	sqe.dptr.prp.prp1 = ze_buf;
+	sqe.cdw12 = 4096 / 4 - 1;
+	sqe.cdw13 = NVME_ZRA_EXT_REPORT;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 8);
+	d = (void *)(ze_ptr() + 64 + 192);
+	CU_ASSERT_EQUAL(d->zslba, 32);
+	CU_ASSERT_EQUAL(d->zs, NVME_ZS_CLOSED << 4);
+	CU_ASSERT_EQUAL(d->za, NVME_ZA_ZDEV);
+	CU_ASSERT_EQUAL(ze_ptr()[64 + 192 + 64], 1);
+	CU_ASSERT_EQUAL(ze_ptr()[64 + 192 + 64 + 127], 128);
+	CU_ASSERT_EQUAL(ze_ptr()[64 + 64], 0); /* zone 0: no extension, zeroes */
+	d = (void *)(ze_ptr() + 64 + 2 * 192);
+	CU_ASSERT_EQUAL(d->zslba, 64);
+	CU_ASSERT_EQUAL(d->za, 0);
+	/* Partial, with room for one: the closed zone only. */
+	memset(ze_ptr(), 0xee, 4096);
+	sqe.cdw12 = (64 + 192) / 4 - 1;
+	sqe.cdw13 = NVME_ZRA_EXT_REPORT | (uint32_t)NVME_ZRASF_CLOSED << 8 | NVME_ZMR_PARTIAL;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), 0);
+	CU_ASSERT_EQUAL(h->nr_zones, 1);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)(ze_ptr() + 64))->zslba, 32);
+	CU_ASSERT_EQUAL(ze_ptr()[64 + 64 + 5], 6);
+	CU_ASSERT_EQUAL(ze_ptr()[64 + 192], 0xee);
+	/* Reset: Empty, no extension. */
+	sqe = lb_sqe(NVME_CMD_ZONE_MGMT_SEND, 4);
+	sqe.cdw10 = 32;
+	sqe.cdw13 = NVME_ZSA_RESET;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), 0);
+	sqe = lb_sqe(NVME_CMD_ZONE_MGMT_RECV, 4);
+	sqe.dptr.prp.prp1 = ze_buf;
+	sqe.cdw10 = 32;
+	sqe.cdw12 = (64 + 192) / 4 - 1;
+	sqe.cdw13 = NVME_ZRA_EXT_REPORT;
+	CU_ASSERT_EQUAL(ZT_SC(lb_cmd(&lb, 1, &sqe, NULL)), 0);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)(ze_ptr() + 64))->za, 0);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)(ze_ptr() + 64))->zs, NVME_ZS_EMPTY << 4);
+	CU_ASSERT_EQUAL(ze_ptr()[64 + 64], 0);
+	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 4), 0);
+	lb_pump(&lb);
+}
+
 CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry},
 	    {"write_rules", test_write_rules}, {"limits", test_limits},
-	    {"transitions", test_transitions}, {"reads", test_reads}, {"report", test_report})
+	    {"transitions", test_transitions}, {"reads", test_reads}, {"report", test_report},
+	    {"zde", test_zde})
 CUNIT_SUITE(zns_cmds, ze_init, ze_fini, {"identify", test_e2e_identify}, {"io", test_e2e_io},
-	    {"changed_zones", test_e2e_changed_zones})
+	    {"changed_zones", test_e2e_changed_zones}, {"zde", test_e2e_zde})
