@@ -155,6 +155,8 @@ struct app_subsys {
 	 * header is being read. A subsystem with a pool has one controller at most. */
 	struct ctrlr_ns_pool *pool;
 	bool pool_creating;
+	/* The controller's Persistent Event Log state file (controller/pel.c), or NULL. */
+	char *event_log_file;
 	struct app_subsys *next;
 };
 
@@ -203,6 +205,9 @@ uint8_t app_transport_mdts(const struct app_target *t);
 
 struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
 /* min_cntlid/max_cntlid 0: 1 and 0xffef. */
+/* The Persistent Event Log state file of the subsystem's controller (before its listener is
+ * added). 0 or -ENOMEM (err set). */
+int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err);
 int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
 		      uint32_t max_namespaces, bool allow_any_host, uint32_t min_cntlid,
 		      uint32_t max_cntlid, char *err);

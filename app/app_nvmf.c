@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,10 +456,25 @@ static void app_listener_finish_pending(struct app_listener *l)
 /* Creates and starts l's controller on fn's socket, a member of the subsystem with every
  * namespace attached. On failure it returns the error and has started the listener's teardown,
  * which reports it through l->done. */
+/* The Persistent Event Log state file of l's controller: the subsystem's file for the first
+ * CNTLID, FILE.<cntlid> for the others (each controller keeps its own log), NULL: none. */
+static const char *app_listener_event_log(const struct app_listener *l, char *buf, size_t len)
+{
+	const struct app_subsys *s = l->s;
+
+	if (!s->event_log_file)
+		return NULL;
+	if (l->cntlid == s->min_cntlid)
+		return s->event_log_file;
+	snprintf(buf, len, "%s.%u", s->event_log_file, l->cntlid);
+	return buf;
+}
+
 static int app_listener_start(struct app_target *t, struct app_listener *l,
 			      struct app_function *fn, char *err)
 {
 	struct app_subsys *s = l->s;
+	char pel_path[PATH_MAX];
 	struct pcie_ctrlr_opts po = {
 	    .vuid = fn->vuid,
 	    .socket_path = fn->socket_path,
@@ -475,6 +491,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 		    .mdts = app_transport_mdts(t),
 		    .sgl = t->tr.sgl,
 		    .no_dbbuf = t->tr.no_dbbuf,
+		    .pel_file = app_listener_event_log(l, pel_path, sizeof(pel_path)),
 		},
 	    .vendor_id = t->tr.vendor_id,
 	    .device_id = t->tr.device_id,
@@ -524,6 +541,19 @@ out_teardown:
 	return rc;
 }
 
+int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err)
+{
+	char *p = strdup(path);
+
+	if (!p) {
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	free(s->event_log_file);
+	s->event_log_file = p;
+	return 0;
+}
+
 static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 {
 	struct app_subsys **pp;
@@ -543,6 +573,7 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 	for (unsigned int i = 0; i < s->nr_hosts; i++)
 		free(s->hosts[i]);
 	free(s->hosts);
+	free(s->event_log_file);
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);

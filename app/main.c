@@ -97,6 +97,8 @@ static void app_usage(FILE *out)
 	    "                           zone descriptor extension (a multiple of 64; 0: none)\n"
 	    "  -b, --block-size N       512 or 4096 (default 512)\n"
 	    "      --serial S, --model M controller identity\n"
+	    "      --event-log FILE     keep the Persistent Event Log in FILE (read at start,\n"
+	    "                           appended to with each event)\n"
 	    "\n"
 	    "Transport (defaults of nvmf_create_transport in target mode):\n"
 	    "  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
@@ -288,6 +290,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_PCI_IDS,
 		O_NS_POOL,
 		O_ZONED,
+		O_EVENT_LOG,
 	};
 	static const struct option longopts[] = {
 	    {"socket", required_argument, NULL, 's'},
@@ -300,6 +303,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"buffered", no_argument, NULL, O_BUFFERED},
 	    {"uring-poll", no_argument, NULL, O_URING_POLL},
 	    {"ns-pool", required_argument, NULL, O_NS_POOL},
+	    {"event-log", required_argument, NULL, O_EVENT_LOG},
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
 	    {"cpumask", required_argument, NULL, 'm'},
@@ -471,6 +475,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case O_SERIAL:
 			o->ctrlr.serial = optarg;
 			break;
+		case O_EVENT_LOG:
+			if (!*optarg) {
+				fprintf(stderr, "nvme-emu: --event-log needs a file\n");
+				return -EINVAL;
+			}
+			o->ctrlr.pel_file = optarg;
+			break;
 		case O_MODEL:
 			o->ctrlr.model = optarg;
 			break;
@@ -499,10 +510,11 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	}
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
-		if (o->nr_ns || o->ns_pool) {
+		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file) {
 			fprintf(stderr,
-				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool need "
-				"--socket\n");
+				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool/"
+				"--event-log need --socket (over RPC: nvmf_create_subsystem's "
+				"event_log_file)\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -869,6 +881,8 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o, struct 
 	if (rc)
 		goto out_err;
 	st->s = app_subsys_find(t, st->nqn);
+	if (o->ctrlr.pel_file && (rc = app_subsys_set_event_log(st->s, o->ctrlr.pel_file, err)))
+		goto out_err;
 	return app_setup_continue(st);
 
 out_err:

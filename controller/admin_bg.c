@@ -12,6 +12,7 @@
 int ctrlr_ext_init(struct ctrlr *ctrlr)
 {
 	struct ctrlr_ext *x = &ctrlr->ext;
+	int rc;
 
 	x->bg.bio = aligned_alloc(16, sizeof(struct bdev_io) + CTRLR_BDEV_CTX_MAX);
 	x->bg.buf = aligned_alloc(4096, CTRLR_CHUNK_BYTES);
@@ -22,7 +23,10 @@ int ctrlr_ext_init(struct ctrlr *ctrlr)
 	for (unsigned int i = 0; i < NVME_DST_LOG_ENTRIES; i++)
 		x->dst.results[i].status = NVME_DST_RES_UNUSED;
 	x->san.sstat = NVME_SSTAT_NEVER;
-	return ctrlr_pel_init(ctrlr);
+	rc = ctrlr_pel_init(ctrlr);
+	if (rc)
+		ctrlr_ext_fini(ctrlr);
+	return rc;
 }
 
 void ctrlr_ext_fini(struct ctrlr *ctrlr)

@@ -98,6 +98,18 @@ struct ctrlr_pel {
 	size_t ctx_len;
 	uint16_t gen;
 	uint64_t power_cycles;
+	/* The state file (ctrlr_config.pel_file), NULL: none. Events are appended as they come;
+	 * it is rewritten from buf when it grows past twice the log. */
+	char *path;
+	int fd;
+	size_t file_len;
+	bool file_failed; /* a write failed (logged once); the log goes on in memory */
+	/* Media and Data Integrity errors counted by owner threads (atomic), reported as one
+	 * Hardware Error event at most every second. */
+	uint32_t media_errors;
+	uint32_t media_status;
+	bool media_msg_queued;
+	uint64_t media_last_us;
 };
 
 struct ctrlr_ext {
@@ -174,6 +186,17 @@ void ctrlr_pel_timestamp_change(struct ctrlr *ctrlr);
 void ctrlr_pel_format(struct ctrlr *ctrlr, bool done, uint32_t nsid, uint32_t cdw10, uint16_t st);
 /* A Thermal Excursion event: the temperature went over a threshold. */
 void ctrlr_pel_thermal(struct ctrlr *ctrlr, uint16_t temp_k, uint16_t thresh_k);
+/* Change Namespace: a Namespace Management command (its CDW10) created or deleted nsid (its size
+ * and format for a creation, else 0). */
+void ctrlr_pel_change_ns(struct ctrlr *ctrlr, uint32_t cdw10, uint32_t nsid, uint64_t nsze,
+			 uint8_t flbas, uint8_t dps, uint8_t nmic);
+/* Set Feature: a Set Features command that succeeded (its CDW10-15). */
+void ctrlr_pel_set_feature(struct ctrlr *ctrlr, const struct nvme_sqe *sqe);
+/* NVM Subsystem Hardware Error `code` (NVME_PEL_HWE_*) with `len` bytes of additional
+ * information. */
+void ctrlr_pel_hw_error(struct ctrlr *ctrlr, uint16_t code, const void *info, uint16_t len);
+/* A command completed with a Media and Data Integrity status. Any thread. */
+void ctrlr_pel_media_error_async(struct ctrlr *ctrlr, uint16_t status);
 uint16_t ctrlr_log_pel(struct ctrlr_req *req, uint8_t **out, size_t *len);
 
 /* ---- admin_abort.c ---- */

@@ -522,6 +522,9 @@ void ctrlr_admin_set_features(struct ctrlr_req *req)
 	st = ctrlr_feat_set(req, fid);
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
+	/* Persistent Event Log: Set Feature (the Timestamp has its own event). */
+	if (!st && fid != NVME_FEAT_TIMESTAMP)
+		ctrlr_pel_set_feature(ctrlr, &req->sqe);
 	ctrlr_req_complete(req, st);
 	/* A threshold now crossed is reported after this command's own CQE. */
 	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))

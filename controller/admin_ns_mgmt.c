@@ -43,6 +43,10 @@ static void ctrlr_nsm_finish(struct ctrlr_nsm_op *op, uint16_t status, uint16_t 
 		pool->ops_tail = NULL;
 	if (!status && op->kind == CTRLR_NSM_CREATE)
 		req->cdw0 = op->nsid; /* the NSID created (section 5.23, Figure 372) */
+	/* Persistent Event Log: Change Namespace. */
+	if (!status && (op->kind == CTRLR_NSM_CREATE || op->kind == CTRLR_NSM_DELETE))
+		ctrlr_pel_change_ns(req->sq->ctrlr, req->sqe.cdw10, op->nsid, op->params.nsze,
+				    op->params.flbas, op->params.dps, op->params.nmic);
 	free(op);
 	if (loc != 0xffff)
 		ctrlr_req_complete_err(req, status, loc);

@@ -1158,6 +1158,12 @@ enum nvme_pel_type {
 	NVME_PEL_TELEMETRY = 0x0c,
 	NVME_PEL_THERMAL = 0x0d,
 };
+/* NVM Subsystem Hardware Error Event codes (event type 05h, Base 2.0). */
+#define NVME_PEL_HWE_CRIT_WARN 0x0006	 /* Critical Warning Condition */
+#define NVME_PEL_HWE_CTRL_FATAL 0x0009	 /* Controller Fatal Status */
+#define NVME_PEL_HWE_MEDIA 0x000a	 /* Media and Data Integrity Status */
+/* Set Feature event layout (event type 0Bh): command dwords logged (CDW10 up), bits 2:0. */
+#define NVME_PEL_SETFEAT_DWORDS 6u
 /* ---- Zoned Namespace Command Set (NVMe ZNS 1.1, CSI 2h) and I/O command set selection
  * (Base 2.0 3.1.3.1 CAP.CSS, 3.1.3.5 CC.CSS, 5.17.2.21 Identify CNS 1Ch, 5.27.1.21 FID 19h) ---- */
 #define NVME_CSI_ZNS 0x02

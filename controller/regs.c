@@ -69,6 +69,8 @@ static void ctrlr_enable_fail(struct ctrlr *ctrlr, const char *why)
 	ctrlr->csts.bits.cfs = 1;
 	ctrlr->csts.bits.rdy = 0;
 	ctrlr_regs_write_csts(ctrlr);
+	/* Persistent Event Log: Controller Fatal Status, with CC as the host wrote it. */
+	ctrlr_pel_hw_error(ctrlr, NVME_PEL_HWE_CTRL_FATAL, &ctrlr->cc.raw, 4);
 }
 
 /* CC.EN 0 -> 1: validate CC/AQA/ASQ/ACQ (startup failures set CSTS.CFS, as QEMU does), create the

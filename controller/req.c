@@ -104,8 +104,10 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 	CTRLR_STAT_ADD(*(sq->qid ? &ctrlr->cnt.io_cmds : &ctrlr->cnt.admin_cmds), 1);
 	if (status) {
 		CTRLR_STAT_ADD(ctrlr->cnt.errors, 1);
-		if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA)
+		if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA) {
 			CTRLR_STAT_ADD(ctrlr->cnt.media_errors, 1);
+			ctrlr_pel_media_error_async(ctrlr, status);
+		}
 		ctrlr_error_log_add(ctrlr, req, status);
 	}
 	LOG_TRACE(CTRLR_LOG, "done qid %u cid %u opc 0x%02x nsid %u status 0x%04x cdw0 0x%x",

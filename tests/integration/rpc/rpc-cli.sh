@@ -230,8 +230,10 @@ ok_out "nvmf_get_transports by trtype" '"max_io_qpairs_per_ctrlr": 4' nvmf_get_t
 	--trtype PCIE_EMU
 
 # ---- subsystems and namespaces ----
+bad "nvmf_create_subsystem empty event_log_file" 'must not be empty' nvmf_create_subsystem \
+	--nqn "$NQN1" --event_log_file ""
 ok "nvmf_create_subsystem" nvmf_create_subsystem --nqn "$NQN1" --serial_number SN0001 \
-	--model_number "nvme-emu test" --allow_any_host
+	--model_number "nvme-emu test" --allow_any_host --event_log_file "$D/ev1.pel"
 bad "nvmf_create_subsystem duplicate" 'already exists' nvmf_create_subsystem --nqn "$NQN1"
 bad "nvmf_create_subsystem bad nqn" 'invalid NQN' nvmf_create_subsystem --nqn foo
 bad "nvmf_create_subsystem long serial" 'serial_number' nvmf_create_subsystem --nqn "$NQN2" \
@@ -408,6 +410,9 @@ ok_out "framework_get_config nvmf" '"method": "nvmf_subsystem_add_listener"' \
 bad "framework_get_config unknown" 'no subsystem' framework_get_config --name iscsi
 ok "save_config" save_config
 echo "$out" > "$D/config.json"
+check "save_config keeps event_log_file" grep -q "\"event_log_file\": \"$D/ev1.pel\"" \
+	"$D/config.json"
+check "the controller's event log file" test -s "$D/ev1.pel"
 ok_out "nvmf_subsystem_remove_listener" true nvmf_subsystem_remove_listener --nqn "$NQN1" \
 	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
 check "the socket is gone" test ! -e "$D/c1.sock"

@@ -3,7 +3,10 @@
  * malloc bdev stacked under an error bdev (held, failed requests) so the background state
  * machines can be stopped in the middle and made to fail. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "controller/ctrlr_internal.h"
 #include "tests/unit/controller/loopback.h"
@@ -708,6 +711,193 @@ static void test_abort_queued(void)
 	CU_ASSERT_EQUAL(xb()[0], 0);
 }
 
+/* The data of the last event of `type` in the log read into xb() (NULL: none), its length. */
+static const uint8_t *x_pel_last(uint8_t type, uint16_t *el)
+{
+	struct nvme_pel_hdr *h = (struct nvme_pel_hdr *)xb();
+	size_t off = sizeof(*h);
+	const uint8_t *d = NULL;
+
+	for (uint32_t i = 0; i < h->tnev && off + 24 <= h->tll; i++) {
+		struct nvme_pel_event e;
+
+		memcpy(&e, xb() + off, sizeof(e));
+		if (e.etype == type) {
+			d = xb() + off + 24;
+			*el = e.el;
+		}
+		off += 3 + e.ehl + e.el;
+	}
+	return d;
+}
+
+/* Hardware Error events with `code` in the log read into xb(). */
+static unsigned int x_pel_hwe_count(uint16_t code)
+{
+	struct nvme_pel_hdr *h = (struct nvme_pel_hdr *)xb();
+	size_t off = sizeof(*h);
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < h->tnev && off + 24 <= h->tll; i++) {
+		struct nvme_pel_event e;
+		uint16_t c;
+
+		memcpy(&e, xb() + off, sizeof(e));
+		memcpy(&c, xb() + off + 24, 2);
+		if (e.etype == NVME_PEL_HW_ERROR && c == code)
+			n++;
+		off += 3 + e.ehl + e.el;
+	}
+	return n;
+}
+
+/* Set Feature, Hardware Error (critical warning, media errors coalesced), and the Supported
+ * Events Bitmap saying exactly 01h-0Dh. */
+static void test_pel_events(void)
+{
+	struct nvme_pel_hdr *h = (struct nvme_pel_hdr *)xb();
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
+	const uint8_t *d;
+	uint16_t el = 0, code, st;
+	uint32_t v, n, sets;
+
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
+	CU_ASSERT_EQUAL(h->seb[0], 0xfe);
+	CU_ASSERT_EQUAL(h->seb[1], 0x3f);
+	for (int i = 2; i < 32; i++)
+		CU_ASSERT_EQUAL(h->seb[i], 0);
+	/* The forced spare of the self-test test: a SMART snapshot and its hardware error view,
+	 * the critical warning byte with the spare bit. */
+	CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_CRIT_WARN), 1);
+	sets = x_pel_count(NVME_PEL_SET_FEATURE);
+	/* Arbitration set: logged with CDW10-15 (Dword Count 6); a failed set is not. */
+	sqe.cdw10 = NVME_FEAT_ARBITRATION;
+	sqe.cdw11 = 0x00000003;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	sqe.cdw10 = 0x7f; /* no such feature */
+	CU_ASSERT_NOT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_SET_FEATURE), sets + 1);
+	d = x_pel_last(NVME_PEL_SET_FEATURE, &el);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(el, 28);
+	memcpy(&v, d, 4);
+	CU_ASSERT_EQUAL(v & 0x7, 6);
+	memcpy(&v, d + 4, 4);
+	CU_ASSERT_EQUAL(v, NVME_FEAT_ARBITRATION);
+	memcpy(&v, d + 8, 4);
+	CU_ASSERT_EQUAL(v, 3);
+	/* A read failing in the bdev (Unrecovered Read Error): one Media and Data Integrity
+	 * event; a second one within the second is counted into the next event. */
+	CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_MEDIA), 0);
+	x_inject(BDEV_IO_READ, BDEV_ERROR_FAILURE, 2);
+	CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 0, 8), NVME_SC_UNRECOVERED_READ | NVME_DNR);
+	CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 0, 8), NVME_SC_UNRECOVERED_READ | NVME_DNR);
+	CU_ASSERT_EQUAL(bdev_error_inject("EE_xm0", BDEV_ERROR_IO_CLEAR, NULL), 0);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
+	CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_MEDIA), 1);
+	d = x_pel_last(NVME_PEL_HW_ERROR, &el);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(el, 12);
+	memcpy(&code, d, 2);
+	memcpy(&st, d + 4, 2);
+	memcpy(&n, d + 8, 4);
+	CU_ASSERT_EQUAL(code, NVME_PEL_HWE_MEDIA);
+	CU_ASSERT_EQUAL(st, NVME_SC_UNRECOVERED_READ);
+	CU_ASSERT_EQUAL(n, 1);
+	/* The second has waited: once the second is over, the next error reports both. */
+	lb.ctrlr->ext.pel.media_last_us -= 2000000;
+	x_inject(BDEV_IO_READ, BDEV_ERROR_FAILURE, 1);
+	CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 0, 8), NVME_SC_UNRECOVERED_READ | NVME_DNR);
+	CU_ASSERT_EQUAL(bdev_error_inject("EE_xm0", BDEV_ERROR_IO_CLEAR, NULL), 0);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
+	CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_MEDIA), 2);
+	d = x_pel_last(NVME_PEL_HW_ERROR, &el);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memcpy(&n, d + 8, 4);
+	CU_ASSERT_EQUAL(n, 2);
+}
+
+/* The log in a state file: a controller destroyed and created again over the same file (a
+ * daemon restart) reads the old events back; the power cycle count goes on; a failed enable
+ * (Controller Fatal Status) is among them; a file that is not a log is refused. */
+static void test_pel_persist(void)
+{
+	char dir[] = "/tmp/pel_persistXXXXXX", path[64];
+	struct nvme_pel_hdr *h;
+	struct ctrlr_config cfg;
+	struct ctrlr *c2;
+	const uint8_t *d;
+	struct nvme_sqe sqe;
+	uint16_t el = 0;
+	uint32_t v, pc;
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/pel.bin", dir);
+	x_fini();
+	lb_default_config(&cfg);
+	cfg.pel_file = path;
+	for (int life = 0; life < 2; life++) {
+		CU_ASSERT_EQUAL_FATAL(lb_init(&lb, &cfg), 0);
+		CU_ASSERT_EQUAL_FATAL(lb_add_malloc_ns(&lb, "pm0", 1, 64, 4096), 1);
+		if (life == 0) {
+			/* CC.MPS beyond MPSMAX: enable fails (CSTS.CFS); then a good enable. */
+			lb_reg_write32(&lb, NVME_REG_CC, 1u | 0xfu << 7);
+			CU_ASSERT_TRUE(lb_reg_read32(&lb, NVME_REG_CSTS) & 2);
+			lb_reg_write32(&lb, NVME_REG_CC, 0);
+		}
+		CU_ASSERT_TRUE_FATAL(lb_enable(&lb, 32) & 1);
+		x_buf = lb_alloc(&lb, 65536);
+		if (life == 0) {
+			sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
+			sqe.cdw10 = NVME_FEAT_ARBITRATION;
+			sqe.cdw11 = 0x00000002;
+			CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+			lb_fini(&lb);
+		}
+	}
+	/* The guest memory is the new controller's. */
+	h = (struct nvme_pel_hdr *)xb();
+	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
+	CU_ASSERT_EQUAL(h->pcc, 2);
+	/* From the first life: its power-on (cycle 1), the fatal status, the feature; then the
+	 * FLR of its end and this life's power-on (cycle 2). */
+	CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_CTRL_FATAL), 1);
+	CU_ASSERT_TRUE(x_pel_count(NVME_PEL_POWER_ON_RESET) >= 3);
+	d = x_pel_last(NVME_PEL_SET_FEATURE, &el);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memcpy(&v, d + 8, 4);
+	CU_ASSERT_EQUAL(v, 2);
+	d = x_pel_last(NVME_PEL_POWER_ON_RESET, &el);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(el, 44);
+	memcpy(&pc, d + 24, 4);
+	CU_ASSERT_EQUAL(pc, 2);
+	/* A torn last record (a crash mid-append) is dropped, the rest kept. */
+	f = fopen(path, "ab");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fwrite("\x0b\x01\x15", 1, 3, f);
+	fclose(f);
+	CU_ASSERT_EQUAL(ctrlr_create(&cfg, lb.ctrlr->ops, lb.ctrlr->tctx, &c2), 0);
+	CU_ASSERT_EQUAL(c2->ext.pel.count, lb.ctrlr->ext.pel.count + 1); /* + its power-on */
+	CU_ASSERT_EQUAL(ctrlr_destroy(c2, NULL, NULL), 0);
+	/* Not an event log: refused, left alone. */
+	f = fopen(path, "wb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("not a log", f);
+	fclose(f);
+	CU_ASSERT_EQUAL(ctrlr_create(&cfg, lb.ctrlr->ops, lb.ctrlr->tctx, &c2), -EINVAL);
+	f = fopen(path, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(fgetc(f), 'n');
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+}
+
 CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"self_test_runs", test_self_test_runs},
 	    {"self_test_failures", test_self_test_failures},
@@ -717,4 +907,5 @@ CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"sanitize_restrictions", test_sanitize_restrictions},
 	    {"sanitize_failure", test_sanitize_failure}, {"telemetry", test_telemetry},
 	    {"pel", test_pel}, {"abort_running", test_abort_running},
-	    {"abort_queued", test_abort_queued})
+	    {"abort_queued", test_abort_queued}, {"pel_events", test_pel_events},
+	    {"pel_persist", test_pel_persist})

@@ -758,8 +758,61 @@ static void test_lifecycle(void)
 	CU_ASSERT_TRUE(nsm_in_list(1));
 }
 
+/* The last Change Namespace event of the controller's Persistent Event Log (its data), or NULL. */
+static const uint8_t *nsm_pel_last_change(uint32_t *count)
+{
+	const struct ctrlr_pel *p = &lb.ctrlr->ext.pel;
+	const uint8_t *last = NULL;
+
+	*count = 0;
+	for (size_t off = 0; off + sizeof(struct nvme_pel_event) <= p->len;) {
+		struct nvme_pel_event e;
+
+		memcpy(&e, p->buf + off, sizeof(e));
+		if (e.etype == NVME_PEL_CHANGE_NS) {
+			last = p->buf + off + sizeof(e);
+			(*count)++;
+		}
+		off += sizeof(e) + e.el;
+	}
+	return last;
+}
+
+/* Persistent Event Log: a creation and a deletion each leave a Change Namespace event (06h)
+ * with the command's CDW10, the size and format asked for, and the NSID. */
+static void test_pel_change_ns(void)
+{
+	const uint8_t *d;
+	uint32_t nsid = 0, n0, n, v;
+
+	d = nsm_pel_last_change(&n0);
+	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0, 0, NVME_NMIC_SHARED, &nsid), 0);
+	d = nsm_pel_last_change(&n);
+	CU_ASSERT_EQUAL(n, n0 + 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memcpy(&v, d, 4);
+	CU_ASSERT_EQUAL(v & 0xf, NVME_NS_MGMT_SEL_CREATE);
+	CU_ASSERT_EQUAL(nsm_le64(d + 8), 2048);
+	CU_ASSERT_EQUAL(nsm_le64(d + 16), 2048);
+	CU_ASSERT_EQUAL(d[34], NVME_NMIC_SHARED);
+	memcpy(&v, d + 44, 4);
+	CU_ASSERT_EQUAL(v, nsid);
+	CU_ASSERT_EQUAL(nsm_delete(nsid), 0);
+	d = nsm_pel_last_change(&n);
+	CU_ASSERT_EQUAL(n, n0 + 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memcpy(&v, d, 4);
+	CU_ASSERT_EQUAL(v & 0xf, NVME_NS_MGMT_SEL_DELETE);
+	memcpy(&v, d + 44, 4);
+	CU_ASSERT_EQUAL(v, nsid);
+	/* A failed one leaves none. */
+	CU_ASSERT_NOT_EQUAL(nsm_delete(nsid), 0);
+	nsm_pel_last_change(&n);
+	CU_ASSERT_EQUAL(n, n0 + 2);
+}
+
 CUNIT_SUITE(ns_pool, nsm_pool_suite_init, NULL, {"pool_extents", test_pool_extents},
 	    {"pool_persistence", test_pool_persistence}, {"region_io", test_region_io})
 CUNIT_SUITE(ns_mgmt, nsm_init, nsm_fini, {"no_pool", test_no_pool}, {"bind", test_bind},
 	    {"create_errors", test_create_errors}, {"create_formats", test_create_formats},
-	    {"lifecycle", test_lifecycle})
+	    {"lifecycle", test_lifecycle}, {"pel_change_ns", test_pel_change_ns})
