@@ -2,8 +2,8 @@
 # them; a short and an extended device self-test complete without error in the self-test log; a
 # block erase sanitize zeroes what was written and an overwrite sanitize (one pass, a pattern,
 # No-Deallocate) leaves the pattern, the sanitize log saying so; telemetry-log writes a file
-# whose header and data area 1 are ours; a firmware commit, the sanitizes and the power-on show
-# in the persistent event log. Log bytes are checked raw (nvme get-log --raw-binary).
+# whose header and data area 1 are ours; a firmware commit, the sanitizes, the power-on and the
+# driver's Set Features show in the persistent event log. Log bytes are checked raw (nvme get-log --raw-binary).
 . "$GUEST_LIB"
 
 dev=/dev/nvme0
@@ -71,8 +71,9 @@ pel() {
 	nvme persistent-event-log $dev --action=0 > /tmp/pel.txt 2>&1 || { cat /tmp/pel.txt; return 1; }
 	cat /tmp/pel.txt
 	grep -qi "sanitize start" /tmp/pel.txt && grep -qi "sanitize completion" /tmp/pel.txt &&
-		grep -qi "firmware commit" /tmp/pel.txt && grep -qi "power.on or reset" /tmp/pel.txt
+		grep -qi "firmware commit" /tmp/pel.txt && grep -qi "power.on or reset" /tmp/pel.txt &&
+		grep -qi "set feature" /tmp/pel.txt
 }
-step "persistent-event-log: power-on, firmware commit, sanitize start and completion" pel
+step "persistent-event-log: power-on, firmware commit, sanitize start and completion, set feature (the driver's)" pel
 step "persistent-event-log release context" nvme persistent-event-log $dev --action=2
 guest_finish
