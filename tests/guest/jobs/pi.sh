@@ -4,7 +4,9 @@
 # it on reads; the controller checks it too); blocks written without protection processing and a
 # block the host corrupts in the backing file fail with End-to-end Guard Check Error. Then
 # 4096+16 Type 1 with the 64b guard (CRC-64), Type 3, extended LBAs, and format 0 again. Copy
-# with protection information (PRINFOR/PRINFOW, descriptor formats 0h and 1h) on both guards.
+# with protection information (PRINFOR/PRINFOW, descriptor formats 0h and 1h) on both guards;
+# cross-namespace Copy (formats 2h/3h) advertised and refused until Host Behavior Support enables
+# it, which a Linux guest cannot do.
 # Host and guest meet through files in $JOB_OUT: the guest writes "written", the host "corrupted".
 . "$GUEST_LIB"
 
@@ -146,4 +148,22 @@ step "capacity back" wait_size 65536
 step "no integrity profile any more" sh -c \
 	"f=\$(cat /sys/block/$n/integrity/format); echo \$f; [ \"\$f\" = none ]"
 step "fio verify on format 0" fio_verify 4k
+
+# ---- Copy across namespaces (descriptor formats 2h/3h) ----
+# The data path runs in tests/integration/copy_xns_test.c: a Linux guest cannot enable the
+# formats, its kernel (6.12.117) refuses Set Features of Host Behavior Support (FID 16h, which
+# the driver manages itself) from userspace with EACCES. The refusal comes before the source
+# namespace is looked at, so namespace 1 serves as its own source here.
+ctrl=/dev/$(nvme_ctrl_by_serial NVMEEMU-PI)
+step "id-ctrl: OCFS 0xf (copy descriptor formats 0h-3h)" sh -c \
+	"nvme id-ctrl $ctrl | grep '^ocfs'; nvme id-ctrl $ctrl | grep -q '^ocfs *: 0xf'"
+step "nvme copy --format=2 --snsids=1 before Host Behavior Support enables it: Invalid Field" \
+	expect_fail 'invalid field\|4002' nvme copy "$ng" --format=2 --sdlba=5000 --slbs=100 \
+	--blocks=7 --snsids=1
+step "get-feature 16h (Host Behavior Support): CDFE 0, LBAFEE as the kernel set it (1)" sh -c \
+	"nvme get-feature $ctrl -f 0x16 --data-len=512 --raw-binary > /tmp/hbs &&
+	 [ \"\$(od -An -tx1 -N6 /tmp/hbs | tr -d ' ')\" = 000001000000 ]"
+{ printf '\000\000\001\000\014'; head -c 507 /dev/zero; } > /tmp/hbs
+step "the kernel refuses set-feature 16h from userspace (Permission denied)" expect_fail \
+	'permission denied' nvme set-feature "$ctrl" -f 0x16 --data-len=512 --data=/tmp/hbs
 guest_finish
