@@ -26,6 +26,7 @@
  * submitted, or its doorbell not processed yet: best effort, as the spec allows). Admin SQ
  * commands are fetched in order, so one not fetched yet was submitted after the Abort: only
  * running ones are looked for there. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -174,10 +175,37 @@ static uint16_t ctrlr_abort_queued(struct ctrlr_sq *sq, uint16_t cid, struct ctr
 	return NVME_SC_SUCCESS;
 }
 
+/* The preempt fence: was the SQE just fetched in the ring when the preempt came, and for one of
+ * its namespaces? The SQEs consumed since the last look (a fused pair takes two) come off the
+ * window first. */
+static bool ctrlr_preempt_fetched(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+	uint32_t adv = (sq->head + sq->size - sq->preempt_head) % sq->size;
+	bool hit = false;
+
+	if (adv && adv <= sq->preempt_left) {
+		/* A fused pair is fetched as one (3.4.2): it meets the reservation when it runs. */
+		for (uint32_t i = 0; i < sq->preempt_n && !req->sqe.cdw0.bits.fuse; i++)
+			hit |= sq->preempt_nsid[i] == req->sqe.nsid;
+		sq->preempt_left -= adv;
+	} else {
+		sq->preempt_left = 0;
+	}
+	sq->preempt_head = sq->head;
+	if (!sq->preempt_left)
+		sq->preempt_n = 0;
+	if (hit)
+		ctrlr_req_complete(req, NVME_SC_PREEMPT_ABORT);
+	return hit;
+}
+
 bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot)
 {
 	struct ctrlr_sq *sq = req->sq;
 
+	if (sq->preempt_left && ctrlr_preempt_fetched(req))
+		return true;
 	for (struct ctrlr_abort_rec **pp = &sq->abort_armed; *pp; pp = &(*pp)->next) {
 		struct ctrlr_abort_rec *rec = *pp;
 		bool hit;
@@ -197,6 +225,95 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot)
 		return true;
 	}
 	return false;
+}
+
+/* A preempt fence to put up on an SQ's owner thread. */
+struct ctrlr_preempt_fence {
+	struct evloop_msg msg;
+	struct ctrlr_sq *sq;
+	struct ctrlr *ctrlr;
+	uint32_t nsid;
+	struct ctrlr_preempt_op *op; /* told once the fence is up (admin thread), or NULL */
+};
+
+/* Admin thread: one fence of the Acquire is up. */
+static void ctrlr_preempt_fence_done(void *arg)
+{
+	struct ctrlr_preempt_fence *f = arg;
+
+	ctrlr_resv_preempt_put(f->op);
+	free(f);
+}
+
+/* The SQ's owner thread: the SQEs between the head and the tail seen now are under the fence
+ * (a fence already up is widened to them; its namespaces kept), then the Acquire waiting for it
+ * hears so on the admin thread. The SQ still exists: posted while live, before any deletion the
+ * admin thread posts later on the same thread. */
+static void ctrlr_preempt_fence_up(void *arg)
+{
+	struct ctrlr_preempt_fence *f = arg;
+	struct ctrlr_sq *sq = f->sq;
+	uint32_t left, i;
+
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->ring)
+		goto out;
+	ctrlr_sq_refresh_tail(sq);
+	left = (sq->tail + sq->size - sq->head) % sq->size;
+	if (!left)
+		goto out;
+	if (sq->preempt_left) {
+		/* Bring the fence's window to the current head before widening it. */
+		uint32_t adv = (sq->head + sq->size - sq->preempt_head) % sq->size;
+
+		sq->preempt_left = adv < sq->preempt_left ? sq->preempt_left - adv : 0;
+		if (!sq->preempt_left)
+			sq->preempt_n = 0;
+	}
+	for (i = 0; i < sq->preempt_n && sq->preempt_nsid[i] != f->nsid; i++)
+		;
+	if (i == sq->preempt_n) {
+		if (sq->preempt_n == CTRLR_PREEMPT_NSIDS) {
+			LOG_WARN(CTRLR_LOG, "%s: sq %u: preempt fence full: queued commands of ns %u "
+					    "meet the reservation instead", sq->ctrlr->serial, sq->qid,
+				 f->nsid);
+			goto out;
+		}
+		sq->preempt_nsid[sq->preempt_n++] = f->nsid;
+	}
+	sq->preempt_head = sq->head;
+	if (left > sq->preempt_left)
+		sq->preempt_left = left;
+out:
+	if (!f->op) {
+		free(f);
+		return;
+	}
+	f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
+}
+
+void ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_preempt_op *op)
+{
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+		struct ctrlr_preempt_fence *f;
+
+		if (!sq || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
+			continue;
+		f = malloc(sizeof(*f));
+		if (!f) {
+			LOG_ERR(CTRLR_LOG, "%s: sq %u: no memory for a preempt fence: queued commands "
+					   "of ns %u meet the reservation instead", ctrlr->serial, qid,
+				nsid);
+			continue;
+		}
+		f->sq = sq;
+		f->ctrlr = ctrlr;
+		f->nsid = nsid;
+		f->op = op;
+		if (op)
+			op->pending++;
+		ctrlr->ops->io_post(ctrlr->tctx, sq, &f->msg, ctrlr_preempt_fence_up, f);
+	}
 }
 
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq)

@@ -211,9 +211,10 @@ struct ctrlr_abort_rec {
 	struct ctrlr_abort_rec *next; /* the SQ's armed list (owner thread) */
 };
 void ctrlr_admin_abort(struct ctrlr_req *req);
-/* The SQE of ring slot `slot` was just fetched into req and an Abort is armed on its SQ (called
- * only while sq->abort_armed is non-NULL): true if the command was aborted (completed with
- * Command Abort Requested, not executed). Owner thread. */
+/* The SQE of ring slot `slot` was just fetched into req and an Abort is armed on its SQ or a
+ * Preempt and Abort fence is up (called only while sq->abort_armed or sq->preempt_left is set):
+ * true if the command was aborted (completed with Command Abort Requested or Command Aborted
+ * due to Preempt and Abort, not executed). Owner thread. */
 bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
 /* The SQ is being freed: its armed Aborts are dropped (their commands were never fetched).
  * Admin thread, once the owner thread stopped the SQ. */
@@ -228,6 +229,11 @@ uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
  * namespace nsid that started and has not completed; each ends with Command Aborted due to
  * Preempt and Abort (after its bdev I/O, if any, returned). Returns how many. Admin thread. */
 uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid);
+/* The same for the commands of ctrlr's I/O SQs on nsid that are in the rings, not fetched yet:
+ * each SQ's owner thread puts up a fence over the SQEs between its head and the tail it has
+ * seen, then tells op (ctrlr_resv_preempt_put; op NULL: nobody waits). Admin thread. */
+struct ctrlr_preempt_op;
+void ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_preempt_op *op);
 /* A SMART critical warning appeared: telemetry and persistent event log snapshots. */
 void ctrlr_ext_health_event(struct ctrlr *ctrlr, uint8_t new_bits);
 

@@ -26,6 +26,7 @@
 #define CTRLR_ADMIN_MAX_ENTRIES 4096
 #define CTRLR_AERL 3			/* 0-based: four outstanding AERs */
 #define CTRLR_ACL 3			/* 0-based abort command limit */
+#define CTRLR_PREEMPT_NSIDS 8		/* namespaces one SQ's preempt fence covers at once */
 #define CTRLR_ERROR_LOG_ENTRIES 64	/* ELPE + 1 */
 #define CTRLR_AER_QUEUE 16		/* events waiting for an AER command */
 #define CTRLR_BDEV_CTX_MAX 512		/* largest backend per-I/O context accepted */
@@ -253,6 +254,13 @@ struct ctrlr_sq {
 	/* Aborts of SQEs not fetched yet (admin_abort.c); owner thread. NULL: the fetch path
 	 * pays one test. */
 	struct ctrlr_abort_rec *abort_armed;
+	/* Preempt and Abort of SQEs not fetched yet (admin_abort.c), owner thread: the next
+	 * preempt_left SQEs after ring slot preempt_head were in the ring when it came; those of
+	 * namespaces preempt_nsid[] end with Command Aborted due to Preempt and Abort. */
+	uint32_t preempt_left;
+	uint32_t preempt_head;
+	uint32_t preempt_nsid[CTRLR_PREEMPT_NSIDS];
+	uint32_t preempt_n;
 };
 
 /* ---- Requests ---- */

@@ -793,11 +793,14 @@ static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
  * registration was preempted (ev) lose the commands their controllers started on this namespace
  * and have not completed: each ends with Command Aborted due to Preempt and Abort. A command
  * whose bdev I/O is in flight ends so when that I/O returns (it cannot be recalled: a write may
- * have reached the media). Commands still in their SQs meet the new access rules when fetched
- * (Reservation Conflict where the reservation excludes them). The new access words are in place
- * first, so nothing of theirs starts on the namespace after the marks unless the reservation
- * allows it. */
-static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctrlr_resv_events *ev)
+ * have reached the media). Commands still in their SQs (between the head and the tail each
+ * SQ's owner thread has seen) end so when fetched, without running; the Acquire completes once
+ * every such fence is up, so the ones submitted after it meet the new access rules (Reservation
+ * Conflict where the reservation excludes them). The new access
+ * words are in place first, so nothing of theirs starts on the namespace after the marks unless
+ * the reservation allows it. */
+static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctrlr_resv_events *ev,
+				     struct ctrlr_preempt_op *op)
 {
 	for (uint32_t i = 0; i < ev->n; i++) {
 		if (ev->e[i].type != NVME_RESV_NOTIFY_REG_PREEMPTED)
@@ -808,6 +811,7 @@ static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctr
 			if (memcmp(ns->ctrlr->hostid, ev->e[i].hostid, 16))
 				continue;
 			n = ctrlr_abort_preempted(ns->ctrlr, ns->nsid);
+			ctrlr_abort_preempt_queued(ns->ctrlr, ns->nsid, op);
 			if (n)
 				LOG_INFO(CTRLR_LOG, "%s: ns %u: %u command(s) aborted by a preempt",
 					 ns->ctrlr->serial, ns->nsid, n);
@@ -863,10 +867,32 @@ static void ctrlr_resv_exec_admin(void *arg)
 	}
 	ctrlr_resv_update_access(s);
 	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
-	    (cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT)
-		ctrlr_resv_preempt_abort(s, &ev);
+	    (cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT) {
+		struct ctrlr_preempt_op *op = calloc(1, sizeof(*op));
+
+		/* Without memory for the wait, the fences still go up; the Acquire just does not
+		 * wait for them. */
+		if (!op)
+			LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort completes before its fences",
+				req->ns->nsid);
+		else
+			*op = (struct ctrlr_preempt_op){.req = req, .pending = 1};
+		ctrlr_resv_preempt_abort(s, &ev, op);
+		ctrlr_resv_notify(s, &ev);
+		if (op)
+			return ctrlr_resv_preempt_put(op);
+		return ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+	}
 	ctrlr_resv_notify(s, &ev);
 	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+}
+
+void ctrlr_resv_preempt_put(struct ctrlr_preempt_op *op)
+{
+	if (--op->pending)
+		return;
+	ctrlr_resv_finish(op->req, NVME_SC_SUCCESS);
+	free(op);
 }
 
 void ctrlr_io_resv(struct ctrlr_req *req)

@@ -124,6 +124,15 @@ bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr);
  * (NVME_SC_SUCCESS or Reservation Conflict). Owner thread. */
 void ctrlr_io_resv(struct ctrlr_req *req);
 uint16_t ctrlr_resv_check_io(struct ctrlr_req *req, uint8_t opc);
+/* A Reservation Acquire (Preempt and Abort) waiting for the preempted controllers' SQs to put
+ * up their fences (admin_abort.c) before it completes. Admin thread. */
+struct ctrlr_preempt_op {
+	struct ctrlr_req *req;
+	uint32_t pending; /* fences not up yet, + 1 while they are being posted */
+};
+/* One fence is up: the last one completes the Acquire. Admin thread. */
+void ctrlr_resv_preempt_put(struct ctrlr_preempt_op *op);
+
 /* admin_log.c: the Reservation Notification log page (consumes the oldest entry unless rae). */
 size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
 

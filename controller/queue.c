@@ -516,7 +516,7 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 			sq->head = (sq->head + 1) % sq->size;
 			n++;
 			/* An Abort armed on this slot ends the command unexecuted (admin_abort.c). */
-			if (sq->abort_armed &&
+			if ((sq->abort_armed || sq->preempt_left) &&
 			    ctrlr_abort_fetched(req, (sq->head + sq->size - 1) % sq->size))
 				continue;
 			if (sq->qid == 0)

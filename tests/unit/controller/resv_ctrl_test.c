@@ -341,9 +341,34 @@ static void test_ptpl_restart(void)
 #undef e
 }
 
+/* A reservation command of l that also needs the other controller's threads to run (Preempt
+ * and Abort waits for the preempted controller's SQs): both loopbacks are pumped. */
+static uint16_t rc_resv_both(struct lb *l, uint8_t opc, uint32_t cdw10, uint64_t k1, uint64_t k2)
+{
+	struct nvme_sqe sqe = lb_sqe(opc, 1);
+	struct lb *other = l == &la ? &lbb : &la;
+	struct nvme_cqe cqe;
+	uint16_t cid;
+
+	memcpy(rc_mem(l), &k1, 8);
+	memcpy(rc_mem(l) + 8, &k2, 8);
+	sqe.dptr.prp.prp1 = rc_addr(l);
+	sqe.cdw10 = cdw10;
+	cid = lb_submit(l, 1, &sqe);
+	for (int i = 0; i < 16; i++) {
+		lb_pump(other);
+		lb_pump(l);
+		while (lb_reap(l, 1, &cqe, false))
+			if (cqe.cid == cid)
+				return cqe.status >> 1;
+	}
+	return LB_NO_CQE;
+}
+
 /* Preempt and Abort: B's read held in the bdev when A preempts B's registration ends with
  * Command Aborted due to Preempt and Abort once the bdev returns it; A's own held read is not
- * touched; B's later writes conflict. */
+ * touched; B's later writes conflict; a plain Preempt aborts nothing; B's read still in its SQ
+ * ends with 1Bh when fetched. */
 static void test_preempt_abort(void)
 {
 	struct bdev_error_injection inj = {.type = BDEV_ERROR_PENDING, .num = 2};
@@ -364,8 +389,8 @@ static void test_preempt_abort(void)
 	ra = lb_submit(&la, 1, &sqe);
 	CU_ASSERT_FALSE(lb_reap(&lbb, 1, &cqe, false));
 	CU_ASSERT_FALSE(lb_reap(&la, 1, &cqe, false));
-	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_ACQUIRE,
-				NVME_RACQA_PREEMPT_ABORT | NVME_RESV_WE_REG_ONLY << 8, 0xa, 0xb),
+	CU_ASSERT_EQUAL(rc_resv_both(&la, NVME_CMD_RESV_ACQUIRE,
+				     NVME_RACQA_PREEMPT_ABORT | NVME_RESV_WE_REG_ONLY << 8, 0xa, 0xb),
 			0);
 	CU_ASSERT_EQUAL(bdev_error_resume_pending("EE_rc0"), 0);
 	for (int i = 0; i < 4; i++) {
@@ -402,6 +427,61 @@ static void test_preempt_abort(void)
 			sb = cqe.status >> 1;
 	CU_ASSERT_EQUAL(sb, 0);
 	CU_ASSERT_EQUAL(bdev_error_inject("EE_rc0", BDEV_ERROR_IO_CLEAR, NULL), 0);
+
+	/* B's read still in its SQ (every request of an 8-entry SQ held: six reads, a write that
+	 * completes so the host sees the head move, two more reads) when A preempts and aborts:
+	 * fetched later, it ends with 1Bh without running, like the held reads; B's read
+	 * submitted after the preempt runs (Write Exclusive - Registrants Only lets B read). */
+	CU_ASSERT_EQUAL(rc_resv(&lbb, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb), 0);
+	CU_ASSERT_EQUAL_FATAL(lb_create_qpair(&lbb, 2, 8, 2, true), 0);
+	inj.num = 8;
+	CU_ASSERT_EQUAL_FATAL(bdev_error_inject("EE_rc0", BDEV_IO_READ, &inj), 0);
+	{
+		uint16_t held[8], w, queued, later, st[3] = {LB_NO_CQE, LB_NO_CQE, LB_NO_CQE};
+		struct nvme_sqe wr = lb_sqe(NVME_CMD_WRITE, 1);
+		unsigned int aborted = 0;
+
+		for (int i = 0; i < 6; i++)
+			held[i] = (uint16_t)nvme_host_submit(&lbb.h, 2, &sqe, true);
+		wr.dptr.prp.prp1 = bbuf;
+		wr.cdw10 = 50;
+		w = lb_submit(&lbb, 2, &wr);
+		for (int i = 0; i < 16 && st[0] == LB_NO_CQE; i++)
+			while (lb_reap(&lbb, 2, &cqe, false))
+				if (cqe.cid == w)
+					st[0] = cqe.status >> 1;
+		CU_ASSERT_EQUAL(st[0], 0);
+		held[6] = lb_submit(&lbb, 2, &sqe);
+		held[7] = lb_submit(&lbb, 2, &sqe);
+		CU_ASSERT_EQUAL(lbb.sqs[2]->inflight, 8);
+		queued = lb_submit(&lbb, 2, &sqe);
+		CU_ASSERT_EQUAL(lbb.sqs[2]->tail, (lbb.sqs[2]->head + 1) % 8);
+		CU_ASSERT_EQUAL(rc_resv_both(&la, NVME_CMD_RESV_ACQUIRE,
+					     NVME_RACQA_PREEMPT_ABORT | NVME_RESV_WE_REG_ONLY << 8,
+					     0xa, 0xb),
+				0);
+		later = lb_submit(&lbb, 2, &sqe);
+		CU_ASSERT_EQUAL(bdev_error_resume_pending("EE_rc0"), 0);
+		for (int i = 0; i < 8; i++) {
+			lb_pump(&lbb);
+			while (lb_reap(&lbb, 2, &cqe, false)) {
+				if (cqe.cid == queued)
+					st[1] = cqe.status >> 1;
+				else if (cqe.cid == later)
+					st[2] = cqe.status >> 1;
+				for (int k = 0; k < 8; k++)
+					if (cqe.cid == held[k] &&
+					    cqe.status >> 1 == (NVME_SC_PREEMPT_ABORT | NVME_DNR))
+						aborted++;
+			}
+		}
+		CU_ASSERT_EQUAL(st[1], NVME_SC_PREEMPT_ABORT | NVME_DNR);
+		CU_ASSERT_EQUAL(st[2], 0);
+		CU_ASSERT_EQUAL(aborted, 8);
+		CU_ASSERT_EQUAL(lbb.sqs[2]->preempt_left, 0);
+	}
+	CU_ASSERT_EQUAL(bdev_error_inject("EE_rc0", BDEV_ERROR_IO_CLEAR, NULL), 0);
+	CU_ASSERT_EQUAL(nvme_host_delete_io_queues(&lbb.h, 2), 0);
 	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_RELEASE, NVME_RESV_WE_REG_ONLY << 8, 0xa, 0), 0);
 	CU_ASSERT_EQUAL(rc_resv(&la, NVME_CMD_RESV_REGISTER, NVME_RREGA_UNREGISTER, 0xa, 0), 0);
 }
