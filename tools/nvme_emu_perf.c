@@ -33,7 +33,7 @@ struct perf_opts {
 	const char *socket;
 	uint32_t depth, io_size, seconds, queues, threads, mix, nsid;
 	enum perf_workload workload;
-	bool interrupts, verify, json;
+	bool interrupts, verify, json, shadow;
 };
 
 /* One command slot: its buffer (and PRP list), when it was submitted, what it carries. */
@@ -58,6 +58,7 @@ struct perf_thread {
 	struct perf_queue *q[PERF_MAX_QUEUES];
 	unsigned int nq;
 	uint64_t ios, bytes, errors, verify_errors;
+	uint64_t irqs; /* MSI-X signals seen (interrupt mode, one queue per thread) */
 	uint64_t hist[PERF_HIST_BUCKETS];
 	uint64_t lat_sum_ns, lat_max_ns;
 	uint32_t rand;
@@ -273,8 +274,13 @@ static void *perf_thread_main(void *arg)
 			perf_failed = 1;
 			break;
 		}
-		if (opts.interrupts && t->nq == 1)
-			vfu_client_irq_wait(host.c, VFIO_PCI_MSIX_IRQ_INDEX, t->q[0]->qid, 100);
+		if (opts.interrupts && t->nq == 1) {
+			int64_t n = vfu_client_irq_wait(host.c, VFIO_PCI_MSIX_IRQ_INDEX,
+							t->q[0]->qid, 100);
+
+			if (n > 0)
+				t->irqs += (uint64_t)n;
+		}
 	}
 	return NULL;
 }
@@ -319,6 +325,9 @@ static void perf_usage(FILE *out)
 		"                        needs mmap doorbells: trapped ones share the socket)\n"
 		"  -N, --nsid N          namespace (default 1)\n"
 		"  -I, --interrupts      sleep on the queue's MSI-X eventfd instead of polling\n"
+		"                        (interrupts per I/O are reported with one queue per thread)\n"
+		"  -S, --shadow          shadow doorbells (Doorbell Buffer Config): doorbells are\n"
+		"                        written only when the controller's event index asks\n"
 		"  -V, --verify          writes carry a pattern of their LBA, reads check it; with\n"
 		"                        -w write the namespace is written once, whatever -t says\n"
 		"                        (fill it that way, then -w randread -V checks it all)\n"
@@ -335,12 +344,13 @@ static int perf_parse(int argc, char **argv)
 	    {"queues", required_argument, NULL, 'n'},  {"threads", required_argument, NULL, 'c'},
 	    {"nsid", required_argument, NULL, 'N'},    {"interrupts", no_argument, NULL, 'I'},
 	    {"verify", no_argument, NULL, 'V'},	       {"json", no_argument, NULL, 'j'},
+	    {"shadow", no_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
 	static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:q:o:w:M:t:n:c:N:IVjh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:q:o:w:M:t:n:c:N:ISVjh", longopts, NULL)) != -1) {
 		char *end = NULL;
 		unsigned long v = optarg ? strtoul(optarg, &end, 0) : 0;
 		bool num_ok = optarg && *optarg && end && !*end;
@@ -386,6 +396,9 @@ static int perf_parse(int argc, char **argv)
 			break;
 		case 'V':
 			opts.verify = true;
+			break;
+		case 'S':
+			opts.shadow = true;
 			break;
 		case 'j':
 			opts.json = true;
@@ -440,7 +453,7 @@ int main(int argc, char **argv)
 	static struct perf_thread threads[PERF_MAX_QUEUES];
 	static struct perf_queue queues[PERF_MAX_QUEUES];
 	static uint8_t idns[4096];
-	uint64_t ram, ios = 0, bytes = 0, errors = 0, verrs = 0, lat_sum = 0, lat_max = 0;
+	uint64_t ram, ios = 0, bytes = 0, errors = 0, verrs = 0, irqs = 0, lat_sum = 0, lat_max = 0;
 	uint64_t hist[PERF_HIST_BUCKETS] = {0};
 	double cli0, srv0, cli1, srv1, secs;
 	struct vfu_client *c;
@@ -531,6 +544,14 @@ int main(int argc, char **argv)
 		}
 		threads[i % opts.threads].q[threads[i % opts.threads].nq++] = q;
 	}
+	if (opts.shadow) {
+		rc = nvme_host_dbbuf_enable(&host);
+		if (rc) {
+			fprintf(stderr, "nvme-emu-perf: Doorbell Buffer Config: %s\n",
+				rc < 0 ? strerror(-rc) : "NVMe error (not supported?)");
+			return 1;
+		}
+	}
 	server = perf_server_pid();
 	cli0 = perf_cpu_seconds(0);
 	srv0 = server ? perf_cpu_seconds(server) : -1;
@@ -551,6 +572,7 @@ int main(int argc, char **argv)
 		bytes += threads[i].bytes;
 		errors += threads[i].errors;
 		verrs += threads[i].verify_errors;
+		irqs += threads[i].irqs;
 		lat_sum += threads[i].lat_sum_ns;
 		if (threads[i].lat_max_ns > lat_max)
 			lat_max = threads[i].lat_max_ns;
@@ -575,23 +597,28 @@ int main(int argc, char **argv)
 			       "\"p99\": %.2f, \"p99_9\": %.2f, \"max\": %.2f}, \"errors\": %" PRIu64
 			       ", \"verify_errors\": %" PRIu64 ", \"client_cpu_s\": %.3f, "
 			       "\"server_cpu_s\": %.3f, \"server_pid\": %d, "
-			       "\"iops_per_server_cpu_s\": %.0f}\n",
+			       "\"iops_per_server_cpu_s\": %.0f, \"shadow_doorbells\": %s, "
+			       "\"irqs\": %" PRIu64 ", \"irqs_per_io\": %.4f}\n",
 			       names[opts.workload], opts.io_size, opts.depth, opts.queues,
 			       opts.threads, opts.interrupts ? "true" : "false",
 			       host.db_page ? "mmap" : "trap", secs, ios, iops, mibs, mean, p50, p99,
 			       p999, lat_max / 1000.0, errors, verrs, cli_cpu, srv_cpu, (int)server,
-			       srv_cpu > 0 ? ios / srv_cpu : 0);
+			       srv_cpu > 0 ? ios / srv_cpu : 0, opts.shadow ? "true" : "false", irqs,
+			       ios ? (double)irqs / (double)ios : 0);
 		} else {
 			printf("nvme-emu-perf: %s %u B, QD %u x %u queue(s), %u thread(s), %s, %s "
-			       "doorbells, %.1f s\n",
+			       "doorbells%s, %.1f s\n",
 			       names[opts.workload], opts.io_size, opts.depth, opts.queues,
 			       opts.threads, opts.interrupts ? "interrupts" : "polled",
-			       host.db_page ? "mmap" : "trapped", secs);
+			       host.db_page ? "mmap" : "trapped", opts.shadow ? " + shadow" : "", secs);
 			printf("  IOPS %.0f  %.1f MiB/s\n", iops, mibs);
 			printf("  latency us: mean %.2f  p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
 			       mean, p50, p99, p999, lat_max / 1000.0);
 			printf("  CPU s: client %.2f  server %.2f (pid %d)  IOPS per server CPU-s %.0f\n",
 			       cli_cpu, srv_cpu, (int)server, srv_cpu > 0 ? ios / srv_cpu : 0);
+			if (opts.interrupts)
+				printf("  interrupts %" PRIu64 "  (%.3f per I/O)\n", irqs,
+				       ios ? (double)irqs / (double)ios : 0);
 			printf("  errors %" PRIu64 "  verify errors %" PRIu64 "\n", errors, verrs);
 		}
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration: nvme-emu-perf against a real nvme-emu: a verified write of the whole namespace then
 # verified random reads (4 KiB and 128 KiB, two queues), figures that make sense (IOPS, latency
-# percentiles in order, the server's CPU found through the socket), interrupts and two threads on
+# percentiles in order, the server's CPU found through the socket), interrupts (counted) and shadow
+# doorbells, two threads on
 # mmap doorbells, a read-back of unwritten blocks that must fail verification, and usage errors.
 # Usage: perf-tool.sh BUILD_DIR. Ends with "N passed, N failed".
 set -u
@@ -34,6 +35,9 @@ perf "verified random reads, two queues: IOPS, ordered percentiles, server CPU" 
 	-w randread -V -n 2 -t 1
 perf "verified 128 KiB random reads" 'r["ios"] > 10 and r["verify_errors"] == 0' \
 	-w randread -o 131072 -q 4 -V -t 1
+perf "shadow doorbells and interrupts: verified reads (before rw overwrites the pattern), interrupts counted (at most one per I/O)" \
+	'r["shadow_doorbells"] and r["ios"] > 100 and r["verify_errors"] == 0 and 0 < r["irqs"] <= r["ios"] and r["irqs_per_io"] > 0' \
+	-w randread -V -S -I -q 16 -t 1
 perf "mixed 70/30 with interrupts" 'r["ios"] > 100 and r["interrupts"] and r["errors"] == 0' \
 	-w rw -M 70 -I -t 1
 check "-c 2 on trapped doorbells is refused (exit 2)" sh -c \
