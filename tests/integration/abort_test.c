@@ -5,7 +5,9 @@
  * fetched. The Abort of it is answered "aborted" (CDW0 bit 0 clear), and once the reads are let
  * go the write completes with Command Abort Requested without having reached the media, while
  * the write behind it runs. An Abort of a CID in no queue is answered "not aborted". Runs with
- * trapped doorbells on one poll group and with mmapped doorbells on two. */
+ * trapped doorbells on one poll group and with mmapped doorbells on two. Also Reservation
+ * Acquire with Preempt and Abort between two controllers of the subsystem (two hosts): the
+ * preempted host's read held in the bdev ends with Command Aborted due to Preempt and Abort. */
 #include "tests/integration/nvme_itest.h"
 
 #include <errno.h>
@@ -228,6 +230,117 @@ static void test_abort_unfetched(const char *build)
 	ab_stop(&x);
 }
 
+/* ---- Preempt and Abort across two controllers of the subsystem ---- */
+
+/* Set Features Host Identifier (64-bit) of host h, data at iova/buf. */
+static int pa_hostid(struct nvme_host *h, uint8_t *buf, uint64_t iova, uint64_t id)
+{
+	struct nvme_sqe sqe = { 0 };
+
+	memcpy(buf, &id, 8);
+	sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
+	sqe.cdw10 = NVME_FEAT_HOST_ID;
+	sqe.dptr.prp.prp1 = iova;
+	return nvme_host_cmd(h, 0, &sqe, NULL);
+}
+
+/* A reservation command on nsid 1 with two 8-byte keys as its data. */
+static int pa_resv(struct nvme_host *h, uint8_t *buf, uint64_t iova, uint8_t opc, uint32_t cdw10,
+		   uint64_t k1, uint64_t k2)
+{
+	struct nvme_sqe sqe = { 0 };
+	int st;
+
+	memcpy(buf, &k1, 8);
+	memcpy(buf + 8, &k2, 8);
+	sqe.cdw0.bits.opc = opc;
+	sqe.nsid = 1;
+	sqe.cdw10 = cdw10;
+	sqe.dptr.prp.prp1 = iova;
+	st = nvme_host_cmd(h, 1, &sqe, NULL);
+	return st < 0 ? st : st & ST_MASK;
+}
+
+/* Host B's read held in the bdev when host A (the other controller) preempts B's registration
+ * with Preempt and Abort ends with Command Aborted due to Preempt and Abort (1Bh) once the bdev
+ * lets it go; B's writes then conflict; a read of A held the same way is not touched. */
+static void test_preempt_abort_two_ctrls(const char *build)
+{
+	static const char *const inject[] = { "bdev_error_inject_error", "--name", "EE_AB0",
+					      "--io_type", "read", "--error_type", "pending",
+					      "--num", "2", NULL };
+	static const char *const resume[] = { "bdev_error_resume_pending", "--name", "EE_AB0",
+					      NULL };
+	char bsock[128];
+	struct nvme_itest b;
+	struct ab x;
+	uint8_t *bbuf;
+	uint64_t biova;
+	int got[1024], rb, ra;
+
+	g_build = build;
+	if (!ab_start(&x))
+		return;
+	memset(&b, 0, sizeof(b));
+	memset(got, 0xff, sizeof(got));
+	snprintf(bsock, sizeof(bsock), "%.64s/abort-b.sock", x.t.dir);
+	{
+		const char *m[] = { "nvmf_subsystem_add_listener", "--nqn", AB_NQN,
+				    "--listen_address.trtype", "PCIE_EMU", "--listen_address.traddr",
+				    bsock, NULL };
+
+		if (!CHECK(ab_rpc(&x, m) == 0))
+			goto out;
+	}
+	snprintf(b.sock, sizeof(b.sock), "%s", bsock);
+	if (!CHECK(nvme_itest_attach(&b, 2) == 0) || !CHECK(nvme_host_enable(&b.h, 32) == 0) ||
+	    !CHECK(nvme_host_create_io_queues(&b.h, 1, 32, true, 1) == 0))
+		goto out;
+	biova = nvme_host_alloc(&b.h, 4096, (void **)&bbuf);
+	CHECK(pa_hostid(&x.t.h, x.buf, x.buf_iova, 0xaaaa) == 0);
+	CHECK(pa_hostid(&b.h, bbuf, biova, 0xbbbb) == 0);
+	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0,
+		      0xa) == 0);
+	CHECK(pa_resv(&b.h, bbuf, biova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb) == 0);
+	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_ACQUIRE,
+		      NVME_RESV_WE_REG_ONLY << 8, 0xa, 0) == 0);
+	CHECK(ab_rpc(&x, inject) == 0);
+	{
+		struct nvme_sqe sqe;
+
+		nvme_host_rw_sqe(&sqe, NVME_CMD_READ, 1, 7, 1);
+		sqe.dptr.prp.prp1 = biova + 2048;
+		rb = nvme_host_submit(&b.h, 1, &sqe, false);
+		ra = ab_submit(&x, NVME_CMD_READ, 7, x.rd_iova, false);
+	}
+	CHECK(rb >= 0 && ra >= 0);
+	usleep(100000); /* both reads reach the bdev (held there) */
+	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_ACQUIRE,
+		      NVME_RACQA_PREEMPT_ABORT | NVME_RESV_WE_REG_ONLY << 8, 0xa, 0xb) == 0);
+	CHECK(ab_rpc(&x, resume) == 0);
+	{
+		uint64_t deadline = now_us() + 5000000;
+		struct nvme_cqe cqe;
+		int sb = -1;
+
+		while (sb < 0 && now_us() < deadline) {
+			if (nvme_host_reap(&b.h, 1, &cqe) == 1 && cqe.cid == rb)
+				sb = (cqe.status >> 1) & ST_MASK;
+			else
+				usleep(200);
+		}
+		CHECK(sb == NVME_SC_PREEMPT_ABORT);
+	}
+	CHECK(ab_wait(&x, ra, got, 1024) == 0);
+	/* B is no registrant now: it reads (Write Exclusive - Registrants Only), cannot write. */
+	CHECK(nvme_host_rw(&b.h, 1, NVME_CMD_READ, 1, 7, 1, biova, 512) == 0);
+	CHECK((nvme_host_rw(&b.h, 1, NVME_CMD_WRITE, 1, 7, 1, biova, 512) & ST_MASK) ==
+	      NVME_SC_RESV_CONFLICT);
+out:
+	nvme_itest_detach(&b);
+	ab_stop(&x);
+}
+
 static void ab_matrix(const char *build, const char *label, const char *const *args)
 {
 	unsigned int i = 0;
@@ -237,6 +350,7 @@ static void ab_matrix(const char *build, const char *label, const char *const *a
 		nvme_itest_mode_args[i] = args[i];
 	nvme_itest_mode_args[i] = NULL;
 	itest_run("abort_unfetched", test_abort_unfetched, build);
+	itest_run("preempt_abort_two_ctrls", test_preempt_abort_two_ctrls, build);
 }
 
 int main(int argc, char **argv)
