@@ -4,10 +4,11 @@
  * destination namespace; 2h and 3h (the same two with a Source Namespace Identifier per range,
  * OCFS bits 2-3, enabled by the host in Host Behavior Support's CDFE) from any active namespace
  * of the controller whose format matches the destination's (data and metadata size, protection
- * type and place, guard), else Incompatible Namespace or Format. Blocks move whole (data and
- * metadata as stored); on a protected format each block's protection information is checked as
- * PRINFOR says against its range's expected tags, then checked (PRACT 0) or generated anew with
- * the destination's reference tags (PRACT 1) as PRINFOW says (section 5.2.2). Owner thread of the
+ * type and place, guard), or differs only by a tuple that PRACT inserts or strips, else
+ * Incompatible Namespace or Format. Blocks move whole (data and metadata as stored); a protected
+ * source block's protection information is checked as PRINFOR says against its range's expected
+ * tags, then on a protected destination checked (PRACT 0) or generated anew with the
+ * destination's reference tags (PRACT 1) as PRINFOW says (section 5.2.2). Owner thread of the
  * SQ: a source namespace's bdev is read through this thread's channel for it. */
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,19 @@ struct ctrlr_copy_range {
 	uint16_t elbat, elbatm; /* expected application tag and its mask */
 	uint32_t snsid;		/* formats 2h/3h: the source namespace; else the destination */
 	uint16_t sopt;		/* formats 2h/3h: Source Options */
+	uint8_t conv;		/* enum ctrlr_copy_conv */
 	struct ctrlr_ns *ns;	/* another namespace (a reference held), NULL: the destination */
-	const struct ctrlr_lbaf *lbaf; /* ns's format when the command started */
+	union ctrlr_ns_fmt fmt;	/* ns's format when the command started, and its LBA format */
+	const struct ctrlr_lbaf *lbaf;
+};
+
+/* How a range's blocks become the destination's: as they are (the same format), or, between a
+ * namespace without metadata and one whose metadata is just the protection information tuple,
+ * with the tuple generated (PRINFOW.PRACT) or stripped after its checks (PRINFOR.PRACT). */
+enum ctrlr_copy_conv {
+	CTRLR_COPY_AS_IS = 0,
+	CTRLR_COPY_INSERT,
+	CTRLR_COPY_STRIP,
 };
 
 struct ctrlr_copy {
@@ -34,8 +46,9 @@ struct ctrlr_copy {
 	uint64_t dst;	    /* next destination LBA */
 	uint64_t chunk;	    /* blocks in the bounce buffer */
 	bool fua;
-	bool pi;	    /* the namespace's format carries protection information */
+	bool pi;	    /* the destination's format carries protection information */
 	bool pract;	    /* PRINFOW.PRACT: the destination's tuples generated, not checked */
+	bool rchk;	    /* range idx's source carries protection information (checked) */
 	struct ctrlr_pi rpi, wpi; /* the source's checks (range idx's tags), the destination's */
 	uint64_t rref, wref;	  /* reference tags of blocks src and dst */
 	struct ctrlr_ns *sns;	  /* range idx's namespace (req->ns for its own ranges) */
@@ -111,16 +124,18 @@ static uint16_t ctrlr_copy_submit(struct ctrlr_req *req, enum bdev_io_type type,
 	return NVME_SC_SUCCESS;
 }
 
-/* A source namespace on a bdev of another block size stores the same blocks in another stride:
- * each block's data and metadata move to the destination's stride (the padding zeroed). */
+/* A source namespace on a bdev of another block size stores the same blocks in another stride,
+ * and one converted gains or loses the tuple: each block's data and the metadata both formats
+ * have move to the destination's stride (the rest zeroed: the new tuple's place, the padding). */
 static void ctrlr_copy_restride(struct ctrlr_copy *cp, const struct ctrlr_lbaf *d)
 {
-	uint32_t ss = cp->slbaf->stride, ds = d->stride, used = d->ds + d->ms;
+	const struct ctrlr_lbaf *s = cp->slbaf;
+	uint32_t ss = s->stride, ds = d->stride, used = d->ds + (s->ms < d->ms ? s->ms : d->ms);
 	char *b = cp->buf;
 
-	if (ss == ds)
+	if (ss == ds && s->ms == d->ms)
 		return;
-	if (ds < ss) {
+	if (ds <= ss) {
 		for (uint64_t i = 0; i < cp->chunk; i++) {
 			memmove(b + i * ds, b + i * ss, used);
 			memset(b + i * ds + used, 0, ds - used);
@@ -151,15 +166,16 @@ static void ctrlr_copy_write_done(struct ctrlr_req *req, int status)
 }
 
 /*
- * The protection information of a chunk read (section 5.2.2, Copy): each source block's tuple is
- * checked as PRINFOR's PRCHK says against its range's EILBRT/ELBAT/ELBATM; then, for the
- * destination, PRACT 1 generates a new tuple (guard, LBAT, reference tags from the command's
- * LBRT counting with the destination LBA) and PRACT 0 keeps the source's tuple and checks it as
- * PRINFOW's PRCHK says against LBRT/LBAT/LBATM. Tuples are stored inverted (pi.h).
+ * The protection information of a chunk read (section 5.2.2, Copy), in two passes around the
+ * re-layout. The source's: each block's tuple checked as PRINFOR's PRCHK says against its
+ * range's EILBRT/ELBAT/ELBATM, in the source's layout. The destination's: PRACT 1 generates a
+ * new tuple (guard, LBAT, reference tags from the command's LBRT counting with the destination
+ * LBA), PRACT 0 keeps the source's tuple and checks it as PRINFOW's PRCHK says against
+ * LBRT/LBAT/LBATM. Tuples are stored inverted (pi.h).
  */
-static uint16_t ctrlr_copy_pi(struct ctrlr_req *req, struct ctrlr_copy *cp)
+static uint16_t ctrlr_copy_pi_src(struct ctrlr_req *req, struct ctrlr_copy *cp)
 {
-	const struct ctrlr_lbaf *l = req->lbaf;
+	const struct ctrlr_lbaf *l = cp->slbaf;
 	uint16_t st;
 
 	for (uint64_t i = 0; i < cp->chunk; i++) {
@@ -167,16 +183,33 @@ static uint16_t ctrlr_copy_pi(struct ctrlr_req *req, struct ctrlr_copy *cp)
 
 		ctrlr_pi_flip(&cp->rpi, md);
 		st = ctrlr_pi_check(&cp->rpi, blk, md, cp->rref);
-		if (!st && cp->pract)
-			ctrlr_pi_generate(&cp->wpi, blk, md, cp->wref);
-		else if (!st)
-			st = ctrlr_pi_check(&cp->wpi, blk, md, cp->wref);
 		if (st) {
 			req->error_lba = cp->src + i;
 			return st;
 		}
-		ctrlr_pi_flip(&cp->wpi, md);
 		cp->rref = ctrlr_pi_ref_next(&cp->rpi, cp->rref);
+	}
+	return NVME_SC_SUCCESS;
+}
+
+static uint16_t ctrlr_copy_pi_dst(struct ctrlr_req *req, struct ctrlr_copy *cp)
+{
+	const struct ctrlr_lbaf *l = req->lbaf;
+	uint16_t st;
+
+	for (uint64_t i = 0; i < cp->chunk; i++) {
+		uint8_t *blk = (uint8_t *)cp->buf + i * l->stride, *md = blk + l->ds;
+
+		if (cp->pract) {
+			ctrlr_pi_generate(&cp->wpi, blk, md, cp->wref);
+		} else {
+			st = ctrlr_pi_check(&cp->wpi, blk, md, cp->wref);
+			if (st) {
+				req->error_lba = cp->src + i;
+				return st;
+			}
+		}
+		ctrlr_pi_flip(&cp->wpi, md);
 		cp->wref = ctrlr_pi_ref_next(&cp->wpi, cp->wref);
 	}
 	return NVME_SC_SUCCESS;
@@ -191,16 +224,41 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 	if (!st && cp->sns->zns)
 		st = ctrlr_zns_read_fixup(cp->sns->zns, cp->src, cp->chunk, cp->sns->block_size,
 					  &req->step.biov, 1);
+	if (!st && cp->rchk)
+		st = ctrlr_copy_pi_src(req, cp);
 	if (!st)
 		ctrlr_copy_restride(cp, req->lbaf);
 	if (!st && cp->pi)
-		st = ctrlr_copy_pi(req, cp);
+		st = ctrlr_copy_pi_dst(req, cp);
 	if (st)
 		return ctrlr_copy_finish(req, st);
 	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_read, cp->chunk * req->lbaf->ds);
 	st = ctrlr_copy_submit(req, BDEV_IO_WRITE, cp->dst, ctrlr_copy_write_done);
 	if (st)
 		ctrlr_copy_finish(req, st);
+}
+
+/* The checks of range r's source blocks into pi (section 5.2.2): its format's protection
+ * information as PRINFOR says, against the range's expected tags. False when the source carries
+ * none (nothing to check). */
+static bool ctrlr_copy_src_pi(const struct ctrlr_req *req, const struct ctrlr_copy_range *r,
+			      struct ctrlr_pi *pi)
+{
+	union ctrlr_ns_fmt f = r->ns ? r->fmt : req->fmt;
+	const struct ctrlr_lbaf *l = r->ns ? r->lbaf : req->lbaf;
+
+	memset(pi, 0, sizeof(*pi));
+	if (!f.f.pi)
+		return false;
+	pi->type = f.f.pi;
+	pi->pif = l->pif;
+	pi->first = f.f.pi_first;
+	pi->ds = l->ds;
+	pi->ms = l->ms;
+	pi->prchk = NVME_COPY_PRINFOR(req->sqe.cdw12) & 0x7;
+	pi->apptag = r->elbat;
+	pi->appmask = r->elbatm;
+	return true;
 }
 
 /* Range idx starts: its namespace, its first block, and the tags its blocks are checked
@@ -213,8 +271,7 @@ static void ctrlr_copy_range_start(struct ctrlr_req *req, struct ctrlr_copy *cp)
 	cp->slbaf = r->ns ? r->lbaf : req->lbaf;
 	cp->src = r->slba;
 	cp->left = r->nlb;
-	cp->rpi.apptag = r->elbat;
-	cp->rpi.appmask = r->elbatm;
+	cp->rchk = ctrlr_copy_src_pi(req, r, &cp->rpi);
 	cp->rref = r->eilbrt & ctrlr_pi_ref_mask(cp->rpi.pif);
 }
 
@@ -315,15 +372,40 @@ static bool ctrlr_copy_fmt_match(union ctrlr_ns_fmt sf, const struct ctrlr_lbaf 
 	return !df.f.pi || (sf.f.pi_first == df.f.pi_first && s->pif == d->pif);
 }
 
+/* How blocks of format s (source) become blocks of format d (destination), or -1: as they are
+ * when the formats match; with the same data size, from no metadata to metadata that is just the
+ * tuple with PRINFOW.PRACT (generated), or the reverse with PRINFOR.PRACT (stripped after the
+ * source's checks). */
+static int ctrlr_copy_conv_of(const struct ctrlr_req *req, union ctrlr_ns_fmt sf,
+			      const struct ctrlr_lbaf *s)
+{
+	union ctrlr_ns_fmt df = req->fmt;
+	const struct ctrlr_lbaf *d = req->lbaf;
+	uint8_t prinfor = NVME_COPY_PRINFOR(req->sqe.cdw12), prinfow = CTRLR_PRINFO(req->sqe.cdw12);
+
+	if (ctrlr_copy_fmt_match(sf, s, df, d))
+		return CTRLR_COPY_AS_IS;
+	if (s->ds != d->ds)
+		return -1;
+	if (!sf.f.pi && !s->ms && df.f.pi && d->ms == ctrlr_pi_tuple_size(d->pif) &&
+	    (prinfow & CTRLR_PRINFO_PRACT))
+		return CTRLR_COPY_INSERT;
+	if (sf.f.pi && s->ms == ctrlr_pi_tuple_size(s->pif) && !df.f.pi && !d->ms &&
+	    (prinfor & CTRLR_PRINFO_PRACT))
+		return CTRLR_COPY_STRIP;
+	return -1;
+}
+
 /* Range r's source: its own namespace, or (formats 2h/3h) the one SNSID names, which must be
  * active (Invalid Namespace or Format), readable by this host (Reservation Conflict, as a Read
- * would be) and of the destination's format (Incompatible Namespace or Format). A Fast Copy Only
+ * would be) and of a format the copy can make the destination's (ctrlr_copy_conv_of; else
+ * Incompatible Namespace or Format). A Fast Copy Only
  * range fails: this controller copies through a buffer, never fast (ONCS.NVMAFC 0). Takes a
  * reference to another namespace into r->ns. Returns 0 or the status. */
 static uint16_t ctrlr_copy_source(struct ctrlr_req *req, struct ctrlr_copy_range *r)
 {
-	union ctrlr_ns_fmt sf;
 	struct ctrlr_ns *ns;
+	int conv;
 
 	if (r->sopt & NVME_COPY_SOPT_FCO)
 		return NVME_SC_FAST_COPY_NOT_POSSIBLE;
@@ -335,10 +417,12 @@ static uint16_t ctrlr_copy_source(struct ctrlr_req *req, struct ctrlr_copy_range
 	r->ns = ns;
 	if (CTRLR_LOAD(ns->resv_block) & CTRLR_RESV_BLOCK_READ)
 		return NVME_SC_RESV_CONFLICT;
-	sf.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE);
-	r->lbaf = &ns->lbafs[sf.f.lbaf];
-	if (!ctrlr_copy_fmt_match(sf, r->lbaf, req->fmt, req->lbaf))
+	r->fmt.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE);
+	r->lbaf = &ns->lbafs[r->fmt.f.lbaf];
+	conv = ctrlr_copy_conv_of(req, r->fmt, r->lbaf);
+	if (conv < 0)
 		return NVME_SC_INCOMPATIBLE_NS;
+	r->conv = (uint8_t)conv;
 	return NVME_SC_SUCCESS;
 }
 
@@ -359,35 +443,45 @@ static uint16_t ctrlr_copy_check_source_range(struct ctrlr_req *req,
 	return NVME_SC_SUCCESS;
 }
 
-/* The protection information settings of both sides, and the checks of the command's fields
- * (section 5.2.2): PRACT the same in PRINFOR and PRINFOW (one namespace, one format), Type 1
- * reference tags that are the LBAs' when checked. Returns 0 or the status. */
+/* The protection information settings of the destination, and the checks of the command's
+ * fields (section 5.2.2): PRACT the same in PRINFOR and PRINFOW when a range's blocks keep their
+ * format (protected on both sides), Type 1 reference tags that are the LBAs' when checked (LBRT
+ * for the destination, each protected source's EILBRT). Returns 0 or the status. */
 static uint16_t ctrlr_copy_pi_setup(struct ctrlr_req *req, struct ctrlr_copy *cp, uint64_t sdlba)
 {
 	const struct nvme_sqe *sqe = &req->sqe;
 	const struct ctrlr_lbaf *l = req->lbaf;
 	uint8_t prinfor = NVME_COPY_PRINFOR(sqe->cdw12), prinfow = CTRLR_PRINFO(sqe->cdw12);
+	struct ctrlr_pi rpi;
 	uint64_t lbrt;
 	uint16_t st;
 
-	memset(&cp->rpi, 0, sizeof(cp->rpi));
+	memset(&cp->wpi, 0, sizeof(cp->wpi));
 	cp->pi = req->fmt.f.pi != 0;
 	cp->pract = false;
-	cp->wpi = cp->rpi;
+	for (uint32_t i = 0; i < cp->nr; i++) {
+		if (!cp->pi || cp->r[i].conv != CTRLR_COPY_AS_IS)
+			continue;
+		if ((prinfor ^ prinfow) & CTRLR_PRINFO_PRACT) {
+			req->error_loc = offsetof(struct nvme_sqe, cdw12);
+			return NVME_SC_INVALID_FIELD;
+		}
+	}
+	for (uint32_t i = 0; i < cp->nr; i++) {
+		if (ctrlr_copy_src_pi(req, &cp->r[i], &rpi) &&
+		    ctrlr_pi_check_ilbrt(&rpi, cp->r[i].slba, cp->r[i].eilbrt)) {
+			req->error_lba = cp->r[i].slba;
+			return NVME_SC_INVALID_PI;
+		}
+	}
 	if (!cp->pi)
 		return NVME_SC_SUCCESS;
-	if ((prinfor ^ prinfow) & CTRLR_PRINFO_PRACT) {
-		req->error_loc = offsetof(struct nvme_sqe, cdw12);
-		return NVME_SC_INVALID_FIELD;
-	}
 	cp->pract = prinfow & CTRLR_PRINFO_PRACT;
-	cp->rpi.type = req->fmt.f.pi;
-	cp->rpi.pif = l->pif;
-	cp->rpi.first = req->fmt.f.pi_first;
-	cp->rpi.ds = l->ds;
-	cp->rpi.ms = l->ms;
-	cp->wpi = cp->rpi;
-	cp->rpi.prchk = prinfor & 0x7;
+	cp->wpi.type = req->fmt.f.pi;
+	cp->wpi.pif = l->pif;
+	cp->wpi.first = req->fmt.f.pi_first;
+	cp->wpi.ds = l->ds;
+	cp->wpi.ms = l->ms;
 	cp->wpi.prchk = prinfow & 0x7;
 	cp->wpi.apptag = (uint16_t)sqe->cdw15;
 	cp->wpi.appmask = (uint16_t)(sqe->cdw15 >> 16);
@@ -405,12 +499,6 @@ static uint16_t ctrlr_copy_pi_setup(struct ctrlr_req *req, struct ctrlr_copy *cp
 	/* Generated tuples check nothing of the source's on the write side. */
 	if (cp->pract)
 		cp->wpi.prchk = 0;
-	for (uint32_t i = 0; i < cp->nr; i++) {
-		if (ctrlr_pi_check_ilbrt(&cp->rpi, cp->r[i].slba, cp->r[i].eilbrt)) {
-			req->error_lba = cp->r[i].slba;
-			return NVME_SC_INVALID_PI;
-		}
-	}
 	return NVME_SC_SUCCESS;
 }
 

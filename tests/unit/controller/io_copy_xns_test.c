@@ -1,8 +1,9 @@
 /* tests/unit/controller/io_copy_xns_test.c - Copy across namespaces (descriptor formats 2h and 3h)
  * through the loopback transport: Host Behavior Support's CDFE enabling them, sources on another
  * namespace and mixed with the destination's own, a bad or inactive SNSID, formats that do not
- * match, a reservation on the source, Fast Copy Only, protection information on both sides, and a
- * source on a bdev of another block size. Descriptors are laid out by byte offset as NVM Command
+ * match, a reservation on the source, Fast Copy Only, protection information on both sides,
+ * inserted or stripped between a protected and an unprotected namespace, and a source on a bdev
+ * of another block size. Descriptors are laid out by byte offset as NVM Command
  * Set 1.1 Figures "Copy - Source Range Entries Descriptor Format 2h/3h" place them. */
 #include <string.h>
 
@@ -506,6 +507,88 @@ static void test_pi_2h(void)
 	CU_ASSERT_EQUAL(xn_format(2, 0, 0, 0), 0);
 }
 
+/* Between a namespace without metadata and one whose metadata is just the tuple: PRINFOW.PRACT
+ * generates the destination's tuples (insert), PRINFOR.PRACT checks then drops the source's
+ * (strip); without it the formats are incompatible. */
+static void test_pi_convert(void)
+{
+	struct xn_range r = {2, 50, 2, 0, 0, 0, 0};
+	struct xn_copy c = {.nsid = 1, .desfmt = 2, .sdlba = 80, .lbrt = 80, .lbat = 0x5a5a,
+			    .lbatm = 0xffff, .prinfow = CTRLR_PRINFO_PRACT};
+	uint8_t want[2 * 4096];
+
+	/* Insert: ns 2 512, ns 1 512+8 Type 1. */
+	CU_ASSERT_EQUAL_FATAL(xn_format(1, 1, 1, 0), 0);
+	xn_pattern(2, 50, 2, 71);
+	xn_fill(want, 1024, 71);
+	c.prinfow = 0;
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), NVME_SC_INCOMPATIBLE_NS);
+	c.prinfow = CTRLR_PRINFO_PRACT;
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), 0);
+	memset(xn_data(), 0, 1024);
+	memset(xn_meta(), 0, 16);
+	CU_ASSERT_EQUAL(xn_rw(1, NVME_CMD_READ, 80, 2, 7, 80), 0);
+	CU_ASSERT_EQUAL(memcmp(xn_data(), want, 1024), 0);
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *t = xn_meta() + 8 * i;
+
+		CU_ASSERT_EQUAL(t[0] << 8 | t[1], ctrlr_crc16_t10dif(0, want + 512 * i, 512));
+		CU_ASSERT_EQUAL(t[7], 80 + i);
+	}
+	/* A range of ns 1 itself keeps its format: there PRACT must agree (Invalid Field). */
+	{
+		const struct xn_range two[2] = {{1, 80, 2, 0, 80, 0x5a5a, 0xffff},
+						{2, 50, 2, 0, 0, 0, 0}};
+
+		c.sdlba = c.lbrt = 84;
+		CU_ASSERT_EQUAL(xn_copy(&c, two, 2, NULL), NVME_SC_INVALID_FIELD);
+		c.prinfor = CTRLR_PRINFO_PRACT | 7;
+		CU_ASSERT_EQUAL(xn_copy(&c, two, 2, NULL), 0);
+		CU_ASSERT_EQUAL(xn_rw(1, NVME_CMD_READ, 84, 4, 7, 84), 0);
+		CU_ASSERT_EQUAL(memcmp(xn_data() + 1024, want, 1024), 0);
+	}
+
+	/* Strip: ns 2 512+8 Type 1, ns 1 512. */
+	CU_ASSERT_EQUAL_FATAL(xn_format(1, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(xn_format(2, 1, 1, 0), 0);
+	xn_fill(xn_data(), 1024, 72);
+	xn_fill(want, 1024, 72);
+	CU_ASSERT_EQUAL(xn_rw(2, NVME_CMD_WRITE, 60, 2, CTRLR_PRINFO_PRACT, 60), 0);
+	r = (struct xn_range){2, 60, 2, 0, 60, 0x5a5a, 0xffff};
+	c = (struct xn_copy){.nsid = 1, .desfmt = 2, .sdlba = 90, .prinfor = 7};
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), NVME_SC_INCOMPATIBLE_NS);
+	c.prinfor = CTRLR_PRINFO_PRACT | 7;
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), 0);
+	CU_ASSERT_TRUE(xn_has(1, 90, 2, 72));
+	/* The source's tuples are checked before they go: a wrong EILBRT (Type 1: refused
+	 * up front), then a block whose data no longer matches its guard. */
+	r.eilbrt = 61;
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), NVME_SC_INVALID_PI);
+	r.eilbrt = 60;
+	CU_ASSERT_EQUAL(xn_rw(2, NVME_CMD_READ, 60, 2, 0, 0), 0);
+	xn_data()[600] ^= 1;
+	CU_ASSERT_EQUAL(xn_rw(2, NVME_CMD_WRITE, 60, 2, 0, 0), 0);
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), NVME_SC_GUARD_CHECK);
+	c.prinfor = CTRLR_PRINFO_PRACT | CTRLR_PRCHK_REF;
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), 0);
+
+	/* Insert with the 64b Guard (format 3h): ns 2 4096, ns 1 4096+16 Type 1. */
+	CU_ASSERT_EQUAL_FATAL(xn_format(2, 6, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(xn_format(1, 9, 1, 0), 0);
+	xn_fill(want, sizeof(want), 73);
+	memcpy(xn_data(), want, sizeof(want));
+	CU_ASSERT_EQUAL(xn_rw(2, NVME_CMD_WRITE, 3, 2, 0, 0), 0);
+	r = (struct xn_range){2, 3, 2, 0, 0, 0, 0};
+	c = (struct xn_copy){.nsid = 1, .desfmt = 3, .sdlba = 7, .lbrt = 7, .lbat = 0x5a5a,
+			     .lbatm = 0xffff, .prinfow = CTRLR_PRINFO_PRACT};
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), 0);
+	memset(xn_data(), 0, sizeof(want));
+	CU_ASSERT_EQUAL(xn_rw(1, NVME_CMD_READ, 7, 2, 7, 7), 0);
+	CU_ASSERT_EQUAL(memcmp(xn_data(), want, sizeof(want)), 0);
+	CU_ASSERT_EQUAL(xn_format(1, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL(xn_format(2, 0, 0, 0), 0);
+}
+
 /* A source on a 4096-byte bdev (4096+8: two bdev blocks a block) copied to a destination on a
  * 512-byte bdev (the same format: nine bdev blocks a block): data and metadata arrive intact. */
 static void test_other_stride(void)
@@ -559,4 +642,5 @@ CUNIT_SUITE(io_copy_xns, xn_init, xn_fini, {"enable", test_enable},
 	    {"copy_from_ns2", test_copy_from_ns2}, {"copy_mixed", test_copy_mixed},
 	    {"copy_large", test_copy_large}, {"bad_sources", test_bad_sources},
 	    {"incompatible", test_incompatible}, {"pi_3h", test_pi_3h}, {"pi_2h", test_pi_2h},
+	    {"pi_convert", test_pi_convert},
 	    {"other_stride", test_other_stride}, {"reset_clears", test_reset_clears})
