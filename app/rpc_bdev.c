@@ -596,7 +596,8 @@ static void rpc_bdev_delay_create(struct rpc_request *req, struct json_object *p
 
 /* bdev_zone_block_create (SPDK's): name, base_bdev, zone_capacity, optimal_open_zones; ours
  * besides: max_open_zones, max_active_zones (0: no limit), zone_desc_ext_size (bytes; 0: no
- * zone descriptor extensions), uuid. Answers the name. */
+ * zone descriptor extensions), state_file (the zone states across restarts), uuid. Answers the
+ * name. */
 struct rpc_bdev_zone_block_create {
 	const char *name;
 	const char *base_bdev;
@@ -618,6 +619,8 @@ static const struct rpc_decoder rpc_bdev_zone_block_create_dec[] = {
      .offset = offsetof(struct rpc_bdev_zone_block_create, o.max_active_zones)},
     {.name = "zone_desc_ext_size", .type = RPC_T_U32, .optional = true,
      .offset = offsetof(struct rpc_bdev_zone_block_create, o.zone_desc_ext_size)},
+    {.name = "state_file", .type = RPC_T_STRING, .optional = true,
+     .offset = offsetof(struct rpc_bdev_zone_block_create, o.state_file)},
 };
 
 static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_object *params,
@@ -636,8 +639,8 @@ static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_obje
 		rpc_request_error(req, rc,
 				  "bad name, zone_capacity (1..2^32), zone limits (optimal and "
 				  "max open zones at most max active, all at most the zones in "
-				  "the base) or zone_desc_ext_size (a multiple of 64 up to 16320, "
-				  "64 MiB for all zones)");
+				  "the base), zone_desc_ext_size (a multiple of 64 up to 16320, "
+				  "64 MiB for all zones) or an empty state_file");
 	else if (rc)
 		rpc_bdev_stack_error(req, rc, p.name, p.base_bdev);
 	else
@@ -859,6 +862,9 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 				       json_object_new_int64(info.zone.max_active_zones));
 		json_object_object_add(o, "zone_desc_ext_size",
 				       json_object_new_int64(info.zone.zone_desc_ext_size));
+		if (info.zone.state_file)
+			json_object_object_add(o, "state_file",
+					       json_object_new_string(info.zone.state_file));
 	}
 	if (info.rbd_pool) {
 		struct json_object *ds = json_object_new_object(), *rbd = json_object_new_object();

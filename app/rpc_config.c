@@ -90,6 +90,8 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		rpc_config_int(p, "max_active_zones", info.zone.max_active_zones);
 		if (info.zone.zone_desc_ext_size)
 			rpc_config_int(p, "zone_desc_ext_size", info.zone.zone_desc_ext_size);
+		if (info.zone.state_file)
+			rpc_config_str(p, "state_file", info.zone.state_file);
 		rpc_config_str(p, "uuid", uuid);
 		rpc_config_add(arg, "bdev_zone_block_create", p);
 		return 0;

@@ -118,6 +118,9 @@ struct bdev_zone_geom {
 	uint32_t max_open_zones;
 	uint32_t max_active_zones;
 	uint32_t zone_desc_ext_size;
+	/* Where the controller keeps the zone states across restarts (owned by the bdev), or
+	 * NULL: the zones start Empty each time. */
+	const char *state_file;
 };
 
 /* Description of a bdev for bdev_get_bdevs-style listings. */
@@ -369,6 +372,8 @@ struct bdev_zone_block_opts {
 	/* Zone descriptor extension bytes per zone: 0 (none) or a multiple of 64 up to
 	 * BDEV_ZONE_DESC_EXT_MAX, all zones' together at most BDEV_ZONE_DESC_EXT_TOTAL_MAX. */
 	uint32_t zone_desc_ext_size;
+	/* A file for the zone states (write pointers, states, extensions), or NULL; copied. */
+	const char *state_file;
 };
 #define BDEV_ZONE_DESC_EXT_MAX (255u * 64)	     /* ZDES is one byte of 64-byte units */
 #define BDEV_ZONE_DESC_EXT_TOTAL_MAX (64ull << 20) /* kept in memory by the controller */

@@ -14,6 +14,7 @@ struct bdev_zone_block {
 	struct bdev_module_ops ops; /* io_ctx_size depends on the base */
 	struct bdev *base;
 	struct bdev_zone_geom geom;
+	char *state_file; /* geom.state_file points here */
 };
 
 struct bdev_zone_block_chan {
@@ -70,6 +71,7 @@ static void bdev_zone_block_destruct(struct bdev *bdev)
 	struct bdev_zone_block *zb = bdev->ctx;
 
 	bdev_vbdev_put_base(zb->base);
+	free(zb->state_file);
 	free(zb);
 }
 
@@ -129,7 +131,8 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	 * below 4 GiB sectors); at least one open zone must be allowed. */
 	if (opts->zone_capacity == 0 || opts->zone_capacity > (1ull << 32) ||
 	    opts->optimal_open_zones == 0 || opts->zone_desc_ext_size % 64 ||
-	    opts->zone_desc_ext_size > BDEV_ZONE_DESC_EXT_MAX)
+	    opts->zone_desc_ext_size > BDEV_ZONE_DESC_EXT_MAX ||
+	    (opts->state_file && !*opts->state_file))
 		return -EINVAL;
 	if (bdev_lookup(name))
 		return -EEXIST;
@@ -137,6 +140,10 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	zb = calloc(1, sizeof(*zb));
 	if (!zb)
 		return -ENOMEM;
+	if (opts->state_file && !(zb->state_file = strdup(opts->state_file))) {
+		free(zb);
+		return -ENOMEM;
+	}
 	rc = bdev_vbdev_take_base(base_name, name, &base);
 	if (rc)
 		goto out_free;
@@ -158,6 +165,7 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	zb->geom.max_open_zones = opts->max_open_zones;
 	zb->geom.max_active_zones = opts->max_active_zones;
 	zb->geom.zone_desc_ext_size = opts->zone_desc_ext_size;
+	zb->geom.state_file = zb->state_file;
 	rc = bdev_vbdev_alloc(name, &zb->ops, base, uuid, &b);
 	if (rc)
 		goto out_put;
@@ -176,6 +184,7 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 out_put:
 	bdev_vbdev_put_base(base);
 out_free:
+	free(zb->state_file);
 	free(zb);
 	return rc;
 }

@@ -50,6 +50,19 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out)
 		zns->zones[i].wp = (uint64_t)i << shift;
 		zns->zones[i].state = NVME_ZS_EMPTY;
 	}
+	if (geom->state_file) {
+		int rc = -ENOMEM;
+
+		zns->state_file = strdup(geom->state_file);
+		if (zns->state_file)
+			rc = ctrlr_zns_state_load(zns, zns->state_file);
+		if (rc) {
+			free(zns->state_file);
+			zns->state_file = NULL; /* nothing to save over the file kept for later */
+			ctrlr_zns_destroy(zns);
+			return rc;
+		}
+	}
 	*out = zns;
 	return 0;
 }
@@ -58,6 +71,14 @@ void ctrlr_zns_destroy(struct ctrlr_zns *zns)
 {
 	if (!zns)
 		return;
+	if (zns->state_file && zns->dirty) {
+		int rc = ctrlr_zns_state_save(zns, zns->state_file);
+
+		if (rc)
+			LOG_ERR(CTRLR_LOG, "zone state file %s: not saved: %s", zns->state_file,
+				strerror(-rc));
+	}
+	free(zns->state_file);
 	pthread_mutex_destroy(&zns->lock);
 	free(zns->zde);
 	free(zns);
@@ -88,6 +109,7 @@ static void ctrlr_zns_set(struct ctrlr_zns *zns, uint32_t zi, uint8_t to)
 	zns->nr_open += ctrlr_zns_is_open(to);
 	zns->nr_active += ctrlr_zns_is_active(to);
 	z->state = to;
+	zns->dirty = true;
 }
 
 /*
@@ -157,6 +179,7 @@ uint16_t ctrlr_zns_write_prep(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb
 		ctrlr_zns_set(zns, zi, NVME_ZS_IMP_OPEN);
 	}
 	z->wp = at + nlb;
+	zns->dirty = true;
 	if (z->wp == zslba + zns->zcap)
 		ctrlr_zns_set(zns, zi, NVME_ZS_FULL);
 	*lba = at;

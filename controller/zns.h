@@ -34,12 +34,21 @@ struct ctrlr_zns {
 	uint64_t optimal_open;
 	uint32_t zdes_bytes; /* zone descriptor extension size (ZDES x 64); 0: none */
 	uint8_t *zde;	     /* nr_zones extensions of zdes_bytes, valid where ZDEV is set */
+	char *state_file;    /* zns_state.c: loaded at creation, saved at destruction; or NULL */
+	bool dirty;	     /* changed since created (or loaded): worth saving */
 	struct ctrlr_zone zones[];
 };
 
-/* Creates the zones of a namespace with this geometry, all Empty. 0, -EINVAL or -ENOMEM. */
+/* Creates the zones of a namespace with this geometry, all Empty, or as geom->state_file saved
+ * them (a missing file: Empty). 0, -EINVAL (bad geometry, a state file for another geometry or
+ * inconsistent), -ENOMEM, -errno (the file unreadable). Blocks on the file: admin thread. */
 int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out);
+/* Frees the zones, saving them first to the state file if they changed (a failure is logged:
+ * the zones are going either way). Blocks on the file: admin thread. */
 void ctrlr_zns_destroy(struct ctrlr_zns *zns);
+/* zns_state.c: the state file (see there). 0 or -errno; load: 0 also without a file. */
+int ctrlr_zns_state_save(struct ctrlr_zns *zns, const char *path);
+int ctrlr_zns_state_load(struct ctrlr_zns *zns, const char *path);
 
 /* ---- the state machine (ZNS 1.1 2.1.1); each returns an NVMe status ---- */
 

@@ -321,10 +321,15 @@ bad "nvmf_subsystem_remove_ns again" 'no namespace 2' nvmf_subsystem_remove_ns \
 check "a zoned namespace 2 (bdev_zone_block_create over MZ)" sh -c "
 	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_malloc_create --name MZ --num_blocks 16384 --block_size 512 &&
 	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_zone_block_create --name ZB --base_bdev MZ \
-		--zone_capacity 1024 --optimal_open_zones 1 --zone_desc_ext_size 256 &&
+		--zone_capacity 1024 --optimal_open_zones 1 --zone_desc_ext_size 256 \
+		--state_file '$D/zb.state' &&
 	'$BIN/nvme-emu-rpc' -s '$SOCK' nvmf_subsystem_add_ns --nqn '$NQN1' --namespace.bdev_name ZB \
 		--namespace.nsid 2 > /dev/null"
 ok_out "bdev_get_bdevs: zone_desc_ext_size" '"zone_desc_ext_size": 256' bdev_get_bdevs --name ZB
+check "bdev_get_bdevs: state_file" grep -q "\"state_file\": \"$D/zb.state\"" <<< "$out"
+check "no zone state file before the zones change" test ! -e "$D/zb.state"
+bad "bdev_zone_block_create empty state_file" 'empty state_file' bdev_zone_block_create \
+	--name ZB2 --base_bdev M2 --zone_capacity 64 --optimal_open_zones 1 --state_file ""
 bad "bdev_zone_block_create zone_desc_ext_size 100" 'zone_desc_ext_size \(a multiple of 64' \
 	bdev_zone_block_create --name ZB2 --base_bdev M2 --zone_capacity 64 --optimal_open_zones 1 \
 	--zone_desc_ext_size 100
@@ -349,10 +354,7 @@ bad "nvmf_emu_set_zone_state on a subsystem without controller" 'has no controll
 	nvmf_emu_set_zone_state --nqn "$NQN2" --nsid 1 --zslba 0 --state offline
 bad "nvmf_emu_set_zone_state without state" "missing parameter 'state'" \
 	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 0
-check "the zoned namespace goes" sh -c "
-	'$BIN/nvme-emu-rpc' -s '$SOCK' nvmf_subsystem_remove_ns --nqn '$NQN1' --nsid 2 &&
-	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_zone_block_delete --name ZB &&
-	'$BIN/nvme-emu-rpc' -s '$SOCK' bdev_malloc_delete --name MZ > /dev/null"
+# The zoned namespace stays: its zones go through the configuration round trip below.
 
 # ---- managers and functions ----
 ok_out "nvmf_emu_get_managers has local" '"name": "local"' nvmf_emu_get_managers
@@ -426,6 +428,8 @@ ok "listener back on the same path" nvmf_subsystem_add_listener --nqn "$NQN1" \
 	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
 ok "nvmf_delete_subsystem with a live listener" nvmf_delete_subsystem --nqn "$NQN1"
 check "its socket is gone" test ! -e "$D/c1.sock"
+check "the zone state file was written when the zoned namespace went (40 + 16 x 272 bytes)" \
+	test "$(stat -c %s "$D/zb.state" 2> /dev/null)" = 4392
 bad "nvmf_delete_subsystem again" 'no subsystem' nvmf_delete_subsystem --nqn "$NQN1"
 ok "M0 is free again: bdev_malloc_delete" bdev_malloc_delete --name M0
 
@@ -438,6 +442,10 @@ ok "save_config after -c" save_config
 echo "$out" > "$D/config2.json"
 check "same configuration after the restart" cmp -s "$D/config.json" "$D/config2.json"
 check "listener sockets back" test -S "$D/c1.sock" -a -S "$D/fnA.sock"
+bad "zone 2048 is still offline after the restart (state_file)" 'no way back' \
+	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 2048 --state read_only
+ok_out "the other zones are as they were (zone 0 can go read only)" '"state": "read_only"' \
+	nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 0 --state read_only
 
 # Many functions: 8 more controllers, each with its own socket, subsystem and namespace.
 many_ok=1

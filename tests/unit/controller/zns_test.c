@@ -1,7 +1,9 @@
 /* tests/unit/controller/zns_test.c - Zoned Namespaces: the zone state machine on its own (every
  * transition, the open/active limits, each ZNS status, report filters) and the commands end to
  * end through the loopback transport on a zone_block bdev over a malloc bdev. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/bdev.h"
 #include "controller/ctrlr_internal.h"
@@ -405,6 +407,108 @@ static void test_zde(void)
 	zns = zt_new(0, 0);
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_set_zde(zns, 0, ext)), NVME_SC_INVALID_FIELD);
 	ctrlr_zns_destroy(zns);
+}
+
+/* The zone state file: saved when the table goes (if it changed), read back when made again,
+ * open zones closed (or emptied without data); a file for another geometry or inconsistent is
+ * refused, changing nothing. */
+static void test_state_file(void)
+{
+	char path[64];
+	struct bdev_zone_geom g = {.zone_size = ZT_ZSZE,
+				   .zone_capacity = ZT_ZCAP,
+				   .num_zones = ZT_ZONES,
+				   .optimal_open_zones = 1,
+				   .max_active_zones = 4,
+				   .zone_desc_ext_size = 64,
+				   .state_file = path};
+	struct ctrlr_zns *zns = NULL;
+	uint8_t ext[64], rep[2 * 128];
+	bool changed;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/zns_test.%d.state", (int)getpid());
+	unlink(path);
+	/* No file: Empty zones; unchanged: nothing written. */
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
+	ctrlr_zns_destroy(zns);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	/* A state change alone (no write pointer moved) is saved. */
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, true, &changed), 0);
+	ctrlr_zns_destroy(zns);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	/* Every kind of zone. */
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
+	memset(ext, 0x3c, sizeof(ext));
+	CU_ASSERT_EQUAL(zt_write(zns, 0, 3), 0);				  /* 0: imp open */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false), 0);	  /* 1: exp, empty */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false), 0); /* 2: full */
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false, &changed), 0);	  /* 3: RO */
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, true, &changed), 0);	  /* 4: offline */
+	CU_ASSERT_EQUAL(ctrlr_zns_set_zde(zns, 80, ext), 0);		  /* 5: closed, ZDEV */
+	CU_ASSERT_EQUAL(zt_write(zns, 96, 5), 0);				  /* 6: closed */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 96, NVME_ZSA_CLOSE, false), 0);
+	ctrlr_zns_destroy(zns);
+	f = fopen(path, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, 0, SEEK_END);
+	CU_ASSERT_EQUAL(ftell(f), 40 + ZT_ZONES * (16 + 64));
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zns->zones[0].wp, 3);
+	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(zns->zones[1].wp, 16);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_FULL);
+	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_READ_ONLY);
+	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
+	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zt_state(zns, 6), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zns->zones[6].wp, 101);
+	CU_ASSERT_EQUAL(zt_state(zns, 7), NVME_ZS_EMPTY);
+	CU_ASSERT_EQUAL(zns->nr_open, 0);
+	CU_ASSERT_EQUAL(zns->nr_active, 3);
+	CU_ASSERT_EQUAL(ctrlr_zns_report(zns, 80, NVME_ZRASF_ALL, true, true, rep, 2), 2);
+	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)rep)->za, NVME_ZA_ZDEV);
+	CU_ASSERT_EQUAL(rep[64], 0x3c);
+	CU_ASSERT_EQUAL(rep[127], 0x3c);
+	CU_ASSERT_EQUAL(rep[128 + 64], 0);
+	/* Writes go on at the saved write pointer. */
+	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 0, 1)), NVME_SC_ZONE_INVALID_WRITE);
+	CU_ASSERT_EQUAL(zt_write(zns, 3, 1), 0);
+	ctrlr_zns_destroy(zns);
+	/* Another geometry: refused; the file is kept as it was. */
+	g.zone_capacity = ZT_ZCAP - 1;
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
+	g.zone_capacity = ZT_ZCAP;
+	g.zone_desc_ext_size = 0;
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL); /* another size */
+	g.zone_desc_ext_size = 64;
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zns->zones[0].wp, 4);
+	ctrlr_zns_destroy(zns); /* unchanged: not rewritten */
+	/* An inconsistent zone (state 7h; then a write pointer past the capacity). */
+	f = fopen(path, "r+b");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, 40 + 7 * 16 + 8, SEEK_SET);
+	fputc(0x7, f);
+	fclose(f);
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
+	f = fopen(path, "r+b");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, 40 + 7 * 16 + 8, SEEK_SET);
+	fputc(NVME_ZS_EMPTY, f);
+	fseek(f, 40 + 2 * 16, SEEK_SET);
+	fputc(32 + ZT_ZCAP + 1, f);
+	fclose(f);
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
+	/* A short file. */
+	CU_ASSERT_EQUAL(truncate(path, 100), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
+	unlink(path);
 }
 
 /* ---- end to end ---- */
@@ -947,6 +1051,6 @@ static void test_e2e_zde(void)
 CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry},
 	    {"write_rules", test_write_rules}, {"limits", test_limits},
 	    {"transitions", test_transitions}, {"reads", test_reads}, {"report", test_report},
-	    {"zde", test_zde})
+	    {"zde", test_zde}, {"state_file", test_state_file})
 CUNIT_SUITE(zns_cmds, ze_init, ze_fini, {"identify", test_e2e_identify}, {"io", test_e2e_io},
 	    {"changed_zones", test_e2e_changed_zones}, {"zde", test_e2e_zde})
