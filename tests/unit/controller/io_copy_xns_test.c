@@ -5,8 +5,10 @@
  * inserted or stripped between a protected and an unprotected namespace, and a source on a bdev
  * of another block size. Descriptors are laid out by byte offset as NVM Command
  * Set 1.1 Figures "Copy - Source Range Entries Descriptor Format 2h/3h" place them. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "backend/bdev.h"
 #include "controller/ctrlr_internal.h"
 #include "controller/io_resv.h"
 #include "controller/pi.h"
@@ -19,11 +21,20 @@ static uint64_t data_addr, md_addr, desc_addr;
 
 static int xn_init(void)
 {
+	struct bdev_zone_block_opts zo = {.zone_capacity = 32, .optimal_open_zones = 1};
+	struct bdev *zb;
+
 	if (lb_init(&lb, NULL) || lb_add_malloc_ns(&lb, "xn1", 1, XN_BLOCKS, 512) != 1 ||
 	    lb_add_malloc_ns(&lb, "xn2", 2, XN_BLOCKS, 512) != 2 ||
 	    lb_add_malloc_ns(&lb, "xn3", 3, XN_BLOCKS / 8, 4096) != 3 ||
 	    lb_add_malloc_ns(&lb, "xn4", 4, 64, 512) != 4)
 		return -1;
+	/* Namespace 5: zoned, zones of 32 blocks over a malloc bdev. */
+	if (bdev_malloc_create("xzmem", 256, 512, NULL, NULL) ||
+	    bdev_zone_block_create("xzoned", "xzmem", &zo, NULL, &zb) ||
+	    ctrlr_ns_add(lb.ctrlr, 5, zb, NULL) != 5)
+		return -1;
+	lb_pump(&lb);
 	if (!(lb_enable(&lb, 32) & 1) || lb_create_qpair(&lb, 1, 64, 1, true))
 		return -1;
 	data_addr = lb_alloc(&lb, 64 * 1024);
@@ -626,6 +637,50 @@ static void test_other_stride(void)
 	CU_ASSERT_EQUAL(xn_format(3, 0, 0, 0), 0);
 }
 
+/* A zoned source namespace: its blocks at or past the write pointer read as zeroes in the copy,
+ * whatever its bdev still holds there. */
+static void xn_raw_cb(struct bdev_io *io, int status, void *arg)
+{
+	*(int *)arg = status == 0 ? 1 : -1;
+}
+
+static void test_zoned_source(void)
+{
+	const struct xn_range r = {5, 0, 8, 0, 0, 0, 0};
+	const struct xn_copy c = {.nsid = 1, .desfmt = 2, .sdlba = 700};
+	struct bdev *b = bdev_lookup("xzmem");
+	struct bdev_channel *ch = NULL;
+	struct bdev_io *io = calloc(1, bdev_io_size(b));
+	uint8_t want[8 * 512];
+	struct iovec iov = {want, sizeof(want)};
+	int done = 0;
+
+	/* Stale data on the bdev under zone 0 (as a reset zone leaves it), behind the zone. */
+	CU_ASSERT_FATAL(io != NULL);
+	memset(want, 0xa5, sizeof(want));
+	CU_ASSERT_EQUAL_FATAL(bdev_channel_create(b, &ch), 0);
+	io->type = BDEV_IO_WRITE;
+	io->num_blocks = 8;
+	io->iov = &iov;
+	io->iovcnt = 1;
+	io->cb = xn_raw_cb;
+	io->cb_arg = &done;
+	bdev_submit(ch, io);
+	while (!done)
+		bdev_channel_poll(ch);
+	CU_ASSERT_EQUAL(done, 1);
+	bdev_channel_destroy(ch);
+	free(io);
+	/* The zone's first 4 blocks written: the write pointer at 4. */
+	xn_pattern(5, 0, 4, 91);
+	xn_pattern(1, 700, 8, 92);
+	CU_ASSERT_EQUAL(xn_copy(&c, &r, 1, NULL), 0);
+	CU_ASSERT_TRUE(xn_has(1, 700, 4, 91));
+	memset(want, 0, sizeof(want));
+	CU_ASSERT_EQUAL(xn_rw(1, NVME_CMD_READ, 704, 4, 0, 0), 0);
+	CU_ASSERT_EQUAL(memcmp(xn_data(), want, 4 * 512), 0);
+}
+
 /* A controller reset clears CDFE (Host Behavior Support does not persist across resets). */
 static void test_reset_clears(void)
 {
@@ -642,5 +697,5 @@ CUNIT_SUITE(io_copy_xns, xn_init, xn_fini, {"enable", test_enable},
 	    {"copy_from_ns2", test_copy_from_ns2}, {"copy_mixed", test_copy_mixed},
 	    {"copy_large", test_copy_large}, {"bad_sources", test_bad_sources},
 	    {"incompatible", test_incompatible}, {"pi_3h", test_pi_3h}, {"pi_2h", test_pi_2h},
-	    {"pi_convert", test_pi_convert},
+	    {"pi_convert", test_pi_convert}, {"zoned_source", test_zoned_source},
 	    {"other_stride", test_other_stride}, {"reset_clears", test_reset_clears})
