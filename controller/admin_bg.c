@@ -149,6 +149,9 @@ void ctrlr_ext_reset(struct ctrlr *ctrlr)
 
 void ctrlr_ext_enabled(struct ctrlr *ctrlr)
 {
+	/* From now on, going away without a shutdown notification is an unsafe shutdown. */
+	ctrlr->ext.pel.enabled_once = true;
+	ctrlr->ext.pel.shutdowns_at_enable = CTRLR_LOAD(ctrlr->cnt.shutdowns);
 	ctrlr_bg_kick(ctrlr);
 }
 

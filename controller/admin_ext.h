@@ -110,6 +110,10 @@ struct ctrlr_pel {
 	uint32_t media_status;
 	bool media_msg_queued;
 	uint64_t media_last_us;
+	/* Unsafe Shutdown: the controller was enabled and no shutdown notification (CC.SHN)
+	 * came since (the shutdown count did not move) when it goes away. */
+	bool enabled_once;
+	uint64_t shutdowns_at_enable;
 };
 
 struct ctrlr_ext {

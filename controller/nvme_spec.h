@@ -1160,6 +1160,7 @@ enum nvme_pel_type {
 };
 /* NVM Subsystem Hardware Error Event codes (event type 05h, Base 2.0). */
 #define NVME_PEL_HWE_CRIT_WARN 0x0006	 /* Critical Warning Condition */
+#define NVME_PEL_HWE_UNSAFE_SHUTDOWN 0x0008 /* Unsafe Shutdown */
 #define NVME_PEL_HWE_CTRL_FATAL 0x0009	 /* Controller Fatal Status */
 #define NVME_PEL_HWE_MEDIA 0x000a	 /* Media and Data Integrity Status */
 /* Set Feature event layout (event type 0Bh): command dwords logged (CDW10 up), bits 2:0. */

@@ -4,9 +4,10 @@
  * Events recorded (and advertised in the Supported Events Bitmap): SMART / Health Log Snapshot
  * (01h, when a critical warning appears), Firmware Commit (02h), Timestamp Change (03h),
  * Power-on or Reset (04h), NVM Subsystem Hardware Error (05h: Critical Warning Condition,
- * Controller Fatal Status, Media and Data Integrity Status), Change Namespace (06h, Namespace
- * Management create and delete), Format NVM Start and Completion (07h, 08h), Sanitize Start and
- * Completion (09h, 0Ah), Set Feature (0Bh), Telemetry Log Create (0Ch), Thermal Excursion (0Dh).
+ * Unsafe Shutdown (with a state file), Controller Fatal Status, Media and Data Integrity
+ * Status), Change Namespace (06h, Namespace Management create and delete), Format NVM Start and
+ * Completion (07h, 08h), Sanitize Start and Completion (09h, 0Ah), Set Feature (0Bh), Telemetry
+ * Log Create (0Ch), Thermal Excursion (0Dh).
  * A host reads it through a context (LSP 1 establishes it from the events so far, 0 reads it,
  * 2 releases it). With a state file (ctrlr_config.pel_file) each event is also appended to it
  * and the next controller created with that file starts from its events, so the log outlives a
@@ -220,6 +221,12 @@ void ctrlr_pel_fini(struct ctrlr *ctrlr)
 {
 	struct ctrlr_pel *p = &ctrlr->ext.pel;
 
+	/* The controller goes (the daemon's power goes) after an enable without a shutdown
+	 * notification since: an Unsafe Shutdown, which only a state file carries to the next
+	 * life. */
+	if (p->path && p->buf && p->enabled_once &&
+	    CTRLR_LOAD(ctrlr->cnt.shutdowns) == p->shutdowns_at_enable)
+		ctrlr_pel_hw_error(ctrlr, NVME_PEL_HWE_UNSAFE_SHUTDOWN, NULL, 0);
 	/* The descriptor is only meaningful once a path was taken (init may have failed before). */
 	if (p->path && p->fd >= 0)
 		close(p->fd);

@@ -1,8 +1,8 @@
 /* tests/integration/pel_test.c - the Persistent Event Log (log page 0Dh) kept in a state file
  * across a restart of the real daemon: the first daemon (--event-log FILE) records a Set Feature
  * event, is stopped (SIGTERM); the second, started on the same file, reports the old events
- * through Get Log Page (establish context) with the power cycle count moved on, and records
- * its own. */
+ * through Get Log Page (establish context) with the power cycle count moved on and an Unsafe
+ * Shutdown (the first was stopped without a shutdown notification), and records its own. */
 #include "tests/integration/nvme_itest.h"
 
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #define PEL_LEN 16384u
 
 struct pel_view {
-	uint32_t set_features, power_ons, last_pc;
+	uint32_t set_features, power_ons, last_pc, unsafe_shutdowns;
 	uint32_t arb_value; /* CDW11 of the last Set Feature event of Arbitration */
 	uint64_t pcc;
 };
@@ -51,6 +51,11 @@ static int pel_read(struct nvme_itest *t, uint8_t *buf, uint64_t iova, struct pe
 			memcpy(&dw, d + 4, 4);
 			if ((dw & 0xff) == NVME_FEAT_ARBITRATION)
 				memcpy(&v->arb_value, d + 8, 4);
+		} else if (e.etype == NVME_PEL_HW_ERROR && e.el >= 4) {
+			uint16_t code;
+
+			memcpy(&code, d, 2);
+			v->unsafe_shutdowns += code == NVME_PEL_HWE_UNSAFE_SHUTDOWN;
 		} else if (e.etype == NVME_PEL_POWER_ON_RESET && e.el >= 28) {
 			v->power_ons++;
 			memcpy(&v->last_pc, d + 24, 4);
@@ -106,6 +111,8 @@ static void test_pel_restart(const char *build)
 	CHECK(v2.set_features >= v1.set_features);
 	CHECK(v2.power_ons > v1.power_ons);
 	CHECK(v2.pcc == 2 && v2.last_pc == 2);
+	/* The first daemon was stopped with the controller enabled (no CC.SHN): Unsafe Shutdown. */
+	CHECK(v1.unsafe_shutdowns == 0 && v2.unsafe_shutdowns == 1);
 	CHECK(nvme_itest_alive(&t));
 	CHECK(nvme_itest_stop(&t, getenv("ITEST_SHOW_LOG") != NULL) == 0);
 out:

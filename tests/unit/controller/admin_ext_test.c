@@ -822,7 +822,9 @@ static void test_pel_events(void)
 
 /* The log in a state file: a controller destroyed and created again over the same file (a
  * daemon restart) reads the old events back; the power cycle count goes on; a failed enable
- * (Controller Fatal Status) is among them; a file that is not a log is refused. */
+ * (Controller Fatal Status) is among them, and an Unsafe Shutdown for the life that ended
+ * without a shutdown notification (not for the one that had it); a file that is not a log is
+ * refused. */
 static void test_pel_persist(void)
 {
 	char dir[] = "/tmp/pel_persistXXXXXX", path[64];
@@ -840,7 +842,9 @@ static void test_pel_persist(void)
 	x_fini();
 	lb_default_config(&cfg);
 	cfg.pel_file = path;
-	for (int life = 0; life < 2; life++) {
+	/* Three lives: the first ends without a shutdown notification (Unsafe Shutdown), the
+	 * second with one. */
+	for (int life = 0; life < 3; life++) {
 		CU_ASSERT_EQUAL_FATAL(lb_init(&lb, &cfg), 0);
 		CU_ASSERT_EQUAL_FATAL(lb_add_malloc_ns(&lb, "pm0", 1, 64, 4096), 1);
 		if (life == 0) {
@@ -851,22 +855,31 @@ static void test_pel_persist(void)
 		}
 		CU_ASSERT_TRUE_FATAL(lb_enable(&lb, 32) & 1);
 		x_buf = lb_alloc(&lb, 65536);
+		/* The guest memory is the new controller's. */
+		h = (struct nvme_pel_hdr *)xb();
+		CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
+		CU_ASSERT_EQUAL(h->pcc, (uint64_t)life + 1);
+		CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_UNSAFE_SHUTDOWN), life ? 1 : 0);
 		if (life == 0) {
 			sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
 			sqe.cdw10 = NVME_FEAT_ARBITRATION;
 			sqe.cdw11 = 0x00000002;
 			CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-			lb_fini(&lb);
 		}
+		if (life == 1) {
+			/* A normal shutdown notification before the power goes. */
+			lb_reg_write32(&lb, NVME_REG_CC,
+				       lb_reg_read32(&lb, NVME_REG_CC) | NVME_SHN_NORMAL << 14);
+			CU_ASSERT_EQUAL((lb_reg_read32(&lb, NVME_REG_CSTS) >> 2) & 3,
+					NVME_SHST_COMPLETE);
+		}
+		if (life < 2)
+			lb_fini(&lb);
 	}
-	/* The guest memory is the new controller's. */
-	h = (struct nvme_pel_hdr *)xb();
-	CU_ASSERT_EQUAL(x_log(NVME_LOG_PERSISTENT_EVENT, NVME_PEL_ESTABLISH, 32768, 0, 0), 0);
-	CU_ASSERT_EQUAL(h->pcc, 2);
 	/* From the first life: its power-on (cycle 1), the fatal status, the feature; then the
-	 * FLR of its end and this life's power-on (cycle 2). */
+	 * FLRs of the ends and the power-ons of the next lives (cycles 2, 3). */
 	CU_ASSERT_EQUAL(x_pel_hwe_count(NVME_PEL_HWE_CTRL_FATAL), 1);
-	CU_ASSERT_TRUE(x_pel_count(NVME_PEL_POWER_ON_RESET) >= 3);
+	CU_ASSERT_TRUE(x_pel_count(NVME_PEL_POWER_ON_RESET) >= 5);
 	d = x_pel_last(NVME_PEL_SET_FEATURE, &el);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	memcpy(&v, d + 8, 4);
@@ -875,7 +888,7 @@ static void test_pel_persist(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_EQUAL(el, 44);
 	memcpy(&pc, d + 24, 4);
-	CU_ASSERT_EQUAL(pc, 2);
+	CU_ASSERT_EQUAL(pc, 3);
 	/* A torn last record (a crash mid-append) is dropped, the rest kept. */
 	f = fopen(path, "ab");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
