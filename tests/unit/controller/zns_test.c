@@ -954,6 +954,33 @@ static void test_e2e_changed_zones(void)
 	CU_ASSERT_FALSE(lb_reap(&lb, 0, &cqe, false));
 	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 3), 0);
 	lb_pump(&lb);
+
+	/* More than 511 changed zones: Number of Zone Identifiers FFFFh, an empty list; the read
+	 * (RAE 0) starts a new list. Namespace 5: 600 zones of one block. */
+	zo.zone_capacity = 1;
+	CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("zmem5", 600, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_zone_block_create("zoned5", "zmem5", &zo, NULL, &zb), 0);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_add(lb.ctrlr, 5, zb, NULL), 5);
+	lb_pump(&lb);
+	for (uint64_t z = 0; z < 511; z++)
+		CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 5, z, false), 0);
+	lb_pump(&lb);
+	CU_ASSERT_TRUE_FATAL(lb_reap(&lb, 0, &cqe, false));
+	CU_ASSERT_EQUAL(cqe.cid, cid);
+	CU_ASSERT_EQUAL(ze_changed_log(5, true, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 511);
+	CU_ASSERT_EQUAL(log->zid[510], 510);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 5, 511, false), 0);
+	CU_ASSERT_EQUAL(ze_changed_log(5, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, NVME_ZNS_CHANGED_OVERFLOW);
+	CU_ASSERT_EQUAL(log->zid[0], 0);
+	CU_ASSERT_EQUAL(log->zid[510], 0);
+	CU_ASSERT_EQUAL(ctrlr_zone_set_state(lb.ctrlr, 5, 599, true), 0);
+	CU_ASSERT_EQUAL(ze_changed_log(5, false, NVME_CSI_ZNS), 0);
+	CU_ASSERT_EQUAL(log->nrzid, 1);
+	CU_ASSERT_EQUAL(log->zid[0], 599);
+	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 5), 0);
+	lb_pump(&lb);
 	/* The outstanding AER ends with the controller (lb_fini). */
 }
 
