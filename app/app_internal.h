@@ -9,6 +9,11 @@
  * 2-core host with a TCG guest measured that best (a separate hart adds a
  * thread hop per doorbell and per interrupt: about +15 us at QD1). */
 #define APP_DEFAULT_DPA_HARTS 0
+/* Doorbells in a page the guest writes directly, polled adaptively by the poll group itself:
+ * `make bench` (2026-11-26, TCG guest) measured it best from QD8 up (1.35-1.39x QEMU's NVMe at
+ * QD8-32, 1.01x for 128 KiB writes, against 0.64-0.82x with trapped doorbells) at 0.4-0.6 %% of
+ * a core when idle; SPDK's vfio-user target maps BAR0 by default too. */
+#define APP_DEFAULT_DB_MODE HW_DB_MODE_MMAP
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -19,6 +19,7 @@ int app_target_init(struct app_target *t, struct evloop *loop, const char *run_d
 	memset(t, 0, sizeof(*t));
 	t->loop = loop;
 	t->tr_defaults.num_poll_groups = 1;
+	t->tr_defaults.db_mode = APP_DEFAULT_DB_MODE;
 	t->tr_defaults.dpa_harts = APP_DEFAULT_DPA_HARTS;
 	t->tr_defaults.profile = hw_profile_find("unlimited");
 	t->next_serial = 1;

@@ -103,7 +103,7 @@ static void app_usage(FILE *out)
 	    "Transport (defaults of nvmf_create_transport in target mode):\n"
 	    "  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
 	    "      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 0)\n"
-	    "      --doorbells MODE     trap or mmap (default trap)\n"
+	    "      --doorbells MODE     mmap or trap (default mmap)\n"
 	    "  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
 	    "  -q, --io-queues N        I/O queue pairs (default: what the profile allows)\n"
 	    "      --queue-entries N    CAP.MQES + 1 (default 1024)\n"
@@ -964,6 +964,7 @@ int main(int argc, char **argv)
 	    .profile = "unlimited",
 	    .poll_groups = 1,
 	    .dpa_harts = APP_DEFAULT_DPA_HARTS,
+	    .db_mode = APP_DEFAULT_DB_MODE,
 	    .block_size = 512,
 	    .ctrlr = {.serial = "NVMEEMU0001"},
 	};

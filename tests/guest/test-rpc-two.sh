@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guest test: one nvme-emu process started with -c (a configuration in save_config format: malloc and aio bdevs, two subsystems, two listeners) serves two controllers to one guest; fio verify on both at once; nvmf_get_stats counts their I/O.
+# Guest test (trapped doorbells, the non-default mode): one nvme-emu process started with -c (a configuration in save_config format: malloc and aio bdevs, two subsystems, two listeners) serves two controllers to one guest; fio verify on both at once; nvmf_get_stats counts their I/O.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
@@ -13,7 +13,7 @@ cat > "$GT_DIR/config.json" <<JSON
   {"method": "bdev_malloc_create", "params": {"name": "A", "num_blocks": 65536, "block_size": 512}},
   {"method": "bdev_aio_create", "params": {"name": "B", "filename": "$GT_DIR/b.img", "block_size": 512}}]},
  {"subsystem": "nvmf", "config": [
-  {"method": "nvmf_create_transport", "params": {"trtype": "PCIE_EMU", "num_poll_groups": 2}},
+  {"method": "nvmf_create_transport", "params": {"trtype": "PCIE_EMU", "num_poll_groups": 2, "doorbells": "trap"}},
   {"method": "nvmf_create_subsystem", "params": {"nqn": "nqn.2026-11.io.nvme-emu:a", "serial_number": "nvme-emu-rpc-a", "model_number": "nvme-emu rpc A"}},
   {"method": "nvmf_subsystem_add_ns", "params": {"nqn": "nqn.2026-11.io.nvme-emu:a", "namespace": {"bdev_name": "A"}}},
   {"method": "nvmf_subsystem_add_listener", "params": {"nqn": "nqn.2026-11.io.nvme-emu:a", "listen_address": {"trtype": "PCIE_EMU", "traddr": "$GT_DIR/a.sock"}}},

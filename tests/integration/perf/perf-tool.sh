@@ -27,7 +27,7 @@ start() {
 # perf NAME PYEXPR ARGS...: nvme-emu-perf -j succeeds and PYEXPR holds for its JSON `r`.
 perf() { perf_check "$D/s" "$@"; }
 
-check "nvme-emu (malloc 16 MiB, trapped doorbells)" start
+check "nvme-emu (malloc 16 MiB, trapped doorbells)" start --doorbells trap
 perf "verified write of the whole namespace (4096 x 4 KiB, two queues)" \
 	'r["ios"] == 4096 and r["errors"] == 0 and r["verify_errors"] == 0' -w write -V -n 2 -q 8
 perf "verified random reads, two queues: IOPS, ordered percentiles, server CPU" \
