@@ -1,7 +1,8 @@
 /* controller/admin_format.c - LBA formats of a namespace and Format NVM (NVMe Base 2.0 section
  * 5.23): the LBA format (data size, metadata size), metadata placement (MSET), protection
- * information type and location (PI, PIL), and Secure Erase Settings 0h/1h (user data erased:
- * deallocated, or zeroed when the bdev cannot deallocate), one namespace or all of them. The
+ * information type and location (PI, PIL), and Secure Erase Settings 0h-2h (user data erased:
+ * deallocated, or zeroed when the bdev cannot deallocate; a cryptographic erase does the same,
+ * there being no key to delete), one namespace or all of them. The
  * capacity follows the format. Admin thread. */
 #include <errno.h>
 #include <stdlib.h>
@@ -154,9 +155,10 @@ static uint16_t ctrlr_format_check(struct ctrlr_req *req, const struct ctrlr_ns 
 	req->error_loc = offsetof(struct nvme_sqe, cdw10);
 	if (pi > 3 || ses > CTRLR_SES_CRYPTO)
 		return NVME_SC_INVALID_FIELD;
-	/* Cryptographic erase needs data encrypted at rest, which nvme-emu does not do (FNA bit 2
-	 * is clear). */
-	if (ses == CTRLR_SES_CRYPTO || lbaf >= ns->nlbaf)
+	/* Cryptographic erase (SES 2h, FNA bit 2): nvme-emu keeps no data encrypted, so there is no
+	 * key whose deletion would make it unreadable; the erase below (deallocate, or zero)
+	 * removes the user data itself, which leaves it as unrecoverable, only slower. */
+	if (lbaf >= ns->nlbaf)
 		return NVME_SC_INVALID_FORMAT;
 	if (pi && ns->lbafs[lbaf].ms < ctrlr_pi_tuple_size(ns->lbafs[lbaf].pif))
 		return NVME_SC_INVALID_FORMAT;

@@ -61,6 +61,8 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 		id->cmic |= NVME_CMIC_MULTI_CTRL;
 	/* Copy descriptor formats 0h (no or 16b Guard protection) and 1h (64b Guard), and their
 	 * cross-namespace twins 2h and 3h once Host Behavior Support's CDFE enables them (io_copy.c). */
+	/* Cryptographic erase (SES 2h) as an erase of the user data itself: see admin_format.c. */
+	id->fna = NVME_FNA_CRYPTO_ERASE;
 	id->ocfs = NVME_OCFS_FORMAT0 | NVME_OCFS_FORMAT1 | NVME_OCFS_FORMAT2 | NVME_OCFS_FORMAT3;
 	id->vwc = NVME_VWC_PRESENT | NVME_VWC_NSID_ALL_FLUSH;
 	if (ctrlr->cfg.sgl)

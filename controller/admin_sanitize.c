@@ -4,8 +4,9 @@
  * completions of their own bdev requests (admin_bg.c): first the commands already running on the
  * namespaces drain, then each namespace is erased (deallocated, or zeroed where the bdev cannot
  * deallocate or No-Deallocate After Sanitize was asked) or overwritten, then deallocated unless
- * No-Deallocate was asked. Crypto Erase is not offered: nothing here encrypts user data, so
- * there is no key whose change would make it unrecoverable (SANICAP says so). While the
+ * No-Deallocate was asked. Crypto Erase is carried out as a block erase: nothing here encrypts
+ * user data, so there is no key whose change would make it unrecoverable, and erasing the data
+ * itself leaves the host the same result (no former data readable), only slower. While the
  * operation runs, I/O commands and the admin commands 8.21 does not list end with Sanitize In
  * Progress; a failed operation (a bdev error) leaves the controller in the sanitize failure
  * mode, where they end with Sanitize Failed until a sanitize succeeds or, if the failed one
@@ -30,9 +31,10 @@
 uint32_t ctrlr_sanicap(const struct ctrlr *ctrlr)
 {
 	(void)ctrlr;
-	/* Block Erase and Overwrite; with No-Deallocate the media is left as the operation
-	 * wrote it (NODMMAS 01b). No Crypto Erase (no encryption). */
-	return NVME_SANICAP_BES | NVME_SANICAP_OWS | NVME_SANICAP_NODMMAS_UNMODIFIED;
+	/* Block Erase, Overwrite and Crypto Erase (as a block erase); with No-Deallocate the media
+	 * is left as the operation wrote it (NODMMAS 01b). */
+	return NVME_SANICAP_CES | NVME_SANICAP_BES | NVME_SANICAP_OWS |
+	       NVME_SANICAP_NODMMAS_UNMODIFIED;
 }
 
 /* The controllers a sanitize operation covers: the subsystem's members, or ctrlr alone. */
@@ -205,7 +207,7 @@ static uint64_t ctrlr_san_total(struct ctrlr *ctrlr)
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 		if (ctrlr->ns[i])
 			blocks += ctrlr->ns[i]->num_blocks;
-	if (NVME_SANACT(s->cdw10) == NVME_SANACT_BLOCK_ERASE)
+	if (NVME_SANACT(s->cdw10) != NVME_SANACT_OVERWRITE)
 		return blocks;
 	return blocks * s->passes + ((s->cdw10 & NVME_SAN_NDAS) ? 0 : blocks);
 }
@@ -304,8 +306,8 @@ static bool ctrlr_san_next_phase(struct ctrlr *ctrlr)
 	s->lba = 0;
 	switch (s->phase) {
 	case CTRLR_SAN_DRAIN:
-		s->phase = NVME_SANACT(s->cdw10) == NVME_SANACT_BLOCK_ERASE ? CTRLR_SAN_ERASE
-									    : CTRLR_SAN_OVERWRITE;
+		s->phase = NVME_SANACT(s->cdw10) == NVME_SANACT_OVERWRITE ? CTRLR_SAN_OVERWRITE
+									  : CTRLR_SAN_ERASE;
 		s->pass = 0;
 		ctrlr_san_mirror(ctrlr);
 		return true;
@@ -416,7 +418,8 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 		ctrlr_san_mirror(ctrlr); /* the failure mode is the subsystem's */
 		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	}
-	if (act != NVME_SANACT_BLOCK_ERASE && act != NVME_SANACT_OVERWRITE)
+	if (act != NVME_SANACT_BLOCK_ERASE && act != NVME_SANACT_OVERWRITE &&
+	    act != NVME_SANACT_CRYPTO_ERASE)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw10));
 	if (cdw10 & ~0x3ffu)
@@ -446,7 +449,11 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 	__atomic_store_n(&s->state, CTRLR_SAN_RUNNING, __ATOMIC_SEQ_CST);
 	ctrlr_san_mirror(ctrlr);
 	LOG_INFO(CTRLR_LOG, "%s: sanitize %s started (cdw10 0x%x, %" PRIu64 " blocks)",
-		 ctrlr->serial, act == NVME_SANACT_OVERWRITE ? "overwrite" : "block erase", cdw10,
+		 ctrlr->serial,
+		 act == NVME_SANACT_OVERWRITE	? "overwrite"
+		 : act == NVME_SANACT_CRYPTO_ERASE ? "crypto erase (as a block erase)"
+						   : "block erase",
+		 cdw10,
 		 s->total);
 	/* Persistent Event Log, Sanitize Start: SANICAP, SCDW10, SCDW11. */
 	cap = ctrlr_sanicap(ctrlr);
@@ -477,7 +484,7 @@ size_t ctrlr_log_sanitize(struct ctrlr *ctrlr, uint8_t *buf)
 		s->gde = false;
 	log->sstat = (uint16_t)(s->sstat | (s->gde ? NVME_SSTAT_GDE : 0));
 	log->scdw10 = s->scdw10;
-	/* No estimates (FFFFFFFFh); crypto erase is not supported. */
+	/* No estimates (FFFFFFFFh). */
 	log->eto = log->etbe = log->etond = log->etbend = 0xffffffffu;
 	log->etce = log->etcend = 0xffffffffu;
 	return sizeof(*log);

@@ -534,6 +534,7 @@ NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBN
 #define NVME_SGLS_BIT_BUCKET (1u << 16)
 #define NVME_SGLS_EXCESS_LEN (1u << 18)
 #define NVME_FNA_FORMAT_ALL (1u << 0)
+#define NVME_FNA_CRYPTO_ERASE (1u << 2) /* Format NVM SES 2h supported */
 #define NVME_CTRL_TYPE_IO 1
 
 struct nvme_lbaf {

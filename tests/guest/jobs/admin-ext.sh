@@ -40,6 +40,10 @@ step "sanitize block erase" nvme sanitize $dev -a 2
 step "the sanitize completes" wait_for 120 san_done 2
 step "sanitize-log" nvme sanitize-log $dev
 step "the written MiB reads as zeroes" sh -c "dd if=$ns bs=1M count=1 iflag=direct 2> /dev/null | cmp -n 1048576 - /dev/zero"
+step "write 1 MiB of text again" sh -c "dd if=/tmp/p of=$ns bs=1M count=1 oflag=direct"
+step "sanitize crypto erase (SANICAP CES)" nvme sanitize $dev -a 4
+step "the crypto erase completes" wait_for 120 san_done 4
+step "the MiB reads as zeroes again" sh -c "dd if=$ns bs=1M count=1 iflag=direct 2> /dev/null | cmp -n 1048576 - /dev/zero"
 step "sanitize overwrite, 1 pass, pattern 0x5a5aa5a5, no deallocate" nvme sanitize $dev -a 3 -n 1 -p 0x5a5aa5a5 -d
 step "the overwrite completes" wait_for 300 san_done 3
 step "sanitize-log: one overwrite pass completed" sh -c "nvme sanitize-log $dev; [ \$((\$(nvme get-log $dev --log-id=0x81 --log-len=512 --raw-binary | od -An -tu1 -j 2 -N 1 | tr -d ' ') >> 3)) = 1 ]"

@@ -153,9 +153,11 @@ static void test_advertised(void)
 	CU_ASSERT_TRUE(id->lpa & NVME_LPA_TELEMETRY);
 	CU_ASSERT_TRUE(id->lpa & NVME_LPA_PEL);
 	CU_ASSERT_TRUE(id->oaes & NVME_OAES_TELEMETRY);
-	/* Block erase and overwrite, no crypto erase (nothing is encrypted). */
-	CU_ASSERT_EQUAL(id->sanicap, NVME_SANICAP_BES | NVME_SANICAP_OWS |
+	/* Block erase, overwrite, crypto erase (carried out as a block erase); Format NVM's
+	 * cryptographic erase likewise (FNA bit 2). */
+	CU_ASSERT_EQUAL(id->sanicap, NVME_SANICAP_CES | NVME_SANICAP_BES | NVME_SANICAP_OWS |
 					 NVME_SANICAP_NODMMAS_UNMODIFIED);
+	CU_ASSERT_EQUAL(id->fna, NVME_FNA_CRYPTO_ERASE);
 	CU_ASSERT_TRUE(id->edstt >= 1);
 	CU_ASSERT_EQUAL(id->dsto, 1);
 	CU_ASSERT_EQUAL(x_log(NVME_LOG_CMD_EFFECTS, 0, 4096, 0, 0), 0);
@@ -289,8 +291,8 @@ static void test_sanitize_block_erase(void)
 
 	memset(xb(), 0xab, 4096);
 	CU_ASSERT_EQUAL(x_rw(NVME_CMD_WRITE, 8, 8), 0);
-	CU_ASSERT_EQUAL(x_sanitize(NVME_SANACT_CRYPTO_ERASE, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
 	CU_ASSERT_EQUAL(x_sanitize(0, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(x_sanitize(5, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
 	CU_ASSERT_EQUAL(x_sanitize(NVME_SANACT_BLOCK_ERASE, 0), 0);
 	lb_pump(&lb);
 	s = x_san_log();
@@ -307,6 +309,26 @@ static void test_sanitize_block_erase(void)
 	/* A write ends Global Data Erased. */
 	CU_ASSERT_EQUAL(x_rw(NVME_CMD_WRITE, 0, 1), 0);
 	CU_ASSERT_FALSE(x_san_log()->sstat & NVME_SSTAT_GDE);
+}
+
+/* Crypto erase: the data is gone as after a block erase, the log names the action. */
+static void test_sanitize_crypto_erase(void)
+{
+	struct nvme_sanitize_log *s;
+
+	memset(xb(), 0xcd, 4096);
+	CU_ASSERT_EQUAL(x_rw(NVME_CMD_WRITE, 16, 8), 0);
+	CU_ASSERT_EQUAL(x_sanitize(NVME_SANACT_CRYPTO_ERASE, 0), 0);
+	lb_pump(&lb);
+	s = x_san_log();
+	CU_ASSERT_EQUAL(s->sstat & 7, NVME_SSTAT_COMPLETED);
+	CU_ASSERT_EQUAL(s->scdw10, NVME_SANACT_CRYPTO_ERASE);
+	CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 16, 8), 0);
+	for (int i = 0; i < 4096; i++)
+		if (xb()[i]) {
+			CU_FAIL("crypto erase left data");
+			break;
+		}
 }
 
 static void test_sanitize_overwrite(void)
@@ -489,10 +511,11 @@ static void test_pel(void)
 	CU_ASSERT_TRUE(h->tll > 512 && h->tll <= 16384);
 	CU_ASSERT_EQUAL(memcmp(h->sn, "LB0001", 6), 0);
 	CU_ASSERT_TRUE(h->seb[NVME_PEL_SANITIZE_START / 8] & (1u << (NVME_PEL_SANITIZE_START % 8)));
-	/* Power on, the reset of the self-test test, the sanitize operations of the tests. */
+	/* Power on, the reset of the self-test test, the sanitize operations of the tests (8 with
+	 * the crypto erase). */
 	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_POWER_ON_RESET), 2);
-	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_SANITIZE_START), 7);
-	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_SANITIZE_DONE), 7);
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_SANITIZE_START), 8);
+	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_SANITIZE_DONE), 8);
 	CU_ASSERT_EQUAL(x_pel_count(NVME_PEL_SMART), 1); /* the forced spare of the self-test */
 	ts = x_pel_count(NVME_PEL_TIMESTAMP);
 	/* A timestamp set: not in the context established before, in the next one. */
@@ -916,6 +939,7 @@ CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"self_test_failures", test_self_test_failures},
 	    {"self_test_abort_and_reset", test_self_test_abort_and_reset},
 	    {"sanitize_block_erase", test_sanitize_block_erase},
+	    {"sanitize_crypto_erase", test_sanitize_crypto_erase},
 	    {"sanitize_overwrite", test_sanitize_overwrite},
 	    {"sanitize_restrictions", test_sanitize_restrictions},
 	    {"sanitize_failure", test_sanitize_failure}, {"telemetry", test_telemetry},

@@ -743,8 +743,6 @@ static void test_format_checks(void)
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
 	sqe.cdw10 = 1 | (4u << 5); /* PI type 4 is reserved */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
-	sqe.cdw10 = 2u << 9; /* cryptographic erase: not supported (FNA bit 2 clear) */
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
 	sqe.cdw10 = 3u << 9; /* reserved */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 	sqe.nsid = 3;
