@@ -17,7 +17,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUM = r"[0-9]+(?:\.[0-9]+)?[kM%]?"
 CELL = re.compile(r"^%s(?: \(%s–%s\))?$" % (NUM, NUM, NUM))
-EXPECTED_PLOTS = ["native-iops-vs-qd-trap-fused.png", "native-write-vs-qd-trap-fused.png",
+EXPECTED_PLOTS = ["native-iops-vs-qd-mmap-fused.png", "native-write-vs-qd-mmap-fused.png",
                   "native-latency.png", "native-cpu-per-io.png", "guest-iops-vs-qd.png",
                   "guest-latency.png", "guest-cpu-per-io.png", "dpa-latency.png"]
 
@@ -112,7 +112,7 @@ def check_report(c, d):
     tabs = tables(md)
 
     h, rows = find_table(tabs, "guest, ")
-    want = ["QEMU NVMe", "virtio-blk", "nvme-emu trap, DPA fused (default)"]
+    want = ["QEMU NVMe", "virtio-blk", "nvme-emu mmap, DPA fused (default)"]
     if c.check("guest summary: QEMU NVMe, virtio-blk and nvme-emu side by side",
                h is not None and all(w in h for w in want), str(h)):
         cols = [h.index(w) for w in want] + [h.index("default / QEMU NVMe"),

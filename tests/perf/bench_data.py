@@ -7,16 +7,16 @@ import re
 import statistics
 
 # The reference configurations: ratios are to these.
-NATIVE_DEFAULT = "trap-fused"
-GUEST_DEFAULT = "emu-trap-fused"
+NATIVE_DEFAULT = "mmap-fused"
+GUEST_DEFAULT = "emu-mmap-fused"
 GUEST_PEERS = ("qemu-nvme", "virtio-blk")
 GUEST_LABELS = {"qemu-nvme": "QEMU NVMe", "virtio-blk": "virtio-blk",
-                "emu-trap-fused": "nvme-emu trap, DPA fused (default)",
+                "emu-trap-fused": "nvme-emu trap, DPA fused",
                 "emu-trap-1hart": "nvme-emu trap, 1 DPA hart",
-                "emu-mmap-fused": "nvme-emu mmap, DPA fused",
+                "emu-mmap-fused": "nvme-emu mmap, DPA fused (default)",
                 "emu-mmap-1hart": "nvme-emu mmap, 1 DPA hart"}
-NATIVE_LABELS = {"trap-fused": "trap doorbells, DPA fused (default)",
-                 "mmap-fused": "mmap doorbells, DPA fused (polling poll group)",
+NATIVE_LABELS = {"trap-fused": "trap doorbells, DPA fused",
+                 "mmap-fused": "mmap doorbells, DPA fused (polling poll group; default)",
                  "mmap-1hart": "mmap doorbells, 1 DPA hart"}
 
 
@@ -92,7 +92,7 @@ class Native:
 
     def configs(self):
         found = {k[0] for k in self.runs}
-        order = (NATIVE_DEFAULT, "mmap-fused", "mmap-1hart")
+        order = (NATIVE_DEFAULT, "trap-fused", "mmap-1hart")
         return [c for c in order if c in found] + sorted(found - set(order))
 
     def keys(self, **want):

@@ -13,7 +13,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build/bench/raw}/guest
 quick=${BENCH_QUICK:-0}
 # label:daemon flags (commas for spaces); the first is the default configuration.
-all_configs="emu-trap-fused:--doorbells,trap,--dpa-harts,0 emu-mmap-fused:--doorbells,mmap,--dpa-harts,0 emu-mmap-1hart:--doorbells,mmap,--dpa-harts,1"
+all_configs="emu-mmap-fused:--doorbells,mmap,--dpa-harts,0 emu-trap-fused:--doorbells,trap,--dpa-harts,0 emu-mmap-1hart:--doorbells,mmap,--dpa-harts,1"
 if [ "$quick" = 1 ]; then
 	runs=${BENCH_RUNS:-1}
 	runtime=${BENCH_RUNTIME:-1}

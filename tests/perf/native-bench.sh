@@ -3,8 +3,8 @@
 #
 # Null and malloc bdevs; 4 KiB random reads and 128 KiB writes on 1, 2 and 4 queue pairs at QD 1,
 # 8, 32 and 128 (polled), plus 4 KiB random reads with interrupt-driven completions; each daemon
-# configuration (trapped doorbells with fused DPA, the default; mmap doorbells polled by the poll
-# group itself, DPA fused; mmap doorbells with one DPA hart)
+# configuration (mmap doorbells polled by the poll group itself, DPA fused, the default; trapped
+# doorbells with fused DPA; mmap doorbells with one DPA hart)
 # in the same run, BENCH_RUNS times in rotating order. One JSON line per measurement goes to
 # OUT/native.jsonl ({"config", "bdev", "bdev_size", "mode", "run", "perf": nvme-emu-perf -j's
 # object or null, "error"}); tests/perf/bench_report.py turns it into tables and plots.
@@ -43,7 +43,7 @@ fail() {
 }
 
 # label:daemon flags (commas for spaces); the first is the reference of the ratios.
-configs="trap-fused:--doorbells,trap,--dpa-harts,0 mmap-fused:--doorbells,mmap,--dpa-harts,0 mmap-1hart:--doorbells,mmap,--dpa-harts,1"
+configs="mmap-fused:--doorbells,mmap,--dpa-harts,0 trap-fused:--doorbells,trap,--dpa-harts,0 mmap-1hart:--doorbells,mmap,--dpa-harts,1"
 # Points as bdev:workload:size:depth:queues:mode (mode poll or irq).
 points=()
 if [ "$quick" = 1 ]; then

@@ -18,9 +18,9 @@ advertised() {
 	oacs=$(idfield oacs) lpa=$(idfield lpa) sanicap=$(idfield sanicap) edstt=$(idfield edstt)
 	echo "oacs $oacs lpa $lpa sanicap $sanicap edstt $edstt"
 	[ $((oacs & 0x10)) -ne 0 ] && [ $((lpa & 0x18)) -eq $((0x18)) ] &&
-		[ $((sanicap & 7)) -eq 6 ] && [ "$edstt" -ge 1 ]
+		[ $((sanicap & 7)) -eq 7 ] && [ "$edstt" -ge 1 ]
 }
-step "id-ctrl: OACS self-test, LPA telemetry + event log, SANICAP block erase + overwrite only, EDSTT" advertised
+step "id-ctrl: OACS self-test, LPA telemetry + event log, SANICAP crypto erase, block erase, overwrite, EDSTT" advertised
 
 dst_idle() { [ "$(byte 6 564 0)" = 0 ]; }
 step "device-self-test short (all namespaces)" nvme device-self-test $dev -n 0xffffffff -s 1
