@@ -1,2 +1,2 @@
 MODULES += common
-common_SRCS := common/log.c common/evloop.c common/unix_socket.c
+common_SRCS := common/log.c common/evloop.c common/unix_socket.c common/file_replace.c

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/file_replace.h"
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 #include "controller/zns.h"
@@ -356,10 +357,9 @@ static int ctrlr_resv_unhex(const char *s, uint8_t *b)
 int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path)
 {
 	struct json_object *o = json_object_new_object(), *regs = json_object_new_array();
-	char hex[33], tmp[4096];
-	const char *text;
-	int fd, rc = 0;
-	size_t len;
+	struct iovec iov[2];
+	char hex[33];
+	int rc;
 
 	if (!o || !regs) {
 		json_object_put(o);
@@ -387,27 +387,10 @@ int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path)
 	} else {
 		json_object_put(regs);
 	}
-	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
-	len = strlen(text);
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		rc = -ENAMETOOLONG;
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fdatasync(fd))
-		rc = errno ? -errno : -EIO;
-	if (close(fd) && !rc)
-		rc = -errno;
-	/* Renamed over the old one: a crash leaves the old state or the new one, never half. */
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-out:
+	iov[0].iov_base = (void *)json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
+	iov[0].iov_len = strlen(iov[0].iov_base);
+	iov[1] = (struct iovec){.iov_base = "\n", .iov_len = 1};
+	rc = file_replace(path, iov, 2);
 	json_object_put(o);
 	return rc;
 }

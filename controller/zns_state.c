@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file_replace.h"
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 #include "controller/zns.h"
@@ -50,17 +51,15 @@ static size_t ctrlr_zns_state_size(const struct ctrlr_zns *zns)
 
 int ctrlr_zns_state_save(struct ctrlr_zns *zns, const char *path)
 {
-	size_t size = ctrlr_zns_state_size(zns), tlen = strlen(path) + 5;
+	size_t size = ctrlr_zns_state_size(zns);
 	struct ctrlr_zns_state_hdr *h;
 	struct ctrlr_zns_state_zone *e;
-	char *tmp = malloc(tlen);
 	uint8_t *buf = calloc(1, size);
-	int fd, rc = 0;
+	struct iovec iov;
+	int rc;
 
-	if (!buf || !tmp) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!buf)
+		return -ENOMEM;
 	h = (struct ctrlr_zns_state_hdr *)buf;
 	e = (struct ctrlr_zns_state_zone *)(h + 1);
 	memcpy(h->magic, ZNS_STATE_MAGIC, sizeof(h->magic));
@@ -79,24 +78,8 @@ int ctrlr_zns_state_save(struct ctrlr_zns *zns, const char *path)
 	if (zns->zdes_bytes)
 		memcpy(e + zns->nr_zones, zns->zde, (size_t)zns->nr_zones * zns->zdes_bytes);
 	pthread_mutex_unlock(&zns->lock);
-	snprintf(tmp, tlen, "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	errno = 0;
-	if (write(fd, buf, size) != (ssize_t)size || fdatasync(fd))
-		rc = errno ? -errno : -EIO;
-	if (close(fd) && !rc)
-		rc = -errno;
-	/* Renamed over the old one: a crash leaves the old state or the new one, never half. */
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-out:
-	free(tmp);
+	iov = (struct iovec){.iov_base = buf, .iov_len = size};
+	rc = file_replace(path, &iov, 1);
 	free(buf);
 	return rc;
 }

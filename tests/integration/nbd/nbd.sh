@@ -124,6 +124,16 @@ if rpc bdev_nbd_create --name Nbd0 --uri "$URI" --num_connections 2 && [ "$out" 
 else
 	fail "bdev_nbd_create: $out $err"
 fi
+# The second connection is opened once the first handshake allowed it (after the create
+# answered): give it a moment, bounded.
+wait_two_connected() {
+	for _ in $(seq 50); do
+		rpc bdev_get_bdevs --name Nbd0 && grep -q '"connected": 2' <<< "$out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_two_connected
 if rpc bdev_get_bdevs --name Nbd0 && python3 -c "
 import json,sys; b=json.loads(sys.argv[1])[0]; n=b['driver_specific']['nbd']
 assert b['product_name']=='NBD disk' and b['num_blocks']==32768 and n['uri']=='$URI' and n['num_connections']==2 and n['connected']==2 and n['multi_conn'], b" "$out"; then
@@ -163,11 +173,7 @@ rm -f "$D/rpc.sock"
 check "restart with -c config.json" daemon -r "$D/rpc.sock" -c "$D/config.json"
 # bdev creates from the file are asynchronous: wait for the end of the load, as SPDK users do.
 check "framework_wait_init after -c" rpc framework_wait_init
-# The second connection is opened once the first handshake allowed it: give it a moment.
-for _ in $(seq 50); do
-	rpc bdev_get_bdevs --name Nbd0 && grep -q '"connected": 2' <<< "$out" && break
-	sleep 0.1
-done
+wait_two_connected
 if rpc bdev_get_bdevs --name Nbd0 && grep -q '"connected": 2' <<< "$out"; then
 	pass "the NBD bdev is back, connected"
 else

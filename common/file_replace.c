@@ -1,0 +1,58 @@
+/* common/file_replace.c - see file_replace.h. */
+#include "common/file_replace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Writes every byte of the pieces (short writes continued). 0 or -errno. */
+static int file_replace_write_all(int fd, const struct iovec *iov, int iovcnt)
+{
+	for (int i = 0; i < iovcnt; i++) {
+		const char *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+
+		while (left) {
+			ssize_t n = write(fd, p, left);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EIO;
+			p += n;
+			left -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int file_replace(const char *path, const struct iovec *iov, int iovcnt)
+{
+	size_t tlen = strlen(path) + sizeof(".tmp");
+	char *tmp = malloc(tlen);
+	int fd, rc;
+
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, tlen, "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		free(tmp);
+		return rc;
+	}
+	rc = file_replace_write_all(fd, iov, iovcnt);
+	if (!rc && fdatasync(fd))
+		rc = -errno;
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}

@@ -1,0 +1,13 @@
+/* common/file_replace.h - replacing a small state file whole: the new content goes to
+ * "<path>.tmp", is flushed (fdatasync) and renamed over path, so a crash leaves the old state or
+ * the new one, never half of either. Blocking file I/O: for rare, small state changes. */
+#ifndef NVME_EMU_COMMON_FILE_REPLACE_H
+#define NVME_EMU_COMMON_FILE_REPLACE_H
+
+#include <sys/uio.h>
+
+/* Writes the iovcnt pieces of iov, in order, as the new content of path (mode 0600 when it is
+ * created). 0 or -errno (the temporary file removed; path untouched). */
+int file_replace(const char *path, const struct iovec *iov, int iovcnt);
+
+#endif
