@@ -78,6 +78,19 @@ gt_wait_file() {
 }
 quiet_wait() { gt_wait_file "$@" > /dev/null; }
 
+# gt_stop_daemon PID LOG: SIGTERM to the test's nvme-emu, waits for it, counts its clean exit
+# (status 0: also nothing for ASan) as a host check, drops the EXIT trap that would kill it, and
+# shows LOG's tail when a host check failed.
+gt_stop_daemon() {
+	local drc
+	kill -TERM "$1" 2> /dev/null
+	wait "$1"
+	drc=$?
+	trap - EXIT
+	host_step "nvme-emu exits cleanly" test "$drc" -eq 0
+	[ "$host_failed" -eq 0 ] || { echo "--- nvme-emu log tail"; tail -n 30 "$2"; }
+}
+
 # gt_wait_sockets PATH...: waits (10 s at most) until every PATH is a socket, as QEMU refuses
 # to start before its vfio-user sockets listen; 1 on timeout.
 gt_wait_sockets() {

@@ -128,10 +128,5 @@ if [ "$rc" -ne 0 ] && [ "$host_failed" -eq 0 ] && [ "$qemu_fixed" -eq 0 ] &&
 	grep -Eq "$QEMU_BUG" "$GT_DIR/run/qemu.log" 2> /dev/null; then
 	rc=0
 fi
-kill -TERM "$daemon" 2>/dev/null
-wait "$daemon"
-drc=$?
-trap - EXIT
-host_step "nvme-emu exits cleanly" test "$drc" -eq 0
-[ "$host_failed" -eq 0 ] || { echo "--- nvme-emu log tail"; tail -n 30 "$GT_DIR/nvme-emu.log"; }
+gt_stop_daemon "$daemon" "$GT_DIR/nvme-emu.log"
 gt_report_with_host "$rc"

@@ -37,10 +37,5 @@ if host_step "nvme-emu -c serves two sockets" sockets_up; then
 	host_step "nvmf_get_stats counts I/O on controller a" test "$(io_cmds_of a)" -gt 0
 	host_step "nvmf_get_stats counts I/O on controller b" test "$(io_cmds_of b)" -gt 0
 fi
-kill -TERM "$daemon"
-wait "$daemon"
-drc=$?
-trap - EXIT
-host_step "nvme-emu exits cleanly" test "$drc" -eq 0
-[ "$host_failed" -eq 0 ] || tail -n 30 "$GT_DIR/nvme-emu.log"
+gt_stop_daemon "$daemon" "$GT_DIR/nvme-emu.log"
 gt_report_with_host "$rc"

@@ -152,10 +152,5 @@ gb_fail=$(grep -c '^not ok - ' "$GT_DIR/run-b/out/output.log" 2> /dev/null || tr
 host_passed=$((host_passed + gb_pass))
 host_failed=$((host_failed + gb_fail))
 [ "$rc_b" -eq 0 ] || host_step "guest B finished" false
-kill -TERM "$daemon" 2> /dev/null
-wait "$daemon"
-drc=$?
-trap - EXIT
-host_step "nvme-emu exits cleanly" test "$drc" -eq 0
-[ "$host_failed" -eq 0 ] || { echo "--- nvme-emu log tail"; tail -n 30 "$GT_DIR/nvme-emu.log"; }
+gt_stop_daemon "$daemon" "$GT_DIR/nvme-emu.log"
 gt_report_with_host "$rc_a"

@@ -57,10 +57,5 @@ if host_step "nvme-emu -c serves two listeners of one subsystem" sockets_up; the
 	host_step "the marker written through controller 2 is in the backing file (LBA 4096)" sh -c \
 		"dd if=$GT_DIR/disk.img bs=512 skip=4096 count=1 status=none | grep -q 'written by host B'"
 fi
-kill -TERM "$daemon"
-wait "$daemon"
-drc=$?
-trap - EXIT
-host_step "nvme-emu exits cleanly" test "$drc" -eq 0
-[ "$host_failed" -eq 0 ] || tail -n 30 "$GT_DIR/nvme-emu.log"
+gt_stop_daemon "$daemon" "$GT_DIR/nvme-emu.log"
 gt_report_with_host "$rc"
