@@ -12,40 +12,34 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The controllers a request addresses: the one with `cntlid` (>= 0), or every live one of
- * subsystem `nqn` (cntlid -1). Returns how many were stored in out (at least one), or 0 with
- * the error sent. */
-#define RPC_HEALTH_MAX_CTRLS 64
-static unsigned int rpc_health_ctrlrs(struct rpc_request *req, struct app_target *t,
-				      const char *nqn, int64_t cntlid, struct ctrlr **out)
+/* The controller a request addresses: the one with `cntlid` (>= 0), or the subsystem's first
+ * live one (cntlid -1); *sp is the subsystem. NULL with the error sent. */
+static struct ctrlr *rpc_health_ctrlr(struct rpc_request *req, struct app_target *t,
+				      const char *nqn, int64_t cntlid, struct app_subsys **sp)
 {
 	struct app_subsys *s = app_subsys_find(t, nqn);
-	unsigned int n = 0;
+	struct app_listener *l;
+	struct ctrlr *c;
 
 	if (!s) {
 		rpc_request_error(req, -ENODEV, "no subsystem %s", nqn);
-		return 0;
+		return NULL;
 	}
-	if (cntlid >= 0) {
-		struct app_listener *l = cntlid <= 0xffff
-					     ? app_subsys_listener_by_cntlid(s, (uint16_t)cntlid)
-					     : NULL;
-
-		if (!l || !l->pc) {
-			rpc_request_error(req, -ENODEV, "subsystem %s has no controller %lld", nqn,
-					  (long long)cntlid);
-			return 0;
-		}
-		out[0] = pcie_ctrlr_core(l->pc);
-		return 1;
+	*sp = s;
+	if (cntlid < 0) {
+		c = app_subsys_first_ctrl(s);
+		if (!c)
+			rpc_request_error(req, -ENODEV,
+					  "subsystem %s has no controller (add a listener first)", nqn);
+		return c;
 	}
-	for (struct app_listener *l = s->listeners; l && n < RPC_HEALTH_MAX_CTRLS; l = l->next)
-		if (l->pc)
-			out[n++] = pcie_ctrlr_core(l->pc);
-	if (!n)
-		rpc_request_error(req, -ENODEV,
-				  "subsystem %s has no controller (add a listener first)", nqn);
-	return n;
+	l = cntlid <= 0xffff ? app_subsys_listener_by_cntlid(s, (uint16_t)cntlid) : NULL;
+	if (!l || !l->pc) {
+		rpc_request_error(req, -ENODEV, "subsystem %s has no controller %lld", nqn,
+				  (long long)cntlid);
+		return NULL;
+	}
+	return pcie_ctrlr_core(l->pc);
 }
 
 struct rpc_health_set {
@@ -88,13 +82,13 @@ static void rpc_health_set(struct rpc_request *req, struct json_object *params, 
 	struct rpc_health_set p = {.temperature_c = INT64_MIN, .available_spare = -1,
 				   .percent_used = -1, .cntlid = -1};
 	struct ctrlr_health_set s = {0};
-	struct ctrlr *c[RPC_HEALTH_MAX_CTRLS];
-	unsigned int n;
+	struct app_subsys *sub;
+	struct ctrlr *c;
 
 	if (rpc_decode_params(req, params, rpc_health_set_dec, RPC_N(rpc_health_set_dec), &p))
 		return;
-	n = rpc_health_ctrlrs(req, ctx, p.nqn, p.cntlid, c);
-	if (!n)
+	c = rpc_health_ctrlr(req, ctx, p.nqn, p.cntlid, &sub);
+	if (!c)
 		return;
 	if (p.temperature_c != INT64_MIN && (p.temperature_c < -272 || p.temperature_c > 1000)) {
 		rpc_request_error(req, -EINVAL, "temperature_c %lld: -272..1000",
@@ -113,13 +107,18 @@ static void rpc_health_set(struct rpc_request *req, struct json_object *params, 
 	s.temp_k = p.temperature_c != INT64_MIN ? (uint32_t)(p.temperature_c + 273) : 0;
 	s.spare = (int)p.available_spare;
 	s.used = (int)p.percent_used;
-	for (unsigned int i = 0; i < n; i++) {
-		if (ctrlr_health_set(c[i], &s)) {
+	/* Without a cntlid, every controller of the subsystem. */
+	for (struct app_listener *l = sub->listeners; l; l = l->next) {
+		struct ctrlr *m = l->pc ? pcie_ctrlr_core(l->pc) : NULL;
+
+		if (!m || (p.cntlid >= 0 && m != c))
+			continue;
+		if (ctrlr_health_set(m, &s)) {
 			rpc_request_error(req, -EINVAL, "bad health values");
 			return;
 		}
 	}
-	rpc_request_result(req, rpc_health_json(c[0]));
+	rpc_request_result(req, rpc_health_json(c));
 }
 
 struct rpc_health_nqn {
@@ -135,12 +134,14 @@ static const struct rpc_decoder rpc_health_nqn_dec[] = {
 static void rpc_health_get(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct rpc_health_nqn p = {.cntlid = -1};
-	struct ctrlr *c[RPC_HEALTH_MAX_CTRLS];
+	struct app_subsys *sub;
+	struct ctrlr *c;
 
 	if (rpc_decode_params(req, params, rpc_health_nqn_dec, RPC_N(rpc_health_nqn_dec), &p))
 		return;
-	if (rpc_health_ctrlrs(req, ctx, p.nqn, p.cntlid, c))
-		rpc_request_result(req, rpc_health_json(c[0]));
+	c = rpc_health_ctrlr(req, ctx, p.nqn, p.cntlid, &sub);
+	if (c)
+		rpc_request_result(req, rpc_health_json(c));
 }
 
 struct rpc_health_media {
@@ -162,16 +163,18 @@ static const struct rpc_decoder rpc_health_media_dec[] = {
 static void rpc_health_media(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct rpc_health_media p = {.num_blocks = 1, .cntlid = -1};
-	struct ctrlr *c[RPC_HEALTH_MAX_CTRLS];
+	struct app_subsys *sub;
+	struct ctrlr *c;
 	int rc;
 
 	if (rpc_decode_params(req, params, rpc_health_media_dec, RPC_N(rpc_health_media_dec), &p))
 		return;
-	if (!rpc_health_ctrlrs(req, ctx, p.nqn, p.cntlid, c))
+	c = rpc_health_ctrlr(req, ctx, p.nqn, p.cntlid, &sub);
+	if (!c)
 		return;
 	/* The bad blocks belong to the namespace, whichever controller reads them; the
 	 * controller named counts them among its media errors. */
-	rc = ctrlr_inject_media_error(c[0], p.nsid, p.lba, p.num_blocks);
+	rc = ctrlr_inject_media_error(c, p.nsid, p.lba, p.num_blocks);
 	if (rc == -ENOENT)
 		rpc_request_error(req, rc, "no namespace %u in %s", p.nsid, p.nqn);
 	else if (rc == -ERANGE)

@@ -253,19 +253,26 @@ report:
 			 NVME_LOG_CHANGED_NS);
 }
 
+/* dst takes src's format (the same bdev, so the same formats): block size, capacity, then the
+ * word dst's I/O loads. */
+static void ctrlr_ns_copy_format(struct ctrlr_ns *dst, const struct ctrlr_ns *src)
+{
+	dst->block_size = src->block_size;
+	dst->lbads = src->lbads;
+	__atomic_store_n(&dst->num_blocks, __atomic_load_n(&src->num_blocks, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&dst->fmt, __atomic_load_n(&src->fmt, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
 /* The LBA format is the namespace's, not a controller's: every controller attached to the same
- * shared namespace takes the one Format NVM gave ns (the formats offered are the same: one bdev),
- * and the others' hosts are told (Namespace Attribute Changed). Admin thread (all of them). */
+ * shared namespace takes the one Format NVM gave ns, and the others' hosts are told (Namespace
+ * Attribute Changed). Admin thread (all of them). */
 void ctrlr_ns_format_changed(struct ctrlr_ns *ns)
 {
 	for (struct ctrlr_ns *o = ns->shared->nss; o; o = o->share_next) {
 		if (o == ns)
 			continue;
-		o->block_size = ns->block_size;
-		o->lbads = ns->lbads;
-		__atomic_store_n(&o->num_blocks, ns->num_blocks, __ATOMIC_RELAXED);
-		__atomic_store_n(&o->fmt, __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
+		ctrlr_ns_copy_format(o, ns);
 		ctrlr_ns_changed(o->ctrlr, o->nsid);
 	}
 }
@@ -274,13 +281,10 @@ void ctrlr_ns_format_changed(struct ctrlr_ns *ns)
 static void ctrlr_ns_format_join(struct ctrlr_ns *ns)
 {
 	for (struct ctrlr_ns *o = ns->shared->nss; o; o = o->share_next) {
-		if (o == ns || o->nlbaf != ns->nlbaf)
-			continue;
-		ns->block_size = o->block_size;
-		ns->lbads = o->lbads;
-		ns->num_blocks = o->num_blocks;
-		ns->fmt = __atomic_load_n(&o->fmt, __ATOMIC_ACQUIRE);
-		return;
+		if (o != ns && o->nlbaf == ns->nlbaf) {
+			ctrlr_ns_copy_format(ns, o);
+			return;
+		}
 	}
 }
 
