@@ -159,8 +159,8 @@ uint32_t ctrlr_sanicap(const struct ctrlr *ctrlr);
 uint16_t ctrlr_san_admin_check(struct ctrlr_req *req);
 /* I/O commands, after the namespace reference was taken: the status, or 0. Owner thread. */
 uint16_t ctrlr_san_io_check(struct ctrlr_req *req);
-/* A sanitize waits for the namespaces' references to go (any thread); the last one of a
- * namespace calls ctrlr_san_ns_idle (any thread). */
+/* A sanitize waits for the commands that took a namespace before it to end (a namespace grace
+ * period, admin references); their end calls ctrlr_san_ns_idle (any thread). */
 bool ctrlr_san_draining(const struct ctrlr *ctrlr);
 void ctrlr_san_ns_idle(struct ctrlr *ctrlr);
 /* subsys.c: a controller joined its subsystem (it follows a sanitize running or failed there) or

@@ -167,8 +167,8 @@ uint16_t ctrlr_san_admin_check(struct ctrlr_req *req)
 
 uint16_t ctrlr_san_io_check(struct ctrlr_req *req)
 {
-	/* Sequentially consistent, after the namespace reference was taken: pairs with the
-	 * drain's store of the state then read of the references (one of them sees the other). */
+	/* After the command started (its namespace epoch counted): a command that read the state
+	 * before the sanitize set it ends within the grace period the drain waits for. */
 	uint32_t state = __atomic_load_n(&req->sq->ctrlr->ext.san.state, __ATOMIC_SEQ_CST);
 
 	if (state == CTRLR_SAN_IDLE)
@@ -331,13 +331,13 @@ static bool ctrlr_san_next_phase(struct ctrlr *ctrlr)
 }
 
 /* True while a command that took a namespace of a covered controller before the operation
- * started is still running. */
+ * started may still be running: its grace period (asked at the start) has not passed, or an
+ * admin command holds a namespace. */
 static bool ctrlr_san_busy(struct ctrlr *ctrlr)
 {
 	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m))
-		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
-			if (m->ns[i] && __atomic_load_n(&m->ns[i]->inflight, __ATOMIC_SEQ_CST))
-				return true;
+		if (!ctrlr_ns_quiet(m))
+			return true;
 	return false;
 }
 
@@ -448,6 +448,9 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 	s->runner = NULL;
 	__atomic_store_n(&s->state, CTRLR_SAN_RUNNING, __ATOMIC_SEQ_CST);
 	ctrlr_san_mirror(ctrlr);
+	/* Commands that read the state before it changed end within a namespace grace period. */
+	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m))
+		ctrlr_ns_grace_ask(m);
 	LOG_INFO(CTRLR_LOG, "%s: sanitize %s started (cdw10 0x%x, %" PRIu64 " blocks)",
 		 ctrlr->serial,
 		 act == NVME_SANACT_OVERWRITE	? "overwrite"

@@ -224,8 +224,9 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 	}
 	/* No queue is left, so nothing is in flight: release what removal left waiting. */
 	for (struct ctrlr_ns *ns = ctrlr->dead_ns; ns; ns = ns->dead_next) {
-		if (__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
+		if (ns->released)
 			continue;
+		ns->released = true;
 		__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
 		ctrlr_ns_release(ns);
 	}
@@ -407,26 +408,103 @@ int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks)
 	return 0;
 }
 
-/* Runs on the admin thread once the last I/O of a removed namespace finished. */
-static void ctrlr_ns_release_msg(void *arg)
+/* ---- namespace grace periods ----
+ * Commands on I/O queues take no reference on their namespace (that was two sequentially
+ * consistent atomic operations on a line every poll group shares, per command). A request
+ * counts itself instead in its SQ's namespace epoch, on the SQ's owner thread, from
+ * ctrlr_req_get until it completes. Whatever namespace pointer it loads meanwhile stays valid
+ * because removal NULLs ctrlr->ns[] first and then waits for a grace period: a visit that, on
+ * each owner thread, flips every I/O SQ's epoch and waits for the old epoch to empty. Loads on
+ * that thread after the visit's message see the NULL (the message orders them after the store);
+ * loads before belong to requests of the old epoch. Like RCU, with the visit as the quiescent
+ * state. Admin thread, except the SQ part. */
+
+static bool ctrlr_ns_ticket_passed(uint32_t done, uint32_t t)
 {
-	ctrlr_ns_release(arg);
+	return (int32_t)(done - t) >= 0;
 }
 
-static void ctrlr_ns_try_release(struct ctrlr_ns *ns, bool on_admin)
+bool ctrlr_ns_grace_passed(const struct ctrlr *ctrlr, uint32_t t)
+{
+	return ctrlr_ns_ticket_passed(ctrlr->ns_grace_done, t);
+}
+
+/* Owner thread: the old epoch's requests end before the visit does. */
+static void ctrlr_ns_grace_sq(struct ctrlr_sq *sq, struct ctrlr_visit *v)
+{
+	uint8_t old = sq->ns_epoch;
+
+	sq->ns_epoch ^= 1;
+	if (!sq->ns_users[old])
+		return;
+	ctrlr_visit_hold(v);
+	sq->ns_fence = v;
+}
+
+/* A namespace removed, its grace period passed and no admin reference left: the bdev goes. */
+static void ctrlr_ns_try_release(struct ctrlr_ns *ns)
 {
 	struct ctrlr *ctrlr = ns->ctrlr;
 
-	if (__atomic_load_n(&ns->inflight, __ATOMIC_SEQ_CST) != 0)
+	if (ns->released || ns->admin_refs || !ctrlr_ns_grace_passed(ctrlr, ns->grace))
 		return;
-	if (__atomic_exchange_n(&ns->released, true, __ATOMIC_SEQ_CST))
-		return;
-	/* Counted before the hop, so a destroy waits for the message too. */
+	ns->released = true;
 	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
-	if (on_admin)
-		ctrlr_ns_release(ns);
-	else
-		ctrlr->ops->admin_post(ctrlr->tctx, &ns->release_msg, ctrlr_ns_release_msg, ns);
+	ctrlr_ns_release(ns);
+}
+
+/* Tickets up to ctrlr->ns_grace_done passed: release what waited for them, tell a sanitize
+ * drain. */
+static void ctrlr_ns_grace_advance(struct ctrlr *ctrlr)
+{
+	for (struct ctrlr_ns *ns = ctrlr->dead_ns; ns; ns = ns->dead_next)
+		ctrlr_ns_try_release(ns);
+	if (ctrlr_san_draining(ctrlr))
+		ctrlr_san_ns_idle(ctrlr);
+}
+
+static void ctrlr_ns_grace_start(struct ctrlr *ctrlr);
+
+/* The visit ended: its ticket passed; the tickets asked meanwhile need another one. */
+static void ctrlr_ns_grace_done(struct ctrlr *ctrlr)
+{
+	ctrlr->ns_grace_done = ctrlr->ns_grace_cur;
+	if (ctrlr->ns_grace_asked != ctrlr->ns_grace_done)
+		ctrlr_ns_grace_start(ctrlr);
+	ctrlr_ns_grace_advance(ctrlr);
+}
+
+/* Covers every ticket asked so far: at once without I/O queues (no command of one can run: an
+ * SQ being created counts in queue_ops_pending, a deleted one drained its requests), else by a
+ * visit. */
+static void ctrlr_ns_grace_start(struct ctrlr *ctrlr)
+{
+	ctrlr->ns_grace_cur = ctrlr->ns_grace_asked;
+	if (!CTRLR_LOAD(ctrlr->io_sqs) && !ctrlr->queue_ops_pending) {
+		ctrlr->ns_grace_done = ctrlr->ns_grace_cur;
+		return;
+	}
+	ctrlr_visit_start(ctrlr, CTRLR_VISIT_NS_GRACE, NULL, ctrlr_ns_grace_sq, ctrlr_ns_grace_done);
+}
+
+uint32_t ctrlr_ns_grace_ask(struct ctrlr *ctrlr)
+{
+	uint32_t t = ++ctrlr->ns_grace_asked;
+
+	/* A visit running now may have passed some owner threads already: the next one. */
+	if (!ctrlr_visit_running(ctrlr, CTRLR_VISIT_NS_GRACE))
+		ctrlr_ns_grace_start(ctrlr);
+	return t;
+}
+
+bool ctrlr_ns_quiet(const struct ctrlr *ctrlr)
+{
+	if (ctrlr->ns_grace_asked != ctrlr->ns_grace_done)
+		return false;
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		if (ctrlr->ns[i] && ctrlr->ns[i]->admin_refs)
+			return false;
+	return true;
 }
 
 int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
@@ -447,8 +525,10 @@ int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *a
 	ctrlr_ns_shared_unlink(ns);
 	ns->dead_next = ctrlr->dead_ns;
 	ctrlr->dead_ns = ns;
-	__atomic_store_n(&ns->removing, true, __ATOMIC_SEQ_CST);
-	ctrlr_ns_try_release(ns, true);
+	ns->removing = true;
+	/* After the NULL store: commands that loaded ns before it end within the grace period. */
+	ns->grace = ctrlr_ns_grace_ask(ctrlr);
+	ctrlr_ns_try_release(ns);
 	ctrlr_ns_changed(ctrlr, nsid);
 	return 0;
 }
@@ -485,24 +565,19 @@ struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid)
 
 	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES)
 		return NULL;
-	ns = CTRLR_LOAD(ctrlr->ns[nsid - 1]);
-	if (!ns)
-		return NULL;
-	/* Reference first, then check removal: pairs with ctrlr_ns_remove's order. */
-	__atomic_fetch_add(&ns->inflight, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&ns->removing, __ATOMIC_SEQ_CST)) {
-		ctrlr_ns_put(ns);
-		return NULL;
-	}
+	/* Removal runs on this thread too: an attached namespace is not being removed. */
+	ns = ctrlr->ns[nsid - 1];
+	if (ns)
+		ns->admin_refs++;
 	return ns;
 }
 
 void ctrlr_ns_put(struct ctrlr_ns *ns)
 {
-	if (__atomic_sub_fetch(&ns->inflight, 1, __ATOMIC_SEQ_CST) != 0)
+	if (--ns->admin_refs != 0)
 		return;
-	if (__atomic_load_n(&ns->removing, __ATOMIC_SEQ_CST))
-		ctrlr_ns_try_release(ns, false);
+	if (ns->removing)
+		ctrlr_ns_try_release(ns);
 	else if (ctrlr_san_draining(ns->ctrlr))
 		ctrlr_san_ns_idle(ns->ctrlr);
 }

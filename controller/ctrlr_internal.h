@@ -129,10 +129,13 @@ struct ctrlr_ns {
 	/* Namespace Attachment / Management waiting for the bdev's release (ns_pool). */
 	void (*released_fn)(void *arg);
 	void *released_arg;
-	/* Removal vs. I/O without locks: I/O increments inflight then checks removing; removal sets
-	 * removing then checks inflight (both sequentially consistent), so one of them sees the
-	 * other. The last finisher releases the bdev exactly once (released flag). */
-	uint32_t inflight;
+	/* Removal without a shared counter on the I/O path (ctrlr.c, "grace periods"): commands
+	 * on I/O queues hold no reference, their SQ's namespace epoch keeps the namespace; the
+	 * admin thread's users count in admin_refs. Removal NULLs ctrlr->ns[], asks for a grace
+	 * period (ticket `grace`) and releases the bdev once it passed and admin_refs is 0.
+	 * All admin thread. */
+	uint32_t admin_refs;
+	uint32_t grace;
 	bool removing;
 	bool released;
 	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
@@ -156,7 +159,6 @@ struct ctrlr_ns {
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
-	struct evloop_msg release_msg; /* the last I/O's hop to the admin thread */
 };
 
 /* ---- Visits of every queue on its owner thread (queue_mem.c) ---- */
@@ -164,6 +166,7 @@ enum ctrlr_visit_slot {
 	CTRLR_VISIT_UNMAP = 0, /* ctrlr_mem_unmap */
 	CTRLR_VISIT_REMAP,     /* ctrlr_mem_mapped */
 	CTRLR_VISIT_DBBUF,     /* Doorbell Buffer Config */
+	CTRLR_VISIT_NS_GRACE,  /* namespace grace period (ctrlr.c) */
 	CTRLR_VISIT_SLOTS,
 };
 
@@ -243,6 +246,12 @@ struct ctrlr_sq {
 	uint8_t epoch;
 	uint32_t epoch_users[2];
 	struct ctrlr_visit *fence;
+	/* Namespace grace periods (ctrlr.c): requests counted by the namespace epoch they started
+	 * in (ctrlr_req_get until ctrlr_req_ns_end); a grace period flips the epoch and waits for
+	 * the old one to empty. Owner thread, so no atomics per command. */
+	uint8_t ns_epoch;
+	uint32_t ns_users[2];
+	struct ctrlr_visit *ns_fence;
 	uint32_t max_iov;
 	void (*stop_done)(void *arg);
 	void *stop_arg;
@@ -279,12 +288,14 @@ struct ctrlr_req {
 	struct nvme_sqe sqe;
 	enum ctrlr_req_state state;
 	uint8_t epoch; /* the SQ's fence epoch when the request started */
+	uint8_t ns_epoch; /* the SQ's namespace epoch it counts in; CTRLR_NS_EPOCH_NONE: ended */
 	uint32_t cdw0;
 	uint32_t cdw1; /* CQE DW1 (Zone Append's LBA, high half) */
 	uint16_t status;
 	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
 	uint64_t error_lba;
-	struct ctrlr_ns *ns; /* holds a namespace inflight reference while set */
+	struct ctrlr_ns *ns; /* its namespace: admin queue, a reference (admin_refs); I/O, none
+			      * needed (the request's namespace epoch keeps it) */
 	union ctrlr_ns_fmt fmt;	       /* ns's format when the command started (ctrlr_req_get_ns) */
 	const struct ctrlr_lbaf *lbaf; /* its LBA format */
 	struct ctrlr_md_io *md;	       /* metadata bounce state (io_md.c), kept between commands */
@@ -484,6 +495,9 @@ struct ctrlr {
 	void *flr_arg;
 	bool destroying;
 	uint32_t puts_pending; /* atomic: namespace bdevs being put by the transport */
+	/* Namespace grace periods (ctrlr.c): tickets asked, the one the running visit covers,
+	 * the last passed. Admin thread. */
+	uint32_t ns_grace_asked, ns_grace_cur, ns_grace_done;
 	void (*destroy_done)(void *arg);
 	void *destroy_arg;
 	struct evloop_msg destroy_msg;
@@ -648,7 +662,11 @@ void ctrlr_visit_start(struct ctrlr *ctrlr, enum ctrlr_visit_slot slot,
 bool ctrlr_visit_running(const struct ctrlr *ctrlr, enum ctrlr_visit_slot slot);
 
 /* ---- req.c ---- */
+#define CTRLR_NS_EPOCH_NONE 0xff
 struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);
+/* The request no longer uses namespaces: leaves its SQ's namespace epoch (a grace period may be
+ * waiting for it). Idempotent. Owner thread. */
+void ctrlr_req_ns_end(struct ctrlr_req *req);
 /* Returns a request to its pool; signals ctrlr_sq_stop's done when the SQ drained. */
 void ctrlr_req_free(struct ctrlr_req *req);
 /* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
@@ -664,7 +682,7 @@ uint16_t ctrlr_req_map_md(struct ctrlr_req *req, uint64_t len, unsigned int dir,
 /* Copies between a local buffer and the command's data (maps first). NVMe status. */
 uint16_t ctrlr_req_copy_to_host(struct ctrlr_req *req, const void *buf, uint64_t len);
 uint16_t ctrlr_req_copy_from_host(struct ctrlr_req *req, void *buf, uint64_t len);
-/* Looks up the namespace for the SQE's NSID and takes an inflight reference (req->ns). */
+/* Looks up the namespace for the SQE's NSID into req->ns (a reference on the admin queue). */
 uint16_t ctrlr_req_get_ns(struct ctrlr_req *req);
 /* Submits req->bio (filled by the caller except cb) to the namespace's bdev on this thread's
  * channel; `done` runs on completion with the bdev status. Returns NVMe status (failure: nothing
@@ -685,8 +703,28 @@ void ctrlr_enable(struct ctrlr *ctrlr);
 /* Starts (or continues) the teardown of every queue; ends in ctrlr_reset_finish. */
 void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown);
 void ctrlr_reset_continue(struct ctrlr *ctrlr);
+/* A namespace for the admin thread: takes a reference (admin_refs) that holds its removal
+ * back until ctrlr_ns_put. NULL if not attached. Admin thread only. */
 struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid);
 void ctrlr_ns_put(struct ctrlr_ns *ns);
+/* A namespace for an I/O queue's command: a plain load, valid until the request completes (its
+ * namespace epoch holds removal's grace period back), nothing to drop. NULL if not attached.
+ * Any thread the request runs on. */
+static inline struct ctrlr_ns *ctrlr_req_ns_lookup(const struct ctrlr_req *req, uint32_t nsid)
+{
+	if (nsid - 1u >= CTRLR_MAX_NAMESPACES)
+		return NULL;
+	return CTRLR_LOAD(req->sq->ctrlr->ns[nsid - 1]);
+}
+/* Asks for a namespace grace period: once ticket t passed (ctrlr_ns_grace_passed), no command
+ * of an I/O queue still uses a namespace pointer it loaded before the call. Passes at once when
+ * the controller has no I/O queue; else a visit of the queues (CTRLR_VISIT_NS_GRACE). Admin
+ * thread. */
+uint32_t ctrlr_ns_grace_ask(struct ctrlr *ctrlr);
+bool ctrlr_ns_grace_passed(const struct ctrlr *ctrlr, uint32_t t);
+/* True when no command may use a namespace it took before the last grace period asked (every
+ * ticket passed, no admin reference): the sanitize drain. Admin thread. */
+bool ctrlr_ns_quiet(const struct ctrlr *ctrlr);
 
 /* ---- admin_*.c ---- */
 /* Dispatch of one admin command: parse picks the handler or returns an error status. */

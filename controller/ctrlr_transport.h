@@ -235,7 +235,7 @@ void ctrlr_visit_release(struct ctrlr_visit *v);
 /* Which kind of visit this is (0 .. CTRLR_VISIT_SLOTS_MAX - 1): at most one of each runs at a
  * time per controller. Thread: any. */
 unsigned int ctrlr_visit_slot(const struct ctrlr_visit *v);
-#define CTRLR_VISIT_SLOTS_MAX 3
+#define CTRLR_VISIT_SLOTS_MAX 4
 
 /* A doorbell write for a queue that does not exist or for the admin queue: the transport routes
  * every doorbell it has no live I/O queue for here. `db_index` = (offset - 0x1000) / (4 << DSTRD):

@@ -221,7 +221,6 @@ static void ctrlr_io_flush_done(struct ctrlr_req *req, int status)
 
 	if (st || req->sqe.nsid != NVME_NSID_ALL)
 		return ctrlr_req_complete(req, st);
-	ctrlr_ns_put(req->ns);
 	req->ns = NULL;
 	ctrlr_io_flush_next(req);
 }
@@ -240,10 +239,8 @@ static void ctrlr_io_flush_submit(struct ctrlr_req *req)
 /* NSID FFFFFFFFh (VWC bits 2:1 = 11b): flush every namespace, one after the other. */
 static void ctrlr_io_flush_next(struct ctrlr_req *req)
 {
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-
 	while (req->step.index < CTRLR_MAX_NAMESPACES) {
-		struct ctrlr_ns *ns = ctrlr_ns_get(ctrlr, ++req->step.index);
+		struct ctrlr_ns *ns = ctrlr_req_ns_lookup(req, ++req->step.index);
 
 		if (ns) {
 			req->ns = ns;

@@ -26,7 +26,7 @@ struct ctrlr_copy_range {
 	uint32_t snsid;		/* formats 2h/3h: the source namespace; else the destination */
 	uint16_t sopt;		/* formats 2h/3h: Source Options */
 	uint8_t conv;		/* enum ctrlr_copy_conv */
-	struct ctrlr_ns *ns;	/* another namespace (a reference held), NULL: the destination */
+	struct ctrlr_ns *ns;	/* another namespace (kept by the command, req.c), NULL: the destination */
 	union ctrlr_ns_fmt fmt;	/* ns's format when the command started, and its LBA format */
 	const struct ctrlr_lbaf *lbaf;
 };
@@ -59,14 +59,6 @@ struct ctrlr_copy {
 
 static void ctrlr_copy_next(struct ctrlr_req *req);
 
-/* Drops the references to the source namespaces of ranges [0, n). */
-static void ctrlr_copy_put_sources(struct ctrlr_copy *cp, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (cp->r[i].ns)
-			ctrlr_ns_put(cp->r[i].ns);
-}
-
 /* Ends the command. On failure CDW0 holds the lowest source range not copied (NVM 3.3.1.1). */
 static void ctrlr_copy_finish(struct ctrlr_req *req, uint16_t st)
 {
@@ -76,7 +68,6 @@ static void ctrlr_copy_finish(struct ctrlr_req *req, uint16_t st)
 	if (!st) {
 		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_write_cmds, 1);
 	}
-	ctrlr_copy_put_sources(cp, cp->nr);
 	free(cp);
 	req->step.buf = NULL;
 	__atomic_sub_fetch(&req->sq->ctrlr->copies_active, 1, __ATOMIC_RELAXED);
@@ -401,7 +392,7 @@ static int ctrlr_copy_conv_of(const struct ctrlr_req *req, union ctrlr_ns_fmt sf
  * would be) and of a format the copy can make the destination's (ctrlr_copy_conv_of; else
  * Incompatible Namespace or Format). A Fast Copy Only
  * range fails: this controller copies through a buffer, never fast (ONCS.NVMAFC 0). Takes a
- * reference to another namespace into r->ns. Returns 0 or the status. */
+ * another namespace into r->ns. Returns 0 or the status. */
 static uint16_t ctrlr_copy_source(struct ctrlr_req *req, struct ctrlr_copy_range *r)
 {
 	struct ctrlr_ns *ns;
@@ -411,7 +402,7 @@ static uint16_t ctrlr_copy_source(struct ctrlr_req *req, struct ctrlr_copy_range
 		return NVME_SC_FAST_COPY_NOT_POSSIBLE;
 	if (r->snsid == req->sqe.nsid)
 		return NVME_SC_SUCCESS;
-	ns = ctrlr_ns_get(req->sq->ctrlr, r->snsid);
+	ns = ctrlr_req_ns_lookup(req, r->snsid); /* valid until the command ends (req.c) */
 	if (!ns)
 		return NVME_SC_INVALID_NS;
 	r->ns = ns;
@@ -526,7 +517,6 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	uint64_t sdlba = ctrlr_sqe_slba(sqe), total = 0;
 	size_t dsz;
 	struct ctrlr_copy *cp;
-	uint32_t got = 0;
 	uint16_t st;
 
 	st = ctrlr_copy_check_desfmt(req, desfmt);
@@ -551,7 +541,6 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	cp->idx = 0;
 	for (uint32_t i = 0; i < nr; i++) {
 		ctrlr_copy_range_read(req, desfmt, i, &cp->r[i]);
-		got = i + 1;
 		/* MSSRL, then MCL below: the same limits for every format. */
 		if (cp->r[i].nlb > CTRLR_COPY_MSSRL) {
 			st = NVME_SC_CMD_SIZE_LIMIT;
@@ -588,7 +577,6 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 
 fail:
 	/* Nothing was written: CDW0 stays 0 (the lowest range not copied). */
-	ctrlr_copy_put_sources(cp, got);
 	free(cp);
 fail_count:
 	__atomic_sub_fetch(&ctrlr->copies_active, 1, __ATOMIC_RELAXED);

@@ -1,5 +1,6 @@
 /* controller/req.c - requests: the per-SQ pool, the single completion funnel (CQE, error log,
- * counters, trace), data pointer mapping and copies, namespace references, bdev submission. */
+ * counters, trace), data pointer mapping and copies, namespace lookups and epochs, bdev
+ * submission. */
 #include <errno.h>
 #include <string.h>
 
@@ -18,6 +19,9 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	req->state = CTRLR_REQ_EXEC;
 	req->epoch = sq->epoch;
 	sq->epoch_users[req->epoch]++;
+	/* Owner-thread counts, not a reference on the namespace: see ctrlr.c, grace periods. */
+	req->ns_epoch = sq->ns_epoch;
+	sq->ns_users[req->ns_epoch]++;
 	req->cdw0 = 0;
 	req->cdw1 = 0;
 	req->status = 0;
@@ -34,11 +38,28 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	return req;
 }
 
+void ctrlr_req_ns_end(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+	uint8_t ep = req->ns_epoch;
+
+	if (ep == CTRLR_NS_EPOCH_NONE)
+		return;
+	req->ns_epoch = CTRLR_NS_EPOCH_NONE;
+	if (--sq->ns_users[ep] == 0 && sq->ns_fence && ep != sq->ns_epoch) {
+		struct ctrlr_visit *v = sq->ns_fence;
+
+		sq->ns_fence = NULL;
+		ctrlr_visit_release(v);
+	}
+}
+
 void ctrlr_req_free(struct ctrlr_req *req)
 {
 	struct ctrlr_sq *sq = req->sq;
 
 	ctrlr_req_data_done(req);
+	ctrlr_req_ns_end(req);
 	req->state = CTRLR_REQ_FREE;
 	req->next = sq->free_list;
 	sq->free_list = req;
@@ -97,10 +118,14 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 	if (status && !ctrlr_status_retryable(status & 0x7ff))
 		status |= NVME_DNR;
 	req->status = status;
+	/* Done with namespaces before the CQE, which may wait for room as long as the host likes:
+	 * a removal's grace period does not wait for it. */
 	if (req->ns) {
-		ctrlr_ns_put(req->ns);
+		if (!sq->qid)
+			ctrlr_ns_put(req->ns);
 		req->ns = NULL;
 	}
+	ctrlr_req_ns_end(req);
 	CTRLR_STAT_ADD(*(sq->qid ? &ctrlr->cnt.io_cmds : &ctrlr->cnt.admin_cmds), 1);
 	if (status) {
 		CTRLR_STAT_ADD(ctrlr->cnt.errors, 1);
@@ -251,7 +276,10 @@ uint16_t ctrlr_req_copy_from_host(struct ctrlr_req *req, void *buf, uint64_t len
 
 uint16_t ctrlr_req_get_ns(struct ctrlr_req *req)
 {
-	struct ctrlr_ns *ns = ctrlr_ns_get(req->sq->ctrlr, req->sqe.nsid);
+	/* The admin queue's commands may outlive a removal on this very thread (Format on a bdev):
+	 * a reference. An I/O queue's are covered by their namespace epoch. */
+	struct ctrlr_ns *ns = req->sq->qid ? ctrlr_req_ns_lookup(req, req->sqe.nsid)
+					   : ctrlr_ns_get(req->sq->ctrlr, req->sqe.nsid);
 
 	if (!ns) {
 		req->error_loc = offsetof(struct nvme_sqe, nsid);

@@ -443,10 +443,23 @@ static void test_format(void)
 		}
 }
 
+/* Runs the transport's queued messages (the removal's visit of the queues) but polls no bdev:
+ * commands in flight stay in flight. */
+static void io_run_msgs_only(void)
+{
+	while (lb.nthunks) {
+		struct lb_thunk t = lb.thunks[0];
+
+		memmove(lb.thunks, lb.thunks + 1, --lb.nthunks * sizeof(t));
+		t.fn(t.arg);
+	}
+}
+
 static void test_ns_remove_inflight(void)
 {
 	struct nvme_sqe sqe;
 	struct nvme_cqe cqe;
+	unsigned int visits;
 
 	CU_ASSERT_EQUAL(lb_add_malloc_ns(&lb, "io_rm", 5, 64, 512), 5);
 	/* A read in flight on the bdev when the namespace goes away: completes, then the bdev is
@@ -457,8 +470,14 @@ static void test_ns_remove_inflight(void)
 	CU_ASSERT_EQUAL(nvme_host_submit(&lb.h, 1, &sqe, true), 900);
 	ctrlr_sq_tail_doorbell(lb.sqs[1], lb.h.q[1].sq_tail);
 	ctrlr_sq_poll(lb.sqs[1], 8); /* submitted to the bdev, not yet completed */
+	visits = lb.visits;
 	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 5), 0);
 	CU_ASSERT_EQUAL(ctrlr_ns_remove(lb.ctrlr, 5), -ENOENT);
+	/* The grace period's visit of the queues ran on the (only) owner thread, and the command
+	 * that took the namespace before the removal holds it: the bdev stays open. */
+	CU_ASSERT_EQUAL(lb.visits, visits + 1);
+	io_run_msgs_only();
+	CU_ASSERT_EQUAL(bdev_delete("io_rm"), -EBUSY);
 	lb_pump(&lb);
 	CU_ASSERT_TRUE(lb_reap(&lb, 1, &cqe, false));
 	CU_ASSERT_EQUAL(cqe.status >> 1, 0);
