@@ -51,6 +51,11 @@ struct app_transport_opts {
 	enum hw_db_mode db_mode;
 	uint32_t dpa_harts;
 	uint32_t num_poll_groups;
+	/* Poll-group threads pinned, one CPU each: those of pg_cpumask (-m 0xMASK, SPDK's reactor
+	 * mask; one poll group per bit, in bit order), or with pin_poll_groups (--pin-poll-groups)
+	 * the first num_poll_groups CPUs the process may run on. Neither: not pinned. */
+	uint64_t pg_cpumask;
+	bool pin_poll_groups;
 	const struct hw_profile *profile;
 	bool sgl;
 	/* What one client (VMM) may do to a function: DMA windows and bytes mapped at once (0:

@@ -8,6 +8,7 @@
 #include "dpa/dpa.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,80 @@ int app_target_init(struct app_target *t, struct evloop *loop, const char *run_d
 	return app_manager_create(t, "local", NULL, NULL, 0, err);
 }
 
+/* "0-1,4" for the error messages. */
+static void app_cpu_list(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (int c = 0; c < CPU_SETSIZE && off < len; c++) {
+		int last = c;
+
+		if (!CPU_ISSET(c, set))
+			continue;
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+			last++;
+		off += (size_t)snprintf(buf + off, len - off, last > c ? "%s%d-%d" : "%s%d",
+					off ? "," : "", c, last);
+		c = last;
+	}
+}
+
+/* The CPU of each poll group (o->num_poll_groups of them), checked against the CPUs this
+ * process may run on (sched_getaffinity: taskset, cgroup cpusets): 0 or -errno with err set. */
+static int app_pg_cpus(const struct app_transport_opts *o, unsigned int *cpus, char *err)
+{
+	cpu_set_t allowed;
+	char list[128];
+	unsigned int n = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+		int rc = -errno;
+
+		snprintf(err, APP_ERR_LEN, "cannot read the CPUs this process may run on: %s",
+			 strerror(errno));
+		return rc;
+	}
+	app_cpu_list(&allowed, list, sizeof(list));
+	if (o->pg_cpumask) {
+		unsigned int bits = (unsigned int)__builtin_popcountll(o->pg_cpumask);
+
+		if (bits != o->num_poll_groups) {
+			snprintf(err, APP_ERR_LEN,
+				 "num_poll_groups %u differs from the cpumask 0x%llx (%u CPUs)",
+				 o->num_poll_groups, (unsigned long long)o->pg_cpumask, bits);
+			return -EINVAL;
+		}
+		for (unsigned int c = 0; c < 64; c++) {
+			if (!(o->pg_cpumask >> c & 1))
+				continue;
+			if (!CPU_ISSET(c, &allowed)) {
+				snprintf(err, APP_ERR_LEN,
+					 "cpumask 0x%llx: CPU %u is not one this process may run on "
+					 "(%s)", (unsigned long long)o->pg_cpumask, c, list);
+				return -EINVAL;
+			}
+			cpus[n++] = c;
+		}
+		return 0;
+	}
+	for (unsigned int c = 0; c < CPU_SETSIZE && n < o->num_poll_groups; c++)
+		if (CPU_ISSET(c, &allowed))
+			cpus[n++] = c;
+	if (n < o->num_poll_groups) {
+		snprintf(err, APP_ERR_LEN,
+			 "cannot pin %u poll groups to a CPU each: this process may run on %u CPU(s) "
+			 "(%s)", o->num_poll_groups, n, list);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int app_transport_create(struct app_target *t, const struct app_transport_opts *o, char *err)
 {
+	bool pin = o->pg_cpumask || o->pin_poll_groups;
+	unsigned int cpus[64];
+	int rc;
 	uint32_t mis = o->max_io_size;
 
 	if (t->has_transport) {
@@ -62,11 +135,15 @@ int app_transport_create(struct app_target *t, const struct app_transport_opts *
 			 "max_io_size must be a power of two from 8192 to 4194304 bytes");
 		return -EINVAL;
 	}
+	if (pin) {
+		rc = app_pg_cpus(o, cpus, err);
+		if (rc)
+			return rc;
+	}
 	t->tr = *o;
 	t->dpa = dpa_create(o->dpa_harts);
 	if (!t->dpa) {
-		int rc = -errno;
-
+		rc = -errno;
 		snprintf(err, APP_ERR_LEN, "cannot start %u DPA harts: %s", o->dpa_harts,
 			 strerror(errno));
 		return rc ? rc : -ENOMEM;
@@ -77,6 +154,19 @@ int app_transport_create(struct app_target *t, const struct app_transport_opts *
 		dpa_destroy(t->dpa);
 		t->dpa = NULL;
 		return -ENOMEM;
+	}
+	if (pin) {
+		rc = pcie_poll_groups_pin(t->pgs, cpus);
+		if (rc) {
+			snprintf(err, APP_ERR_LEN, "cannot pin the poll groups: %s", strerror(-rc));
+			pcie_poll_groups_destroy(t->pgs);
+			t->pgs = NULL;
+			dpa_destroy(t->dpa);
+			t->dpa = NULL;
+			return rc;
+		}
+		for (unsigned int i = 0; i < o->num_poll_groups; i++)
+			LOG_INFO(APP_LOG, "poll group %u pinned to CPU %u", i, cpus[i]);
 	}
 	t->has_transport = true;
 	LOG_INFO(APP_LOG,

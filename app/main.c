@@ -43,6 +43,8 @@ struct app_opts {
 	const char *profile;
 	enum hw_db_mode db_mode;
 	unsigned int poll_groups, dpa_harts;
+	uint64_t pg_cpumask;  /* -m 0xMASK (0: a count) */
+	bool pin_poll_groups; /* --pin-poll-groups */
 	uint32_t block_size;
 	struct app_opt_ns ns[APP_MAX_NS];
 	unsigned int nr_ns;
@@ -101,7 +103,10 @@ static void app_usage(FILE *out)
 	    "                           appended to with each event)\n"
 	    "\n"
 	    "Transport (defaults of nvmf_create_transport in target mode):\n"
-	    "  -m, --poll-groups N      poll-group threads (default 1); 0xMASK: one per CPU bit\n"
+	    "  -m, --poll-groups N      poll-group threads (default 1), not pinned; 0xMASK\n"
+	    "                           (--cpumask): one per CPU bit, each pinned to its CPU\n"
+	    "      --pin-poll-groups    pin poll group i to the i-th CPU this process may\n"
+	    "                           run on (taskset, cpuset)\n"
 	    "      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 0)\n"
 	    "      --doorbells MODE     mmap or trap (default mmap)\n"
 	    "  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
@@ -124,17 +129,21 @@ static void app_usage(FILE *out)
 	    "  -v, --version, -h, --help\n");
 }
 
-/* -m: a poll-group count, or SPDK's cpumask (0x...) with one poll group per bit set. */
-static int app_parse_poll_groups(const char *s, unsigned int *out)
+/* -m: a poll-group count (*mask 0), or SPDK's cpumask (0x...) with one poll group per bit set,
+ * each pinned to its CPU (CPUs 0..63). */
+static int app_parse_poll_groups(const char *s, unsigned int *out, uint64_t *mask)
 {
 	char *end;
 	unsigned long long v;
 
+	*mask = 0;
 	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2)) {
+		errno = 0;
 		v = strtoull(s + 2, &end, 16);
-		if (end == s + 2 || *end || !v)
+		if (end == s + 2 || *end || !v || errno)
 			return -EINVAL;
 		*out = (unsigned int)__builtin_popcountll(v);
+		*mask = v;
 		return 0;
 	}
 	v = strtoull(s, &end, 10);
@@ -275,6 +284,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_NBD,
 		O_RBD,
 		O_HARTS,
+		O_PIN_PG,
 		O_DB,
 		O_QENT,
 		O_MDTS,
@@ -307,6 +317,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"block-size", required_argument, NULL, 'b'},
 	    {"poll-groups", required_argument, NULL, 'm'},
 	    {"cpumask", required_argument, NULL, 'm'},
+	    {"pin-poll-groups", no_argument, NULL, O_PIN_PG},
 	    {"dpa-harts", required_argument, NULL, O_HARTS},
 	    {"doorbells", required_argument, NULL, O_DB},
 	    {"profile", required_argument, NULL, 'p'},
@@ -395,11 +406,15 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			o->wait_for_rpc = true;
 			break;
 		case 'm':
-			if (app_parse_poll_groups(optarg, &u) || u > 64) {
-				fprintf(stderr, "nvme-emu: poll groups must be 1..64\n");
+			if (app_parse_poll_groups(optarg, &u, &o->pg_cpumask) || u > 64) {
+				fprintf(stderr, "nvme-emu: -m takes a poll-group count 1..64 or a "
+						"cpumask 0x1..0xffffffffffffffff (CPUs 0-63)\n");
 				return -EINVAL;
 			}
 			o->poll_groups = u;
+			break;
+		case O_PIN_PG:
+			o->pin_poll_groups = true;
 			break;
 		case O_HARTS:
 			if (app_parse_uint(optarg, DPA_MAX_HARTS, &u)) {
@@ -606,6 +621,8 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 	    .db_mode = o->db_mode,
 	    .dpa_harts = o->dpa_harts,
 	    .num_poll_groups = o->poll_groups,
+	    .pg_cpumask = o->pg_cpumask,
+	    .pin_poll_groups = o->pin_poll_groups,
 	    .profile = profile,
 	    .sgl = o->ctrlr.sgl,
 	    .max_dma_regions = o->max_dma_regions,

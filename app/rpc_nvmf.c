@@ -148,6 +148,8 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	    .max_io_size = p.max_io_size,
 	    .dpa_harts = p.dpa_harts,
 	    .num_poll_groups = p.num_poll_groups,
+	    .pg_cpumask = d->pg_cpumask,
+	    .pin_poll_groups = d->pin_poll_groups,
 	    .profile = hw_profile_find(p.profile),
 	    .sgl = p.sgl,
 	    .max_dma_regions = d->max_dma_regions,

@@ -26,6 +26,10 @@ struct pcie_poll_groups;
 /* Starts n poll-group threads (1..64), each sleeping on its own evloop until
  * work arrives. The DPA instance gives the channels' harts (or fused mode). */
 struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa);
+/* Pins poll group i's thread (named "poll-group<i>") to CPU cpus[i], for every group. 0, or
+ * the first failure's -errno (-EINVAL: a CPU the process may not use); the groups before it
+ * stay pinned. */
+int pcie_poll_groups_pin(struct pcie_poll_groups *pgs, const unsigned int *cpus);
 /* Stops and joins the threads. Every controller must be destroyed first. */
 void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs);
 unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs);

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 
@@ -373,7 +374,11 @@ void pcie_visit_queues(void *tctx, struct ctrlr_visit *v)
 static void *pcie_pg_main(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
+	char name[16];
 
+	/* Named, so that ps, top and the pinning test find the poll groups. */
+	snprintf(name, sizeof(name), "poll-group%u", pg->idx);
+	pthread_setname_np(pthread_self(), name);
 	evloop_run(pg->t.loop);
 	return NULL;
 }
@@ -436,6 +441,23 @@ out_stop:
 out_free:
 	free(pgs);
 	return NULL;
+}
+
+int pcie_poll_groups_pin(struct pcie_poll_groups *pgs, const unsigned int *cpus)
+{
+	for (unsigned int i = 0; i < pgs->n; i++) {
+		cpu_set_t set;
+		int rc;
+
+		if (cpus[i] >= CPU_SETSIZE)
+			return -EINVAL;
+		CPU_ZERO(&set);
+		CPU_SET(cpus[i], &set);
+		rc = pthread_setaffinity_np(pgs->pg[i].thread, sizeof(set), &set);
+		if (rc)
+			return -rc;
+	}
+	return 0;
 }
 
 void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs)
