@@ -156,6 +156,15 @@ def check_report(c, d):
                 {r[0] for r in rows} >= {"null", "malloc"} and
                 {r[3] for r in rows} >= {"polled", "interrupts"})
 
+    h, rows = find_table(tabs, "queue scaling")
+    if c.check("native queue scaling table present (1, 2, 4 queues)",
+               h is not None and h[2:5] == ["1 queue", "2 queues", "4 queues"], str(h)):
+        bad = [r for r in rows if any(num(x) is None for x in r[2:7])]
+        c.check("native queue scaling: null 4 KiB random reads at 1, 2 and 4 queues, numbers "
+                "and ratios (%d rows)" % len(rows),
+                any(r[0] == "null" and "random read" in r[1] for r in rows) and not bad,
+                str(bad or rows))
+
     h, rows = find_table(tabs, "bench")
     if c.check("DPA table present", h is not None and "notifications/s" in h, str(h)):
         c.check("DPA table: both benches, four configurations each",

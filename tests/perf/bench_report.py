@@ -245,6 +245,31 @@ class Report:
                       "p50 us", "p99 us", "p99.9 us", "server CPU us/IO", "client CPU us/IO",
                       "server cores busy", "runs", "IOPS ratio to default"], rows)
 
+    def native_scaling(self):
+        """The default configuration at 1, 2 and 4 queue pairs: IOPS of 4 KiB random reads,
+        GB/s of 128 KiB writes, per bdev and depth, with the ratios to one queue."""
+        n = self.native
+        rows = []
+        for bdev in ("null", "malloc"):
+            for wl, size, name, metric, fmt in (("randread", 4096, "4 KiB random read IOPS",
+                                                 "iops", fmt_si),
+                                                ("write", 131072, "128 KiB write GB/s", "gb_s",
+                                                 fmt_gb)):
+                depths = sorted({k[4] for k in n.keys(config=NATIVE_DEFAULT, bdev=bdev,
+                                                      workload=wl, size=size, mode="poll")})
+                for qd in depths:
+                    st = [n.stat((NATIVE_DEFAULT, bdev, wl, size, qd, q, "poll"), metric)
+                          for q in (1, 2, 4)]
+                    if sum(1 for x in st if x) < 2:
+                        continue
+                    rows.append([bdev, "%s, QD%d per queue" % (name, qd)] +
+                                [cell(x, fmt) for x in st] +
+                                [ratio(st[1], st[0]), ratio(st[2], st[0])])
+        if not rows:
+            return ""
+        return table(["queue scaling (%s)" % NATIVE_LABELS.get(NATIVE_DEFAULT, NATIVE_DEFAULT),
+                      "workload", "1 queue", "2 queues", "4 queues", "2 / 1", "4 / 1"], rows)
+
     # --- dpa --------------------------------------------------------------------------------
     def dpa_full(self):
         d = self.dpa
@@ -398,6 +423,11 @@ class Report:
                       "measured in rotating order. CPU per I/O is CPU time over I/Os; server "
                       "cores busy is the daemon's CPU time over the run's time.\n\n" %
                       (self.native.bdev_size or "?") + self.native_full())
+            scaling = self.native_scaling()
+            if scaling:
+                md.append("### Queue scaling\n\nThe default configuration with 1, 2 and 4 I/O "
+                          "queue pairs (one nvme-emu-perf thread, one poll group: one server "
+                          "core), each queue at the depth shown.\n\n" + scaling)
         if self.guest.runs:
             md.append("## Guest: nvme-emu vs QEMU's NVMe and virtio-blk in one guest\n\nOne guest "
                       "(2 vCPUs, 1 GiB) with QEMU's NVMe device and a virtio-blk disk (both on "

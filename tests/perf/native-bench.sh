@@ -10,7 +10,8 @@
 # object or null, "error"}); tests/perf/bench_report.py turns it into tables and plots.
 # Usage: native-bench.sh [OUT] (default build/bench/raw).
 # Environment: BENCH_RUNS (3), BENCH_NATIVE_TIME (2 s a point), BENCH_QUICK=1 (one run of 1 s on
-# a handful of points, 256 MiB bdevs: the report pipeline's check).
+# a handful of points, 256 MiB bdevs: the report pipeline's check), BENCH_NATIVE_CONFIGS (labels
+# of the configurations to run, e.g. "mmap-fused": a third of the time; default all).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$top/build/bin
@@ -44,11 +45,21 @@ fail() {
 
 # label:daemon flags (commas for spaces); the first is the reference of the ratios.
 configs="mmap-fused:--doorbells,mmap,--dpa-harts,0 trap-fused:--doorbells,trap,--dpa-harts,0 mmap-1hart:--doorbells,mmap,--dpa-harts,1"
+if [ -n "${BENCH_NATIVE_CONFIGS:-}" ]; then
+	want=" $BENCH_NATIVE_CONFIGS "
+	picked=
+	for cfg in $configs; do
+		case $want in *" ${cfg%%:*} "*) picked="$picked $cfg" ;; esac
+	done
+	configs=${picked# }
+	[ -n "$configs" ] || fail "BENCH_NATIVE_CONFIGS '$BENCH_NATIVE_CONFIGS' names none of mmap-fused trap-fused mmap-1hart"
+fi
 # Points as bdev:workload:size:depth:queues:mode (mode poll or irq).
 points=()
 if [ "$quick" = 1 ]; then
 	points=(null:randread:4096:1:1:poll null:randread:4096:32:1:poll malloc:randread:4096:1:1:poll
-		malloc:randread:4096:32:1:poll null:write:131072:8:1:poll null:randread:4096:32:1:irq)
+		malloc:randread:4096:32:1:poll null:write:131072:8:1:poll null:randread:4096:32:1:irq
+		null:randread:4096:32:2:poll null:randread:4096:32:4:poll)
 else
 	for bdev in null malloc; do
 		for nq in 1 2 4; do
