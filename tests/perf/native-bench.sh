@@ -102,7 +102,8 @@ for cfg in $configs; do
 		> /dev/null || fail "malloc fill of ${cfg%%:*} failed"
 done
 
-total=$((runs * ${#points[@]} * 2))
+ncfg=$(echo "$configs" | wc -w)
+total=$((runs * ${#points[@]} * ncfg))
 n=0
 failed=0
 start=$(date +%s)
