@@ -2,7 +2,8 @@
 # Integration: poll-group threads ("poll-group<i>") and their CPUs. A count (-m N) pins nothing;
 # a cpumask (-m 0xMASK) pins each poll group to its bit's CPU, in bit order; --pin-poll-groups
 # pins poll group i to the i-th CPU the process may run on; CPUs outside that set (taskset) and
-# more groups than CPUs are refused with a message. Read from /proc/PID/task/*/status.
+# more groups than CPUs are refused with a message, in target mode too (nvmf_create_transport).
+# Read from /proc/PID/task/*/status.
 # Usage: pin-poll-groups.sh BUILD_DIR. Ends with "N passed, N failed".
 set -u
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -76,6 +77,26 @@ if [ "$ncpu" -ge 2 ]; then
 else
 	echo "# one CPU only: the two-CPU cases are skipped"
 fi
+# Target mode: nvmf_create_transport takes the command line's mask; a num_poll_groups that
+# contradicts it is refused, the mask's own count is pinned.
+rpc() { "$BIN/nvme-emu-rpc" -s "$D/rpc.sock" "$@"; }
+mask=$(printf '0x%x' $((1 << first)))
+WAIT=$D/rpc.sock
+check "target mode with -m $mask" daemon -r "$D/rpc.sock" -m "$mask"
+# rpc_refused MESSAGE ARGS...: the call fails and says MESSAGE.
+rpc_refused() {
+	local msg=$1 out
+	shift
+	out=$(rpc "$@" 2>&1) && return 1
+	grep -q -- "$msg" <<< "$out" || { echo "  said: $out"; return 1; }
+}
+check "  nvmf_create_transport num_poll_groups 2 against a one-CPU mask is refused" \
+	rpc_refused "num_poll_groups 2 differs from the cpumask $mask (1 CPUs)" \
+	nvmf_create_transport --trtype PCIE_EMU --num_poll_groups 2
+check "  nvmf_create_transport without a count: created" \
+	sh -c "'$BIN/nvme-emu-rpc' -s '$D/rpc.sock' nvmf_create_transport --trtype PCIE_EMU > /dev/null"
+check "  poll group 0 pinned to CPU $first" expect "poll-group0=$first"
+stop_daemon
 check "--pin-poll-groups with more groups than CPUs is refused" \
 	refused "cannot pin $((ncpu + 1)) poll groups" "$BIN/nvme-emu" -m $((ncpu + 1)) --pin-poll-groups
 check "-m 0x0 and a mask past CPU 63 are refused" sh -c \
