@@ -64,7 +64,16 @@ struct nvme_host_ops {
 	 * completion on q (NULL: for a register change). 0 to look again, or a negative errno
 	 * when nothing more can happen (the waiting helper then gives up with -ETIMEDOUT). */
 	int (*wait)(struct nvme_host *h, struct nvme_host_queue *q, int timeout_ms);
+	/* Optional: doorbell coalescing (nvme_host_db_coalesce). coalesce_ok says whether the
+	 * transport can (0 or -EOPNOTSUPP); flush sends the doorbell writes held in h->db_pend
+	 * (0 or -errno). With coalescing on, ring appends to h->db_pend and the transport flushes
+	 * before any other access and before waiting, so device-visible order is kept. */
+	int (*coalesce_ok)(struct nvme_host *h);
+	int (*flush)(struct nvme_host *h);
 };
+
+/* Doorbell writes held for one message while coalescing. */
+#define NVME_HOST_DB_PEND 64
 
 struct nvme_host {
 	const struct nvme_host_ops *ops;
@@ -81,6 +90,14 @@ struct nvme_host {
 	bool dbbuf;
 	uint64_t dbbuf_iova, eventidx_iova;
 	uint32_t *dbbuf_page, *eventidx_page;
+	/* Doorbell coalescing (nvme_host_db_coalesce): writes held until the next flush, and
+	 * how many writes went out in how many messages. */
+	bool db_coalesce;
+	uint32_t db_npend;
+	struct {
+		uint32_t idx, value;
+	} db_pend[NVME_HOST_DB_PEND];
+	uint64_t db_flushed_writes, db_flushes;
 };
 
 /* ---- Transports ---- */
@@ -122,6 +139,14 @@ int nvme_host_shutdown(struct nvme_host *h);
 /* Raw doorbell write: `value` to doorbell index idx (2*qid tail, 2*qid+1 head), nothing
  * checked (hostile tests use it for bad values). */
 int nvme_host_ring(struct nvme_host *h, uint32_t idx, uint32_t value);
+/* Doorbell coalescing: while on, doorbell writes are held (up to NVME_HOST_DB_PEND, then sent)
+ * and nvme_host_db_flush sends them in one message; vfio-user: one REGION_WRITE_MULTI of the
+ * trapped doorbells, which needs trapped doorbells and a server that offered write_multiple.
+ * Everything else the host does (registers, waits) flushes first. For a host driven by one
+ * thread. 0, or -EOPNOTSUPP when the transport cannot; turning it off flushes. */
+int nvme_host_db_coalesce(struct nvme_host *h, bool on);
+/* Sends the held doorbell writes (nothing when none are held). 0 or -errno. */
+int nvme_host_db_flush(struct nvme_host *h);
 
 /* Copies sqe (its CID as the caller set it) into qid's SQ at the tail and advances the tail,
  * without ringing. 0, -ENOENT (queue not live) or -EBUSY (SQ full). */

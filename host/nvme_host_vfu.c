@@ -1,6 +1,7 @@
 /* host/nvme_host_vfu.c - the host driver's vfio-user transport: registers through BAR0 region
  * access, doorbells stored into the mmap'd doorbell page or trapped as (posted) region writes,
- * guest memory in the client's RAM windows, MSI-X eventfds or polling while waiting. */
+ * coalesced into REGION_WRITE_MULTI messages on demand, guest memory in the client's RAM
+ * windows, MSI-X eventfds or polling while waiting. */
 #include "host/nvme_host.h"
 
 #include <errno.h>
@@ -11,15 +12,58 @@
 #define NVME_HOST_VFU_MSIX 2
 #define NVME_HOST_VFU_DB_OFF 0x1000u
 
+/* Sends the held doorbell writes as one REGION_WRITE_MULTI (posted, as QEMU sends it; a
+ * single write goes as a plain REGION_WRITE). */
+static int nvme_host_vfu_flush(struct nvme_host *h)
+{
+	struct vfu_client_write w[NVME_HOST_DB_PEND];
+	uint32_t n = h->db_npend;
+	int rc;
+
+	if (!n)
+		return 0;
+	h->db_npend = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		w[i] = (struct vfu_client_write){
+		    .offset = NVME_HOST_VFU_DB_OFF + h->db_pend[i].idx * (4u << h->dstrd),
+		    .region = NVME_HOST_VFU_BAR0,
+		    .count = 4,
+		};
+		memcpy(w[i].data, &h->db_pend[i].value, 4);
+	}
+	if (n == 1)
+		rc = vfu_client_region_write(h->tctx, NVME_HOST_VFU_BAR0, w[0].offset, w[0].data, 4,
+					     h->posted);
+	else
+		rc = vfu_client_region_write_multi(h->tctx, w, n, h->posted);
+	h->db_flushes++;
+	h->db_flushed_writes += n;
+	return rc;
+}
+
+static int nvme_host_vfu_coalesce_ok(struct nvme_host *h)
+{
+	/* Stores into the mmap'd page cost no message: nothing to coalesce. */
+	if (h->db_page || !vfu_client_write_multi_ok(h->tctx))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 static int nvme_host_vfu_reg_read(struct nvme_host *h, uint32_t off, void *buf, uint32_t len)
 {
-	return vfu_client_region_read(h->tctx, NVME_HOST_VFU_BAR0, off, buf, len);
+	/* Held doorbells are older writes: they reach the device before this read. */
+	int rc = nvme_host_vfu_flush(h);
+
+	return rc ? rc : vfu_client_region_read(h->tctx, NVME_HOST_VFU_BAR0, off, buf, len);
 }
 
 static int nvme_host_vfu_reg_write(struct nvme_host *h, uint32_t off, const void *buf,
 				   uint32_t len)
 {
-	return vfu_client_region_write(h->tctx, NVME_HOST_VFU_BAR0, off, buf, len, h->posted);
+	int rc = nvme_host_vfu_flush(h);
+
+	return rc ? rc
+		  : vfu_client_region_write(h->tctx, NVME_HOST_VFU_BAR0, off, buf, len, h->posted);
 }
 
 static int nvme_host_vfu_ring(struct nvme_host *h, uint32_t idx, uint32_t value)
@@ -32,6 +76,14 @@ static int nvme_host_vfu_ring(struct nvme_host *h, uint32_t idx, uint32_t value)
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		h->db_page[(off - NVME_HOST_VFU_DB_OFF) / 4] = value;
 		return 0;
+	}
+	if (h->db_coalesce) {
+		int rc = h->db_npend == NVME_HOST_DB_PEND ? nvme_host_vfu_flush(h) : 0;
+
+		h->db_pend[h->db_npend].idx = idx;
+		h->db_pend[h->db_npend].value = value;
+		h->db_npend++;
+		return rc;
 	}
 	return vfu_client_region_write(h->tctx, NVME_HOST_VFU_BAR0, off, &value, 4, h->posted);
 }
@@ -48,6 +100,9 @@ static int nvme_host_vfu_wait(struct nvme_host *h, struct nvme_host_queue *q, in
 {
 	struct vfu_client *c = h->tctx;
 
+	/* The doorbells that started what we wait for. */
+	if (nvme_host_vfu_flush(h))
+		return -EIO;
 	if (q && q->irq && vfu_client_irq_fd(c, NVME_HOST_VFU_MSIX, q->cq_vector) >= 0)
 		vfu_client_irq_wait(c, NVME_HOST_VFU_MSIX, q->cq_vector, timeout_ms);
 	else
@@ -61,6 +116,8 @@ static const struct nvme_host_ops nvme_host_vfu_ops = {
     .ring = nvme_host_vfu_ring,
     .mem_ptr = nvme_host_vfu_mem_ptr,
     .wait = nvme_host_vfu_wait,
+    .coalesce_ok = nvme_host_vfu_coalesce_ok,
+    .flush = nvme_host_vfu_flush,
 };
 
 /* The MSI-X capability's offset in config space (capability list walk), or 0. */

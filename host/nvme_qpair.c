@@ -10,6 +10,30 @@ int nvme_host_ring(struct nvme_host *h, uint32_t idx, uint32_t value)
 	return h->ops->ring(h, idx, value);
 }
 
+int nvme_host_db_flush(struct nvme_host *h)
+{
+	if (!h->db_npend)
+		return 0;
+	return h->ops->flush ? h->ops->flush(h) : -EOPNOTSUPP;
+}
+
+int nvme_host_db_coalesce(struct nvme_host *h, bool on)
+{
+	int rc;
+
+	if (!on) {
+		rc = nvme_host_db_flush(h);
+		h->db_coalesce = false;
+		return rc;
+	}
+	if (!h->ops->coalesce_ok || !h->ops->flush)
+		return -EOPNOTSUPP;
+	rc = h->ops->coalesce_ok(h);
+	if (!rc)
+		h->db_coalesce = true;
+	return rc;
+}
+
 /* NVMe Base 2.0 section 5.8 (Doorbell Buffer Config): the host writes the shadow doorbell and
  * rings the real one only when the controller's event index lies in (old, new], i.e.
  * (u16)(new - event_idx - 1) < (u16)(new - old). */

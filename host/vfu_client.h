@@ -96,6 +96,20 @@ int vfu_client_region_read(struct vfu_client *c, uint32_t index, uint64_t offset
 int vfu_client_region_write(struct vfu_client *c, uint32_t index, uint64_t offset, const void *buf,
 			    uint32_t count, bool posted);
 
+/* One write of a REGION_WRITE_MULTI: count bytes (1..8) of data at offset in region. */
+struct vfu_client_write {
+	uint64_t offset;
+	uint32_t region, count;
+	uint8_t data[VFIO_USER_WRITE_MULTI_DATA];
+};
+/* True when our VERSION and the server's reply both offered write_multiple. */
+bool vfu_client_write_multi_ok(const struct vfu_client *c);
+/* n writes (1..VFU_WRITE_MULTI_MAX) in one REGION_WRITE_MULTI message, sent whether or not it
+ * was negotiated (hostile tests). posted: NO_REPLY, as QEMU always sends it; otherwise the
+ * reply's wr_cnt must be n (-EPROTO), an error reply gives its -errno. */
+int vfu_client_region_write_multi(struct vfu_client *c, const struct vfu_client_write *w, size_t n,
+				  bool posted);
+
 int vfu_client_irq_info(struct vfu_client *c, uint32_t index, uint32_t *flags, uint32_t *count);
 /* Raw DEVICE_SET_IRQS: fds are sent with SCM_RIGHTS (not consumed). */
 int vfu_client_set_irqs(struct vfu_client *c, uint32_t flags, uint32_t index, uint32_t start,

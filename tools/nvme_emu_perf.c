@@ -3,8 +3,9 @@
  * own memfd as guest memory, brings the controller up, creates I/O queue pairs and keeps a fixed
  * number of commands in flight on each, polling the completion queues (or sleeping on their
  * MSI-X eventfds), then prints IOPS, MiB/s, latency percentiles and the CPU time client and
- * server spent (the server's pid comes from the socket's SO_PEERCRED). Works with any vfio-user
- * NVMe server. */
+ * server spent (the server's pid comes from the socket's SO_PEERCRED). With trapped doorbells,
+ * --write-multi sends the doorbell writes of one poll round as one REGION_WRITE_MULTI. Works with
+ * any vfio-user NVMe server. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -33,7 +34,7 @@ struct perf_opts {
 	const char *socket;
 	uint32_t depth, io_size, seconds, queues, threads, mix, nsid;
 	enum perf_workload workload;
-	bool interrupts, verify, json, shadow;
+	bool interrupts, verify, json, shadow, write_multi;
 };
 
 /* One command slot: its buffer (and PRP list), when it was submitted, what it carries. */
@@ -227,6 +228,8 @@ static void *perf_thread_main(void *arg)
 				perf_failed = 1;
 		nvme_host_sq_ring(&host, q->qid);
 	}
+	if (nvme_host_db_flush(&host))
+		perf_failed = 1;
 	for (;;) {
 		uint64_t now = perf_now_ns();
 		unsigned int busy = 0;
@@ -267,6 +270,10 @@ static void *perf_thread_main(void *arg)
 			for (uint16_t c = 0; c < opts.depth; c++)
 				busy += q->slots[c].busy;
 		}
+		/* --write-multi: every doorbell of this round (CQ heads and SQ tails of all the
+		 * thread's queues) in one message. */
+		if (nvme_host_db_flush(&host))
+			perf_failed = 1;
 		if (!running && !busy)
 			break;
 		if (!running && now > stop_ns + 10ull * 1000000000ull) {
@@ -328,6 +335,9 @@ static void perf_usage(FILE *out)
 		"                        (interrupts per I/O are reported with one queue per thread)\n"
 		"  -S, --shadow          shadow doorbells (Doorbell Buffer Config): doorbells are\n"
 		"                        written only when the controller's event index asks\n"
+		"  -W, --write-multi     trapped doorbells: the doorbell writes of one poll round\n"
+		"                        go as one REGION_WRITE_MULTI message (the server must\n"
+		"                        offer write_multiple)\n"
 		"  -V, --verify          writes carry a pattern of their LBA, reads check it; with\n"
 		"                        -w write the namespace is written once, whatever -t says\n"
 		"                        (fill it that way, then -w randread -V checks it all)\n"
@@ -344,13 +354,13 @@ static int perf_parse(int argc, char **argv)
 	    {"queues", required_argument, NULL, 'n'},  {"threads", required_argument, NULL, 'c'},
 	    {"nsid", required_argument, NULL, 'N'},    {"interrupts", no_argument, NULL, 'I'},
 	    {"verify", no_argument, NULL, 'V'},	       {"json", no_argument, NULL, 'j'},
-	    {"shadow", no_argument, NULL, 'S'},
+	    {"shadow", no_argument, NULL, 'S'},       {"write-multi", no_argument, NULL, 'W'},
 	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
 	static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:q:o:w:M:t:n:c:N:ISVjh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:q:o:w:M:t:n:c:N:ISWVjh", longopts, NULL)) != -1) {
 		char *end = NULL;
 		unsigned long v = optarg ? strtoul(optarg, &end, 0) : 0;
 		bool num_ok = optarg && *optarg && end && !*end;
@@ -399,6 +409,9 @@ static int perf_parse(int argc, char **argv)
 			break;
 		case 'S':
 			opts.shadow = true;
+			break;
+		case 'W':
+			opts.write_multi = true;
 			break;
 		case 'j':
 			opts.json = true;
@@ -544,6 +557,14 @@ int main(int argc, char **argv)
 		}
 		threads[i % opts.threads].q[threads[i % opts.threads].nq++] = q;
 	}
+	if (opts.write_multi) {
+		rc = nvme_host_db_coalesce(&host, true);
+		if (rc) {
+			fprintf(stderr, "nvme-emu-perf: --write-multi needs trapped doorbells "
+					"and a server offering write_multiple\n");
+			return 2;
+		}
+	}
 	if (opts.shadow) {
 		rc = nvme_host_dbbuf_enable(&host);
 		if (rc) {
@@ -598,19 +619,24 @@ int main(int argc, char **argv)
 			       ", \"verify_errors\": %" PRIu64 ", \"client_cpu_s\": %.3f, "
 			       "\"server_cpu_s\": %.3f, \"server_pid\": %d, "
 			       "\"iops_per_server_cpu_s\": %.0f, \"shadow_doorbells\": %s, "
-			       "\"irqs\": %" PRIu64 ", \"irqs_per_io\": %.4f}\n",
+			       "\"irqs\": %" PRIu64 ", \"irqs_per_io\": %.4f, \"write_multi\": %s, "
+			       "\"db_writes_coalesced\": %" PRIu64 ", "
+			       "\"db_messages\": %" PRIu64 "}\n",
 			       names[opts.workload], opts.io_size, opts.depth, opts.queues,
 			       opts.threads, opts.interrupts ? "true" : "false",
 			       host.db_page ? "mmap" : "trap", secs, ios, iops, mibs, mean, p50, p99,
 			       p999, lat_max / 1000.0, errors, verrs, cli_cpu, srv_cpu, (int)server,
 			       srv_cpu > 0 ? ios / srv_cpu : 0, opts.shadow ? "true" : "false", irqs,
-			       ios ? (double)irqs / (double)ios : 0);
+			       ios ? (double)irqs / (double)ios : 0,
+			       opts.write_multi ? "true" : "false", host.db_flushed_writes,
+			       host.db_flushes);
 		} else {
 			printf("nvme-emu-perf: %s %u B, QD %u x %u queue(s), %u thread(s), %s, %s "
-			       "doorbells%s, %.1f s\n",
+			       "doorbells%s%s, %.1f s\n",
 			       names[opts.workload], opts.io_size, opts.depth, opts.queues,
 			       opts.threads, opts.interrupts ? "interrupts" : "polled",
-			       host.db_page ? "mmap" : "trapped", opts.shadow ? " + shadow" : "", secs);
+			       host.db_page ? "mmap" : "trapped", opts.shadow ? " + shadow" : "",
+			       opts.write_multi ? " + write_multi" : "", secs);
 			printf("  IOPS %.0f  %.1f MiB/s\n", iops, mibs);
 			printf("  latency us: mean %.2f  p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
 			       mean, p50, p99, p999, lat_max / 1000.0);
@@ -619,6 +645,9 @@ int main(int argc, char **argv)
 			if (opts.interrupts)
 				printf("  interrupts %" PRIu64 "  (%.3f per I/O)\n", irqs,
 				       ios ? (double)irqs / (double)ios : 0);
+			if (opts.write_multi)
+				printf("  doorbells: %" PRIu64 " writes in %" PRIu64 " messages\n",
+				       host.db_flushed_writes, host.db_flushes);
 			printf("  errors %" PRIu64 "  verify errors %" PRIu64 "\n", errors, verrs);
 		}
 	}

@@ -14,7 +14,7 @@
 /* Our VERSION capabilities; max_dma_maps is the endpoint's region limit. */
 #define VFU_CMD_CAPS_FMT                                                                           \
 	"{\"capabilities\":{\"max_msg_fds\":%u,\"max_data_xfer_size\":%u,"                         \
-	"\"pgsizes\":%u,\"max_dma_maps\":%u}}"
+	"\"pgsizes\":%u,\"max_dma_maps\":%u,\"write_multiple\":true}}"
 
 /* A malformed request: counted, logged, answered EINVAL. */
 static int vfu_cmd_bad(struct vfu_endpoint *ep, const char *what)
@@ -49,11 +49,25 @@ static bool vfu_cmd_cap_int(struct json_object *caps, const char *key, int64_t m
 	return *out >= min && *out <= max;
 }
 
+/* Reads a boolean capability; false if present with the wrong type. */
+static bool vfu_cmd_cap_bool(struct json_object *caps, const char *key, bool *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(caps, key, &v))
+		return true;
+	if (!json_object_is_type(v, json_type_boolean))
+		return false;
+	*out = json_object_get_boolean(v);
+	return true;
+}
+
 /* Checks the client's capabilities JSON (spec "Version"). */
 static int vfu_cmd_version_json(struct vfu_endpoint *ep, const char *json)
 {
 	int64_t fds = 8, xfer = VFU_MAX_DATA_XFER_SIZE, pgsizes = VFU_PGSIZE, maps = 1;
 	struct json_object *root, *caps;
+	bool multi = false;
 	int err = 0;
 
 	root = json_tokener_parse(json);
@@ -67,7 +81,8 @@ static int vfu_cmd_version_json(struct vfu_endpoint *ep, const char *json)
 	    !vfu_cmd_cap_int(caps, "max_msg_fds", 0, 1024, &fds) ||
 	    !vfu_cmd_cap_int(caps, "max_data_xfer_size", 1, 64ll << 20, &xfer) ||
 	    !vfu_cmd_cap_int(caps, "pgsizes", 1, INT64_MAX, &pgsizes) ||
-	    !vfu_cmd_cap_int(caps, "max_dma_maps", 0, INT64_MAX, &maps)) {
+	    !vfu_cmd_cap_int(caps, "max_dma_maps", 0, INT64_MAX, &maps) ||
+	    !vfu_cmd_cap_bool(caps, "write_multiple", &multi)) {
 		err = vfu_cmd_bad(ep, "VERSION: bad capability value");
 		goto out_put;
 	}
@@ -77,6 +92,8 @@ static int vfu_cmd_version_json(struct vfu_endpoint *ep, const char *json)
 		goto out_put;
 	}
 	ep->client_max_xfer = (uint32_t)xfer;
+	/* Both sides must offer it before the client may send REGION_WRITE_MULTI. */
+	ep->write_multi = multi;
 out_put:
 	json_object_put(root);
 	return err;
@@ -113,8 +130,8 @@ static int vfu_cmd_version(struct vfu_endpoint *ep, const uint8_t *p, size_t len
 	vfu_ep_reply(ep, &ep->rx_hdr, 0, reply, sizeof(v) + (size_t)n + 1);
 	ep->negotiated = true;
 	ep->st.clients_attached++;
-	LOG_INFO(VFU_COMP, "%s: client attached (max_data_xfer_size %u)", ep->path,
-		 ep->client_max_xfer);
+	LOG_INFO(VFU_COMP, "%s: client attached (max_data_xfer_size %u, write_multiple %s)",
+		 ep->path, ep->client_max_xfer, ep->write_multi ? "yes" : "no");
 	if (ep->ops->attach)
 		ep->ops->attach(ep->arg);
 	return 0;
@@ -496,6 +513,96 @@ static int vfu_cmd_region_write(struct vfu_endpoint *ep, uint8_t *p, size_t len)
 	return 0;
 }
 
+#define VFU_WM_ENTRY sizeof(struct vfio_user_write_multi_entry)
+
+/* One write of a REGION_WRITE_MULTI finished with err (positive errno or 0);
+ * a failure is counted and logged as a REGION_WRITE's error reply would be. */
+static void vfu_cmd_write_multi_account(struct vfu_endpoint *ep, int err)
+{
+	if (!err) {
+		ep->wm_done++;
+		return;
+	}
+	ep->st.errors_replied++;
+	LOG_GUEST_ERR(VFU_COMP, "%s: command %u id %u: write %u failed: %s", ep->path,
+		      ep->held_hdr.command, ep->held_hdr.msg_id, ep->wm_next - 1, strerror(err));
+	if (!ep->wm_err)
+		ep->wm_err = err;
+}
+
+/* Runs the writes of the REGION_WRITE_MULTI in ep->wm_* from wm_next on, each
+ * exactly as the REGION_WRITE of count bytes it stands for (same checks, same
+ * device op, in order): a bad one fails alone, as that REGION_WRITE would (its
+ * error reply would not have been sent either: the batch is posted), and the
+ * next still runs. An asynchronous one holds the rest until it is resumed.
+ * After the last, a client that asked for a reply gets wr_cnt = writes done,
+ * or the first error. */
+static void vfu_cmd_write_multi_run(struct vfu_endpoint *ep)
+{
+	bool posted = ep->held_hdr.flags & VFIO_USER_F_NO_REPLY;
+
+	while (ep->wm_next < ep->wm_cnt && !ep->dead) {
+		const uint8_t *e = ep->wm_entries + (size_t)ep->wm_next * VFU_WM_ENTRY;
+		struct vfio_user_region_access a;
+		int err, rc;
+
+		ep->wm_next++;
+		memcpy(&a, e, sizeof(a));
+		if (!a.count || a.count > VFIO_USER_WRITE_MULTI_DATA)
+			err = vfu_cmd_bad(ep, "REGION_WRITE_MULTI: write count 0 or above 8");
+		else
+			err = vfu_cmd_access_check(ep, &a, VFIO_REGION_INFO_FLAG_WRITE);
+		if (!err) {
+			ep->st.region_writes++;
+			if (posted)
+				ep->st.posted_writes++;
+			/* The data sits 8-byte aligned: the body is (vfu_ep_rx_take), and so
+			 * is every entry's data field within it. */
+			rc = ep->ops->region_access(ep->arg, a.region, a.offset,
+						    (uint8_t *)e + sizeof(a), a.count, true);
+			if (rc == VFU_ASYNC) {
+				ep->held = VFU_HELD_WRITE_MULTI;
+				return;
+			}
+			err = vfu_cmd_errno(rc);
+		}
+		vfu_cmd_write_multi_account(ep, err);
+	}
+	ep->held = VFU_HELD_NONE;
+	ep->wm_entries = NULL;
+	if (posted || ep->dead)
+		return;
+	if (ep->wm_err) {
+		vfu_ep_reply_error(ep, &ep->held_hdr, ep->wm_err);
+	} else {
+		uint64_t done = ep->wm_done;
+
+		vfu_ep_reply(ep, &ep->held_hdr, 0, &done, sizeof(done));
+	}
+}
+
+static int vfu_cmd_write_multi(struct vfu_endpoint *ep, const uint8_t *p, size_t len)
+{
+	uint64_t cnt;
+
+	if (len < sizeof(cnt))
+		return vfu_cmd_bad(ep, "REGION_WRITE_MULTI: short payload");
+	memcpy(&cnt, p, sizeof(cnt));
+	if (!cnt || cnt > VFU_WRITE_MULTI_MAX)
+		return vfu_cmd_bad(ep, "REGION_WRITE_MULTI: wr_cnt 0 or above the limit");
+	if (len != sizeof(cnt) + cnt * VFU_WM_ENTRY)
+		return vfu_cmd_bad(ep, "REGION_WRITE_MULTI: size differs from wr_cnt");
+	ep->st.write_multis++;
+	ep->held_hdr = ep->rx_hdr;
+	ep->wm_entries = p + sizeof(cnt);
+	ep->wm_cnt = (uint32_t)cnt;
+	ep->wm_next = 0;
+	ep->wm_done = 0;
+	ep->wm_err = 0;
+	vfu_cmd_write_multi_run(ep);
+	return 0;
+}
+
 static int vfu_cmd_reset(struct vfu_endpoint *ep)
 {
 	int rc = ep->ops->reset(ep->arg);
@@ -564,6 +671,16 @@ void vfu_cmd_dispatch(struct vfu_endpoint *ep)
 	case VFIO_USER_DEVICE_RESET:
 		err = vfu_cmd_reset(ep);
 		break;
+	case VFIO_USER_REGION_WRITE_MULTI:
+		/* Only for a client that offered write_multiple (we always do); any
+		 * other gets what an unsupported command gets. */
+		if (ep->write_multi) {
+			err = vfu_cmd_write_multi(ep, p, len);
+			break;
+		}
+		LOG_GUEST_ERR(VFU_COMP, "%s: REGION_WRITE_MULTI without write_multiple", ep->path);
+		err = ENOSYS;
+		break;
 	default:
 		LOG_GUEST_ERR(VFU_COMP, "%s: unsupported command %u", ep->path, h->command);
 		err = ENOSYS;
@@ -585,6 +702,11 @@ void vfu_cmd_resume(struct vfu_endpoint *ep, int status)
 		vfu_dma_table_quiesce(ep->dma);
 	if (kind == VFU_HELD_UNMAP_ALL) {
 		vfu_cmd_unmap_all_step(ep);
+		return;
+	}
+	if (kind == VFU_HELD_WRITE_MULTI) {
+		vfu_cmd_write_multi_account(ep, vfu_cmd_errno(status));
+		vfu_cmd_write_multi_run(ep);
 		return;
 	}
 	ep->held = VFU_HELD_NONE;

@@ -1,6 +1,7 @@
 /* vfu/endpoint.c - the vfio-user endpoint's transport: listening socket,
- * one client at a time, non-blocking framing with SCM_RIGHTS, the send queue,
- * disconnect and the async hold/resume of requests. */
+ * one client at a time, non-blocking framing with SCM_RIGHTS (batched reads:
+ * many queued messages per recv), the send queue, disconnect and the async
+ * hold/resume of requests. */
 #include "vfu/vfu_internal.h"
 
 #include "common/evloop.h"
@@ -19,14 +20,39 @@
 
 static void vfu_ep_on_conn(int fd, uint32_t events, void *arg);
 
-static void vfu_ep_rx_reset(struct vfu_endpoint *ep)
+static void vfu_ep_close_fds(const int *fds, size_t n)
 {
-	for (size_t i = 0; i < ep->rx_nfds; i++)
-		close(ep->rx_fds[i]);
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* The message just handled is done: fds it did not consume are closed. */
+static void vfu_ep_msg_done(struct vfu_endpoint *ep)
+{
+	vfu_ep_close_fds(ep->rx_fds, ep->rx_nfds);
 	ep->rx_nfds = 0;
 	ep->rx_fds_overflow = false;
-	ep->rx_hdr_got = 0;
-	ep->rx_body_got = 0;
+	ep->rx_body = NULL;
+}
+
+/* Forgets every byte and fd received from the client. */
+static void vfu_ep_rx_reset(struct vfu_endpoint *ep)
+{
+	vfu_ep_msg_done(ep);
+	vfu_ep_close_fds(ep->rx_pend_fds, ep->rx_pend_nfds);
+	ep->rx_pend_nfds = 0;
+	ep->rx_pend_overflow = false;
+	free(ep->rx_buf);
+	ep->rx_buf = NULL;
+	ep->rx_cap = ep->rx_start = ep->rx_end = 0;
+	ep->rx_base = 0;
+	free(ep->rx_copy);
+	ep->rx_copy = NULL;
+	ep->rx_copy_cap = 0;
+	if (ep->rx_timer) {
+		evloop_timer_cancel(ep->rx_timer);
+		ep->rx_timer = NULL;
+	}
 }
 
 static void vfu_ep_tx_free(struct vfu_endpoint *ep)
@@ -74,7 +100,9 @@ static void vfu_ep_teardown(struct vfu_endpoint *ep)
 	ep->conn_fd = -1;
 	ep->conn_events = 0;
 	ep->negotiated = false;
+	ep->write_multi = false;
 	ep->held = VFU_HELD_NONE;
+	ep->wm_entries = NULL;
 	ep->resume_early = false;
 	ep->dead = false;
 	ep->st.disconnects++;
@@ -290,6 +318,20 @@ int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, con
 	return 0;
 }
 
+void vfu_ep_reply_error(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err)
+{
+	struct vfio_user_header h = {
+	    .msg_id = req->msg_id,
+	    .command = req->command,
+	    .msg_size = sizeof(h),
+	    .flags = VFIO_USER_F_TYPE_REPLY | VFIO_USER_F_ERROR,
+	    .error_no = (uint32_t)err,
+	};
+
+	if (!(req->flags & VFIO_USER_F_NO_REPLY))
+		vfu_ep_send(ep, &h, NULL, 0, -1);
+}
+
 void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err,
 		  const void *payload, size_t len)
 {
@@ -318,21 +360,54 @@ void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, i
 	vfu_ep_send(ep, &h, payload, len, -1);
 }
 
-/* One recvmsg into buf, collecting SCM_RIGHTS fds. Returns bytes, 0 on EOF,
- * -EAGAIN, or -errno (-EPROTO for a truncated control message). */
-static ssize_t vfu_ep_recv(struct vfu_endpoint *ep, void *buf, size_t len)
+/* Stream offset of the last message that begins in the buffer (the one at
+ * rx_start when no other does). */
+static uint64_t vfu_ep_rx_last_start(const struct vfu_endpoint *ep)
+{
+	size_t pos = ep->rx_start, last = pos;
+
+	while (pos < ep->rx_end) {
+		struct vfio_user_header h;
+
+		last = pos;
+		if (ep->rx_end - pos < sizeof(h))
+			break;
+		memcpy(&h, ep->rx_buf + pos, sizeof(h));
+		/* Garbage: the reader drops the client when it gets there. */
+		if (h.msg_size < sizeof(h))
+			break;
+		pos += h.msg_size;
+	}
+	return ep->rx_base + last;
+}
+
+/* One recvmsg of up to len bytes onto the end of the buffer. Returns bytes, 0
+ * on EOF, -EAGAIN, or -errno (-EPROTO for a truncated control message).
+ *
+ * Which message do fds belong to? The client sends a message with its fds in
+ * one sendmsg, so they ride on its first byte; and the kernel ends a read
+ * right after the first chunk that carries fds (unix_stream_read_generic), so
+ * the fds of a read came with the last chunk in it. They therefore belong to
+ * the last message that begins in the buffer once the read is done (or the
+ * message in progress, when none began in this read). While fds wait for
+ * their message, vfu_ep_read reads no further than that message's end, so the
+ * fds of two messages never meet in the pending set. */
+static ssize_t vfu_ep_recv(struct vfu_endpoint *ep, size_t len)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VFU_MAX_MSG_FDS)];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct iovec iov = {.iov_base = ep->rx_buf + ep->rx_end, .iov_len = len};
 	struct msghdr msg = {
 	    .msg_iov = &iov,
 	    .msg_iovlen = 1,
 	    .msg_control = ctl.buf,
 	    .msg_controllen = sizeof(ctl.buf),
 	};
+	int got[VFU_MAX_MSG_FDS];
+	size_t ngot = 0;
+	bool overflow = false;
 	ssize_t n = recvmsg(ep->conn_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
 	if (n < 0)
@@ -349,27 +424,45 @@ static ssize_t vfu_ep_recv(struct vfu_endpoint *ep, void *buf, size_t len)
 			int f;
 
 			memcpy(&f, &fds[i], sizeof(f));
-			if (ep->rx_nfds < VFU_MAX_MSG_FDS) {
-				ep->rx_fds[ep->rx_nfds++] = f;
+			if (ngot < VFU_MAX_MSG_FDS) {
+				got[ngot++] = f;
 			} else {
 				close(f);
-				ep->rx_fds_overflow = true;
+				overflow = true;
 			}
 		}
 	}
 	/* The kernel dropped fds it could not deliver: the client sent more than
-	 * max_msg_fds, and we cannot tell which message they belonged to. */
-	if (msg.msg_flags & MSG_CTRUNC)
+	 * max_msg_fds with one message. */
+	if (msg.msg_flags & MSG_CTRUNC) {
+		vfu_ep_close_fds(got, ngot);
 		return -EPROTO;
+	}
+	if (n == 0) {
+		vfu_ep_close_fds(got, ngot);
+		return 0;
+	}
+	ep->rx_end += (size_t)n;
+	ep->st.socket_reads++;
+	if (!ngot && !overflow)
+		return n;
+	ep->rx_pend_owner = vfu_ep_rx_last_start(ep);
+	for (size_t i = 0; i < ngot; i++) {
+		if (ep->rx_pend_nfds < VFU_MAX_MSG_FDS) {
+			ep->rx_pend_fds[ep->rx_pend_nfds++] = got[i];
+		} else {
+			close(got[i]);
+			overflow = true;
+		}
+	}
+	ep->rx_pend_overflow |= overflow;
 	return n;
 }
 
 /* Validates a complete header. false: drop the connection. */
-static bool vfu_ep_check_header(struct vfu_endpoint *ep)
+static bool vfu_ep_check_header(struct vfu_endpoint *ep, const struct vfio_user_header *h)
 {
-	const struct vfio_user_header *h = &ep->rx_hdr;
 	uint32_t type = h->flags & VFIO_USER_F_TYPE_MASK;
-	size_t body;
 
 	if (h->msg_size < sizeof(*h) || h->msg_size > VFU_MAX_MSG_SIZE) {
 		ep->st.bad_messages++;
@@ -381,18 +474,104 @@ static bool vfu_ep_check_header(struct vfu_endpoint *ep)
 		vfu_ep_drop(ep, "message type neither command nor reply");
 		return false;
 	}
-	body = h->msg_size - sizeof(*h);
-	if (body > ep->rx_body_cap) {
-		uint8_t *nb = realloc(ep->rx_body, body);
-
-		if (!nb) {
-			vfu_ep_drop(ep, "out of memory for a message");
-			return false;
-		}
-		ep->rx_body = nb;
-		ep->rx_body_cap = body;
-	}
 	return true;
+}
+
+/* Readies the buffer for a recv: what is left (at most the start of one
+ * message) moves to the front, and the buffer grows to hold that message
+ * whole (or shrinks back after a large one). *len gets how much the recv may
+ * take. 0 or -ENOMEM. */
+static int vfu_ep_rx_room(struct vfu_endpoint *ep, size_t *len)
+{
+	size_t have = ep->rx_end - ep->rx_start, need = VFU_RX_CHUNK;
+	size_t msg_end = sizeof(struct vfio_user_header);
+
+	if (ep->rx_start) {
+		memmove(ep->rx_buf, ep->rx_buf + ep->rx_start, have);
+		ep->rx_base += ep->rx_start;
+		ep->rx_start = 0;
+		ep->rx_end = have;
+	}
+	if (have >= sizeof(struct vfio_user_header)) {
+		struct vfio_user_header h;
+
+		/* Checked by vfu_ep_check_header: at most VFU_MAX_MSG_SIZE. */
+		memcpy(&h, ep->rx_buf, sizeof(h));
+		msg_end = h.msg_size;
+		if (msg_end > need)
+			need = msg_end;
+	}
+	if (ep->rx_cap != need) {
+		uint8_t *nb = realloc(ep->rx_buf, need);
+
+		/* A failed shrink keeps the larger buffer. */
+		if (!nb && ep->rx_cap < need)
+			return -ENOMEM;
+		if (nb) {
+			ep->rx_buf = nb;
+			ep->rx_cap = need;
+		}
+	}
+	*len = ep->rx_cap - ep->rx_end;
+	/* fds wait for the message in progress: read no further than its end. */
+	if ((ep->rx_pend_nfds || ep->rx_pend_overflow) && msg_end - have < *len)
+		*len = msg_end - have;
+	return 0;
+}
+
+/* Makes the complete message at rx_start (header h) the one being handled:
+ * its body, aligned as a malloc'ed one would be, and its fds. 0 or -ENOMEM
+ * (the client is dropped). */
+static int vfu_ep_rx_take(struct vfu_endpoint *ep, const struct vfio_user_header *h)
+{
+	uint8_t *body = ep->rx_buf + ep->rx_start + sizeof(*h);
+	size_t len = h->msg_size - sizeof(*h);
+	uint64_t at = ep->rx_base + ep->rx_start;
+
+	ep->rx_hdr = *h;
+	if (!((uintptr_t)body % sizeof(uint64_t))) {
+		ep->rx_body = body;
+	} else if (len <= sizeof(ep->rx_small)) {
+		memcpy(ep->rx_small, body, len);
+		ep->rx_body = (uint8_t *)ep->rx_small;
+	} else {
+		if (len > ep->rx_copy_cap) {
+			uint8_t *nb = realloc(ep->rx_copy, len);
+
+			if (!nb) {
+				vfu_ep_drop(ep, "out of memory for a message");
+				return -ENOMEM;
+			}
+			ep->rx_copy = nb;
+			ep->rx_copy_cap = len;
+		}
+		memcpy(ep->rx_copy, body, len);
+		ep->rx_body = ep->rx_copy;
+	}
+	if ((ep->rx_pend_nfds || ep->rx_pend_overflow) && ep->rx_pend_owner == at) {
+		memcpy(ep->rx_fds, ep->rx_pend_fds, ep->rx_pend_nfds * sizeof(int));
+		ep->rx_nfds = ep->rx_pend_nfds;
+		ep->rx_fds_overflow = ep->rx_pend_overflow;
+		ep->rx_pend_nfds = 0;
+		ep->rx_pend_overflow = false;
+	}
+	return 0;
+}
+
+/* Runs the resumes a device made from inside the endpoint's own call (an op
+ * completing inline) one after the other, each with in_handler set: a device
+ * that resumes again from inside the continued operation never nests. */
+static void vfu_ep_run_resumes(struct vfu_endpoint *ep)
+{
+	while (ep->resume_early && !ep->dead) {
+		ep->resume_early = false;
+		if (ep->held == VFU_HELD_NONE)
+			break;
+		ep->in_handler = true;
+		vfu_cmd_resume(ep, ep->resume_status);
+		ep->in_handler = false;
+	}
+	ep->resume_early = false;
 }
 
 /* A complete message is in rx_hdr/rx_body/rx_fds: handle it. */
@@ -409,59 +588,61 @@ static void vfu_ep_process(struct vfu_endpoint *ep)
 	ep->in_handler = true;
 	vfu_cmd_dispatch(ep);
 	ep->in_handler = false;
-	if (ep->resume_early) {
-		ep->resume_early = false;
-		if (ep->held != VFU_HELD_NONE)
-			vfu_cmd_resume(ep, ep->resume_status);
+	vfu_ep_run_resumes(ep);
+}
+
+/* Handles the complete messages in the buffer, in order, until one is held,
+ * the send queue is full or the client is dropped. */
+static void vfu_ep_rx_handle(struct vfu_endpoint *ep)
+{
+	while (!ep->dead && ep->held == VFU_HELD_NONE && ep->tx_bytes < VFU_TX_HIGH_WATER) {
+		size_t have = ep->rx_end - ep->rx_start;
+		struct vfio_user_header h;
+
+		if (have < sizeof(h))
+			return;
+		memcpy(&h, ep->rx_buf + ep->rx_start, sizeof(h));
+		if (!vfu_ep_check_header(ep, &h) || have < h.msg_size)
+			return;
+		if (vfu_ep_rx_take(ep, &h))
+			return;
+		ep->rx_start += h.msg_size;
+		vfu_ep_process(ep);
+		vfu_ep_msg_done(ep);
 	}
 }
 
-/* Reads and handles messages until the socket is empty, a request is held,
- * the send queue is full, or a bounded batch was handled (level-triggered
- * epoll brings us back, so other fds get their turn). */
+/* Handles what is buffered, then reads the socket in chunks of up to
+ * VFU_RX_CHUNK, handling every message a read completed, until the socket is
+ * empty, a request is held, the send queue is full, or a bounded number of
+ * reads was made (level-triggered epoll brings us back, so other fds get
+ * their turn). */
 static void vfu_ep_read(struct vfu_endpoint *ep)
 {
 	ssize_t n = 0;
 
-	for (int batch = 0; batch < 64; batch++) {
-		size_t body;
+	for (int reads = 0;; reads++) {
+		size_t len;
 
-		if (ep->dead || ep->held != VFU_HELD_NONE || ep->tx_bytes >= VFU_TX_HIGH_WATER)
+		vfu_ep_rx_handle(ep);
+		if (ep->dead || ep->held != VFU_HELD_NONE || ep->tx_bytes >= VFU_TX_HIGH_WATER ||
+		    reads == VFU_RX_READS_PER_WAKE)
 			return;
-		if (ep->rx_hdr_got < sizeof(ep->rx_hdr)) {
-			n = vfu_ep_recv(ep, (uint8_t *)&ep->rx_hdr + ep->rx_hdr_got,
-					sizeof(ep->rx_hdr) - ep->rx_hdr_got);
-			if (n == -EAGAIN)
-				return;
-			if (n <= 0)
-				goto out_drop;
-			ep->rx_hdr_got += (size_t)n;
-			if (ep->rx_hdr_got < sizeof(ep->rx_hdr))
-				continue;
-			if (!vfu_ep_check_header(ep))
-				return;
+		if (vfu_ep_rx_room(ep, &len)) {
+			vfu_ep_drop(ep, "out of memory for a message");
+			return;
 		}
-		body = ep->rx_hdr.msg_size - sizeof(ep->rx_hdr);
-		if (ep->rx_body_got < body) {
-			n = vfu_ep_recv(ep, ep->rx_body + ep->rx_body_got, body - ep->rx_body_got);
-			if (n == -EAGAIN)
-				return;
-			if (n <= 0)
-				goto out_drop;
-			ep->rx_body_got += (size_t)n;
-			if (ep->rx_body_got < body)
-				continue;
-		}
-		vfu_ep_process(ep);
-		vfu_ep_rx_reset(ep);
+		n = vfu_ep_recv(ep, len);
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0)
+			break;
 	}
-	return;
-out_drop:
 	/* EOF or an error: mid-message it is a short read, else a plain close. */
 	if (n == -EPROTO) {
 		ep->st.bad_messages++;
 		vfu_ep_drop(ep, "more fds than max_msg_fds");
-	} else if (ep->rx_hdr_got || ep->rx_body_got) {
+	} else if (ep->rx_end > ep->rx_start) {
 		ep->st.bad_messages++;
 		vfu_ep_drop(ep, "short read");
 	} else {
@@ -476,7 +657,10 @@ static void vfu_ep_on_conn(int fd, uint32_t events, void *arg)
 	ep->in_io = true;
 	if ((events & EPOLLOUT) && vfu_ep_flush(ep))
 		vfu_ep_drop(ep, "send failed");
-	if (!ep->dead && (events & EPOLLIN))
+	/* Messages already buffered are handled even when the socket has nothing
+	 * new (after a resume, or once the send queue drained). */
+	if (!ep->dead && ep->held == VFU_HELD_NONE && ep->tx_bytes < VFU_TX_HIGH_WATER &&
+	    ((events & EPOLLIN) || ep->rx_end > ep->rx_start))
 		vfu_ep_read(ep);
 	else if (!ep->dead && (events & (EPOLLHUP | EPOLLERR)))
 		/* Not reading (held or backlogged) and the peer is gone. */
@@ -488,6 +672,18 @@ static void vfu_ep_on_conn(int fd, uint32_t events, void *arg)
 	}
 	vfu_ep_update_events(ep);
 	vfu_dma_msg_kick(ep);
+}
+
+/* Messages left in the buffer when a held request was resumed: the socket
+ * may stay silent, so the reader runs from the loop (never inside the
+ * device's call to vfu_endpoint_resume). */
+static void vfu_ep_rx_timer(void *arg)
+{
+	struct vfu_endpoint *ep = arg;
+
+	ep->rx_timer = NULL;
+	if (ep->conn_fd >= 0)
+		vfu_ep_on_conn(ep->conn_fd, 0, ep);
 }
 
 static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
@@ -616,7 +812,7 @@ int vfu_endpoint_destroy(struct vfu_endpoint *ep)
 	close(ep->listen_fd);
 	unix_socket_unlink(ep->path);
 	vfu_dma_table_destroy(ep->dma);
-	free(ep->rx_body);
+	vfu_ep_rx_reset(ep);
 	free(ep->path);
 	free(ep);
 	return 0;
@@ -644,7 +840,13 @@ struct vfu_dma_table *vfu_endpoint_dma(struct vfu_endpoint *ep)
 
 static void vfu_ep_resume_guarded(struct vfu_endpoint *ep)
 {
-	vfu_cmd_resume(ep, ep->resume_status);
+	ep->resume_early = true;
+	vfu_ep_run_resumes(ep);
+	if (!ep->dead && ep->held == VFU_HELD_NONE && ep->rx_end > ep->rx_start && !ep->rx_timer) {
+		ep->rx_timer = evloop_timer_add(ep->loop, 0, vfu_ep_rx_timer, ep);
+		if (!ep->rx_timer)
+			vfu_ep_drop(ep, "cannot schedule the buffered messages");
+	}
 	vfu_ep_update_events(ep);
 	vfu_dma_msg_kick(ep);
 }

@@ -146,6 +146,17 @@ struct vfio_user_region_access {
 } __attribute__((packed));
 static_assert(sizeof(struct vfio_user_region_access) == 16, "region_access");
 
+/* REGION_WRITE_MULTI (spec "VFIO_USER_REGION_WRITE_MULTI"): u64 wr_cnt, then
+ * wr_cnt entries, each one REGION_WRITE of count (1..8) bytes. The reply, when
+ * one is asked for, is u64 wr_cnt: the writes done. */
+#define VFIO_USER_WRITE_MULTI_DATA 8u
+struct vfio_user_write_multi_entry {
+	uint64_t offset;
+	uint32_t region, count;
+	uint8_t data[VFIO_USER_WRITE_MULTI_DATA];
+} __attribute__((packed));
+static_assert(sizeof(struct vfio_user_write_multi_entry) == 24, "write_multi entry");
+
 /* DMA_READ / DMA_WRITE (server -> client), spec layout: u64 addr, u64 count */
 struct vfio_user_dma_rw {
 	uint64_t addr, count;
@@ -158,6 +169,8 @@ static_assert(sizeof(struct vfio_user_dma_rw) == 16, "dma_rw");
 #define VFU_MAX_DATA_XFER_SIZE (1u << 20)
 #define VFU_PGSIZE             4096u
 #define VFU_MAX_DMA_MAPS       65535u
+/* Most writes one REGION_WRITE_MULTI may carry (QEMU sends at most 200). */
+#define VFU_WRITE_MULTI_MAX 1024u
 /* Largest message the server accepts: header + fixed part + data. */
 #define VFU_MAX_MSG_SIZE (16u + 16u + VFU_MAX_DATA_XFER_SIZE)
 

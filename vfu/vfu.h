@@ -142,7 +142,8 @@ struct vfu_endpoint_ops {
 	 * by the device (the endpoint sends a dup); nr_sparse <= 8. */
 	int (*region_info)(void *arg, uint32_t index, struct vfu_region_desc *desc);
 	/* REGION_READ / REGION_WRITE of count bytes at offset in region index
-	 * (bounds already checked against the region size and READ/WRITE flag).
+	 * (bounds already checked against the region size and READ/WRITE flag);
+	 * each write of a REGION_WRITE_MULTI comes here as its own REGION_WRITE.
 	 * 0, -errno, or VFU_ASYNC (writes only: reply and next message
 	 * wait for vfu_endpoint_resume; a read returning it fails with EIO). */
 	int (*region_access)(void *arg, uint32_t index, uint64_t offset, void *buf, uint32_t count,
@@ -174,6 +175,8 @@ struct vfu_endpoint_stats {
 	uint64_t msgs_rx, msgs_tx, errors_replied, bad_messages, disconnects;
 	uint64_t region_reads, region_writes, posted_writes, dma_maps, dma_unmaps;
 	uint64_t clients_attached;
+	uint64_t socket_reads; /* recv calls that returned data (msgs_rx / this: the batching) */
+	uint64_t write_multis; /* REGION_WRITE_MULTI messages (each write is in region_writes) */
 };
 
 /* Per-client limits and trust of one endpoint; zero fields take the

@@ -16,6 +16,18 @@
  * that does not read its replies must not make us buffer without bound. */
 #define VFU_TX_HIGH_WATER (4u << 20)
 
+/* The receive buffer: one recv takes up to this much, so the small messages a
+ * client queued (trapped doorbell writes) are parsed many per system call. A
+ * larger message grows the buffer to its size for as long as it is read. */
+#define VFU_RX_CHUNK (64u << 10)
+/* recv calls per wakeup before other fds get their turn (epoll is
+ * level-triggered: what is left brings us back). */
+#define VFU_RX_READS_PER_WAKE 8
+/* Bodies up to this size that do not sit 8-byte aligned in the receive buffer
+ * are copied to ep->rx_small, larger ones to ep->rx_copy: handlers get the
+ * alignment a malloc'ed body had. */
+#define VFU_RX_SMALL 256u
+
 /* One outgoing message, possibly partly sent. */
 struct vfu_tx {
 	struct vfu_tx *next;
@@ -52,6 +64,7 @@ enum vfu_held_kind {
 	VFU_HELD_RESET,
 	VFU_HELD_UNMAP,	    /* quiesce the table, then reply */
 	VFU_HELD_UNMAP_ALL, /* quiesce, then continue with the next window */
+	VFU_HELD_WRITE_MULTI, /* one write was async: continue with the next */
 };
 
 struct vfu_endpoint {
@@ -73,13 +86,35 @@ struct vfu_endpoint {
 	struct evloop_watch *conn_w;
 	uint32_t conn_events;
 	bool negotiated;
+	bool write_multi;	  /* the client's VERSION offered write_multiple */
 	uint32_t client_max_xfer; /* client's max_data_xfer_size */
 
-	/* Receive state: header, then body, buffered across wakeups. */
+	/* Bytes read and not yet handled: [rx_start, rx_end) of rx_buf (rx_cap
+	 * bytes, allocated while a client is connected). rx_base is the stream
+	 * offset of rx_buf[0]. Whenever we recv, everything complete before has
+	 * been handled: the buffer holds at most the start of one message. Bytes
+	 * before rx_start are only overwritten by a recv, never while a request
+	 * is held (a held REGION_WRITE_MULTI still points at its entries). */
+	uint8_t *rx_buf;
+	size_t rx_cap, rx_start, rx_end;
+	uint64_t rx_base;
+	/* fds received and not yet handed to their message: the message that
+	 * starts at stream offset rx_pend_owner (see vfu_ep_recv). */
+	int rx_pend_fds[VFU_MAX_MSG_FDS];
+	size_t rx_pend_nfds;
+	bool rx_pend_overflow;
+	uint64_t rx_pend_owner;
+	/* Re-runs the reader for messages still buffered after a held request
+	 * was resumed (the socket may have nothing left to wake us). */
+	struct evloop_timer *rx_timer;
+
+	/* The message being handled: header, body (in rx_buf, rx_small or
+	 * rx_copy) and the fds that came with it. */
 	struct vfio_user_header rx_hdr;
-	size_t rx_hdr_got;
 	uint8_t *rx_body;
-	size_t rx_body_cap, rx_body_got;
+	uint64_t rx_small[VFU_RX_SMALL / sizeof(uint64_t)];
+	uint8_t *rx_copy;
+	size_t rx_copy_cap;
 	int rx_fds[VFU_MAX_MSG_FDS];
 	size_t rx_nfds;
 	bool rx_fds_overflow;
@@ -95,6 +130,12 @@ struct vfu_endpoint {
 	struct vfio_user_region_access held_access;
 	bool resume_early; /* resume called before the handler returned */
 	int resume_status;
+	/* A REGION_WRITE_MULTI in progress (held_hdr is its header): entries
+	 * point into its body; wm_next is the next to run, wm_done counts the
+	 * writes done, wm_err is the first error (positive errno). */
+	const uint8_t *wm_entries;
+	uint32_t wm_cnt, wm_next, wm_done;
+	int wm_err;
 
 	/* Server->client DMA. */
 	struct vfu_dma_req *dma_pending_head, *dma_pending_tail; /* chunks left */
@@ -125,6 +166,10 @@ int vfu_ep_send(struct vfu_endpoint *ep, const struct vfio_user_header *hdr, con
  * err > 0. Nothing is sent for NO_REPLY requests. */
 void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err,
 		  const void *payload, size_t len);
+/* A header-only error reply (err > 0) to req, not counted or logged again:
+ * for requests whose failures were accounted one by one (REGION_WRITE_MULTI).
+ * Nothing for NO_REPLY requests. */
+void vfu_ep_reply_error(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err);
 /* Drops the client after a protocol violation. */
 void vfu_ep_drop(struct vfu_endpoint *ep, const char *why);
 /* Runs fn(ep) with drops deferred; a drop it caused is carried out from a
