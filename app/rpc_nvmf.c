@@ -670,6 +670,12 @@ static struct json_object *rpc_stats_poll_groups(struct app_target *t)
 		RPC_STAT(o, st, irqs);
 		RPC_STAT(o, st, sqs);
 		RPC_STAT(o, st, cqs);
+		RPC_STAT(o, st, poll_window_us);
+		RPC_STAT(o, st, poll_hits);
+		RPC_STAT(o, st, poll_misses);
+		RPC_STAT(o, st, poll_grows);
+		RPC_STAT(o, st, poll_shrinks);
+		RPC_STAT(o, st, poll_contended);
 		json_object_array_add(list, o);
 	}
 	return list;

@@ -37,6 +37,10 @@ unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs);
 struct pcie_poll_group_stats {
 	uint64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
 	uint32_t sqs, cqs;
+	/* Polling of mmap doorbells (fused DPA): the adaptive burst window now (us), and how the
+	 * idle gaps ended: caught while spinning, or after a sleep; how the window adapted. */
+	uint32_t poll_window_us;
+	uint64_t poll_hits, poll_misses, poll_grows, poll_shrinks, poll_contended;
 };
 /* Snapshot of group i's counters (approximate, relaxed reads). */
 void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,

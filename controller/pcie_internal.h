@@ -17,6 +17,7 @@
 
 #include "common/evloop.h"
 #include "controller/pcie.h"
+#include "dpa/dpa.h"
 
 #define PCIE_LOG "pcie"
 
@@ -118,7 +119,7 @@ struct pcie_poll_group {
 	pthread_t thread;
 	struct pcie_thread t;
 	bool polling;	    /* fused mode with polled (mmap) DBs: the loop's poller is ours */
-	uint64_t idle_since; /* the poller's last round with no work (0: busy) */
+	struct dpa_poll_window window; /* the poller's adaptive burst window */
 	struct pcie_cq *cqs;
 	struct evloop_msg stop_msg;
 	atomic_uint_fast64_t wakeups, db_msgs, sqes, bdev_polls, irqs;

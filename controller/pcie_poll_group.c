@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 
 void pcie_pg_post(struct pcie_poll_group *pg, struct evloop_msg *m, void (*fn)(void *), void *arg)
 {
@@ -246,7 +247,7 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	struct dpa *dpa = pg->pgs->dpa;
 	unsigned int work = 0;
 	bool polled = false;
-	uint64_t now, idle;
+	uint32_t step;
 
 	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
 		next = pcq->next;
@@ -262,22 +263,19 @@ static int64_t pcie_pg_fused_poll(void *arg)
 		return -1;
 	}
 	if (work) {
+		/* The gap since we went idle adapts the burst window. */
+		dpa_poll_window_work(&pg->window, dpa, evloop_now_us());
 		/* Backend I/O still in flight after this wakes us through its channel's fd. */
 		pcie_pg_settle(pg);
-		pg->idle_since = 0;
 		return 0;
 	}
-	now = evloop_now_us();
-	if (!pg->idle_since)
-		pg->idle_since = now;
-	idle = now - pg->idle_since;
-	if (idle < dpa_poll_burst_us(dpa)) {
+	step = dpa_poll_window_idle(&pg->window, dpa, evloop_now_us());
+	if (!step) {
 		/* As a hart does: let a thread sharing this CPU (the client, a vCPU) run. */
-		__builtin_ia32_pause();
-		sched_yield();
+		dpa_poll_window_relax(&pg->window);
 		return 0;
 	}
-	return dpa_poll_step_us(dpa, idle);
+	return step;
 }
 
 /* Fused mode: (re)starts the polling of mmap doorbells. Called whenever a
@@ -288,7 +286,7 @@ static void pcie_pg_fused_poll_arm(struct pcie_poll_group *pg)
 	if (!pg->pgs->fused || pg->polling)
 		return;
 	pg->polling = true;
-	pg->idle_since = 0;
+	dpa_poll_window_reset(&pg->window);
 	evloop_set_poller(pg->t.loop, pcie_pg_fused_poll, pg);
 }
 
@@ -379,6 +377,10 @@ static void *pcie_pg_main(void *arg)
 	/* Named, so that ps, top and the pinning test find the poll groups. */
 	snprintf(name, sizeof(name), "poll-group%u", pg->idx);
 	pthread_setname_np(pthread_self(), name);
+	/* The fused poller sleeps steps of tens of microseconds between polls of mmap doorbells: the
+	 * default timer slack (50 us) would more than double each one, and with it the latency of a
+	 * command that arrives during the sleep. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	evloop_run(pg->t.loop);
 	return NULL;
 }
@@ -497,4 +499,13 @@ void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int 
 	st->irqs = atomic_load_explicit(&pg->irqs, memory_order_relaxed);
 	st->sqs = atomic_load(&pg->nr_sqs);
 	st->cqs = atomic_load(&pg->nr_cqs);
+	if (pgs->fused) {
+		st->poll_window_us = dpa_poll_window_us(&pg->window, pgs->dpa);
+		st->poll_hits = atomic_load_explicit(&pg->window.hits, memory_order_relaxed);
+		st->poll_misses = atomic_load_explicit(&pg->window.misses, memory_order_relaxed);
+		st->poll_grows = atomic_load_explicit(&pg->window.grows, memory_order_relaxed);
+		st->poll_shrinks = atomic_load_explicit(&pg->window.shrinks, memory_order_relaxed);
+		st->poll_contended =
+			atomic_load_explicit(&pg->window.contended, memory_order_relaxed);
+	}
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #define DPA_DEFAULT_BURST_US 50
+#define DPA_DEFAULT_BURST_MAX_US 200
 #define DPA_DEFAULT_SLEEP_STEP_US 30
 #define DPA_DEFAULT_BACKOFF_AFTER_US 10000
 #define DPA_DEFAULT_MAX_STEP_US 2000
@@ -25,6 +26,7 @@ struct dpa *dpa_create(unsigned int n_harts)
 	if (!dpa)
 		goto out_nomem;
 	atomic_init(&dpa->burst_us, DPA_DEFAULT_BURST_US);
+	atomic_init(&dpa->burst_max_us, DPA_DEFAULT_BURST_MAX_US);
 	atomic_init(&dpa->sleep_step_us, DPA_DEFAULT_SLEEP_STEP_US);
 	atomic_init(&dpa->backoff_after_us, DPA_DEFAULT_BACKOFF_AFTER_US);
 	atomic_init(&dpa->max_step_us, DPA_DEFAULT_MAX_STEP_US);
@@ -101,6 +103,19 @@ int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_s
 uint32_t dpa_poll_burst_us(const struct dpa *dpa)
 {
 	return atomic_load_explicit(&((struct dpa *)dpa)->burst_us, memory_order_relaxed);
+}
+
+int dpa_set_poll_window_max(struct dpa *dpa, uint32_t max_us)
+{
+	if (max_us > DPA_MAX_POLL_PARAM_US)
+		return -EINVAL;
+	atomic_store_explicit(&dpa->burst_max_us, max_us, memory_order_relaxed);
+	return 0;
+}
+
+uint32_t dpa_poll_window_max_us(const struct dpa *dpa)
+{
+	return atomic_load_explicit(&((struct dpa *)dpa)->burst_max_us, memory_order_relaxed);
 }
 
 uint32_t dpa_poll_step_us(const struct dpa *dpa, uint64_t idle_us)

@@ -110,6 +110,45 @@ int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_s
  * (what harts do; fused consumers follow it for their mmap DBs). Thread: any. */
 uint32_t dpa_poll_burst_us(const struct dpa *dpa);
 
+/* The ceiling of the adaptive burst window (struct dpa_poll_window): a poller whose work keeps
+ * arriving just after its window closed widens the window up to max_us; max_us equal to (or below)
+ * burst_us keeps the window fixed. Default 200 (KVM's halt-polling ceiling on x86; the gaps of a QD1
+ * guest under TCG are 50-150 us). Returns 0 or -EINVAL (max_us > 1000000). Thread: any. */
+int dpa_set_poll_window_max(struct dpa *dpa, uint32_t max_us);
+uint32_t dpa_poll_window_max_us(const struct dpa *dpa);
+
+/* A poller's adaptive burst window (dpa/poll_window.c). Owned by the poller's thread; zeroed is
+ * a poller that has not been idle yet. The window and the counters may be read from any thread
+ * (relaxed atomics, written only by the owner). */
+struct dpa_poll_window {
+	uint64_t idle_since; /* start of the current idle gap (us), 0 while working */
+	uint64_t stolen_us;  /* of this idle gap's spin, time other threads ran on our CPU */
+	_Atomic uint32_t window_us; /* the window now, within [burst_us, burst_max_us] */
+	_Atomic uint64_t hits;	    /* work found while the window was open */
+	_Atomic uint64_t misses;    /* work found after it closed (the poller slept) */
+	_Atomic uint64_t grows;	    /* widened to cover a gap */
+	_Atomic uint64_t shrinks;   /* narrowed after a gap no window could catch */
+	_Atomic uint64_t contended; /* narrowed because the spin took CPU time from other threads */
+};
+
+/* Work found at now_us: the gap since the poller went idle adapts the window. */
+void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us);
+
+/* A round without work at now_us: 0 to keep spinning (the window is open), else the microseconds
+ * to sleep before the next poll (dpa_poll_step_us of the idle time). */
+uint32_t dpa_poll_window_idle(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us);
+
+/* One turn of the spin while the window is open: a pause and a yield to any thread sharing this
+ * CPU (the client, a vCPU: on a host with fewer cores than busy threads a pure spin would only
+ * delay the work it waits for), timed, so time given to them counts as contention. */
+void dpa_poll_window_relax(struct dpa_poll_window *w);
+
+/* Forgets the current idle gap without adapting (the poller was re-armed). */
+void dpa_poll_window_reset(struct dpa_poll_window *w);
+
+/* The window as it stands now. */
+uint32_t dpa_poll_window_us(const struct dpa_poll_window *w, const struct dpa *dpa);
+
 /* The step a poller idle for idle_us should sleep next under the instance's
  * parameters (what harts do; fused consumers may follow it for their mmap
  * DBs). Thread: any. */

@@ -80,6 +80,7 @@ struct dpa {
 	unsigned int n_harts;
 	struct dpa_hart *harts;
 	_Atomic uint32_t burst_us;
+	_Atomic uint32_t burst_max_us;
 	_Atomic uint32_t sleep_step_us;
 	_Atomic uint32_t backoff_after_us;
 	_Atomic uint32_t max_step_us;

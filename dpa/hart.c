@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -20,17 +19,6 @@ struct dpa_hart_req {
 	bool done;
 	struct dpa_hart_req *next;
 };
-
-/* One idle turn of the burst window. Yielding (rather than only pausing)
- * lets a runnable thread that shares this CPU - the device loop thread or a
- * poll group that is about to produce our next work, or a guest vCPU - run:
- * on a host with fewer cores than busy threads a pure spin would only delay
- * the work it waits for. */
-static inline void dpa_hart_cpu_relax(void)
-{
-	__builtin_ia32_pause();
-	sched_yield();
-}
 
 static void dpa_hart_efd_signal(int efd)
 {
@@ -154,9 +142,8 @@ static void *dpa_hart_main(void *arg)
 {
 	struct dpa_hart *hart = arg;
 	struct dpa *dpa = hart->dpa;
-	uint64_t idle_since = 0, now;
-	bool after_sleep = false;
-	uint32_t work;
+	struct dpa_poll_window window = {0};
+	uint32_t work, step;
 	char name[16];
 
 	snprintf(name, sizeof(name), "dpa-hart%u", hart->idx);
@@ -176,25 +163,18 @@ static void *dpa_hart_main(void *arg)
 		if (atomic_load_explicit(&hart->runq, memory_order_relaxed))
 			work += dpa_hart_run_queue(hart);
 		if (work) {
-			idle_since = 0;
-			after_sleep = false;
+			dpa_poll_window_work(&window, dpa, evloop_now_us());
 			continue;
 		}
-		/* Idle: keep polling for the burst window after the last activity
-		 * (not again after a step sleep found nothing), then sleep: in
-		 * short steps while mmap-mode DBs need watching, else until kicked. */
-		now = evloop_now_us();
-		if (!idle_since)
-			idle_since = now;
-		if (!after_sleep &&
-		    now - idle_since < atomic_load_explicit(&dpa->burst_us, memory_order_relaxed)) {
-			dpa_hart_cpu_relax();
+		/* Idle: keep polling while the (adaptive) burst window after the
+		 * last activity is open, then sleep: in short steps while
+		 * mmap-mode DBs need watching, else until kicked. */
+		step = dpa_poll_window_idle(&window, dpa, evloop_now_us());
+		if (!step) {
+			dpa_poll_window_relax(&window);
 			continue;
 		}
-		dpa_hart_sleep(hart, hart->polled.count
-					 ? (int64_t)dpa_poll_step_us(dpa, now - idle_since)
-					 : -1);
-		after_sleep = true;
+		dpa_hart_sleep(hart, hart->polled.count ? (int64_t)step : -1);
 	}
 	return NULL;
 }

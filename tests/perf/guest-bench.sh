@@ -7,7 +7,8 @@
 # info.json (accelerator, QEMU and guest versions); tests/perf/bench_report.py reads them.
 # Usage: guest-bench.sh [OUT] (default build/bench/raw).
 # Environment: BENCH_RUNS (3), BENCH_RUNTIME (5 s a job after a 1 s ramp), BENCH_CONFIGS (see
-# below), BENCH_QUICK=1 (one run of 1 s, the default configuration, three workloads).
+# below), BENCH_WORKLOADS (the fio jobs, e.g. "randread-4k-qd1 seqwrite-128k-qd8"), BENCH_QUICK=1
+# (one run of 1 s, the default configuration, three workloads).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build/bench/raw}/guest
@@ -19,13 +20,13 @@ if [ "$quick" = 1 ]; then
 	runtime=${BENCH_RUNTIME:-1}
 	ramp=0.5
 	configs=${BENCH_CONFIGS:-${all_configs%% *}}
-	workloads="randread-4k-qd1 randread-4k-qd32 seqwrite-128k-qd8"
+	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-qd32 seqwrite-128k-qd8}
 else
 	runs=${BENCH_RUNS:-3}
 	runtime=${BENCH_RUNTIME:-5}
 	ramp=1
 	configs=${BENCH_CONFIGS:-$all_configs}
-	workloads="randread-4k-qd1 randread-4k-qd8 randread-4k-qd32 randread-4k-qd128 seqwrite-128k-qd8"
+	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-qd8 randread-4k-qd32 randread-4k-qd128 seqwrite-128k-qd8}
 fi
 rm -rf "$out"
 mkdir -p "$out"

@@ -311,6 +311,7 @@ ok_out "nvmf_get_subsystems shows the listener" "\"traddr\": \"$D/c1.sock\"" \
 ok_out "nvmf_get_stats: poll groups" 'nvmf_tgt_poll_group_1' nvmf_get_stats
 check "nvmf_get_stats: the controller" grep -q "\"nqn\": \"$NQN1\"" <<< "$out"
 check "nvmf_get_stats: DPA harts" grep -q '"hart": 0' <<< "$out"
+check "nvmf_get_stats: the poll window (0: harts poll, not the group)" grep -q '"poll_window_us": 0' <<< "$out"
 ok "nvmf_subsystem_add_ns on a live controller" nvmf_subsystem_add_ns --nqn "$NQN1" \
 	--namespace.bdev_name M2
 ok "nvmf_subsystem_remove_ns on a live controller" nvmf_subsystem_remove_ns --nqn "$NQN1" \

@@ -1,0 +1,127 @@
+/* dpa/poll_window.c - the adaptive polling window of a poller (a hart, or a poll group that polls
+ * fused DPA threads): how long it keeps spinning after its last work before it sleeps.
+ *
+ * A fixed window loses both ways. Shorter than the client's think time between a completion and
+ * its next doorbell (a QD1 guest under TCG: 50-150 us from our CQE to its next SQ tail) the poller
+ * falls asleep just before every command and adds a sleep step and a wake-up to each one; longer,
+ * it spins for nothing under a trickle. So the window follows the idle gaps it sees, the way KVM's
+ * halt polling does: work that arrives after the window closed but within the ceiling grows the
+ * window to cover that gap; a gap beyond the ceiling, which no window could have caught, halves
+ * it back towards the floor. The floor is the instance's burst_us, the ceiling its
+ * burst_max_us (equal: a fixed window).
+ *
+ * Spinning is only free on an idle CPU. On a host with fewer cores than busy threads (a TCG
+ * guest's vCPUs, QEMU's main loop and this poller on 2 cores), a wide window takes CPU time from
+ * the very vCPUs whose work it waits for, and throughput drops. The spin yields each turn, and a
+ * yield that comes back late means another thread ran on this CPU: when such stolen time is a
+ * sizeable part of the spin, the window is not widened but halved, so a poller widens only while
+ * its CPU is otherwise idle. */
+#include "dpa/dpa_internal.h"
+#include "common/evloop.h"
+
+#include <sched.h>
+
+/* A yield that takes longer than this ran someone else (a bare sched_yield costs ~1 us). */
+#define DPA_YIELD_RAN_OTHER_US 3
+
+/* Counters and the window are written by the owner only; readers on other threads load them. */
+#define DPA_WIN_LOAD(f) atomic_load_explicit(&(f), memory_order_relaxed)
+#define DPA_WIN_SET(f, v) atomic_store_explicit(&(f), (v), memory_order_relaxed)
+#define DPA_WIN_BUMP(f) DPA_WIN_SET(f, DPA_WIN_LOAD(f) + 1)
+
+/* The window as it stands, within the instance's current bounds (they may change at any time). */
+static uint32_t dpa_poll_window_cur(const struct dpa_poll_window *w, uint32_t floor,
+				    uint32_t ceil)
+{
+	uint32_t win = DPA_WIN_LOAD(((struct dpa_poll_window *)w)->window_us);
+
+	if (win < floor)
+		return floor;
+	return win > ceil ? ceil : win;
+}
+
+static void dpa_poll_window_bounds(const struct dpa *dpa, uint32_t *floor, uint32_t *ceil)
+{
+	struct dpa *d = (struct dpa *)dpa;
+
+	*floor = atomic_load_explicit(&d->burst_us, memory_order_relaxed);
+	*ceil = atomic_load_explicit(&d->burst_max_us, memory_order_relaxed);
+	if (*ceil < *floor)
+		*ceil = *floor;
+}
+
+void dpa_poll_window_reset(struct dpa_poll_window *w)
+{
+	w->idle_since = 0;
+	w->stolen_us = 0;
+}
+
+void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us)
+{
+	uint32_t floor, ceil, win;
+	uint64_t gap, grown;
+
+	if (!w->idle_since)
+		return;
+	gap = now_us > w->idle_since ? now_us - w->idle_since : 0;
+	w->idle_since = 0;
+	dpa_poll_window_bounds(dpa, &floor, &ceil);
+	win = dpa_poll_window_cur(w, floor, ceil);
+	if (gap <= win)
+		DPA_WIN_BUMP(w->hits);
+	else
+		DPA_WIN_BUMP(w->misses);
+	if (w->stolen_us * 4 > (gap < win ? gap : win)) {
+		/* Over a quarter of the spin went to other threads of this CPU: spinning competes
+		 * with the host for the CPU; narrow, whatever the gap. */
+		win = win / 2 > floor ? win / 2 : floor;
+		DPA_WIN_BUMP(w->contended);
+	} else if (gap > ceil) {
+		/* Longer than any window: the spin was wasted. */
+		win = win / 2 > floor ? win / 2 : floor;
+		DPA_WIN_BUMP(w->shrinks);
+	} else if (gap > win) {
+		/* Missed by the window but catchable: cover this gap with a quarter to spare (the
+		 * next one varies), at least doubling so a widening trend is followed quickly. */
+		grown = gap + gap / 4;
+		if (grown < 2ull * win)
+			grown = 2ull * win;
+		win = grown > ceil ? ceil : (uint32_t)grown;
+		DPA_WIN_BUMP(w->grows);
+	}
+	DPA_WIN_SET(w->window_us, win);
+	w->stolen_us = 0;
+}
+
+uint32_t dpa_poll_window_idle(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us)
+{
+	uint32_t floor, ceil;
+
+	if (!w->idle_since) {
+		w->idle_since = now_us ? now_us : 1;
+		w->stolen_us = 0;
+	}
+	dpa_poll_window_bounds(dpa, &floor, &ceil);
+	if (now_us - w->idle_since < dpa_poll_window_cur(w, floor, ceil))
+		return 0;
+	return dpa_poll_step_us(dpa, now_us - w->idle_since);
+}
+
+uint32_t dpa_poll_window_us(const struct dpa_poll_window *w, const struct dpa *dpa)
+{
+	uint32_t floor, ceil;
+
+	dpa_poll_window_bounds(dpa, &floor, &ceil);
+	return dpa_poll_window_cur(w, floor, ceil);
+}
+
+void dpa_poll_window_relax(struct dpa_poll_window *w)
+{
+	uint64_t t0 = evloop_now_us(), t;
+
+	__builtin_ia32_pause();
+	sched_yield();
+	t = evloop_now_us();
+	if (t - t0 > DPA_YIELD_RAN_OTHER_US)
+		w->stolen_us += t - t0;
+}
