@@ -613,12 +613,14 @@ static void vfu_ep_rx_handle(struct vfu_endpoint *ep)
 }
 
 /* Handles what is buffered, then reads the socket in chunks of up to
- * VFU_RX_CHUNK, handling every message a read completed, until the socket is
- * empty, a request is held, the send queue is full, or a bounded number of
- * reads was made (level-triggered epoll brings us back, so other fds get
- * their turn). */
+ * VFU_RX_CHUNK, handling every message a read completed, until a read comes
+ * back short (the socket was empty then: no recv just to see EAGAIN), a
+ * request is held, the send queue is full, or a bounded number of reads was
+ * made. epoll is level-triggered: whatever is left brings us back, so other
+ * fds get their turn (a read also ends short at a chunk with fds). */
 static void vfu_ep_read(struct vfu_endpoint *ep)
 {
+	bool drained = false;
 	ssize_t n = 0;
 
 	for (int reads = 0;; reads++) {
@@ -626,7 +628,7 @@ static void vfu_ep_read(struct vfu_endpoint *ep)
 
 		vfu_ep_rx_handle(ep);
 		if (ep->dead || ep->held != VFU_HELD_NONE || ep->tx_bytes >= VFU_TX_HIGH_WATER ||
-		    reads == VFU_RX_READS_PER_WAKE)
+		    reads == VFU_RX_READS_PER_WAKE || drained)
 			return;
 		if (vfu_ep_rx_room(ep, &len)) {
 			vfu_ep_drop(ep, "out of memory for a message");
@@ -637,6 +639,7 @@ static void vfu_ep_read(struct vfu_endpoint *ep)
 			return;
 		if (n <= 0)
 			break;
+		drained = (size_t)n < len;
 	}
 	/* EOF or an error: mid-message it is a short read, else a plain close. */
 	if (n == -EPROTO) {
