@@ -526,10 +526,30 @@ void bdev_channel_kick(struct bdev_channel *ch)
 
 	if (ch->signaled || ch->in_poll)
 		return;
+	if (ch->hold) {
+		ch->held_kick = true;
+		return;
+	}
 	/* The counter cannot overflow (we read it on every poll), so a failed write would mean a
 	 * closed fd: a bug that the poll's own reap still tolerates. */
 	if (write(ch->efd, &one, sizeof(one)) == sizeof(one))
 		ch->signaled = true;
+}
+
+void bdev_channel_hold_wakeups(struct bdev_channel *ch)
+{
+	assert(pthread_equal(ch->owner, pthread_self()));
+	ch->hold = true;
+}
+
+void bdev_channel_release_wakeups(struct bdev_channel *ch)
+{
+	assert(pthread_equal(ch->owner, pthread_self()));
+	ch->hold = false;
+	if (ch->held_kick) {
+		ch->held_kick = false;
+		bdev_channel_kick(ch);
+	}
 }
 
 /* ---- guest memory for registration ---- */
@@ -589,6 +609,8 @@ void bdev_channel_wake(struct bdev_channel *ch)
 	/* EAGAIN: the counter is saturated, i.e. readable anyway. */
 	if (write(ch->efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
 		LOG_ERR(BDEV_LOG, "%s: channel eventfd: %m", ch->bdev->name);
+	/* After the write: see bdev_channel_poll. */
+	atomic_store_explicit(&ch->ext_signaled, true, memory_order_release);
 }
 
 void bdev_channel_repoll(struct bdev_channel *ch)
@@ -629,6 +651,8 @@ void bdev_io_complete_remote(struct bdev_io *io, int status)
 	 * EAGAIN: the counter is saturated, i.e. readable anyway. */
 	if (write(ch->efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
 		LOG_ERR(BDEV_LOG, "%s: channel eventfd: %m", ch->bdev->name);
+	/* After the write: see bdev_channel_poll. */
+	atomic_store_explicit(&ch->ext_signaled, true, memory_order_release);
 }
 
 /* Moves what other threads completed to the done list. Channel thread. */
@@ -774,10 +798,18 @@ int bdev_channel_poll(struct bdev_channel *ch)
 	ch->in_poll = true;
 	if (ch->bdev->ops->issue)
 		ch->bdev->ops->issue(ch);
-	/* Reset the eventfd before reaping: anything finishing after this read signals again. */
-	if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-		LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
+	/* Reset the eventfd before reaping: anything finishing after this read signals again. Only
+	 * when someone wrote it: a poll group polling after its own submissions (wake-ups held)
+	 * finds its completions without one. A writer on another thread sets ext_signaled after
+	 * its write, so a write this poll misses leaves the flag for the next one, which the
+	 * readable fd brings. */
+	if (ch->signaled ||
+	    atomic_exchange_explicit(&ch->ext_signaled, false, memory_order_acq_rel)) {
+		if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
+	}
 	ch->signaled = false;
+	ch->held_kick = false; /* what it was for is reaped below */
 	if (ch->bdev->ops->poll)
 		ch->bdev->ops->poll(ch);
 	bdev_channel_take_remote(ch);

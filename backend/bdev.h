@@ -506,4 +506,14 @@ int bdev_channel_poll(struct bdev_channel *ch);
 /* Number of submitted ios whose callback has not run yet. */
 uint32_t bdev_channel_outstanding(const struct bdev_channel *ch);
 
+/* Defers the channel's wake-ups while its thread is about to poll it anyway: between
+ * bdev_channel_hold_wakeups() and bdev_channel_release_wakeups(), completions queued on the
+ * channel's own thread (null and malloc complete at once, on submission) do not write the
+ * channel's eventfd, and bdev_channel_poll() reads it only when someone did; the release writes
+ * it once if a completion is still undelivered. For a thread that submits and then polls its
+ * channels in a loop (a poll group settling a batch): the eventfd write and read per batch go.
+ * Completions from other threads signal as before. Channel thread. */
+void bdev_channel_hold_wakeups(struct bdev_channel *ch);
+void bdev_channel_release_wakeups(struct bdev_channel *ch);
+
 #endif

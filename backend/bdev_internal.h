@@ -6,6 +6,7 @@
 #include "backend/bdev.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define BDEV_LOG "bdev"
 
@@ -67,9 +68,12 @@ struct bdev_channel {
 	int efd;		   /* readable while completions wait */
 	int epfd;		   /* -1, or an epoll fd over efd and the module's own fds
 				    * (bdev_channel_add_fd): what bdev_channel_get_fd returns */
-	bool signaled;		   /* efd written since the last poll read it */
+	bool signaled;		   /* efd written by this thread since the last poll read it */
+	_Atomic bool ext_signaled; /* efd written by another thread (or a wake) since then */
 	bool repoll;		   /* the module's poll asked for another one (bdev_channel_repoll) */
 	bool in_poll;		   /* the module is reaping: the drain follows, no need to signal */
+	bool hold;		   /* bdev_channel_hold_wakeups: the owner polls before it sleeps */
+	bool held_kick;		   /* a kick deferred by hold, written at the release */
 	struct bdev_io *done_head; /* completed, callback not yet run */
 	struct bdev_io *done_tail;
 	uint32_t outstanding;

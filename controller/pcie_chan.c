@@ -18,6 +18,7 @@ static void pcie_chan_readable(int fd, uint32_t events, void *arg)
 
 	if (pg) {
 		atomic_fetch_add_explicit(&pg->bdev_polls, 1, memory_order_relaxed);
+		pcie_pg_hold_wakeups(pg, true);
 		/* One interrupt per CQ for everything this poll completes. */
 		pcie_pg_batch(pg, true);
 		bdev_channel_poll(e->ch);
@@ -25,6 +26,7 @@ static void pcie_chan_readable(int fd, uint32_t events, void *arg)
 		/* Completions freed requests and CQ slots: fetch what waited. */
 		pcie_pg_after_bdev_poll(pg);
 		pcie_pg_settle(pg);
+		pcie_pg_hold_wakeups(pg, false);
 	} else {
 		bdev_channel_poll(e->ch);
 	}

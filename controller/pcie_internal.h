@@ -182,6 +182,9 @@ void pcie_pg_update_irq_timer(struct pcie_cq *pcq); /* owner thread */
 void pcie_pg_settle(struct pcie_poll_group *pg);
 /* Poll group: fetch from SQs that have work, after completions freed room. */
 void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
+/* Poll group: holds (true) or releases (false) the wake-ups of its bdev channels around a handler
+ * that submits and then settles (bdev_channel_hold_wakeups). */
+void pcie_pg_hold_wakeups(struct pcie_poll_group *pg, bool hold);
 /* Poll group: interrupt batching around a burst of completions. */
 void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
 /* Transport op visit_queues: a part per poll group, from pc->visit_parts. */

@@ -193,6 +193,20 @@ static unsigned int pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_c
 	}
 }
 
+/* A handler that submits and then settles (pcie_pg_settle polls every channel with I/O in flight)
+ * needs no eventfd round trip for completions its own submissions produced at once: the bdev
+ * channels hold their wake-ups for the handler's duration, and the release writes an eventfd only
+ * for what is still undelivered when the handler returns. */
+void pcie_pg_hold_wakeups(struct pcie_poll_group *pg, bool hold)
+{
+	for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next) {
+		if (hold)
+			bdev_channel_hold_wakeups(e->ch);
+		else
+			bdev_channel_release_wakeups(e->ch);
+	}
+}
+
 /* Before the poll group sleeps again: reap what the backends finished
  * already (malloc and null complete at once, aio submits its batch here) and,
  * fused, run the DPA programs that got work meanwhile (MSI-X raises asked
@@ -232,8 +246,10 @@ static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 	atomic_fetch_add_explicit(&pg->wakeups, 1, memory_order_relaxed);
 	if (!pg->pgs->fused)
 		dpa_msgq_fd_clear(fd);
+	pcie_pg_hold_wakeups(pg, true);
 	pcie_pg_drain_chan(pg, pcq);
 	pcie_pg_settle(pg);
+	pcie_pg_hold_wakeups(pg, false);
 }
 
 /* Fused mode with mmap doorbells: nothing wakes us for guest stores, so the poll group's loop
@@ -249,6 +265,7 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	bool polled = false;
 	uint32_t step;
 
+	pcie_pg_hold_wakeups(pg, true);
 	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
 		next = pcq->next;
 		if (dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan))) {
@@ -256,6 +273,10 @@ static int64_t pcie_pg_fused_poll(void *arg)
 			work += pcie_pg_drain_chan(pg, pcq);
 		}
 	}
+	if (work)
+		/* Backend I/O still in flight after this wakes us through its channel's fd. */
+		pcie_pg_settle(pg);
+	pcie_pg_hold_wakeups(pg, false);
 	if (!polled) {
 		/* The last polled doorbell went: events only (a bind re-installs us). */
 		pg->polling = false;
@@ -265,8 +286,6 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	if (work) {
 		/* The gap since we went idle adapts the burst window. */
 		dpa_poll_window_work(&pg->window, dpa, evloop_now_us());
-		/* Backend I/O still in flight after this wakes us through its channel's fd. */
-		pcie_pg_settle(pg);
 		return 0;
 	}
 	step = dpa_poll_window_idle(&pg->window, dpa, evloop_now_us());
@@ -372,11 +391,7 @@ void pcie_visit_queues(void *tctx, struct ctrlr_visit *v)
 static void *pcie_pg_main(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
-	char name[16];
 
-	/* Named, so that ps, top and the pinning test find the poll groups. */
-	snprintf(name, sizeof(name), "poll-group%u", pg->idx);
-	pthread_setname_np(pthread_self(), name);
 	/* The fused poller sleeps steps of tens of microseconds between polls of mmap doorbells: the
 	 * default timer slack (50 us) would more than double each one, and with it the latency of a
 	 * command that arrives during the sleep. */
@@ -404,6 +419,7 @@ struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa
 {
 	struct pcie_poll_groups *pgs;
 	unsigned int i;
+	char name[16];
 
 	if (n == 0 || n > 64 || !dpa) {
 		errno = EINVAL;
@@ -430,6 +446,11 @@ struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa
 			evloop_destroy(pg->t.loop);
 			goto out_stop;
 		}
+		/* Named by its creator, so that the name is there when the transport is (ps, top and
+		 * the pinning test find the poll groups by it; named by the thread itself, a reader
+		 * right after creation could see the process's name). */
+		snprintf(name, sizeof(name), "poll-group%u", i);
+		pthread_setname_np(pg->thread, name);
 		pgs->n++;
 	}
 	LOG_INFO(PCIE_LOG, "%u poll group(s), %s DPA", n,

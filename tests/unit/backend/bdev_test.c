@@ -1,6 +1,7 @@
 /* tests/unit/backend/bdev_test.c - bdev core: registry rules, open/claim, UUIDs, info, channel
  * lifetime, request validation, the completion queue and its eventfd, counters. */
 #include "backend/bdev.h"
+#include "backend/bdev_internal.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/cunit_runner.h"
 
@@ -294,6 +295,51 @@ static void test_completion_queue_and_fd(void)
 	bdev_ut_teardown(b, ch);
 }
 
+/* Held wake-ups: completions of the owner's own submissions do not write the eventfd while held
+ * (the owner polls anyway), the release writes it once for what is still undelivered, and a
+ * wake from elsewhere still makes the fd readable and is read by the next poll. */
+static void test_held_wakeups(void)
+{
+	struct bdev_channel *ch;
+	struct bdev *b = bdev_ut_setup(&ch);
+	struct bdev_io *io = ut_io_alloc(b);
+	struct ut_result res;
+	int done = 0;
+
+	ut_io_nodata(io, BDEV_IO_FLUSH, 0, 0, &res);
+	res.done_count = &done;
+	bdev_channel_hold_wakeups(ch);
+	bdev_submit(ch, io);
+	CU_ASSERT_FALSE(ut_fd_readable(ch, 0));
+	CU_ASSERT_EQUAL(bdev_channel_poll(ch), 1);
+	CU_ASSERT_EQUAL(res.calls, 1);
+	/* Polled while held: nothing left, the release writes nothing. */
+	bdev_channel_release_wakeups(ch);
+	CU_ASSERT_FALSE(ut_fd_readable(ch, 0));
+
+	/* Completed while held, not polled before the release: the release signals. */
+	bdev_channel_hold_wakeups(ch);
+	bdev_submit(ch, io);
+	CU_ASSERT_FALSE(ut_fd_readable(ch, 0));
+	bdev_channel_release_wakeups(ch);
+	CU_ASSERT_TRUE(ut_fd_readable(ch, 0));
+	CU_ASSERT_EQUAL(bdev_channel_poll(ch), 1);
+	CU_ASSERT_EQUAL(res.calls, 2);
+	CU_ASSERT_FALSE(ut_fd_readable(ch, 0));
+
+	/* A wake (any thread) while held still signals, and the next poll reads it. */
+	bdev_channel_hold_wakeups(ch);
+	bdev_channel_wake(ch);
+	CU_ASSERT_TRUE(ut_fd_readable(ch, 0));
+	CU_ASSERT_EQUAL(bdev_channel_poll(ch), 0);
+	CU_ASSERT_FALSE(ut_fd_readable(ch, 0));
+	bdev_channel_release_wakeups(ch);
+	CU_ASSERT_FALSE(ut_fd_readable(ch, 0));
+	CU_ASSERT_EQUAL(bdev_channel_outstanding(ch), 0);
+	free(io);
+	bdev_ut_teardown(b, ch);
+}
+
 /* Resubmits its io from inside the callback until `left` reaches 0. */
 struct bdev_ut_chain {
 	struct bdev_channel *ch;
@@ -341,4 +387,5 @@ CUNIT_SUITE(bdev_core, NULL, bdev_ut_cleanup,
 	    {"delete_busy", test_delete_busy}, {"foreach", test_foreach}, {"uuid", test_uuid},
 	    {"info_and_write_cache", test_info_and_write_cache}, {"validation", test_validation},
 	    {"completion_queue_and_fd", test_completion_queue_and_fd},
-	    {"resubmit_from_callback", test_resubmit_from_callback})
+	    {"resubmit_from_callback", test_resubmit_from_callback},
+	    {"held_wakeups", test_held_wakeups})
