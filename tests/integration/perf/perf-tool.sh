@@ -2,7 +2,7 @@
 # Integration: nvme-emu-perf against a real nvme-emu: a verified write of the whole namespace then
 # verified random reads (4 KiB and 128 KiB, two queues), figures that make sense (IOPS, latency
 # percentiles in order, the server's CPU found through the socket), interrupts (counted) and shadow
-# doorbells, two threads on
+# doorbells, trapped doorbells coalesced into REGION_WRITE_MULTI (--write-multi), two threads on
 # mmap doorbells, a read-back of unwritten blocks that must fail verification, and usage errors.
 # Usage: perf-tool.sh BUILD_DIR. Ends with "N passed, N failed".
 set -u
@@ -38,14 +38,22 @@ perf "verified 128 KiB random reads" 'r["ios"] > 10 and r["verify_errors"] == 0'
 perf "shadow doorbells and interrupts: verified reads (before rw overwrites the pattern), interrupts counted (at most one per I/O)" \
 	'r["shadow_doorbells"] and r["ios"] > 100 and r["verify_errors"] == 0 and 0 < r["irqs"] <= r["ios"] and r["irqs_per_io"] > 0' \
 	-w randread -V -S -I -q 16 -t 1
+perf "--write-multi: verified reads on two queues (before rw overwrites the pattern), each poll round's doorbells in one REGION_WRITE_MULTI" \
+	'r["write_multi"] and r["ios"] > 100 and r["verify_errors"] == 0 and r["errors"] == 0 and 0 < r["db_messages"] < r["db_writes_coalesced"]' \
+	-w randread -V -n 2 -W -t 1
 perf "mixed 70/30 with interrupts" 'r["ios"] > 100 and r["interrupts"] and r["errors"] == 0' \
 	-w rw -M 70 -I -t 1
+perf "--write-multi with interrupts" \
+	'r["write_multi"] and r["interrupts"] and r["ios"] > 100 and r["errors"] == 0 and r["db_messages"] > 0' \
+	-w randread -I -W -q 16 -t 1
 check "-c 2 on trapped doorbells is refused (exit 2)" sh -c \
 	"'$BIN/nvme-emu-perf' -s '$D/s' -n 2 -c 2 -t 1 > /dev/null 2>&1; [ \$? -eq 2 ]"
 check "nvme-emu (mmap doorbells, one DPA hart)" start --doorbells mmap --dpa-harts 1
 perf "two threads on two queues (mmap doorbells)" \
 	'r["threads"] == 2 and r["doorbells"] == "mmap" and r["ios"] > 100 and r["errors"] == 0' \
 	-w randread -n 2 -c 2 -t 1
+check "--write-multi on mmap doorbells is refused (exit 2)" sh -c \
+	"'$BIN/nvme-emu-perf' -s '$D/s' -W -t 1 > /dev/null 2>&1; [ \$? -eq 2 ]"
 check "unwritten blocks fail verification (exit 1)" sh -c \
 	"! '$BIN/nvme-emu-perf' -s '$D/s' -w randread -V -t 1 -j > '$D/v.json' 2> /dev/null && python3 -c \"import json; r=json.load(open('$D/v.json')); assert r['verify_errors'] > 0\""
 # io_uring: the transfers use guest memory registered as fixed buffers, and the registration
