@@ -58,7 +58,7 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 	uint8_t *p = buf + sizeof(h);
 	size_t len = 0;
 
-	switch (fuzz_below(10)) {
+	switch (fuzz_below(11)) {
 	case 0: {
 		struct vfio_user_version v = {0, 0};
 		size_t j = strlen(vfu_client_qemu_caps) + 1;
@@ -158,6 +158,28 @@ static size_t fuzz_valid(uint8_t *buf, uint16_t id)
 			len += a.count;
 			if (fuzz_below(2))
 				h.flags |= VFIO_USER_F_NO_REPLY;
+		}
+		break;
+	}
+	case 9: {
+		/* Up to 8 writes of 1, 2, 4 or 8 bytes (QEMU's posted batches). */
+		static const uint32_t regions[] = {0, 2, 7};
+		uint64_t cnt = 1 + fuzz_below(8);
+
+		h.command = VFIO_USER_REGION_WRITE_MULTI;
+		h.flags = fuzz_below(4) ? VFIO_USER_F_NO_REPLY : 0;
+		memcpy(p, &cnt, sizeof(cnt));
+		len = sizeof(cnt);
+		for (uint64_t i = 0; i < cnt; i++) {
+			struct vfio_user_write_multi_entry e = {
+			    .region = regions[fuzz_below(3)],
+			    .offset = fuzz_below(0x100),
+			    .count = 1u << fuzz_below(4),
+			};
+
+			memset(e.data, 0xcd, sizeof(e.data));
+			memcpy(p + len, &e, sizeof(e));
+			len += sizeof(e);
 		}
 		break;
 	}
