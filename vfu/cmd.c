@@ -532,9 +532,9 @@ static void vfu_cmd_write_multi_account(struct vfu_endpoint *ep, int err)
 
 /* Runs the writes of the REGION_WRITE_MULTI in ep->wm_* from wm_next on, each
  * exactly as the REGION_WRITE of count bytes it stands for (same checks, same
- * device op, in order): a bad one fails alone, as that REGION_WRITE would (its
- * error reply would not have been sent either: the batch is posted), and the
- * next still runs. An asynchronous one holds the rest until it is resumed.
+ * device op, in order): a bad one fails alone, counted as that REGION_WRITE's
+ * error would be, and the next still runs (a posted batch, as QEMU sends them,
+ * gets no reply at all). An asynchronous one holds the rest until resumed.
  * After the last, a client that asked for a reply gets wr_cnt = writes done,
  * or the first error. */
 static void vfu_cmd_write_multi_run(struct vfu_endpoint *ep)
