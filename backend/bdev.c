@@ -645,14 +645,16 @@ void bdev_io_complete_remote(struct bdev_io *io, int status)
 	else
 		__atomic_store_n(&ch->remote_head, io, __ATOMIC_RELEASE);
 	ch->remote_tail = io;
-	pthread_mutex_unlock(&ch->remote_lock);
-	/* After the list: the poll reads the eventfd before it looks at the list, so this write
-	 * either finds the io already taken (a spurious wake-up) or makes the fd readable again.
-	 * EAGAIN: the counter is saturated, i.e. readable anyway. */
+	/* Still under the lock: the owner takes the io under it (bdev_channel_take_remote), and
+	 * once it has, it may reap it and destroy the channel, so nothing here may touch the
+	 * channel after the unlock. The poll reads the eventfd before it looks at the list, so
+	 * this write either finds the io already taken (a spurious wake-up) or makes the fd
+	 * readable again. EAGAIN: the counter is saturated, i.e. readable anyway. */
 	if (write(ch->efd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
 		LOG_ERR(BDEV_LOG, "%s: channel eventfd: %m", ch->bdev->name);
 	/* After the write: see bdev_channel_poll. */
 	atomic_store_explicit(&ch->ext_signaled, true, memory_order_release);
+	pthread_mutex_unlock(&ch->remote_lock);
 }
 
 /* Moves what other threads completed to the done list. Channel thread. */

@@ -6,6 +6,7 @@
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,6 +341,46 @@ static void test_held_wakeups(void)
 	bdev_ut_teardown(b, ch);
 }
 
+/* A library thread completing an io (bdev_io_complete_remote) must not touch the channel once the
+ * owner can see the io: the owner may reap it and destroy the channel at once (a bdev going away
+ * right after its last I/O). The owner here busy-polls and destroys the channel the moment the
+ * callback ran; under ASan a late access by the completing thread is a heap-use-after-free. */
+static void *remote_completer_main(void *arg)
+{
+	bdev_io_complete_remote(arg, 0);
+	return NULL;
+}
+
+static void test_remote_completion_then_destroy(void)
+{
+	struct bdev *b;
+
+	CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("v", 64, 512, NULL, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_open(b), 0);
+	for (int i = 0; i < 300; i++) {
+		struct bdev_channel *ch;
+		struct bdev_io *io = ut_io_alloc(b);
+		struct ut_result res;
+		int done = 0;
+		pthread_t t;
+
+		CU_ASSERT_EQUAL_FATAL(bdev_channel_create(b, &ch), 0);
+		/* An io in flight on the channel, finished by another thread (as NBD's and RBD's are). */
+		ut_io_nodata(io, BDEV_IO_FLUSH, 0, 0, &res);
+		res.done_count = &done;
+		io->internal.ch = ch;
+		ch->outstanding++;
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, remote_completer_main, io), 0);
+		while (!done)
+			bdev_channel_poll(ch);
+		CU_ASSERT_EQUAL(bdev_channel_destroy(ch), 0);
+		pthread_join(t, NULL);
+		free(io);
+	}
+	bdev_close(b);
+	CU_ASSERT_EQUAL(bdev_delete("v"), 0);
+}
+
 /* Resubmits its io from inside the callback until `left` reaches 0. */
 struct bdev_ut_chain {
 	struct bdev_channel *ch;
@@ -388,4 +429,5 @@ CUNIT_SUITE(bdev_core, NULL, bdev_ut_cleanup,
 	    {"info_and_write_cache", test_info_and_write_cache}, {"validation", test_validation},
 	    {"completion_queue_and_fd", test_completion_queue_and_fd},
 	    {"resubmit_from_callback", test_resubmit_from_callback},
-	    {"held_wakeups", test_held_wakeups})
+	    {"held_wakeups", test_held_wakeups},
+	    {"remote_completion_then_destroy", test_remote_completion_then_destroy})
