@@ -646,6 +646,13 @@ void ctrlr_reset_continue(struct ctrlr *ctrlr)
 	 * completion calls us again. */
 	if (ctrlr_bg_inflight(ctrlr))
 		return;
+	/* Admin completions held for room in a full admin CQ are discarded with the queue: only
+	 * the host could make room, and a host that reset (or is gone) never will. */
+	if (asq && ctrlr->cqs[0]) {
+		/* Not from inside the drop: the check below sets it again if still needed. */
+		asq->stop_done = NULL;
+		ctrlr_cq_drop_held(ctrlr->cqs[0], asq);
+	}
 	/* Admin commands still running (e.g. Format NVM on a bdev) finish first. */
 	if (asq && asq->inflight) {
 		asq->stop_done = ctrlr_admin_sq_drained;

@@ -625,6 +625,9 @@ void ctrlr_sq_fini(struct ctrlr_sq *sq);
 void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq);
 /* Posts (or holds) the CQE of a completed request. Owner thread. */
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req);
+/* Frees the completions held in cq (waiting for room) of requests of sq: the host expects none
+ * (the SQ is being deleted, the controller reset). Owner thread. */
+void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq);
 bool ctrlr_cq_is_full(struct ctrlr_cq *cq);
 void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq);
 /* Re-evaluates masked interrupts after INTMC cleared mask bits. Admin thread. */

@@ -380,6 +380,13 @@ void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
 
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 {
+	if (cq->qid == 0 && CTRLR_LOAD(cq->ctrlr->state) == CTRLR_ST_RESETTING &&
+	    (cq->held_head || !cq->ring || ctrlr_cq_is_full(cq))) {
+		/* The reset discards the admin queue: no host will make room for this one, and the
+		 * reset waits for every admin request to be freed. */
+		ctrlr_req_free(req);
+		return;
+	}
 	if (cq->held_head || !cq->ring || ctrlr_cq_is_full(cq)) {
 		/* Never overwrite: hold it until the guest frees a slot (section 3.3.1.2.1), or
 		 * until the ring's memory is mapped again. */
@@ -393,15 +400,18 @@ void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 		CTRLR_STAT_ADD(cq->ctrlr->cnt.cq_full_holds, 1);
 		if (cq->ring && ctrlr_cq_arm_head_event(cq))
 			ctrlr_cq_drain_held(cq);
-	} else {
-		ctrlr_cq_write(cq, req);
-		ctrlr_req_free(req);
+		ctrlr_cq_irq_check(cq, 0);
+		return;
 	}
+	ctrlr_cq_write(cq, req);
 	ctrlr_cq_irq_check(cq, 0);
+	/* Last: freeing the admin queue's last request during a reset may finish the reset,
+	 * which frees this CQ. */
+	ctrlr_req_free(req);
 }
 
 /* Drops the held completions of one SQ (it is being deleted: the host expects none). */
-static void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq)
+void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq)
 {
 	struct ctrlr_req **pp = &cq->held_head;
 

@@ -596,6 +596,39 @@ out:
 	two_stop(&x);
 }
 
+/* ---- admin completions nobody consumes, then gone (found by h14f) ---- */
+
+/* The client rings the admin SQ tail round and round (the ring holds its old commands) and never
+ * reads the admin CQ: once the CQ is full the controller holds the completions (it may not
+ * overwrite), up to every request of the admin SQ. Then it hangs up. The reset that follows waited
+ * for the held admin commands to finish, which only the gone host could allow: the function never
+ * came back and the daemon could not stop. A reset discards them. */
+static void test_admin_cq_never_consumed(const char *build)
+{
+	struct two x;
+	struct witness w;
+
+	if (!two_start(&x, NULL))
+		return;
+	if (!witness_start(&w, x.wsock))
+		goto out;
+	for (int round = 0; round < 3; round++) {
+		if (!a_setup(&x, 2))
+			break;
+		for (uint32_t k = 1; k <= 200; k++)
+			nvme_host_ring(&x.t.h, 0, k % 32);
+		nvme_itest_detach(&x.t);
+		CHECK(nvme_itest_alive(&x.t));
+	}
+	/* The function is usable afterwards (the reset finished), and the daemon stops cleanly. */
+	if (a_setup(&x, 2))
+		CHECK(a_rw(&x, 1, NVME_CMD_READ) == 0);
+	CHECK(witness_progress(&w, 10));
+out:
+	witness_stop(&w);
+	two_stop(&x);
+}
+
 static void run_mode(const char *label, const char *const *mode)
 {
 	unsigned int i = 0;
@@ -611,6 +644,7 @@ static void run_mode(const char *label, const char *const *mode)
 	itest_run("flr_then_hangup", test_flr_then_hangup, g_build);
 	itest_run("dma_map_flood", test_dma_map_flood, g_build);
 	itest_run("reconnect_inflight", test_reconnect_inflight, g_build);
+	itest_run("admin_cq_never_consumed", test_admin_cq_never_consumed, g_build);
 }
 
 int main(int argc, char **argv)
