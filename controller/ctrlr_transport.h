@@ -250,6 +250,11 @@ uint16_t ctrlr_sq_get_qid(const struct ctrlr_sq *sq);
 uint16_t ctrlr_cq_get_qid(const struct ctrlr_cq *cq);
 struct ctrlr_cq *ctrlr_sq_get_cq(const struct ctrlr_sq *sq);
 uint16_t ctrlr_cq_get_vector(const struct ctrlr_cq *cq);
+/* Completions posted that the host has not consumed yet (by its head doorbell, or its shadow
+ * head). A poller uses it to tell a host waiting for its next command (0-1: it consumed what we
+ * gave it, or is about to) from one with a backlog of completions to work through first.
+ * Owner thread. */
+uint32_t ctrlr_cq_unconsumed(struct ctrlr_cq *cq);
 bool ctrlr_cq_irq_enabled(const struct ctrlr_cq *cq);
 uint32_t ctrlr_sq_get_size(const struct ctrlr_sq *sq); /* entries (1-based) */
 uint32_t ctrlr_cq_get_size(const struct ctrlr_cq *cq);

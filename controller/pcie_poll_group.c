@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 
 void pcie_pg_post(struct pcie_poll_group *pg, struct evloop_msg *m, void (*fn)(void *), void *arg)
 {
@@ -262,7 +261,7 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	struct pcie_poll_group *pg = arg;
 	struct dpa *dpa = pg->pgs->dpa;
 	unsigned int work = 0;
-	bool polled = false;
+	bool polled = false, backlog = false;
 	uint32_t step;
 
 	pcie_pg_hold_wakeups(pg, true);
@@ -288,7 +287,15 @@ static int64_t pcie_pg_fused_poll(void *arg)
 		dpa_poll_window_work(&pg->window, dpa, evloop_now_us());
 		return 0;
 	}
-	step = dpa_poll_window_idle(&pg->window, dpa, evloop_now_us());
+	if (dpa_poll_window_gap_starts(&pg->window)) {
+		/* The host's completion backlog as this gap begins (see dpa/poll_window.c). */
+		for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next)
+			if (ctrlr_cq_unconsumed(pcq->cq) > 1) {
+				backlog = true;
+				break;
+			}
+	}
+	step = dpa_poll_window_idle(&pg->window, dpa, evloop_now_us(), backlog);
 	if (!step) {
 		/* As a hart does: let a thread sharing this CPU (the client, a vCPU) run. */
 		dpa_poll_window_relax(&pg->window);
@@ -392,10 +399,6 @@ static void *pcie_pg_main(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
 
-	/* The fused poller sleeps steps of tens of microseconds between polls of mmap doorbells: the
-	 * default timer slack (50 us) would more than double each one, and with it the latency of a
-	 * command that arrives during the sleep. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	evloop_run(pg->t.loop);
 	return NULL;
 }

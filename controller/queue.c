@@ -378,6 +378,14 @@ void ctrlr_cq_drain_held(struct ctrlr_cq *cq)
 				 __ATOMIC_RELEASE);
 }
 
+uint32_t ctrlr_cq_unconsumed(struct ctrlr_cq *cq)
+{
+	if (!cq->size)
+		return 0;
+	ctrlr_cq_refresh_head(cq);
+	return (cq->tail + cq->size - cq->head) % cq->size;
+}
+
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 {
 	if (cq->qid == 0 && CTRLR_LOAD(cq->ctrlr->state) == CTRLR_ST_RESETTING &&

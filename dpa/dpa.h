@@ -123,6 +123,7 @@ uint32_t dpa_poll_window_max_us(const struct dpa *dpa);
 struct dpa_poll_window {
 	uint64_t idle_since; /* start of the current idle gap (us), 0 while working */
 	uint64_t stolen_us;  /* of this idle gap's spin, time other threads ran on our CPU */
+	bool backlog;	     /* this gap began with the host behind on completions: floor only */
 	_Atomic uint32_t window_us; /* the window now, within [burst_us, burst_max_us] */
 	_Atomic uint64_t hits;	    /* work found while the window was open */
 	_Atomic uint64_t misses;    /* work found after it closed (the poller slept) */
@@ -135,8 +136,18 @@ struct dpa_poll_window {
 void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us);
 
 /* A round without work at now_us: 0 to keep spinning (the window is open), else the microseconds
- * to sleep before the next poll (dpa_poll_step_us of the idle time). */
-uint32_t dpa_poll_window_idle(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us);
+ * to sleep before the next poll (dpa_poll_step_us of the idle time). `backlog`, read at the
+ * first idle round of a gap: the host has completions of ours still to consume, so its next
+ * command comes only after that work (its own CPU time, which a wide spin would compete for):
+ * such a gap gets the floor window and does not adapt it. A poller that cannot tell passes
+ * true (a fixed window). */
+uint32_t dpa_poll_window_idle(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us,
+			      bool backlog);
+/* True when the next dpa_poll_window_idle call starts a gap (the caller reads its backlog). */
+static inline bool dpa_poll_window_gap_starts(const struct dpa_poll_window *w)
+{
+	return !w->idle_since;
+}
 
 /* One turn of the spin while the window is open: a pause and a yield to any thread sharing this
  * CPU (the client, a vCPU: on a host with fewer cores than busy threads a pure spin would only

@@ -169,7 +169,8 @@ static void *dpa_hart_main(void *arg)
 		/* Idle: keep polling while the (adaptive) burst window after the
 		 * last activity is open, then sleep: in short steps while
 		 * mmap-mode DBs need watching, else until kicked. */
-		step = dpa_poll_window_idle(&window, dpa, evloop_now_us());
+		/* A hart cannot see the host's completion backlog: its window stays at the floor. */
+		step = dpa_poll_window_idle(&window, dpa, evloop_now_us(), true);
 		if (!step) {
 			dpa_poll_window_relax(&window);
 			continue;

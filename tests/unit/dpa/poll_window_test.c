@@ -19,7 +19,7 @@ static uint32_t idle_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t
 	uint32_t spun = 0;
 
 	while (now < start + gap_us) {
-		uint32_t step = dpa_poll_window_idle(w, dpa, now);
+		uint32_t step = dpa_poll_window_idle(w, dpa, now, false);
 
 		if (step) {
 			CU_ASSERT(step >= 30);
@@ -71,7 +71,7 @@ static void test_window_adapts(void)
 	CU_ASSERT_EQUAL(w.shrinks, 3);
 
 	/* A reset forgets the gap: no adaptation from it. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t + 10), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t + 10, false), 0);
 	dpa_poll_window_reset(&w);
 	dpa_poll_window_work(&w, dpa, t + 150);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 50);
@@ -103,21 +103,51 @@ static void test_contended_spin_narrows(void)
 	idle_gap(&w, dpa, &t, 150);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
 	/* The same catchable gap, but 60 of the 187 us spun went to another thread. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, false), 0);
 	w.stolen_us = 60;
 	t += 150;
 	dpa_poll_window_work(&w, dpa, t);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 93);
 	CU_ASSERT_EQUAL(w.contended, 1);
 	/* A little stolen time (under a quarter of the spin) does not count. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, false), 0);
 	w.stolen_us = 10;
 	t += 150;
 	dpa_poll_window_work(&w, dpa, t);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
 	/* A new gap starts with nothing stolen. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, false), 0);
 	CU_ASSERT_EQUAL(w.stolen_us, 0);
+	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
+}
+
+/* A gap that begins with the host behind on completions: the floor, and no adaptation. */
+static void test_backlog_gap_keeps_floor(void)
+{
+	struct dpa *dpa = dpa_create(0);
+	struct dpa_poll_window w = {0};
+	uint64_t t = 1000000, now;
+	uint32_t spun = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
+	CU_ASSERT_EQUAL(dpa_set_poll_params(dpa, 50, 30), 0);
+	idle_gap(&w, dpa, &t, 150);
+	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
+	/* Backlog: spins 50, not 187, and the gap of 150 teaches nothing. */
+	CU_ASSERT_TRUE(dpa_poll_window_gap_starts(&w));
+	for (now = t; now < t + 150; now++)
+		if (!dpa_poll_window_idle(&w, dpa, now, true))
+			spun++;
+	CU_ASSERT_EQUAL(spun, 50);
+	CU_ASSERT_FALSE(dpa_poll_window_gap_starts(&w));
+	t += 150;
+	dpa_poll_window_work(&w, dpa, t);
+	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
+	/* Nor does a long one shrink it. */
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, true), 0);
+	t += 5000;
+	dpa_poll_window_work(&w, dpa, t);
+	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
@@ -158,4 +188,5 @@ static void test_relax_counts_stolen_time(void)
 
 CUNIT_SUITE(dpa_poll_window, NULL, NULL, {"window_adapts", test_window_adapts},
 	    {"contended_spin_narrows", test_contended_spin_narrows},
+	    {"backlog_gap_keeps_floor", test_backlog_gap_keeps_floor},
 	    {"relax_counts_stolen_time", test_relax_counts_stolen_time})
