@@ -804,9 +804,11 @@ int bdev_channel_poll(struct bdev_channel *ch)
 	 * when someone wrote it: a poll group polling after its own submissions (wake-ups held)
 	 * finds its completions without one. A writer on another thread sets ext_signaled after
 	 * its write, so a write this poll misses leaves the flag for the next one, which the
-	 * readable fd brings. */
+	 * readable fd brings. A plain load first: the exchange (a locked instruction) only when
+	 * the flag is up, not on every poll of a settle loop. */
 	if (ch->signaled ||
-	    atomic_exchange_explicit(&ch->ext_signaled, false, memory_order_acq_rel)) {
+	    (atomic_load_explicit(&ch->ext_signaled, memory_order_relaxed) &&
+	     atomic_exchange_explicit(&ch->ext_signaled, false, memory_order_acq_rel))) {
 		if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
 			LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
 	}

@@ -263,6 +263,7 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	unsigned int work = 0;
 	bool polled = false, backlog = false;
 	uint32_t step;
+	uint64_t now;
 
 	pcie_pg_hold_wakeups(pg, true);
 	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
@@ -295,10 +296,11 @@ static int64_t pcie_pg_fused_poll(void *arg)
 				break;
 			}
 	}
-	step = dpa_poll_window_idle(&pg->window, dpa, evloop_now_us(), backlog);
+	now = evloop_now_us();
+	step = dpa_poll_window_idle(&pg->window, dpa, now, backlog);
 	if (!step) {
 		/* As a hart does: let a thread sharing this CPU (the client, a vCPU) run. */
-		dpa_poll_window_relax(&pg->window);
+		dpa_poll_window_relax(&pg->window, now);
 		return 0;
 	}
 	return step;

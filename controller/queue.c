@@ -388,14 +388,13 @@ uint32_t ctrlr_cq_unconsumed(struct ctrlr_cq *cq)
 
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req)
 {
-	if (cq->qid == 0 && CTRLR_LOAD(cq->ctrlr->state) == CTRLR_ST_RESETTING &&
-	    (cq->held_head || !cq->ring || ctrlr_cq_is_full(cq))) {
-		/* The reset discards the admin queue: no host will make room for this one, and the
-		 * reset waits for every admin request to be freed. */
-		ctrlr_req_free(req);
-		return;
-	}
 	if (cq->held_head || !cq->ring || ctrlr_cq_is_full(cq)) {
+		if (cq->qid == 0 && CTRLR_LOAD(cq->ctrlr->state) == CTRLR_ST_RESETTING) {
+			/* The reset discards the admin queue: no host will make room for this one,
+			 * and the reset waits for every admin request to be freed. */
+			ctrlr_req_free(req);
+			return;
+		}
 		/* Never overwrite: hold it until the guest frees a slot (section 3.3.1.2.1), or
 		 * until the ring's memory is mapped again. */
 		req->state = CTRLR_REQ_HELD;

@@ -100,11 +100,6 @@ int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_s
 	return 0;
 }
 
-uint32_t dpa_poll_burst_us(const struct dpa *dpa)
-{
-	return atomic_load_explicit(&((struct dpa *)dpa)->burst_us, memory_order_relaxed);
-}
-
 int dpa_set_poll_window_max(struct dpa *dpa, uint32_t max_us)
 {
 	if (max_us > DPA_MAX_POLL_PARAM_US)

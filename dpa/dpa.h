@@ -106,10 +106,6 @@ int dpa_set_poll_params(struct dpa *dpa, uint32_t burst_us, uint32_t sleep_step_
  * keeps it under 1%, and only the first command after 60 ms of silence waits for it). Returns 0 or -EINVAL (max_step_us 0 or > 1000000). Thread: any. */
 int dpa_set_poll_backoff(struct dpa *dpa, uint32_t idle_after_us, uint32_t max_step_us);
 
-/* The burst window: how long a poller keeps polling after its last activity before it sleeps
- * (what harts do; fused consumers follow it for their mmap DBs). Thread: any. */
-uint32_t dpa_poll_burst_us(const struct dpa *dpa);
-
 /* The ceiling of the adaptive burst window (struct dpa_poll_window): a poller whose work keeps
  * arriving just after its window closed widens the window up to max_us; max_us equal to (or below)
  * burst_us keeps the window fixed. Default 200 (KVM's halt-polling ceiling on x86; the gaps of a QD1
@@ -149,10 +145,11 @@ static inline bool dpa_poll_window_gap_starts(const struct dpa_poll_window *w)
 	return !w->idle_since;
 }
 
-/* One turn of the spin while the window is open: a pause and a yield to any thread sharing this
- * CPU (the client, a vCPU: on a host with fewer cores than busy threads a pure spin would only
- * delay the work it waits for), timed, so time given to them counts as contention. */
-void dpa_poll_window_relax(struct dpa_poll_window *w);
+/* One turn of the spin while the window is open: pauses (one, or 32 once the gap is 10 us old) and
+ * a yield to any thread sharing this CPU (the client, a vCPU: on a host with fewer cores than busy
+ * threads a pure spin would only delay the work it waits for), timed from now_us (the clock the
+ * caller just read for dpa_poll_window_idle), so time given to them counts as contention. */
+void dpa_poll_window_relax(struct dpa_poll_window *w, uint64_t now_us);
 
 /* Forgets the current idle gap without adapting (the poller was re-armed). */
 void dpa_poll_window_reset(struct dpa_poll_window *w);

@@ -144,6 +144,7 @@ static void *dpa_hart_main(void *arg)
 	struct dpa *dpa = hart->dpa;
 	struct dpa_poll_window window = {0};
 	uint32_t work, step;
+	uint64_t now;
 	char name[16];
 
 	snprintf(name, sizeof(name), "dpa-hart%u", hart->idx);
@@ -170,9 +171,10 @@ static void *dpa_hart_main(void *arg)
 		 * last activity is open, then sleep: in short steps while
 		 * mmap-mode DBs need watching, else until kicked. */
 		/* A hart cannot see the host's completion backlog: its window stays at the floor. */
-		step = dpa_poll_window_idle(&window, dpa, evloop_now_us(), true);
+		now = evloop_now_us();
+		step = dpa_poll_window_idle(&window, dpa, now, true);
 		if (!step) {
-			dpa_poll_window_relax(&window);
+			dpa_poll_window_relax(&window, now);
 			continue;
 		}
 		dpa_hart_sleep(hart, hart->polled.count ? (int64_t)step : -1);

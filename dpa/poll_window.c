@@ -133,9 +133,9 @@ uint32_t dpa_poll_window_us(const struct dpa_poll_window *w, const struct dpa *d
 	return dpa_poll_window_cur(w, floor, ceil);
 }
 
-void dpa_poll_window_relax(struct dpa_poll_window *w)
+void dpa_poll_window_relax(struct dpa_poll_window *w, uint64_t t0)
 {
-	uint64_t t0 = evloop_now_us(), t;
+	uint64_t t;
 	int pauses = 1;
 
 	/* Tight for the first microseconds of a gap (a native client's next command is already on

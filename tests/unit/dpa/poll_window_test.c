@@ -1,6 +1,7 @@
 /* tests/unit/dpa/poll_window_test.c - the adaptive burst window of a poller: it opens at the
  * floor, grows to cover gaps that arrive just after it closed, never beyond the ceiling, shrinks
  * after gaps no window could catch, and stays fixed when the ceiling is the floor. */
+#include "common/evloop.h"
 #include "dpa/dpa.h"
 #include "tests/unit/cunit_runner.h"
 
@@ -179,7 +180,7 @@ static void test_relax_counts_stolen_time(void)
 	pthread_attr_destroy(&attr);
 	/* The hog shares our only CPU: some of these yields run it for a time slice. */
 	for (int i = 0; i < 1000 && w.stolen_us < 1000; i++)
-		dpa_poll_window_relax(&w);
+		dpa_poll_window_relax(&w, evloop_now_us());
 	atomic_store(&hog_stop, true);
 	pthread_join(hog, NULL);
 	CU_ASSERT(w.stolen_us >= 1000);
