@@ -40,7 +40,8 @@ struct pcie_poll_group_stats {
 	/* Polling of mmap doorbells (fused DPA): the adaptive burst window now (us), and how the
 	 * idle gaps ended: caught while spinning, or after a sleep; how the window adapted. */
 	uint32_t poll_window_us;
-	uint64_t poll_hits, poll_misses, poll_grows, poll_shrinks, poll_contended;
+	uint64_t poll_hits, poll_misses, poll_grows, poll_shrinks, poll_contended, poll_naps;
+	uint32_t poll_irq_contended_pct; /* gaps of a host busy with interrupts: contended share */
 };
 /* Snapshot of group i's counters (approximate, relaxed reads). */
 void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,

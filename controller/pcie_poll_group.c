@@ -261,7 +261,8 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	struct pcie_poll_group *pg = arg;
 	struct dpa *dpa = pg->pgs->dpa;
 	unsigned int work = 0;
-	bool polled = false, backlog = false;
+	enum dpa_gap gap = DPA_GAP_HOST_WAITING;
+	bool polled = false;
 	uint32_t step;
 	uint64_t now;
 
@@ -289,15 +290,20 @@ static int64_t pcie_pg_fused_poll(void *arg)
 		return 0;
 	}
 	if (dpa_poll_window_gap_starts(&pg->window)) {
-		/* The host's completion backlog as this gap begins (see dpa/poll_window.c). */
-		for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next)
-			if (ctrlr_cq_unconsumed(pcq->cq) > 1) {
-				backlog = true;
+		/* The host's completion backlog as this gap begins, and how it learns of it (see
+		 * dpa/poll_window.c). */
+		for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next) {
+			if (ctrlr_cq_unconsumed(pcq->cq) <= 1)
+				continue;
+			if (ctrlr_cq_irq_enabled(pcq->cq)) {
+				gap = DPA_GAP_HOST_INTERRUPTED;
 				break;
 			}
+			gap = DPA_GAP_HOST_POLLING;
+		}
 	}
 	now = evloop_now_us();
-	step = dpa_poll_window_idle(&pg->window, dpa, now, backlog);
+	step = dpa_poll_window_idle(&pg->window, dpa, now, gap);
 	if (!step) {
 		/* As a hart does: let a thread sharing this CPU (the client, a vCPU) run. */
 		dpa_poll_window_relax(&pg->window, now);
@@ -533,5 +539,8 @@ void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int 
 		st->poll_shrinks = atomic_load_explicit(&pg->window.shrinks, memory_order_relaxed);
 		st->poll_contended =
 			atomic_load_explicit(&pg->window.contended, memory_order_relaxed);
+		st->poll_naps = atomic_load_explicit(&pg->window.naps, memory_order_relaxed);
+		st->poll_irq_contended_pct =
+			atomic_load_explicit(&pg->window.irq_contended_pct, memory_order_relaxed);
 	}
 }

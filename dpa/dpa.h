@@ -119,27 +119,51 @@ uint32_t dpa_poll_window_max_us(const struct dpa *dpa);
 struct dpa_poll_window {
 	uint64_t idle_since; /* start of the current idle gap (us), 0 while working */
 	uint64_t stolen_us;  /* of this idle gap's spin, time other threads ran on our CPU */
-	bool backlog;	     /* this gap began with the host behind on completions: floor only */
+	uint8_t kind;	     /* enum dpa_gap of this gap, told at its first idle round */
+	uint32_t spin_us;    /* how long this gap is spun (UINT32_MAX: the adaptive window) */
+	bool sampling;	     /* an interrupted gap spun: is the spin contended? */
+	uint32_t probes;     /* interrupted gaps since the last spun one */
+	_Atomic uint32_t irq_contended_pct; /* of the recent interrupted gaps spun, the share
+					     * (percent) whose spin was contended */
 	_Atomic uint32_t window_us; /* the window now, within [burst_us, burst_max_us] */
 	_Atomic uint64_t hits;	    /* work found while the window was open */
 	_Atomic uint64_t misses;    /* work found after it closed (the poller slept) */
 	_Atomic uint64_t grows;	    /* widened to cover a gap */
 	_Atomic uint64_t shrinks;   /* narrowed after a gap no window could catch */
 	_Atomic uint64_t contended; /* narrowed because the spin took CPU time from other threads */
+	_Atomic uint64_t naps;	    /* gaps slept at once: the host had interrupts of ours to take */
 };
+
+/* What the host is doing as an idle gap begins, as far as the poller can tell (from the CQs'
+ * unconsumed entries; dpa/poll_window.c says why each gets the spin it gets). */
+enum dpa_gap {
+	/* Waiting for us: everything consumed but the last CQE at most (QD1). The adaptive
+	 * window. */
+	DPA_GAP_HOST_WAITING,
+	/* Working through a batch of completions that it polls, or the poller cannot see (a
+	 * hart): the floor window, not adapted. */
+	DPA_GAP_HOST_POLLING,
+	/* Working through a batch of completions that it takes by interrupt: the floor window,
+	 * or no spin where such spins compete with the host for the CPU
+	 * (DPA_IRQ_CONTENDED_PCT). */
+	DPA_GAP_HOST_INTERRUPTED,
+};
+
+/* Interrupted gaps are not spun while at least this share (percent) of the recent spun ones were
+ * contended: a native client with interrupts (nvme-emu-perf -I, QD8-32) had 4-16%, a TCG guest's
+ * fio (QD32, 128 KiB writes at QD8) 16-90%, mostly over 40. */
+#define DPA_IRQ_CONTENDED_PCT 35
 
 /* Work found at now_us: the gap since the poller went idle adapts the window. */
 void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us);
 
 /* A round without work at now_us: 0 to keep spinning (the window is open), else the microseconds
- * to sleep before the next poll (dpa_poll_step_us of the idle time). `backlog`, read at the
- * first idle round of a gap: the host has completions of ours still to consume, so its next
- * command comes only after that work (its own CPU time, which a wide spin would compete for):
- * such a gap gets the floor window and does not adapt it. A poller that cannot tell passes
- * true (a fixed window). */
+ * to sleep before the next poll (dpa_poll_step_us of the idle time). `kind` (enum dpa_gap) is
+ * read at the first idle round of a gap only. */
 uint32_t dpa_poll_window_idle(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us,
-			      bool backlog);
-/* True when the next dpa_poll_window_idle call starts a gap (the caller reads its backlog). */
+			      enum dpa_gap kind);
+
+/* True when the next dpa_poll_window_idle call starts a gap (the caller tells its kind). */
 static inline bool dpa_poll_window_gap_starts(const struct dpa_poll_window *w)
 {
 	return !w->idle_since;

@@ -172,7 +172,7 @@ static void *dpa_hart_main(void *arg)
 		 * mmap-mode DBs need watching, else until kicked. */
 		/* A hart cannot see the host's completion backlog: its window stays at the floor. */
 		now = evloop_now_us();
-		step = dpa_poll_window_idle(&window, dpa, now, true);
+		step = dpa_poll_window_idle(&window, dpa, now, DPA_GAP_HOST_POLLING);
 		if (!step) {
 			dpa_poll_window_relax(&window, now);
 			continue;

@@ -1,6 +1,8 @@
 /* tests/unit/dpa/poll_window_test.c - the adaptive burst window of a poller: it opens at the
  * floor, grows to cover gaps that arrive just after it closed, never beyond the ceiling, shrinks
- * after gaps no window could catch, and stays fixed when the ceiling is the floor. */
+ * after gaps no window could catch, and stays fixed when the ceiling is the floor; a host busy
+ * with our completions gets the floor, or no spin when it takes them by interrupt and the spins
+ * compete with it for the CPU. */
 #include "common/evloop.h"
 #include "dpa/dpa.h"
 #include "tests/unit/cunit_runner.h"
@@ -20,7 +22,7 @@ static uint32_t idle_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t
 	uint32_t spun = 0;
 
 	while (now < start + gap_us) {
-		uint32_t step = dpa_poll_window_idle(w, dpa, now, false);
+		uint32_t step = dpa_poll_window_idle(w, dpa, now, DPA_GAP_HOST_WAITING);
 
 		if (step) {
 			CU_ASSERT(step >= 30);
@@ -72,7 +74,7 @@ static void test_window_adapts(void)
 	CU_ASSERT_EQUAL(w.shrinks, 3);
 
 	/* A reset forgets the gap: no adaptation from it. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t + 10, false), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t + 10, DPA_GAP_HOST_WAITING), 0);
 	dpa_poll_window_reset(&w);
 	dpa_poll_window_work(&w, dpa, t + 150);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 50);
@@ -104,51 +106,98 @@ static void test_contended_spin_narrows(void)
 	idle_gap(&w, dpa, &t, 150);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
 	/* The same catchable gap, but 60 of the 187 us spun went to another thread. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, false), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, DPA_GAP_HOST_WAITING), 0);
 	w.stolen_us = 60;
 	t += 150;
 	dpa_poll_window_work(&w, dpa, t);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 93);
 	CU_ASSERT_EQUAL(w.contended, 1);
 	/* A little stolen time (under a quarter of the spin) does not count. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, false), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, DPA_GAP_HOST_WAITING), 0);
 	w.stolen_us = 10;
 	t += 150;
 	dpa_poll_window_work(&w, dpa, t);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
 	/* A new gap starts with nothing stolen. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, false), 0);
+	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, DPA_GAP_HOST_WAITING), 0);
 	CU_ASSERT_EQUAL(w.stolen_us, 0);
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
-/* A gap that begins with the host behind on completions: the floor, and no adaptation. */
-static void test_backlog_gap_keeps_floor(void)
+/* Spins through a gap of gap_us of the given kind, polled every us, `stolen` us of its spin given
+ * to other threads; returns how long it spun. */
+static uint32_t busy_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t, uint32_t gap_us,
+			 enum dpa_gap kind, uint32_t stolen)
+{
+	uint64_t start = *t, now;
+	uint32_t spun = 0;
+
+	CU_ASSERT_TRUE(dpa_poll_window_gap_starts(w));
+	for (now = start; now < start + gap_us; now++) {
+		/* The kind is read at the start only: a later one must not matter. */
+		if (!dpa_poll_window_idle(w, dpa, now, now == start ? kind : DPA_GAP_HOST_WAITING)) {
+			spun++;
+			w->stolen_us = spun < stolen ? spun : stolen;
+		}
+	}
+	CU_ASSERT_FALSE(dpa_poll_window_gap_starts(w));
+	*t = start + gap_us;
+	dpa_poll_window_work(w, dpa, *t);
+	return spun;
+}
+
+/* A gap that begins with the host behind on completions: the floor when it polls them, or when it
+ * takes them by interrupt and the spin does not compete with it for the CPU; no spin when it
+ * does, but for one probe in 16. None adapts the window. */
+static void test_busy_host_gaps(void)
 {
 	struct dpa *dpa = dpa_create(0);
 	struct dpa_poll_window w = {0};
-	uint64_t t = 1000000, now;
+	uint64_t t = 1000000;
 	uint32_t spun = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
 	CU_ASSERT_EQUAL(dpa_set_poll_params(dpa, 50, 30), 0);
 	idle_gap(&w, dpa, &t, 150);
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
-	/* Backlog: spins 50, not 187, and the gap of 150 teaches nothing. */
-	CU_ASSERT_TRUE(dpa_poll_window_gap_starts(&w));
-	for (now = t; now < t + 150; now++)
-		if (!dpa_poll_window_idle(&w, dpa, now, true))
-			spun++;
+	/* Polling host: spins 50, not 187, and the gap of 150 teaches nothing; nor does a long
+	 * one shrink it, nor contention count. */
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_POLLING, 40), 50);
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 20, DPA_GAP_HOST_POLLING, 0), 20);
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 5000, DPA_GAP_HOST_POLLING, 0), 50);
+	CU_ASSERT_EQUAL(w.irq_contended_pct, 0);
+
+	/* Interrupted host, spins uncontended (or barely: 10 of 50 us): the floor. */
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 10), 50);
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 3, DPA_GAP_HOST_INTERRUPTED, 0), 3);
+	CU_ASSERT_EQUAL(w.irq_contended_pct, 0);
+	CU_ASSERT_EQUAL(w.naps, 0);
+	/* Six contended spins are not enough... */
+	for (int i = 0; i < 6; i++)
+		CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 20), 50);
+	CU_ASSERT(w.irq_contended_pct > 0 && w.irq_contended_pct < DPA_IRQ_CONTENDED_PCT);
+	/* ...a seventh (cut short by work: a quarter of what was spun) is: then it sleeps at once
+	 * (a nap), but for one gap in 16. */
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 20, DPA_GAP_HOST_INTERRUPTED, 6), 20);
+	CU_ASSERT(w.irq_contended_pct >= DPA_IRQ_CONTENDED_PCT);
+	for (int i = 0; i < 32; i++)
+		spun += busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 30);
+	CU_ASSERT_EQUAL(spun, 2 * 50);
+	CU_ASSERT_EQUAL(w.naps, 30);
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 5, DPA_GAP_HOST_INTERRUPTED, 0), 0);
+
+	/* The CPU free again: the probes see it, and spinning resumes. */
+	for (int i = 0; i < 200; i++)
+		spun = busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 0);
 	CU_ASSERT_EQUAL(spun, 50);
-	CU_ASSERT_FALSE(dpa_poll_window_gap_starts(&w));
-	t += 150;
-	dpa_poll_window_work(&w, dpa, t);
+	CU_ASSERT(w.irq_contended_pct < DPA_IRQ_CONTENDED_PCT);
+
+	/* None of these moved the window; a waiting host gets it. */
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
-	/* Nor does a long one shrink it. */
-	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, true), 0);
-	t += 5000;
-	dpa_poll_window_work(&w, dpa, t);
-	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
+	CU_ASSERT_EQUAL(w.grows, 1);
+	CU_ASSERT_EQUAL(w.shrinks + w.contended, 0);
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_WAITING, 0), 150);
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
@@ -189,5 +238,5 @@ static void test_relax_counts_stolen_time(void)
 
 CUNIT_SUITE(dpa_poll_window, NULL, NULL, {"window_adapts", test_window_adapts},
 	    {"contended_spin_narrows", test_contended_spin_narrows},
-	    {"backlog_gap_keeps_floor", test_backlog_gap_keeps_floor},
+	    {"busy_host_gaps", test_busy_host_gaps},
 	    {"relax_counts_stolen_time", test_relax_counts_stolen_time})
