@@ -184,6 +184,28 @@ class Guest:
                 if c and res["iops"] > 0 and c[2] > 0:
                     res["host_us_io"] = c[0] / c[2] / res["iops"] * 1e6
                     res["daemon_us_io"] = c[1] / c[2] / res["iops"] * 1e6
+                self.guest_side(gdir, device, workload, run, res)
+
+    def guest_side(self, gdir, device, workload, run, res):
+        """The guest's own cost of a run from its .guest file (the job's /proc/interrupts lines
+        of the device and /proc/stat jiffies, before and after fio, ramp included): interrupts
+        per I/O and guest CPU us per I/O (vCPU time, whichever vCPU), I/Os being IOPS times the
+        span. Under TCG the vCPUs bound the guest figures, so these say where its time went."""
+        path = os.path.join(gdir, "run", "out", "%s-%s-%d.guest" % (device, workload, run))
+        try:
+            with open(path, encoding="utf-8") as f:
+                v = [int(x) for x in f.read().split()]
+            irq, busy, total = v[3] - v[0], v[4] - v[1], v[5] - v[2]
+        except (OSError, ValueError, IndexError):
+            return
+        try:
+            ncpu = int(self.info.get("guest_cpus") or 1)
+        except ValueError:
+            ncpu = 1
+        ios = res["iops"] * total / 100.0 / ncpu
+        if ios > 0 and total > 0:
+            res["guest_irq_io"] = irq / ios
+            res["guest_us_io"] = busy / 100.0 / ios * 1e6
 
     def devices(self):
         found = {k[0] for k in self.runs}

@@ -39,6 +39,10 @@ def fmt_gb(v):
     return "-" if v is None else "%.2f" % v
 
 
+def fmt_ratio(v):
+    return "-" if v is None else "%.2f" % v
+
+
 def fmt_pct(v):
     return "-" if v is None else "%.2f%%" % v
 
@@ -134,6 +138,12 @@ class Report:
                 row("%s, host CPU us per I/O (lower is better)" % wl_name(w), "host_us_io",
                     fmt_us, w)
                 break
+        for w in ("randread-4k-qd32", "randread-4k-qd1"):
+            if w in g.workloads() and g.stat(GUEST_DEFAULT, w, "guest_us_io"):
+                row("%s, guest CPU us per I/O (the vCPUs bound a TCG guest)" % wl_name(w),
+                    "guest_us_io", fmt_us, w)
+                row("%s, guest interrupts per I/O" % wl_name(w), "guest_irq_io", fmt_ratio, w)
+                break
         note = ""
         if best:
             note = ("Best nvme-emu configuration in this run (geometric mean of its IOPS ratios "
@@ -155,11 +165,13 @@ class Report:
                              cell(g.stat(d, w, "p99_9"), fmt_us),
                              cell(g.stat(d, w, "host_us_io"), fmt_us),
                              cell(g.stat(d, w, "daemon_us_io"), fmt_us) if d not in GUEST_PEERS
-                             else "-", s.n,
+                             else "-", cell(g.stat(d, w, "guest_us_io"), fmt_us),
+                             cell(g.stat(d, w, "guest_irq_io"), fmt_ratio), s.n,
                              ratio(s, g.stat("qemu-nvme", w, metric)),
                              ratio(s, g.stat("virtio-blk", w, metric))])
         text = table(["workload", "device", "IOPS", "MiB/s", "p50 us", "p99 us", "p99.9 us",
-                      "host CPU us/IO", "daemon CPU us/IO", "runs", "ratio to QEMU NVMe",
+                      "host CPU us/IO", "daemon CPU us/IO", "guest CPU us/IO", "guest irqs/IO",
+                      "runs", "ratio to QEMU NVMe",
                       "ratio to virtio-blk"], rows)
         idle = [[GUEST_LABELS.get(d, d), fmt_pct(g.idle_pct(d))] for d in g.devices()
                 if g.idle_pct(d) is not None]

@@ -42,6 +42,25 @@ fio_args() {
 	esac
 }
 
+# irq_name SPEC: the prefix of the device's lines in /proc/interrupts (nvme0q, virtio2-).
+irq_name() {
+	_s=${1#*=}
+	case $_s in
+	nvme:*) echo "$(nvme_ctrl_by_serial "${_s#nvme:}")q" ;;
+	vblk:*) _d=$(vblk_by_serial "${_s#vblk:}") &&
+		echo "$(basename "$(readlink -f "/sys/block/${_d#/dev/}/device")")-" ;;
+	*) return 1 ;;
+	esac
+}
+
+# guest_counts PREFIX: "<interrupts of the device> <busy jiffies> <all jiffies>", the guest's
+# side of a job's cost (the report divides their growth over the job by its I/Os).
+guest_counts() {
+	awk -v p="$1" '$NF ~ "^" p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i }
+		END { printf "%d ", n }' /proc/interrupts
+	awk '$1 == "cpu" { printf "%d %d\n", $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat
+}
+
 {
 	uname -r
 	fio --version
@@ -57,13 +76,16 @@ while [ "$run" -le "$BENCH_RUNS" ]; do
 	for spec in $order; do
 		label=${spec%%=*}
 		dev=$(disk_of "$spec")
+		irqs=$(irq_name "$spec")
 		for w in $BENCH_WORKLOADS; do
 			echo "$label $w $run" > "$JOB_OUT/current"
+			before=$(guest_counts "$irqs")
 			# shellcheck disable=SC2046
 			step "run $run $label $w" fio --name="$w" --filename="$dev" $(fio_args "$w") \
 				--ioengine=libaio --direct=1 --time_based --runtime="$BENCH_RUNTIME" \
 				--ramp_time="$BENCH_RAMP" --size=1G --lat_percentiles=1 --output-format=json \
 				--output="$JOB_OUT/$label-$w-$run.json"
+			echo "$before $(guest_counts "$irqs")" > "$JOB_OUT/$label-$w-$run.guest"
 		done
 	done
 	run=$((run + 1))
