@@ -251,6 +251,34 @@ static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 	pcie_pg_hold_wakeups(pg, false);
 }
 
+/* A polling round without doorbell work: reaps what the backends finished meanwhile, once per
+ * channel with I/O in flight, and returns how many. Settling after a round's work gives up after a
+ * few rounds with I/O still in flight, whose completions then signal the channel's eventfd; but
+ * while this poller spins the loop looks at fds only every EVLOOP_POLL_FD_EVERY rounds, tens of
+ * microseconds. A client that waits for those completions before ringing again waited that long:
+ * nvme-emu-perf with 4 commands over 2-4 queues ran at 0.24M IOPS (p99 65 us) instead of 1.6M, and
+ * QD1 had a p50 of 0.83 us instead of 0.45. */
+static unsigned int pcie_pg_reap(struct pcie_poll_group *pg)
+{
+	unsigned int n = 0;
+	int rc;
+
+	if (!pcie_pg_outstanding(pg))
+		return 0;
+	pcie_pg_batch(pg, true);
+	for (struct pcie_chan_entry *e = pg->t.channels; e; e = e->next) {
+		if (!bdev_channel_outstanding(e->ch))
+			continue;
+		rc = bdev_channel_poll(e->ch);
+		if (rc > 0)
+			n += (unsigned int)rc;
+	}
+	pcie_pg_batch(pg, false);
+	if (n)
+		pcie_pg_after_bdev_poll(pg);
+	return n;
+}
+
 /* Fused mode with mmap doorbells: nothing wakes us for guest stores, so the poll group's loop
  * polls the DPA threads itself (an evloop poller), adaptively as a hart does: while there is work
  * and for the DPA's burst window after it the loop spins (no system call per command: doorbells,
@@ -274,8 +302,10 @@ static int64_t pcie_pg_fused_poll(void *arg)
 			work += pcie_pg_drain_chan(pg, pcq);
 		}
 	}
+	if (!work)
+		work = pcie_pg_reap(pg);
 	if (work)
-		/* Backend I/O still in flight after this wakes us through its channel's fd. */
+		/* Backend I/O still in flight after this is reaped by the next rounds. */
 		pcie_pg_settle(pg);
 	pcie_pg_hold_wakeups(pg, false);
 	if (!polled) {
