@@ -94,6 +94,9 @@ struct dpa_thread {
 	/* 1 while queued for an activation, and while not running (so that
 	 * kicks before dpa_thread_run or after detach push nothing). */
 	_Atomic int scheduled;
+	/* Wakes between taking `scheduled` and queueing the thread on its hart: a detach waits
+	 * for them to finish (dpa_hart_do_detach), or a late one would queue a stopped thread. */
+	_Atomic unsigned int wakers;
 	struct dpa_thread *runq_next;
 	_Atomic(struct dpa_hart *) hart; /* NULL: not running or fused */
 	bool running;

@@ -77,13 +77,20 @@ static uint32_t dpa_hart_run_queue(struct dpa_hart *hart)
 	return n;
 }
 
-static void dpa_hart_do_detach(struct dpa_hart *hart, struct dpa_thread *thread)
+/* Takes the thread off this hart, or returns false to be called again on a later turn: a wake
+ * that took `scheduled` before this store may not have queued the thread yet, and would queue it
+ * after the run queue was cleaned (the stopped thread's program ran again: dpa_hart_test
+ * stop_while_kicked). */
+static bool dpa_hart_do_detach(struct dpa_hart *hart, struct dpa_thread *thread)
 {
 	struct dpa_thread *list, *t, *next;
 
 	/* From now on kicks of the thread push nothing (scheduled stays 1); then
-	 * take it off the run queue if a kick had put it there. */
+	 * take it off the run queue if a kick had put it there. seq_cst store, then
+	 * load: pairs with the waker's count before its exchange. */
 	atomic_store(&thread->scheduled, 1);
+	if (atomic_load(&thread->wakers))
+		return false;
 	list = atomic_exchange(&hart->runq, NULL);
 	for (t = list; t; t = next) {
 		next = t->runq_next;
@@ -91,19 +98,28 @@ static void dpa_hart_do_detach(struct dpa_hart *hart, struct dpa_thread *thread)
 			dpa_hart_enqueue(hart, t, true);
 	}
 	atomic_store_explicit(&thread->hart, NULL, memory_order_release);
+	return true;
 }
 
 static void dpa_hart_handle_requests(struct dpa_hart *hart)
 {
-	struct dpa_hart_req *req;
+	struct dpa_hart_req *req, **pp = &hart->reqs;
+	bool again = false;
 
 	pthread_mutex_lock(&hart->lock);
 	atomic_store(&hart->has_req, false);
-	while ((req = hart->reqs)) {
-		hart->reqs = req->next;
-		dpa_hart_do_detach(hart, req->thread);
+	while ((req = *pp)) {
+		if (!dpa_hart_do_detach(hart, req->thread)) {
+			/* A wake in flight: the next turn (the hart does not sleep meanwhile). */
+			pp = &req->next;
+			again = true;
+			continue;
+		}
+		*pp = req->next;
 		req->done = true;
 	}
+	if (again)
+		atomic_store(&hart->has_req, true);
 	pthread_cond_broadcast(&hart->cond);
 	pthread_mutex_unlock(&hart->lock);
 }

@@ -28,6 +28,7 @@ struct dpa_thread *dpa_thread_create(struct dpa *dpa, dpa_thread_fn fn, const vo
 	 * nothing; run activates the thread once, which covers them. */
 	atomic_init(&t->scheduled, 1);
 	atomic_init(&t->hart, NULL);
+	atomic_init(&t->wakers, 0);
 	if (arg_size) {
 		t->arg = malloc(arg_size);
 		if (!t->arg)
@@ -145,14 +146,21 @@ void dpa_thread_wake(struct dpa_thread *thread, bool local)
 	/* Only the 0 -> 1 transition queues the thread: it is on a run queue
 	 * at most once. seq_cst: pairs with the store of 0 in
 	 * dpa_thread_activate, which precedes the program's reads. */
-	if (atomic_load_explicit(&thread->scheduled, memory_order_relaxed) ||
-	    atomic_exchange(&thread->scheduled, 1))
+	if (atomic_load_explicit(&thread->scheduled, memory_order_relaxed))
 		return;
+	/* Counted before the exchange (seq_cst both): a detach that stores scheduled after our
+	 * exchange then sees us and waits until the thread is queued, to take it off again. */
+	atomic_fetch_add(&thread->wakers, 1);
+	if (atomic_exchange(&thread->scheduled, 1)) {
+		atomic_fetch_sub(&thread->wakers, 1);
+		return;
+	}
 	h = atomic_load_explicit(&thread->hart, memory_order_acquire);
 	if (h)
 		dpa_hart_enqueue(h, thread, local);
 	else if (!local && thread->efd >= 0)
 		dpa_thread_signal_efd(thread);
+	atomic_fetch_sub(&thread->wakers, 1);
 }
 
 void dpa_thread_kick(struct dpa_thread *thread)
