@@ -13,16 +13,20 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/* One idle gap of gap_us starting at *t: the poller polls every us until the window closes (it
- * must spin exactly while now - start < window), then sleeps; work arrives at start + gap. Returns
- * how long it spun. */
-static uint32_t idle_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t, uint32_t gap_us)
+/* One idle gap of gap_us starting at *t, of the given kind (told at its start only: a later one
+ * must not matter): the poller polls every us until the window closes (it must spin exactly while
+ * now - start < window), `stolen` us of its spin given to other threads, then sleeps its steps;
+ * work arrives at start + gap. Returns how long it spun. */
+static uint32_t busy_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t, uint32_t gap_us,
+			 enum dpa_gap kind, uint32_t stolen)
 {
 	uint64_t start = *t, now = start;
 	uint32_t spun = 0;
 
+	CU_ASSERT_TRUE(dpa_poll_window_gap_starts(w));
 	while (now < start + gap_us) {
-		uint32_t step = dpa_poll_window_idle(w, dpa, now, DPA_GAP_HOST_WAITING);
+		uint32_t step = dpa_poll_window_idle(w, dpa, now,
+						     now == start ? kind : DPA_GAP_HOST_WAITING);
 
 		if (step) {
 			CU_ASSERT(step >= 30);
@@ -30,11 +34,19 @@ static uint32_t idle_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t
 			continue;
 		}
 		spun++;
+		w->stolen_us = spun < stolen ? spun : stolen;
 		now++;
 	}
+	CU_ASSERT_FALSE(dpa_poll_window_gap_starts(w));
 	*t = start + gap_us;
 	dpa_poll_window_work(w, dpa, *t);
 	return spun;
+}
+
+/* A gap of a host waiting for its next command, nothing stolen. */
+static uint32_t idle_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t, uint32_t gap_us)
+{
+	return busy_gap(w, dpa, t, gap_us, DPA_GAP_HOST_WAITING, 0);
 }
 
 static void test_window_adapts(void)
@@ -122,28 +134,6 @@ static void test_contended_spin_narrows(void)
 	CU_ASSERT_EQUAL(dpa_poll_window_idle(&w, dpa, t, DPA_GAP_HOST_WAITING), 0);
 	CU_ASSERT_EQUAL(w.stolen_us, 0);
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
-}
-
-/* Spins through a gap of gap_us of the given kind, polled every us, `stolen` us of its spin given
- * to other threads; returns how long it spun. */
-static uint32_t busy_gap(struct dpa_poll_window *w, struct dpa *dpa, uint64_t *t, uint32_t gap_us,
-			 enum dpa_gap kind, uint32_t stolen)
-{
-	uint64_t start = *t, now;
-	uint32_t spun = 0;
-
-	CU_ASSERT_TRUE(dpa_poll_window_gap_starts(w));
-	for (now = start; now < start + gap_us; now++) {
-		/* The kind is read at the start only: a later one must not matter. */
-		if (!dpa_poll_window_idle(w, dpa, now, now == start ? kind : DPA_GAP_HOST_WAITING)) {
-			spun++;
-			w->stolen_us = spun < stolen ? spun : stolen;
-		}
-	}
-	CU_ASSERT_FALSE(dpa_poll_window_gap_starts(w));
-	*t = start + gap_us;
-	dpa_poll_window_work(w, dpa, *t);
-	return spun;
 }
 
 /* A gap that begins with the host behind on completions: the floor when it polls them, or when it
