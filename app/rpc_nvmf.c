@@ -3,6 +3,7 @@
 #include "app/app_internal.h"
 #include "app/rpc.h"
 #include "controller/pcie.h"
+#include "hw/hw.h"
 #include "dpa/dpa.h"
 
 #include <errno.h>
@@ -683,6 +684,37 @@ static struct json_object *rpc_stats_poll_groups(struct app_target *t)
 	return list;
 }
 
+/* The function's side of the controller: what its client (the VMM) sent over the socket and did
+ * to the BAR. msgs_rx / socket_reads is how many messages one read brought (the batching of
+ * trapped doorbells); write_multis are REGION_WRITE_MULTI messages, their writes counted in
+ * region_writes. */
+static struct json_object *rpc_stats_vfio_user(struct pcie_ctrlr *pc)
+{
+	struct json_object *o = json_object_new_object();
+	struct hw_dev_stats st;
+
+	hw_dev_get_stats(pcie_ctrlr_dev(pc), &st);
+	RPC_STAT(o, st, clients_attached);
+	RPC_STAT(o, st, disconnects);
+	RPC_STAT(o, st, msgs_rx);
+	RPC_STAT(o, st, msgs_tx);
+	RPC_STAT(o, st, socket_reads);
+	RPC_STAT(o, st, errors_replied);
+	RPC_STAT(o, st, bad_messages);
+	RPC_STAT(o, st, region_reads);
+	RPC_STAT(o, st, region_writes);
+	RPC_STAT(o, st, posted_writes);
+	RPC_STAT(o, st, write_multis);
+	RPC_STAT(o, st, dma_maps);
+	RPC_STAT(o, st, dma_unmaps);
+	RPC_STAT(o, st, db_writes);
+	RPC_STAT(o, st, db_invalid_writes);
+	RPC_STAT(o, st, msix_raised);
+	RPC_STAT(o, st, msix_pended);
+	RPC_STAT(o, st, bar_disabled_accesses);
+	return o;
+}
+
 static struct json_object *rpc_stats_controllers(struct app_target *t)
 {
 	struct json_object *list = json_object_new_array();
@@ -716,6 +748,7 @@ static struct json_object *rpc_stats_controllers(struct app_target *t)
 		RPC_STAT(o, st, shutdowns);
 		RPC_STAT(o, st, io_sqs);
 		RPC_STAT(o, st, io_cqs);
+		json_object_object_add(o, "vfio_user", rpc_stats_vfio_user(l->pc));
 		json_object_array_add(list, o);
 	}
 	}

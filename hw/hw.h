@@ -266,7 +266,7 @@ int hw_dev_stateful_modify(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, 
 int hw_dev_set_stateful_default(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
 				const void *data, size_t len);
 
-/* Counters of the vfio-user endpoint, for stats and tests. */
+/* Counters of the vfio-user endpoint and the BAR, for stats and tests; read on the device's thread. */
 struct hw_dev_stats {
 	uint64_t msgs_rx, msgs_tx, errors_replied, bad_messages, disconnects;
 	uint64_t region_reads, region_writes, posted_writes;
@@ -274,6 +274,8 @@ struct hw_dev_stats {
 	uint64_t dma_maps, dma_unmaps;
 	uint64_t clients_attached;
 	uint64_t bar_disabled_accesses; /* BAR accesses with COMMAND memory/I/O space off */
+	uint64_t socket_reads; /* recv calls that returned data: msgs_rx / socket_reads is the batching */
+	uint64_t write_multis; /* REGION_WRITE_MULTI messages (their writes are in region_writes) */
 };
 void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *stats);
 

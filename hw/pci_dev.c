@@ -270,6 +270,8 @@ void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *st)
 	    .dma_unmaps = es.dma_unmaps,
 	    .clients_attached = es.clients_attached,
 	    .bar_disabled_accesses = dev->bar_disabled_accesses,
+	    .socket_reads = es.socket_reads,
+	    .write_multis = es.write_multis,
 	};
 }
 

@@ -18,10 +18,10 @@ trap cleanup EXIT
 . "$TOP/tests/lib/check.sh"
 start() {
 	[ -n "$dpid" ] && { kill "$dpid"; wait "$dpid" 2> /dev/null; }
-	rm -f "$D/s"
-	"$BIN/nvme-emu" --socket "$D/s" --malloc 16M -q 4 "$@" > "$D/daemon.log" 2>&1 &
+	rm -f "$D/s" "$D/r.sock"
+	"$BIN/nvme-emu" --socket "$D/s" -r "$D/r.sock" --malloc 16M -q 4 "$@" > "$D/daemon.log" 2>&1 &
 	dpid=$!
-	for _ in $(seq 100); do [ -S "$D/s" ] && return 0; sleep 0.1; done
+	for _ in $(seq 100); do [ -S "$D/s" ] && [ -S "$D/r.sock" ] && return 0; sleep 0.1; done
 	return 1
 }
 # perf NAME PYEXPR ARGS...: nvme-emu-perf -j succeeds and PYEXPR holds for its JSON `r`.
@@ -46,6 +46,26 @@ perf "mixed 70/30 with interrupts" 'r["ios"] > 100 and r["interrupts"] and r["er
 perf "--write-multi with interrupts" \
 	'r["write_multi"] and r["interrupts"] and r["ios"] > 100 and r["errors"] == 0 and r["db_messages"] > 0' \
 	-w randread -I -W -q 16 -t 1
+# The server's own count of a --write-multi run (nvmf_get_stats, the controller's vfio_user
+# object, before and after): each multi-write message the client sent arrived as one, with its
+# doorbells among the region writes, and socket reads brought the messages.
+server_counts_write_multi() {
+	local rpc=("$BIN/nvme-emu-rpc" -s "$D/r.sock")
+	"${rpc[@]}" nvmf_get_stats > "$D/before.json" &&
+		"$BIN/nvme-emu-perf" -s "$D/s" -j -w randread -n 2 -W -t 1 > "$D/wm.json" &&
+		"${rpc[@]}" nvmf_get_stats > "$D/after.json" && python3 - "$D" << 'EOF'
+import json, sys
+b, a, r = (json.load(open('%s/%s.json' % (sys.argv[1], n))) for n in ('before', 'after', 'wm'))
+vb, va = b['controllers'][0]['vfio_user'], a['controllers'][0]['vfio_user']
+d = {k: va[k] - vb[k] for k in va}
+assert 0 < d['write_multis'] <= r['db_messages'], (d, r['db_messages'])
+assert d['region_writes'] >= r['db_writes_coalesced'], (d, r['db_writes_coalesced'])
+assert 0 < d['socket_reads'] <= d['msgs_rx'], d
+assert va['clients_attached'] >= 1 and d['bad_messages'] == 0 and d['db_writes'] > 0, va
+EOF
+}
+check "nvmf_get_stats counts the client's REGION_WRITE_MULTI messages and socket reads" \
+	server_counts_write_multi
 check "-c 2 on trapped doorbells is refused (exit 2)" sh -c \
 	"'$BIN/nvme-emu-perf' -s '$D/s' -n 2 -c 2 -t 1 > /dev/null 2>&1; [ \$? -eq 2 ]"
 check "nvme-emu (mmap doorbells, one DPA hart)" start --doorbells mmap --dpa-harts 1
