@@ -679,6 +679,8 @@ static struct json_object *rpc_stats_poll_groups(struct app_target *t)
 		RPC_STAT(o, st, poll_contended);
 		RPC_STAT(o, st, poll_naps);
 		RPC_STAT(o, st, poll_irq_contended_pct);
+		RPC_STAT(o, st, poll_wait_naps);
+		RPC_STAT(o, st, poll_wait_contended_pct);
 		json_object_array_add(list, o);
 	}
 	return list;

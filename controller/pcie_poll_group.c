@@ -576,7 +576,13 @@ void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int 
 		st->poll_contended =
 			atomic_load_explicit(&pg->window.contended, memory_order_relaxed);
 		st->poll_naps = atomic_load_explicit(&pg->window.naps, memory_order_relaxed);
-		st->poll_irq_contended_pct =
-			atomic_load_explicit(&pg->window.irq_contended_pct, memory_order_relaxed);
+		st->poll_irq_contended_pct = atomic_load_explicit(&pg->window.irq_contended_share,
+								  memory_order_relaxed) /
+					     DPA_SHARE_PCT(1);
+		st->poll_wait_naps =
+			atomic_load_explicit(&pg->window.wait_naps, memory_order_relaxed);
+		st->poll_wait_contended_pct = atomic_load_explicit(&pg->window.wait_contended_share,
+								   memory_order_relaxed) /
+					      DPA_SHARE_PCT(1);
 	}
 }

@@ -123,8 +123,11 @@ struct dpa_poll_window {
 	uint32_t spin_us;    /* how long this gap is spun (UINT32_MAX: the adaptive window) */
 	bool sampling;	     /* an interrupted gap spun: is the spin contended? */
 	uint32_t probes;     /* interrupted gaps since the last spun one */
-	_Atomic uint32_t irq_contended_pct; /* of the recent interrupted gaps spun, the share
-					     * (percent) whose spin was contended */
+	uint32_t wait_probes; /* waiting gaps since the last spun one */
+	/* Of the recent interrupted gaps spun, and of the waiting ones, the share whose spin was
+	 * contended (DPA_SHARE_PCT units). */
+	_Atomic uint32_t irq_contended_share;
+	_Atomic uint32_t wait_contended_share;
 	_Atomic uint32_t window_us; /* the window now, within [burst_us, burst_max_us] */
 	_Atomic uint64_t hits;	    /* work found while the window was open */
 	_Atomic uint64_t misses;    /* work found after it closed (the poller slept) */
@@ -132,13 +135,15 @@ struct dpa_poll_window {
 	_Atomic uint64_t shrinks;   /* narrowed after a gap no window could catch */
 	_Atomic uint64_t contended; /* narrowed because the spin took CPU time from other threads */
 	_Atomic uint64_t naps;	    /* gaps slept at once: the host had interrupts of ours to take */
+	_Atomic uint64_t wait_naps; /* waiting gaps slept at once: spinning them was contended */
 };
 
 /* What the host is doing as an idle gap begins, as far as the poller can tell (from the CQs'
  * unconsumed entries; dpa/poll_window.c says why each gets the spin it gets). */
 enum dpa_gap {
 	/* Waiting for us: everything consumed but the last CQE at most (QD1). The adaptive
-	 * window. */
+	 * window, or no spin where such spins compete with the host for the CPU
+	 * (DPA_WAIT_CONTENDED_PCT). */
 	DPA_GAP_HOST_WAITING,
 	/* Working through a batch of completions that it polls, or the poller cannot see (a
 	 * hart): the floor window, not adapted. */
@@ -149,10 +154,20 @@ enum dpa_gap {
 	DPA_GAP_HOST_INTERRUPTED,
 };
 
+/* A running share of spins, in 1/256 of a percent: fine enough that a run of uncontended spins
+ * takes it to (nearly) 0 and a run of contended ones to 100%. Kept in whole percent, the rounding
+ * of each 1/16-weight step sticks a few points short (at 8% after any number of uncontended
+ * spins, rounding to nearest) or biases it (about 7 points low, rounding down). */
+#define DPA_SHARE_PCT(pct) ((uint32_t)(pct) * 256u)
+
 /* Interrupted gaps are not spun while at least this share (percent) of the recent spun ones were
  * contended: a native client with interrupts (nvme-emu-perf -I, QD8-32) had 4-16%, a TCG guest's
  * fio (QD32, 128 KiB writes at QD8) 16-90%, mostly over 40. */
 #define DPA_IRQ_CONTENDED_PCT 35
+
+/* Waiting gaps are not spun while at least this share (percent) of the recent spun ones were
+ * contended (a TCG guest writing 128 KiB at QD8, its vCPU busy between our completions). */
+#define DPA_WAIT_CONTENDED_PCT 50
 
 /* Work found at now_us: the gap since the poller went idle adapts the window. */
 void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint64_t now_us);

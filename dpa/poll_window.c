@@ -35,7 +35,12 @@
  * the very vCPUs whose work it waits for, and throughput drops. The spin yields each turn, and a
  * yield that comes back late means another thread ran on this CPU: when such stolen time is a
  * sizeable part of the spin, the window is not widened but halved, so a poller widens only while
- * its CPU is otherwise idle. */
+ * its CPU is otherwise idle. Halved down to the floor, a waiting host's gaps are still spun 50 us
+ * each; where at least DPA_WAIT_CONTENDED_PCT of the recent ones were contended (a TCG guest
+ * writing 128 KiB at QD8: its vCPU is busy building the next commands between our completions,
+ * and the spin takes CPU from it) they are slept at once, the same way, with the same probes:
+ * 128 KiB writes +29% (14.4k against 11.2k IOPS, 67 instead of 90 us of guest CPU per I/O).
+ * The spins of a native client's gaps, which end within microseconds, are never contended. */
 #include "dpa/dpa_internal.h"
 #include "common/evloop.h"
 
@@ -83,16 +88,22 @@ void dpa_poll_window_reset(struct dpa_poll_window *w)
 	w->sampling = false;
 }
 
+/* Into a running share (DPA_SHARE_PCT units, 1/16 weight) of contended spins: one more spin,
+ * contended or not. */
+static void dpa_poll_window_share(_Atomic uint32_t *share, bool contended)
+{
+	uint32_t v = DPA_WIN_LOAD(*share);
+
+	DPA_WIN_SET(*share, v - v / 16 + (contended ? DPA_SHARE_PCT(100) / 16 : 0));
+}
+
 /* An interrupted gap spun (to its end, or until work came): was the spin contended, over a
  * quarter of it given to other threads of this CPU? Into the running share of contended ones
  * (percent, 1/16 weight: a native client's thread, woken on our CPU now and then, gives a few
  * contended spins in a row at times). */
 static void dpa_poll_window_irq_spun(struct dpa_poll_window *w, uint64_t spun_us)
 {
-	uint32_t pct = DPA_WIN_LOAD(w->irq_contended_pct);
-	bool contended = w->stolen_us * 4 > spun_us;
-
-	DPA_WIN_SET(w->irq_contended_pct, (15 * pct + (contended ? 100 : 0) + 8) / 16);
+	dpa_poll_window_share(&w->irq_contended_share, w->stolen_us * 4 > spun_us);
 	w->sampling = false;
 }
 
@@ -100,6 +111,7 @@ void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint
 {
 	uint32_t floor, ceil, win;
 	uint64_t gap, grown;
+	bool contended;
 
 	if (!w->idle_since)
 		return;
@@ -108,9 +120,10 @@ void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint
 	if (w->sampling)
 		dpa_poll_window_irq_spun(w, gap);
 	dpa_poll_window_bounds(dpa, &floor, &ceil);
-	if (w->kind != DPA_GAP_HOST_WAITING) {
+	if (w->kind != DPA_GAP_HOST_WAITING || !w->spin_us) {
 		/* The host was busy with our completions: this gap says nothing about how soon a
-		 * host waiting for its next command rings. */
+		 * host waiting for its next command rings. A napped gap was not spun: nothing
+		 * learnt either. */
 		w->stolen_us = 0;
 		return;
 	}
@@ -119,7 +132,9 @@ void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint
 		DPA_WIN_BUMP(w->hits);
 	else
 		DPA_WIN_BUMP(w->misses);
-	if (w->stolen_us * 4 > (gap < win ? gap : win)) {
+	contended = w->stolen_us * 4 > (gap < win ? gap : win);
+	dpa_poll_window_share(&w->wait_contended_share, contended);
+	if (contended) {
 		/* Over a quarter of the spin went to other threads of this CPU: spinning competes
 		 * with the host for the CPU; narrow, whatever the gap. */
 		win = win / 2 > floor ? win / 2 : floor;
@@ -149,13 +164,19 @@ static uint32_t dpa_poll_window_start(struct dpa_poll_window *w, uint32_t floor,
 	w->sampling = false;
 	switch (kind) {
 	case DPA_GAP_HOST_WAITING:
+		if (DPA_WIN_LOAD(w->wait_contended_share) >= DPA_SHARE_PCT(DPA_WAIT_CONTENDED_PCT) &&
+		    ++w->wait_probes < DPA_IRQ_PROBE_EVERY) {
+			DPA_WIN_BUMP(w->wait_naps);
+			return 0;
+		}
+		w->wait_probes = 0;
 		return UINT32_MAX;
 	case DPA_GAP_HOST_POLLING:
 		return floor;
 	default:
 		break;
 	}
-	if (DPA_WIN_LOAD(w->irq_contended_pct) >= DPA_IRQ_CONTENDED_PCT &&
+	if (DPA_WIN_LOAD(w->irq_contended_share) >= DPA_SHARE_PCT(DPA_IRQ_CONTENDED_PCT) &&
 	    ++w->probes < DPA_IRQ_PROBE_EVERY) {
 		DPA_WIN_BUMP(w->naps);
 		return 0;

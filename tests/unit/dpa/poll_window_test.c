@@ -155,22 +155,23 @@ static void test_busy_host_gaps(void)
 	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_POLLING, 40), 50);
 	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 20, DPA_GAP_HOST_POLLING, 0), 20);
 	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 5000, DPA_GAP_HOST_POLLING, 0), 50);
-	CU_ASSERT_EQUAL(w.irq_contended_pct, 0);
+	CU_ASSERT(w.irq_contended_share < DPA_SHARE_PCT(1));
 
 	/* Interrupted host, spins uncontended (or barely: 10 of 50 us): the floor. */
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 10), 50);
 	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 3, DPA_GAP_HOST_INTERRUPTED, 0), 3);
-	CU_ASSERT_EQUAL(w.irq_contended_pct, 0);
+	CU_ASSERT(w.irq_contended_share < DPA_SHARE_PCT(1));
 	CU_ASSERT_EQUAL(w.naps, 0);
 	/* Six contended spins are not enough... */
 	for (int i = 0; i < 6; i++)
 		CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 20), 50);
-	CU_ASSERT(w.irq_contended_pct > 0 && w.irq_contended_pct < DPA_IRQ_CONTENDED_PCT);
+	CU_ASSERT(w.irq_contended_share > 0 &&
+		  w.irq_contended_share < DPA_SHARE_PCT(DPA_IRQ_CONTENDED_PCT));
 	/* ...a seventh (cut short by work: a quarter of what was spun) is: then it sleeps at once
 	 * (a nap), but for one gap in 16. */
 	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 20, DPA_GAP_HOST_INTERRUPTED, 6), 20);
-	CU_ASSERT(w.irq_contended_pct >= DPA_IRQ_CONTENDED_PCT);
+	CU_ASSERT(w.irq_contended_share >= DPA_SHARE_PCT(DPA_IRQ_CONTENDED_PCT));
 	for (int i = 0; i < 32; i++)
 		spun += busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 30);
 	CU_ASSERT_EQUAL(spun, 2 * 50);
@@ -181,13 +182,62 @@ static void test_busy_host_gaps(void)
 	for (int i = 0; i < 200; i++)
 		spun = busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_INTERRUPTED, 0);
 	CU_ASSERT_EQUAL(spun, 50);
-	CU_ASSERT(w.irq_contended_pct < DPA_IRQ_CONTENDED_PCT);
+	CU_ASSERT(w.irq_contended_share < DPA_SHARE_PCT(1));
 
 	/* None of these moved the window; a waiting host gets it. */
 	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 187);
 	CU_ASSERT_EQUAL(w.grows, 1);
 	CU_ASSERT_EQUAL(w.shrinks + w.contended, 0);
 	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_WAITING, 0), 150);
+	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
+}
+
+/* A waiting host whose gaps' spins keep losing the CPU to other threads (a TCG guest's vCPU busy
+ * preparing its next commands on the CPUs the spin shares): the window narrows to the floor, and
+ * once half of the recent spins were contended the gaps are slept at once, but for one probe in
+ * 16. Napped gaps teach the window nothing; spins uncontended again bring the share down and the
+ * spin back. A waiting host whose spins are not contended never naps, whatever its gaps. */
+static void test_contended_waiting_gaps(void)
+{
+	struct dpa *dpa = dpa_create(0);
+	struct dpa_poll_window w = {0};
+	uint64_t t = 1000000;
+	uint32_t spun = 0, grows;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
+	CU_ASSERT_EQUAL(dpa_set_poll_params(dpa, 50, 30), 0);
+	for (i = 0; i < 100; i++)
+		idle_gap(&w, dpa, &t, i % 2 ? 5000 : 150);
+	CU_ASSERT(w.wait_contended_share < DPA_SHARE_PCT(1));
+	CU_ASSERT_EQUAL(w.wait_naps, 0);
+
+	/* Contended spins (a third of each stolen): narrowed at once; ten are not enough to nap... */
+	for (i = 0; i < 10; i++)
+		CU_ASSERT(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_WAITING, 50) >= 50);
+	CU_ASSERT(w.wait_contended_share < DPA_SHARE_PCT(DPA_WAIT_CONTENDED_PCT));
+	/* ...eleven are: then the gaps are slept at once, but for one in 16. */
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_WAITING, 50), 50);
+	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 50);
+	CU_ASSERT(w.wait_contended_share >= DPA_SHARE_PCT(DPA_WAIT_CONTENDED_PCT));
+	CU_ASSERT_EQUAL(w.wait_naps, 0);
+	grows = (uint32_t)w.grows;
+	for (i = 0; i < 32; i++)
+		spun += busy_gap(&w, dpa, &t, 80, DPA_GAP_HOST_WAITING, 20);
+	CU_ASSERT_EQUAL(spun, 2 * 50);
+	CU_ASSERT_EQUAL(w.wait_naps, 30);
+	/* The 80 us gaps napped through did not widen the 50 us window. */
+	CU_ASSERT_EQUAL(w.grows, grows);
+	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 50);
+	/* Other kinds of gap are not napped for it. */
+	CU_ASSERT_EQUAL(busy_gap(&w, dpa, &t, 150, DPA_GAP_HOST_POLLING, 0), 50);
+
+	/* The CPU free again: the probes see it, and the window opens and adapts again. */
+	for (i = 0; i < 400; i++)
+		spun = idle_gap(&w, dpa, &t, 80);
+	CU_ASSERT_EQUAL(spun, 80);
+	CU_ASSERT(w.wait_contended_share < DPA_SHARE_PCT(1));
+	CU_ASSERT_EQUAL(dpa_poll_window_us(&w, dpa), 100);
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
@@ -231,4 +281,5 @@ static void test_relax_counts_stolen_time(void)
 CUNIT_SUITE(dpa_poll_window, NULL, NULL, {"window_adapts", test_window_adapts},
 	    {"contended_spin_narrows", test_contended_spin_narrows},
 	    {"busy_host_gaps", test_busy_host_gaps},
+	    {"contended_waiting_gaps", test_contended_waiting_gaps},
 	    {"relax_counts_stolen_time", test_relax_counts_stolen_time})
