@@ -146,14 +146,20 @@ int nvme_host_init(struct nvme_host *h, struct vfu_client *c, uint64_t ram_iova,
 		   uint64_t ram_size, uint32_t vectors)
 {
 	struct vfu_client_region bar0;
-	uint16_t cmd = 0x6; /* COMMAND: MEM | BUS MASTER */
+	uint16_t cmd = 0;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
 	rc = vfu_client_region_info(c, NVME_HOST_VFU_BAR0, &bar0);
 	if (rc)
 		return rc;
-	rc = vfu_client_region_write(c, NVME_HOST_VFU_CFG, 0x4, &cmd, 2, false);
+	/* COMMAND memory space and bus master, written only when not set yet (as Linux's
+	 * pci_enable_device and pci_set_master): a server may hand the function over enabled. */
+	rc = vfu_client_region_read(c, NVME_HOST_VFU_CFG, 0x4, &cmd, 2);
+	if (!rc && (cmd & 0x6) != 0x6) {
+		cmd |= 0x6;
+		rc = vfu_client_region_write(c, NVME_HOST_VFU_CFG, 0x4, &cmd, 2, false);
+	}
 	if (rc)
 		return rc;
 	if (vectors) {

@@ -387,11 +387,29 @@ void hw_dev_event_done(struct hw_dev *dev)
 /* ------------------------------------------------------------------------ */
 /* Endpoint callbacks.                                                      */
 
+static int hw_dev_config_access(struct hw_dev *dev, uint64_t offset, void *buf, uint32_t count,
+				bool is_write);
+
+/* A client gets the function the way Linux's vfio-pci hands a device to its user: enabled, its
+ * BARs decoded and its DMA on (pci_enable_device, and the bus mastering DPDK sets next).
+ * Userspace drivers over vfio-user count on it: SPDK's never writes COMMAND, and would read all
+ * ones from a function left at its reset value. A VMM resets the function for its guest (QEMU
+ * clears memory space, I/O space and bus master at every reset of a vfio device), whose
+ * firmware and driver enable it again. */
 static void hw_dev_ep_attach(void *arg)
 {
 	struct hw_dev *dev = arg;
+	uint16_t cmd = hw_pci_config_get16(&dev->cfg, HW_PCI_COMMAND) | HW_PCI_COMMAND_MEM |
+		       HW_PCI_COMMAND_MASTER;
 
 	hw_dev_set_state(dev, HW_HOTPLUG_POWER_ON);
+	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
+		if (dev->type->bars[b].size && dev->type->bars[b].is_io)
+			cmd |= HW_PCI_COMMAND_IO;
+	/* Nothing is pending at attach (a client that left had its reset finish first), so the
+	 * bus master event completes at once. */
+	if (hw_dev_config_access(dev, HW_PCI_COMMAND, &cmd, sizeof(cmd), true))
+		LOG_ERR(HW_LOG_COMP, "%s: cannot enable the function for its client", dev->vuid);
 }
 
 static int hw_dev_ep_detach(void *arg)

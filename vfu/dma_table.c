@@ -4,6 +4,8 @@
  * at the next quiescent point. */
 #include "vfu/vfu_internal.h"
 
+#include "common/log.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -247,8 +249,15 @@ static int vfu_dma_map_fd(const struct vfu_dma_table *t, struct vfu_dma_region *
 	if (rc)
 		return rc;
 	if (S_ISREG(st.st_mode) &&
-	    (fd_offset > (uint64_t)st.st_size || e->w.len > (uint64_t)st.st_size - fd_offset))
+	    (fd_offset > (uint64_t)st.st_size || e->w.len > (uint64_t)st.st_size - fd_offset)) {
+		/* SPDK's host without -g (--single-file-segments) maps a run of hugepages, one
+		 * file each, with the first one's fd. */
+		LOG_GUEST_ERR(VFU_COMP,
+			      "DMA_MAP [%#llx +%#llx]: the fd holds %lld bytes, not offset %#llx + "
+			      "length", (unsigned long long)e->w.iova, (unsigned long long)e->w.len,
+			      (long long)st.st_size, (unsigned long long)fd_offset);
 		return -EINVAL;
+	}
 	if (st.st_blksize > 0 && (uint64_t)st.st_blksize > blk &&
 	    !((uint64_t)st.st_blksize & ((uint64_t)st.st_blksize - 1)))
 		blk = (uint64_t)st.st_blksize;

@@ -569,6 +569,46 @@ out:
 	teardown(&t);
 }
 
+/* A client gets the function enabled, as Linux's vfio-pci hands a device over: COMMAND has memory
+ * space and bus master set at attach, so a userspace driver that never writes COMMAND (SPDK's
+ * vfio-user host) reads the registers (not all ones) and its DMA works. A client that leaves
+ * and comes back finds it so again (the reset at its leaving cleared COMMAND). */
+static void test_enabled_at_attach(const char *build)
+{
+	enum { LEN = 4096 };
+	struct nvme_itest t;
+	uint16_t cmd = 0;
+	uint8_t *buf, pattern[LEN];
+	uint64_t iova;
+
+	fill(pattern, LEN, 5);
+	if (!CHECK(nvme_itest_start(&t, build, ns_args) == 0))
+		return;
+	for (int round = 0; round < 2; round++) {
+		t.c = vfu_client_connect(t.sock, 5000);
+		if (!CHECK(t.c != NULL) || !CHECK(vfu_client_negotiate(t.c) == 0))
+			break;
+		CHECK(vfu_client_region_read(t.c, 7, 0x4, &cmd, 2) == 0);
+		CHECK((cmd & 0x6) == 0x6);
+		/* nvme_host_init writes COMMAND only when a bit is missing: here it writes nothing. */
+		CHECK(vfu_client_ram_create(t.c, NVME_ITEST_RAM_IOVA, NVME_ITEST_RAM_SIZE) == 0);
+		CHECK(nvme_host_init(&t.h, t.c, NVME_ITEST_RAM_IOVA, NVME_ITEST_RAM_SIZE, 0) == 0);
+		CHECK(nvme_host_reg_read32(&t.h, 0x1c) != 0xffffffffu);
+		CHECK(nvme_host_enable(&t.h, 32) == 0);
+		CHECK(nvme_host_create_io_queues(&t.h, 1, 64, false, 0) == 0);
+		iova = nvme_host_alloc(&t.h, LEN, (void **)&buf);
+		if (CHECK(iova != 0)) {
+			memcpy(buf, pattern, LEN);
+			CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_WRITE, 1, 0, LEN / 512, iova, LEN) == 0);
+			memset(buf, 0, LEN);
+			CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 1, 0, LEN / 512, iova, LEN) == 0);
+			CHECK(memcmp(buf, pattern, LEN) == 0);
+		}
+		nvme_itest_detach(&t);
+	}
+	teardown(&t);
+}
+
 /* The health model runs on its own clock: under I/O the modelled temperature rises past a
  * threshold set just above idle and the SMART temperature event arrives with nobody reading the
  * SMART log. */
@@ -644,6 +684,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("two_namespaces", test_two_namespaces, build);
 	itest_run("unmap_under_io", test_unmap_under_io, build);
 	itest_run("command_register_gating", test_command_register_gating, build);
+	itest_run("enabled_at_attach", test_enabled_at_attach, build);
 	itest_run("health_clock", test_health_clock, build);
 }
 

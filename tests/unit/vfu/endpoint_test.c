@@ -451,10 +451,23 @@ static void test_dma_map_unmap(void)
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x200000, 0x1000, 0), -ENOENT);
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x201000, 0x1000, 0), -ENOENT);
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x200000, 0x2000, 0x1), -EINVAL);
+	{
+		/* With the fd it was mapped with, as SPDK's vfio-user host sends it: taken and
+		 * closed (no fd is kept); two fds are malformed. */
+		struct vfio_user_dma_unmap one = {
+		    .argsz = sizeof(one), .addr = 0x200000, .size = 0x2000};
+		int two[2] = {fd, fd}, fds_before = fake_dev_count_fds();
+
+		CU_ASSERT_EQUAL(raw_request(VFIO_USER_DMA_UNMAP, 0, &one, sizeof(one), two, 2),
+				-EINVAL);
+		CU_ASSERT_EQUAL(raw_request(VFIO_USER_DMA_UNMAP, 0, &one, sizeof(one), &fd, 1), 0);
+		CU_ASSERT_EQUAL(vfu_client_dma_map(cl, 0x200000, 0x2000, 1, fd, 0), 0);
+		CU_ASSERT_EQUAL(fake_dev_count_fds(), fds_before);
+	}
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x200000, 0x2000, 0), 0);
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x200000, 0x2000, 0), -ENOENT);
 	fake_dev_counts(dev, &n);
-	CU_ASSERT_EQUAL(n.dma_unmaps, 1);
+	CU_ASSERT_EQUAL(n.dma_unmaps, 2);
 	CU_ASSERT_EQUAL(n.last_unmap_iova, 0x200000);
 	CU_ASSERT_EQUAL(n.last_unmap_len, 0x2000);
 	/* UNMAP_ALL with a range is malformed; without, it empties the table. */
@@ -462,7 +475,7 @@ static void test_dma_map_unmap(void)
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0, 0, VFIO_USER_DMA_UNMAP_ALL), 0);
 	CU_ASSERT_EQUAL(fake_dev_dma_windows(dev), 0);
 	fake_dev_counts(dev, &n);
-	CU_ASSERT_EQUAL(n.dma_unmaps, 3);
+	CU_ASSERT_EQUAL(n.dma_unmaps, 4);
 	CU_ASSERT_PTR_NULL(vfu_client_ram_ptr(cl, 0, 1));
 	close(fd);
 	teardown();
