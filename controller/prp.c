@@ -24,12 +24,66 @@ static uint16_t ctrlr_prp_add(ctrlr_map_fn map, void *mctx, uint64_t addr, uint6
 	return NVME_SC_SUCCESS;
 }
 
+/* Pages that follow each other in guest memory (a host's buffer is mostly one run of them: SPDK
+ * allocates from hugepages, Linux often gets contiguous pages) are translated as one run, not
+ * page by page: a 128 KiB transfer costs one lookup instead of 32 (a third of the server's time
+ * under 128 KiB writes from spdk_nvme_perf was spent translating PRP entries). */
+struct ctrlr_prp_run {
+	uint64_t addr, len;
+	uint32_t page_size;
+};
+
+/* Maps the pending run. One that crosses from one of the client's DMA windows into the next
+ * (guest-contiguous, separately mapped) is mapped page by page, as the entries came. */
+static uint16_t ctrlr_prp_flush(struct ctrlr_prp_run *run, ctrlr_map_fn map, void *mctx,
+				unsigned int dir, struct iovec *iov, int max_iov, int *n)
+{
+	uint64_t addr = run->addr, len = run->len;
+	uint16_t st;
+
+	run->len = 0;
+	if (!len)
+		return NVME_SC_SUCCESS;
+	st = ctrlr_prp_add(map, mctx, addr, len, dir, iov, max_iov, n);
+	if (st != NVME_SC_DATA_XFER_ERROR || len <= run->page_size - (addr & (run->page_size - 1)))
+		return st;
+	while (len) {
+		uint64_t chunk = run->page_size - (addr & (run->page_size - 1));
+
+		if (chunk > len)
+			chunk = len;
+		st = ctrlr_prp_add(map, mctx, addr, chunk, dir, iov, max_iov, n);
+		if (st)
+			return st;
+		addr += chunk;
+		len -= chunk;
+	}
+	return NVME_SC_SUCCESS;
+}
+
+/* One more piece of data: joins the pending run when it follows it in guest memory. */
+static uint16_t ctrlr_prp_piece(struct ctrlr_prp_run *run, uint64_t addr, uint64_t len,
+				ctrlr_map_fn map, void *mctx, unsigned int dir, struct iovec *iov,
+				int max_iov, int *n)
+{
+	uint16_t st;
+
+	if (run->len && run->addr + run->len == addr) {
+		run->len += len;
+		return NVME_SC_SUCCESS;
+	}
+	st = ctrlr_prp_flush(run, map, mctx, dir, iov, max_iov, n);
+	run->addr = addr;
+	run->len = len;
+	return st;
+}
+
 /* Walks PRP list pages starting at `list` (qword aligned, may start mid-page) for `len` bytes of
  * page-aligned data. The last entry of a list page chains to the next list page when more than
  * one entry's worth of data remains. */
-static uint16_t ctrlr_prp_walk_list(ctrlr_map_fn map, void *mctx, uint64_t list, uint64_t len,
-				    uint32_t page_size, unsigned int dir, struct iovec *iov,
-				    int max_iov, int *n)
+static uint16_t ctrlr_prp_walk_list(struct ctrlr_prp_run *run, ctrlr_map_fn map, void *mctx,
+				    uint64_t list, uint64_t len, uint32_t page_size,
+				    unsigned int dir, struct iovec *iov, int max_iov, int *n)
 {
 	uint32_t per_page = page_size / 8;
 	/* A page can hold at most this many lists worth of data: bound the chain. */
@@ -63,7 +117,7 @@ static uint16_t ctrlr_prp_walk_list(ctrlr_map_fn map, void *mctx, uint64_t list,
 			if (e & (page_size - 1))
 				return NVME_SC_PRP_INVALID_OFFSET;
 			chunk = len < page_size ? len : page_size;
-			st = ctrlr_prp_add(map, mctx, e, chunk, dir, iov, max_iov, n);
+			st = ctrlr_prp_piece(run, e, chunk, map, mctx, dir, iov, max_iov, n);
 			if (st)
 				return st;
 			len -= chunk;
@@ -76,6 +130,7 @@ uint16_t ctrlr_prp_map(ctrlr_map_fn map, void *mctx, uint64_t prp1, uint64_t prp
 		       uint32_t page_size, unsigned int dir, struct iovec *iov, int max_iov,
 		       int *iovcnt)
 {
+	struct ctrlr_prp_run run = {.page_size = page_size};
 	uint64_t first;
 	uint16_t st;
 	int n = 0;
@@ -89,21 +144,24 @@ uint16_t ctrlr_prp_map(ctrlr_map_fn map, void *mctx, uint64_t prp1, uint64_t prp
 	first = page_size - (prp1 & (page_size - 1));
 	if (first > len)
 		first = len;
-	st = ctrlr_prp_add(map, mctx, prp1, first, dir, iov, max_iov, &n);
-	if (st)
-		return st;
+	run.addr = prp1;
+	run.len = first;
 	len -= first;
+	st = NVME_SC_SUCCESS;
 	if (len > 0 && len <= page_size) {
 		/* PRP2 is the second (and last) data page. */
 		if (prp2 & (page_size - 1))
 			return NVME_SC_PRP_INVALID_OFFSET;
-		st = ctrlr_prp_add(map, mctx, prp2, len, dir, iov, max_iov, &n);
+		st = ctrlr_prp_piece(&run, prp2, len, map, mctx, dir, iov, max_iov, &n);
 	} else if (len > 0) {
 		/* PRP2 points to a PRP list, qword aligned. */
 		if (prp2 & 7)
 			return NVME_SC_PRP_INVALID_OFFSET;
-		st = ctrlr_prp_walk_list(map, mctx, prp2, len, page_size, dir, iov, max_iov, &n);
+		st = ctrlr_prp_walk_list(&run, map, mctx, prp2, len, page_size, dir, iov, max_iov,
+					 &n);
 	}
+	if (!st)
+		st = ctrlr_prp_flush(&run, map, mctx, dir, iov, max_iov, &n);
 	if (st)
 		return st;
 	*iovcnt = n;

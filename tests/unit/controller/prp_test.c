@@ -11,12 +11,18 @@
 
 static uint8_t pt_mem[PT_PAGES * PT_PS] __attribute__((aligned(4096)));
 static uint64_t pt_hole = ~0ull; /* a page address the map refuses */
+/* Where one DMA window ends and the next begins: no mapping crosses it. */
+static uint64_t pt_split = ~0ull;
+static unsigned int pt_calls; /* map calls */
 
 static void *pt_map(void *mctx, uint64_t addr, uint64_t len, unsigned int dir)
 {
+	pt_calls++;
 	if (addr < PT_BASE || addr + len > PT_BASE + sizeof(pt_mem) || len == 0)
 		return NULL;
 	if (pt_hole != ~0ull && addr < pt_hole + PT_PS && addr + len > pt_hole)
+		return NULL;
+	if (pt_split != ~0ull && addr < pt_split && addr + len > pt_split)
 		return NULL;
 	return pt_mem + (addr - PT_BASE);
 }
@@ -35,6 +41,8 @@ static int pt_setup(void)
 {
 	memset(pt_mem, 0, sizeof(pt_mem));
 	pt_hole = ~0ull;
+	pt_split = ~0ull;
+	pt_calls = 0;
 	return 0;
 }
 
@@ -252,10 +260,58 @@ static void test_large_page_size(void)
 			NVME_SC_PRP_INVALID_OFFSET);
 }
 
+/* 128 KiB in 32 guest-contiguous pages (PRP1 with an offset, then a list): one translation of
+ * the list and one of the data, not 33. Across two DMA windows (guest-contiguous, mapped
+ * separately) the run is mapped page by page and still lands whole; a hole still fails it. */
+static void test_contiguous_runs(void)
+{
+	struct iovec iov[8];
+	uint64_t *l;
+	int n;
+
+	pt_setup();
+	l = pt_list(2);
+	for (unsigned int i = 0; i < 32; i++)
+		l[i] = pt_page(11 + i);
+	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(10) + 1024, pt_page(2), 32 * PT_PS,
+				      PT_PS, CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_SUCCESS);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_PTR_EQUAL(iov[0].iov_base, pt_mem + 10 * PT_PS + 1024);
+	CU_ASSERT_EQUAL(iov[0].iov_len, 32 * PT_PS);
+	CU_ASSERT_EQUAL(pt_calls, 2);
+
+	pt_calls = 0;
+	pt_split = pt_page(20);
+	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(10) + 1024, pt_page(2), 32 * PT_PS,
+				      PT_PS, CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_SUCCESS);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(iov[0].iov_len, 32 * PT_PS);
+	CU_ASSERT_EQUAL(pt_calls, 2 + 33);
+
+	/* A break in the run (page 30 elsewhere) is two runs. */
+	pt_split = ~0ull;
+	pt_calls = 0;
+	l[19] = pt_page(50);
+	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(10) + 1024, pt_page(2), 32 * PT_PS,
+				      PT_PS, CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_SUCCESS);
+	CU_ASSERT_EQUAL(n, 3);
+	CU_ASSERT_EQUAL(pt_calls, 4);
+	CU_ASSERT_PTR_EQUAL(iov[1].iov_base, pt_mem + 50 * PT_PS);
+
+	pt_hole = pt_page(25);
+	CU_ASSERT_EQUAL(ctrlr_prp_map(pt_map, NULL, pt_page(10) + 1024, pt_page(2), 32 * PT_PS,
+				      PT_PS, CTRLR_DMA_READ, iov, 8, &n),
+			NVME_SC_DATA_XFER_ERROR);
+}
+
 CUNIT_SUITE(prp, NULL, NULL, {"single_page_with_offset", test_single_page_with_offset},
 	    {"two_pages_prp2_data", test_two_pages_prp2_data},
 	    {"prp2_offset_invalid", test_prp2_offset_invalid}, {"list", test_list},
 	    {"list_entry_offset_invalid", test_list_entry_offset_invalid},
 	    {"list_with_offset_and_chain", test_list_with_offset_and_chain},
 	    {"full_list_page_chains", test_full_list_page_chains}, {"unmapped", test_unmapped},
-	    {"iov_limit", test_iov_limit}, {"large_page_size", test_large_page_size})
+	    {"iov_limit", test_iov_limit}, {"large_page_size", test_large_page_size},
+	    {"contiguous_runs", test_contiguous_runs})
