@@ -4,15 +4,20 @@
 # virtio-blk in one guest), the DPA model benches (dpa-bench, dpa-bench-hw) and the storage
 # backends (backend-bench.sh: aio vs io_uring, NBD, RBD through nvme-emu-perf), each BENCH_RUNS
 # times, then bench_report.py writes BENCH_DIR/report.md and its PNG plots (gnuplot) and prints
-# the summary table. Raw results stay in BENCH_DIR/raw/.
+# the summary table. Raw results stay in BENCH_DIR/raw/. With SPDK_DIR set to an SPDK build of your
+# own, part "spdk" (spdk-peer-bench.py) also measures SPDK's vfio-user target beside nvme-emu.
 # Environment: BENCH_DIR (build/bench), BENCH_RUNS (3), BENCH_QUICK=1 (the whole pipeline in
 # about a minute: one short run of a few points; for the pipeline's check, not for figures),
-# BENCH_PARTS (native,guest,dpa,backends), and each part's own variables (see their headers).
+# BENCH_PARTS (native,guest,dpa,backends, and spdk with SPDK_DIR), and each part's own variables
+# (see their headers).
 # Ends with "N passed, N failed" (the parts' measurements and the report).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${BENCH_DIR:-$top/build/bench}
-parts=${BENCH_PARTS:-native,guest,dpa,backends}
+# SPDK's own target as a peer (spdk-peer-bench.py) when SPDK_DIR names an SPDK build.
+default_parts=native,guest,dpa,backends
+[ -n "${SPDK_DIR:-}" ] && default_parts=$default_parts,spdk
+parts=${BENCH_PARTS:-$default_parts}
 quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then runs=${BENCH_RUNS:-1}; else runs=${BENCH_RUNS:-3}; fi
 export BENCH_RUNS=$runs BENCH_QUICK=$quick
@@ -88,6 +93,7 @@ for p in ${parts//,/ }; do
 	native) part "$raw/native.log" "$top/tests/perf/native-bench.sh" "$raw" ;;
 	guest) part "$raw/guest.log" "$top/tests/perf/guest-bench.sh" "$raw" ;;
 	backends) part "$raw/backends.log" env BENCH_DIR="$dir" "$top/tests/perf/backend-bench.sh" ;;
+	spdk) part "$raw/spdk.log" env BENCH_DIR="$dir" python3 "$top/tests/perf/spdk-peer-bench.py" ;;
 	dpa)
 		mkdir -p "$raw/dpa"
 		q=()
@@ -101,7 +107,7 @@ for p in ${parts//,/ }; do
 		done
 		;;
 	*)
-		echo "bench: unknown part $p (BENCH_PARTS: native,guest,dpa,backends)"
+		echo "bench: unknown part $p (BENCH_PARTS: native,guest,dpa,backends,spdk)"
 		failed=$((failed + 1))
 		;;
 	esac

@@ -460,6 +460,12 @@ class Report:
             md.append("#" + open(backends, encoding="utf-8").read())
         elif "backends" in parts:
             self.errors.append("the backends part left no results")
+        spdk = os.path.join(self.dir, "raw", "spdk.md")
+        if "spdk" in parts and os.path.exists(spdk):
+            # spdk-peer-bench.py writes its own section too.
+            md.append("#" + open(spdk, encoding="utf-8").read())
+        elif "spdk" in parts:
+            self.errors.append("the spdk part left no results")
         md.append("## Plots\n\n" + "".join("- `plots/%s`: %s\n" % (f, c) for f, c in pl.made) +
                   "\n" + "".join("![%s](plots/%s)\n\n" % (c, f) for f, c in pl.made))
         problems = self.problems + ["native: " + f for f in self.native.failures] + \
