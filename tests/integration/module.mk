@@ -34,6 +34,9 @@ $(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
 
 # nvme-emu-perf against the real daemon.
 SCRIPT_TESTS += tests/integration/perf/perf-tool.sh
+# SPDK's own vfio-user host against nvme-emu, nvme-emu-perf against SPDK's target (SPDK_DIR; else
+# skipped).
+SCRIPT_TESTS += tests/integration/perf/spdk-host.sh
 # Namespaces on NBD exports (nbdkit, qemu-nbd started by the test).
 SCRIPT_TESTS += tests/integration/nbd/nbd.sh
 # Namespaces on Ceph RBD images (a throwaway cluster started by the test).
