@@ -2,12 +2,13 @@
 """make bench, part "spdk": nvme-emu next to SPDK's own vfio-user NVMe target, each driven by
 both native clients, in one run on one machine.
 
-Servers (one at a time, on CPU 1): nvme-emu in its default configuration (null bdev, 512-byte
-blocks, --allow-unsealed-dma since SPDK's host maps hugepage files, which cannot be sealed) and
-SPDK's nvmf_tgt (-m 0x2: its reactor on CPU 1) with the VFIOUSER transport and a null bdev of the
-same size. Clients (on CPU 0): nvme-emu-perf and SPDK's spdk_nvme_perf (-g: one fd per memory
+Servers (one at a time, on CPU 1): nvme-emu in its default configuration (--allow-unsealed-dma,
+since SPDK's host maps hugepage files, which cannot be sealed) and SPDK's nvmf_tgt (-m 0x2: its
+reactor on CPU 1) with the VFIOUSER transport, each with two namespaces of 1 GiB in 512-byte
+blocks: a null bdev (nsid 1) and a RAM (malloc) bdev (nsid 2), which moves the data on both. Clients (on CPU 0): nvme-emu-perf and SPDK's spdk_nvme_perf (-g: one fd per memory
 segment list, which vfio-user needs). Points: 4 KiB random reads at QD 1, 32 and 128 and 128 KiB
-writes at QD 8 on one queue; each server's idle CPU with no client. Each point BENCH_RUNS times,
+writes at QD 8 on one queue of the null namespace, 4 KiB random reads at QD 32 and 128 KiB writes
+at QD 8 on the malloc one, written whole first; each server's idle CPU with no client. Each point BENCH_RUNS times,
 servers alternating; medians with min-max. The server's CPU time comes from /proc/PID/stat around
 each client run.
 
@@ -94,6 +95,7 @@ class Server:
             self.nqn = "nqn.2026-11.io.nvme-emu:NVMEEMU0001"
             cmd = ["taskset", "-c", str(SERVER_CPU), os.path.join(BIN, "nvme-emu"), "--socket",
                    self.sock, "-r", os.path.join(self.work, "emu.rpc"), "--null",
+                   "%dM" % (NULL_BLOCKS * NULL_BS // 1048576), "--malloc",
                    "%dM" % (NULL_BLOCKS * NULL_BS // 1048576), "--allow-unsealed-dma"]
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
             if not wait_for(self.sock, 10):
@@ -105,15 +107,18 @@ class Server:
                    hex(1 << SERVER_CPU), "-s", "512", "-r", rpc_sock]
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                          env=spdk_env(self.spdk))
-            if not wait_for(rpc_sock, 30):
+            if not wait_for(rpc_sock, 60):
                 raise RuntimeError("nvmf_tgt did not start: " + open(self.log).read()[-500:])
             rpc = ["/usr/bin/python3", os.path.join(self.spdk, "scripts", "rpc.py"), "-s",
                    rpc_sock]
             for args in (["framework_wait_init"], ["nvmf_create_transport", "-t", "VFIOUSER"],
                          ["bdev_null_create", "Null0", str(NULL_BLOCKS * NULL_BS // 1048576),
                           str(NULL_BS)],
+                         ["bdev_malloc_create", "-b", "Malloc0",
+                          str(NULL_BLOCKS * NULL_BS // 1048576), str(NULL_BS)],
                          ["nvmf_create_subsystem", SPDK_NQN, "-a", "-s", "SPDK0"],
                          ["nvmf_subsystem_add_ns", SPDK_NQN, "Null0"],
+                         ["nvmf_subsystem_add_ns", SPDK_NQN, "Malloc0"],
                          ["nvmf_subsystem_add_listener", SPDK_NQN, "-t", "VFIOUSER", "-a",
                           self.dir, "-s", "0"]):
                 r = subprocess.run(rpc + args, capture_output=True, text=True, timeout=60,
@@ -142,11 +147,12 @@ def spdk_env(spdk):
     return env
 
 
-def run_client(client, server, spdk, wl, size, depth, secs):
+def run_client(client, server, spdk, wl, size, depth, nsid, secs):
     """One client run; returns {iops, mib_s, lat_mean_us, lat_p50_us (nvme-emu-perf only)}."""
     if client == "nvme-emu-perf":
         cmd = ["taskset", "-c", str(CLIENT_CPU), os.path.join(BIN, "nvme-emu-perf"), "-s",
-               server.sock, "-w", wl, "-o", str(size), "-q", str(depth), "-t", str(secs), "-j"]
+               server.sock, "-w", wl, "-o", str(size), "-q", str(depth), "-N", str(nsid), "-t",
+               str(secs), "-j"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=secs + 60)
         if r.returncode:
             raise RuntimeError("nvme-emu-perf: " + (r.stderr or r.stdout).strip()[-300:])
@@ -155,7 +161,7 @@ def run_client(client, server, spdk, wl, size, depth, secs):
             raise RuntimeError("nvme-emu-perf: %d I/O errors" % j["errors"])
         return {"iops": j["iops"], "mib_s": j["mib_s"], "lat_mean_us": j["lat_us"]["mean"],
                 "lat_p50_us": j["lat_us"]["p50"]}
-    trid = "trtype:VFIOUSER traddr:%s subnqn:%s" % (server.dir, server.nqn)
+    trid = "trtype:VFIOUSER traddr:%s subnqn:%s ns:%d" % (server.dir, server.nqn, nsid)
     cmd = [os.path.join(spdk, "build", "bin", "spdk_nvme_perf"), "-r", trid, "-g", "-q",
            str(depth), "-o", str(size), "-w", wl, "-t", str(secs), "-c", hex(1 << CLIENT_CPU)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=secs + 60,
@@ -187,8 +193,9 @@ def si(v):
 
 def report(rows, idle, points, runs, secs):
     out = ["# Peer: SPDK's vfio-user target, same machine, same run\n"]
-    out.append("nvme-emu (default configuration) and SPDK's `nvmf_tgt` (VFIOUSER transport), both on a "
-               "null bdev of 1 GiB in 512-byte blocks, one at a time on CPU %d; the clients "
+    out.append("nvme-emu (default configuration) and SPDK's `nvmf_tgt` (VFIOUSER transport), each "
+               "with a null and a RAM (malloc) bdev of 1 GiB in 512-byte blocks, one at a time on "
+               "CPU %d; the clients "
                "`nvme-emu-perf` and SPDK's `spdk_nvme_perf -g` on CPU %d, one queue pair, polled. "
                "Medians of %d runs of %d s (min-max), in IOPS. Server CPU is the server "
                "process's CPU time per second of the run. The two null bdevs differ in one "
@@ -202,7 +209,7 @@ def report(rows, idle, points, runs, secs):
     for srv in ("nvme-emu", "spdk"):
         for cl in ("nvme-emu-perf", "spdk_nvme_perf"):
             cells = []
-            for label, wl, size, depth in points:
+            for label, wl, size, depth, nsid in points:
                 rs = [r for r in rows if r["server"] == srv and r["client"] == cl and
                       r["point"] == label]
                 c = span([r["iops"] for r in rs], si)
@@ -219,7 +226,7 @@ def report(rows, idle, points, runs, secs):
     ratios = []
     for cl in ("nvme-emu-perf", "spdk_nvme_perf"):
         parts = []
-        for label, wl, size, depth in points:
+        for label, wl, size, depth, nsid in points:
             a = med([r["iops"] for r in rows if r["server"] == "nvme-emu" and
                      r["client"] == cl and r["point"] == label])
             b = med([r["iops"] for r in rows if r["server"] == "spdk" and
@@ -254,8 +261,11 @@ def main():
     if (os.cpu_count() or 1) < 2:
         bad("two CPUs, one for the server and one for the client")
         return
-    points = [("4 KiB QD1", "randread", 4096, 1), ("4 KiB QD32", "randread", 4096, 32),
-              ("4 KiB QD128", "randread", 4096, 128), ("128 KiB writes QD8", "write", 131072, 8)]
+    points = [("4 KiB QD1", "randread", 4096, 1, 1), ("4 KiB QD32", "randread", 4096, 32, 1),
+              ("4 KiB QD128", "randread", 4096, 128, 1),
+              ("128 KiB writes QD8", "write", 131072, 8, 1),
+              ("malloc 4 KiB QD32", "randread", 4096, 32, 2),
+              ("malloc 128 KiB writes QD8", "write", 131072, 8, 2)]
     if quick:
         points = points[:2]
     saved_pages = None
@@ -287,7 +297,17 @@ def main():
                     a = cpu_ticks(srv.proc.pid)
                     time.sleep(secs)
                     idle.setdefault(srv_name, []).append((cpu_ticks(srv.proc.pid) - a) / secs)
-                    for label, wl, size, depth in points:
+                    # Every block of the RAM namespace written once: reads of pages never
+                    # written would copy the kernel's shared zero page (nvme-emu's malloc memory
+                    # is mapped on demand), out of cache, where SPDK's is real memory.
+                    fill = subprocess.run(
+                        [os.path.join(BIN, "nvme-emu-perf"), "-s", srv.sock, "-N", "2", "-w",
+                         "write", "-o", "131072", "-q", "16", "-V", "-j"],
+                        capture_output=True, text=True, timeout=120)
+                    if fill.returncode:
+                        raise RuntimeError("filling the RAM namespace: " +
+                                           (fill.stderr or fill.stdout).strip()[-300:])
+                    for label, wl, size, depth, nsid in points:
                         for cl in ("nvme-emu-perf", "spdk_nvme_perf"):
                             done += 1
                             print("bench: [spdk %d/%d, %ds] %s <- %s, %s, run %d/%d" % (
@@ -297,7 +317,7 @@ def main():
                             try:
                                 a = cpu_ticks(srv.proc.pid)
                                 t = time.time()
-                                r = run_client(cl, srv, spdk, wl, size, depth, secs)
+                                r = run_client(cl, srv, spdk, wl, size, depth, nsid, secs)
                                 r["server_cpu_per_s"] = (cpu_ticks(srv.proc.pid) - a) / \
                                     (time.time() - t)
                             except (RuntimeError, subprocess.TimeoutExpired, ValueError,
