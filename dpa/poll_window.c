@@ -99,7 +99,7 @@ static void dpa_poll_window_share(_Atomic uint32_t *share, bool contended)
 
 /* An interrupted gap spun (to its end, or until work came): was the spin contended, over a
  * quarter of it given to other threads of this CPU? Into the running share of contended ones
- * (percent, 1/16 weight: a native client's thread, woken on our CPU now and then, gives a few
+ * (1/16 weight: a native client's thread, woken on our CPU now and then, gives a few
  * contended spins in a row at times). */
 static void dpa_poll_window_irq_spun(struct dpa_poll_window *w, uint64_t spun_us)
 {
@@ -156,6 +156,20 @@ void dpa_poll_window_work(struct dpa_poll_window *w, const struct dpa *dpa, uint
 	w->stolen_us = 0;
 }
 
+/* Whether a gap of a kind whose recent spins were contended (share at least pct) is slept at
+ * once: yes, counted in naps, but for one in DPA_IRQ_PROBE_EVERY, the probe that tells when the
+ * CPU is free again. */
+static bool dpa_poll_window_nap(const _Atomic uint32_t *share, uint32_t pct, uint32_t *probes,
+				_Atomic uint64_t *naps)
+{
+	if (DPA_WIN_LOAD(*share) >= DPA_SHARE_PCT(pct) && ++*probes < DPA_IRQ_PROBE_EVERY) {
+		DPA_WIN_BUMP(*naps);
+		return true;
+	}
+	*probes = 0;
+	return false;
+}
+
 /* The start of a gap: how long it may be spun (UINT32_MAX: the adaptive window). */
 static uint32_t dpa_poll_window_start(struct dpa_poll_window *w, uint32_t floor,
 				      enum dpa_gap kind)
@@ -164,24 +178,18 @@ static uint32_t dpa_poll_window_start(struct dpa_poll_window *w, uint32_t floor,
 	w->sampling = false;
 	switch (kind) {
 	case DPA_GAP_HOST_WAITING:
-		if (DPA_WIN_LOAD(w->wait_contended_share) >= DPA_SHARE_PCT(DPA_WAIT_CONTENDED_PCT) &&
-		    ++w->wait_probes < DPA_IRQ_PROBE_EVERY) {
-			DPA_WIN_BUMP(w->wait_naps);
-			return 0;
-		}
-		w->wait_probes = 0;
-		return UINT32_MAX;
+		return dpa_poll_window_nap(&w->wait_contended_share, DPA_WAIT_CONTENDED_PCT,
+					   &w->wait_probes, &w->wait_naps)
+			   ? 0
+			   : UINT32_MAX;
 	case DPA_GAP_HOST_POLLING:
 		return floor;
 	default:
 		break;
 	}
-	if (DPA_WIN_LOAD(w->irq_contended_share) >= DPA_SHARE_PCT(DPA_IRQ_CONTENDED_PCT) &&
-	    ++w->probes < DPA_IRQ_PROBE_EVERY) {
-		DPA_WIN_BUMP(w->naps);
+	if (dpa_poll_window_nap(&w->irq_contended_share, DPA_IRQ_CONTENDED_PCT, &w->probes,
+				&w->naps))
 		return 0;
-	}
-	w->probes = 0;
 	w->sampling = true;
 	return floor;
 }

@@ -153,16 +153,6 @@ static int vfu_cmd_dma_map(struct vfu_endpoint *ep, const uint8_t *p, size_t len
 		return vfu_cmd_bad(ep, "DMA_MAP: more than one fd");
 	rc = vfu_dma_table_add(ep->dma, m.addr, m.size, m.flags, ep->rx_nfds ? ep->rx_fds[0] : -1,
 			       m.offset);
-	if (rc == -EPERM) {
-		/* The one refusal an operator can lift: say how. SPDK's and DPDK's hugepage
-		 * files are such fds. */
-		LOG_GUEST_ERR(VFU_COMP,
-			      "%s: DMA_MAP [%#llx +%#llx] refused: the fd is not sealed against "
-			      "shrinking (F_SEAL_SHRINK); a client trusted not to shrink it needs "
-			      "--allow-unsealed-dma (transport allow_unsealed_dma)",
-			      ep->path, (unsigned long long)m.addr, (unsigned long long)m.size);
-		return vfu_cmd_errno(rc);
-	}
 	if (rc) {
 		LOG_GUEST_ERR(VFU_COMP, "%s: DMA_MAP [%#llx +%#llx] failed: %s", ep->path,
 			      (unsigned long long)m.addr, (unsigned long long)m.size,

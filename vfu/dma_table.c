@@ -226,8 +226,15 @@ static int vfu_dma_check_seals(const struct vfu_dma_table *t, int fd)
 
 	if (t->allow_unsealed)
 		return 0;
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		/* The one refusal an operator can lift: say how (DPDK's hugepage files, which
+		 * SPDK's host shares, cannot be sealed). */
+		LOG_GUEST_ERR(VFU_COMP,
+			      "DMA_MAP: the fd is not sealed against shrinking (F_SEAL_SHRINK); a "
+			      "client trusted not to shrink it needs --allow-unsealed-dma (transport "
+			      "allow_unsealed_dma)");
 		return -EPERM;
+	}
 	return 0;
 }
 
