@@ -59,10 +59,10 @@ struct app_transport_opts {
 	const struct hw_profile *profile;
 	bool sgl;
 	/* What one client (VMM) may do to a function: DMA windows and bytes mapped at once (0:
-	 * the defaults, 256 and 1 TiB), and whether memory fds without F_SEAL_SHRINK are taken. */
+	 * the defaults, 256 and 1 TiB), and whether fds other than tmpfs/hugetlbfs files are taken. */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
-	bool allow_unsealed_dma;
+	bool allow_any_dma_fd;
 	/* SPDK's options: the name the transport was created with (PCIE_EMU, VFIOUSER or DOCA,
 	 * kept for nvmf_get_transports and save_config), no Doorbell Buffer Config
 	 * (disable_shadow_doorbells), and sizes accepted and reported that have no effect on a

@@ -499,7 +499,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 	    .subsys_id = t->tr.subsys_id,
 	    .max_dma_regions = t->tr.max_dma_regions,
 	    .max_dma_bytes = t->tr.max_dma_bytes,
-	    .allow_unsealed_dma = t->tr.allow_unsealed_dma,
+	    .allow_any_dma_fd = t->tr.allow_any_dma_fd,
 	};
 	int rc;
 

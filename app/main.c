@@ -54,7 +54,7 @@ struct app_opts {
 	const char *ns_pool; /* --ns-pool ram:SIZE | file:PATH[:SIZE] */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
-	bool allow_unsealed_dma;
+	bool allow_any_dma_fd;
 	/* RPC mode */
 	const char *rpc_socket;
 	const char *config_file;
@@ -118,9 +118,10 @@ static void app_usage(FILE *out)
 	    "What a client (VMM) may do to a function:\n"
 	    "      --max-dma-regions N  DMA windows mapped at once (default 256, max 65535)\n"
 	    "      --max-dma-bytes SIZE bytes of guest memory mapped at once (default 1T)\n"
-	    "      --allow-unsealed-dma accept guest-memory fds not sealed against shrinking\n"
-	    "                           (F_SEAL_SHRINK; QEMU's memory-backend-memfd seals):\n"
-	    "                           only for a VMM you trust not to shrink them (SIGBUS)\n"
+	    "      --allow-any-dma-fd   accept guest-memory fds other than files of tmpfs or\n"
+	    "                           hugetlbfs (memfd, /dev/shm, /dev/hugepages: always\n"
+	    "                           taken, sealed or not), e.g. files on disk, whose page\n"
+	    "                           faults wait for I/O: only for a VMM you trust\n"
 	    "\n"
 	    "      --pci-ids VID:DID[:SVID:SSID]  the functions' PCI IDs, hexadecimal (default\n"
 	    "                           fffe:00e1, a vendor ID assigned to nobody)\n"
@@ -296,7 +297,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		O_WAIT,
 		O_MAX_DMA_REGIONS,
 		O_MAX_DMA_BYTES,
-		O_UNSEALED,
+		O_ANY_DMA_FD,
 		O_PCI_IDS,
 		O_NS_POOL,
 		O_ZONED,
@@ -333,7 +334,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	    {"wait-for-rpc", no_argument, NULL, O_WAIT},
 	    {"max-dma-regions", required_argument, NULL, O_MAX_DMA_REGIONS},
 	    {"max-dma-bytes", required_argument, NULL, O_MAX_DMA_BYTES},
-	    {"allow-unsealed-dma", no_argument, NULL, O_UNSEALED},
+	    {"allow-any-dma-fd", no_argument, NULL, O_ANY_DMA_FD},
+	    /* Its name before unsealed memfds were taken by default (scripts still pass it). */
+	    {"allow-unsealed-dma", no_argument, NULL, O_ANY_DMA_FD},
 	    {"pci-ids", required_argument, NULL, O_PCI_IDS},
 	    {"zoned", required_argument, NULL, O_ZONED},
 	    {"version", no_argument, NULL, 'v'},
@@ -475,8 +478,8 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			break;
-		case O_UNSEALED:
-			o->allow_unsealed_dma = true;
+		case O_ANY_DMA_FD:
+			o->allow_any_dma_fd = true;
 			break;
 		case O_PCI_IDS:
 			if (app_parse_pci_ids(optarg, o->pci_ids)) {
@@ -627,7 +630,7 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 	    .sgl = o->ctrlr.sgl,
 	    .max_dma_regions = o->max_dma_regions,
 	    .max_dma_bytes = o->max_dma_bytes,
-	    .allow_unsealed_dma = o->allow_unsealed_dma,
+	    .allow_any_dma_fd = o->allow_any_dma_fd,
 	    .vendor_id = o->pci_ids[0],
 	    .device_id = o->pci_ids[1],
 	    .subsys_vendor_id = o->pci_ids[2],

@@ -155,7 +155,7 @@ static void rpc_nvmf_create_transport(struct rpc_request *req, struct json_objec
 	    .sgl = p.sgl,
 	    .max_dma_regions = d->max_dma_regions,
 	    .max_dma_bytes = d->max_dma_bytes,
-	    .allow_unsealed_dma = d->allow_unsealed_dma,
+	    .allow_any_dma_fd = d->allow_any_dma_fd,
 	    .no_dbbuf = p.disable_shadow_doorbells,
 	    .in_capsule_data_size = p.in_capsule_data_size,
 	    .io_unit_size = p.io_unit_size,
@@ -689,7 +689,8 @@ static struct json_object *rpc_stats_poll_groups(struct app_target *t)
 /* The function's side of the controller: what its client (the VMM) sent over the socket and did
  * to the BAR. msgs_rx / socket_reads is how many messages one read brought (the batching of
  * trapped doorbells); write_multis are REGION_WRITE_MULTI messages, their writes counted in
- * region_writes. */
+ * region_writes; dma_faults are windows that lost their memory under a device access (the client
+ * truncated the fd, and was dropped). */
 static struct json_object *rpc_stats_vfio_user(struct pcie_ctrlr *pc)
 {
 	struct json_object *o = json_object_new_object();
@@ -709,6 +710,7 @@ static struct json_object *rpc_stats_vfio_user(struct pcie_ctrlr *pc)
 	RPC_STAT(o, st, write_multis);
 	RPC_STAT(o, st, dma_maps);
 	RPC_STAT(o, st, dma_unmaps);
+	RPC_STAT(o, st, dma_faults);
 	RPC_STAT(o, st, db_writes);
 	RPC_STAT(o, st, db_invalid_writes);
 	RPC_STAT(o, st, msix_raised);

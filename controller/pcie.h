@@ -78,7 +78,7 @@ struct pcie_ctrlr_opts {
 	/* Per-client limits (0: defaults) and trust, see struct hw_dev_config. */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
-	bool allow_unsealed_dma;
+	bool allow_any_dma_fd;
 	/* PCI identity (0: the defaults, see pcie_nvme_pci_ids); Identify's VID/SSVID follow. */
 	uint16_t vendor_id, device_id, subsys_vendor_id, subsys_id;
 };

@@ -402,7 +402,7 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 		.db_mode = opts->db_mode,
 		.max_dma_regions = opts->max_dma_regions,
 		.max_dma_bytes = opts->max_dma_bytes,
-		.allow_unsealed_dma = opts->allow_unsealed_dma,
+		.allow_any_dma_fd = opts->allow_any_dma_fd,
 	};
 	struct ctrlr_config ccfg = opts->ctrlr;
 	struct hw_pci_ids ids;

@@ -207,11 +207,11 @@ struct hw_dev_config {
 	unsigned int socket_mode; /* 0 means 0600 */
 	enum hw_db_mode db_mode;
 	/* Per-client limits (0: the vfu defaults, 256 windows, 1 TiB) and trust:
-	 * whether guest-memory fds not sealed against shrinking are accepted
-	 * (only for a VMM the operator trusts not to shrink them under us). */
+	 * whether guest-memory fds other than files of tmpfs or hugetlbfs are
+	 * accepted (only for a VMM the operator trusts, see vfu.h). */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;
-	bool allow_unsealed_dma;
+	bool allow_any_dma_fd;
 };
 
 /* Creates a device of a started type, powered off. NULL with errno EINVAL
@@ -276,6 +276,7 @@ struct hw_dev_stats {
 	uint64_t bar_disabled_accesses; /* BAR accesses with COMMAND memory/I/O space off */
 	uint64_t socket_reads; /* recv calls that returned data: msgs_rx / socket_reads is the batching */
 	uint64_t write_multis; /* REGION_WRITE_MULTI messages (their writes are in region_writes) */
+	uint64_t dma_faults;   /* windows that lost their memory under an access (truncated fd) */
 };
 void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *stats);
 

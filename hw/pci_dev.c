@@ -87,7 +87,7 @@ struct hw_dev *hw_dev_create(struct hw_pci_type *type, struct evloop *loop,
 	    .mode = config->socket_mode ? config->socket_mode : 0600,
 	    .max_dma_regions = config->max_dma_regions,
 	    .max_dma_bytes = config->max_dma_bytes,
-	    .allow_unsealed_dma = config->allow_unsealed_dma,
+	    .allow_any_dma_fd = config->allow_any_dma_fd,
 	};
 	dev->db_mode = config->db_mode;
 	dev->ops = ops;
@@ -272,6 +272,7 @@ void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *st)
 	    .bar_disabled_accesses = dev->bar_disabled_accesses,
 	    .socket_reads = es.socket_reads,
 	    .write_multis = es.write_multis,
+	    .dma_faults = es.dma_faults,
 	};
 }
 

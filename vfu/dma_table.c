@@ -1,18 +1,20 @@
 /* vfu/dma_table.c - the DMA window table: the client's guest-physical windows
- * as reference-counted regions (mmap of fd-backed ones), looked up without
- * locks through immutable snapshots that the loop thread replaces and frees
- * at the next quiescent point. */
+ * as reference-counted regions (mmap of fd-backed ones, watched for SIGBUS by
+ * dma_fault.c), looked up without locks through immutable snapshots that the
+ * loop thread replaces and frees at the next quiescent point. */
 #include "vfu/vfu_internal.h"
 
 #include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* One window. Immutable once published; freed (and munmapped) when the table
@@ -21,6 +23,7 @@ struct vfu_dma_region {
 	struct vfu_dma_window w;
 	void *map_base; /* what mmap returned (may precede w.local) */
 	size_t map_len;
+	struct vfu_fault_slot *fault; /* the mapping's SIGBUS watch */
 	unsigned int refs; /* atomic: the table's reference + pins */
 	struct vfu_dma_region *removed_next;
 	bool removed; /* atomic: out of its table's lookups */
@@ -117,7 +120,8 @@ struct vfu_dma_table {
 	struct vfu_dma_region *removed; /* the table's references still held */
 	uint32_t max;
 	uint64_t max_bytes, bytes;
-	bool allow_unsealed;
+	bool allow_any_fd;
+	struct vfu_dma_notifier *notifier; /* wakes the owner when a window lost its memory */
 	uint64_t generation; /* bumped on every add/remove, read atomically */
 };
 
@@ -156,6 +160,7 @@ static void vfu_dma_snap_publish(struct vfu_dma_table *t, struct vfu_dma_snap *s
 struct vfu_dma_table *vfu_dma_table_create(uint32_t max_windows)
 {
 	struct vfu_dma_table *t = calloc(1, sizeof(*t));
+	int rc;
 
 	if (!t)
 		return NULL;
@@ -165,20 +170,39 @@ struct vfu_dma_table *vfu_dma_table_create(uint32_t max_windows)
 		errno = ENOMEM;
 		return NULL;
 	}
+	rc = vfu_dma_notifier_create(&t->notifier);
+	if (rc) {
+		free(t->snap);
+		free(t);
+		errno = -rc;
+		return NULL;
+	}
 	t->max = max_windows;
 	t->max_bytes = UINT64_MAX;
 	return t;
 }
 
-void vfu_dma_table_set_policy(struct vfu_dma_table *t, uint64_t max_bytes, bool allow_unsealed)
+void vfu_dma_table_set_policy(struct vfu_dma_table *t, uint64_t max_bytes, bool allow_any_fd)
 {
 	t->max_bytes = max_bytes ? max_bytes : UINT64_MAX;
-	t->allow_unsealed = allow_unsealed;
+	t->allow_any_fd = allow_any_fd;
+}
+
+int vfu_dma_table_fault_fd(const struct vfu_dma_table *t)
+{
+	return vfu_dma_notifier_fd(t->notifier);
+}
+
+uint64_t vfu_dma_table_faults(struct vfu_dma_table *t, uint64_t *iova, uint64_t *len)
+{
+	return vfu_dma_notifier_take(t->notifier, iova, len);
 }
 
 static void vfu_dma_region_free(struct vfu_dma_region *r)
 {
 	vfu_dma_local_unlink(r);
+	/* Unwatched first: once unmapped, the addresses may be mapped again by anyone. */
+	vfu_dma_fault_unwatch(r->fault);
 	if (r->map_base)
 		munmap(r->map_base, r->map_len);
 	free(r);
@@ -196,6 +220,7 @@ void vfu_dma_table_destroy(struct vfu_dma_table *t)
 		return;
 	vfu_dma_table_clear(t);
 	vfu_dma_table_quiesce(t);
+	vfu_dma_notifier_put(t->notifier);
 	free(t->snap);
 	free(t);
 }
@@ -216,26 +241,28 @@ static uint32_t vfu_dma_lower_bound(const struct vfu_dma_snap *s, uint64_t iova)
 	return lo;
 }
 
-/* Refuses an fd the client could shrink after we mapped it: an access past
- * its new end would kill this process with SIGBUS. QEMU's
- * memory-backend-memfd seals its memfd (F_SEAL_SHRINK | F_SEAL_GROW) by
- * default; anything else needs the operator's explicit trust. */
-static int vfu_dma_check_seals(const struct vfu_dma_table *t, int fd)
+/* Which fds a client may share as guest memory. Shrinking one under our mapping is contained
+ * (dma_fault.c: the window turns into anonymous memory and the client is dropped), so a regular
+ * file of tmpfs or hugetlbfs is taken sealed or not: a memfd, QEMU's memory-backend-file on
+ * /dev/shm or /dev/hugepages, DPDK's hugepage files (SPDK's host). Anything else - a file on a
+ * disk or network file system, whose page faults would wait for its I/O in a device thread, or a
+ * device node, which could map anything - only from a client the operator trusts. */
+static int vfu_dma_check_fd(const struct vfu_dma_table *t, int fd, const struct stat *st)
 {
-	int seals = fcntl(fd, F_GET_SEALS);
+	struct statfs sfs;
 
-	if (t->allow_unsealed)
+	if (t->allow_any_fd)
 		return 0;
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		/* The one refusal an operator can lift: say how (DPDK's hugepage files, which
-		 * SPDK's host shares, cannot be sealed). */
-		LOG_GUEST_ERR(VFU_COMP,
-			      "DMA_MAP: the fd is not sealed against shrinking (F_SEAL_SHRINK); a "
-			      "client trusted not to shrink it needs --allow-unsealed-dma (transport "
-			      "allow_unsealed_dma)");
-		return -EPERM;
-	}
-	return 0;
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	if (S_ISREG(st->st_mode) &&
+	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == HUGETLBFS_MAGIC))
+		return 0;
+	LOG_GUEST_ERR(VFU_COMP,
+		      "DMA_MAP: the fd is %s, not a file of tmpfs or hugetlbfs (memfd, /dev/shm, "
+		      "/dev/hugepages); a trusted client's needs --allow-any-dma-fd",
+		      S_ISREG(st->st_mode) ? "a file of another file system" : "not a regular file");
+	return -EPERM;
 }
 
 /* mmaps [fd_offset, fd_offset+len) of fd. Offsets are rounded down to the
@@ -252,7 +279,7 @@ static int vfu_dma_map_fd(const struct vfu_dma_table *t, struct vfu_dma_region *
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	rc = vfu_dma_check_seals(t, fd);
+	rc = vfu_dma_check_fd(t, fd, &st);
 	if (rc)
 		return rc;
 	if (S_ISREG(st.st_mode) &&
@@ -282,6 +309,14 @@ static int vfu_dma_map_fd(const struct vfu_dma_table *t, struct vfu_dma_region *
 	p = mmap(NULL, (size_t)map_len, prot, MAP_SHARED, fd, (off_t)(fd_offset - delta));
 	if (p == MAP_FAILED)
 		return -errno;
+	rc = vfu_dma_fault_watch(t->notifier, p, (size_t)map_len, prot, e->w.iova, e->w.len,
+				 &e->fault);
+	if (rc) {
+		LOG_ERR(VFU_COMP, "DMA_MAP [%#llx +%#llx]: no room to watch the mapping for SIGBUS",
+			(unsigned long long)e->w.iova, (unsigned long long)e->w.len);
+		munmap(p, (size_t)map_len);
+		return rc;
+	}
 	/* Guest RAM has no business in our core dumps. */
 	madvise(p, (size_t)map_len, MADV_DONTDUMP);
 	e->map_base = p;

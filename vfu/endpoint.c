@@ -689,6 +689,25 @@ static void vfu_ep_rx_timer(void *arg)
 		vfu_ep_on_conn(ep->conn_fd, 0, ep);
 }
 
+/* A window lost its memory under a device access (dma_fault.c): the client truncated the file
+ * behind it after DMA_MAP. The device saw zeroes there; the client goes, the daemon stays. */
+static void vfu_ep_on_dma_fault(int fd, uint32_t events, void *arg)
+{
+	struct vfu_endpoint *ep = arg;
+	uint64_t iova, len, n = vfu_dma_table_faults(ep->dma, &iova, &len);
+
+	(void)fd;
+	(void)events;
+	if (!n)
+		return;
+	ep->st.dma_faults += n;
+	LOG_GUEST_ERR(VFU_COMP,
+		      "%s: DMA window [%#llx +%#llx] lost its memory under a device access (its fd "
+		      "was truncated after DMA_MAP)%s", ep->path, (unsigned long long)iova,
+		      (unsigned long long)len, ep->conn_fd >= 0 ? ": dropping the client" : "");
+	vfu_ep_drop(ep, NULL);
+}
+
 static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)
 {
 	struct vfu_endpoint *ep = arg;
@@ -768,14 +787,18 @@ struct vfu_endpoint *vfu_endpoint_create(struct evloop *loop, const char *path,
 	ep->dma = vfu_dma_table_create(ep->cfg.max_dma_regions);
 	if (!ep->dma)
 		goto out_path;
-	vfu_dma_table_set_policy(ep->dma, ep->cfg.max_dma_bytes, ep->cfg.allow_unsealed_dma);
+	vfu_dma_table_set_policy(ep->dma, ep->cfg.max_dma_bytes, ep->cfg.allow_any_dma_fd);
+	ep->fault_w = evloop_watch_add(loop, vfu_dma_table_fault_fd(ep->dma), EPOLLIN,
+				       vfu_ep_on_dma_fault, ep);
+	if (!ep->fault_w)
+		goto out_dma;
 	/* Safe against other users of the directory (common/unix_socket.h); a stale socket
 	 * of ours from an earlier run is replaced, anything else is left alone. */
 	ep->listen_fd = unix_socket_listen(path, ep->cfg.mode, 4, err, sizeof(err));
 	if (ep->listen_fd < 0) {
 		LOG_ERR(VFU_COMP, "%s", err);
 		errno = -ep->listen_fd;
-		goto out_dma;
+		goto out_fault;
 	}
 	ep->listen_w = evloop_watch_add(loop, ep->listen_fd, EPOLLIN, vfu_ep_on_listen, ep);
 	if (!ep->listen_w)
@@ -786,6 +809,10 @@ out_sock:
 	saved = errno;
 	unix_socket_unlink(path);
 	close(ep->listen_fd);
+	errno = saved;
+out_fault:
+	saved = errno;
+	evloop_watch_remove(ep->fault_w);
 	errno = saved;
 out_dma:
 	saved = errno;
@@ -814,6 +841,7 @@ int vfu_endpoint_destroy(struct vfu_endpoint *ep)
 	evloop_watch_remove(ep->listen_w);
 	close(ep->listen_fd);
 	unix_socket_unlink(ep->path);
+	evloop_watch_remove(ep->fault_w);
 	vfu_dma_table_destroy(ep->dma);
 	vfu_ep_rx_reset(ep);
 	free(ep->path);

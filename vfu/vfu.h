@@ -46,21 +46,26 @@ struct vfu_dma_window {
 struct vfu_dma_region;
 
 /* Creates an empty table of at most max_windows windows. NULL + errno. It
- * requires sealed fds and has no byte limit until vfu_dma_table_set_policy. */
+ * takes only files of tmpfs or hugetlbfs and has no byte limit until
+ * vfu_dma_table_set_policy. Every fd-backed window is watched for SIGBUS: a
+ * client that truncates the file under our mapping turns the window into
+ * anonymous memory (the access that faulted, and any later one, see zeroes)
+ * and makes vfu_endpoint drop it. */
 struct vfu_dma_table *vfu_dma_table_create(uint32_t max_windows);
 /* Per-client limits: at most max_bytes of fd-backed windows mapped at once (0:
- * no limit), and whether fds without F_SEAL_SHRINK are accepted (only when the
- * operator trusts the client not to shrink them under us). Loop thread. */
-void vfu_dma_table_set_policy(struct vfu_dma_table *t, uint64_t max_bytes, bool allow_unsealed);
+ * no limit), and whether fds other than regular files of tmpfs or hugetlbfs
+ * are accepted (files on disk, whose page faults wait for I/O in the thread
+ * that touches them; device nodes): only for a client the operator trusts.
+ * Loop thread. */
+void vfu_dma_table_set_policy(struct vfu_dma_table *t, uint64_t max_bytes, bool allow_any_fd);
 /* Removes every window, quiesces and frees the table. Pinned windows live on
  * until their pins are put. NULL is fine. Loop thread. */
 void vfu_dma_table_destroy(struct vfu_dma_table *t);
 /* Adds a window; fd >= 0 is mmapped MAP_SHARED with prot from `prot` at
  * fd_offset (rounded down to the fd's st_blksize; the fd is not consumed).
  * -EEXIST on overlap, -EINVAL on zero size, wrap, unknown prot bits or a
- * range beyond the end of a regular file, -EPERM for an fd not sealed against
- * shrinking (unless allowed), -ENOSPC past the window or byte limit, or mmap's
- * -errno. Loop thread. */
+ * range beyond the end of a regular file, -EPERM for an fd the policy refuses,
+ * -ENOSPC past the window or byte limit, or mmap's -errno. Loop thread. */
 int vfu_dma_table_add(struct vfu_dma_table *t, uint64_t iova, uint64_t len, uint32_t prot, int fd,
 		      uint64_t fd_offset);
 /* Takes the window matching exactly out of the lookups (see above for when it
@@ -177,6 +182,7 @@ struct vfu_endpoint_stats {
 	uint64_t clients_attached;
 	uint64_t socket_reads; /* recv calls that returned data (msgs_rx / this: the batching) */
 	uint64_t write_multis; /* REGION_WRITE_MULTI messages (each write is in region_writes) */
+	uint64_t dma_faults;   /* windows that lost their memory under an access (truncated fd) */
 };
 
 /* Per-client limits and trust of one endpoint; zero fields take the
@@ -186,7 +192,7 @@ struct vfu_endpoint_config {
 	uint32_t max_dma_regions; /* DMA windows at once */
 	uint64_t max_dma_bytes;	  /* bytes of fd-backed windows mapped at once */
 	uint32_t max_dma_msgs;	  /* server->client DMA requests queued at once */
-	bool allow_unsealed_dma;  /* accept memory fds without F_SEAL_SHRINK */
+	bool allow_any_dma_fd;	  /* accept fds other than tmpfs/hugetlbfs files */
 };
 #define VFU_DEFAULT_DMA_REGIONS 256u	   /* QEMU uses a few dozen */
 #define VFU_DEFAULT_DMA_BYTES (1ull << 40) /* 1 TiB of guest memory */

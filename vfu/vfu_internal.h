@@ -72,6 +72,7 @@ struct vfu_endpoint {
 	char *path;
 	int listen_fd;
 	struct evloop_watch *listen_w;
+	struct evloop_watch *fault_w; /* the DMA table's fault eventfd */
 	const struct vfu_endpoint_ops *ops;
 	void *arg;
 	struct vfu_dma_table *dma;
@@ -156,6 +157,30 @@ struct vfu_endpoint {
 /* dma_table.c */
 /* The lowest window; -ENOENT when the table is empty. Loop thread. */
 int vfu_dma_table_first(struct vfu_dma_table *t, struct vfu_dma_window *out);
+/* The eventfd that becomes readable when a window of t lost its memory under an access (the
+ * client truncated the fd): the owner drops the client. */
+int vfu_dma_table_fault_fd(const struct vfu_dma_table *t);
+/* Faults since the last call, and the window of the last one. Loop thread. */
+uint64_t vfu_dma_table_faults(struct vfu_dma_table *t, uint64_t *iova, uint64_t *len);
+
+/* dma_fault.c: mappings of client fds watched for SIGBUS (see there). A notifier is one
+ * owner's eventfd, referenced by the owner and by every slot naming it. */
+struct vfu_dma_notifier;
+struct vfu_fault_slot;
+/* A notifier (installs the SIGBUS handler on first use). 0 or -errno. */
+int vfu_dma_notifier_create(struct vfu_dma_notifier **out);
+void vfu_dma_notifier_put(struct vfu_dma_notifier *n);
+int vfu_dma_notifier_fd(const struct vfu_dma_notifier *n);
+/* Faults reported to n since the last call (the eventfd is emptied), and the last window. */
+uint64_t vfu_dma_notifier_take(struct vfu_dma_notifier *n, uint64_t *iova, uint64_t *len);
+/* Watches [base, base+len), mapped with prot, of window [iova +wlen]: a SIGBUS there replaces
+ * it with anonymous memory and reports to n. 0, or -ENOSPC past 65536 watched mappings. */
+int vfu_dma_fault_watch(struct vfu_dma_notifier *n, void *base, size_t len, int prot,
+			uint64_t iova, uint64_t wlen, struct vfu_fault_slot **out);
+/* Stops watching (before the munmap: the address may be reused at once). NULL is fine. */
+void vfu_dma_fault_unwatch(struct vfu_fault_slot *s);
+/* Mappings replaced in this process so far. */
+uint64_t vfu_dma_fault_count(void);
 
 /* endpoint.c */
 /* Queues (or sends) one message: header + payload, optional fd (dup'ed, the

@@ -316,27 +316,35 @@ out:
 	two_stop(&x);
 }
 
-/* ---- finding 2: guest memory the client can shrink after DMA_MAP (SIGBUS) ---- */
+/* ---- finding 2: which fds the client may share as guest memory ---- */
 
-static void test_unsealed_memory(const char *build)
+/* Files of tmpfs and hugetlbfs are taken, sealed or not (a truncation under our mapping is
+ * contained: see shrunk_memory); files of other file systems, whose page faults would wait for
+ * their I/O in a device thread, and device nodes only with --allow-any-dma-fd. */
+static void test_dma_fd_policy(const char *build)
 {
 	struct two x;
 	struct witness w;
 	void *local;
-	int fd, plain;
+	char path[96];
+	int fd, plain, disk, dev;
 
+	snprintf(path, sizeof(path), "/var/tmp/hostile-disk-%d.img", getpid());
 	if (!two_start(&x, NULL))
 		return;
 	if (!witness_start(&w, x.wsock) || !a_setup(&x, 0))
 		goto out;
-	plain = memfd_create("hostile-plain", MFD_CLOEXEC);
-	CHECK(plain >= 0 && ftruncate(plain, 0x10000) == 0);
-	CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA, 0x10000, 3, plain, 0) == -EPERM);
-	/* A sealed one is taken, and the client cannot shrink it any more. */
+	disk = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(disk >= 0 && ftruncate(disk, 0x10000) == 0);
+	dev = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	CHECK(dev >= 0);
+	CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA, 0x10000, 3, disk, 0) == -EPERM);
+	CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA, 0x10000, 3, dev, 0) == -EPERM);
+	/* A sealed memfd is taken, and the client cannot shrink it any more. */
 	fd = sealed_memfd(0x10000, &local);
 	CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA, 0x10000, 3, fd, 0) == 0);
 	CHECK(ftruncate(fd, 0) == -1 && errno == EPERM);
-	/* A command with data there still works. */
+	/* A command with data there works. */
 	{
 		struct nvme_sqe sqe = { 0 };
 
@@ -346,25 +354,141 @@ static void test_unsealed_memory(const char *build)
 		sqe.dptr.prp.prp1 = EXTRA_IOVA;
 		CHECK(nvme_host_cmd(&x.t.h, 1, &sqe, NULL) == 0);
 	}
+	/* So is an unsealed one (DPDK's hugepage files, memory-backend-file on /dev/shm). */
+	plain = memfd_create("hostile-plain", MFD_CLOEXEC);
+	CHECK(plain >= 0 && ftruncate(plain, 0x10000) == 0);
+	CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA + 0x100000, 0x10000, 3, plain, 0) == 0);
 	CHECK(witness_progress(&w, 10));
 	munmap(local, 0x10000);
 	close(fd);
 	close(plain);
+	witness_stop(&w);
+	two_stop(&x);
+	/* The operator may trust the VMM with any fd. */
+	{
+		static const char *const trust[] = { "--allow-any-dma-fd", NULL };
+
+		if (two_start(&x, trust)) {
+			if (CHECK(nvme_itest_attach(&x.t, 0) == 0)) {
+				CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA, 0x10000, 3, disk, 0) ==
+				      0);
+				CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA + 0x100000, 0x10000, 3,
+							 dev, 0) == 0);
+			}
+			two_stop(&x);
+		}
+	}
+	close(disk);
+	close(dev);
+	unlink(path);
+	return;
 out:
 	witness_stop(&w);
 	two_stop(&x);
-	/* The operator may trust the VMM: then unsealed memory is accepted. */
-	{
-		static const char *const trust[] = { "--allow-unsealed-dma", NULL };
+}
 
-		if (!two_start(&x, trust))
+/* ---- guest memory truncated under the device's mapping (SIGBUS) ---- */
+
+/* True once the daemon has hung up on function A's client (bounded wait). */
+static bool a_dropped(struct two *x)
+{
+	for (int i = 0; i < 500; i++) {
+		uint32_t csts;
+
+		if (vfu_client_region_read(x->t.c, 0, 0x1c, &csts, sizeof(csts)) < 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Whether the daemon's log holds `needle`. */
+static bool log_has(struct two *x, const char *needle)
+{
+	char buf[65536];
+	FILE *f = fopen(x->t.log, "r");
+	size_t n;
+	bool found;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	found = strstr(buf, needle) != NULL;
+	return found;
+}
+
+/* The client truncates an unsealed memfd after DMA_MAP, then points the device at it: the
+ * bdev's copy into a data buffer (round 0), the SQ fetch of a queue whose rings are there
+ * (round 1), the copy out of a buffer for a write (round 2). Any of them took the daemon down
+ * with SIGBUS. Now the window turns into anonymous memory, the client is dropped with a log line
+ * naming the window, the other function never stalls, and the function serves the next client. */
+static void test_shrunk_memory(const char *build)
+{
+	static const char *const trust[] = { "--allow-unsealed-dma", NULL };
+	struct two x;
+	struct witness w;
+	uint64_t faults_seen = 0;
+
+	/* With the flag of old too (then the only way to map an unsealed fd). */
+	for (int cfg = 0; cfg < 2; cfg++) {
+		if (!two_start(&x, cfg ? trust : NULL))
 			return;
-		if (CHECK(nvme_itest_attach(&x.t, 0) == 0)) {
-			plain = memfd_create("hostile-plain", MFD_CLOEXEC);
-			CHECK(plain >= 0 && ftruncate(plain, 0x10000) == 0);
+		if (!witness_start(&w, x.wsock))
+			goto out;
+		for (int round = 0; round < 3; round++) {
+			struct nvme_sqe sqe = { 0 };
+			int plain = memfd_create("hostile-shrunk", MFD_CLOEXEC);
+			uint8_t *rings;
+
+			if (!CHECK(a_setup(&x, 0)) || !CHECK(plain >= 0) ||
+			    !CHECK(ftruncate(plain, 0x10000) == 0))
+				break;
 			CHECK(vfu_client_dma_map(x.t.c, EXTRA_IOVA, 0x10000, 3, plain, 0) == 0);
+			sqe.nsid = 1;
+			sqe.cdw12 = 7;
+			if (round == 1) {
+				rings = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE, MAP_SHARED, plain,
+					     0);
+				CHECK(rings != MAP_FAILED);
+				a_rings_at(&x, 2, EXTRA_IOVA, rings);
+				CHECK(nvme_host_create_io_queues(&x.t.h, 2, 32, false, 0) == 0);
+				CHECK(a_rw(&x, 2, NVME_CMD_WRITE) == 0);
+				munmap(rings, 0x2000);
+				CHECK(ftruncate(plain, 0) == 0);
+				/* A tail the device must fetch from the gone ring. */
+				nvme_host_ring(&x.t.h, 4, (uint16_t)((x.t.h.q[2].sq_tail + 1) % 32));
+			} else {
+				sqe.cdw0.bits.opc = NVME_CMD_READ;
+				sqe.dptr.prp.prp1 = EXTRA_IOVA;
+				CHECK(nvme_host_cmd(&x.t.h, 1, &sqe, NULL) == 0);
+				CHECK(ftruncate(plain, 0) == 0);
+				sqe.cdw0.bits.opc = round ? NVME_CMD_WRITE : NVME_CMD_READ;
+				nvme_host_submit(&x.t.h, 1, &sqe, false);
+			}
+			CHECK(a_dropped(&x));
+			CHECK(nvme_itest_alive(&x.t));
+			nvme_itest_detach(&x.t);
 			close(plain);
+			faults_seen++;
+			CHECK(witness_progress(&w, 10));
 		}
+		CHECK(log_has(&x, "lost its memory under a device access"));
+		{
+			static const char *const stats[] = { "nvmf_get_stats", NULL };
+			char out[65536];
+
+			CHECK(nvme_itest_rpc(g_build, x.rpc, stats, out, sizeof(out)) == 0);
+			CHECK(strstr(out, "\"dma_faults\": 3") != NULL);
+		}
+		/* The function serves the next client. */
+		if (a_setup(&x, 0))
+			CHECK(a_rw(&x, 1, NVME_CMD_READ) == 0);
+		CHECK(faults_seen == 3);
+		faults_seen = 0;
+out:
+		witness_stop(&w);
 		two_stop(&x);
 	}
 }
@@ -638,7 +762,8 @@ static void run_mode(const char *label, const char *const *mode)
 		nvme_itest_mode_args[i] = mode[i];
 	nvme_itest_mode_args[i] = NULL;
 	itest_run("unmap_dbbuf_and_rings", test_unmap_dbbuf_and_rings, g_build);
-	itest_run("unsealed_memory", test_unsealed_memory, g_build);
+	itest_run("dma_fd_policy", test_dma_fd_policy, g_build);
+	itest_run("shrunk_memory", test_shrunk_memory, g_build);
 	itest_run("bar_memfd_sealed", test_bar_memfd_sealed, g_build);
 	itest_run("irq_fds", test_irq_fds, g_build);
 	itest_run("flr_then_hangup", test_flr_then_hangup, g_build);

@@ -2,8 +2,8 @@
 """make bench, part "spdk": nvme-emu next to SPDK's own vfio-user NVMe target, each driven by
 both native clients, in one run on one machine.
 
-Servers (one at a time, on CPU 1): nvme-emu in its default configuration (--allow-unsealed-dma,
-since SPDK's host maps hugepage files, which cannot be sealed) and SPDK's nvmf_tgt (-m 0x2: its
+Servers (one at a time, on CPU 1): nvme-emu in its default configuration (SPDK's host shares
+hugetlbfs files, taken like memfds) and SPDK's nvmf_tgt (-m 0x2: its
 reactor on CPU 1) with the VFIOUSER transport, each with two namespaces of 1 GiB in 512-byte
 blocks: a null bdev (nsid 1) and a RAM (malloc) bdev (nsid 2), which moves the data on both. Clients (on CPU 0): nvme-emu-perf and SPDK's spdk_nvme_perf (-g: one fd per memory
 segment list, which vfio-user needs). Points: 4 KiB random reads at QD 1, 32 and 128 and 128 KiB
@@ -96,7 +96,7 @@ class Server:
             cmd = ["taskset", "-c", str(SERVER_CPU), os.path.join(BIN, "nvme-emu"), "--socket",
                    self.sock, "-r", os.path.join(self.work, "emu.rpc"), "--null",
                    "%dM" % (NULL_BLOCKS * NULL_BS // 1048576), "--malloc",
-                   "%dM" % (NULL_BLOCKS * NULL_BS // 1048576), "--allow-unsealed-dma"]
+                   "%dM" % (NULL_BLOCKS * NULL_BS // 1048576)]
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
             if not wait_for(self.sock, 10):
                 raise RuntimeError("nvme-emu did not start: " + open(self.log).read()[-500:])

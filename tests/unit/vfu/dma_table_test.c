@@ -1,6 +1,7 @@
 /* tests/unit/vfu/dma_table_test.c - the DMA window table: overlaps,
  * adjacency, boundaries, wrap-around, permissions, fd mapping, iovecs. */
 #include "vfu/vfu.h"
+#include "vfu/vfu_internal.h"
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
@@ -9,7 +10,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define R VFIO_USER_DMA_READ_PROT
@@ -315,35 +319,111 @@ static void test_concurrent_readers(void)
 	vfu_dma_table_destroy(t);
 }
 
-/* Guest memory the client could shrink under our mapping is refused (SIGBUS otherwise), unless
- * the operator trusts the client. */
-static void test_seals_required(void)
+/* Files of tmpfs and hugetlbfs are taken, sealed or not; files of other file systems (their page
+ * faults wait for I/O) and device nodes only when the operator trusts the client. */
+static void test_fd_policy(void)
 {
 	struct vfu_dma_table *t = vfu_dma_table_create(16);
 	int sealed = make_memfd(0x4000, 1);
 	int plain = memfd_create("dma-plain", MFD_CLOEXEC);
-	int file_fd;
-	char path[] = "/tmp/dma-table-test-XXXXXX";
+	int file_fd, dev_fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	char path[] = "/var/tmp/dma-table-test-XXXXXX";
 
-	CU_ASSERT_FATAL(t && sealed >= 0 && plain >= 0);
+	CU_ASSERT_FATAL(t && sealed >= 0 && plain >= 0 && dev_fd >= 0);
 	CU_ASSERT_EQUAL_FATAL(ftruncate(plain, 0x4000), 0);
-	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, plain, 0), -EPERM);
-	/* A regular file cannot be sealed at all. */
 	file_fd = mkstemp(path);
 	CU_ASSERT_FATAL(file_fd >= 0);
 	unlink(path);
 	CU_ASSERT_EQUAL_FATAL(ftruncate(file_fd, 0x4000), 0);
 	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, file_fd, 0), -EPERM);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, dev_fd, 0), -EPERM);
 	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, sealed, 0), 0);
-	/* The seal holds: the client cannot shrink it any more. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x4000, R | W, plain, 0), 0);
+	/* The seal holds: that client cannot shrink it any more. */
 	CU_ASSERT_EQUAL(ftruncate(sealed, 0x1000), -1);
 	CU_ASSERT_EQUAL(errno, EPERM);
 	vfu_dma_table_set_policy(t, 0, true);
-	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x200000, 0x4000, R | W, plain, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x300000, 0x4000, R | W, file_fd, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x400000, 0x4000, R | W, dev_fd, 0), 0);
 	vfu_dma_table_destroy(t);
 	close(sealed);
 	close(plain);
 	close(file_fd);
+	close(dev_fd);
+}
+
+/* The client truncates the file behind a window: an access past the new end (SIGBUS) turns the
+ * window into anonymous memory and reports the fault once, through the eventfd; the other window
+ * keeps its memory. */
+static void test_truncated_window(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	int fd = memfd_create("dma-shrunk", MFD_CLOEXEC), keep = make_memfd(0x2000, 0x21);
+	struct vfu_dma_window w, wk;
+	struct pollfd pfd;
+	uint64_t iova = 0, len = 0, before = vfu_dma_fault_count();
+	volatile uint8_t *p;
+
+	CU_ASSERT_FATAL(t && fd >= 0 && keep >= 0 && !ftruncate(fd, 0x4000));
+	CU_ASSERT_EQUAL_FATAL(vfu_dma_table_add(t, 0x100000, 0x4000, R | W, fd, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(vfu_dma_table_add(t, 0x200000, 0x2000, R | W, keep, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(vfu_dma_table_find(t, 0x100000, 1, &w), 0);
+	CU_ASSERT_EQUAL_FATAL(vfu_dma_table_find(t, 0x200000, 1, &wk), 0);
+	p = w.local;
+	p[0] = 0x11;
+	p[0x1000] = 0x5a;
+	CU_ASSERT_EQUAL(p[0x1000], 0x5a);
+	pfd = (struct pollfd){.fd = vfu_dma_table_fault_fd(t), .events = POLLIN};
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(ftruncate(fd, 0x1000), 0);
+	/* Below the new end too: the whole window was replaced. */
+	CU_ASSERT_EQUAL(p[0x2000], 0);
+	CU_ASSERT_EQUAL(p[0], 0);
+	CU_ASSERT_EQUAL(p[0x1000], 0);
+	p[0x3fff] = 7;
+	CU_ASSERT_EQUAL(p[0x3fff], 7);
+	CU_ASSERT_EQUAL(((volatile uint8_t *)wk.local)[0x1000], 0x22);
+	CU_ASSERT_EQUAL(vfu_dma_fault_count(), before + 1);
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 1);
+	CU_ASSERT_EQUAL(vfu_dma_table_faults(t, &iova, &len), 1);
+	CU_ASSERT_EQUAL(iova, 0x100000);
+	CU_ASSERT_EQUAL(len, 0x4000);
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_faults(t, &iova, &len), 0);
+	/* The replaced window is unmapped like any other. */
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x100000, 0x4000), 0);
+	vfu_dma_table_destroy(t);
+	close(fd);
+	close(keep);
+}
+
+/* A SIGBUS outside every window is not ours to hide: the process still dies of it (or, under
+ * ASan, reports it and exits non-zero). */
+static void test_foreign_sigbus_kills(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16);
+	int status = 0;
+	pid_t pid;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t); /* the handler is installed */
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		int fd = memfd_create("foreign", MFD_CLOEXEC);
+		volatile uint8_t *p;
+
+		if (fd < 0 || ftruncate(fd, 0x2000) < 0)
+			_exit(2);
+		p = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED || ftruncate(fd, 0) < 0)
+			_exit(2);
+		p[0] = 1;
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT((WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) ||
+		  (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 2));
+	vfu_dma_table_destroy(t);
 }
 
 static void test_byte_limit(void)
@@ -417,5 +497,7 @@ CUNIT_SUITE(vfu_dma_table, NULL, NULL, {"add_overlap", test_add_overlap},
 	    {"fd_mapping", test_fd_mapping}, {"iov", test_iov},
 	    {"read_only_mapping", test_read_only_mapping},
 	    {"concurrent_readers", test_concurrent_readers},
-	    {"seals_required", test_seals_required}, {"byte_limit", test_byte_limit},
+	    {"fd_policy", test_fd_policy},
+	    {"truncated_window", test_truncated_window},
+	    {"foreign_sigbus_kills", test_foreign_sigbus_kills}, {"byte_limit", test_byte_limit},
 	    {"pins_and_quiesce", test_pins_and_quiesce})

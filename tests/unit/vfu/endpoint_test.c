@@ -414,17 +414,18 @@ static void test_dma_map_unmap(void)
 {
 	struct fake_dev_counts n;
 	int fd = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	int unsealed = memfd_create("y", MFD_CLOEXEC);
+	char path[] = "/var/tmp/endpoint-test-XXXXXX";
+	int disk = mkstemp(path);
 	struct vfio_user_dma_unmap u = {
 	    .argsz = sizeof(u), .flags = VFIO_USER_DMA_UNMAP_ALL, .addr = 0x1000};
 
 	setup();
 	CU_ASSERT_FATAL(fd >= 0 && !ftruncate(fd, 0x2000) &&
 			!fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
-	CU_ASSERT_FATAL(unsealed >= 0 && !ftruncate(unsealed, 0x2000));
-	/* Memory the client could shrink under our mapping: refused. */
-	CU_ASSERT_EQUAL(vfu_client_dma_map(cl, 0x200000, 0x2000, 3, unsealed, 0), -EPERM);
-	close(unsealed);
+	CU_ASSERT_FATAL(disk >= 0 && !unlink(path) && !ftruncate(disk, 0x2000));
+	/* A file on disk (page faults would wait for its I/O in a device thread): refused. */
+	CU_ASSERT_EQUAL(vfu_client_dma_map(cl, 0x200000, 0x2000, 3, disk, 0), -EPERM);
+	close(disk);
 	CU_ASSERT_EQUAL(vfu_client_ram_create(cl, 0, 1u << 20), 0);
 	CU_ASSERT_EQUAL(vfu_client_map_msg_window(cl, 0x100000, 0x1000, 3), 0);
 	CU_ASSERT_EQUAL(fake_dev_dma_windows(dev), 2);
