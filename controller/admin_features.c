@@ -26,6 +26,7 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_KATO] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_HOST_BEHAVIOR] = NVME_FEAT_CAP_CHANGE,
     /* Reservations (5.27.1.25-27). */
     [NVME_FEAT_HOST_ID] = NVME_FEAT_CAP_CHANGE,
@@ -181,6 +182,7 @@ static void ctrlr_features_defaults(struct ctrlr *ctrlr)
 	f->num_queues_set = false;
 	CTRLR_STORE(f->irq_coalesce, 0);
 	f->write_atomic = 0;
+	f->err_recovery_all = 0;
 	f->async_event = 0;
 	f->apst = 0;
 	memset(f->apst_table, 0, sizeof(f->apst_table));
@@ -214,6 +216,7 @@ void ctrlr_features_reset(struct ctrlr *ctrlr)
 	bool wce_was_off = !ctrlr->feat.vwc;
 
 	ctrlr_features_defaults(ctrlr);
+	ctrlr_keep_alive_reset(ctrlr);
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 		if (ctrlr->ns[i])
 			ctrlr->ns[i]->err_recovery = 0;
@@ -287,6 +290,13 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		return NVME_SC_SUCCESS;
 	}
 	case NVME_FEAT_ERR_RECOVERY:
+		/* NSID 0h: the value every namespace got from the last Set with NSID FFFFFFFFh
+		 * (0 after a reset), as SPDK's target answers and its nvme_compliance expects of
+		 * a mandatory feature; a namespace set on its own reads through its NSID. */
+		if (req->sqe.nsid == 0) {
+			*cdw0 = dflt ? 0 : f->err_recovery_all;
+			return NVME_SC_SUCCESS;
+		}
 		ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
 		if (!ns)
 			return NVME_SC_INVALID_NS;
@@ -333,6 +343,9 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		*cdw0 = 0;
 		return ctrlr_req_copy_to_host(req, data, sizeof(data));
 	}
+	case NVME_FEAT_KATO:
+		*cdw0 = dflt ? 0 : ctrlr_keep_alive_kato(ctrlr);
+		return NVME_SC_SUCCESS;
 	case NVME_FEAT_HOST_BEHAVIOR:
 		*cdw0 = 0;
 		return ctrlr_feat_get_hbs(req, dflt);
@@ -396,6 +409,7 @@ static uint16_t ctrlr_feat_set_err_recovery(struct ctrlr_req *req)
 		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 			if (ctrlr->ns[i])
 				ctrlr->ns[i]->err_recovery = cdw11 & 0xffff;
+		ctrlr->feat.err_recovery_all = cdw11 & 0xffff;
 		return NVME_SC_SUCCESS;
 	}
 	ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
@@ -489,6 +503,8 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		f->timestamp_set_us = evloop_now_us();
 		return NVME_SC_SUCCESS;
 	}
+	case NVME_FEAT_KATO:
+		return ctrlr_keep_alive_set(ctrlr, cdw11);
 	case NVME_FEAT_HOST_BEHAVIOR:
 		return ctrlr_feat_set_hbs(req);
 	case NVME_FEAT_HOST_ID:

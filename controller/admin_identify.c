@@ -33,6 +33,7 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->cntrltype = NVME_CTRL_TYPE_IO;
 	id->oacs = NVME_OACS_FORMAT | NVME_OACS_GET_LBA_STATUS | NVME_OACS_FW | NVME_OACS_SELF_TEST |
 		   (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);
+	id->kas = ctrlr_kas();
 	id->acl = CTRLR_ACL;
 	id->aerl = CTRLR_AERL;
 	id->frmw = NVME_FRMW_SLOT1_RO | NVME_FRMW_SLOTS(CTRLR_FW_SLOTS) | NVME_FRMW_ACT_NO_RESET;
@@ -103,13 +104,8 @@ static void ctrlr_identify_lbafs(const struct ctrlr_ns *ns, struct nvme_id_ns *i
 static void ctrlr_identify_common_lbafs(const struct ctrlr *ctrlr, struct nvme_id_ns *id)
 {
 	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
-	uint32_t n;
+	uint32_t n = ctrlr_lbafs_for(512, lbafs);
 
-	if (!ctrlr->pool) {
-		id->lbaf[0].lbads = 9;
-		return;
-	}
-	n = ctrlr_lbafs_for(512, lbafs);
 	id->nlbaf = (uint8_t)(n - 1);
 	id->mc = NVME_MC_EXTENDED | NVME_MC_SEPARATE;
 	id->dpc = NVME_DPC_TYPE1 | NVME_DPC_TYPE2 | NVME_DPC_TYPE3 | NVME_DPC_FIRST | NVME_DPC_LAST;
@@ -281,15 +277,16 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 			st = NVME_SC_INVALID_FIELD;
 			break;
 		}
+		/* FFFFFFFFh (capabilities common to all namespaces) only with Namespace
+		 * Management (Base 2.x, CNS 00h): without it, Invalid Namespace or Format. */
 		if (nsid == 0 || (nsid > CTRLR_MAX_NAMESPACES && nsid != NVME_NSID_ALL) ||
-		    (nsid == NVME_NSID_ALL && cns != NVME_CNS_NS)) {
+		    (nsid == NVME_NSID_ALL && (cns != NVME_CNS_NS || !ctrlr->pool))) {
 			st = NVME_SC_INVALID_NS;
 			break;
 		}
 		if (nsid == NVME_NSID_ALL) {
-			/* Capabilities common to all namespaces: the LBA formats, with a pool the
-			 * ones Namespace Management creates namespaces in (FLBAS/DPS of its host
-			 * data pick one), else 512-byte blocks. */
+			/* Capabilities common to all namespaces: the LBA formats Namespace
+			 * Management creates namespaces in (FLBAS/DPS of its host data pick one). */
 			ctrlr_identify_common_lbafs(ctrlr, &buf.ns);
 			break;
 		}

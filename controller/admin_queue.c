@@ -26,6 +26,7 @@ static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
     [NVME_ADM_ASYNC_EVENT] = {ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_DBBUF] = {ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP},
     [NVME_ADM_FW_DOWNLOAD] = {ctrlr_admin_fw_download, NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_KEEP_ALIVE] = {ctrlr_admin_keep_alive, NVME_CMD_EFFECTS_CSUPP},
     /* Activation changes the controller's capabilities (its revision) and may reset it. */
     [NVME_ADM_FW_COMMIT] = {ctrlr_admin_fw_commit, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
     [NVME_ADM_GET_LBA_STATUS] = {ctrlr_admin_get_lba_status, NVME_CMD_EFFECTS_CSUPP},
@@ -224,7 +225,13 @@ void ctrlr_admin_create_sq(struct ctrlr_req *req)
 	if (qid == 0 || qid > ctrlr_max_qid(ctrlr, false) || ctrlr->sqs[qid])
 		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
 					      offsetof(struct nvme_sqe, cdw10));
-	cq = cqid && cqid < ctrlr->num_queues ? ctrlr->cqs[cqid] : NULL;
+	/* CQID 0h (the Admin CQ) or one past the CQs allocated names no I/O CQ at all: Invalid
+	 * Queue Identifier (Base 2.x, Create I/O SQ, CQID); an identifier in range with no queue
+	 * behind it, Completion Queue Invalid. SPDK's nvme_compliance checks both. */
+	if (cqid == 0 || cqid > ctrlr_max_qid(ctrlr, true))
+		return ctrlr_req_complete_err(req, NVME_SC_QID_INVALID,
+					      offsetof(struct nvme_sqe, cdw11) + 2);
+	cq = cqid < ctrlr->num_queues ? ctrlr->cqs[cqid] : NULL;
 	if (!cq || cq->state != CTRLR_Q_LIVE)
 		return ctrlr_req_complete_err(req, NVME_SC_CQ_INVALID,
 					      offsetof(struct nvme_sqe, cdw11) + 2);

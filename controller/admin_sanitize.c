@@ -152,6 +152,7 @@ uint16_t ctrlr_san_admin_check(struct ctrlr_req *req)
 	case NVME_ADM_SET_FEATURES:
 	case NVME_ADM_SANITIZE:
 	case NVME_ADM_DBBUF:
+	case NVME_ADM_KEEP_ALIVE:
 		return 0;
 	case NVME_ADM_GET_LOG_PAGE:
 		lid = req->sqe.cdw10 & 0xff;

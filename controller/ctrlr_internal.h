@@ -338,6 +338,14 @@ struct ctrlr_vendor_entry {
 	struct ctrlr_vendor_entry *dead_next;
 };
 
+/* Keep Alive Timer (keep_alive.c): KATO as granted (0: off), when the next Keep Alive is due
+ * (evloop_now_us clock) and whether it expired (CSTS.CFS set, until the host resets). */
+struct ctrlr_keep_alive {
+	uint32_t kato_ms;
+	uint64_t deadline_us;
+	bool expired;
+};
+
 /* ---- Controller ---- */
 enum ctrlr_state {
 	CTRLR_ST_DISABLED = 0,
@@ -362,6 +370,7 @@ struct ctrlr_features {
 	bool num_queues_set;
 	uint32_t irq_coalesce; /* THR | TIME << 8 */
 	uint32_t write_atomic;
+	uint32_t err_recovery_all; /* Error Recovery last set with NSID FFFFFFFFh: NSID 0h reads it */
 	uint32_t async_event;
 	uint32_t apst;
 	uint8_t apst_table[NVME_APST_DATA_SIZE];
@@ -436,6 +445,7 @@ struct ctrlr {
 	uint64_t error_count;
 
 	struct ctrlr_features feat;
+	struct ctrlr_keep_alive ka; /* keep_alive.c, admin thread */
 	struct ctrlr_counters cnt;
 
 	/* Reservations (io_resv.c): the Host Identifier (kept across resets: it is the host's
@@ -695,6 +705,19 @@ uint16_t ctrlr_req_submit_bio(struct ctrlr_req *req, ctrlr_req_io_done_fn done);
 uint16_t ctrlr_bdev_status(int status, bool is_write);
 uint64_t ctrlr_mdts_bytes(const struct ctrlr *ctrlr);
 void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint16_t status);
+/* An entry not tied to a command (sqid 0, cid FFFFh for a controller event). Any thread. */
+void ctrlr_error_log_put(struct ctrlr *ctrlr, uint16_t sqid, uint16_t cid, uint16_t status,
+			 uint16_t loc, uint64_t lba, uint32_t nsid);
+
+/* ---- keep_alive.c (admin thread) ---- */
+/* Identify Controller KAS (granularity of KATO, in 100 ms units). */
+uint16_t ctrlr_kas(void);
+/* Set Features KATO: rounded up to KAS, the timer restarted (0: off). NVMe status. */
+uint16_t ctrlr_keep_alive_set(struct ctrlr *ctrlr, uint32_t kato_ms);
+uint32_t ctrlr_keep_alive_kato(const struct ctrlr *ctrlr);
+void ctrlr_admin_keep_alive(struct ctrlr_req *req);
+/* Controller reset: KATO back to 0. */
+void ctrlr_keep_alive_reset(struct ctrlr *ctrlr);
 
 /* ---- regs.c ---- */
 void ctrlr_regs_init(struct ctrlr *ctrlr);

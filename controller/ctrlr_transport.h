@@ -174,9 +174,19 @@ struct ctrlr_transport_ops {
 	 * activity. Thread: admin. Optional (NULL).
 	 */
 	void (*dbbuf_changed)(void *tctx, bool enabled);
+	/*
+	 * The host set the Keep Alive Timer (KATO): the transport (re)arms a timer on the admin
+	 * thread for ctrlr_keep_alive_check() microseconds and calls it again when it fires.
+	 * Thread: admin. Optional (NULL: keep alive never expires).
+	 */
+	void (*keep_alive_changed)(void *tctx);
 };
 
 /* ---- Entry points: registers and controller state (admin thread) ---- */
+
+/* The Keep Alive Timer (keep_alive.c): microseconds until the next Keep Alive is due, or 0 when
+ * nothing is due (KATO off, controller not enabled, or it just expired: CSTS.CFS set). */
+uint64_t ctrlr_keep_alive_check(struct ctrlr *ctrlr);
 
 /* Copies the current register image (offsets 0x00..0x37, NVME_REG_END bytes) for the transport to
  * seed its register file (stateful region default); bytes past 0x37 are not touched. INTMS and

@@ -223,6 +223,7 @@ enum nvme_status {
 	NVME_SC_SGL_INVALID_TYPE = 0x0011,
 	NVME_SC_PRP_INVALID_OFFSET = 0x0013,
 	NVME_SC_SGL_INVALID_OFFSET = 0x0016,
+	NVME_SC_KEEP_ALIVE_EXPIRED = 0x0019, /* Keep Alive Timer Expired */
 	NVME_SC_CMD_INTERRUPTED = 0x0021, /* retry: resources busy (Base 2.0 Figure 102) */
 	NVME_SC_LBA_RANGE = 0x0080,
 	NVME_SC_CAP_EXCEEDED = 0x0081,
@@ -269,6 +270,7 @@ enum nvme_admin_opcode {
 	NVME_ADM_ASYNC_EVENT = 0x0c,
 	NVME_ADM_FW_COMMIT = 0x10,
 	NVME_ADM_FW_DOWNLOAD = 0x11,
+	NVME_ADM_KEEP_ALIVE = 0x18,
 	NVME_ADM_DBBUF = 0x7c,
 	NVME_ADM_FORMAT_NVM = 0x80,
 	NVME_ADM_GET_LBA_STATUS = 0x86,
@@ -783,6 +785,7 @@ enum nvme_feature_id {
 	NVME_FEAT_ASYNC_EVENT = 0x0b,
 	NVME_FEAT_AUTO_PST = 0x0c,
 	NVME_FEAT_TIMESTAMP = 0x0e,
+	NVME_FEAT_KATO = 0x0f, /* Keep Alive Timer */
 	NVME_FEAT_HOST_BEHAVIOR = 0x16,
 };
 /* Host Behavior Support (FID 16h, NVMe Base 2.1), 512 bytes: ACRE byte 0, ETDAS byte 1,

@@ -29,6 +29,34 @@ static void pcie_health_tick(void *arg)
 		LOG_ERR(PCIE_LOG, "%s: cannot re-arm the health timer", pc->vuid);
 }
 
+/* The Keep Alive Timer: armed for what is left until the next Keep Alive is due. A Keep Alive
+ * that came meanwhile leaves time, and the timer goes again for it; nothing is due after a
+ * reset or an expiry. */
+static void pcie_keep_alive_tick(void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+	uint64_t left = ctrlr_keep_alive_check(pc->ctrlr);
+
+	pc->ka_timer = NULL;
+	if (!left)
+		return;
+	pc->ka_timer = evloop_timer_add(pc->loop, left, pcie_keep_alive_tick, pc);
+	if (!pc->ka_timer)
+		LOG_ERR(PCIE_LOG, "%s: cannot arm the keep alive timer: it will not expire",
+			pc->vuid);
+}
+
+static void pcie_keep_alive_changed(void *tctx)
+{
+	struct pcie_ctrlr *pc = tctx;
+
+	if (pc->ka_timer) {
+		evloop_timer_cancel(pc->ka_timer);
+		pc->ka_timer = NULL;
+	}
+	pcie_keep_alive_tick(pc);
+}
+
 /* mmap doorbells: nothing tells us about admin doorbell stores, so the main
  * thread looks at them on a timer: often right after admin activity, rarely
  * when idle (admin commands are rare after boot). */
@@ -130,6 +158,7 @@ const struct ctrlr_transport_ops pcie_transport_ops = {
 	.admin_msg = pcie_admin_msg,
 	.admin_post = pcie_admin_post,
 	.io_post = pcie_io_post,
+	.keep_alive_changed = pcie_keep_alive_changed,
 };
 
 /* ---- Admin doorbells (main thread) ---- */
@@ -233,6 +262,10 @@ static void pcie_release_resources(struct pcie_ctrlr *pc)
 	if (pc->health_timer) {
 		evloop_timer_cancel(pc->health_timer);
 		pc->health_timer = NULL;
+	}
+	if (pc->ka_timer) {
+		evloop_timer_cancel(pc->ka_timer);
+		pc->ka_timer = NULL;
 	}
 	for (unsigned int i = 0; i < 2; i++) {
 		if (pc->admin_db[i])

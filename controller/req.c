@@ -75,17 +75,24 @@ void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint1
 {
 	/* Any thread: a ticket picks the slot, so concurrent failures never share one. A reader on
 	 * the admin thread may see an entry being written; the count still says what happened. */
+	ctrlr_error_log_put(ctrlr, req->sq->qid, req->sqe.cdw0.bits.cid, status, req->error_loc,
+			    req->error_lba, req->sqe.nsid);
+}
+
+void ctrlr_error_log_put(struct ctrlr *ctrlr, uint16_t sqid, uint16_t cid, uint16_t status,
+			 uint16_t loc, uint64_t lba, uint32_t nsid)
+{
 	uint64_t n = __atomic_add_fetch(&ctrlr->error_count, 1, __ATOMIC_RELAXED);
 	struct nvme_error_log_entry *e = &ctrlr->error_log[(n - 1) % CTRLR_ERROR_LOG_ENTRIES];
 
 	memset(e, 0, sizeof(*e));
 	e->error_count = n;
-	e->sqid = req->sq->qid;
-	e->cid = req->sqe.cdw0.bits.cid;
+	e->sqid = sqid;
+	e->cid = cid;
 	e->status = (uint16_t)(status << 1);
-	e->param_error_location = req->error_loc;
-	e->lba = req->error_lba;
-	e->nsid = req->sqe.nsid;
+	e->param_error_location = loc;
+	e->lba = lba;
+	e->nsid = nsid;
 }
 
 /* Statuses the host may retry: no DNR. */

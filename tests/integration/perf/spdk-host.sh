@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Integration: SPDK's own vfio-user NVMe host, unchanged, drives nvme-emu: spdk_nvme_identify
 # (controller and namespace data), spdk_nvme_perf (reads and writes, no errors), SPDK's
-# hello_world example (a write read back through the controller) and bdevperf's verify workload
-# through SPDK's bdev_nvme (every block written is read back and compared), on a malloc
+# hello_world example (a write read back through the controller), bdevperf's verify workload
+# through SPDK's bdev_nvme (every block written is read back and compared) and SPDK's
+# nvme_compliance suite when it is built, on a malloc
 # namespace; the function is handed over enabled (SPDK's host never writes COMMAND), DMA_UNMAP
 # with an fd is taken, its hugepage files are taken without a trust flag, and the daemon logs no
 # refused message. Then nvme-emu-perf drives SPDK's own nvmf_tgt (VFIOUSER) with verified writes
@@ -78,11 +79,37 @@ check "bdevperf verify through SPDK's bdev_nvme: I/O done, none failed" \
 	"$D/bdevperf.txt"
 check "no message refused, memory space never off" sh -c \
 	"! grep -E 'failed:|refused|memory space disabled|fds on a command' '$D/daemon.log'"
+# SPDK's own NVMe compliance suite (test/nvme/compliance, built with SPDK's tests: `make -C
+# lib/ut && make -C test/nvme/compliance`): the statuses of Identify, Get Features, Get Log Page
+# and queue creation and deletion, here and again with Namespace Management (a capacity pool),
+# where Identify Namespace FFFFFFFFh answers instead of failing.
+COMPLIANCE=$SPDK/test/nvme/compliance/nvme_compliance
+compliance() {
+	timeout 120 "$COMPLIANCE" -g -r "$TRID" > "$D/compliance.txt" 2>&1 &&
+		awk '$1 == "tests" {found = 1; ok = ($3 > 0 && $4 == $3 && $5 == 0)}
+		     END {exit !(found && ok)}' "$D/compliance.txt"
+}
+if [ -x "$COMPLIANCE" ]; then
+	check "SPDK's nvme_compliance: every test passes" compliance
+fi
 check "nvme-emu alive" kill -0 "$dpid"
 kill "$dpid"
 wait "$dpid"
 check "nvme-emu exits cleanly" test $? -eq 0
 dpid=
+if [ -x "$COMPLIANCE" ]; then
+	"$BIN/nvme-emu" --socket "$D/emu/cntrl" --malloc 64M --ns-pool ram:256M \
+		> "$D/daemon-pool.log" 2>&1 &
+	dpid=$!
+	check "nvme-emu with a namespace pool" wait_sock "$D/emu/cntrl"
+	check "SPDK's nvme_compliance with Namespace Management: every test passes" compliance
+	kill "$dpid"
+	wait "$dpid"
+	check "nvme-emu (pool) exits cleanly" test $? -eq 0
+	dpid=
+else
+	echo "note: $COMPLIANCE not built (make -C lib/ut && make -C test/nvme/compliance in SPDK)"
+fi
 
 # The other way round: nvme-emu-perf against SPDK's own target.
 mkdir -p "$D/spdk"

@@ -1,8 +1,9 @@
 /* tests/unit/controller/admin_test.c - admin commands end to end through the loopback transport:
  * Identify, queue creation/deletion checks, Get Log Page, Get/Set Features, AER, Abort, Doorbell
- * Buffer Config checks, Format NVM checks, vendor commands, invalid opcodes. */
+ * Buffer Config checks, Format NVM checks, vendor commands, invalid opcodes, Keep Alive. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "controller/ctrlr_vendor.h"
 #include "tests/unit/controller/loopback.h"
@@ -121,6 +122,8 @@ static void test_identify_ns(void)
 	/* Invalid ids. */
 	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 0, 0), NVME_SC_INVALID_NS | NVME_DNR);
 	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 1000, 0), NVME_SC_INVALID_NS | NVME_DNR);
+	/* Common capabilities (FFFFFFFFh) need Namespace Management, which has no pool here. */
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), NVME_SC_INVALID_NS | NVME_DNR);
 	/* Active lists. */
 	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_ACTIVE_NS_LIST, 0, 0), 0);
 	CU_ASSERT_EQUAL(list[0], 1);
@@ -229,7 +232,9 @@ static void test_queue_checks(void)
 
 	/* SQ checks. */
 	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 2, pc, ring2), NVME_SC_CQ_INVALID | NVME_DNR);
-	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 0, pc, ring2), NVME_SC_CQ_INVALID | NVME_DNR);
+	/* CQID 0h or past the CQs allocated: no I/O CQ identifier at all. */
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 0, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 0xffff, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
 	CU_ASSERT_EQUAL(adm_create_sq(0, 16, 1, pc, ring2), NVME_SC_QID_INVALID | NVME_DNR);
 	CU_ASSERT_EQUAL(adm_create_sq(1, 300, 1, pc, ring2), NVME_SC_QUEUE_SIZE | NVME_DNR);
 	CU_ASSERT_EQUAL(adm_create_sq(1, 16, 1, 0, ring2), NVME_SC_INVALID_FIELD | NVME_DNR);
@@ -369,6 +374,21 @@ static void test_features(void)
 	CU_ASSERT_EQUAL(dw0, 42);
 	sqe.nsid = 2;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), NVME_SC_INVALID_NS | NVME_DNR);
+	/* NSID 0h reads the value last set for every namespace (FFFFFFFFh), 0 until then. */
+	sqe.nsid = 0;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 0);
+	sqe = lb_sqe(NVME_ADM_SET_FEATURES, NVME_NSID_ALL);
+	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
+	sqe.cdw11 = 7;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	sqe = lb_sqe(NVME_ADM_GET_FEATURES, 0);
+	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 7);
+	sqe.nsid = 1;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 7);
 	sqe = lb_sqe(NVME_ADM_SET_FEATURES, 1);
 	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
 	sqe.cdw11 = 1u << 16; /* DULBE */
@@ -826,6 +846,58 @@ static void test_admin_queue_wrap(void)
 		CU_ASSERT_EQUAL_FATAL(adm_get_feat(NVME_FEAT_VOLATILE_WC, 0, 0, NULL), 0);
 }
 
+/* Keep Alive (optional on PCIe): KAS 100 ms, KATO rounded up to it, a Keep Alive restarts the
+ * timer, none within KATO sets CSTS.CFS and logs Keep Alive Timer Expired; the host's reset turns
+ * it off. Waits of 120-250 ms against the real clock, no upper bound asserted on them. */
+static void test_keep_alive(void)
+{
+	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)adm_buf();
+	const uint32_t cfs = 1u << 1; /* CSTS.CFS */
+	struct nvme_sqe ka = lb_sqe(NVME_ADM_KEEP_ALIVE, 0);
+	struct nvme_error_log_entry *e = (struct nvme_error_log_entry *)adm_buf();
+	uint64_t errs, left;
+	uint32_t dw0 = 1;
+
+	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_CTRL, 0, 0), 0);
+	CU_ASSERT_EQUAL(id->kas, 1);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 16, 0, false), 0);
+	errs = e[0].error_count;
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_KATO, NVME_SEL_SUPPORTED, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, NVME_FEAT_CAP_CHANGE);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_KATO, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 0);
+	/* Off: Keep Alive is accepted and nothing is ever due. */
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &ka, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_keep_alive_check(lb.ctrlr), 0);
+	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_KATO, 150, NULL), 0);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_KATO, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 200);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_KATO, NVME_SEL_DEFAULT, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 0);
+	left = ctrlr_keep_alive_check(lb.ctrlr);
+	CU_ASSERT(left > 0 && left <= 200000);
+	/* A Keep Alive 120 ms in: 200 ms are due again (without it, at most 80 ms would be). */
+	usleep(120000);
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &ka, NULL), 0);
+	CU_ASSERT(ctrlr_keep_alive_check(lb.ctrlr) > 100000);
+	CU_ASSERT_FALSE(lb_reg_read32(&lb, NVME_REG_CSTS) & cfs);
+	/* Then none: fatal status, and the error log says why. */
+	usleep(250000);
+	CU_ASSERT_EQUAL(ctrlr_keep_alive_check(lb.ctrlr), 0);
+	CU_ASSERT_TRUE(lb_reg_read32(&lb, NVME_REG_CSTS) & cfs);
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_ERROR, 16, 0, false), 0);
+	CU_ASSERT_EQUAL(e[0].error_count, errs + 1);
+	CU_ASSERT_EQUAL(e[0].status >> 1, NVME_SC_KEEP_ALIVE_EXPIRED);
+	CU_ASSERT_EQUAL(e[0].cid, 0xffff);
+	/* The host resets the controller: CFS clear, KATO back to 0. */
+	CU_ASSERT_FALSE(lb_disable(&lb) & cfs);
+	CU_ASSERT_TRUE(lb_enable(&lb, 32) & 1);
+	CU_ASSERT_FALSE(lb_reg_read32(&lb, NVME_REG_CSTS) & cfs);
+	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_KATO, 0, 0, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 0);
+	CU_ASSERT_EQUAL(ctrlr_keep_alive_check(lb.ctrlr), 0);
+}
+
 CUNIT_SUITE(admin, admin_init, admin_fini, {"identify_ctrl", test_identify_ctrl},
 	    {"identify_ns", test_identify_ns}, {"identify_bad_prp", test_identify_bad_prp},
 	    {"queue_checks", test_queue_checks}, {"num_queues", test_num_queues},
@@ -834,4 +906,4 @@ CUNIT_SUITE(admin, admin_init, admin_fini, {"identify_ctrl", test_identify_ctrl}
 	    {"fused_and_opcodes", test_fused_and_opcodes}, {"aer", test_aer}, {"abort", test_abort},
 	    {"dbbuf_checks", test_dbbuf_checks}, {"format_checks", test_format_checks},
 	    {"vendor", test_vendor}, {"admin_queue_wrap", test_admin_queue_wrap},
-	    {"firmware", test_firmware})
+	    {"firmware", test_firmware}, {"keep_alive", test_keep_alive})
