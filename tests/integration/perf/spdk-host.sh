@@ -2,8 +2,8 @@
 # Integration: SPDK's own vfio-user NVMe host, unchanged, drives nvme-emu: spdk_nvme_identify
 # (controller and namespace data), spdk_nvme_perf (reads and writes, no errors), SPDK's
 # hello_world example (a write read back through the controller), bdevperf's verify workload
-# through SPDK's bdev_nvme (every block written is read back and compared) and SPDK's
-# nvme_compliance suite when it is built, on a malloc
+# through SPDK's bdev_nvme (every block written is read back and compared), and SPDK's
+# nvme_compliance suite and nvme_fuzz when they are built, on a malloc
 # namespace; the function is handed over enabled (SPDK's host never writes COMMAND), DMA_UNMAP
 # with an fd is taken, its hugepage files are taken without a trust flag, and the daemon logs no
 # refused message. Then nvme-emu-perf drives SPDK's own nvmf_tgt (VFIOUSER) with verified writes
@@ -91,6 +91,23 @@ compliance() {
 }
 if [ -x "$COMPLIANCE" ]; then
 	check "SPDK's nvme_compliance: every test passes" compliance
+fi
+# SPDK's nvme_fuzz (test/app/fuzz/nvme_fuzz), as SPDK's own vfio-user fuzz job runs it: random
+# admin and I/O commands for 10 s (-U: no IOMMU to check for; -g: one fd per memory segment
+# list). The daemon must live through it and serve a write read back afterwards.
+FUZZ=$SPDK/test/app/fuzz/nvme_fuzz/nvme_fuzz
+fuzz() {
+	timeout 60 "$FUZZ" -m 0x1 -g -t 10 -S 123456 -F "$TRID" -N -a -U > "$D/fuzz.txt" 2>&1 &&
+		grep -q "^Fuzzing completed" "$D/fuzz.txt" &&
+		awk '/Total commands completed:/ {n++; for (i = 1; i < NF; i++) if ($i == "completed:" &&
+		     $(i + 1) + 0 < 1000) bad = 1} END {exit !(n == 2 && !bad)}' "$D/fuzz.txt"
+}
+if [ -x "$FUZZ" ]; then
+	check "SPDK's nvme_fuzz: 10 s of random admin and I/O commands" fuzz
+	"$SPDK/build/examples/hello_world" -r "$TRID" -g > "$D/hello.txt" 2>&1
+	check "... then hello_world's write reads back" grep -q "^Hello world!" "$D/hello.txt"
+else
+	echo "note: $FUZZ not built (make -C test/app/fuzz/nvme_fuzz in SPDK)"
 fi
 check "nvme-emu alive" kill -0 "$dpid"
 kill "$dpid"
