@@ -3,7 +3,7 @@
 # (controller and namespace data), spdk_nvme_perf (reads and writes, no errors), SPDK's
 # hello_world example (a write read back through the controller), bdevperf's verify workload
 # through SPDK's bdev_nvme (every block written is read back and compared), and SPDK's
-# nvme_compliance suite and nvme_fuzz when they are built, on a malloc
+# nvme_compliance suite, NVMe test apps and nvme_fuzz when they are built, on a malloc
 # namespace; the function is handed over enabled (SPDK's host never writes COMMAND), DMA_UNMAP
 # with an fd is taken, its hugepage files are taken without a trust flag, and the daemon logs no
 # refused message. Then nvme-emu-perf drives SPDK's own nvmf_tgt (VFIOUSER) with verified writes
@@ -91,6 +91,26 @@ compliance() {
 }
 if [ -x "$COMPLIANCE" ]; then
 	check "SPDK's nvme_compliance: every test passes" compliance
+fi
+# SPDK's NVMe test apps (test/nvme, built with SPDK's tests): a temperature-threshold AER and its
+# SMART log, Copy (written LBAs copied and compared), 1024 fused Compare and Write pairs in
+# order, and reservations (register, acquire, report, release).
+NVT=$SPDK/test/nvme
+if [ -x "$NVT/aer/aer" ]; then
+	check "SPDK's aer -T: temperature AER" sh -c \
+		"timeout 60 '$NVT/aer/aer' -g -T -r '$TRID' > '$D/aer.txt' 2>&1 &&
+		 grep -q 'aer_cb for log page 2' '$D/aer.txt'"
+	check "SPDK's simple_copy" sh -c \
+		"timeout 60 '$NVT/simple_copy/simple_copy' -r '$TRID' > '$D/copy.txt' 2>&1 &&
+		 grep -q 'LBAs matching Written Data: 64' '$D/copy.txt'"
+	check "SPDK's fused_ordering: 1024 fused pairs" sh -c \
+		"timeout 60 '$NVT/fused_ordering/fused_ordering' -r '$TRID' > '$D/fused.txt' 2>&1 &&
+		 grep -q '^fused_ordering(1023)' '$D/fused.txt'"
+	check "SPDK's reserve: register, acquire, report, release" sh -c \
+		"timeout 60 '$NVT/reserve/reserve' -r '$TRID' > '$D/reserve.txt' 2>&1 &&
+		 grep -q 'Reservation Generation Counter' '$D/reserve.txt'"
+else
+	echo "note: SPDK's test/nvme apps not built (make -C test/nvme in SPDK)"
 fi
 # SPDK's nvme_fuzz (test/app/fuzz/nvme_fuzz), as SPDK's own vfio-user fuzz job runs it: random
 # admin and I/O commands for 10 s (-U: no IOMMU to check for; -g: one fd per memory segment
