@@ -114,7 +114,7 @@ else
 fi
 # SPDK's nvme_fuzz (test/app/fuzz/nvme_fuzz), as SPDK's own vfio-user fuzz job runs it: random
 # admin and I/O commands for 10 s (-U: no IOMMU to check for; -g: one fd per memory segment
-# list). The daemon must live through it and serve a write read back afterwards.
+# list). The daemon must live through it and answer afterwards.
 FUZZ=$SPDK/test/app/fuzz/nvme_fuzz/nvme_fuzz
 fuzz() {
 	timeout 60 "$FUZZ" -m 0x1 -g -t 10 -S 123456 -F "$TRID" -N -a -U > "$D/fuzz.txt" 2>&1 &&
@@ -124,8 +124,11 @@ fuzz() {
 }
 if [ -x "$FUZZ" ]; then
 	check "SPDK's nvme_fuzz: 10 s of random admin and I/O commands" fuzz
-	"$SPDK/build/examples/hello_world" -r "$TRID" -g > "$D/hello.txt" 2>&1
-	check "... then hello_world's write reads back" grep -q "^Hello world!" "$D/hello.txt"
+	# What the random commands left behind may be a sanitize still running or failed, or
+	# another LBA format: I/O may rightly fail now, but the controller answers.
+	timeout 60 "$SPDK/build/bin/spdk_nvme_identify" -r "$TRID" > "$D/identify2.txt" 2>&1
+	check "... then the controller still answers Identify" \
+		grep -q "Serial Number: *NVMEEMU0001" "$D/identify2.txt"
 else
 	echo "note: $FUZZ not built (make -C test/app/fuzz/nvme_fuzz in SPDK)"
 fi
