@@ -489,8 +489,10 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = vfu_client_ram_create(c, PERF_RAM_IOVA, ram);
 	if (!rc)
+		/* Vector 0 (the admin CQ's, always interrupt-enabled) gets an eventfd even when
+		 * polled, as SPDK's host gives it: a server has somewhere to signal it. */
 		rc = nvme_host_init(&host, c, PERF_RAM_IOVA, ram,
-				    opts.interrupts ? opts.queues + 1 : 0);
+				    opts.interrupts ? opts.queues + 1 : 1);
 	if (rc) {
 		fprintf(stderr, "nvme-emu-perf: vfio-user setup: %s\n", strerror(-rc));
 		return 1;
