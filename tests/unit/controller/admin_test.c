@@ -309,6 +309,16 @@ static void test_num_queues(void)
 	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_NUM_QUEUES, 7 | 7 << 16, &dw0), 0);
 }
 
+/* Set (set) or Get Features Error Recovery on nsid. */
+static uint16_t adm_err_recovery(bool set, uint32_t nsid, uint32_t cdw11, uint32_t *dw0)
+{
+	struct nvme_sqe sqe = lb_sqe(set ? NVME_ADM_SET_FEATURES : NVME_ADM_GET_FEATURES, nsid);
+
+	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
+	sqe.cdw11 = cdw11;
+	return lb_cmd(&lb, 0, &sqe, dw0);
+}
+
 static void test_features(void)
 {
 	uint32_t dw0 = 0;
@@ -364,35 +374,20 @@ static void test_features(void)
 	CU_ASSERT_EQUAL(adm_set_feat(NVME_FEAT_WRITE_ATOMIC, 1, NULL), 0);
 	CU_ASSERT_EQUAL(adm_get_feat(NVME_FEAT_WRITE_ATOMIC, 0, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 1);
-	sqe = lb_sqe(NVME_ADM_SET_FEATURES, 1);
-	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
-	sqe.cdw11 = 42;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-	sqe = lb_sqe(NVME_ADM_GET_FEATURES, 1);
-	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_err_recovery(true, 1, 42, NULL), 0);
+	CU_ASSERT_EQUAL(adm_err_recovery(false, 1, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 42);
-	sqe.nsid = 2;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), NVME_SC_INVALID_NS | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_err_recovery(false, 2, 0, &dw0), NVME_SC_INVALID_NS | NVME_DNR);
 	/* NSID 0h reads the value last set for every namespace (FFFFFFFFh), 0 until then. */
-	sqe.nsid = 0;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_err_recovery(false, 0, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 0);
-	sqe = lb_sqe(NVME_ADM_SET_FEATURES, NVME_NSID_ALL);
-	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
-	sqe.cdw11 = 7;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
-	sqe = lb_sqe(NVME_ADM_GET_FEATURES, 0);
-	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_err_recovery(true, NVME_NSID_ALL, 7, NULL), 0);
+	CU_ASSERT_EQUAL(adm_err_recovery(false, 0, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 7);
-	sqe.nsid = 1;
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(adm_err_recovery(false, 1, 0, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 7);
-	sqe = lb_sqe(NVME_ADM_SET_FEATURES, 1);
-	sqe.cdw10 = NVME_FEAT_ERR_RECOVERY;
-	sqe.cdw11 = 1u << 16; /* DULBE */
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(adm_err_recovery(true, 1, 1u << 16 /* DULBE */, NULL),
+			NVME_SC_INVALID_FIELD | NVME_DNR);
 }
 
 static void test_features_data(void)
