@@ -1,8 +1,8 @@
 /* tests/integration/torture_test.c - the lifecycle torture test: a client with I/O in flight on
  * several queues, driven through random interleavings (seeded; the seed and the step are printed
  * on failure) of DMA_UNMAP/DMA_MAP of its ring, data and shadow-doorbell windows, Doorbell Buffer
- * Config, CC.EN toggles, shutdowns, FLRs, SET_IRQS changes, queue creation/deletion and
- * hang-up/reconnect. Whatever happens, the daemon must stay up, every request must be answered
+ * Config, CC.EN toggles, shutdowns, FLRs, SET_IRQS changes, queue creation/deletion,
+ * hang-up/reconnect and truncation of the data window's memfd under I/O. Whatever happens, the daemon must stay up, every request must be answered
  * within a bound (no hang), and at the end a fresh client must get a working controller with
  * verified data; the ASan build's exit status says nothing leaked or was touched after free.
  *
@@ -43,7 +43,7 @@ struct torture {
 	struct nvme_itest t;
 	struct win w[NWIN];
 	uint32_t rng;
-	uint64_t steps, submitted, done_ios, max_step_us;
+	uint64_t steps, submitted, done_ios, max_step_us, truncations, faults;
 	bool enabled;
 	bool qlive[NQ + 1];
 	const char *last_step;
@@ -260,6 +260,47 @@ static void st_reconnect(struct torture *x)
 		CHECK(!"reattach after a hang-up");
 }
 
+/* The client truncates its data window (an unsealed memfd) under the device and points reads at
+ * it: the daemon must turn its mapping into anonymous memory and drop this client, never die of
+ * SIGBUS. The window gets its size back and the client reconnects. A drop is waited for a bounded
+ * time: a queue the device no longer serves (its ring unmapped, a reset under way) never faults. */
+static void st_truncate(struct torture *x)
+{
+	struct win *w = &x->w[WIN_DATA];
+	uint16_t q = live_queue(x);
+	bool dropped = false;
+
+	if (!w->mapped || !q)
+		return;
+	if (ftruncate(w->fd, 0))
+		abort();
+	x->truncations++;
+	for (int i = 0; i < 4; i++) {
+		struct nvme_sqe sqe = { 0 };
+
+		sqe.cdw0.bits.opc = NVME_CMD_READ;
+		sqe.nsid = 1;
+		sqe.cdw12 = 7;
+		sqe.dptr.prp.prp1 = win_iova(WIN_DATA) + rnd(x, DATA_SIZE / 4096) * 4096;
+		if (nvme_host_submit(&x->t.h, q, &sqe, false) < 0)
+			break;
+		x->submitted++;
+	}
+	for (int i = 0; i < 30 && !dropped; i++) {
+		uint32_t csts;
+
+		dropped = vfu_client_region_read(x->t.c, 0, 0x1c, &csts, sizeof(csts)) < 0;
+		if (!dropped)
+			usleep(10000);
+	}
+	if (ftruncate(w->fd, (off_t)win_size[WIN_DATA]))
+		abort();
+	if (dropped) {
+		x->faults++;
+		st_reconnect(x);
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(struct torture *x);
@@ -271,6 +312,7 @@ static const struct {
 	{ "dbbuf", st_dbbuf, 3 },	      { "disable", st_disable, 1 },
 	{ "shutdown", st_shutdown, 1 },	      { "flr", st_flr, 1 },
 	{ "irqs", st_irqs, 3 },		      { "reconnect", st_reconnect, 1 },
+	{ "truncate", st_truncate, 1 },
 };
 
 static void run(const char *build, const char *label, const char *const *mode, uint32_t seed,
@@ -288,9 +330,9 @@ static void run(const char *build, const char *label, const char *const *mode, u
 	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		total += steps[i].weight;
 	for (i = 0; i < NWIN; i++) {
-		x.w[i].fd = memfd_create("torture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (x.w[i].fd < 0 || ftruncate(x.w[i].fd, (off_t)win_size[i]) ||
-		    fcntl(x.w[i].fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))
+		/* Unsealed, as DPDK's hugepage files: st_truncate shrinks the data window. */
+		x.w[i].fd = memfd_create("torture", MFD_CLOEXEC);
+		if (x.w[i].fd < 0 || ftruncate(x.w[i].fd, (off_t)win_size[i]))
 			abort();
 		x.w[i].local = mmap(NULL, win_size[i], PROT_READ | PROT_WRITE, MAP_SHARED,
 				    x.w[i].fd, 0);
@@ -347,10 +389,12 @@ static void run(const char *build, const char *label, const char *const *mode, u
 				break;
 			}
 	}
-	printf("  %llu steps in %.1f s, %llu I/O submitted, %llu completed, longest step %llu us\n",
+	printf("  %llu steps in %.1f s, %llu I/O submitted, %llu completed, longest step %llu us, "
+	       "%llu truncations (%llu faults: client dropped)\n",
 	       (unsigned long long)x.steps, (now_us() - start) / 1e6,
 	       (unsigned long long)x.submitted, (unsigned long long)x.done_ios,
-	       (unsigned long long)x.max_step_us);
+	       (unsigned long long)x.max_step_us, (unsigned long long)x.truncations,
+	       (unsigned long long)x.faults);
 out_stop:
 	{
 		bool alive = nvme_itest_alive(&x.t);
