@@ -153,6 +153,8 @@ static int vfu_cmd_dma_map(struct vfu_endpoint *ep, const uint8_t *p, size_t len
 		return vfu_cmd_bad(ep, "DMA_MAP: more than one fd");
 	rc = vfu_dma_table_add(ep->dma, m.addr, m.size, m.flags, ep->rx_nfds ? ep->rx_fds[0] : -1,
 			       m.offset);
+	/* Mapped (or refused): the fd itself is not kept. */
+	vfu_ep_rx_fds_close(ep);
 	if (rc) {
 		LOG_GUEST_ERR(VFU_COMP, "%s: DMA_MAP [%#llx +%#llx] failed: %s", ep->path,
 			      (unsigned long long)m.addr, (unsigned long long)m.size,
@@ -636,7 +638,7 @@ void vfu_cmd_dispatch(struct vfu_endpoint *ep)
 		goto out_err;
 	}
 	/* SPDK's vfio-user host sends DMA_UNMAP with the fd it mapped (the spec gives it none):
-	 * one such fd is taken and closed with the message, unused. */
+	 * one such fd is taken and closed unused. */
 	if (ep->rx_nfds && h->command != VFIO_USER_DMA_MAP &&
 	    h->command != VFIO_USER_DEVICE_SET_IRQS &&
 	    (h->command != VFIO_USER_DMA_UNMAP || ep->rx_nfds > 1)) {
@@ -651,6 +653,7 @@ void vfu_cmd_dispatch(struct vfu_endpoint *ep)
 		err = vfu_cmd_dma_map(ep, p, len);
 		break;
 	case VFIO_USER_DMA_UNMAP:
+		vfu_ep_rx_fds_close(ep);
 		err = vfu_cmd_dma_unmap(ep, p, len);
 		break;
 	case VFIO_USER_DEVICE_GET_INFO:

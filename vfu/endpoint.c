@@ -35,6 +35,12 @@ static void vfu_ep_msg_done(struct vfu_endpoint *ep)
 	ep->rx_body = NULL;
 }
 
+void vfu_ep_rx_fds_close(struct vfu_endpoint *ep)
+{
+	vfu_ep_close_fds(ep->rx_fds, ep->rx_nfds);
+	ep->rx_nfds = 0;
+}
+
 /* Forgets every byte and fd received from the client. */
 static void vfu_ep_rx_reset(struct vfu_endpoint *ep)
 {

@@ -195,6 +195,9 @@ void vfu_ep_reply(struct vfu_endpoint *ep, const struct vfio_user_header *req, i
  * for requests whose failures were accounted one by one (REGION_WRITE_MULTI).
  * Nothing for NO_REPLY requests. */
 void vfu_ep_reply_error(struct vfu_endpoint *ep, const struct vfio_user_header *req, int err);
+/* Closes the current message's fds now, before its reply goes out: a client that sees the reply
+ * finds them closed (DMA_MAP's, mapped; DMA_UNMAP's, unused). */
+void vfu_ep_rx_fds_close(struct vfu_endpoint *ep);
 /* Drops the client after a protocol violation. */
 void vfu_ep_drop(struct vfu_endpoint *ep, const char *why);
 /* Runs fn(ep) with drops deferred; a drop it caused is carried out from a

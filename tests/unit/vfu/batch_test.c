@@ -293,7 +293,7 @@ static void test_write_multi_bad_message(void)
 	CU_ASSERT_EQUAL(st.disconnects, 0);
 	close(efd);
 	/* Both fds the server got were closed. */
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before - 1);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before - 1), before - 1);
 	/* Still served. */
 	CU_ASSERT_EQUAL(vfu_client_region_write_multi(
 			    cl, (struct vfu_client_write[]){wr(BAR2, 0, 4, 1)}, 1, false),
@@ -552,7 +552,7 @@ static void test_batched_fds(void)
 	CU_ASSERT_EQUAL(st.bad_messages, 3);
 	CU_ASSERT_EQUAL(st.disconnects, 0);
 	/* The vector's eventfd is the one fd kept; the stray ones were closed. */
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before + 1);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before + 1), before + 1);
 	close(efd);
 	close(mfd);
 	close(stray);
@@ -588,7 +588,7 @@ static void test_batched_fds_packed(void)
 	fake_dev_stats(dev, &st);
 	CU_ASSERT_EQUAL(st.bad_messages, 1);
 	CU_ASSERT_EQUAL(st.disconnects, 0);
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before), before);
 	close(efd);
 	teardown();
 }

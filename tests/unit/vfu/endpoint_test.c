@@ -395,7 +395,7 @@ static void test_set_irqs_invalid(void)
 #undef SET
 	/* One more round trip so the server has closed the last message's fds. */
 	CU_ASSERT_EQUAL(vfu_client_device_info(cl, &di), 0);
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before), before);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.set_irqs, 0);
 	CU_ASSERT_EQUAL(n.fds_held, 0);
@@ -404,7 +404,7 @@ static void test_set_irqs_invalid(void)
 	    vfu_client_set_irqs(cl, VFIO_IRQ_SET_DATA_EVENTFD | base, 2, 1, 2, efd, 2, NULL), 0);
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, 2);
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before + 2);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before + 2), before + 2);
 	for (int i = 0; i < 3; i++)
 		close(efd[i]);
 	teardown();
@@ -463,7 +463,7 @@ static void test_dma_map_unmap(void)
 				-EINVAL);
 		CU_ASSERT_EQUAL(raw_request(VFIO_USER_DMA_UNMAP, 0, &one, sizeof(one), &fd, 1), 0);
 		CU_ASSERT_EQUAL(vfu_client_dma_map(cl, 0x200000, 0x2000, 1, fd, 0), 0);
-		CU_ASSERT_EQUAL(fake_dev_count_fds(), fds_before);
+		CU_ASSERT_EQUAL(fake_dev_fds_settle(fds_before), fds_before);
 	}
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x200000, 0x2000, 0), 0);
 	CU_ASSERT_EQUAL(vfu_client_dma_unmap(cl, 0x200000, 0x2000, 0), -ENOENT);
@@ -714,7 +714,7 @@ static void test_disconnect_and_reattach(void)
 	fake_dev_counts(dev, &n);
 	CU_ASSERT_EQUAL(n.fds_held, 0);
 	/* Every fd of the session is gone, with both ends of the socket. */
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before - 2);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before - 2), before - 2);
 	/* A new client attaches with a fresh handshake. */
 	cl = vfu_client_connect(sock_path, 5000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
@@ -874,7 +874,7 @@ static void test_too_many_fds(void)
 	for (int i = 0; i < 17; i++)
 		close(fds[i]);
 	/* Nothing kept on the server side; our end of the socket is still open. */
-	CU_ASSERT_EQUAL(fake_dev_count_fds(), before - 1);
+	CU_ASSERT_EQUAL(fake_dev_fds_settle(before - 1), before - 1);
 	teardown();
 }
 

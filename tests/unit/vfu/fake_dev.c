@@ -576,6 +576,17 @@ int fake_dev_count_fds(void)
 	return n;
 }
 
+int fake_dev_fds_settle(int expect)
+{
+	int n = fake_dev_count_fds();
+
+	for (int i = 0; i < 200 && n != expect; i++) {
+		usleep(10000);
+		n = fake_dev_count_fds();
+	}
+	return n;
+}
+
 static void fake_dev_disconnect_msg(struct fake_dev *fd, void *arg)
 {
 	vfu_endpoint_disconnect(fd->ep);

@@ -63,6 +63,9 @@ bool fake_dev_trigger(struct fake_dev *fd, uint32_t index, uint32_t v);
 bool fake_dev_wait_disconnects(struct fake_dev *fd, uint64_t n, int timeout_ms);
 /* Number of fds open in this process (for leak checks). */
 int fake_dev_count_fds(void);
+/* The count once it is `expect` (polled for up to 2 s): the server closes the fds of a message after
+ * its reply has gone out, so a client may count before that. A leaked fd never settles. */
+int fake_dev_fds_settle(int expect);
 /* Disconnects the client from the device side. */
 void fake_dev_disconnect(struct fake_dev *fd);
 
