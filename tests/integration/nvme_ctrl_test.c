@@ -612,6 +612,51 @@ static void test_enabled_at_attach(const char *build)
 /* The health model runs on its own clock: under I/O the modelled temperature rises past a
  * threshold set just above idle and the SMART temperature event arrives with nobody reading the
  * SMART log. */
+/* Keep Alive through the real socket, the daemon's own timer: with KATO 1 s, Keep Alive every
+ * 100 ms for 1.5 s keeps CSTS.CFS clear (a gap would have to stretch by 900 ms to matter); then
+ * silence sets it within a bound, with Keep Alive Timer Expired in the Error Information log;
+ * the host's reset clears both. */
+static void test_keep_alive(const char *build)
+{
+	struct nvme_itest t;
+	struct nvme_error_log_entry *e;
+	uint64_t iova;
+	int cfs = 0;
+
+	if (!setup(&t, build, 2))
+		return;
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	iova = nvme_host_alloc(&t.h, 4096, (void **)&e);
+	CHECK(admin_raw(&t, NVME_ADM_SET_FEATURES, NVME_FEAT_KATO, 1000, 0) == 0);
+	for (int i = 0; i < 15; i++) {
+		usleep(100000);
+		CHECK(admin_raw(&t, NVME_ADM_KEEP_ALIVE, 0, 0, 0) == 0);
+		CHECK(!(nvme_host_reg_read32(&t.h, 0x1c) & 2));
+	}
+	/* Silence: the timer fires at the deadline (polled for up to 5 s: a loaded machine). */
+	for (int i = 0; i < 500 && !cfs; i++) {
+		usleep(10000);
+		cfs = nvme_host_reg_read32(&t.h, 0x1c) & 2;
+	}
+	CHECK(cfs);
+	/* Get Log Page 01h, one entry (NUMDL 15). */
+	CHECK(admin_raw(&t, NVME_ADM_GET_LOG_PAGE, NVME_LOG_ERROR | 15u << 16, 0, iova) == 0);
+	CHECK((e->status >> 1) == NVME_SC_KEEP_ALIVE_EXPIRED);
+	CHECK(nvme_host_disable(&t.h) == 0);
+	CHECK(!(nvme_host_reg_read32(&t.h, 0x1c) & 2));
+	CHECK(nvme_host_enable(&t.h, 32) == 0);
+	{
+		struct nvme_sqe sqe = { 0 };
+		struct nvme_cqe cqe;
+
+		sqe.cdw0.bits.opc = NVME_ADM_GET_FEATURES;
+		sqe.cdw10 = NVME_FEAT_KATO;
+		CHECK(nvme_host_cmd(&t.h, 0, &sqe, &cqe) == 0);
+		CHECK(cqe.dw0 == 0);
+	}
+	teardown(&t);
+}
+
 static void test_health_clock(const char *build)
 {
 	struct nvme_itest t;
@@ -686,6 +731,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("command_register_gating", test_command_register_gating, build);
 	itest_run("enabled_at_attach", test_enabled_at_attach, build);
 	itest_run("health_clock", test_health_clock, build);
+	itest_run("keep_alive", test_keep_alive, build);
 }
 
 int main(int argc, char **argv)
