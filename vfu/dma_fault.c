@@ -8,6 +8,8 @@
  * are read under a sequence count, chunks of slots are only ever added. */
 #include "vfu/vfu_internal.h"
 
+#include "common/log.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -57,8 +59,9 @@ static void vfu_fault_chain(int sig, siginfo_t *si, void *uc)
 		vfu_fault_prev.sa_handler(sig);
 		return;
 	}
-	/* Default action: returning retries the access, which faults again and dumps core
-	 * where it happened. */
+	/* Default action: returning retries a faulting access, which faults again and dumps
+	 * core where it happened; a signal that was sent is raised again (pending until this
+	 * handler returns). */
 	{
 		struct sigaction dfl;
 
@@ -66,6 +69,8 @@ static void vfu_fault_chain(int sig, siginfo_t *si, void *uc)
 		dfl.sa_handler = SIG_DFL;
 		sigemptyset(&dfl.sa_mask);
 		sigaction(SIGBUS, &dfl, NULL);
+		if (si->si_code <= 0)
+			raise(SIGBUS);
 	}
 }
 
@@ -121,7 +126,9 @@ static void vfu_fault_handler(int sig, siginfo_t *si, void *uc)
 	uintptr_t addr = (uintptr_t)si->si_addr;
 	int saved_errno = errno;
 
-	for (uint32_t c = 0; c < VFU_FAULT_CHUNKS; c++) {
+	/* Only a fault names an address: a SIGBUS sent with kill() or sigqueue() (si_code <= 0)
+	 * must not take a window away. */
+	for (uint32_t c = 0; si->si_code > 0 && c < VFU_FAULT_CHUNKS; c++) {
 		struct vfu_fault_slot *chunk = __atomic_load_n(&vfu_fault_chunks[c], __ATOMIC_ACQUIRE);
 
 		if (!chunk)
@@ -192,9 +199,10 @@ uint64_t vfu_dma_notifier_take(struct vfu_dma_notifier *n, uint64_t *iova, uint6
 {
 	uint64_t buf, hits;
 
-	/* Empty the eventfd first: a fault after this read writes it again. */
+	/* Empty the eventfd first: a fault after this read writes it again. An eventfd read fails
+	 * only when it is empty (EAGAIN); the count below is what matters either way. */
 	if (read(n->fd, &buf, sizeof(buf)) < 0 && errno != EAGAIN)
-		return 0;
+		LOG_ERR(VFU_COMP, "reading the DMA fault eventfd: %s", strerror(errno));
 	hits = __atomic_exchange_n(&n->hits, 0, __ATOMIC_ACQ_REL);
 	*iova = __atomic_load_n(&n->hit_iova, __ATOMIC_RELAXED);
 	*len = __atomic_load_n(&n->hit_len, __ATOMIC_RELAXED);

@@ -397,8 +397,8 @@ static void test_truncated_window(void)
 	close(keep);
 }
 
-/* A SIGBUS outside every window is not ours to hide: the process still dies of it (or, under
- * ASan, reports it and exits non-zero). */
+/* A SIGBUS outside every window, or one that was sent, is not ours to hide: the process still
+ * dies of it (or, under ASan, reports it and exits non-zero). */
 static void test_foreign_sigbus_kills(void)
 {
 	struct vfu_dma_table *t = vfu_dma_table_create(16);
@@ -418,6 +418,21 @@ static void test_foreign_sigbus_kills(void)
 		if (p == MAP_FAILED || ftruncate(fd, 0) < 0)
 			_exit(2);
 		p[0] = 1;
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT((WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) ||
+		  (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 2));
+	/* Nor a SIGBUS someone sent (no address), even with a window mapped. */
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		int fd = memfd_create("sent", MFD_CLOEXEC);
+
+		if (fd < 0 || ftruncate(fd, 0x2000) < 0 ||
+		    vfu_dma_table_add(t, 0x100000, 0x2000, R | W, fd, 0))
+			_exit(2);
+		raise(SIGBUS);
 		_exit(0);
 	}
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
