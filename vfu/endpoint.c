@@ -79,9 +79,20 @@ static void vfu_ep_tx_free(struct vfu_endpoint *ep)
  * the next client. */
 static void vfu_ep_detach_finish(struct vfu_endpoint *ep)
 {
+	uint64_t iova, len, faults;
+
 	ep->closing = false;
 	vfu_dma_table_clear(ep->dma);
 	vfu_dma_table_quiesce(ep->dma);
+	/* Faults in the gone client's memory are counted now: one still waiting in the eventfd
+	 * must not drop the next client, which may be accepted in the same loop turn. */
+	faults = vfu_dma_table_faults(ep->dma, &iova, &len);
+	if (faults) {
+		ep->st.dma_faults += faults;
+		LOG_GUEST_ERR(VFU_COMP, "%s: DMA window [%#llx +%#llx] of the client that left lost "
+			      "its memory under a device access", ep->path, (unsigned long long)iova,
+			      (unsigned long long)len);
+	}
 	if (ep->listen_w && evloop_watch_modify(ep->listen_w, EPOLLIN))
 		LOG_ERR(VFU_COMP, "%s: cannot listen again", ep->path);
 	LOG_INFO(VFU_COMP, "%s: client detached", ep->path);
