@@ -19,8 +19,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Slots come in chunks allocated as needed, never freed. The per-client window limits bound what
+ * one client holds; the process-wide cap is far above any sum of them, so no client can use up
+ * the slots another function needs. */
 #define VFU_FAULT_CHUNK_SLOTS 1024u
-#define VFU_FAULT_CHUNKS 64u /* 65536 watched mappings at once */
+#define VFU_FAULT_CHUNKS 1024u /* 1M watched mappings at once */
 
 struct vfu_fault_slot {
 	uint32_t seq; /* odd while being written; atomic */
@@ -30,7 +33,7 @@ struct vfu_fault_slot {
 	struct vfu_dma_notifier *notifier;
 	uint64_t iova, wlen; /* the window, for the owner's message */
 	bool hit;      /* replaced after a fault; atomic */
-	bool used;     /* under vfu_fault_lock */
+	struct vfu_fault_slot *next_free; /* under vfu_fault_lock */
 };
 
 struct vfu_dma_notifier {
@@ -42,6 +45,8 @@ struct vfu_dma_notifier {
 };
 
 static struct vfu_fault_slot *vfu_fault_chunks[VFU_FAULT_CHUNKS]; /* atomic pointers */
+static uint32_t vfu_fault_nchunks;		      /* under vfu_fault_lock */
+static struct vfu_fault_slot *vfu_fault_free;	      /* under vfu_fault_lock */
 static pthread_mutex_t vfu_fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t vfu_fault_once = PTHREAD_ONCE_INIT;
 static struct sigaction vfu_fault_prev;
@@ -209,23 +214,28 @@ uint64_t vfu_dma_notifier_take(struct vfu_dma_notifier *n, uint64_t *iova, uint6
 	return hits;
 }
 
-/* A free slot, a new chunk if all are used; NULL when the limit is reached. Under the lock. */
+/* A free slot (a new chunk when none is left); NULL at the cap or without memory. Under the
+ * lock; O(1), so mapping a window costs the same however many others are watched. */
 static struct vfu_fault_slot *vfu_fault_slot_alloc(void)
 {
-	for (uint32_t c = 0; c < VFU_FAULT_CHUNKS; c++) {
-		struct vfu_fault_slot *chunk = vfu_fault_chunks[c];
+	struct vfu_fault_slot *s;
 
-		if (!chunk) {
-			chunk = calloc(VFU_FAULT_CHUNK_SLOTS, sizeof(*chunk));
-			if (!chunk)
-				return NULL;
-			__atomic_store_n(&vfu_fault_chunks[c], chunk, __ATOMIC_RELEASE);
+	if (!vfu_fault_free && vfu_fault_nchunks < VFU_FAULT_CHUNKS) {
+		struct vfu_fault_slot *chunk = calloc(VFU_FAULT_CHUNK_SLOTS, sizeof(*chunk));
+
+		if (!chunk)
+			return NULL;
+		for (uint32_t i = VFU_FAULT_CHUNK_SLOTS; i-- > 0;) {
+			chunk[i].next_free = vfu_fault_free;
+			vfu_fault_free = &chunk[i];
 		}
-		for (uint32_t i = 0; i < VFU_FAULT_CHUNK_SLOTS; i++)
-			if (!chunk[i].used)
-				return &chunk[i];
+		/* Published whole (every slot's len 0: skipped) for the handler to scan. */
+		__atomic_store_n(&vfu_fault_chunks[vfu_fault_nchunks++], chunk, __ATOMIC_RELEASE);
 	}
-	return NULL;
+	s = vfu_fault_free;
+	if (s)
+		vfu_fault_free = s->next_free;
+	return s;
 }
 
 int vfu_dma_fault_watch(struct vfu_dma_notifier *n, void *base, size_t len, int prot,
@@ -236,10 +246,11 @@ int vfu_dma_fault_watch(struct vfu_dma_notifier *n, void *base, size_t len, int 
 	pthread_mutex_lock(&vfu_fault_lock);
 	s = vfu_fault_slot_alloc();
 	if (!s) {
+		int rc = vfu_fault_nchunks == VFU_FAULT_CHUNKS ? -ENOSPC : -ENOMEM;
+
 		pthread_mutex_unlock(&vfu_fault_lock);
-		return -ENOSPC;
+		return rc;
 	}
-	s->used = true;
 	vfu_dma_notifier_get(n);
 	/* Odd while the fields change: the handler skips the slot. */
 	__atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
@@ -268,7 +279,8 @@ void vfu_dma_fault_unwatch(struct vfu_fault_slot *s)
 	__atomic_store_n(&s->len, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->notifier, NULL, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
-	s->used = false;
+	s->next_free = vfu_fault_free;
+	vfu_fault_free = s;
 	pthread_mutex_unlock(&vfu_fault_lock);
 	vfu_dma_notifier_put(n);
 }

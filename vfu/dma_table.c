@@ -312,8 +312,8 @@ static int vfu_dma_map_fd(const struct vfu_dma_table *t, struct vfu_dma_region *
 	rc = vfu_dma_fault_watch(t->notifier, p, (size_t)map_len, prot, e->w.iova, e->w.len,
 				 &e->fault);
 	if (rc) {
-		LOG_ERR(VFU_COMP, "DMA_MAP [%#llx +%#llx]: no room to watch the mapping for SIGBUS",
-			(unsigned long long)e->w.iova, (unsigned long long)e->w.len);
+		LOG_ERR(VFU_COMP, "DMA_MAP [%#llx +%#llx]: cannot watch the mapping for SIGBUS: %s",
+			(unsigned long long)e->w.iova, (unsigned long long)e->w.len, strerror(-rc));
 		munmap(p, (size_t)map_len);
 		return rc;
 	}

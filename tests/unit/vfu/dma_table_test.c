@@ -397,6 +397,38 @@ static void test_truncated_window(void)
 	close(keep);
 }
 
+/* Thousands of watched windows (slots past the first chunk of 1024), in two rounds (the second
+ * reuses freed slots): a fault in the last one is found and reported with its window. */
+static void test_many_watched_windows(void)
+{
+	enum { N = 3000 };
+	int fd = memfd_create("dma-many", MFD_CLOEXEC);
+	uint64_t iova, len;
+
+	CU_ASSERT_FATAL(fd >= 0 && !ftruncate(fd, (off_t)N * 4096));
+	for (int round = 0; round < 2; round++) {
+		struct vfu_dma_table *t = vfu_dma_table_create(4096);
+		struct vfu_dma_window w;
+		int added = 0;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+		for (int i = 0; i < N; i++)
+			added += !vfu_dma_table_add(t, 0x100000000ull + (uint64_t)i * 0x10000, 4096,
+						    R | W, fd, (uint64_t)i * 4096);
+		CU_ASSERT_EQUAL_FATAL(added, N);
+		CU_ASSERT_EQUAL_FATAL(vfu_dma_table_find(t, 0x100000000ull + (N - 1) * 0x10000ull,
+							  1, &w), 0);
+		CU_ASSERT_EQUAL(ftruncate(fd, 4096), 0);
+		CU_ASSERT_EQUAL(((volatile uint8_t *)w.local)[0], 0);
+		CU_ASSERT_EQUAL(vfu_dma_table_faults(t, &iova, &len), 1);
+		CU_ASSERT_EQUAL(iova, 0x100000000ull + (N - 1) * 0x10000ull);
+		CU_ASSERT_EQUAL(len, 4096);
+		CU_ASSERT_EQUAL(ftruncate(fd, (off_t)N * 4096), 0);
+		vfu_dma_table_destroy(t);
+	}
+	close(fd);
+}
+
 /* A SIGBUS outside every window, or one that was sent, is not ours to hide: the process still
  * dies of it (or, under ASan, reports it and exits non-zero). */
 static void test_foreign_sigbus_kills(void)
@@ -514,5 +546,6 @@ CUNIT_SUITE(vfu_dma_table, NULL, NULL, {"add_overlap", test_add_overlap},
 	    {"concurrent_readers", test_concurrent_readers},
 	    {"fd_policy", test_fd_policy},
 	    {"truncated_window", test_truncated_window},
-	    {"foreign_sigbus_kills", test_foreign_sigbus_kills}, {"byte_limit", test_byte_limit},
+	    {"foreign_sigbus_kills", test_foreign_sigbus_kills},
+	    {"many_watched_windows", test_many_watched_windows}, {"byte_limit", test_byte_limit},
 	    {"pins_and_quiesce", test_pins_and_quiesce})
