@@ -102,8 +102,9 @@ bench: deps all
 	@for b in $(BENCHES); do $$b || exit 1; done
 
 # `make soak`: the long runs, hours (not CI): the lifecycle torture test for millions of steps
-# under ASan, both libFuzzer targets for an hour each, and the guest soak (two guests, four
-# functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds.
+# under ASan, both libFuzzer targets for an hour each, the guest soak (two guests, four
+# functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds, and with
+# SPDK_DIR, SPDK's tools against the ASan build with an hour of SPDK's nvme_fuzz.
 SOAK_TORTURE_STEPS ?= 2000000
 SOAK_FUZZ_TIME ?= 3600
 SOAK_GUEST_TIME ?= 3600
@@ -114,7 +115,8 @@ soak: deps
 	    scripts/run-tests.sh \
 	    "soak:torture=env TORTURE_STEPS=$(SOAK_TORTURE_STEPS) build-asan/bin/nvme_torture_test build-asan" \
 	    "soak:libfuzzer=env FUZZ_CHECK_TIME=$(SOAK_FUZZ_TIME) tests/fuzz/libfuzzer-check.sh build" \
-	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) tests/guest/test-soak.sh"
+	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) tests/guest/test-soak.sh" \
+	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
 
 clean:
 	rm -rf build build-asan

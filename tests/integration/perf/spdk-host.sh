@@ -113,17 +113,20 @@ else
 	echo "note: SPDK's test/nvme apps not built (make -C test/nvme in SPDK)"
 fi
 # SPDK's nvme_fuzz (test/app/fuzz/nvme_fuzz), as SPDK's own vfio-user fuzz job runs it: random
-# admin and I/O commands for 10 s (-U: no IOMMU to check for; -g: one fd per memory segment
-# list). The daemon must live through it and answer afterwards.
+# admin and I/O commands for SPDK_FUZZ_TIME seconds (default 10; `make soak` runs an hour against
+# the ASan build), seed SPDK_FUZZ_SEED (default 123456) (-U: no IOMMU to check for; -g: one fd
+# per memory segment list). The daemon must live through it and answer afterwards.
 FUZZ=$SPDK/test/app/fuzz/nvme_fuzz/nvme_fuzz
+FUZZ_TIME=${SPDK_FUZZ_TIME:-10}
 fuzz() {
-	timeout 60 "$FUZZ" -m 0x1 -g -t 10 -S 123456 -F "$TRID" -N -a -U > "$D/fuzz.txt" 2>&1 &&
+	timeout $((FUZZ_TIME + 60)) "$FUZZ" -m 0x1 -g -t "$FUZZ_TIME" -S "${SPDK_FUZZ_SEED:-123456}" \
+		-F "$TRID" -N -a -U > "$D/fuzz.txt" 2>&1 &&
 		grep -q "^Fuzzing completed" "$D/fuzz.txt" &&
 		awk '/Total commands completed:/ {n++; for (i = 1; i < NF; i++) if ($i == "completed:" &&
 		     $(i + 1) + 0 < 1000) bad = 1} END {exit !(n == 2 && !bad)}' "$D/fuzz.txt"
 }
 if [ -x "$FUZZ" ]; then
-	check "SPDK's nvme_fuzz: 10 s of random admin and I/O commands" fuzz
+	check "SPDK's nvme_fuzz: $FUZZ_TIME s of random admin and I/O commands" fuzz
 	# What the random commands left behind may be a sanitize still running or failed, or
 	# another LBA format: I/O may rightly fail now, but the controller answers.
 	timeout 60 "$SPDK/build/bin/spdk_nvme_identify" -r "$TRID" > "$D/identify2.txt" 2>&1
