@@ -75,24 +75,32 @@ static void vfu_ep_tx_free(struct vfu_endpoint *ep)
 	ep->tx_bytes = 0;
 }
 
+/* Takes the faults reported since the last look (dma_fault.c): a window lost its memory under a
+ * device access, its fd truncated after DMA_MAP. Counts and logs them; true if there were any. */
+static bool vfu_ep_take_faults(struct vfu_endpoint *ep)
+{
+	uint64_t iova, len, n = vfu_dma_table_faults(ep->dma, &iova, &len);
+
+	if (!n)
+		return false;
+	ep->st.dma_faults += n;
+	LOG_GUEST_ERR(VFU_COMP,
+		      "%s: DMA window [%#llx +%#llx] lost its memory under a device access (its fd "
+		      "was truncated after DMA_MAP)%s", ep->path, (unsigned long long)iova,
+		      (unsigned long long)len, ep->conn_fd >= 0 ? ": dropping the client" : "");
+	return true;
+}
+
 /* The device has let go of the last client's memory: unmap it and listen for
  * the next client. */
 static void vfu_ep_detach_finish(struct vfu_endpoint *ep)
 {
-	uint64_t iova, len, faults;
-
 	ep->closing = false;
 	vfu_dma_table_clear(ep->dma);
 	vfu_dma_table_quiesce(ep->dma);
 	/* Faults in the gone client's memory are counted now: one still waiting in the eventfd
 	 * must not drop the next client, which may be accepted in the same loop turn. */
-	faults = vfu_dma_table_faults(ep->dma, &iova, &len);
-	if (faults) {
-		ep->st.dma_faults += faults;
-		LOG_GUEST_ERR(VFU_COMP, "%s: DMA window [%#llx +%#llx] of the client that left lost "
-			      "its memory under a device access", ep->path, (unsigned long long)iova,
-			      (unsigned long long)len);
-	}
+	vfu_ep_take_faults(ep);
 	if (ep->listen_w && evloop_watch_modify(ep->listen_w, EPOLLIN))
 		LOG_ERR(VFU_COMP, "%s: cannot listen again", ep->path);
 	LOG_INFO(VFU_COMP, "%s: client detached", ep->path);
@@ -711,18 +719,11 @@ static void vfu_ep_rx_timer(void *arg)
 static void vfu_ep_on_dma_fault(int fd, uint32_t events, void *arg)
 {
 	struct vfu_endpoint *ep = arg;
-	uint64_t iova, len, n = vfu_dma_table_faults(ep->dma, &iova, &len);
 
 	(void)fd;
 	(void)events;
-	if (!n)
-		return;
-	ep->st.dma_faults += n;
-	LOG_GUEST_ERR(VFU_COMP,
-		      "%s: DMA window [%#llx +%#llx] lost its memory under a device access (its fd "
-		      "was truncated after DMA_MAP)%s", ep->path, (unsigned long long)iova,
-		      (unsigned long long)len, ep->conn_fd >= 0 ? ": dropping the client" : "");
-	vfu_ep_drop(ep, NULL);
+	if (vfu_ep_take_faults(ep))
+		vfu_ep_drop(ep, NULL);
 }
 
 static void vfu_ep_on_listen(int fd, uint32_t events, void *arg)

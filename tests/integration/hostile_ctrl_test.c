@@ -402,20 +402,20 @@ static bool a_dropped(struct two *x)
 	return false;
 }
 
-/* Whether the daemon's log holds `needle`. */
+/* Whether a line of the daemon's log holds `needle` (the whole log, however long). */
 static bool log_has(struct two *x, const char *needle)
 {
-	char buf[65536];
 	FILE *f = fopen(x->t.log, "r");
-	size_t n;
-	bool found;
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
 
 	if (!f)
 		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
+	while (!found && getline(&line, &cap, f) >= 0)
+		found = strstr(line, needle) != NULL;
+	free(line);
 	fclose(f);
-	found = strstr(buf, needle) != NULL;
 	return found;
 }
 
