@@ -58,7 +58,11 @@ struct bdev {
 	bool claimed;
 	char claimed_by[BDEV_NAME_MAX + 1];
 	uint32_t channel_count;	 /* __atomic: channels are created on poll group threads */
-	struct bdev_stats stats; /* each field updated with __atomic_fetch_add */
+	/* I/O counters are kept per channel, by its owner thread alone (no locked instruction per
+	 * completion); bdev_get_stats sums the live channels and what destroyed ones left here.
+	 * Both under bdev.c's stats lock. */
+	struct bdev_channel *stat_channels;
+	struct bdev_stats retired_stats;
 	struct bdev *next;	 /* registry list, creation order */
 };
 
@@ -83,6 +87,11 @@ struct bdev_channel {
 	pthread_mutex_t remote_lock;
 	struct bdev_io *remote_head; /* __atomic: peeked without the lock */
 	struct bdev_io *remote_tail;
+	/* Written by the owner only, with relaxed atomic stores (plain moves): another thread
+	 * summing them (bdev_get_stats) reads whole values. */
+	struct bdev_stats stats;
+	struct bdev_channel *stat_next; /* the bdev's stat_channels, under the stats lock */
+	struct bdev_channel **stat_pprev;
 };
 
 /* Checks a name and block size, allocates a bdev (not yet visible) with the given geometry and a

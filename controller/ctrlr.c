@@ -753,8 +753,10 @@ void ctrlr_doorbell_write(struct ctrlr *ctrlr, uint32_t db_index, uint32_t value
 
 void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 {
-	const struct ctrlr_counters *c = &ctrlr->cnt;
+	struct ctrlr_counters sum;
+	const struct ctrlr_counters *c = &sum;
 
+	ctrlr_counters_get(ctrlr, &sum);
 	memset(s, 0, sizeof(*s));
 	s->admin_cmds = CTRLR_LOAD(c->admin_cmds);
 	s->io_cmds = CTRLR_LOAD(c->io_cmds);

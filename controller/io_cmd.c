@@ -147,7 +147,6 @@ static void ctrlr_io_fail(struct ctrlr_req *req, uint16_t st)
 
 static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 {
-	struct ctrlr *ctrlr = req->sq->ctrlr;
 	bool write = req->sqe.cdw0.bits.opc == NVME_CMD_WRITE;
 	uint16_t st = ctrlr_bdev_status(status, write);
 
@@ -163,11 +162,11 @@ static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 					  (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (!st) {
 		if (write) {
-			CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
-			CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, req->data_len);
+			CTRLR_SQ_STAT_ADD(req->sq, host_write_cmds, 1);
+			CTRLR_SQ_STAT_ADD(req->sq, bytes_written, req->data_len);
 		} else {
-			CTRLR_STAT_ADD(ctrlr->cnt.host_read_cmds, 1);
-			CTRLR_STAT_ADD(ctrlr->cnt.bytes_read, req->data_len);
+			CTRLR_SQ_STAT_ADD(req->sq, host_read_cmds, 1);
+			CTRLR_SQ_STAT_ADD(req->sq, bytes_read, req->data_len);
 		}
 	}
 	ctrlr_io_fail(req, st);
@@ -491,16 +490,14 @@ uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 
 static void ctrlr_io_verify_chunk(struct ctrlr_req *req, const void *data, size_t len)
 {
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-
 	/* Verify reads the media and checks it is readable; no data goes to the host. */
-	CTRLR_STAT_ADD(ctrlr->cnt.bytes_read, len);
+	CTRLR_SQ_STAT_ADD(req->sq, bytes_read, len);
 }
 
 static void ctrlr_io_verify_done(struct ctrlr_req *req, uint16_t st)
 {
 	if (!st)
-		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_read_cmds, 1);
+		CTRLR_SQ_STAT_ADD(req->sq, host_read_cmds, 1);
 	ctrlr_io_fail(req, st);
 }
 
@@ -547,7 +544,7 @@ static void ctrlr_io_compare_done(struct ctrlr_req *req, uint16_t st)
 	if (!st && req->step.crc)
 		st = NVME_SC_COMPARE_FAILED;
 	if (!st)
-		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_read_cmds, 1);
+		CTRLR_SQ_STAT_ADD(req->sq, host_read_cmds, 1);
 	ctrlr_io_fail(req, st);
 }
 
@@ -594,6 +591,6 @@ static void ctrlr_io_write_uncor(struct ctrlr_req *req)
 		return ctrlr_io_fail(req, NVME_SC_CAP_EXCEEDED);
 	if (rc)
 		return ctrlr_io_fail(req, NVME_SC_INTERNAL);
-	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_write_cmds, 1);
+	CTRLR_SQ_STAT_ADD(req->sq, host_write_cmds, 1);
 	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }

@@ -66,7 +66,7 @@ static void ctrlr_copy_finish(struct ctrlr_req *req, uint16_t st)
 
 	req->cdw0 = st ? cp->idx : 0;
 	if (!st) {
-		CTRLR_STAT_ADD(req->sq->ctrlr->cnt.host_write_cmds, 1);
+		CTRLR_SQ_STAT_ADD(req->sq, host_write_cmds, 1);
 	}
 	free(cp);
 	req->step.buf = NULL;
@@ -149,7 +149,7 @@ static void ctrlr_copy_write_done(struct ctrlr_req *req, int status)
 	/* Written blocks are readable again, whatever Write Uncorrectable said of them. */
 	if (ctrlr_uncor_clear(req->ns->uncor, cp->dst, cp->chunk))
 		return ctrlr_copy_finish(req, NVME_SC_INTERNAL);
-	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_written, cp->chunk * req->lbaf->ds);
+	CTRLR_SQ_STAT_ADD(req->sq, bytes_written, cp->chunk * req->lbaf->ds);
 	cp->src += cp->chunk;
 	cp->dst += cp->chunk;
 	cp->left -= cp->chunk;
@@ -223,7 +223,7 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 		st = ctrlr_copy_pi_dst(req, cp);
 	if (st)
 		return ctrlr_copy_finish(req, st);
-	CTRLR_STAT_ADD(req->sq->ctrlr->cnt.bytes_read, cp->chunk * req->lbaf->ds);
+	CTRLR_SQ_STAT_ADD(req->sq, bytes_read, cp->chunk * req->lbaf->ds);
 	st = ctrlr_copy_submit(req, BDEV_IO_WRITE, cp->dst, ctrlr_copy_write_done);
 	if (st)
 		ctrlr_copy_finish(req, st);

@@ -226,7 +226,6 @@ static void ctrlr_fused_complete(struct ctrlr_req *first, uint16_t st1, uint16_t
 static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 {
 	struct ctrlr_req *first = second->fused;
-	struct ctrlr *ctrlr = second->sq->ctrlr;
 	uint16_t st = ctrlr_bdev_status(status, true);
 
 	/* Zoned: a failed write gives its range at the write pointer back. */
@@ -239,8 +238,8 @@ static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 				     (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1))
 		st = NVME_SC_INTERNAL;
 	if (!st) {
-		CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
-		CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, second->data_len);
+		CTRLR_SQ_STAT_ADD(second->sq, host_write_cmds, 1);
+		CTRLR_SQ_STAT_ADD(second->sq, bytes_written, second->data_len);
 	}
 	if (st && !second->error_lba)
 		second->error_lba = ctrlr_sqe_slba(&second->sqe);
@@ -280,7 +279,7 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	/* A failed first command fails the second (section 3.4.2). */
 	if (st)
 		return ctrlr_fused_complete(first, st, NVME_SC_FUSED_FAIL);
-	CTRLR_STAT_ADD(first->sq->ctrlr->cnt.host_read_cmds, 1);
+	CTRLR_SQ_STAT_ADD(first->sq, host_read_cmds, 1);
 	/* Zoned: the write obeys the zone's state and write pointer (ZNS 1.1 2.1.1, 3.4), taken
 	 * only now that it will be done, so a failed compare leaves the zone as it was. The pair
 	 * holds the range, and every write or zone command of the namespace is ordered by the

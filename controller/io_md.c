@@ -126,17 +126,16 @@ static uint64_t ctrlr_md_data_off(const struct ctrlr_req *req, const struct ctrl
 static void ctrlr_md_finish(struct ctrlr_req *req, uint16_t st)
 {
 	struct ctrlr_md_io *m = req->md;
-	struct ctrlr *ctrlr = req->sq->ctrlr;
 
 	if (!st && m->op == CTRLR_MD_COMPARE && m->mismatch)
 		st = NVME_SC_COMPARE_FAILED;
 	if (!st && m->op != CTRLR_MD_ZEROES) {
 		if (m->write) {
-			CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
-			CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, req->data_len);
+			CTRLR_SQ_STAT_ADD(req->sq, host_write_cmds, 1);
+			CTRLR_SQ_STAT_ADD(req->sq, bytes_written, req->data_len);
 		} else {
-			CTRLR_STAT_ADD(ctrlr->cnt.host_read_cmds, 1);
-			CTRLR_STAT_ADD(ctrlr->cnt.bytes_read, req->data_len);
+			CTRLR_SQ_STAT_ADD(req->sq, host_read_cmds, 1);
+			CTRLR_SQ_STAT_ADD(req->sq, bytes_read, req->data_len);
 		}
 	}
 	if (st && !req->error_lba)

@@ -122,9 +122,19 @@ struct pcie_poll_group {
 	struct dpa_poll_window window; /* the poller's adaptive burst window */
 	struct pcie_cq *cqs;
 	struct evloop_msg stop_msg;
+	/* Written by the group's own thread only (pcie_pg_count), read by any. */
 	atomic_uint_fast64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
 	atomic_uint nr_sqs, nr_cqs;
 };
+
+/* Bumps one of a poll group's counters, from the group's own thread: a load and a store, not a
+ * locked read-modify-write, which costs a store-buffer drain per command. */
+static inline void pcie_pg_count(atomic_uint_fast64_t *counter, uint64_t n)
+{
+	atomic_store_explicit(counter,
+			      atomic_load_explicit(counter, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
 
 struct pcie_poll_groups {
 	struct dpa *dpa;

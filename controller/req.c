@@ -133,11 +133,14 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 		req->ns = NULL;
 	}
 	ctrlr_req_ns_end(req);
-	CTRLR_STAT_ADD(*(sq->qid ? &ctrlr->cnt.io_cmds : &ctrlr->cnt.admin_cmds), 1);
+	if (sq->qid)
+		CTRLR_SQ_STAT_ADD(sq, io_cmds, 1);
+	else
+		CTRLR_SQ_STAT_ADD(sq, admin_cmds, 1);
 	if (status) {
-		CTRLR_STAT_ADD(ctrlr->cnt.errors, 1);
+		CTRLR_SQ_STAT_ADD(sq, errors, 1);
 		if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA) {
-			CTRLR_STAT_ADD(ctrlr->cnt.media_errors, 1);
+			CTRLR_SQ_STAT_ADD(sq, media_errors, 1);
 			ctrlr_pel_media_error_async(ctrlr, status);
 		}
 		ctrlr_error_log_add(ctrlr, req, status);

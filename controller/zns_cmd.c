@@ -182,7 +182,6 @@ static void ctrlr_zns_mgmt_recv(struct ctrlr_req *req)
 
 static void ctrlr_zns_append_done(struct ctrlr_req *req, int status)
 {
-	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint64_t lba = req->bio->offset_blocks, nlb = req->bio->num_blocks;
 	uint16_t st = ctrlr_bdev_status(status, true);
 
@@ -196,8 +195,8 @@ static void ctrlr_zns_append_done(struct ctrlr_req *req, int status)
 	/* The LBA the data went to: CQE DW0 low, DW1 high (3.4.1.1). */
 	req->cdw0 = (uint32_t)lba;
 	req->cdw1 = (uint32_t)(lba >> 32);
-	CTRLR_STAT_ADD(ctrlr->cnt.host_write_cmds, 1);
-	CTRLR_STAT_ADD(ctrlr->cnt.bytes_written, req->data_len);
+	CTRLR_SQ_STAT_ADD(req->sq, host_write_cmds, 1);
+	CTRLR_SQ_STAT_ADD(req->sq, bytes_written, req->data_len);
 	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }
 

@@ -264,6 +264,73 @@ static void test_validation(void)
 	bdev_ut_teardown(b, ch);
 }
 
+/* A second channel, on its own thread: writes `n` blocks one at a time, then destroys itself or
+ * keeps the channel for the main thread to destroy after the thread ended. */
+struct stats_thread {
+	struct bdev *b;
+	int n;
+	bool destroy;
+	struct bdev_channel *ch;
+	int failures;
+};
+
+static void *stats_thread_main(void *arg)
+{
+	struct stats_thread *t = arg;
+	uint8_t buf[512];
+	int i;
+
+	memset(buf, 0x3c, sizeof(buf));
+	if (bdev_channel_create(t->b, &t->ch)) {
+		t->failures++;
+		return NULL;
+	}
+	for (i = 0; i < t->n; i++)
+		if (ut_rw_sync(t->ch, 512, BDEV_IO_WRITE, (uint64_t)i % 64, 1, buf, NULL))
+			t->failures++;
+	if (t->destroy && bdev_channel_destroy(t->ch))
+		t->failures++;
+	return NULL;
+}
+
+/* Counters are kept per channel: the bdev's are the sum of every channel's, live or destroyed. */
+static void test_stats_per_channel(void)
+{
+	struct bdev_channel *ch;
+	struct bdev *b = bdev_ut_setup(&ch);
+	struct stats_thread t1 = {.b = b, .n = 300, .destroy = true};
+	struct stats_thread t2 = {.b = b, .n = 200, .destroy = false};
+	pthread_t p1, p2;
+	uint8_t buf[512];
+	struct bdev_stats st;
+	int i;
+
+	for (i = 0; i < 5; i++)
+		CU_ASSERT_EQUAL(ut_rw_sync(ch, 512, BDEV_IO_READ, (uint64_t)i, 1, buf, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&p1, NULL, stats_thread_main, &t1), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&p2, NULL, stats_thread_main, &t2), 0);
+	pthread_join(p1, NULL);
+	pthread_join(p2, NULL);
+	CU_ASSERT_EQUAL(t1.failures, 0);
+	CU_ASSERT_EQUAL(t2.failures, 0);
+	bdev_get_stats(b, &st);
+	CU_ASSERT_EQUAL(st.read_ops, 5);
+	CU_ASSERT_EQUAL(st.bytes_read, 5 * 512);
+	CU_ASSERT_EQUAL(st.write_ops, 500);
+	CU_ASSERT_EQUAL(st.bytes_written, 500 * 512);
+	CU_ASSERT_EQUAL(st.errors, 0);
+	/* The thread that kept its channel is gone; its owner role passes to this thread for the
+	 * destroy (the ios are all done). Its counts stay. */
+	t2.ch->owner = pthread_self();
+	CU_ASSERT_EQUAL(bdev_channel_destroy(t2.ch), 0);
+	CU_ASSERT_EQUAL(ut_nodata_sync(ch, BDEV_IO_FLUSH, 0, 0, 0), 0);
+	bdev_get_stats(b, &st);
+	CU_ASSERT_EQUAL(st.write_ops, 500);
+	CU_ASSERT_EQUAL(st.read_ops, 5);
+	CU_ASSERT_EQUAL(st.flush_ops, 1);
+	bdev_ut_teardown(b, ch);
+}
+
 static void test_completion_queue_and_fd(void)
 {
 	struct bdev_channel *ch;
@@ -430,4 +497,5 @@ CUNIT_SUITE(bdev_core, NULL, bdev_ut_cleanup,
 	    {"completion_queue_and_fd", test_completion_queue_and_fd},
 	    {"resubmit_from_callback", test_resubmit_from_callback},
 	    {"held_wakeups", test_held_wakeups},
-	    {"remote_completion_then_destroy", test_remote_completion_then_destroy})
+	    {"remote_completion_then_destroy", test_remote_completion_then_destroy},
+	    {"stats_per_channel", test_stats_per_channel})

@@ -333,6 +333,33 @@ static void test_smart_counters(void)
 	ctrlr_get_stats(lb.ctrlr, &st);
 	CU_ASSERT_TRUE(st.io_cmds > 0);
 	CU_ASSERT_TRUE(st.host_write_cmds >= 4);
+
+	/* The counts are kept per SQ; a deleted queue's stay the controller's. */
+	{
+		struct nvme_sqe del = lb_sqe(NVME_ADM_DELETE_SQ, 0);
+		struct ctrlr_stats st1;
+		uint64_t reads2, writes2;
+
+		del.cdw10 = 1;
+		CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &del, NULL), 0);
+		del = lb_sqe(NVME_ADM_DELETE_CQ, 0);
+		del.cdw10 = 1;
+		CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &del, NULL), 0);
+		ctrlr_get_stats(lb.ctrlr, &st1);
+		CU_ASSERT_EQUAL(st1.io_cmds, st.io_cmds);
+		CU_ASSERT_EQUAL(st1.host_write_cmds, st.host_write_cmds);
+		CU_ASSERT_EQUAL(st1.host_read_cmds, st.host_read_cmds);
+		CU_ASSERT_EQUAL(st1.data_units_written, st.data_units_written);
+		CU_ASSERT_EQUAL_FATAL(lb_create_qpair(&lb, 1, 64, 1, true), 0);
+		CU_ASSERT_EQUAL(io_rw(NVME_CMD_READ, 1, 0, 1, 0), 0);
+		CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+		memcpy(&reads2, s->host_reads, 8);
+		memcpy(&writes2, s->host_writes, 8);
+		CU_ASSERT_EQUAL(reads2, reads1 + 1);
+		CU_ASSERT_EQUAL(writes2, writes1);
+		ctrlr_get_stats(lb.ctrlr, &st1);
+		CU_ASSERT_EQUAL(st1.io_cmds, st.io_cmds + 1);
+	}
 }
 
 /* Host write commands in the SMART log of nsid (NVME_NSID_ALL: the controller's); -1 on error. */
