@@ -4,7 +4,9 @@
  * request of an 8-entry SQ; a write put in the SQ behind them, its doorbell rung, cannot be
  * fetched. The Abort of it is answered "aborted" (CDW0 bit 0 clear), and once the reads are let
  * go the write completes with Command Abort Requested without having reached the media, while
- * the write behind it runs. An Abort of a CID in no queue is answered "not aborted". Runs with
+ * the write behind it runs; an Abort of one of the held reads (running) is answered "aborted" and
+ * that read ends with Command Abort Requested. An Abort of a CID in no queue is answered "not
+ * aborted". Runs with
  * trapped doorbells on one poll group and with mmapped doorbells on two. Also Reservation
  * Acquire with Preempt and Abort between two controllers of the subsystem (two hosts): the
  * preempted host's read held in the bdev ends with Command Aborted due to Preempt and Abort. */
@@ -178,7 +180,7 @@ static void test_abort_unfetched(const char *build)
 					      "--num", "8", NULL };
 	static const char *const resume[] = { "bdev_error_resume_pending", "--name", "EE_AB0",
 					      NULL };
-	int got[1024], fast, w, v, st = -1;
+	int got[1024], fast, w, v, r0 = -1, st = -1;
 	uint32_t dw0 = 0;
 	struct ab x;
 
@@ -192,8 +194,13 @@ static void test_abort_unfetched(const char *build)
 	CHECK(ab_rpc(&x, inject) == 0);
 	/* Six held reads and a write that completes (so the host learns the SQ head moved), then
 	 * two more held reads: all eight requests of the SQ are taken. */
-	for (int i = 0; i < 6; i++)
-		CHECK(ab_submit(&x, NVME_CMD_READ, i, x.buf_iova, true) >= 0);
+	for (int i = 0; i < 6; i++) {
+		int c = ab_submit(&x, NVME_CMD_READ, i, x.buf_iova, true);
+
+		CHECK(c >= 0);
+		if (!i)
+			r0 = c;
+	}
 	fast = ab_submit(&x, NVME_CMD_WRITE, 50, x.pat_iova, false);
 	CHECK(fast >= 0 && ab_wait(&x, fast, got, 1024) == 0);
 	for (int i = 0; i < 2; i++)
@@ -215,9 +222,17 @@ static void test_abort_unfetched(const char *build)
 	/* A CID in no queue: not aborted. */
 	CHECK(ab_abort(&x, 1, 0x7777, &dw0) == 0);
 	CHECK((dw0 & 1) == 1);
-	CHECK(got[w] == -1 && got[v] == -1);
+	/* A running command (a read held in the bdev): marked by the SQ's owner thread, so
+	 * "aborted", and it ends with Command Abort Requested once its read returns. */
+	CHECK(r0 >= 0 && ab_abort(&x, 1, (uint16_t)r0, &dw0) == 0);
+	CHECK((dw0 & 1) == 0);
+	CHECK(got[w] == -1 && got[v] == -1 && got[r0] == -1);
 	CHECK(ab_rpc(&x, resume) == 0);
 	CHECK(ab_wait(&x, w, got, 1024) == NVME_SC_ABORT_REQ);
+	if (got[r0] == -1)
+		CHECK(ab_wait(&x, r0, got, 1024) == NVME_SC_ABORT_REQ);
+	else
+		CHECK(got[r0] == NVME_SC_ABORT_REQ);
 	if (got[v] == -1)
 		CHECK(ab_wait(&x, v, got, 1024) == 0);
 	else
