@@ -135,6 +135,7 @@ void dpa_counters_snapshot(const struct dpa_counters *c, struct dpa_stats *s)
 #define DPA_SNAP(f) s->f = atomic_load_explicit(&c->f, memory_order_relaxed)
 	DPA_SNAP(activations);
 	DPA_SNAP(kicks);
+	s->kicks += atomic_load_explicit(&c->kicks_local, memory_order_relaxed);
 	DPA_SNAP(db_completions);
 	DPA_SNAP(msgs_sent);
 	DPA_SNAP(msgs_received);

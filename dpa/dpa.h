@@ -377,6 +377,10 @@ struct dpa_msgq_config {
 	 * the eventfd of dpa_msgq_consumer_fd / dpa_msgq_producer_fd). */
 	struct dpa_thread *producer;
 	struct dpa_thread *consumer;
+	/* Both sides run on one OS thread (fused mode, where the Arm-side owner runs the DPA
+	 * program itself): program order alone orders the ring and the arming flags, so the
+	 * full barriers a cross-thread handshake needs are left out. */
+	bool single_thread;
 };
 
 /* Creates a queue. Both completions start armed. Returns NULL with errno

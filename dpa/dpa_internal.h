@@ -18,6 +18,7 @@
 struct dpa_counters {
 	_Atomic uint64_t activations;
 	_Atomic uint64_t kicks;
+	_Atomic uint64_t kicks_local; /* fused, from the consumer itself: single writer */
 	_Atomic uint64_t db_completions;
 	_Atomic uint64_t msgs_sent;
 	_Atomic uint64_t msgs_received;

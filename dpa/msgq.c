@@ -13,6 +13,7 @@ struct dpa_msgq {
 	struct dpa *dpa;
 	uint32_t msg_size, depth, mask;
 	struct dpa_thread *producer, *consumer; /* NULL: the Arm side */
+	bool single_thread;			/* see dpa_msgq_config */
 	int prod_fd, cons_fd;			/* Arm sides only, else -1 */
 	uint8_t *slots;
 	/* Producer-owned line: tail is published, head_cache private. */
@@ -46,6 +47,7 @@ struct dpa_msgq *dpa_msgq_create(struct dpa *dpa, const struct dpa_msgq_config *
 	q->mask = cfg->depth - 1;
 	q->producer = cfg->producer;
 	q->consumer = cfg->consumer;
+	q->single_thread = cfg->single_thread;
 	q->prod_fd = q->cons_fd = -1;
 	atomic_init(&q->prod_armed, true);
 	atomic_init(&q->cons_armed, true);
@@ -126,6 +128,24 @@ void dpa_msgq_fd_clear(int fd)
 
 /* Fires a completion: wakes the DPA thread on that side or signals the
  * Arm side's eventfd. */
+/* The full barrier between one side's store and its load of the other side's word: not needed
+ * when one thread plays both sides. */
+static void dpa_msgq_fence(const struct dpa_msgq *q)
+{
+	if (!q->single_thread)
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Arms a completion: a plain store for a single-thread queue, else sequentially consistent (it
+ * pairs with the other side's fence). */
+static void dpa_msgq_set_armed(const struct dpa_msgq *q, _Atomic bool *armed)
+{
+	if (q->single_thread)
+		atomic_store_explicit(armed, true, memory_order_relaxed);
+	else
+		atomic_store(armed, true);
+}
+
 static void dpa_msgq_fire(struct dpa_thread *thread, int fd)
 {
 	if (thread)
@@ -153,7 +173,7 @@ int dpa_msgq_send(struct dpa_msgq *q, const void *msg)
 		DPA_COUNT(q->producer, msgs_sent, 1);
 	/* Full barrier between publishing the tail and reading cons_armed:
 	 * pairs with the one in dpa_msgq_consumer_arm (store armed, load tail). */
-	atomic_thread_fence(memory_order_seq_cst);
+	dpa_msgq_fence(q);
 	if (atomic_load_explicit(&q->cons_armed, memory_order_relaxed) &&
 	    atomic_exchange(&q->cons_armed, false))
 		dpa_msgq_fire(q->consumer, q->cons_fd);
@@ -179,7 +199,7 @@ int dpa_msgq_recv(struct dpa_msgq *q, void *msg)
 	/* The producer completion only matters to a producer that found the
 	 * ring full and armed: read prod_armed after a full barrier that pairs
 	 * with the one in dpa_msgq_producer_arm (store armed, load head). */
-	atomic_thread_fence(memory_order_seq_cst);
+	dpa_msgq_fence(q);
 	if (atomic_load_explicit(&q->prod_armed, memory_order_relaxed) &&
 	    atomic_exchange(&q->prod_armed, false))
 		dpa_msgq_fire(q->producer, q->prod_fd);
@@ -190,8 +210,8 @@ int dpa_msgq_consumer_arm(struct dpa_msgq *q)
 {
 	uint32_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
 
-	atomic_store(&q->cons_armed, true);
-	atomic_thread_fence(memory_order_seq_cst);
+	dpa_msgq_set_armed(q, &q->cons_armed);
+	dpa_msgq_fence(q);
 	q->tail_cache = atomic_load_explicit(&q->tail, memory_order_acquire);
 	return head == q->tail_cache ? 0 : -EAGAIN;
 }
@@ -200,8 +220,8 @@ int dpa_msgq_producer_arm(struct dpa_msgq *q)
 {
 	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
 
-	atomic_store(&q->prod_armed, true);
-	atomic_thread_fence(memory_order_seq_cst);
+	dpa_msgq_set_armed(q, &q->prod_armed);
+	dpa_msgq_fence(q);
 	q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 	return tail - q->head_cache == q->depth ? 0 : -EAGAIN;
 }

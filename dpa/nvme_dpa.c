@@ -239,6 +239,8 @@ struct dpa_nvme_chan *dpa_nvme_chan_create(struct dpa *dpa, int hart, uint32_t d
 	ch->comp = dpa_db_comp_create(ch->thread);
 	if (!ch->comp)
 		goto out_destroy_thread;
+	/* Fused: the owner runs the program, so it is both ends of both queues. */
+	qc.single_thread = dpa_num_harts(dpa) == 0;
 	qc.consumer = ch->thread;
 	ch->to_dpa = dpa_msgq_create(dpa, &qc);
 	if (!ch->to_dpa)

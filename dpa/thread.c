@@ -142,6 +142,16 @@ void dpa_thread_wake(struct dpa_thread *thread, bool local)
 {
 	struct dpa_hart *h;
 
+	if (local && !thread->dpa->n_harts) {
+		/* Fused, from inside dpa_thread_poll: the caller runs the program and looks at
+		 * `scheduled` before it returns, and no hart can take or drop the thread, so there is
+		 * no queueing to win and no detach to fence: plain stores. A wake from another
+		 * thread at the same moment may also see 0 and signal the eventfd, a wake-up too
+		 * many at worst. */
+		dpa_counter_add(&thread->counters.kicks_local, 1);
+		atomic_store_explicit(&thread->scheduled, 1, memory_order_relaxed);
+		return;
+	}
 	dpa_counter_add_shared(&thread->counters.kicks, 1);
 	/* Only the 0 -> 1 transition queues the thread: it is on a run queue
 	 * at most once. seq_cst: pairs with the store of 0 in

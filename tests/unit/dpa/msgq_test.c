@@ -118,15 +118,19 @@ static void test_wrap_around(void)
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
 }
 
-static void test_arm_side_completions(void)
+/* The arming and firing rules, the same whether the two sides are two threads or one (fused
+ * mode's single_thread queues, which leave the barriers out). */
+static void arm_side_completions(bool single_thread)
 {
 	struct dpa *dpa = dpa_create(0);
+	struct dpa_msgq_config cfg = {.msg_size = sizeof(struct test_msg), .depth = 2,
+				      .single_thread = single_thread};
 	struct dpa_msgq *q;
 	struct test_msg m = {0}, r;
 	int cfd, pfd;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
-	q = msgq_new(dpa, 2);
+	q = dpa_msgq_create(dpa, &cfg);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
 	cfd = dpa_msgq_consumer_fd(q);
 	pfd = dpa_msgq_producer_fd(q);
@@ -159,6 +163,16 @@ static void test_arm_side_completions(void)
 	CU_ASSERT_TRUE(fd_readable(cfd, 0));
 	dpa_msgq_destroy(q);
 	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
+}
+
+static void test_arm_side_completions(void)
+{
+	arm_side_completions(false);
+}
+
+static void test_arm_side_completions_single_thread(void)
+{
+	arm_side_completions(true);
 }
 
 #define SPSC_COUNT 2000000ULL
@@ -231,4 +245,5 @@ static void test_spsc_two_threads(void)
 CUNIT_SUITE(dpa_msgq, NULL, NULL, {"config_checks", test_config_checks},
 	    {"order_full_empty", test_order_full_empty}, {"wrap_around", test_wrap_around},
 	    {"arm_side_completions", test_arm_side_completions},
+	    {"arm_side_completions_single_thread", test_arm_side_completions_single_thread},
 	    {"spsc_two_threads", test_spsc_two_threads})

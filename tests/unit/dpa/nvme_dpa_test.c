@@ -349,6 +349,15 @@ static void stress(unsigned int harts, enum hw_db_mode mode)
 	CU_ASSERT_EQUAL(bad, 0);
 	CU_ASSERT_EQUAL(final_seen, STRESS_DBS);
 	CU_ASSERT_TRUE(n_msgs >= STRESS_DBS);
+	{
+		/* Every wake is counted, the fused poller's own (mmap) ones too: each activation
+		 * but the first (a thread starts scheduled) follows a kick. */
+		struct dpa_stats st;
+
+		dpa_thread_get_stats(dpa_nvme_chan_thread(e.ch), &st);
+		CU_ASSERT_TRUE(st.activations >= 1);
+		CU_ASSERT_TRUE(st.kicks + 1 >= st.activations);
+	}
 	printf("(%d DB values) ", n_msgs);
 	for (i = 0; i < STRESS_DBS; i++)
 		unbind_db(&e, db[i], (uint64_t)i);
