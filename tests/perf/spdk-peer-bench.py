@@ -2,14 +2,16 @@
 """make bench, part "spdk": nvme-emu next to SPDK's own vfio-user NVMe target, each driven by
 both native clients, in one run on one machine.
 
-Servers (one at a time, on CPU 1): nvme-emu in its default configuration (SPDK's host shares
+Servers (both on CPU 1, one running at a time: the other is stopped with SIGSTOP, so SPDK's
+polling reactor takes nothing from nvme-emu's turn): nvme-emu in its default configuration (SPDK's host shares
 hugetlbfs files, taken like memfds) and SPDK's nvmf_tgt (-m 0x2: its
 reactor on CPU 1) with the VFIOUSER transport, each with two namespaces of 1 GiB in 512-byte
 blocks: a null bdev (nsid 1) and a RAM (malloc) bdev (nsid 2), which moves the data on both. Clients (on CPU 0): nvme-emu-perf and SPDK's spdk_nvme_perf (-g: one fd per memory
 segment list, which vfio-user needs). Points: 4 KiB random reads at QD 1, 32 and 128 and 128 KiB
 writes at QD 8 on one queue of the null namespace, 4 KiB random reads at QD 32 and 128 KiB writes
-at QD 8 on the malloc one, written whole first; each server's idle CPU with no client. Each point BENCH_RUNS times,
-servers alternating; medians with min-max. The server's CPU time comes from /proc/PID/stat around
+at QD 8 on the malloc one, written whole first; each server's idle CPU with no client. Each point
+BENCH_RUNS times; the servers take turns point by point (which goes first alternates), so a slow
+phase of a shared machine, which lasts minutes, falls on both alike; medians with min-max. The server's CPU time comes from /proc/PID/stat around
 each client run.
 
 SPDK is not packaged by Debian and nothing of it is in this repository: SPDK_DIR names an SPDK
@@ -128,8 +130,18 @@ class Server:
             if not wait_for(self.sock, 10):
                 raise RuntimeError("nvmf_tgt made no socket " + self.sock)
 
+    def pause(self):
+        """SIGSTOP: a stopped server takes no CPU (SPDK's reactor polls all the time)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGINT if self.name == "spdk" else signal.SIGTERM)
             try:
                 self.proc.wait(20)
@@ -194,8 +206,9 @@ def si(v):
 def report(rows, idle, points, runs, secs):
     out = ["# Peer: SPDK's vfio-user target, same machine, same run\n"]
     out.append("nvme-emu (default configuration) and SPDK's `nvmf_tgt` (VFIOUSER transport), each "
-               "with a null and a RAM (malloc) bdev of 1 GiB in 512-byte blocks, one at a time on "
-               "CPU %d; the clients "
+               "with a null and a RAM (malloc) bdev of 1 GiB in 512-byte blocks, both on CPU %d, "
+               "taking turns point by point (the other stopped with SIGSTOP, so a slow phase "
+               "of the machine falls on both); the clients "
                "`nvme-emu-perf` and SPDK's `spdk_nvme_perf -g` on CPU %d, one queue pair, polled. "
                "Medians of %d runs of %d s (min-max), in IOPS. Server CPU is the server "
                "process's CPU time per second of the run. The two null bdevs differ in one "
@@ -289,14 +302,16 @@ def main():
     jsonl = open(os.path.join(raw, "spdk.jsonl"), "w")
     try:
         for run in range(1, runs + 1):
-            for srv_name in ("nvme-emu", "spdk") if run % 2 else ("spdk", "nvme-emu"):
-                srv = Server(srv_name, work, spdk)
-                try:
+            names = ("nvme-emu", "spdk") if run % 2 else ("spdk", "nvme-emu")
+            srvs = {n: Server(n, work, spdk) for n in names}
+            try:
+                for n in names:
+                    srv = srvs[n]
                     srv.start()
                     time.sleep(0.5)
                     a = cpu_ticks(srv.proc.pid)
                     time.sleep(secs)
-                    idle.setdefault(srv_name, []).append((cpu_ticks(srv.proc.pid) - a) / secs)
+                    idle.setdefault(n, []).append((cpu_ticks(srv.proc.pid) - a) / secs)
                     # Every block of the RAM namespace written once: reads of pages never
                     # written would copy the kernel's shared zero page (nvme-emu's malloc memory
                     # is mapped on demand), out of cache, where SPDK's is real memory.
@@ -305,15 +320,20 @@ def main():
                          "write", "-o", "131072", "-q", "16", "-V", "-j"],
                         capture_output=True, text=True, timeout=120)
                     if fill.returncode:
-                        raise RuntimeError("filling the RAM namespace: " +
-                                           (fill.stderr or fill.stdout).strip()[-300:])
-                    for label, wl, size, depth, nsid in points:
+                        raise RuntimeError("%s: filling the RAM namespace: %s" % (
+                            n, (fill.stderr or fill.stdout).strip()[-300:]))
+                    srv.pause()
+                for i, (label, wl, size, depth, nsid) in enumerate(points):
+                    for n in names if i % 2 == 0 else names[::-1]:
+                        srv = srvs[n]
+                        srv.resume()
+                        time.sleep(0.2)
                         for cl in ("nvme-emu-perf", "spdk_nvme_perf"):
                             done += 1
                             print("bench: [spdk %d/%d, %ds] %s <- %s, %s, run %d/%d" % (
-                                done, total, time.time() - t0, srv_name, cl, label, run, runs),
+                                done, total, time.time() - t0, n, cl, label, run, runs),
                                 file=sys.stderr, flush=True)
-                            name = "%s <- %s, %s, run %d" % (srv_name, cl, label, run)
+                            name = "%s <- %s, %s, run %d" % (n, cl, label, run)
                             try:
                                 a = cpu_ticks(srv.proc.pid)
                                 t = time.time()
@@ -324,13 +344,15 @@ def main():
                                     OSError) as e:
                                 bad("%s: %s" % (name, e))
                                 continue
-                            r.update(server=srv_name, client=cl, point=label, run=run)
+                            r.update(server=n, client=cl, point=label, run=run)
                             rows.append(r)
                             jsonl.write(json.dumps(r) + "\n")
                             ok(name)
-                except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-                    bad("%s server, run %d: %s" % (srv_name, run, e))
-                finally:
+                        srv.pause()
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                bad("servers, run %d: %s" % (run, e))
+            finally:
+                for srv in srvs.values():
                     srv.stop()
     finally:
         jsonl.close()
