@@ -158,7 +158,8 @@ struct bdev_info {
 	struct bdev_zone_geom zone;
 };
 
-/* Counters per bdev, updated on completion (any channel). For SMART / Get Log Page. */
+/* Counters per bdev, kept per channel by its owner thread and summed by bdev_get_stats. For
+ * SMART / Get Log Page and bdev_get_iostat. */
 struct bdev_stats {
 	uint64_t read_ops;
 	uint64_t write_ops;
@@ -448,7 +449,9 @@ bool bdev_write_cache_enabled(const struct bdev *bdev);
 const char *bdev_io_type_name(enum bdev_io_type type);
 /* Fills *info (see struct bdev_info). */
 void bdev_get_info(const struct bdev *bdev, struct bdev_info *info);
-/* Snapshot of the counters (each counter read atomically, the set not as one). */
+/* Snapshot of the counters: every channel's, live or destroyed, summed (each counter read
+ * atomically, the set not as one). Any thread; takes a lock that only readers and channel
+ * creation and destruction take, never the I/O path. */
 void bdev_get_stats(const struct bdev *bdev, struct bdev_stats *stats);
 
 /* Bytes of backend context needed after each struct bdev_io for this bdev (a multiple of 16,

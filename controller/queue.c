@@ -1,6 +1,8 @@
 /* controller/queue.c - SQ and CQ mirrors of the host rings: doorbells, shadow doorbells with event
  * index, SQE fetch, CQE posting with phase tag and SQ head, CQ-full back-pressure, interrupts
- * (IEN, INTMS, per-vector coalescing). Everything here runs on the queue's owner thread. */
+ * (IEN, INTMS, per-vector coalescing), and each SQ's counters. Everything here runs on the queue's
+ * owner thread but the counters' sum (ctrlr_counters_get: any thread) and an SQ's joining and
+ * leaving the controller's list of them (ctrlr_sq_init, ctrlr_sq_fini). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
