@@ -17,29 +17,10 @@
 /* Registry, creation order. Main thread only (see bdev.h). */
 static struct bdev *bdev_list;
 
-/* Guards every bdev's list of channels and the counts its destroyed channels left. Taken when a
- * channel comes or goes and when someone reads the counters: never per I/O. */
-static pthread_mutex_t bdev_stats_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* A channel's counter, bumped by its owner thread alone: a load and a store, not a locked
- * read-modify-write. A locked instruction per completion cost a fifth of a poll group's time at
- * QD32 (it waits for the store buffer, full of the read's data, to drain). */
-static void bdev_stat_add(uint64_t *counter, uint64_t n)
-{
-	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-}
-
-static void bdev_stats_sum(struct bdev_stats *acc, const struct bdev_stats *s)
-{
-	acc->read_ops += __atomic_load_n(&s->read_ops, __ATOMIC_RELAXED);
-	acc->write_ops += __atomic_load_n(&s->write_ops, __ATOMIC_RELAXED);
-	acc->bytes_read += __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);
-	acc->bytes_written += __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
-	acc->flush_ops += __atomic_load_n(&s->flush_ops, __ATOMIC_RELAXED);
-	acc->unmap_ops += __atomic_load_n(&s->unmap_ops, __ATOMIC_RELAXED);
-	acc->write_zeroes_ops += __atomic_load_n(&s->write_zeroes_ops, __ATOMIC_RELAXED);
-	acc->errors += __atomic_load_n(&s->errors, __ATOMIC_RELAXED);
-}
+/* struct bdev_stats is summed as a run of counters (common/counter.h). */
+#define BDEV_STATS_N (sizeof(struct bdev_stats) / sizeof(uint64_t))
+_Static_assert(sizeof(struct bdev_stats) == 8 * sizeof(uint64_t),
+	       "struct bdev_stats is a run of uint64_t counters");
 
 /* ---- UUIDs ---- */
 
@@ -392,14 +373,8 @@ void bdev_get_info(const struct bdev *bdev, struct bdev_info *info)
 
 void bdev_get_stats(const struct bdev *bdev, struct bdev_stats *stats)
 {
-	const struct bdev_channel *ch;
-
-	memset(stats, 0, sizeof(*stats));
-	pthread_mutex_lock(&bdev_stats_lock);
-	bdev_stats_sum(stats, &bdev->retired_stats);
-	for (ch = bdev->stat_channels; ch; ch = ch->stat_next)
-		bdev_stats_sum(stats, &ch->stats);
-	pthread_mutex_unlock(&bdev_stats_lock);
+	counter_sum(&bdev->stat_channels, (const uint64_t *)&bdev->retired_stats,
+		    (uint64_t *)stats, BDEV_STATS_N);
 }
 
 size_t bdev_io_ctx_size(const struct bdev *bdev)
@@ -473,13 +448,7 @@ int bdev_channel_create(struct bdev *bdev, struct bdev_channel **out)
 		if (rc)
 			goto out_close_efd;
 	}
-	pthread_mutex_lock(&bdev_stats_lock);
-	ch->stat_next = bdev->stat_channels;
-	if (ch->stat_next)
-		ch->stat_next->stat_pprev = &ch->stat_next;
-	ch->stat_pprev = &bdev->stat_channels;
-	bdev->stat_channels = ch;
-	pthread_mutex_unlock(&bdev_stats_lock);
+	counter_block_join(&bdev->stat_channels, &ch->stat_block, (const uint64_t *)&ch->stats);
 	__atomic_fetch_add(&bdev->channel_count, 1, __ATOMIC_ACQ_REL);
 	*out = ch;
 	return 0;
@@ -509,12 +478,7 @@ int bdev_channel_destroy(struct bdev_channel *ch)
 	close(ch->efd);
 	pthread_mutex_destroy(&ch->remote_lock);
 	/* Its counts stay the bdev's: a SMART log read after a queue went away still sees them. */
-	pthread_mutex_lock(&bdev_stats_lock);
-	*ch->stat_pprev = ch->stat_next;
-	if (ch->stat_next)
-		ch->stat_next->stat_pprev = ch->stat_pprev;
-	bdev_stats_sum(&ch->bdev->retired_stats, &ch->stats);
-	pthread_mutex_unlock(&bdev_stats_lock);
+	counter_block_leave(&ch->stat_block, (uint64_t *)&ch->bdev->retired_stats, BDEV_STATS_N);
 	__atomic_fetch_sub(&ch->bdev->channel_count, 1, __ATOMIC_ACQ_REL);
 	free(ch);
 	return 0;
@@ -790,26 +754,26 @@ static void bdev_io_account(struct bdev_channel *ch, const struct bdev_io *io, i
 	struct bdev_stats *s = &ch->stats;
 
 	if (status) {
-		bdev_stat_add(&s->errors, 1);
+		counter_add_owned(&s->errors, 1);
 		return;
 	}
 	switch (io->type) {
 	case BDEV_IO_READ:
-		bdev_stat_add(&s->read_ops, 1);
-		bdev_stat_add(&s->bytes_read, io->internal.bytes);
+		counter_add_owned(&s->read_ops, 1);
+		counter_add_owned(&s->bytes_read, io->internal.bytes);
 		break;
 	case BDEV_IO_WRITE:
-		bdev_stat_add(&s->write_ops, 1);
-		bdev_stat_add(&s->bytes_written, io->internal.bytes);
+		counter_add_owned(&s->write_ops, 1);
+		counter_add_owned(&s->bytes_written, io->internal.bytes);
 		break;
 	case BDEV_IO_FLUSH:
-		bdev_stat_add(&s->flush_ops, 1);
+		counter_add_owned(&s->flush_ops, 1);
 		break;
 	case BDEV_IO_WRITE_ZEROES:
-		bdev_stat_add(&s->write_zeroes_ops, 1);
+		counter_add_owned(&s->write_zeroes_ops, 1);
 		break;
 	case BDEV_IO_UNMAP:
-		bdev_stat_add(&s->unmap_ops, 1);
+		counter_add_owned(&s->unmap_ops, 1);
 		break;
 	case BDEV_IO_TYPE_COUNT:
 		break;

@@ -4,6 +4,7 @@
 #define NVME_EMU_BACKEND_BDEV_INTERNAL_H
 
 #include "backend/bdev.h"
+#include "common/counter.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -58,10 +59,9 @@ struct bdev {
 	bool claimed;
 	char claimed_by[BDEV_NAME_MAX + 1];
 	uint32_t channel_count;	 /* __atomic: channels are created on poll group threads */
-	/* I/O counters are kept per channel, by its owner thread alone (no locked instruction per
-	 * completion); bdev_get_stats sums the live channels and what destroyed ones left here.
-	 * Both under bdev.c's stats lock. */
-	struct bdev_channel *stat_channels;
+	/* I/O counters are kept per channel, by its owner thread alone (common/counter.h):
+	 * bdev_get_stats sums the live channels' and what destroyed ones left here. */
+	struct counter_block *stat_channels;
 	struct bdev_stats retired_stats;
 	struct bdev *next;	 /* registry list, creation order */
 };
@@ -87,11 +87,9 @@ struct bdev_channel {
 	pthread_mutex_t remote_lock;
 	struct bdev_io *remote_head; /* __atomic: peeked without the lock */
 	struct bdev_io *remote_tail;
-	/* Written by the owner only, with relaxed atomic stores (plain moves): another thread
-	 * summing them (bdev_get_stats) reads whole values. */
+	/* Written by the owner only (counter_add_owned), on the bdev's stat_channels. */
 	struct bdev_stats stats;
-	struct bdev_channel *stat_next; /* the bdev's stat_channels, under the stats lock */
-	struct bdev_channel **stat_pprev;
+	struct counter_block stat_block;
 };
 
 /* Checks a name and block size, allocates a bdev (not yet visible) with the given geometry and a

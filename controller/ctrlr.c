@@ -753,25 +753,24 @@ void ctrlr_doorbell_write(struct ctrlr *ctrlr, uint32_t db_index, uint32_t value
 
 void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 {
-	struct ctrlr_counters sum;
-	const struct ctrlr_counters *c = &sum;
+	struct ctrlr_counters c; /* a copy, summed: plain reads */
 
-	ctrlr_counters_get(ctrlr, &sum);
+	ctrlr_counters_get(ctrlr, &c);
 	memset(s, 0, sizeof(*s));
-	s->admin_cmds = CTRLR_LOAD(c->admin_cmds);
-	s->io_cmds = CTRLR_LOAD(c->io_cmds);
-	s->errors = CTRLR_LOAD(c->errors);
-	s->data_units_read = (CTRLR_LOAD(c->bytes_read) / 512 + 999) / 1000;
-	s->data_units_written = (CTRLR_LOAD(c->bytes_written) / 512 + 999) / 1000;
-	s->host_read_cmds = CTRLR_LOAD(c->host_read_cmds);
-	s->host_write_cmds = CTRLR_LOAD(c->host_write_cmds);
-	s->media_errors = CTRLR_LOAD(c->media_errors);
-	s->invalid_db_writes = CTRLR_LOAD(c->invalid_db_writes);
-	s->aer_sent = CTRLR_LOAD(c->aer_sent);
-	s->irqs_raised = CTRLR_LOAD(c->irqs_raised);
-	s->cq_full_holds = CTRLR_LOAD(c->cq_full_holds);
-	s->resets = CTRLR_LOAD(c->resets);
-	s->shutdowns = CTRLR_LOAD(c->shutdowns);
+	s->admin_cmds = c.admin_cmds;
+	s->io_cmds = c.io_cmds;
+	s->errors = c.errors;
+	s->data_units_read = (c.bytes_read / 512 + 999) / 1000;
+	s->data_units_written = (c.bytes_written / 512 + 999) / 1000;
+	s->host_read_cmds = c.host_read_cmds;
+	s->host_write_cmds = c.host_write_cmds;
+	s->media_errors = c.media_errors;
+	s->invalid_db_writes = c.invalid_db_writes;
+	s->aer_sent = c.aer_sent;
+	s->irqs_raised = c.irqs_raised;
+	s->cq_full_holds = c.cq_full_holds;
+	s->resets = c.resets;
+	s->shutdowns = c.shutdowns;
 	s->io_sqs = CTRLR_LOAD(ctrlr->io_sqs);
 	s->io_cqs = CTRLR_LOAD(ctrlr->io_cqs);
 	s->enabled = ctrlr->csts.bits.rdy;

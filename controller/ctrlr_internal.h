@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include "backend/bdev.h"
+#include "common/counter.h"
 #include "common/evloop.h"
 #include "controller/ctrlr.h"
 #include "controller/admin_ext.h"
@@ -48,9 +49,7 @@
 /* A counter of one SQ (ctrlr_sq.cnt), bumped by the queue's owner thread alone: a load and a
  * store, no locked instruction per command (two of those per read cost a tenth of a poll
  * group's time at QD32). ctrlr_get_stats adds every SQ's to the controller's own. */
-#define CTRLR_SQ_STAT_ADD(sq, field, n)                                                            \
-	__atomic_store_n(&(sq)->cnt.field, __atomic_load_n(&(sq)->cnt.field, __ATOMIC_RELAXED) + (n), \
-			 __ATOMIC_RELAXED)
+#define CTRLR_SQ_STAT_ADD(sq, field, n) counter_add_owned(&(sq)->cnt.field, (n))
 #define CTRLR_LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define CTRLR_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
@@ -239,7 +238,7 @@ struct ctrlr_counters {
 	uint64_t resets, shutdowns;
 	uint64_t lost_events;
 };
-/* Summed and folded as an array of uint64_t (queue.c): no other member type may join. */
+/* Summed and folded as a run of counters (common/counter.h): no other member type may join. */
 _Static_assert(sizeof(struct ctrlr_counters) == 15 * sizeof(uint64_t),
 	       "struct ctrlr_counters is a run of uint64_t counters");
 
@@ -292,12 +291,10 @@ struct ctrlr_sq {
 	uint32_t preempt_head;
 	uint32_t preempt_nsid[CTRLR_PREEMPT_NSIDS];
 	uint32_t preempt_n;
-	/* Per-command counters of this queue (CTRLR_SQ_STAT_ADD), on the controller's list from
-	 * ctrlr_sq_init to ctrlr_sq_fini, which adds them to ctrlr.cnt; the list is under
-	 * queue.c's stats lock, as the readers are on any thread. */
+	/* Per-command counters of this queue (CTRLR_SQ_STAT_ADD), on the controller's stat_sqs
+	 * from ctrlr_sq_init to ctrlr_sq_fini, which adds them to ctrlr.cnt (common/counter.h). */
 	struct ctrlr_counters cnt;
-	struct ctrlr_sq *stat_next;
-	struct ctrlr_sq **stat_pprev;
+	struct counter_block stat_block;
 };
 
 /* ---- Requests ---- */
@@ -462,7 +459,7 @@ struct ctrlr {
 	struct ctrlr_features feat;
 	struct ctrlr_keep_alive ka; /* keep_alive.c, admin thread */
 	struct ctrlr_counters cnt; /* CTRLR_STAT_ADD; and what deleted SQs counted (ctrlr_sq_fini) */
-	struct ctrlr_sq *stat_sqs; /* live SQs, whose own counters add to these (queue.c) */
+	struct counter_block *stat_sqs; /* live SQs' counters, which add to these (queue.c) */
 
 	/* Reservations (io_resv.c): the Host Identifier (kept across resets: it is the host's
 	 * identity for its registrations), the Reservation Notification log queue, and whether the

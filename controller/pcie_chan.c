@@ -17,7 +17,7 @@ static void pcie_chan_readable(int fd, uint32_t events, void *arg)
 	struct pcie_poll_group *pg = e->thread->pg;
 
 	if (pg) {
-		pcie_pg_count(&pg->bdev_polls, 1);
+		counter_add_owned_atomic(&pg->bdev_polls, 1);
 		pcie_pg_hold_wakeups(pg, true);
 		/* One interrupt per CQ for everything this poll completes. */
 		pcie_pg_batch(pg, true);

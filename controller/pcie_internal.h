@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/counter.h"
 #include "common/evloop.h"
 #include "controller/pcie.h"
 #include "dpa/dpa.h"
@@ -122,19 +123,10 @@ struct pcie_poll_group {
 	struct dpa_poll_window window; /* the poller's adaptive burst window */
 	struct pcie_cq *cqs;
 	struct evloop_msg stop_msg;
-	/* Written by the group's own thread only (pcie_pg_count), read by any. */
-	atomic_uint_fast64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
+	/* Written by the group's own thread only (counter_add_owned_atomic), read by any. */
+	_Atomic uint64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
 	atomic_uint nr_sqs, nr_cqs;
 };
-
-/* Bumps one of a poll group's counters, from the group's own thread: a load and a store, not a
- * locked read-modify-write, which costs a store-buffer drain per command. */
-static inline void pcie_pg_count(atomic_uint_fast64_t *counter, uint64_t n)
-{
-	atomic_store_explicit(counter,
-			      atomic_load_explicit(counter, memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
 
 struct pcie_poll_groups {
 	struct dpa *dpa;

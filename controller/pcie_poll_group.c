@@ -35,7 +35,7 @@ static void pcie_pg_poll_sq(struct pcie_poll_group *pg, struct pcie_sq *psq)
 	/* Stops when the SQ is empty or back-pressured (CQ full, no free
 	 * request): a CQ doorbell or a completion resumes it. */
 	while ((n = ctrlr_sq_poll(psq->sq, PCIE_SQ_BURST)) > 0)
-		pcie_pg_count(&pg->sqes, (uint64_t)n);
+		counter_add_owned_atomic(&pg->sqes, (uint64_t)n);
 }
 
 static void pcie_pg_poll_cq_sqs(struct pcie_poll_group *pg, struct pcie_cq *pcq)
@@ -112,7 +112,7 @@ static void pcie_pg_handle_msg(struct pcie_poll_group *pg, const struct dpa_nvme
 	case DPA_NVME_MSG_DB_VALUE: {
 		enum pcie_q_kind *kind = (enum pcie_q_kind *)(uintptr_t)m->db.cookie;
 
-		pcie_pg_count(&pg->db_msgs, 1);
+		counter_add_owned_atomic(&pg->db_msgs, 1);
 		if (*kind == PCIE_Q_SQ) {
 			struct pcie_sq *psq = (struct pcie_sq *)kind;
 
@@ -257,7 +257,7 @@ static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 	struct pcie_cq *pcq = arg;
 	struct pcie_poll_group *pg = pcq->pg;
 
-	pcie_pg_count(&pg->wakeups, 1);
+	counter_add_owned_atomic(&pg->wakeups, 1);
 	if (!pg->pgs->fused)
 		dpa_msgq_fd_clear(fd);
 	pcie_pg_hold_wakeups(pg, true);

@@ -384,7 +384,7 @@ void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
 	if (!pcq->vec)
 		return;
-	pcie_pg_count(&pcq->pg->irqs, 1);
+	counter_add_owned_atomic(&pcq->pg->irqs, 1);
 	if (dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec))
 		hw_msix_vector_raise(pcq->vec); /* queue full: raise it ourselves */
 }

@@ -4,70 +4,20 @@
  * owner thread but the counters' sum (ctrlr_counters_get: any thread) and an SQ's joining and
  * leaving the controller's list of them (ctrlr_sq_init, ctrlr_sq_fini). */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/counter.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 
-/* Guards every controller's list of live SQs' counters and the folding of a gone SQ's counters
- * into its controller's: taken when an SQ comes or goes and when someone reads the counters,
- * never per command. */
-static pthread_mutex_t ctrlr_stats_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void ctrlr_counters_add(struct ctrlr_counters *acc, const struct ctrlr_counters *c)
-{
-	const uint64_t *src = (const uint64_t *)c;
-	uint64_t *dst = (uint64_t *)acc;
-
-	/* The struct is a run of uint64_t counters. */
-	for (size_t i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
-		dst[i] += __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-}
+#define CTRLR_COUNTERS_N (sizeof(struct ctrlr_counters) / sizeof(uint64_t))
 
 void ctrlr_counters_get(const struct ctrlr *ctrlr, struct ctrlr_counters *out)
 {
-	const struct ctrlr_sq *sq;
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&ctrlr_stats_lock);
-	ctrlr_counters_add(out, &ctrlr->cnt);
-	for (sq = ctrlr->stat_sqs; sq; sq = sq->stat_next)
-		ctrlr_counters_add(out, &sq->cnt);
-	pthread_mutex_unlock(&ctrlr_stats_lock);
-}
-
-static void ctrlr_sq_stats_attach(struct ctrlr_sq *sq)
-{
-	struct ctrlr *ctrlr = sq->ctrlr;
-
-	pthread_mutex_lock(&ctrlr_stats_lock);
-	sq->stat_next = ctrlr->stat_sqs;
-	if (sq->stat_next)
-		sq->stat_next->stat_pprev = &sq->stat_next;
-	sq->stat_pprev = &ctrlr->stat_sqs;
-	ctrlr->stat_sqs = sq;
-	pthread_mutex_unlock(&ctrlr_stats_lock);
-}
-
-/* The queue's counts stay the controller's: the SMART log counts commands of deleted queues. */
-static void ctrlr_sq_stats_detach(struct ctrlr_sq *sq)
-{
-	const uint64_t *src = (const uint64_t *)&sq->cnt;
-	uint64_t *dst = (uint64_t *)&sq->ctrlr->cnt;
-
-	if (!sq->stat_pprev)
-		return;
-	pthread_mutex_lock(&ctrlr_stats_lock);
-	*sq->stat_pprev = sq->stat_next;
-	if (sq->stat_next)
-		sq->stat_next->stat_pprev = sq->stat_pprev;
-	sq->stat_pprev = NULL;
-	for (size_t i = 0; i < sizeof(sq->cnt) / sizeof(uint64_t); i++)
-		CTRLR_STAT_ADD(dst[i], src[i]);
-	pthread_mutex_unlock(&ctrlr_stats_lock);
+	counter_sum(&ctrlr->stat_sqs, (const uint64_t *)&ctrlr->cnt, (uint64_t *)out,
+		    CTRLR_COUNTERS_N);
 }
 
 int ctrlr_cq_init(struct ctrlr *ctrlr, struct ctrlr_cq *cq, uint16_t qid, uint64_t addr,
@@ -121,7 +71,7 @@ int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct
 		req->next = sq->free_list;
 		sq->free_list = req;
 	}
-	ctrlr_sq_stats_attach(sq);
+	counter_block_join(&ctrlr->stat_sqs, &sq->stat_block, (const uint64_t *)&sq->cnt);
 	return 0;
 
 out_free_bio:
@@ -140,7 +90,8 @@ void ctrlr_cq_fini(struct ctrlr_cq *cq)
 
 void ctrlr_sq_fini(struct ctrlr_sq *sq)
 {
-	ctrlr_sq_stats_detach(sq);
+	/* Its counts stay the controller's: the SMART log counts deleted queues' commands. */
+	counter_block_leave(&sq->stat_block, (uint64_t *)&sq->ctrlr->cnt, CTRLR_COUNTERS_N);
 	if (sq->ring_pin)
 		ctrlr_sq_ring_detach(sq);
 	free(sq->iov_mem);

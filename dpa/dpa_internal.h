@@ -2,6 +2,7 @@
 #ifndef NVME_EMU_DPA_DPA_INTERNAL_H
 #define NVME_EMU_DPA_DPA_INTERNAL_H
 
+#include "common/counter.h"
 #include "dpa/dpa.h"
 
 #include <pthread.h>
@@ -12,7 +13,7 @@
 #define DPA_CACHELINE 64
 
 /* Counters with a single writer (the thread running the program, or the
- * hart) are bumped with a relaxed load + store: no locked instruction on the
+ * hart) are bumped with counter_add_owned_atomic: no locked instruction on the
  * data path; readers on other threads see a value that is at most slightly
  * stale. Counters with many writers use dpa_counter_add_shared(). */
 struct dpa_counters {
@@ -29,12 +30,6 @@ struct dpa_counters {
 	_Atomic uint64_t sleeps;
 	_Atomic uint64_t asleep_us;
 };
-
-static inline void dpa_counter_add(_Atomic uint64_t *c, uint64_t n)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
 
 static inline void dpa_counter_add_shared(_Atomic uint64_t *c, uint64_t n)
 {
@@ -123,9 +118,9 @@ struct dpa_poll_list *dpa_thread_poll_list(struct dpa_thread *thread);
 	do {                                                                                       \
 		struct dpa_thread *t_ = (thread);                                                  \
 		struct dpa_hart *h_ = atomic_load_explicit(&t_->hart, memory_order_relaxed);       \
-		dpa_counter_add(&t_->counters.field, (n));                                         \
+		counter_add_owned_atomic(&t_->counters.field, (n));                                         \
 		if (h_)                                                                            \
-			dpa_counter_add(&h_->counters.field, (n));                                 \
+			counter_add_owned_atomic(&h_->counters.field, (n));                                 \
 	} while (0)
 
 /* Hart plumbing (hart.c). */

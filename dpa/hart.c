@@ -145,13 +145,13 @@ static void dpa_hart_sleep(struct dpa_hart *hart, int64_t timeout_us)
 		ts.tv_nsec = (timeout_us % 1000000) * 1000;
 	}
 	/* Counted on the way in, so an observer sees a sleeping hart. */
-	dpa_counter_add(&hart->counters.sleeps, 1);
+	counter_add_owned_atomic(&hart->counters.sleeps, 1);
 	t0 = evloop_now_us();
 	rc = ppoll(&pfd, 1, timeout_us >= 0 ? &ts : NULL, NULL);
 	atomic_store(&hart->sleeping, false);
 	if (rc > 0)
 		dpa_hart_efd_drain(hart->efd);
-	dpa_counter_add(&hart->counters.asleep_us, evloop_now_us() - t0);
+	counter_add_owned_atomic(&hart->counters.asleep_us, evloop_now_us() - t0);
 }
 
 static void *dpa_hart_main(void *arg)
@@ -175,7 +175,7 @@ static void *dpa_hart_main(void *arg)
 		work = 0;
 		if (hart->polled.count) {
 			work += dpa_poll_list_scan(&hart->polled);
-			dpa_counter_add(&hart->counters.polls, 1);
+			counter_add_owned_atomic(&hart->counters.polls, 1);
 		}
 		if (atomic_load_explicit(&hart->runq, memory_order_relaxed))
 			work += dpa_hart_run_queue(hart);

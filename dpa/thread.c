@@ -148,7 +148,7 @@ void dpa_thread_wake(struct dpa_thread *thread, bool local)
 		 * no queueing to win and no detach to fence: plain stores. A wake from another
 		 * thread at the same moment may also see 0 and signal the eventfd, a wake-up too
 		 * many at worst. */
-		dpa_counter_add(&thread->counters.kicks_local, 1);
+		counter_add_owned_atomic(&thread->counters.kicks_local, 1);
 		atomic_store_explicit(&thread->scheduled, 1, memory_order_relaxed);
 		return;
 	}
