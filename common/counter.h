@@ -13,6 +13,7 @@
 #ifndef NVME_EMU_COMMON_COUNTER_H
 #define NVME_EMU_COMMON_COUNTER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,10 +23,12 @@ static inline void counter_add_owned(uint64_t *counter, uint64_t n)
 	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
-/* The same for a counter declared _Atomic. */
+/* The same for a counter declared _Atomic (C11 operations: clang takes no __atomic builtin on
+ * an _Atomic object). */
 static inline void counter_add_owned_atomic(_Atomic uint64_t *counter, uint64_t n)
 {
-	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+	atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+			      memory_order_relaxed);
 }
 
 struct counter_block {
