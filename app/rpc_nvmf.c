@@ -804,6 +804,10 @@ static void rpc_nvmf_get_stats(struct rpc_request *req, struct json_object *para
 	json_object_object_add(o, "controllers", rpc_stats_controllers(t));
 	json_object_object_add(o, "dpa_harts", t->has_transport ? rpc_stats_harts(t)
 							       : json_object_new_array());
+	/* Fused DPA (no harts): the DPA threads' wake-ups that cost an eventfd round trip. */
+	json_object_object_add(
+	    o, "dpa_fused_eventfd_wakes",
+	    json_object_new_int64(t->has_transport ? (int64_t)dpa_fused_eventfd_wakes(t->dpa) : 0));
 	rpc_request_result(req, o);
 }
 

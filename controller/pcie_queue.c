@@ -373,6 +373,7 @@ void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 	struct pcie_ctrlr *pc = tctx;
 	struct pcie_cq *pcq = ctrlr_cq_get_tctx(cq);
 	struct hw_msix_vector *vec;
+	int rc;
 
 	if (!pcq) {
 		EVLOOP_ASSERT_OWNER(pc->loop);
@@ -385,6 +386,14 @@ void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 	if (!pcq->vec)
 		return;
 	counter_add_owned_atomic(&pcq->pg->irqs, 1);
-	if (dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec))
+	/* Fused, with the channel's doorbells polled: our loop's poller runs the program before the
+	 * loop sleeps again (pcie_pg_fused_poll drains every channel that has polled DBs), usually at
+	 * once in pcie_pg_settle, so the request needs no eventfd round trip: one system call per
+	 * interrupt (the MSI-X eventfd write) instead of three. */
+	if (pcq->pg->polling && dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan)))
+		rc = dpa_nvme_chan_raise_msix_polled(pcq->chan, pcq->vec);
+	else
+		rc = dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec);
+	if (rc)
 		hw_msix_vector_raise(pcq->vec); /* queue full: raise it ourselves */
 }

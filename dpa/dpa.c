@@ -148,6 +148,11 @@ void dpa_counters_snapshot(const struct dpa_counters *c, struct dpa_stats *s)
 #undef DPA_SNAP
 }
 
+uint64_t dpa_fused_eventfd_wakes(const struct dpa *dpa)
+{
+	return atomic_load_explicit(&dpa->fused_eventfd_wakes, memory_order_relaxed);
+}
+
 void dpa_thread_get_stats(const struct dpa_thread *thread, struct dpa_stats *stats)
 {
 	dpa_counters_snapshot(&thread->counters, stats);

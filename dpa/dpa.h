@@ -403,6 +403,15 @@ uint32_t dpa_msgq_depth(const struct dpa_msgq *q);
  * Thread: the producer (its program, or the one Arm thread owning that side). */
 int dpa_msgq_send(struct dpa_msgq *q, const void *msg);
 
+/* Fused mode, single-thread queue to a DPA thread: like dpa_msgq_send, but a consumer completion
+ * that fires marks the thread to run with a plain store, and its eventfd is not signalled (the
+ * write and the read that drains it are two system calls per message). The caller promises what
+ * the eventfd would have got it: it calls dpa_thread_poll() for the consumer before its loop next
+ * sleeps, as a loop polling the thread's mmap-mode DBs does on every round. Returns 0, -EAGAIN
+ * (full), or -EINVAL (not single-thread, the consumer is the Arm side, or the instance has harts).
+ * Thread: the producer. */
+int dpa_msgq_send_polled(struct dpa_msgq *q, const void *msg);
+
 /* Consumer side. Copies the oldest message out. If the producer completion
  * is armed and this freed a slot, it fires. Returns 1 (got one) or 0 (empty).
  * Thread: the consumer. */
@@ -451,6 +460,12 @@ struct dpa_stats {
 	uint64_t sleeps;	 /* times the hart went to sleep (harts only) */
 	uint64_t asleep_us;	 /* microseconds spent asleep (harts only) */
 };
+
+/* Fused mode: wake-ups of DPA threads that went through their eventfd (a write by the waker and a
+ * read in dpa_thread_poll, two system calls) since the instance was created. Wake-ups the consumer
+ * makes from its own loop (DB completions it polls, dpa_msgq_send_polled) need none and are not
+ * counted. Thread: any. */
+uint64_t dpa_fused_eventfd_wakes(const struct dpa *dpa);
 
 /* Counters of one DPA thread. Thread: any. */
 void dpa_thread_get_stats(const struct dpa_thread *thread, struct dpa_stats *stats);

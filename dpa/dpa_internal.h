@@ -81,6 +81,7 @@ struct dpa {
 	_Atomic uint32_t backoff_after_us;
 	_Atomic uint32_t max_step_us;
 	_Atomic uint32_t n_objects; /* DPA threads + message queues alive */
+	_Atomic uint64_t fused_eventfd_wakes; /* see dpa_fused_eventfd_wakes */
 };
 
 struct dpa_thread {
@@ -106,8 +107,9 @@ struct dpa_thread {
 };
 
 /* Requests one activation. `local`: the caller is the thread that runs the
- * program (the hart, or the fused consumer inside dpa_thread_poll), which
- * will look at the run state again before sleeping, so no wake-up is needed. */
+ * program (the hart, or the fused consumer inside dpa_thread_poll or about to
+ * call it, see dpa_msgq_send_polled), which will look at the run state again
+ * before sleeping, so no wake-up is needed. */
 void dpa_thread_wake(struct dpa_thread *thread, bool local);
 
 /* The poll list for mmap-mode DBs bound by this thread's program. */

@@ -146,6 +146,19 @@ static void dpa_msgq_set_armed(const struct dpa_msgq *q, _Atomic bool *armed)
 		atomic_store(armed, true);
 }
 
+/* Takes an armed completion (true: it fires, and is disarmed). A single-thread queue has no
+ * other side to race with, so no locked exchange. */
+static bool dpa_msgq_take_armed(const struct dpa_msgq *q, _Atomic bool *armed)
+{
+	if (!atomic_load_explicit(armed, memory_order_relaxed))
+		return false;
+	if (q->single_thread) {
+		atomic_store_explicit(armed, false, memory_order_relaxed);
+		return true;
+	}
+	return atomic_exchange(armed, false);
+}
+
 static void dpa_msgq_fire(struct dpa_thread *thread, int fd)
 {
 	if (thread)
@@ -154,7 +167,7 @@ static void dpa_msgq_fire(struct dpa_thread *thread, int fd)
 		dpa_msgq_efd_signal(fd);
 }
 
-int dpa_msgq_send(struct dpa_msgq *q, const void *msg)
+static int dpa_msgq_send_common(struct dpa_msgq *q, const void *msg, bool polled)
 {
 	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
 
@@ -174,10 +187,26 @@ int dpa_msgq_send(struct dpa_msgq *q, const void *msg)
 	/* Full barrier between publishing the tail and reading cons_armed:
 	 * pairs with the one in dpa_msgq_consumer_arm (store armed, load tail). */
 	dpa_msgq_fence(q);
-	if (atomic_load_explicit(&q->cons_armed, memory_order_relaxed) &&
-	    atomic_exchange(&q->cons_armed, false))
-		dpa_msgq_fire(q->consumer, q->cons_fd);
+	if (dpa_msgq_take_armed(q, &q->cons_armed)) {
+		if (polled)
+			dpa_thread_wake(q->consumer, true);
+		else
+			dpa_msgq_fire(q->consumer, q->cons_fd);
+	}
 	return 0;
+}
+
+int dpa_msgq_send(struct dpa_msgq *q, const void *msg)
+{
+	return dpa_msgq_send_common(q, msg, false);
+}
+
+int dpa_msgq_send_polled(struct dpa_msgq *q, const void *msg)
+{
+	/* Only a fused consumer is run by the sender's own loop; a hart would never be woken. */
+	if (!q->single_thread || !q->consumer || q->dpa->n_harts)
+		return -EINVAL;
+	return dpa_msgq_send_common(q, msg, true);
 }
 
 int dpa_msgq_recv(struct dpa_msgq *q, void *msg)
@@ -200,8 +229,7 @@ int dpa_msgq_recv(struct dpa_msgq *q, void *msg)
 	 * ring full and armed: read prod_armed after a full barrier that pairs
 	 * with the one in dpa_msgq_producer_arm (store armed, load head). */
 	dpa_msgq_fence(q);
-	if (atomic_load_explicit(&q->prod_armed, memory_order_relaxed) &&
-	    atomic_exchange(&q->prod_armed, false))
+	if (dpa_msgq_take_armed(q, &q->prod_armed))
 		dpa_msgq_fire(q->producer, q->prod_fd);
 	return 1;
 }

@@ -356,6 +356,16 @@ int dpa_nvme_chan_raise_msix(struct dpa_nvme_chan *ch, struct hw_msix_vector *ve
 	return dpa_msgq_send(ch->to_dpa, &m);
 }
 
+int dpa_nvme_chan_raise_msix_polled(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec)
+{
+	struct dpa_nvme_msg m = {.type = DPA_NVME_MSG_RAISE_MSIX};
+
+	if (!vec)
+		return -EINVAL;
+	m.msix.vec = (uint64_t)(uintptr_t)vec;
+	return dpa_msgq_send_polled(ch->to_dpa, &m);
+}
+
 int dpa_nvme_chan_recv(struct dpa_nvme_chan *ch, struct dpa_nvme_msg *msg)
 {
 	return dpa_msgq_recv(ch->to_arm, msg);

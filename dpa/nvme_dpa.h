@@ -113,6 +113,10 @@ int dpa_nvme_chan_send(struct dpa_nvme_chan *ch, const struct dpa_nvme_msg *msg)
 int dpa_nvme_chan_bind_db(struct dpa_nvme_chan *ch, struct dpa_db *db, uint64_t cookie);
 int dpa_nvme_chan_unbind_db(struct dpa_nvme_chan *ch, struct dpa_db *db, uint64_t cookie);
 int dpa_nvme_chan_raise_msix(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec);
+/* Owner, fused mode, when it runs the program (dpa_nvme_chan_poll) before its loop next sleeps,
+ * as a loop polling the channel's mmap-mode DBs does: RAISE_MSIX without the eventfd round trip
+ * (dpa_msgq_send_polled). Same returns, and -EINVAL when the instance has harts. */
+int dpa_nvme_chan_raise_msix_polled(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec);
 
 /* Owner: receives one message from the DPA. Returns 1 or 0 (none). */
 int dpa_nvme_chan_recv(struct dpa_nvme_chan *ch, struct dpa_nvme_msg *msg);

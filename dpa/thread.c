@@ -58,6 +58,9 @@ static void dpa_thread_signal_efd(struct dpa_thread *t)
 
 	if (atomic_exchange(&t->efd_signalled, true))
 		return;
+	/* A system call here and another in dpa_thread_poll: counted, as the fused mode's wakes are
+	 * meant to avoid them when the consumer wakes itself. */
+	dpa_counter_add_shared(&t->dpa->fused_eventfd_wakes, 1);
 	if (write(t->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		LOG_ERR("dpa", "eventfd write: %s", strerror(errno));
 }
@@ -143,8 +146,9 @@ void dpa_thread_wake(struct dpa_thread *thread, bool local)
 	struct dpa_hart *h;
 
 	if (local && !thread->dpa->n_harts) {
-		/* Fused, from inside dpa_thread_poll: the caller runs the program and looks at
-		 * `scheduled` before it returns, and no hart can take or drop the thread, so there is
+		/* Fused, from inside dpa_thread_poll or from its caller before it calls it again
+		 * (dpa_msgq_send_polled): the caller runs the program and looks at `scheduled`
+		 * before it sleeps, and no hart can take or drop the thread, so there is
 		 * no queueing to win and no detach to fence: plain stores. A wake from another
 		 * thread at the same moment may also see 0 and signal the eventfd, a wake-up too
 		 * many at worst. */

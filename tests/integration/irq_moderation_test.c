@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHECK ITEST_CHECK
 #define MSIX_INDEX 2 /* VFIO_PCI_MSIX_IRQ_INDEX */
@@ -24,11 +25,12 @@
 #define QID 1
 #define DEPTH 64
 
-static const char *const im_args[] = { "--null", "64M", "--serial", "ITEST-IRQMOD", NULL };
 static bool im_dbbuf;
+static bool im_mmap; /* mmap doorbells: the poll group polls them, with fused DPA */
 
 struct im {
 	struct nvme_itest t;
+	char rpc[96]; /* the daemon's JSON-RPC socket */
 	uint64_t buf_iova;
 	uint64_t lat_us[4096];
 };
@@ -45,8 +47,12 @@ static bool im_setup(struct im *m, const char *build)
 {
 	void *p;
 
+	const char *args[] = { "--null", "64M", "--serial", "ITEST-IRQMOD", "-r", m->rpc, NULL };
+
 	memset(m, 0, sizeof(*m));
-	if (!CHECK(nvme_itest_start(&m->t, build, im_args) == 0))
+	snprintf(m->rpc, sizeof(m->rpc), "/tmp/.irqmod-rpc-%d-%llu.sock", (int)getpid(),
+		 (unsigned long long)im_now_us());
+	if (!CHECK(nvme_itest_start(&m->t, build, args) == 0))
 		return false;
 	if (!CHECK(nvme_itest_attach(&m->t, 2) == 0) || !CHECK(nvme_host_enable(&m->t.h, 32) == 0) ||
 	    !CHECK(nvme_host_create_io_queues(&m->t.h, QID, DEPTH, true, VEC) == 0) ||
@@ -64,6 +70,20 @@ static void im_teardown(struct im *m)
 
 	CHECK(alive);
 	CHECK(nvme_itest_stop(&m->t, !alive || getenv("ITEST_SHOW_LOG")) == 0);
+	unlink(m->rpc);
+}
+
+/* nvmf_get_stats' dpa_fused_eventfd_wakes, or -1. */
+static long long im_fused_eventfd_wakes(struct im *m, const char *build)
+{
+	static const char *const stats[] = { "nvmf_get_stats", NULL };
+	static const char key[] = "\"dpa_fused_eventfd_wakes\": ";
+	char out[16384];
+	const char *p;
+
+	if (nvme_itest_rpc(build, m->rpc, stats, out, sizeof(out)) || !(p = strstr(out, key)))
+		return -1;
+	return strtoll(p + sizeof(key) - 1, NULL, 10);
 }
 
 /* MSI-X signals of the I/O vector since the last call, waiting up to timeout_ms for one. */
@@ -153,10 +173,13 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* QD1: one interrupt per completion, at once; the moderation hold (200 us) would show in the
- * median. */
+ * median. With mmap doorbells (fused DPA, the default), the poll group asks its own DPA thread for
+ * each interrupt without an eventfd round trip: the DPA's eventfd wakes stay far below one per
+ * interrupt (they were one each, two system calls per interrupt). */
 static void test_qd1(const char *build)
 {
 	const int n = 2000;
+	long long wakes0 = -1, wakes1;
 	struct nvme_cqe cqe;
 	int64_t irqs = 0;
 	struct im m;
@@ -164,6 +187,8 @@ static void test_qd1(const char *build)
 
 	if (!im_setup(&m, build))
 		return;
+	if (im_mmap)
+		CHECK((wakes0 = im_fused_eventfd_wakes(&m, build)) >= 0);
 	for (i = 0; i < n; i++) {
 		uint64_t t0 = im_now_us();
 		int64_t got;
@@ -184,6 +209,12 @@ static void test_qd1(const char *build)
 		       (unsigned long long)m.lat_us[n / 2]);
 		CHECK(irqs == n);
 		CHECK(m.lat_us[n / 2] < 150);
+		if (im_mmap && wakes0 >= 0) {
+			wakes1 = im_fused_eventfd_wakes(&m, build);
+			printf("  QD1: %lld DPA eventfd wakes for %lld interrupts\n", wakes1 - wakes0,
+			       (long long)irqs);
+			CHECK(wakes1 >= wakes0 && (wakes1 - wakes0) * 10 < irqs);
+		}
 	}
 	im_teardown(&m);
 }
@@ -255,6 +286,7 @@ static void im_matrix(const char *build, const char *label, const char *const *a
 		nvme_itest_mode_args[i] = args[i];
 	nvme_itest_mode_args[i] = NULL;
 	im_dbbuf = dbbuf;
+	im_mmap = args[0] && args[1] && !strcmp(args[1], "mmap");
 	itest_run("busy_queue", test_busy_queue, build);
 	itest_run("qd1", test_qd1, build);
 	itest_run("no_head_updates", test_no_head_updates, build);

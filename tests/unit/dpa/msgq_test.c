@@ -175,6 +175,99 @@ static void test_arm_side_completions_single_thread(void)
 	arm_side_completions(true);
 }
 
+/* The program of send_polled's DPA thread: takes every message, then arms its completion. */
+struct polled_prog {
+	struct dpa_msgq *q;
+	unsigned int runs, got;
+};
+
+static void polled_prog_run(struct dpa_thread *thread, void *arg)
+{
+	struct polled_prog *p = arg;
+	struct test_msg r;
+
+	p->runs++;
+	while (dpa_msgq_recv(p->q, &r) == 1)
+		p->got++;
+	if (dpa_msgq_consumer_arm(p->q))
+		dpa_thread_kick(thread);
+}
+
+/* dpa_msgq_send_polled: the fused consumer's owner sends to it and runs it itself, with no
+ * eventfd signal (a plain send signals one); refused where nobody would run the consumer. */
+static void test_send_polled(void)
+{
+	struct dpa *dpa = dpa_create(0), *harts = dpa_create(1);
+	struct dpa_msgq_config cfg = {.msg_size = sizeof(struct test_msg), .depth = 4,
+				      .single_thread = true};
+	struct polled_prog init = {0}, *p;
+	struct dpa_thread *t, *ht;
+	struct dpa_msgq *q, *bad;
+	struct test_msg m = {0};
+	uint64_t wakes;
+	int efd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dpa);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(harts);
+	t = dpa_thread_create(dpa, polled_prog_run, &init, sizeof(init));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	cfg.consumer = t;
+	q = dpa_msgq_create(dpa, &cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	p = dpa_thread_arg(t);
+	p->q = q;
+	efd = dpa_thread_event_fd(t);
+	CU_ASSERT_TRUE_FATAL(efd >= 0);
+	CU_ASSERT_EQUAL_FATAL(dpa_thread_run(t, -1), 0);
+	CU_ASSERT_EQUAL(dpa_thread_poll(t), 1); /* the first activation, which arms */
+	CU_ASSERT_EQUAL(dpa_thread_poll(t), 0);
+	CU_ASSERT_FALSE(fd_readable(efd, 0));
+	wakes = dpa_fused_eventfd_wakes(dpa);
+
+	CU_ASSERT_EQUAL(dpa_msgq_send_polled(q, &m), 0);
+	CU_ASSERT_EQUAL(dpa_msgq_send_polled(q, &m), 0); /* not re-armed: no second wake */
+	CU_ASSERT_FALSE(fd_readable(efd, 0));
+	CU_ASSERT_EQUAL(dpa_fused_eventfd_wakes(dpa), wakes);
+	CU_ASSERT_EQUAL(dpa_thread_poll(t), 1);
+	CU_ASSERT_EQUAL(p->got, 2);
+	CU_ASSERT_EQUAL(dpa_thread_poll(t), 0);
+
+	/* A plain send from elsewhere goes through the eventfd. */
+	CU_ASSERT_EQUAL(dpa_msgq_send(q, &m), 0);
+	CU_ASSERT_TRUE(fd_readable(efd, 0));
+	CU_ASSERT_EQUAL(dpa_fused_eventfd_wakes(dpa), wakes + 1);
+	CU_ASSERT_EQUAL(dpa_thread_poll(t), 1);
+	CU_ASSERT_EQUAL(p->got, 3);
+	CU_ASSERT_FALSE(fd_readable(efd, 0));
+
+	/* Refused: a queue of two threads, a queue to the Arm side, an instance with harts. */
+	cfg.single_thread = false;
+	bad = dpa_msgq_create(dpa, &cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+	CU_ASSERT_EQUAL(dpa_msgq_send_polled(bad, &m), -EINVAL);
+	dpa_msgq_destroy(bad);
+	cfg.single_thread = true;
+	cfg.consumer = NULL;
+	bad = dpa_msgq_create(dpa, &cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+	CU_ASSERT_EQUAL(dpa_msgq_send_polled(bad, &m), -EINVAL);
+	dpa_msgq_destroy(bad);
+	ht = dpa_thread_create(harts, polled_prog_run, &init, sizeof(init));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ht);
+	cfg.consumer = ht;
+	bad = dpa_msgq_create(harts, &cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+	CU_ASSERT_EQUAL(dpa_msgq_send_polled(bad, &m), -EINVAL);
+	dpa_msgq_destroy(bad);
+	CU_ASSERT_EQUAL(dpa_thread_destroy(ht), 0);
+
+	dpa_thread_stop(t);
+	dpa_msgq_destroy(q);
+	CU_ASSERT_EQUAL(dpa_thread_destroy(t), 0);
+	CU_ASSERT_EQUAL(dpa_destroy(harts), 0);
+	CU_ASSERT_EQUAL(dpa_destroy(dpa), 0);
+}
+
 #define SPSC_COUNT 2000000ULL
 
 struct spsc_ctx {
@@ -246,4 +339,5 @@ CUNIT_SUITE(dpa_msgq, NULL, NULL, {"config_checks", test_config_checks},
 	    {"order_full_empty", test_order_full_empty}, {"wrap_around", test_wrap_around},
 	    {"arm_side_completions", test_arm_side_completions},
 	    {"arm_side_completions_single_thread", test_arm_side_completions_single_thread},
+	    {"send_polled", test_send_polled},
 	    {"spsc_two_threads", test_spsc_two_threads})
