@@ -252,6 +252,29 @@ void pcie_pg_settle(struct pcie_poll_group *pg)
 		pcie_pg_update_irq_timer(pcq);
 }
 
+static void pcie_pg_deferred_settle(void *arg)
+{
+	struct pcie_poll_group *pg = arg;
+
+	pg->settle_deferred = false;
+	pcie_pg_hold_wakeups(pg, true);
+	pcie_pg_settle(pg);
+	pcie_pg_hold_wakeups(pg, false);
+}
+
+int pcie_pg_defer_settle(struct pcie_poll_group *pg)
+{
+	int rc;
+
+	EVLOOP_ASSERT_OWNER(pg->t.loop);
+	if (pg->settle_deferred)
+		return 0;
+	rc = evloop_defer(pg->t.loop, pcie_pg_deferred_settle, pg);
+	if (rc == 0)
+		pg->settle_deferred = true;
+	return rc;
+}
+
 static void pcie_pg_chan_readable(int fd, uint32_t events, void *arg)
 {
 	struct pcie_cq *pcq = arg;

@@ -386,11 +386,14 @@ void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 	if (!pcq->vec)
 		return;
 	counter_add_owned_atomic(&pcq->pg->irqs, 1);
-	/* Fused, with the channel's doorbells polled: our loop's poller runs the program before the
-	 * loop sleeps again (pcie_pg_fused_poll drains every channel that has polled DBs), usually at
-	 * once in pcie_pg_settle, so the request needs no eventfd round trip: one system call per
-	 * interrupt (the MSI-X eventfd write) instead of three. */
+	/* Fused: this thread runs the program, so the request needs no eventfd round trip (one
+	 * system call per interrupt, the MSI-X eventfd write, instead of three) as long as the
+	 * program runs before the loop sleeps again. With the channel's doorbells polled, our
+	 * poller drains every channel that has polled DBs before each sleep; otherwise a deferred
+	 * settle does. Usually pcie_pg_settle runs it at once. */
 	if (pcq->pg->polling && dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan)))
+		rc = dpa_nvme_chan_raise_msix_polled(pcq->chan, pcq->vec);
+	else if (pcq->pg->pgs->fused && pcie_pg_defer_settle(pcq->pg) == 0)
 		rc = dpa_nvme_chan_raise_msix_polled(pcq->chan, pcq->vec);
 	else
 		rc = dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec);
