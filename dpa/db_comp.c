@@ -71,6 +71,24 @@ bool dpa_db_complete(struct dpa_db *db, uint32_t value, bool local)
 	    !atomic_compare_exchange_strong(&db->state, &expected, DPA_DB_QUEUED))
 		return false;
 	db->comp_value = value;
+	if (local) {
+		/* The poller runs on the program's own OS thread (the hart, or the fused consumer),
+		 * which owns the ready list: append there, no push on the shared stack. Taking the
+		 * context's arming plainly may race a remote producer's exchange; both then wake
+		 * the thread, one activation too many at worst. Nothing is lost: the program
+		 * re-arms with a full barrier before it looks at the stack again. */
+		db->next = NULL;
+		if (comp->ready_tail)
+			comp->ready_tail->next = db;
+		else
+			comp->ready_head = db;
+		comp->ready_tail = db;
+		if (atomic_load_explicit(&comp->armed, memory_order_relaxed)) {
+			atomic_store_explicit(&comp->armed, false, memory_order_relaxed);
+			dpa_thread_wake(comp->thread, true);
+		}
+		return true;
+	}
 	head = atomic_load_explicit(&comp->stack, memory_order_relaxed);
 	/* seq_cst CAS (release for comp_value and next; pairs with the acquire
 	 * exchange in dpa_db_comp_grab) and, for the context's arming, with the
@@ -323,18 +341,22 @@ void dpa_db_comp_request_notification(struct dpa_db_comp *comp)
 
 void dpa_db_request_notification(struct dpa_db *db)
 {
-	int expected = DPA_DB_IDLE;
-
 	if (!atomic_load_explicit(&db->bound, memory_order_relaxed))
 		return;
-	atomic_compare_exchange_strong(&db->state, &expected, DPA_DB_ARMED);
+	/* Only the program's thread moves a DB out of IDLE (producers act on ARMED; bind, unbind
+	 * and the fetch run here too), so no compare-and-swap. Release: a producer that sees ARMED
+	 * (its CAS acquires) writes the DB's link after our last use of it. */
+	if (atomic_load_explicit(&db->state, memory_order_relaxed) == DPA_DB_IDLE)
+		atomic_store_explicit(&db->state, DPA_DB_ARMED, memory_order_release);
 }
 
 uint32_t dpa_db_get_value(struct dpa_db *db)
 {
-	/* Pairs with the fence in dpa_db_hw_notify: a write whose notify found
-	 * the DB not yet armed is visible to this read. */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* Pairs with the fence in dpa_db_hw_notify: a write whose notify found the DB not yet
+	 * armed is visible to this read. A polled DB needs none: a value this read misses differs
+	 * from last_seen, and the next poll pass produces its completion. */
+	if (!db->polled)
+		atomic_thread_fence(memory_order_seq_cst);
 	db->last_seen = dpa_db_read(db);
 	return db->last_seen;
 }
