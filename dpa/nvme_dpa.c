@@ -346,24 +346,25 @@ int dpa_nvme_chan_unbind_db(struct dpa_nvme_chan *ch, struct dpa_db *db, uint64_
 	return dpa_nvme_chan_send_bind(ch, DPA_NVME_MSG_UNBIND_DB, db, cookie);
 }
 
-int dpa_nvme_chan_raise_msix(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec)
+static int dpa_nvme_chan_send_raise(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec,
+				    bool polled)
 {
 	struct dpa_nvme_msg m = {.type = DPA_NVME_MSG_RAISE_MSIX};
 
 	if (!vec)
 		return -EINVAL;
 	m.msix.vec = (uint64_t)(uintptr_t)vec;
-	return dpa_msgq_send(ch->to_dpa, &m);
+	return polled ? dpa_msgq_send_polled(ch->to_dpa, &m) : dpa_msgq_send(ch->to_dpa, &m);
+}
+
+int dpa_nvme_chan_raise_msix(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec)
+{
+	return dpa_nvme_chan_send_raise(ch, vec, false);
 }
 
 int dpa_nvme_chan_raise_msix_polled(struct dpa_nvme_chan *ch, struct hw_msix_vector *vec)
 {
-	struct dpa_nvme_msg m = {.type = DPA_NVME_MSG_RAISE_MSIX};
-
-	if (!vec)
-		return -EINVAL;
-	m.msix.vec = (uint64_t)(uintptr_t)vec;
-	return dpa_msgq_send_polled(ch->to_dpa, &m);
+	return dpa_nvme_chan_send_raise(ch, vec, true);
 }
 
 int dpa_nvme_chan_recv(struct dpa_nvme_chan *ch, struct dpa_nvme_msg *msg)

@@ -193,6 +193,17 @@ static void polled_prog_run(struct dpa_thread *thread, void *arg)
 		dpa_thread_kick(thread);
 }
 
+/* A queue made with cfg takes no dpa_msgq_send_polled. */
+static void send_polled_refused(struct dpa *dpa, const struct dpa_msgq_config *cfg)
+{
+	struct dpa_msgq *q = dpa_msgq_create(dpa, cfg);
+	struct test_msg m = {0};
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	CU_ASSERT_EQUAL(dpa_msgq_send_polled(q, &m), -EINVAL);
+	dpa_msgq_destroy(q);
+}
+
 /* dpa_msgq_send_polled: the fused consumer's owner sends to it and runs it itself, with no
  * eventfd signal (a plain send signals one); refused where nobody would run the consumer. */
 static void test_send_polled(void)
@@ -202,7 +213,7 @@ static void test_send_polled(void)
 				      .single_thread = true};
 	struct polled_prog init = {0}, *p;
 	struct dpa_thread *t, *ht;
-	struct dpa_msgq *q, *bad;
+	struct dpa_msgq *q;
 	struct test_msg m = {0};
 	uint64_t wakes;
 	int efd;
@@ -242,23 +253,14 @@ static void test_send_polled(void)
 
 	/* Refused: a queue of two threads, a queue to the Arm side, an instance with harts. */
 	cfg.single_thread = false;
-	bad = dpa_msgq_create(dpa, &cfg);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
-	CU_ASSERT_EQUAL(dpa_msgq_send_polled(bad, &m), -EINVAL);
-	dpa_msgq_destroy(bad);
+	send_polled_refused(dpa, &cfg);
 	cfg.single_thread = true;
 	cfg.consumer = NULL;
-	bad = dpa_msgq_create(dpa, &cfg);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
-	CU_ASSERT_EQUAL(dpa_msgq_send_polled(bad, &m), -EINVAL);
-	dpa_msgq_destroy(bad);
+	send_polled_refused(dpa, &cfg);
 	ht = dpa_thread_create(harts, polled_prog_run, &init, sizeof(init));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ht);
 	cfg.consumer = ht;
-	bad = dpa_msgq_create(harts, &cfg);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
-	CU_ASSERT_EQUAL(dpa_msgq_send_polled(bad, &m), -EINVAL);
-	dpa_msgq_destroy(bad);
+	send_polled_refused(harts, &cfg);
 	CU_ASSERT_EQUAL(dpa_thread_destroy(ht), 0);
 
 	dpa_thread_stop(t);
