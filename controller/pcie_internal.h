@@ -120,7 +120,7 @@ struct pcie_poll_group {
 	pthread_t thread;
 	struct pcie_thread t;
 	bool polling;	    /* fused mode with polled (mmap) DBs: the loop's poller is ours */
-	bool settle_deferred; /* fused: pcie_pg_defer_settle's call is pending */
+	bool drain_deferred; /* fused: pcie_pg_defer_drain's call is pending */
 	struct dpa_poll_window window; /* the poller's adaptive burst window */
 	struct pcie_cq *cqs;
 	struct evloop_msg stop_msg;
@@ -184,9 +184,9 @@ void pcie_pg_cq_detach(struct pcie_cq *pcq);	    /* owner thread */
 void pcie_pg_update_irq_timer(struct pcie_cq *pcq); /* owner thread */
 /* Poll group: reap finished backend I/O (and run fused DPA programs) before sleeping. */
 void pcie_pg_settle(struct pcie_poll_group *pg);
-/* Fused: settles the group (its DPA programs run) before its loop sleeps again, once however
- * often it is asked in one callback. 0, or -ENOMEM (nothing was deferred). */
-int pcie_pg_defer_settle(struct pcie_poll_group *pg);
+/* Fused: drains the group's DPA channels (their programs run) before its loop sleeps again, once
+ * however often it is asked in one callback. 0, or -ENOMEM (nothing was deferred). */
+int pcie_pg_defer_drain(struct pcie_poll_group *pg);
 /* Poll group: fetch from SQs that have work, after completions freed room. */
 void pcie_pg_after_bdev_poll(struct pcie_poll_group *pg);
 /* Poll group: holds (true) or releases (false) the wake-ups of its bdev channels around a handler

@@ -252,26 +252,30 @@ void pcie_pg_settle(struct pcie_poll_group *pg)
 		pcie_pg_update_irq_timer(pcq);
 }
 
-static void pcie_pg_deferred_settle(void *arg)
+/* Only the channels: a settle's backend polls (io_getevents for aio) would be paid twice after
+ * every handler that raised, and a handler that completes I/O settles already. Usually the settle
+ * ran the programs, and this finds nothing to do. */
+static void pcie_pg_deferred_drain(void *arg)
 {
 	struct pcie_poll_group *pg = arg;
 
-	pg->settle_deferred = false;
-	pcie_pg_hold_wakeups(pg, true);
-	pcie_pg_settle(pg);
-	pcie_pg_hold_wakeups(pg, false);
+	pg->drain_deferred = false;
+	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
+		next = pcq->next;
+		pcie_pg_drain_chan(pg, pcq);
+	}
 }
 
-int pcie_pg_defer_settle(struct pcie_poll_group *pg)
+int pcie_pg_defer_drain(struct pcie_poll_group *pg)
 {
 	int rc;
 
 	EVLOOP_ASSERT_OWNER(pg->t.loop);
-	if (pg->settle_deferred)
+	if (pg->drain_deferred)
 		return 0;
-	rc = evloop_defer(pg->t.loop, pcie_pg_deferred_settle, pg);
+	rc = evloop_defer(pg->t.loop, pcie_pg_deferred_drain, pg);
 	if (rc == 0)
-		pg->settle_deferred = true;
+		pg->drain_deferred = true;
 	return rc;
 }
 
