@@ -192,6 +192,15 @@ static unsigned int pcie_pg_drain_chan(struct pcie_poll_group *pg, struct pcie_c
 	}
 }
 
+/* Fused: drains every channel of the group, running their DPA programs. */
+static void pcie_pg_drain_chans(struct pcie_poll_group *pg)
+{
+	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
+		next = pcq->next;
+		pcie_pg_drain_chan(pg, pcq);
+	}
+}
+
 /* A handler that submits and then settles (pcie_pg_settle polls every channel with I/O in flight)
  * needs no eventfd round trip for completions its own submissions produced at once: the bdev
  * channels hold their wake-ups for the handler's duration, and the release writes an eventfd only
@@ -239,10 +248,7 @@ void pcie_pg_settle(struct pcie_poll_group *pg)
 			pcie_pg_after_bdev_poll(pg);
 		}
 		if (pg->pgs->fused)
-			for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
-				next = pcq->next;
-				pcie_pg_drain_chan(pg, pcq);
-			}
+			pcie_pg_drain_chans(pg);
 		if (!busy)
 			break;
 	}
@@ -260,10 +266,7 @@ static void pcie_pg_deferred_drain(void *arg)
 	struct pcie_poll_group *pg = arg;
 
 	pg->drain_deferred = false;
-	for (struct pcie_cq *pcq = pg->cqs, *next; pcq; pcq = next) {
-		next = pcq->next;
-		pcie_pg_drain_chan(pg, pcq);
-	}
+	pcie_pg_drain_chans(pg);
 }
 
 int pcie_pg_defer_drain(struct pcie_poll_group *pg)

@@ -391,9 +391,8 @@ void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 	 * program runs before the loop sleeps again. With the channel's doorbells polled, our
 	 * poller drains every channel that has polled DBs before each sleep; otherwise a deferred
 	 * drain does. Usually pcie_pg_settle runs it at once. */
-	if (pcq->pg->polling && dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan)))
-		rc = dpa_nvme_chan_raise_msix_polled(pcq->chan, pcq->vec);
-	else if (pcq->pg->pgs->fused && pcie_pg_defer_drain(pcq->pg) == 0)
+	if ((pcq->pg->polling && dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(pcq->chan))) ||
+	    (pcq->pg->pgs->fused && pcie_pg_defer_drain(pcq->pg) == 0))
 		rc = dpa_nvme_chan_raise_msix_polled(pcq->chan, pcq->vec);
 	else
 		rc = dpa_nvme_chan_raise_msix(pcq->chan, pcq->vec);

@@ -59,6 +59,18 @@ struct dpa_thread *dpa_db_comp_thread(const struct dpa_db_comp *comp)
 	return comp->thread;
 }
 
+/* Appends the run first..last (linked by next, last->next NULL) to the program's ready list.
+ * The program's thread only. */
+static void dpa_db_comp_ready_append(struct dpa_db_comp *comp, struct dpa_db *first,
+				     struct dpa_db *last)
+{
+	if (comp->ready_tail)
+		comp->ready_tail->next = first;
+	else
+		comp->ready_head = first;
+	comp->ready_tail = last;
+}
+
 bool dpa_db_complete(struct dpa_db *db, uint32_t value, bool local)
 {
 	struct dpa_db_comp *comp = db->comp;
@@ -78,11 +90,7 @@ bool dpa_db_complete(struct dpa_db *db, uint32_t value, bool local)
 		 * the thread, one activation too many at worst. Nothing is lost: the program
 		 * re-arms with a full barrier before it looks at the stack again. */
 		db->next = NULL;
-		if (comp->ready_tail)
-			comp->ready_tail->next = db;
-		else
-			comp->ready_head = db;
-		comp->ready_tail = db;
+		dpa_db_comp_ready_append(comp, db, db);
 		if (atomic_load_explicit(&comp->armed, memory_order_relaxed)) {
 			atomic_store_explicit(&comp->armed, false, memory_order_relaxed);
 			dpa_thread_wake(comp->thread, true);
@@ -108,7 +116,8 @@ static void dpa_db_hw_notify(struct hw_db *hw, uint32_t value, void *arg)
 
 	/* Full barrier: the value store (done by hw/ before calling us) must be
 	 * visible before we read the state; pairs with the fence in
-	 * dpa_db_request_notification between arming and reading the value. */
+	 * dpa_db_get_value, between the program's re-arming and its read of the
+	 * value. */
 	atomic_thread_fence(memory_order_seq_cst);
 	dpa_db_complete(db, value, false);
 }
@@ -209,26 +218,21 @@ static struct dpa_db *dpa_db_from_handle(struct dpa_db_comp *comp, dpa_db_handle
 /* Moves whatever producers pushed to the program's FIFO ready list. */
 static void dpa_db_comp_grab(struct dpa_db_comp *comp)
 {
-	struct dpa_db *list, *rev = NULL, *next;
+	struct dpa_db *list, *rev = NULL, *last, *next;
 
 	if (!atomic_load_explicit(&comp->stack, memory_order_relaxed))
 		return;
 	list = atomic_exchange_explicit(&comp->stack, NULL, memory_order_acquire);
+	/* The stack's top, the newest push, ends the reversed run. */
+	last = list;
 	while (list) {
 		next = list->next;
 		list->next = rev;
 		rev = list;
 		list = next;
 	}
-	if (!rev)
-		return;
-	if (comp->ready_tail)
-		comp->ready_tail->next = rev;
-	else
-		comp->ready_head = rev;
-	while (rev->next)
-		rev = rev->next;
-	comp->ready_tail = rev;
+	if (rev)
+		dpa_db_comp_ready_append(comp, rev, last);
 }
 
 int dpa_db_comp_bind(struct dpa_db_comp *comp, dpa_db_handle_t handle, uint64_t user)

@@ -120,9 +120,9 @@ struct dpa_poll_list *dpa_thread_poll_list(struct dpa_thread *thread);
 	do {                                                                                       \
 		struct dpa_thread *t_ = (thread);                                                  \
 		struct dpa_hart *h_ = atomic_load_explicit(&t_->hart, memory_order_relaxed);       \
-		counter_add_owned_atomic(&t_->counters.field, (n));                                         \
+		counter_add_owned_atomic(&t_->counters.field, (n));                                \
 		if (h_)                                                                            \
-			counter_add_owned_atomic(&h_->counters.field, (n));                                 \
+			counter_add_owned_atomic(&h_->counters.field, (n));                        \
 	} while (0)
 
 /* Hart plumbing (hart.c). */
