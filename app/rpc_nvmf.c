@@ -747,6 +747,9 @@ static struct json_object *rpc_stats_controllers(struct app_target *t)
 		RPC_STAT(o, st, invalid_db_writes);
 		RPC_STAT(o, st, aer_sent);
 		RPC_STAT(o, st, irqs_raised);
+		RPC_STAT(o, st, irq_depth_waits);
+		RPC_STAT(o, st, irq_depth_misses);
+		RPC_STAT(o, st, irq_depth_backoffs);
 		RPC_STAT(o, st, cq_full_holds);
 		RPC_STAT(o, st, resets);
 		RPC_STAT(o, st, shutdowns);

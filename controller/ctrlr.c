@@ -768,6 +768,9 @@ void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 	s->invalid_db_writes = c.invalid_db_writes;
 	s->aer_sent = c.aer_sent;
 	s->irqs_raised = c.irqs_raised;
+	s->irq_depth_waits = c.irq_depth_waits;
+	s->irq_depth_misses = c.irq_depth_misses;
+	s->irq_depth_backoffs = c.irq_depth_backoffs;
 	s->cq_full_holds = c.cq_full_holds;
 	s->resets = c.resets;
 	s->shutdowns = c.shutdowns;

@@ -300,6 +300,9 @@ struct ctrlr_stats {
 	uint64_t invalid_db_writes;
 	uint64_t aer_sent;
 	uint64_t irqs_raised;
+	/* Adaptive moderation (queue.c): interrupts that waited for the host to submit up to its
+	 * depth, those waits that ended by time, and the times the rule went off for a while. */
+	uint64_t irq_depth_waits, irq_depth_misses, irq_depth_backoffs;
 	uint64_t cq_full_holds; /* completions held back by a full CQ */
 	uint64_t resets, shutdowns;
 	uint32_t io_sqs, io_cqs; /* live I/O queues */

@@ -221,6 +221,23 @@ struct ctrlr_cq {
 	 * host has not consumed up to it (its handler is still to run or running). */
 	bool irq_unacked;
 	uint32_t irq_ack_tail;
+	/* Adaptive moderation, the host's depth (queue.c): commands fetched from this CQ's SQs
+	 * whose CQE is not written yet; the most the host has had outstanding and not yet
+	 * announced by an interrupt; the waits for it in a row that missed; the running share of
+	 * missed waits (1/16 percent units), interrupts left with the rule off, the next such
+	 * backoff, waits since the last; while an interrupt waits for the host to submit up to
+	 * the mark, the outstanding count last seen and when it last grew. When the hold of the
+	 * interrupt pending ends (either rule). */
+	uint32_t inflight;
+	uint32_t depth_mark;
+	uint32_t depth_misses;
+	uint32_t depth_miss_share;
+	uint32_t depth_off;
+	uint32_t depth_backoff;
+	uint32_t depth_ok;
+	uint32_t depth_seen;
+	uint64_t depth_since_us;
+	uint64_t irq_hold_until_us;
 	int batch;
 	void *tctx;
 	struct ctrlr_req *create_req; /* the admin command waiting for create/delete done */
@@ -234,12 +251,13 @@ struct ctrlr_counters {
 	uint64_t invalid_db_writes;
 	uint64_t aer_sent;
 	uint64_t irqs_raised;
+	uint64_t irq_depth_waits, irq_depth_misses, irq_depth_backoffs;
 	uint64_t cq_full_holds;
 	uint64_t resets, shutdowns;
 	uint64_t lost_events;
 };
 /* Summed and folded as a run of counters (common/counter.h): no other member type may join. */
-_Static_assert(sizeof(struct ctrlr_counters) == 15 * sizeof(uint64_t),
+_Static_assert(sizeof(struct ctrlr_counters) == 18 * sizeof(uint64_t),
 	       "struct ctrlr_counters is a run of uint64_t counters");
 
 struct ctrlr_sq {
@@ -312,6 +330,7 @@ struct ctrlr_req {
 	struct ctrlr_sq *sq;
 	struct nvme_sqe sqe;
 	enum ctrlr_req_state state;
+	bool cq_open; /* counted in its CQ's inflight: no CQE written yet (queue.c) */
 	uint8_t epoch; /* the SQ's fence epoch when the request started */
 	uint8_t ns_epoch; /* the SQ's namespace epoch it counts in; CTRLR_NS_EPOCH_NONE: ended */
 	uint32_t cdw0;
@@ -651,6 +670,16 @@ void ctrlr_counters_get(const struct ctrlr *ctrlr, struct ctrlr_counters *out);
 void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq);
 /* Posts (or holds) the CQE of a completed request. Owner thread. */
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req);
+
+/* Ends a request's count in its CQ's inflight (adaptive moderation): when its CQE is written, or
+ * when it is freed without one. */
+static inline void ctrlr_cq_req_close(struct ctrlr_cq *cq, struct ctrlr_req *req)
+{
+	if (req->cq_open) {
+		req->cq_open = false;
+		cq->inflight--;
+	}
+}
 /* Frees the completions held in cq (waiting for room) of requests of sq: the host expects none
  * (the SQ is being deleted, the controller reset). Owner thread. */
 void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq);

@@ -15,6 +15,8 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 		return NULL;
 	sq->free_list = req->next;
 	sq->inflight++;
+	sq->cq->inflight++;
+	req->cq_open = true;
 	req->next = NULL;
 	req->state = CTRLR_REQ_EXEC;
 	req->epoch = sq->epoch;
@@ -60,6 +62,7 @@ void ctrlr_req_free(struct ctrlr_req *req)
 
 	ctrlr_req_data_done(req);
 	ctrlr_req_ns_end(req);
+	ctrlr_cq_req_close(sq->cq, req);
 	req->state = CTRLR_REQ_FREE;
 	req->next = sq->free_list;
 	sq->free_list = req;
