@@ -123,48 +123,73 @@ static void im_set_coalescing(struct im *m, uint8_t thr, uint8_t time_100us)
 	CHECK(nvme_host_cmd(&m->t.h, 0, &sqe, NULL) == 0);
 }
 
+static void im_spin_us(unsigned int us)
+{
+	for (uint64_t t = im_now_us(); im_now_us() - t < us;)
+		;
+}
+
+/* Keeps qd reads in flight until `total` have completed, by interrupts: each interrupt's
+ * completions are taken and the CQ head reported once. A completion's replacement is submitted
+ * (with its own SQ doorbell, `pause_us` of work before it) in the handler, before the head is
+ * reported (`in_handler`), or after it, one by one. Returns the completions; *irqs the
+ * interrupts. */
+static int im_keep_depth(struct im *m, int qd, int total, bool in_handler, unsigned int pause_us,
+			 int64_t *irqs)
+{
+	int done = 0, submitted = 0, rounds = 0;
+	struct nvme_cqe cqe;
+
+	*irqs = 0;
+	for (; submitted < qd; submitted++)
+		CHECK(im_submit_read(m, (uint64_t)submitted * 8, false) >= 0);
+	while (done < total && rounds < 100000) {
+		int64_t n = im_irqs(m, 2000);
+		int took = 0;
+
+		if (!CHECK(n > 0))
+			break;
+		*irqs += n;
+		rounds++;
+		while (nvme_host_cq_take(&m->t.h, QID, &cqe) == 1) {
+			CHECK((cqe.status >> 1) == 0);
+			done++;
+			took++;
+			if (in_handler && submitted < total) {
+				CHECK(im_submit_read(m, (uint64_t)(submitted % 1024) * 8, false) >= 0);
+				submitted++;
+				im_spin_us(pause_us);
+			}
+		}
+		if (took)
+			CHECK(nvme_host_cq_ring(&m->t.h, QID) == 0);
+		for (int i = 0; !in_handler && i < took && submitted < total; i++, submitted++) {
+			im_spin_us(pause_us);
+			CHECK(im_submit_read(m, (uint64_t)(submitted % 1024) * 8, false) >= 0);
+		}
+	}
+	/* The last completions may have been taken before their interrupt: it comes within the
+	 * hold (or a spurious one follows the ring). */
+	while (im_irqs(m, 5) > 0)
+		;
+	return done;
+}
+
 /* Busy queue: DEPTH/2 commands kept in flight by a host whose "handler" resubmits one command per
  * completion it takes, each with its own SQ doorbell, and reports its CQ head once at the end.
  * Every completion of those resubmissions arrives while the previous interrupt is in service. */
 static void test_busy_queue(const char *build)
 {
-	const int qd = DEPTH / 2, total = 4000;
-	int64_t irqs = 0;
-	int done = 0, submitted = 0, rounds = 0;
-	struct nvme_cqe cqe;
+	const int total = 4000;
+	int64_t irqs;
+	int done;
 	struct im m;
 
 	if (!im_setup(&m, build))
 		return;
-	for (; submitted < qd; submitted++)
-		CHECK(im_submit_read(&m, (uint64_t)submitted * 8, false) >= 0);
-	while (done < total && rounds < 100000) {
-		int64_t n = im_irqs(&m, 2000);
-		int took = 0;
-
-		if (!CHECK(n > 0))
-			break;
-		irqs += n;
-		rounds++;
-		while (nvme_host_cq_take(&m.t.h, QID, &cqe) == 1) {
-			CHECK((cqe.status >> 1) == 0);
-			done++;
-			took++;
-			if (submitted < total) {
-				CHECK(im_submit_read(&m, (uint64_t)(submitted % 1024) * 8, false) >= 0);
-				submitted++;
-			}
-			/* The handler's work per completion: lets a polling device (mmap, shadow
-			 * doorbells) see each resubmission on its own. */
-			for (uint64_t t = im_now_us(); im_now_us() - t < 4;)
-				;
-		}
-		if (took)
-			CHECK(nvme_host_cq_ring(&m.t.h, QID) == 0);
-	}
-	/* Drain the last interrupts (a spurious one after the ring may follow). */
-	while (im_irqs(&m, 0) > 0)
-		;
+	/* The handler's work per completion (4 us) lets a polling device (mmap, shadow doorbells)
+	 * see each resubmission on its own. */
+	done = im_keep_depth(&m, DEPTH / 2, total, true, 4, &irqs);
 	printf("  busy queue: %d completions, %lld interrupts (%.2f per completion)\n", done,
 	       (long long)irqs, done ? (double)irqs / done : 0.0);
 	CHECK(done == total);
@@ -259,11 +284,10 @@ static uint64_t im_qd1_p50(struct im *m, int n)
  * of a fresh controller's QD1. */
 static void test_submit_bursts(const char *build)
 {
-	const int qd = 8, total = 2000, n1 = 400;
-	int64_t irqs = 0;
-	int done = 0, submitted = 0, rounds = 0;
+	const int total = 2000, n1 = 400;
 	uint64_t p50_fresh, p50_after;
-	struct nvme_cqe cqe;
+	int64_t irqs;
+	int done;
 	struct im m;
 
 	if (!im_setup(&m, build))
@@ -272,32 +296,7 @@ static void test_submit_bursts(const char *build)
 	 * put the socket's round trip between submissions. */
 	m.t.h.posted = true;
 	p50_fresh = im_qd1_p50(&m, n1);
-	for (; submitted < qd; submitted++)
-		CHECK(im_submit_read(&m, (uint64_t)submitted * 8, false) >= 0);
-	while (done < total && rounds < 100000) {
-		int64_t n = im_irqs(&m, 2000);
-		int took = 0;
-
-		if (!CHECK(n > 0))
-			break;
-		irqs += n;
-		rounds++;
-		while (nvme_host_cq_take(&m.t.h, QID, &cqe) == 1) {
-			CHECK((cqe.status >> 1) == 0);
-			done++;
-			took++;
-		}
-		if (took)
-			CHECK(nvme_host_cq_ring(&m.t.h, QID) == 0);
-		for (int i = 0; i < took && submitted < total; i++, submitted++) {
-			for (uint64_t t = im_now_us(); im_now_us() - t < 15;)
-				;
-			CHECK(im_submit_read(&m, (uint64_t)(submitted % 1024) * 8, false) >= 0);
-		}
-	}
-	/* The host took the last completions before their interrupt: it comes within the hold. */
-	while (im_irqs(&m, 5) > 0)
-		;
+	done = im_keep_depth(&m, 8, total, false, 15, &irqs);
 	printf("  submission bursts: %d completions, %lld interrupts (%.2f per completion)\n", done,
 	       (long long)irqs, done ? (double)irqs / done : 0.0);
 	CHECK(done == total);
@@ -333,8 +332,7 @@ static void test_barrier_bursts(const char *build)
 		int got = 0;
 
 		for (int i = 0; i < qd; i++) {
-			for (uint64_t t = im_now_us(); im_now_us() - t < 15;)
-				;
+			im_spin_us(15);
 			CHECK(im_submit_read(&m, (uint64_t)i * 8, false) >= 0);
 		}
 		t0 = im_now_us();
