@@ -253,7 +253,8 @@ static uint32_t ctrlr_cq_host_outstanding(const struct ctrlr_cq *cq, uint32_t un
  * submitted for CTRLR_IRQ_DEPTH_GAP_US (a miss). Coming that much early, the interrupt's delivery
  * (tens of microseconds through a VMM's event loop) overlaps the host's last submissions instead
  * of following them; those last commands ride on the next interrupt with the next burst (a TCG
- * guest's 128 KiB writes at QD8: 1.22x QEMU's NVMe where an interrupt at the mark gave 1.05x).
+ * guest's 128 KiB writes at QD8, against QEMU's NVMe in the same guest: 1.24x one short where
+ * at the mark gave 1.05x, and in another run 1.22x two short where one short gave 1.16x).
  *
  * The mark grows with what the host is seen to have outstanding. It falls to that count when
  * CTRLR_IRQ_DEPTH_MISSES waits in a row miss: the host's depth dropped, and the next interrupts
