@@ -680,6 +680,7 @@ static inline void ctrlr_cq_req_close(struct ctrlr_cq *cq, struct ctrlr_req *req
 		cq->inflight--;
 	}
 }
+
 /* Frees the completions held in cq (waiting for room) of requests of sq: the host expects none
  * (the SQ is being deleted, the controller reset). Owner thread. */
 void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq);

@@ -75,8 +75,6 @@ void pcie_pg_batch(struct pcie_poll_group *pg, bool begin)
 
 /* ---- Interrupt coalescing (Set Features 08h aggregation time) ---- */
 
-static void pcie_pg_drain_chans(struct pcie_poll_group *pg);
-
 static void pcie_pg_irq_timer_fired(void *arg)
 {
 	struct pcie_cq *pcq = arg;
@@ -85,12 +83,11 @@ static void pcie_pg_irq_timer_fired(void *arg)
 	pcq->irq_timer = NULL;
 	pcq->irq_deadline = 0;
 	if (pg->polling) {
-		/* Polled doorbells, and the poller may be asleep: first the doorbells the host rang
-		 * meanwhile, since adaptive moderation waits for the host's next submissions
-		 * (queue.c). The settle then checks every held interrupt; pcq may be gone after the
-		 * drain (its UNBIND_DONE). */
+		/* Polled doorbells, and the poller may be asleep: a settle, whose drain of the
+		 * channels reads the doorbells the host rang meanwhile before it checks every held
+		 * interrupt, since adaptive moderation waits for the host's next submissions
+		 * (queue.c). pcq may be gone after the drain (its UNBIND_DONE). */
 		pcie_pg_hold_wakeups(pg, true);
-		pcie_pg_drain_chans(pg);
 		pcie_pg_settle(pg);
 		pcie_pg_hold_wakeups(pg, false);
 		return;
