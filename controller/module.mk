@@ -1,3 +1,4 @@
-# controller/: the NVMe controller and its PCIe-emulation transport.
+# controller/: the NVMe controller: the core (controller/core/) with the command sets and
+# features above it (admin/, nvm/, zns/, device/, pool/), assembled by modules.c.
 MODULES += controller
-controller_SRCS := $(wildcard controller/*.c)
+controller_SRCS := $(wildcard controller/*.c controller/*/*.c)

@@ -21,8 +21,8 @@ $(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h host/*.h test
 # The whole function in one process (endpoint, device model, controller, poll group, DPA), with
 # a dictionary of lifecycle messages.
 NVME_FUZZ_SRCS := tests/fuzz/nvme_libfuzzer.c $(host_SRCS) \
-		  $(controller_SRCS) $(backend_SRCS) $(dpa_SRCS) $(hw_SRCS) $(vfu_SRCS) $(common_SRCS)
-$(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h host/*.h)
+		  $(transport_SRCS) $(controller_SRCS) $(backend_SRCS) $(dpa_SRCS) $(hw_SRCS) $(vfu_SRCS) $(common_SRCS)
+$(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h */*/*.h)
 	@command -v $(FUZZ_CC) >/dev/null || \
 	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)

@@ -9,7 +9,7 @@
 #include "backend/bdev.h"
 #include "common/evloop.h"
 #include "common/log.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 #include "dpa/dpa.h"
 #include "host/nvme_host.h"
 #include "host/vfu_client.h"

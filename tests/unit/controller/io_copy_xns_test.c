@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "backend/bdev.h"
-#include "controller/ctrlr_internal.h"
-#include "controller/io_resv.h"
-#include "controller/pi.h"
+#include "controller/core/core.h"
+#include "controller/nvm/resv.h"
+#include "controller/nvm/pi.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

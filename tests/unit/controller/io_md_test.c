@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/ctrlr_internal.h"
-#include "controller/pi.h"
+#include "controller/core/core.h"
+#include "controller/nvm/pi.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

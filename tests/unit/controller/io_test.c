@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "controller/ctrlr_internal.h"
+#include "controller/core/core.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/evloop.h"
-#include "controller/ctrlr_internal.h"
+#include "controller/core/core.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"

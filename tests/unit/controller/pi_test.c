@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "controller/nvme_spec.h"
-#include "controller/pi.h"
+#include "controller/nvm/pi.h"
 #include "tests/unit/cunit_runner.h"
 
 static void test_crc16_vectors(void)

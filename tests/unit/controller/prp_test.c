@@ -2,7 +2,7 @@
  * list chaining, bad offsets, unmapped pages and lists, iovec limits, page sizes. */
 #include <string.h>
 
-#include "controller/ctrlr_internal.h"
+#include "controller/core/core.h"
 #include "tests/unit/cunit_runner.h"
 
 #define PT_BASE 0x10000000ull

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller/ctrlr_internal.h"
+#include "controller/core/core.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

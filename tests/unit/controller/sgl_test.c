@@ -2,7 +2,7 @@
  * bucket, excess length, short SGLs, bad types, unmapped addresses, loops. */
 #include <string.h>
 
-#include "controller/ctrlr_internal.h"
+#include "controller/core/core.h"
 #include "tests/unit/cunit_runner.h"
 
 #define ST_BASE 0x20000000ull

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "backend/bdev.h"
-#include "controller/ctrlr_internal.h"
-#include "controller/zns.h"
+#include "controller/core/core.h"
+#include "controller/zns/zns.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

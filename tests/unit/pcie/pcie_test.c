@@ -22,7 +22,7 @@
 
 #include "backend/bdev.h"
 #include "common/evloop.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 #include "dpa/dpa.h"
 #include "host/nvme_host.h"
 #include "tests/unit/cunit_runner.h"

@@ -1,0 +1,548 @@
+/* controller/admin_features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
+ * management, temperature threshold, error recovery, volatile write cache, number of queues,
+ * interrupt coalescing and vector configuration, write atomicity, async event configuration,
+ * APST, timestamp, Host Behavior Support, Host Identifier, Reservation Notification Mask and
+ * Persistence; SEL current/default/saved/supported. Admin thread. */
+#include <string.h>
+
+#include "common/evloop.h"
+#include "controller/core/core.h"
+
+#define CTRLR_TEMP_SENSORS 1 /* temperature sensor 1 = composite */
+#define CTRLR_TEMP_UNDER_DEFAULT 0
+#define CTRLR_TEMP_OVER_DEFAULT 343 /* WCTEMP */
+
+/* Supported capabilities (SEL 011b) per feature id; 0 = unsupported. Nothing is saveable. */
+static const uint8_t ctrlr_feat_caps[256] = {
+    [NVME_FEAT_ARBITRATION] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_POWER_MGMT] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_TEMP_THRESH] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ERR_RECOVERY] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
+    [NVME_FEAT_VOLATILE_WC] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_NUM_QUEUES] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_IRQ_COALESCE] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_IRQ_CONFIG] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_WRITE_ATOMIC] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_KATO] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_HOST_BEHAVIOR] = NVME_FEAT_CAP_CHANGE,
+    /* Reservations (5.27.1.25-27). */
+    [NVME_FEAT_HOST_ID] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_RESV_MASK] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
+    [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
+    [NVME_FEAT_IOCS_PROFILE] = NVME_FEAT_CAP_CHANGE,
+};
+
+/* ---- Host Behavior Support (FID 16h; NVMe Base 2.1, Features) ---- */
+
+static uint16_t ctrlr_feat_get_hbs(struct ctrlr_req *req, bool dflt)
+{
+	const struct ctrlr_features *f = &req->sq->ctrlr->feat;
+	uint8_t data[NVME_HBS_DATA_SIZE] = {0};
+	uint16_t cdfe = dflt ? 0 : CTRLR_LOAD(f->hbs_cdfe);
+
+	if (!dflt) {
+		data[NVME_HBS_ACRE] = f->hbs_acre;
+		data[NVME_HBS_LBAFEE] = f->hbs_lbafee;
+	}
+	memcpy(data + NVME_HBS_CDFE, &cdfe, sizeof(cdfe));
+	return ctrlr_req_copy_to_host(req, data, sizeof(data));
+}
+
+/* ACRE and LBAFEE are 0 or 1 (the host's statement; commands never carry a retry delay, and
+ * the extended formats are reported either way); ETDAS needs Telemetry Data Area 4, which LPA
+ * does not offer; CDFE may enable only the Copy formats OCFS offers beyond 0h/1h (2h, 3h), and a
+ * Copy with format 2h/3h is refused until enabled (io_copy.c). Reserved bytes (and byte 3,
+ * HDISNS in 2.1: no dispersed namespaces here) are ignored. */
+static uint16_t ctrlr_feat_set_hbs(struct ctrlr_req *req)
+{
+	struct ctrlr_features *f = &req->sq->ctrlr->feat;
+	uint8_t data[NVME_HBS_DATA_SIZE];
+	uint16_t cdfe, st;
+
+	st = ctrlr_req_copy_from_host(req, data, sizeof(data));
+	if (st)
+		return st;
+	memcpy(&cdfe, data + NVME_HBS_CDFE, sizeof(cdfe));
+	if (data[NVME_HBS_ACRE] > 1 || data[NVME_HBS_ETDAS] || data[NVME_HBS_LBAFEE] > 1 ||
+	    (cdfe & ~(NVME_OCFS_FORMAT2 | NVME_OCFS_FORMAT3)))
+		return NVME_SC_INVALID_FIELD;
+	f->hbs_acre = data[NVME_HBS_ACRE];
+	f->hbs_lbafee = data[NVME_HBS_LBAFEE];
+	CTRLR_STORE(f->hbs_cdfe, cdfe);
+	return NVME_SC_SUCCESS;
+}
+
+/* ---- reservation features ---- */
+
+/* Host Identifier (5.27.1.25): 8 bytes, or 16 with EXHID; the format asked for must be the one
+ * in use (Host Identifier Inconsistent Format otherwise). */
+static uint16_t ctrlr_feat_get_hostid(struct ctrlr_req *req, bool dflt)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	bool ext = req->sqe.cdw11 & NVME_HOST_ID_EXHID;
+	static const uint8_t zero[16];
+
+	if (!dflt && ext != ctrlr->hostid_ext && memcmp(ctrlr->hostid, zero, 16))
+		return NVME_SC_HOSTID_INCONSISTENT;
+	req->cdw0 = ext;
+	return ctrlr_req_copy_to_host(req, dflt ? zero : ctrlr->hostid, ext ? 16 : 8);
+}
+
+static uint16_t ctrlr_feat_set_hostid(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	bool ext = req->sqe.cdw11 & NVME_HOST_ID_EXHID;
+	uint8_t id[16] = {0};
+	uint16_t st;
+
+	/* The identity of a host with registrations cannot change under them. */
+	if (ctrlr_resv_ctrlr_registered(ctrlr))
+		return NVME_SC_CMD_SEQ_ERROR;
+	st = ctrlr_req_copy_from_host(req, id, ext ? 16 : 8);
+	if (st)
+		return st;
+	memcpy(ctrlr->hostid, id, 16);
+	ctrlr->hostid_ext = ext;
+	ctrlr_resv_ctrlr_hostid_changed(ctrlr);
+	return NVME_SC_SUCCESS;
+}
+
+/* Reservation Notification Mask (82h) and Reservation Persistence (83h): per namespace;
+ * NSID FFFFFFFFh sets every namespace (Set only). */
+static uint16_t ctrlr_feat_resv_ns(struct ctrlr_req *req, uint8_t fid, bool set, bool dflt,
+				   uint32_t *cdw0)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint32_t v = req->sqe.cdw11;
+	struct ctrlr_ns *ns;
+	uint16_t st = NVME_SC_SUCCESS;
+
+	if (set && fid == NVME_FEAT_RESV_MASK && (v & ~NVME_RESV_MASK_ALL))
+		return NVME_SC_INVALID_FIELD;
+	if (set && req->sqe.nsid == NVME_NSID_ALL) {
+		if (fid == NVME_FEAT_RESV_PERSIST)
+			return NVME_SC_INVALID_NS; /* persistence is per namespace */
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+			if (ctrlr->ns[i])
+				ctrlr->ns[i]->resv_mask = v & NVME_RESV_MASK_ALL;
+		return NVME_SC_SUCCESS;
+	}
+	ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
+	if (!ns)
+		return NVME_SC_INVALID_NS;
+	if (fid == NVME_FEAT_RESV_MASK) {
+		if (set)
+			ns->resv_mask = v & NVME_RESV_MASK_ALL;
+		*cdw0 = dflt ? 0 : ns->resv_mask;
+	} else if (set) {
+		struct ctrlr_ns_shared *s = ns->shared;
+		bool on = v & NVME_RESV_PTPL, was = s->resv.ptpl;
+
+		if (on && !s->resv.ptpl_capable) {
+			st = NVME_SC_INVALID_FIELD;
+		} else if (on != was) {
+			int rc;
+
+			s->resv.ptpl = on;
+			rc = ctrlr_resv_save(&s->resv, s->ptpl_file);
+			if (rc) {
+				s->resv.ptpl = was;
+				st = NVME_SC_INTERNAL;
+			}
+		}
+	} else {
+		*cdw0 = dflt ? 0 : ns->shared->resv.ptpl;
+	}
+	ctrlr_ns_put(ns);
+	return st;
+}
+
+static uint32_t ctrlr_num_queues_default(const struct ctrlr *ctrlr)
+{
+	uint32_t n = ctrlr->cfg.max_io_queues - 1u;
+
+	return n | n << 16;
+}
+
+static void ctrlr_features_defaults(struct ctrlr *ctrlr)
+{
+	struct ctrlr_features *f = &ctrlr->feat;
+
+	f->arbitration = 0;
+	f->power_mgmt = 0;
+	for (int i = 0; i < 9; i++) {
+		f->temp_over[i] = i == 0 ? CTRLR_TEMP_OVER_DEFAULT : 0xffff;
+		f->temp_under[i] = CTRLR_TEMP_UNDER_DEFAULT;
+	}
+	f->vwc = 1;
+	f->num_queues = ctrlr_num_queues_default(ctrlr);
+	f->num_queues_set = false;
+	CTRLR_STORE(f->irq_coalesce, 0);
+	f->write_atomic = 0;
+	f->err_recovery_all = 0;
+	f->async_event = 0;
+	f->apst = 0;
+	memset(f->apst_table, 0, sizeof(f->apst_table));
+	f->timestamp_ms = 0;
+	f->timestamp_set_us = 0;
+	f->hbs_acre = 0;
+	f->hbs_lbafee = 0;
+	CTRLR_STORE(f->hbs_cdfe, 0);
+	for (uint32_t v = 0; v < ctrlr->cfg.num_vectors; v++)
+		CTRLR_STORE(f->irq_cd[v], 0);
+	ctrlr->smart_critical = 0;
+}
+
+void ctrlr_features_init(struct ctrlr *ctrlr)
+{
+	ctrlr_features_defaults(ctrlr);
+}
+
+static void ctrlr_apply_write_cache(struct ctrlr *ctrlr, bool enable)
+{
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		/* malloc/null bdevs have no volatile cache: enabling returns -ENOTSUP, which only
+		 * means writes are already durable. */
+		if (ctrlr->ns[i])
+			bdev_set_write_cache(ctrlr->ns[i]->bdev, enable);
+	}
+}
+
+void ctrlr_features_reset(struct ctrlr *ctrlr)
+{
+	bool wce_was_off = !ctrlr->feat.vwc;
+
+	ctrlr_features_defaults(ctrlr);
+	ctrlr_keep_alive_reset(ctrlr);
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		if (ctrlr->ns[i])
+			ctrlr->ns[i]->err_recovery = 0;
+	if (wce_was_off)
+		ctrlr_apply_write_cache(ctrlr, true);
+}
+
+void ctrlr_smart_check_temperature(struct ctrlr *ctrlr)
+{
+	struct ctrlr_features *f = &ctrlr->feat;
+	uint16_t t = ctrlr_health_temp(ctrlr);
+	bool over = t >= f->temp_over[0] || t >= f->temp_over[1];
+	bool under = t < f->temp_under[0] || t < f->temp_under[1];
+
+	if (!over && !under) {
+		ctrlr->smart_critical &= ~NVME_SMART_CRIT_TEMPERATURE;
+		return;
+	}
+	if (ctrlr->smart_critical & NVME_SMART_CRIT_TEMPERATURE)
+		return;
+	ctrlr->smart_critical |= NVME_SMART_CRIT_TEMPERATURE;
+	if (over)
+		ctrlr_pel_thermal(ctrlr, t,
+				  t >= f->temp_over[0] ? f->temp_over[0] : f->temp_over[1]);
+	if (f->async_event & NVME_SMART_CRIT_TEMPERATURE)
+		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_SMART, NVME_AER_SMART_TEMP_THRESH,
+				 NVME_LOG_SMART);
+}
+
+static uint64_t ctrlr_timestamp_now(const struct ctrlr *ctrlr, uint8_t *attr)
+{
+	const struct ctrlr_features *f = &ctrlr->feat;
+	uint64_t now = evloop_now_us();
+
+	if (!f->timestamp_set_us) {
+		*attr = 0; /* origin: reset; counts from controller creation */
+		return (now - ctrlr->created_us) / 1000;
+	}
+	*attr = 1u << 1; /* origin: set by the host */
+	return f->timestamp_ms + (now - f->timestamp_set_us) / 1000;
+}
+
+/* Current (or default when `dflt`) value of feature `fid` into *cdw0; data features copy out.
+ * Returns an NVMe status. */
+static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint32_t *cdw0)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_features *f = &ctrlr->feat;
+	uint32_t cdw11 = req->sqe.cdw11;
+	struct ctrlr_ns *ns;
+
+	switch (fid) {
+	case NVME_FEAT_ARBITRATION:
+		*cdw0 = dflt ? 0 : f->arbitration;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_POWER_MGMT:
+		*cdw0 = dflt ? 0 : f->power_mgmt;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_TEMP_THRESH: {
+		uint32_t tmpsel = (cdw11 >> 16) & 0xf, thsel = (cdw11 >> 20) & 0x3;
+		uint16_t v;
+
+		if (tmpsel > CTRLR_TEMP_SENSORS || thsel > 1)
+			return NVME_SC_INVALID_FIELD;
+		if (dflt)
+			v = thsel ? CTRLR_TEMP_UNDER_DEFAULT
+				  : (tmpsel ? 0xffff : CTRLR_TEMP_OVER_DEFAULT);
+		else
+			v = thsel ? f->temp_under[tmpsel] : f->temp_over[tmpsel];
+		*cdw0 = v | tmpsel << 16 | thsel << 20;
+		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_ERR_RECOVERY:
+		/* NSID 0h: the value every namespace got from the last Set with NSID FFFFFFFFh
+		 * (0 after a reset), as SPDK's target answers and its nvme_compliance expects of
+		 * a mandatory feature; a namespace set on its own reads through its NSID. */
+		if (req->sqe.nsid == 0) {
+			*cdw0 = dflt ? 0 : f->err_recovery_all;
+			return NVME_SC_SUCCESS;
+		}
+		ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
+		if (!ns)
+			return NVME_SC_INVALID_NS;
+		*cdw0 = dflt ? 0 : ns->err_recovery;
+		ctrlr_ns_put(ns);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_VOLATILE_WC:
+		*cdw0 = dflt ? 1 : f->vwc;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_NUM_QUEUES:
+		*cdw0 = dflt ? ctrlr_num_queues_default(ctrlr) : f->num_queues;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_COALESCE:
+		*cdw0 = dflt ? 0 : CTRLR_LOAD(f->irq_coalesce);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_CONFIG: {
+		uint32_t iv = cdw11 & 0xffff;
+
+		if (iv >= ctrlr->cfg.num_vectors)
+			return NVME_SC_INVALID_FIELD;
+		*cdw0 = iv | (!dflt && CTRLR_LOAD(f->irq_cd[iv]) ? NVME_IRQ_CONFIG_CD : 0);
+		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_WRITE_ATOMIC:
+		*cdw0 = dflt ? 0 : f->write_atomic;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_ASYNC_EVENT:
+		*cdw0 = dflt ? 0 : f->async_event;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_AUTO_PST: {
+		static const uint8_t zero[NVME_APST_DATA_SIZE];
+
+		*cdw0 = dflt ? 0 : f->apst;
+		return ctrlr_req_copy_to_host(req, dflt ? zero : f->apst_table,
+					      NVME_APST_DATA_SIZE);
+	}
+	case NVME_FEAT_TIMESTAMP: {
+		uint8_t data[NVME_TIMESTAMP_DATA_SIZE] = {0};
+		uint8_t attr;
+		uint64_t ms = ctrlr_timestamp_now(ctrlr, &attr);
+
+		memcpy(data, &ms, 6);
+		data[6] = attr;
+		*cdw0 = 0;
+		return ctrlr_req_copy_to_host(req, data, sizeof(data));
+	}
+	case NVME_FEAT_KATO:
+		*cdw0 = dflt ? 0 : ctrlr_keep_alive_kato(ctrlr);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_HOST_BEHAVIOR:
+		*cdw0 = 0;
+		return ctrlr_feat_get_hbs(req, dflt);
+	case NVME_FEAT_HOST_ID: {
+		uint16_t st = ctrlr_feat_get_hostid(req, dflt);
+
+		*cdw0 = req->cdw0;
+		return st;
+	}
+	case NVME_FEAT_RESV_MASK:
+	case NVME_FEAT_RESV_PERSIST:
+		return ctrlr_feat_resv_ns(req, fid, false, dflt, cdw0);
+	case NVME_FEAT_IOCS_PROFILE:
+		/* Index 0 of Identify CNS 1Ch, the only combination (NVM + Zoned Namespace). */
+		*cdw0 = 0;
+		return NVME_SC_SUCCESS;
+	default:
+		return NVME_SC_INVALID_FIELD;
+	}
+}
+
+void ctrlr_admin_get_features(struct ctrlr_req *req)
+{
+	uint8_t fid = req->sqe.cdw10 & 0xff;
+	uint8_t sel = (req->sqe.cdw10 >> 8) & 0x7;
+	uint32_t cdw0 = 0;
+	uint16_t st;
+
+	if (!ctrlr_feat_caps[fid])
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw10));
+	switch (sel) {
+	case NVME_SEL_SUPPORTED:
+		req->cdw0 = ctrlr_feat_caps[fid];
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	case NVME_SEL_CURRENT:
+	case NVME_SEL_DEFAULT:
+	case NVME_SEL_SAVED: /* nothing is saveable: saved reads as default (section 5.27.1) */
+		st = ctrlr_feat_get(req, fid, sel != NVME_SEL_CURRENT, &cdw0);
+		break;
+	default:
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw10) + 1);
+	}
+	req->cdw0 = cdw0;
+	if (st == NVME_SC_INVALID_FIELD)
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
+	ctrlr_req_complete(req, st);
+}
+
+static uint16_t ctrlr_feat_set_err_recovery(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint32_t cdw11 = req->sqe.cdw11;
+	struct ctrlr_ns *ns;
+
+	/* DULBE needs deallocated-block errors, which these namespaces do not report. */
+	if (cdw11 & (1u << 16))
+		return NVME_SC_INVALID_FIELD;
+	if (req->sqe.nsid == NVME_NSID_ALL) {
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+			if (ctrlr->ns[i])
+				ctrlr->ns[i]->err_recovery = cdw11 & 0xffff;
+		ctrlr->feat.err_recovery_all = cdw11 & 0xffff;
+		return NVME_SC_SUCCESS;
+	}
+	ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
+	if (!ns)
+		return NVME_SC_INVALID_NS;
+	ns->err_recovery = cdw11 & 0xffff;
+	ctrlr_ns_put(ns);
+	return NVME_SC_SUCCESS;
+}
+
+static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_features *f = &ctrlr->feat;
+	uint32_t cdw11 = req->sqe.cdw11;
+	uint16_t st;
+
+	switch (fid) {
+	case NVME_FEAT_ARBITRATION:
+		f->arbitration = cdw11;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_POWER_MGMT:
+		if ((cdw11 & 0x1f) > 0) /* NPSS = 0: only power state 0 */
+			return NVME_SC_INVALID_FIELD;
+		f->power_mgmt = cdw11 & 0xff;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_TEMP_THRESH: {
+		uint32_t tmpsel = (cdw11 >> 16) & 0xf, thsel = (cdw11 >> 20) & 0x3;
+
+		if (tmpsel > CTRLR_TEMP_SENSORS || thsel > 1)
+			return NVME_SC_INVALID_FIELD;
+		if (thsel)
+			f->temp_under[tmpsel] = cdw11 & 0xffff;
+		else
+			f->temp_over[tmpsel] = cdw11 & 0xffff;
+		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_ERR_RECOVERY:
+		return ctrlr_feat_set_err_recovery(req);
+	case NVME_FEAT_VOLATILE_WC:
+		f->vwc = cdw11 & 1;
+		ctrlr_apply_write_cache(ctrlr, f->vwc);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_NUM_QUEUES: {
+		uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16,
+			 max = ctrlr->cfg.max_io_queues - 1u;
+
+		if (nsq == 0xffff || ncq == 0xffff)
+			return NVME_SC_INVALID_FIELD;
+		/* The allocation is fixed once I/O queues exist (section 5.27.1.7). */
+		if (ctrlr->io_sqs || ctrlr->io_cqs)
+			return NVME_SC_CMD_SEQ_ERROR;
+		f->num_queues = (nsq < max ? nsq : max) | (ncq < max ? ncq : max) << 16;
+		f->num_queues_set = true;
+		req->cdw0 = f->num_queues;
+		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_IRQ_COALESCE:
+		CTRLR_STORE(f->irq_coalesce, cdw11 & 0xffff);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_IRQ_CONFIG: {
+		uint32_t iv = cdw11 & 0xffff;
+
+		if (iv >= ctrlr->cfg.num_vectors)
+			return NVME_SC_INVALID_FIELD;
+		CTRLR_STORE(f->irq_cd[iv], (cdw11 & NVME_IRQ_CONFIG_CD) ? 1 : 0);
+		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_WRITE_ATOMIC:
+		f->write_atomic = cdw11 & 1;
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_ASYNC_EVENT:
+		f->async_event = cdw11 & (NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR | NVME_AEC_FW_ACT |
+					  NVME_AEC_TELEMETRY | NVME_AEC_ZDCN);
+		return NVME_SC_SUCCESS;
+	case NVME_FEAT_AUTO_PST:
+		st = ctrlr_req_copy_from_host(req, f->apst_table, NVME_APST_DATA_SIZE);
+		if (!st)
+			f->apst = cdw11 & 1;
+		return st;
+	case NVME_FEAT_TIMESTAMP: {
+		uint8_t data[NVME_TIMESTAMP_DATA_SIZE];
+		uint64_t ms = 0;
+
+		st = ctrlr_req_copy_from_host(req, data, sizeof(data));
+		if (st)
+			return st;
+		memcpy(&ms, data, 6);
+		ctrlr_pel_timestamp_change(ctrlr);
+		f->timestamp_ms = ms;
+		f->timestamp_set_us = evloop_now_us();
+		return NVME_SC_SUCCESS;
+	}
+	case NVME_FEAT_KATO:
+		return ctrlr_keep_alive_set(ctrlr, cdw11);
+	case NVME_FEAT_HOST_BEHAVIOR:
+		return ctrlr_feat_set_hbs(req);
+	case NVME_FEAT_HOST_ID:
+		return ctrlr_feat_set_hostid(req);
+	case NVME_FEAT_RESV_MASK:
+	case NVME_FEAT_RESV_PERSIST: {
+		uint32_t unused;
+
+		return ctrlr_feat_resv_ns(req, fid, true, false, &unused);
+	}
+	case NVME_FEAT_IOCS_PROFILE:
+		/* IOCSCI (bits 8:0) must name a combination of CNS 1Ch: only index 0 exists. */
+		return (cdw11 & 0x1ff) ? NVME_SC_IOCS_COMBINATION_REJECTED : NVME_SC_SUCCESS;
+	default:
+		return NVME_SC_INVALID_FIELD;
+	}
+}
+
+void ctrlr_admin_set_features(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t fid = req->sqe.cdw10 & 0xff;
+	uint16_t st;
+
+	if (!ctrlr_feat_caps[fid])
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw10));
+	if (req->sqe.cdw10 & NVME_SET_FEAT_SV)
+		return ctrlr_req_complete_err(req, NVME_SC_FEATURE_NOT_SAVEABLE,
+					      offsetof(struct nvme_sqe, cdw10) + 3);
+	st = ctrlr_feat_set(req, fid);
+	if (st == NVME_SC_INVALID_FIELD)
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
+	/* Persistent Event Log: Set Feature (the Timestamp has its own event). */
+	if (!st && fid != NVME_FEAT_TIMESTAMP)
+		ctrlr_pel_set_feature(ctrlr, &req->sqe);
+	ctrlr_req_complete(req, st);
+	/* A threshold now crossed is reported after this command's own CQE. */
+	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))
+		ctrlr_health_eval(ctrlr);
+}

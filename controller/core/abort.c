@@ -1,0 +1,381 @@
+/* controller/admin_abort.c - Abort (NVMe Base 2.0 5.1) of any command not completed yet.
+ *
+ * Running commands: a waiting Asynchronous Event Request ends at once; any other command found
+ * by its SQ and CID (e.g. one waiting for a slow bdev) is marked, and completes with Command
+ * Abort Requested instead of its own status. A bdev request cannot be taken back once
+ * submitted, so a marked command still waits for its bdev I/O: when that returns, its result
+ * is dropped (a read's data already reached the host buffer, which the host must not use; a
+ * write may have reached the media) and the command ends with Command Abort Requested. Marks
+ * and completions race without locks: a command's tag (generation << 16 | CID) is
+ * compare-and-swapped by the Abort and swapped out by the completion (owner thread), so
+ * exactly one of them wins.
+ *
+ * Commands still in their I/O SQ (the host rang the doorbell, the controller has not fetched
+ * them: the queue has no free request, or its poll group did not get to it): the Abort hops to
+ * the SQ's owner thread, which looks for the CID between the SQ head and the tail it has seen
+ * and arms a record on that ring slot. When the slot is fetched, a command with that CID
+ * completes with Command Abort Requested without being executed; the record then goes. A
+ * record therefore never outlives the one SQE it names (or its SQ: deletion and resets drop
+ * it), and a later command reusing the CID is never touched. Records are the Abort Command
+ * Limit (ACL + 1 of them): when all are armed, an Abort that needs one completes with Abort
+ * Command Limit Exceeded. Fused commands are not armed (the pair is fetched as one, 3.4.2).
+ *
+ * The Abort completes once its decision is made: CDW0 bit 0 clear when the command was marked
+ * or armed (it will not complete any other way), set when no command with that CID was
+ * running or queued as far as the controller had seen the SQ tail (already completed, never
+ * submitted, or its doorbell not processed yet: best effort, as the spec allows). Admin SQ
+ * commands are fetched in order, so one not fetched yet was submitted after the Abort: only
+ * running ones are looked for there. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/core/core.h"
+
+/* Tag bits: 31 an Abort's mark, 30 a Preempt and Abort's mark, 29:16 the generation, 15:0 the
+ * CID. */
+#define CTRLR_ABORT_MARK 0x80000000u
+#define CTRLR_ABORT_MARK_PREEMPT 0x40000000u
+#define CTRLR_ABORT_MARKS (CTRLR_ABORT_MARK | CTRLR_ABORT_MARK_PREEMPT)
+
+void ctrlr_abort_arm(struct ctrlr_req *req)
+{
+	/* A new generation each time the slot is reused: a stale Abort cannot mark its successor. */
+	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x3fff);
+	if (!req->abort_gen)
+		req->abort_gen = 1;
+	__atomic_store_n(&req->abort_tag,
+			 (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid,
+			 __ATOMIC_RELEASE);
+}
+
+uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
+{
+	uint32_t tag = __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL);
+
+	if (tag & CTRLR_ABORT_MARK)
+		return NVME_SC_ABORT_REQ;
+	if (tag & CTRLR_ABORT_MARK_PREEMPT)
+		return NVME_SC_PREEMPT_ABORT;
+	return NVME_SC_SUCCESS;
+}
+
+/* Marks the running command `cid` of `sq` (not `self`). True if marked. */
+static bool ctrlr_abort_mark(struct ctrlr_sq *sq, uint16_t cid, const struct ctrlr_req *self)
+{
+	for (uint32_t i = 0; i < sq->size; i++) {
+		struct ctrlr_req *r = &sq->reqs[i];
+		uint32_t tag = __atomic_load_n(&r->abort_tag, __ATOMIC_ACQUIRE);
+
+		if (r == self || !tag || (tag & CTRLR_ABORT_MARKS) || (tag & 0xffff) != cid)
+			continue;
+		if (__atomic_compare_exchange_n(&r->abort_tag, &tag, tag | CTRLR_ABORT_MARK, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
+uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	uint32_t n = 0;
+
+	/* I/O SQs only (reservations govern I/O commands); their request arrays live until
+	 * ctrlr_sq_delete_done, on this thread. */
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+
+		if (!sq || !sq->reqs)
+			continue;
+		for (uint32_t i = 0; i < sq->size; i++) {
+			struct ctrlr_req *r = &sq->reqs[i];
+			uint32_t tag = __atomic_load_n(&r->abort_tag, __ATOMIC_ACQUIRE);
+
+			if (!tag || (tag & CTRLR_ABORT_MARKS))
+				continue;
+			/* The SQE was copied before its tag was stored (release): read after the
+			 * tag (acquire), it is this command's unless the tag changed, which the
+			 * compare-and-swap then sees. */
+			if (__atomic_load_n(&r->sqe.nsid, __ATOMIC_RELAXED) != nsid)
+				continue;
+			if (__atomic_compare_exchange_n(&r->abort_tag, &tag,
+							tag | CTRLR_ABORT_MARK_PREEMPT, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				n++;
+		}
+	}
+	return n;
+}
+
+/* A free record, or NULL (the limit). Any owner thread. */
+static struct ctrlr_abort_rec *ctrlr_abort_rec_get(struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < CTRLR_ARRAY_SIZE(ctrlr->abort_recs); i++) {
+		uint32_t free_ = 0;
+
+		if (__atomic_compare_exchange_n(&ctrlr->abort_recs[i].busy, &free_, 1, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return &ctrlr->abort_recs[i];
+	}
+	return NULL;
+}
+
+static void ctrlr_abort_rec_put(struct ctrlr_abort_rec *rec)
+{
+	rec->sq = NULL;
+	rec->next = NULL;
+	__atomic_store_n(&rec->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Owner thread of sq: the command `cid` is running (marked) or still in the ring (armed).
+ * Sets req->cdw0 (0: it will end with Command Abort Requested); returns the Abort's status. */
+static uint16_t ctrlr_abort_queued(struct ctrlr_sq *sq, uint16_t cid, struct ctrlr_req *req)
+{
+	struct ctrlr_abort_rec *rec;
+
+	req->cdw0 = 1;
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
+		return NVME_SC_SUCCESS;
+	/* Fetched since the admin thread looked: running now. */
+	if (ctrlr_abort_mark(sq, cid, NULL)) {
+		req->cdw0 = 0;
+		return NVME_SC_SUCCESS;
+	}
+	if (!sq->ring)
+		return NVME_SC_SUCCESS;
+	ctrlr_sq_refresh_tail(sq);
+	/* Pairs with the host's write barrier between filling SQEs and ringing the doorbell. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (uint32_t i = sq->head; i != sq->tail; i = (i + 1) % sq->size) {
+		union nvme_cdw0 dw0;
+
+		memcpy(&dw0, &sq->ring[i].cdw0, sizeof(dw0));
+		if (dw0.bits.cid != cid)
+			continue;
+		/* The first SQE with that CID is the one: armed already (a second Abort of it), or
+		 * half of a fused pair, it is not aborted (again). */
+		if (dw0.bits.fuse)
+			return NVME_SC_SUCCESS;
+		for (rec = sq->abort_armed; rec; rec = rec->next)
+			if (rec->slot == i)
+				return NVME_SC_SUCCESS;
+		rec = ctrlr_abort_rec_get(sq->ctrlr);
+		if (!rec)
+			return NVME_SC_ABORT_LIMIT;
+		rec->sq = sq;
+		rec->slot = i;
+		rec->cid = cid;
+		rec->next = sq->abort_armed;
+		sq->abort_armed = rec;
+		req->cdw0 = 0;
+		LOG_DBG(CTRLR_LOG, "%s: abort of sq %u cid %u: armed on slot %u", sq->ctrlr->serial,
+			sq->qid, cid, i);
+		return NVME_SC_SUCCESS;
+	}
+	return NVME_SC_SUCCESS;
+}
+
+/* The preempt fence: was the SQE just fetched in the ring when the preempt came, and for one of
+ * its namespaces? The SQEs consumed since the last look (a fused pair takes two) come off the
+ * window first. */
+static bool ctrlr_preempt_fetched(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+	uint32_t adv = (sq->head + sq->size - sq->preempt_head) % sq->size;
+	bool hit = false;
+
+	if (adv && adv <= sq->preempt_left) {
+		/* A fused pair is fetched as one (3.4.2): it meets the reservation when it runs. */
+		for (uint32_t i = 0; i < sq->preempt_n && !req->sqe.cdw0.bits.fuse; i++)
+			hit |= sq->preempt_nsid[i] == req->sqe.nsid;
+		sq->preempt_left -= adv;
+	} else {
+		sq->preempt_left = 0;
+	}
+	sq->preempt_head = sq->head;
+	if (!sq->preempt_left)
+		sq->preempt_n = 0;
+	if (hit)
+		ctrlr_req_complete(req, NVME_SC_PREEMPT_ABORT);
+	return hit;
+}
+
+bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot)
+{
+	struct ctrlr_sq *sq = req->sq;
+
+	if (sq->preempt_left && ctrlr_preempt_fetched(req))
+		return true;
+	for (struct ctrlr_abort_rec **pp = &sq->abort_armed; *pp; pp = &(*pp)->next) {
+		struct ctrlr_abort_rec *rec = *pp;
+		bool hit;
+
+		if (rec->slot != slot)
+			continue;
+		*pp = rec->next;
+		/* The host must leave SQEs between head and tail alone; one that changed is not
+		 * the command the Abort named. */
+		hit = rec->cid == req->sqe.cdw0.bits.cid && !req->sqe.cdw0.bits.fuse;
+		ctrlr_abort_rec_put(rec);
+		if (!hit)
+			return false;
+		LOG_DBG(CTRLR_LOG, "%s: sq %u cid %u aborted before it started", sq->ctrlr->serial,
+			sq->qid, req->sqe.cdw0.bits.cid);
+		ctrlr_req_complete(req, NVME_SC_ABORT_REQ);
+		return true;
+	}
+	return false;
+}
+
+/* A preempt fence to put up on an SQ's owner thread. */
+struct ctrlr_preempt_fence {
+	struct evloop_msg msg;
+	struct ctrlr_sq *sq;
+	struct ctrlr *ctrlr;
+	uint32_t nsid;
+	struct ctrlr_preempt_op *op; /* told once the fence is up (admin thread), or NULL */
+};
+
+/* Admin thread: one fence of the Acquire is up. */
+static void ctrlr_preempt_fence_done(void *arg)
+{
+	struct ctrlr_preempt_fence *f = arg;
+
+	ctrlr_resv_preempt_put(f->op);
+	free(f);
+}
+
+/* The SQ's owner thread: the SQEs between the head and the tail seen now are under the fence
+ * (a fence already up is widened to them; its namespaces kept), then the Acquire waiting for it
+ * hears so on the admin thread. The SQ still exists: posted while live, before any deletion the
+ * admin thread posts later on the same thread. */
+static void ctrlr_preempt_fence_up(void *arg)
+{
+	struct ctrlr_preempt_fence *f = arg;
+	struct ctrlr_sq *sq = f->sq;
+	uint32_t left, i;
+
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->ring)
+		goto out;
+	ctrlr_sq_refresh_tail(sq);
+	left = (sq->tail + sq->size - sq->head) % sq->size;
+	if (!left)
+		goto out;
+	if (sq->preempt_left) {
+		/* Bring the fence's window to the current head before widening it. */
+		uint32_t adv = (sq->head + sq->size - sq->preempt_head) % sq->size;
+
+		sq->preempt_left = adv < sq->preempt_left ? sq->preempt_left - adv : 0;
+		if (!sq->preempt_left)
+			sq->preempt_n = 0;
+	}
+	for (i = 0; i < sq->preempt_n && sq->preempt_nsid[i] != f->nsid; i++)
+		;
+	if (i == sq->preempt_n) {
+		if (sq->preempt_n == CTRLR_PREEMPT_NSIDS) {
+			LOG_WARN(CTRLR_LOG, "%s: sq %u: preempt fence full: queued commands of ns %u "
+					    "meet the reservation instead", sq->ctrlr->serial, sq->qid,
+				 f->nsid);
+			goto out;
+		}
+		sq->preempt_nsid[sq->preempt_n++] = f->nsid;
+	}
+	sq->preempt_head = sq->head;
+	if (left > sq->preempt_left)
+		sq->preempt_left = left;
+out:
+	if (!f->op) {
+		free(f);
+		return;
+	}
+	f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
+}
+
+void ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_preempt_op *op)
+{
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+		struct ctrlr_preempt_fence *f;
+
+		if (!sq || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
+			continue;
+		f = malloc(sizeof(*f));
+		if (!f) {
+			LOG_ERR(CTRLR_LOG, "%s: sq %u: no memory for a preempt fence: queued commands "
+					   "of ns %u meet the reservation instead", ctrlr->serial, qid,
+				nsid);
+			continue;
+		}
+		f->sq = sq;
+		f->ctrlr = ctrlr;
+		f->nsid = nsid;
+		f->op = op;
+		if (op)
+			op->pending++;
+		ctrlr->ops->io_post(ctrlr->tctx, sq, &f->msg, ctrlr_preempt_fence_up, f);
+	}
+}
+
+void ctrlr_abort_sq_gone(struct ctrlr_sq *sq)
+{
+	struct ctrlr_abort_rec *rec = sq->abort_armed, *next;
+
+	for (; rec; rec = next) {
+		next = rec->next;
+		ctrlr_abort_rec_put(rec);
+	}
+	sq->abort_armed = NULL;
+}
+
+/* Admin thread: the owner thread decided. */
+static void ctrlr_abort_decided(void *arg)
+{
+	struct ctrlr_req *req = arg;
+
+	ctrlr_req_complete(req, req->status);
+}
+
+/* The I/O SQ's owner thread. The SQ still exists: the hop was posted while it was live, and its
+ * deletion (also posted by the admin thread, later) runs after this on the same thread. */
+static void ctrlr_abort_on_owner(void *arg)
+{
+	struct ctrlr_req *req = arg;
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_sq *sq = req->step.buf;
+
+	req->step.buf = NULL;
+	req->status = ctrlr_abort_queued(sq, (uint16_t)(req->sqe.cdw10 >> 16), req);
+	ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, ctrlr_abort_decided, req);
+}
+
+void ctrlr_admin_abort(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint16_t sqid = req->sqe.cdw10 & 0xffff;
+	uint16_t cid = req->sqe.cdw10 >> 16;
+	struct ctrlr_sq *sq = sqid < ctrlr->num_queues ? ctrlr->sqs[sqid] : NULL;
+
+	req->cdw0 = 1; /* not aborted */
+	if (sqid == 0) {
+		for (uint32_t i = 0; i < ctrlr->num_aer_reqs; i++) {
+			if (ctrlr->aer_reqs[i]->sqe.cdw0.bits.cid == cid) {
+				ctrlr_aer_abort(ctrlr->aer_reqs[i]);
+				req->cdw0 = 0;
+				return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+			}
+		}
+	}
+	/* The SQ's request array lives as long as the SQ, which only this thread deletes. */
+	if (!sq || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->reqs)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	if (ctrlr_abort_mark(sq, cid, req)) {
+		req->cdw0 = 0;
+		LOG_DBG(CTRLR_LOG, "%s: abort of sq %u cid %u: marked", ctrlr->serial, sqid, cid);
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	}
+	if (sqid == 0)
+		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	/* Not running: maybe still in the ring, which only its owner thread reads. */
+	req->step.buf = sq;
+	ctrlr->ops->io_post(ctrlr->tctx, sq, &req->hop, ctrlr_abort_on_owner, req);
+}

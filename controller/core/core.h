@@ -1,0 +1,931 @@
+/* controller/ctrlr_internal.h - the controller core's objects (controller, namespaces, queues,
+ * requests) and the functions the core's files share. Not for use outside controller/. */
+#ifndef NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
+#define NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "backend/bdev.h"
+#include "common/counter.h"
+#include "common/evloop.h"
+#include "controller/ctrlr.h"
+#include "controller/device/device.h"
+#include "controller/ctrlr_transport.h"
+#include "controller/nvm/fused.h"
+#include "controller/nvm/resv.h"
+#include "controller/nvme_spec.h"
+
+#define CTRLR_LOG "ctrlr"
+#define CTRLR_PAGE_SHIFT_MIN 12
+#define CTRLR_MPSMIN 0	 /* 4 KiB */
+#define CTRLR_MPSMAX 4	 /* 64 KiB */
+#define CTRLR_MAX_MDTS 8 /* bounds the per-request iovec array */
+#define CTRLR_ADMIN_MAX_ENTRIES 4096
+#define CTRLR_AERL 3			/* 0-based: four outstanding AERs */
+#define CTRLR_ACL 3			/* 0-based abort command limit */
+#define CTRLR_PREEMPT_NSIDS 8		/* namespaces one SQ's preempt fence covers at once */
+#define CTRLR_ERROR_LOG_ENTRIES 64	/* ELPE + 1 */
+#define CTRLR_AER_QUEUE 16		/* events waiting for an AER command */
+#define CTRLR_BDEV_CTX_MAX 512		/* largest backend per-I/O context accepted */
+#define CTRLR_DSM_BATCH 16		/* DSM ranges unmapped per bdev request */
+#define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size for Verify / vendor checksum */
+/* Copy limits (Identify Namespace MSRC, MSSRL, MCL) and the bounce buffers in use at once per
+ * controller (past it Copy completes with Command Interrupted, which the host retries). */
+#define CTRLR_COPY_MAX_RANGES 128u
+#define CTRLR_COPY_MSSRL 65535u
+#define CTRLR_COPY_MCL (1u << 20)
+#define CTRLR_COPY_MAX_ACTIVE 64u
+#define CTRLR_SGL_MAX_SEGMENTS 64
+#define CTRLR_SGL_MAX_DESCS 4096 /* descriptors walked per command, all segments */
+
+#define CTRLR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Relaxed counters shared by threads: no locks on the I/O path. */
+#define CTRLR_STAT_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
+/* A counter of one SQ (ctrlr_sq.cnt), bumped by the queue's owner thread alone: a load and a
+ * store, no locked instruction per command (two of those per read cost a tenth of a poll
+ * group's time at QD32). ctrlr_get_stats adds every SQ's to the controller's own. */
+#define CTRLR_SQ_STAT_ADD(sq, field, n) counter_add_owned(&(sq)->cnt.field, (n))
+#define CTRLR_LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define CTRLR_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+struct ctrlr;
+struct ctrlr_req;
+struct ctrlr_zns;
+struct ctrlr_zns_changed;
+
+/* Guest-memory translator, injected into the PRP/SGL walkers (ops->mem_map). */
+typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
+
+/* ---- Namespaces ---- */
+
+/* Firmware slots and the image being downloaded (admin_fw.c). Admin thread. */
+#define CTRLR_FW_SLOTS 3
+#define CTRLR_FW_GRAN 4096u	   /* FWUG: 4 KiB units */
+#define CTRLR_FW_MAX (32u << 20) /* largest image */
+struct ctrlr_fw {
+	char rev[CTRLR_FW_SLOTS][9]; /* "" for an empty slot */
+	uint8_t active;		     /* 1..3 */
+	uint8_t next;		     /* activated at the next reset (0: none) */
+	uint8_t *stage;
+	size_t stage_len, stage_cap;
+	bool overlap;
+	uint8_t have[CTRLR_FW_MAX / CTRLR_FW_GRAN / 8]; /* units received */
+};
+
+/* The SMART / Health model and what an operator injected (health.c). Admin thread. */
+struct ctrlr_health {
+	uint16_t temp_k;	/* the modelled composite temperature */
+	uint16_t forced_temp_k; /* 0: the model's */
+	int16_t forced_spare;	/* -1: 100 % (nothing wears here) */
+	int16_t forced_used;	/* -1: from the bytes written */
+	uint64_t last_us, last_cmds; /* the previous evaluation */
+	uint64_t media_errors;	     /* injected ranges' blocks read since (counted as errors) */
+};
+#define CTRLR_HEALTH_IDLE_K 313	   /* 40 C */
+#define CTRLR_HEALTH_LOAD_MAX_K 30 /* at most +30 K under load */
+#define CTRLR_HEALTH_SPARE_THRESH 10
+/* Rated endurance: this many writes of the controller's whole capacity. */
+#define CTRLR_HEALTH_RATED_WRITES 3000
+
+/* LBA formats and protection (admin_format.c, io_md.c). A namespace offers every format its
+ * bdev can hold without read-modify-write: data 512 (512-byte bdevs only) and 4096 bytes with 0,
+ * 8, 16 and 64 bytes of metadata. Logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl):
+ * its data, its metadata right after, zero padding to the end (see docs/DESIGN.md). */
+#define CTRLR_MAX_LBAF 12
+struct ctrlr_lbaf {
+	uint32_t ds;  /* data bytes */
+	uint16_t ms;  /* metadata bytes */
+	uint8_t lbads;
+	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_*) */
+	uint8_t bpl;  /* bdev blocks per logical block */
+	uint8_t rp;   /* relative performance (space efficiency here) */
+	uint32_t stride; /* bpl * the bdev's block size: bytes a logical block takes */
+};
+/* The namespace's current format in one word, loaded once per command (ctrlr_req_get_ns). */
+union ctrlr_ns_fmt {
+	uint64_t raw;
+	struct {
+		uint8_t lbaf;	  /* index into ns->lbafs */
+		uint8_t pi;	  /* protection type 0 (none) .. 3 */
+		uint8_t ext;	  /* FLBAS bit 4: metadata travels at the end of each block's data */
+		uint8_t pi_first; /* DPS bit 3: the tuple is the first metadata bytes */
+		uint8_t rsvd[4];
+	} f;
+};
+
+struct ctrlr_ns {
+	struct ctrlr *ctrlr;
+	uint32_t nsid;
+	struct bdev *bdev;
+	uint32_t block_size;
+	uint8_t lbads;
+	uint64_t num_blocks;
+	uint8_t nguid[16];
+	uint8_t eui64[8];
+	uint8_t uuid[16];
+	bool has_unmap;
+	bool has_write_zeroes;
+	uint8_t nmic;
+	/* Namespace Attachment / Management waiting for the bdev's release (ns_pool). */
+	void (*released_fn)(void *arg);
+	void *released_arg;
+	/* Removal without a shared counter on the I/O path (ctrlr.c, "grace periods"): commands
+	 * on I/O queues hold no reference, their SQ's namespace epoch keeps the namespace; the
+	 * admin thread's users count in admin_refs. Removal NULLs ctrlr->ns[], asks for a grace
+	 * period (ticket `grace`) and releases the bdev once it passed and admin_refs is 0.
+	 * All admin thread. */
+	uint32_t admin_refs;
+	uint32_t grace;
+	bool removing;
+	bool released;
+	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
+	/* LBA formats (fixed at creation) and the current one (union ctrlr_ns_fmt, atomic: Format
+	 * NVM on the admin thread changes it, with block_size, lbads and num_blocks). */
+	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
+	uint8_t nlbaf; /* formats in lbafs */
+	uint64_t fmt;
+	/* Write Uncorrectable marks (not persistent): the shared namespace's, so a host's mark
+	 * fails every controller's reads and a write through any controller clears it. */
+	struct ctrlr_uncor *uncor;
+	/* Reservations and fused locks (io_resv.h): the state shared with the other controllers
+	 * of this namespace, this controller's access word (atomic, written by the admin thread)
+	 * and its Reservation Notification Mask. */
+	struct ctrlr_ns_shared *shared;
+	struct ctrlr_ns *share_next;
+	uint32_t resv_block;
+	uint32_t resv_mask;
+	struct ctrlr_zns *zns; /* a zoned namespace's zones (CSI 2h; owned by shared); NULL: NVM */
+	struct ctrlr_zns_changed *zchanged; /* its Changed Zone List for this controller (zns.h) */
+	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
+	 * may still hold the pointer it loaded just before the removal. */
+	struct ctrlr_ns *dead_next;
+};
+
+/* ---- Visits of every queue on its owner thread (queue_mem.c) ---- */
+enum ctrlr_visit_slot {
+	CTRLR_VISIT_UNMAP = 0, /* ctrlr_mem_unmap */
+	CTRLR_VISIT_REMAP,     /* ctrlr_mem_mapped */
+	CTRLR_VISIT_DBBUF,     /* Doorbell Buffer Config */
+	CTRLR_VISIT_NS_GRACE,  /* namespace grace period (ctrlr.c) */
+	CTRLR_VISIT_SLOTS,
+};
+
+struct ctrlr_cq;
+struct ctrlr_sq;
+
+struct ctrlr_visit {
+	struct ctrlr *ctrlr;
+	enum ctrlr_visit_slot slot;
+	unsigned int pending; /* atomic: holds of the parts still running */
+	void (*cq_fn)(struct ctrlr_cq *cq, struct ctrlr_visit *v);
+	void (*sq_fn)(struct ctrlr_sq *sq, struct ctrlr_visit *v);
+	void (*done)(struct ctrlr *ctrlr);
+	struct evloop_msg done_msg; /* the hop back to the admin thread */
+};
+
+/* ---- Queues ---- */
+enum ctrlr_q_state {
+	CTRLR_Q_CREATING = 0,
+	CTRLR_Q_LIVE,
+	CTRLR_Q_STOPPED,
+	CTRLR_Q_DELETING,
+};
+
+struct ctrlr_cq {
+	struct ctrlr *ctrlr;
+	uint16_t qid;
+	uint16_t vector;
+	bool ien;
+	uint8_t phase;
+	uint32_t size; /* entries */
+	uint64_t dma_addr;
+	/* The ring, pinned once (ops->mem_pin); NULL while detached by an unmap. Owner thread. */
+	struct nvme_cqe *ring;
+	void *ring_pin;
+	/* Shadow doorbell slots (Doorbell Buffer Config): NULL when off. Owner thread. */
+	volatile uint32_t *shadow_head;
+	volatile uint32_t *head_eventidx;
+	uint32_t tail; /* next slot the controller writes */
+	uint32_t head; /* last head the guest reported */
+	enum ctrlr_q_state state;
+	uint32_t sq_refs;			 /* SQs bound to this CQ */
+	struct ctrlr_req *held_head, *held_tail; /* completions waiting for room */
+	uint32_t irq_pending;			 /* CQEs posted since the last interrupt */
+	uint64_t irq_first_us; /* when the first of them was posted (coalescing time) */
+	/* Adaptive moderation (queue.c): the tail when the last interrupt was raised, while the
+	 * host has not consumed up to it (its handler is still to run or running). */
+	bool irq_unacked;
+	uint32_t irq_ack_tail;
+	/* Adaptive moderation, the host's depth (queue.c): commands fetched from this CQ's SQs
+	 * whose CQE is not written yet; the most the host has had outstanding and not yet
+	 * announced by an interrupt; the waits for it in a row that missed; the running share of
+	 * missed waits (1/16 percent units), interrupts left with the rule off, the next such
+	 * backoff, waits since the last; while an interrupt waits for the host to submit up to
+	 * the mark, the outstanding count last seen and when it last grew. When the hold of the
+	 * interrupt pending ends (either rule). */
+	uint32_t inflight;
+	uint32_t depth_mark;
+	uint32_t depth_misses;
+	uint32_t depth_miss_share;
+	uint32_t depth_off;
+	uint32_t depth_backoff;
+	uint32_t depth_ok;
+	uint32_t depth_seen;
+	uint64_t depth_since_us;
+	uint64_t irq_hold_until_us;
+	int batch;
+	void *tctx;
+	struct ctrlr_req *create_req; /* the admin command waiting for create/delete done */
+};
+
+struct ctrlr_counters {
+	uint64_t admin_cmds, io_cmds, errors;
+	uint64_t bytes_read, bytes_written;
+	uint64_t host_read_cmds, host_write_cmds;
+	uint64_t media_errors;
+	uint64_t invalid_db_writes;
+	uint64_t aer_sent;
+	uint64_t irqs_raised;
+	uint64_t irq_depth_waits, irq_depth_misses, irq_depth_backoffs;
+	uint64_t cq_full_holds;
+	uint64_t resets, shutdowns;
+	uint64_t lost_events;
+};
+/* Summed and folded as a run of counters (common/counter.h): no other member type may join. */
+_Static_assert(sizeof(struct ctrlr_counters) == 18 * sizeof(uint64_t),
+	       "struct ctrlr_counters is a run of uint64_t counters");
+
+struct ctrlr_sq {
+	struct ctrlr *ctrlr;
+	uint16_t qid;
+	uint16_t cqid;
+	struct ctrlr_cq *cq;
+	uint32_t size;
+	uint64_t dma_addr;
+	/* The ring, pinned once (ops->mem_pin); NULL while detached by an unmap. Owner thread. */
+	const struct nvme_sqe *ring;
+	void *ring_pin;
+	uint32_t head; /* next SQE to fetch */
+	uint32_t tail; /* last tail the guest reported */
+	uint8_t qprio;
+	enum ctrlr_q_state state;
+	/* Request pool sized to the queue depth, with iovecs and backend context. */
+	struct ctrlr_req *reqs;
+	unsigned char *bio_mem;
+	struct iovec *iov_mem;
+	struct ctrlr_req *free_list;
+	uint32_t inflight;
+	/* Fence (ctrlr_mem_unmap): requests still using their data, counted by the epoch they
+	 * started in; a fence flips the epoch and waits for the old one to empty. Owner thread. */
+	uint8_t epoch;
+	uint32_t epoch_users[2];
+	struct ctrlr_visit *fence;
+	/* Namespace grace periods (ctrlr.c): requests counted by the namespace epoch they started
+	 * in (ctrlr_req_get until ctrlr_req_ns_end); a grace period flips the epoch and waits for
+	 * the old one to empty. Owner thread, so no atomics per command. */
+	uint8_t ns_epoch;
+	uint32_t ns_users[2];
+	struct ctrlr_visit *ns_fence;
+	uint32_t max_iov;
+	void (*stop_done)(void *arg);
+	void *stop_arg;
+	void *tctx;
+	struct ctrlr_req *create_req;
+	/* Shadow doorbells (Doorbell Buffer Config): NULL when off. */
+	volatile uint32_t *shadow_db;
+	volatile uint32_t *eventidx;
+	/* Aborts of SQEs not fetched yet (admin_abort.c); owner thread. NULL: the fetch path
+	 * pays one test. */
+	struct ctrlr_abort_rec *abort_armed;
+	/* Preempt and Abort of SQEs not fetched yet (admin_abort.c), owner thread: the next
+	 * preempt_left SQEs after ring slot preempt_head were in the ring when it came; those of
+	 * namespaces preempt_nsid[] end with Command Aborted due to Preempt and Abort. */
+	uint32_t preempt_left;
+	uint32_t preempt_head;
+	uint32_t preempt_nsid[CTRLR_PREEMPT_NSIDS];
+	uint32_t preempt_n;
+	/* Per-command counters of this queue (CTRLR_SQ_STAT_ADD), on the controller's stat_sqs
+	 * from ctrlr_sq_init to ctrlr_sq_fini, which adds them to ctrlr.cnt (common/counter.h). */
+	struct ctrlr_counters cnt;
+	struct counter_block stat_block;
+};
+
+/* ---- Requests ---- */
+enum ctrlr_req_state {
+	CTRLR_REQ_FREE = 0,
+	CTRLR_REQ_EXEC,
+	CTRLR_REQ_PARKED, /* waiting for an event with no data in use (AER) */
+	CTRLR_REQ_HELD,	  /* completed, waiting for CQ room */
+};
+
+typedef void (*ctrlr_req_exec_fn)(struct ctrlr_req *req);
+typedef void (*ctrlr_req_io_done_fn)(struct ctrlr_req *req, int status);
+
+struct ctrlr_req {
+	struct ctrlr_sq *sq;
+	struct nvme_sqe sqe;
+	enum ctrlr_req_state state;
+	bool cq_open; /* counted in its CQ's inflight: no CQE written yet (queue.c) */
+	uint8_t epoch; /* the SQ's fence epoch when the request started */
+	uint8_t ns_epoch; /* the SQ's namespace epoch it counts in; CTRLR_NS_EPOCH_NONE: ended */
+	uint32_t cdw0;
+	uint32_t cdw1; /* CQE DW1 (Zone Append's LBA, high half) */
+	uint16_t status;
+	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
+	uint64_t error_lba;
+	struct ctrlr_ns *ns; /* its namespace: admin queue, a reference (admin_refs); I/O, none
+			      * needed (the request's namespace epoch keeps it) */
+	union ctrlr_ns_fmt fmt;	       /* ns's format when the command started (ctrlr_req_get_ns) */
+	const struct ctrlr_lbaf *lbaf; /* its LBA format */
+	struct ctrlr_md_io *md;	       /* metadata bounce state (io_md.c), kept between commands */
+	struct ctrlr_req *next;
+	struct iovec *iov;
+	int iovcnt;
+	uint64_t data_len;
+	struct bdev_io *bio;
+	ctrlr_req_io_done_fn io_done;
+	struct evloop_msg hop; /* a hop to another thread and back (reservations, fused locks) */
+	/* Fused Compare and Write and range locks (io_fused.h): the pair's other command, the
+	 * lock state, the range held or waited for, the command to resume, the table's list. */
+	struct ctrlr_req *fused;
+	uint8_t caw_state;
+	bool caw_is_pair;
+	uint64_t caw_slba, caw_end;
+	void (*caw_resume)(struct ctrlr_req *req);
+	struct ctrlr_req *caw_next;
+	uint32_t abort_tag; /* atomic: generation << 16 | CID while abortable (admin_abort.c) */
+	uint16_t abort_gen;
+	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
+	 * vendor). */
+	struct {
+		uint64_t lba;
+		uint64_t remaining;
+		uint32_t index;
+		uint32_t count;
+		void *buf;
+		uint32_t crc;
+		struct bdev_range ranges[CTRLR_DSM_BATCH];
+		struct iovec biov;
+		void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len);
+		void (*range_done)(struct ctrlr_req *req, uint16_t status);
+	} step;
+};
+
+/* A registered vendor command; unregistered ones are kept until destroy like namespaces. */
+struct ctrlr_vendor_entry {
+	struct ctrlr_vendor_cmd cmd;
+	struct ctrlr_vendor_entry *dead_next;
+};
+
+/* Keep Alive Timer (keep_alive.c): KATO as granted (0: off), when the next Keep Alive is due
+ * (evloop_now_us clock) and whether it expired (CSTS.CFS set, until the host resets). */
+struct ctrlr_keep_alive {
+	uint32_t kato_ms;
+	uint64_t deadline_us;
+	bool expired;
+};
+
+/* ---- Controller ---- */
+enum ctrlr_state {
+	CTRLR_ST_DISABLED = 0,
+	CTRLR_ST_ENABLED,
+	CTRLR_ST_RESETTING, /* CC.EN 1->0, FLR, or shutdown: deleting queues */
+	CTRLR_ST_FAILED,    /* enable failed: CSTS.CFS */
+};
+
+struct ctrlr_aer_event {
+	uint8_t type;
+	uint8_t info;
+	uint8_t lid;
+};
+
+struct ctrlr_features {
+	uint32_t arbitration;
+	uint32_t power_mgmt;
+	uint16_t temp_over[9]; /* per sensor; [0] composite */
+	uint16_t temp_under[9];
+	uint32_t vwc;	     /* WCE bit */
+	uint32_t num_queues; /* granted, 0-based NSQA | NCQA << 16 */
+	bool num_queues_set;
+	uint32_t irq_coalesce; /* THR | TIME << 8 */
+	uint32_t write_atomic;
+	uint32_t err_recovery_all; /* Error Recovery last set with NSID FFFFFFFFh: NSID 0h reads it */
+	uint32_t async_event;
+	uint32_t apst;
+	uint8_t apst_table[NVME_APST_DATA_SIZE];
+	uint64_t timestamp_ms;	   /* value set by the host */
+	uint64_t timestamp_set_us; /* evloop_now_us() when set, 0 = never set */
+	uint8_t *irq_cd;	   /* per vector: coalescing disabled (CD) */
+	/* Host Behavior Support: ACRE, LBAFEE as the host set them (information only) and CDFE,
+	 * the Copy descriptor formats it enabled (atomic: read by the owner threads, io_copy.c). */
+	uint8_t hbs_acre, hbs_lbafee;
+	uint16_t hbs_cdfe;
+};
+
+struct ctrlr {
+	const struct ctrlr_transport_ops *ops;
+	void *tctx;
+	struct ctrlr_config cfg;
+	char serial[21], model[41], fwrev[9], subnqn[224];
+	enum ctrlr_state state;
+
+	/* Register file (little-endian host). */
+	union nvme_cap cap;
+	uint32_t vs;
+	uint32_t intm; /* interrupt mask (INTMS/INTMC) */
+	union nvme_cc cc;
+	union nvme_csts csts;
+	union nvme_aqa aqa;
+	uint64_t asq, acq;
+	uint32_t page_size; /* from CC.MPS at enable */
+
+	/* Queues: index = qid; [0] the admin queue. */
+	struct ctrlr_sq **sqs;
+	struct ctrlr_cq **cqs;
+	uint32_t num_queues; /* max_io_queues + 1 */
+	uint32_t io_sqs, io_cqs;
+	uint32_t queue_ops_pending; /* create/delete in the transport */
+
+	/* Namespaces: index = nsid - 1. */
+	struct ctrlr_ns *ns[CTRLR_MAX_NAMESPACES];
+	uint32_t changed_ns[CTRLR_MAX_NAMESPACES];
+	uint32_t num_changed_ns;
+	bool changed_ns_overflow;
+
+	/* Asynchronous events. */
+	struct ctrlr_req *aer_reqs[CTRLR_AERL + 1];
+	uint32_t num_aer_reqs;
+	struct ctrlr_aer_event aer_queue[CTRLR_AER_QUEUE];
+	uint32_t aer_count;
+	uint32_t aer_masked;	   /* bit per event type: reported, log page not read yet */
+	uint32_t aer_pending_bits; /* from owner threads: (type << 8 | info) bits, atomic */
+	bool aer_msg_queued;	   /* atomic */
+	uint8_t smart_critical;
+	struct ctrlr_health health; /* health.c, admin thread */
+	struct ctrlr_fw fw;	    /* admin_fw.c, admin thread */
+	struct ctrlr_ext ext; /* self-test, sanitize, telemetry, event log (admin_ext.h) */
+	struct ctrlr_abort_rec abort_recs[CTRLR_ACL + 1]; /* admin_abort.c */
+
+	/* Error log ring (written by any thread on failure). */
+	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
+	uint64_t error_count;
+
+	struct ctrlr_features feat;
+	struct ctrlr_keep_alive ka; /* keep_alive.c, admin thread */
+	struct ctrlr_counters cnt; /* CTRLR_STAT_ADD; and what deleted SQs counted (ctrlr_sq_fini) */
+	struct counter_block *stat_sqs; /* live SQs' counters, which add to these (queue.c) */
+
+	/* Reservations (io_resv.c): the Host Identifier (kept across resets: it is the host's
+	 * identity for its registrations), the Reservation Notification log queue, and whether the
+	 * subsystem has several controllers (CMIC bit 1, NMIC bit 0). Admin thread. */
+	uint8_t hostid[16];
+	bool hostid_ext; /* 128-bit (EXHID) */
+	struct {
+		uint8_t type;
+		uint32_t nsid;
+		uint64_t count;
+	} resv_log[CTRLR_RESV_LOG_MAX];
+	uint32_t resv_log_head, resv_log_n;
+	uint64_t resv_log_count;
+	bool multi_ctrl;
+	/* The NVM subsystem's member list (subsys.c), or NULL; set by ctrlr_subsys_join. */
+	struct ctrlr_subsys *subsys;
+	struct ctrlr *subsys_next;
+	uint32_t copies_active; /* atomic: Copy commands holding a bounce buffer */
+	uint64_t created_us;
+
+	/* Doorbell Buffer Config: both pages pinned; NULL when off (or dropped by an unmap). Queues
+	 * copy their slots' pointers (ctrlr_*_dbbuf_attach) on the thread that owns them. */
+	uint64_t dbbuf_shadow, dbbuf_eventidx;
+	volatile uint32_t *dbbuf_shadow_ptr;
+	volatile uint32_t *dbbuf_eventidx_ptr;
+	void *dbbuf_shadow_pin, *dbbuf_eventidx_pin;
+	void *dbbuf_old_pins[2]; /* replaced pages, released once every queue moved off them */
+	uint32_t dbbuf_bytes;	 /* bytes pinned at each of the two pointers */
+	bool dbbuf_live;	 /* queues going live now take shadow slots (admin thread) */
+	struct ctrlr_req *dbbuf_req, *dbbuf_next; /* the Doorbell Buffer Config(s) in progress */
+
+	/* Guest memory going away (ctrlr_mem_unmap): one at a time. */
+	struct {
+		bool active;
+		bool dbbuf; /* the shadow doorbell pages are in the range */
+		bool master_off; /* all of it: bus mastering was disabled (ctrlr_dma_stop) */
+		uint64_t iova, len;
+		void (*done)(void *arg);
+		void *arg;
+	} unmap;
+	bool remap_again; /* a map arrived while the remap visit ran */
+
+	/* One visit per kind at a time, preallocated: the flows that need them cannot fail. */
+	struct ctrlr_visit visits[CTRLR_VISIT_SLOTS];
+	struct ctrlr_visit admin_fence;
+
+	/* Vendor commands: [0] admin, [1] I/O, indexed by opcode. */
+	struct ctrlr_vendor_entry *vendor[2][256];
+	struct ctrlr_vendor_entry *dead_vendor; /* unregistered, freed at destroy (as dead_ns) */
+	struct ctrlr_ns *dead_ns;
+
+	/* Reset / shutdown / FLR flow. */
+	bool reset_shutdown; /* set SHST complete when the flow ends */
+	bool reset_flr;
+	void (*flr_done)(void *arg);
+	void *flr_arg;
+	bool destroying;
+	uint32_t puts_pending; /* atomic: namespace bdevs being put by the transport */
+	/* Namespace grace periods (ctrlr.c): tickets asked, the one the running visit covers,
+	 * the last passed. Admin thread. */
+	uint32_t ns_grace_asked, ns_grace_cur, ns_grace_done;
+	void (*destroy_done)(void *arg);
+	void *destroy_arg;
+	struct evloop_msg destroy_msg;
+
+	/* Namespace Management capacity pool (NULL: none; OACS bit 3 off). */
+	struct ctrlr_ns_pool *pool;
+};
+
+/* ---- ns_pool.c / admin_ns_mgmt.c: the capacity pool (see ctrlr.h) ---- */
+#define CTRLR_POOL_GRANULE (1ull << 20) /* extents are whole MiB */
+
+/* A namespace of a pool; index nsid - 1 in the pool. */
+struct ctrlr_pool_ns {
+	uint32_t nsid; /* 0: free slot */
+	uint64_t start, len; /* extent, bytes */
+	uint64_t nsze;	     /* blocks */
+	uint32_t block_size;
+	uint8_t flbas, dps, nmic;
+	bool attached;
+	bool has_uuid;
+	uint8_t uuid[16];
+	struct bdev *bdev; /* region bdev, held open by the pool */
+};
+
+/* Someone waiting for the header to be written with the state as of its call. */
+struct ctrlr_pool_waiter {
+	void (*fn)(void *arg, int rc);
+	void *arg;
+	struct ctrlr_pool_waiter *next;
+};
+
+struct ctrlr_nsm_op;
+
+struct ctrlr_ns_pool {
+	struct bdev *base;
+	struct evloop *loop;
+	uint32_t max_nsid;
+	bool format;
+	uint64_t data_start, data_end; /* bytes */
+	struct ctrlr_pool_ns ns[CTRLR_MAX_NAMESPACES];
+	bool reserved[CTRLR_MAX_NAMESPACES]; /* operator namespaces' NSIDs */
+	struct ctrlr *ctrlr;		     /* the bound controller */
+	/* Header I/O: one at a time on the pool's channel. */
+	struct bdev_channel *ch;
+	struct evloop_watch *watch;
+	struct bdev_io *io;
+	struct iovec iov;
+	uint8_t *buf;
+	int io_state;
+	uint64_t generation, writing_gen;
+	struct ctrlr_pool_waiter *inflight, *waiting;
+	struct ctrlr_pool_waiter format_waiter;
+	bool destroy_when_idle;
+	/* Creation. */
+	ctrlr_ns_pool_done_fn create_done;
+	void *create_arg;
+	struct ctrlr_pool_ns seed[CTRLR_MAX_NAMESPACES];
+	uint32_t num_seed;
+	/* Namespace Management / Attachment commands, run one at a time in order. */
+	struct ctrlr_nsm_op *ops_head, *ops_tail;
+};
+
+/* Best-fit extent of `len` bytes: 0 and *start, or -ENOSPC. */
+int ctrlr_pool_find_extent(struct ctrlr_ns_pool *pool, uint64_t len, uint64_t *start);
+/* Allocates a namespace as `req` describes (nsid 0: the lowest free one; nsze, block_size,
+ * flbas, dps, nmic, attached; uuid if has_uuid): extent and region bdev. 0 and *nsid, -ENOSPC
+ * (no extent large enough), -EMLINK (no NSID free, or req->nsid taken), other -errno. */
+int ctrlr_pool_alloc(struct ctrlr_ns_pool *pool, const struct ctrlr_pool_ns *req,
+		     uint32_t *nsid);
+/* Deletes a namespace's region bdev (its controller must have released it) and its extent. */
+void ctrlr_pool_free(struct ctrlr_ns_pool *pool, uint32_t nsid);
+uint32_t ctrlr_pool_free_nsid(const struct ctrlr_ns_pool *pool);
+bool ctrlr_pool_reserved(const struct ctrlr_ns_pool *pool, uint32_t nsid);
+/* Writes the header; w->fn(w->arg, rc) once the state as of now is durable (or failed). */
+void ctrlr_pool_sync(struct ctrlr_ns_pool *pool, struct ctrlr_pool_waiter *w);
+/* Attaches a pool namespace to a controller (ctrlr_ns_add). nsid or -errno. */
+int ctrlr_pool_ns_attach(struct ctrlr *ctrlr, const struct ctrlr_pool_ns *e);
+/* ctrlr_destroy: the controller leaves its pool. */
+void ctrlr_pool_unbind(struct ctrlr *ctrlr);
+/* Format NVM changed ns's format: true if ns is a namespace of ctrlr's pool, whose entry now
+ * holds it (the caller syncs the header). */
+bool ctrlr_pool_format_changed(struct ctrlr *ctrlr, const struct ctrlr_ns *ns);
+void ctrlr_admin_ns_mgmt(struct ctrlr_req *req);
+void ctrlr_admin_ns_attach(struct ctrlr_req *req);
+/* Identify Controller's capacity fields (TNVMCAP, UNVMCAP) and CNS 10h-13h. */
+void ctrlr_nsm_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id);
+/* CNS 10h: allocated NSIDs above `after`. */
+void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *list);
+/* CNS 11h: a snapshot of an allocated namespace (attached or not) for Identify; false if the
+ * NSID is not allocated. */
+bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *out);
+/* ctrlr.c: Format NVM gave ns a new format: the other controllers attached to its shared
+ * namespace take it and report Namespace Attribute Changed. */
+void ctrlr_ns_format_changed(struct ctrlr_ns *ns);
+/* subsys.c: Identify CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all
+ * controllers of the subsystem), identifiers >= first. Fills a Controller List. */
+/* The first member of a subsystem (then ctrlr.subsys_next), for operations with subsystem scope. */
+struct ctrlr *ctrlr_subsys_members(const struct ctrlr_subsys *cs);
+void ctrlr_subsys_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list);
+/* Detaches a namespace like ctrlr_ns_remove; released(arg) runs on the admin thread once its
+ * bdev is released (closed by the controller), maybe from inside this call. 0 or -ENOENT. */
+int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *arg), void *arg);
+
+/* ---- prp.c / sgl.c: data pointers to iovecs (pure functions) ---- */
+
+/* Maps a PRP pair for `len` bytes at page size `page_size` into iov[0..max_iov). Returns an NVMe
+ * status: SUCCESS with *iovcnt set, PRP Offset Invalid, Data Transfer Error (unmapped page or
+ * list), Invalid Field (too many pieces). */
+uint16_t ctrlr_prp_map(ctrlr_map_fn map, void *mctx, uint64_t prp1, uint64_t prp2, uint64_t len,
+		       uint32_t page_size, unsigned int dir, struct iovec *iov, int max_iov,
+		       int *iovcnt);
+
+/* Maps an SGL (first descriptor from the SQE) for `len` bytes. Data blocks and bit buckets (reads
+ * only: sink memory), segments and last segments. Returns an NVMe status. */
+uint16_t ctrlr_sgl_map(ctrlr_map_fn map, void *mctx, const struct nvme_sgl_desc *sgl, uint64_t len,
+		       unsigned int dir, struct iovec *iov, int max_iov, int *iovcnt);
+
+/* ---- queue.c ---- */
+int ctrlr_cq_init(struct ctrlr *ctrlr, struct ctrlr_cq *cq, uint16_t qid, uint64_t addr,
+		  uint32_t size, uint16_t vector, bool ien);
+int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct ctrlr_cq *cq,
+		  uint64_t addr, uint32_t size, uint8_t qprio);
+void ctrlr_sq_fini(struct ctrlr_sq *sq);
+/* The controller's counters with every live SQ's added (ctrlr.cnt alone lacks them). Any
+ * thread. */
+void ctrlr_counters_get(const struct ctrlr *ctrlr, struct ctrlr_counters *out);
+/* Reads the shadow SQ tail (Doorbell Buffer Config), if any, into sq->tail. Owner thread. */
+void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq);
+/* Posts (or holds) the CQE of a completed request. Owner thread. */
+void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req);
+
+/* Ends a request's count in its CQ's inflight (adaptive moderation): when its CQE is written, or
+ * when it is freed without one. */
+static inline void ctrlr_cq_req_close(struct ctrlr_cq *cq, struct ctrlr_req *req)
+{
+	if (req->cq_open) {
+		req->cq_open = false;
+		cq->inflight--;
+	}
+}
+
+/* Frees the completions held in cq (waiting for room) of requests of sq: the host expects none
+ * (the SQ is being deleted, the controller reset). Owner thread. */
+void ctrlr_cq_drop_held(struct ctrlr_cq *cq, struct ctrlr_sq *sq);
+bool ctrlr_cq_is_full(struct ctrlr_cq *cq);
+void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq);
+/* Re-evaluates masked interrupts after INTMC cleared mask bits. Admin thread. */
+void ctrlr_cq_irq_unmasked(struct ctrlr_cq *cq);
+/* Shadow doorbell slots for this queue from the controller's pinned pages (or none): on the admin
+ * thread before the queue goes live, on its owner thread after. */
+void ctrlr_sq_dbbuf_attach(struct ctrlr_sq *sq);
+void ctrlr_cq_dbbuf_attach(struct ctrlr_cq *cq);
+/* Posts completions held while the CQ was full or detached. Owner thread. */
+void ctrlr_cq_drain_held(struct ctrlr_cq *cq);
+/* Releases the CQ's ring pin (it is being freed). */
+void ctrlr_cq_fini(struct ctrlr_cq *cq);
+
+/* ---- queue_mem.c: pinned rings, unmaps, fences, visits ---- */
+/* Pins the queue's ring (creation, re-attach). 0 or -EFAULT. Admin thread before the queue goes
+ * live, owner thread after. */
+int ctrlr_sq_ring_attach(struct ctrlr_sq *sq);
+int ctrlr_cq_ring_attach(struct ctrlr_cq *cq);
+/* Unpins the ring (deletion, reset). Owner thread. */
+void ctrlr_sq_ring_detach(struct ctrlr_sq *sq);
+void ctrlr_cq_ring_detach(struct ctrlr_cq *cq);
+/* Drops the controller's pinned shadow doorbell pages (queues must have dropped their slots). */
+void ctrlr_dbbuf_release(struct ctrlr *ctrlr);
+/* A request stopped using its data (completed, or parked waiting for an event): ends its part in
+ * a fence. Owner thread. */
+void ctrlr_req_data_done(struct ctrlr_req *req);
+/* Starts the visit of kind `slot` (not running already) of every I/O queue on its owner thread
+ * (ops->visit_queues): cq_fn / sq_fn run there for each queue (either may be NULL; they may
+ * ctrlr_visit_hold the visit to finish later), then done(ctrlr) on the admin thread. Cannot
+ * fail. Admin thread. */
+void ctrlr_visit_start(struct ctrlr *ctrlr, enum ctrlr_visit_slot slot,
+		       void (*cq_fn)(struct ctrlr_cq *, struct ctrlr_visit *),
+		       void (*sq_fn)(struct ctrlr_sq *, struct ctrlr_visit *),
+		       void (*done)(struct ctrlr *));
+bool ctrlr_visit_running(const struct ctrlr *ctrlr, enum ctrlr_visit_slot slot);
+
+/* ---- req.c ---- */
+#define CTRLR_NS_EPOCH_NONE 0xff
+struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);
+/* The request no longer uses namespaces: leaves its SQ's namespace epoch (a grace period may be
+ * waiting for it). Idempotent. Owner thread. */
+void ctrlr_req_ns_end(struct ctrlr_req *req);
+/* Returns a request to its pool; signals ctrlr_sq_stop's done when the SQ drained. */
+void ctrlr_req_free(struct ctrlr_req *req);
+/* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
+ * (or drops it if the queue or controller is going away) and frees the request. */
+void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
+/* Same, recording the failing field's offset in the SQE for the error log. */
+void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc);
+/* Maps the command's data pointer (PRP or SGL per PSDT) for `len` bytes into req->iov. */
+uint16_t ctrlr_req_map_data(struct ctrlr_req *req, uint64_t len, unsigned int dir);
+/* Maps the command's metadata pointer (MPTR per PSDT) for `len` bytes into iov. NVMe status. */
+uint16_t ctrlr_req_map_md(struct ctrlr_req *req, uint64_t len, unsigned int dir,
+			  struct iovec *iov, int max_iov, int *iovcnt);
+/* Copies between a local buffer and the command's data (maps first). NVMe status. */
+uint16_t ctrlr_req_copy_to_host(struct ctrlr_req *req, const void *buf, uint64_t len);
+uint16_t ctrlr_req_copy_from_host(struct ctrlr_req *req, void *buf, uint64_t len);
+/* Looks up the namespace for the SQE's NSID into req->ns (a reference on the admin queue). */
+uint16_t ctrlr_req_get_ns(struct ctrlr_req *req);
+/* Submits req->bio (filled by the caller except cb) to the namespace's bdev on this thread's
+ * channel; `done` runs on completion with the bdev status. Returns NVMe status (failure: nothing
+ * submitted). */
+uint16_t ctrlr_req_submit_bio(struct ctrlr_req *req, ctrlr_req_io_done_fn done);
+/* bdev status (-errno) -> NVMe status. */
+uint16_t ctrlr_bdev_status(int status, bool is_write);
+uint64_t ctrlr_mdts_bytes(const struct ctrlr *ctrlr);
+void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint16_t status);
+/* An entry not tied to a command (sqid 0, cid FFFFh for a controller event). Any thread. */
+void ctrlr_error_log_put(struct ctrlr *ctrlr, uint16_t sqid, uint16_t cid, uint16_t status,
+			 uint16_t loc, uint64_t lba, uint32_t nsid);
+
+/* ---- keep_alive.c (admin thread) ---- */
+/* Identify Controller KAS (granularity of KATO, in 100 ms units). */
+uint16_t ctrlr_kas(void);
+/* Set Features KATO: rounded up to KAS, the timer restarted (0: off). NVMe status. */
+uint16_t ctrlr_keep_alive_set(struct ctrlr *ctrlr, uint32_t kato_ms);
+uint32_t ctrlr_keep_alive_kato(const struct ctrlr *ctrlr);
+void ctrlr_admin_keep_alive(struct ctrlr_req *req);
+/* Controller reset: KATO back to 0. */
+void ctrlr_keep_alive_reset(struct ctrlr *ctrlr);
+
+/* ---- regs.c ---- */
+void ctrlr_regs_init(struct ctrlr *ctrlr);
+void ctrlr_regs_write_csts(struct ctrlr *ctrlr);
+/* CC.EN 0 -> 1 (or re-enable after a reset that the guest overtook). */
+void ctrlr_enable(struct ctrlr *ctrlr);
+
+/* ---- ctrlr.c: reset flow, namespaces ---- */
+/* Starts (or continues) the teardown of every queue; ends in ctrlr_reset_finish. */
+void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown);
+void ctrlr_reset_continue(struct ctrlr *ctrlr);
+/* A namespace for the admin thread: takes a reference (admin_refs) that holds its removal
+ * back until ctrlr_ns_put. NULL if not attached. Admin thread only. */
+struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid);
+void ctrlr_ns_put(struct ctrlr_ns *ns);
+/* A namespace for an I/O queue's command: a plain load, valid until the request completes (its
+ * namespace epoch holds removal's grace period back), nothing to drop. NULL if not attached.
+ * Any thread the request runs on. */
+static inline struct ctrlr_ns *ctrlr_req_ns_lookup(const struct ctrlr_req *req, uint32_t nsid)
+{
+	if (nsid - 1u >= CTRLR_MAX_NAMESPACES)
+		return NULL;
+	return CTRLR_LOAD(req->sq->ctrlr->ns[nsid - 1]);
+}
+/* Asks for a namespace grace period: once ticket t passed (ctrlr_ns_grace_passed), no command
+ * of an I/O queue still uses a namespace pointer it loaded before the call. Passes at once when
+ * the controller has no I/O queue; else a visit of the queues (CTRLR_VISIT_NS_GRACE). Admin
+ * thread. */
+uint32_t ctrlr_ns_grace_ask(struct ctrlr *ctrlr);
+bool ctrlr_ns_grace_passed(const struct ctrlr *ctrlr, uint32_t t);
+/* True when no command may use a namespace it took before the last grace period asked (every
+ * ticket passed, no admin reference): the sanitize drain. Admin thread. */
+bool ctrlr_ns_quiet(const struct ctrlr *ctrlr);
+
+/* ---- admin_*.c ---- */
+/* Dispatch of one admin command: parse picks the handler or returns an error status. */
+void ctrlr_admin_exec(struct ctrlr_req *req);
+void ctrlr_admin_identify(struct ctrlr_req *req);
+void ctrlr_admin_get_log_page(struct ctrlr_req *req);
+void ctrlr_admin_get_features(struct ctrlr_req *req);
+void ctrlr_admin_set_features(struct ctrlr_req *req);
+void ctrlr_admin_create_cq(struct ctrlr_req *req);
+void ctrlr_admin_create_sq(struct ctrlr_req *req);
+void ctrlr_admin_delete_cq(struct ctrlr_req *req);
+void ctrlr_admin_delete_sq(struct ctrlr_req *req);
+void ctrlr_admin_dbbuf(struct ctrlr_req *req);
+void ctrlr_admin_format(struct ctrlr_req *req);
+size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf);
+/* Effects of the admin opcodes the core implements (0 = unsupported). */
+uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode);
+uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode);
+void ctrlr_features_init(struct ctrlr *ctrlr);
+void ctrlr_features_reset(struct ctrlr *ctrlr);
+void ctrlr_smart_check_temperature(struct ctrlr *ctrlr);
+/* health.c: resets the model (controller creation); the current temperature, spare and
+ * percentage used; re-evaluates the model and the critical warnings, raising SMART events for
+ * warnings that appear (enabled by Asynchronous Event Configuration). Admin thread. */
+void ctrlr_health_init(struct ctrlr *ctrlr);
+/* admin_fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
+ * image; the Firmware Slot log; the two commands. */
+void ctrlr_fw_init(struct ctrlr *ctrlr);
+void ctrlr_fw_fini(struct ctrlr *ctrlr);
+void ctrlr_fw_reset(struct ctrlr *ctrlr);
+size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf);
+void ctrlr_admin_fw_download(struct ctrlr_req *req);
+void ctrlr_admin_fw_commit(struct ctrlr_req *req);
+uint16_t ctrlr_health_temp(const struct ctrlr *ctrlr);
+uint8_t ctrlr_health_spare(const struct ctrlr *ctrlr);
+uint8_t ctrlr_health_used(const struct ctrlr *ctrlr);
+void ctrlr_health_eval(struct ctrlr *ctrlr);
+
+/* ---- aer.c ---- */
+void ctrlr_aer_request(struct ctrlr_req *req);
+void ctrlr_aer_abort(struct ctrlr_req *req);
+/* Queues an event (admin thread) and completes a waiting AER if allowed. */
+void ctrlr_aer_report(struct ctrlr *ctrlr, uint8_t type, uint8_t info, uint8_t lid);
+/* From an owner thread: posts to the admin thread. Only error events (type ERROR). */
+void ctrlr_aer_report_async(struct ctrlr *ctrlr, uint8_t info);
+/* The host read log page `lid` with RAE 0: unmask its event type. */
+void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid);
+/* Forgets the queued (not yet posted) events of this type and information: what they tell is
+ * already in a log the host just read (a new one is reported if there is more to read). */
+void ctrlr_aer_drop(struct ctrlr *ctrlr, uint8_t type, uint8_t info);
+/* Drops outstanding AER commands and queued events (reset). */
+void ctrlr_aer_reset(struct ctrlr *ctrlr);
+
+/* ---- io_cmd.c ---- */
+void ctrlr_io_exec(struct ctrlr_req *req);
+/* Copies `len` bytes at byte `off` of the command's mapped data (short data reads as is). */
+void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len);
+/* Copies `len` bytes to byte `off` of the command's mapped data (what does not fit is dropped). */
+void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len);
+/* ---- lba_status.c ---- */
+void ctrlr_admin_get_lba_status(struct ctrlr_req *req);
+/* Builds the LBA Status Information log in buf (size bytes at most); returns its length. */
+size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
+/* ---- admin_format.c: LBA formats ---- */
+/* Fills ns->lbafs for a bdev of block size bs and selects format 0 (the bdev's own block,
+ * no metadata); sets block_size, lbads, num_blocks from the bdev. */
+void ctrlr_ns_formats_init(struct ctrlr_ns *ns, uint32_t bs);
+/* The formats a bdev of block size bs offers, in Identify order: how many (<= CTRLR_MAX_LBAF). */
+uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out);
+/* True if FLBAS/DPS (Identify Namespace encoding) name a format such a bdev offers, with room
+ * for the PI type; *stride (may be NULL): the bytes one logical block takes. */
+bool ctrlr_flbas_valid(uint32_t bs, uint8_t flbas, uint8_t dps, uint32_t *stride);
+/* The namespace takes that format (capacity follows): 0 or -EINVAL. Before I/O can see it. */
+int ctrlr_ns_set_flbas(struct ctrlr_ns *ns, uint8_t flbas, uint8_t dps);
+void ctrlr_ns_get_flbas(const struct ctrlr_ns *ns, uint8_t *flbas, uint8_t *dps);
+/* The namespace's current LBA format (any thread; a command uses its snapshot req->lbaf). */
+static inline const struct ctrlr_lbaf *ctrlr_ns_lbaf(const struct ctrlr_ns *ns)
+{
+	union ctrlr_ns_fmt f = {.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE)};
+
+	return &ns->lbafs[f.f.lbaf];
+}
+/* Logical blocks of the current format that fit in bdev_blocks bdev blocks. */
+uint64_t ctrlr_ns_blocks_for(const struct ctrlr_ns *ns, uint64_t bdev_blocks);
+/* The format of req's namespace now (snapshot into req->fmt / req->lbaf). */
+void ctrlr_ns_fmt_load(struct ctrlr_req *req);
+/* ---- io_md.c: Read, Write, Compare, Verify, Write Zeroes on formats with metadata ---- */
+/* True when the command's namespace format has metadata (the bounce path must be used). */
+static inline bool ctrlr_io_has_md(const struct ctrlr_req *req)
+{
+	return req->lbaf->ms != 0;
+}
+/* Bdev blocks of n logical blocks of the command's format. */
+static inline uint64_t ctrlr_req_bdev_blocks(const struct ctrlr_req *req, uint64_t n)
+{
+	return n * req->lbaf->bpl;
+}
+void ctrlr_io_md_rw(struct ctrlr_req *req);
+void ctrlr_io_md_compare(struct ctrlr_req *req);
+void ctrlr_io_md_verify(struct ctrlr_req *req);
+void ctrlr_io_md_write_zeroes(struct ctrlr_req *req);
+/* Frees the requests' metadata bounce state (SQ teardown). */
+void ctrlr_io_md_sq_fini(struct ctrlr_sq *sq);
+/* ---- io_copy.c ---- */
+void ctrlr_io_copy(struct ctrlr_req *req);
+/* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,
+ * then range_done(req, status) once (the owner thread). Returns an NVMe status; on failure
+ * nothing was started. */
+uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
+			     void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len),
+			     void (*range_done)(struct ctrlr_req *req, uint16_t status));
+/* LBA range check against req->ns; records the LBA for the error log. */
+uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+
+/* ---- vendor.c ---- */
+const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bool io,
+						   uint8_t opcode);
+/* Effects-log entry of a vendor opcode: its effects with CSUPP, or 0 when unregistered. */
+uint32_t ctrlr_vendor_effects(const struct ctrlr *ctrlr, bool io, uint8_t opcode);
+void ctrlr_vendor_exec(struct ctrlr_req *req, const struct ctrlr_vendor_cmd *cmd);
+void ctrlr_vendor_free_all(struct ctrlr *ctrlr);
+uint32_t ctrlr_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Little helpers. */
+static inline uint64_t ctrlr_sqe_slba(const struct nvme_sqe *sqe)
+{
+	return (uint64_t)sqe->cdw10 | ((uint64_t)sqe->cdw11 << 32);
+}
+
+void ctrlr_copy_padded(char *dst, const char *src, size_t len);
+
+#endif

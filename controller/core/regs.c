@@ -1,0 +1,192 @@
+/* controller/regs.c - the register file (CAP, VS, INTMS/INTMC, CC, CSTS, AQA, ASQ, ACQ) and the
+ * enable / reset / shutdown state machine driven by register writes (NVMe Base 2.0 3.1.4, 3.5). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/core/core.h"
+
+void ctrlr_regs_init(struct ctrlr *ctrlr)
+{
+	ctrlr->cap.raw = 0;
+	ctrlr->cap.bits.mqes = ctrlr->cfg.max_queue_entries - 1;
+	ctrlr->cap.bits.cqr = 1;
+	ctrlr->cap.bits.to = 20; /* 10 s, in 500 ms units */
+	ctrlr->cap.bits.dstrd = 0;
+	/* The NVM command set, and I/O command set selection (CC.CSS 110b) for zoned namespaces. */
+	ctrlr->cap.bits.css = NVME_CAP_CSS_NVM | NVME_CAP_CSS_IOCS;
+	ctrlr->cap.bits.mpsmin = CTRLR_MPSMIN;
+	ctrlr->cap.bits.mpsmax = CTRLR_MPSMAX;
+	ctrlr->vs = NVME_VERSION(1, 4, 0);
+	ctrlr->intm = 0;
+	ctrlr->cc.raw = 0;
+	ctrlr->csts.raw = 0;
+	ctrlr->aqa.raw = 0;
+	ctrlr->asq = 0;
+	ctrlr->acq = 0;
+}
+
+static void ctrlr_regs_image(const struct ctrlr *ctrlr, uint8_t *img)
+{
+	uint32_t zero = 0;
+
+	memset(img, 0, NVME_REG_END);
+	memcpy(img + NVME_REG_CAP, &ctrlr->cap.raw, 8);
+	memcpy(img + NVME_REG_VS, &ctrlr->vs, 4);
+	/* INTMS/INTMC read back 0: the register file cannot tell a rewrite of the same value from
+	 * no write, so the core keeps the mask itself and leaves 0 for the next write to show. */
+	memcpy(img + NVME_REG_INTMS, &zero, 4);
+	memcpy(img + NVME_REG_INTMC, &zero, 4);
+	memcpy(img + NVME_REG_CC, &ctrlr->cc.raw, 4);
+	memcpy(img + NVME_REG_CSTS, &ctrlr->csts.raw, 4);
+	memcpy(img + NVME_REG_AQA, &ctrlr->aqa.raw, 4);
+	memcpy(img + NVME_REG_ASQ, &ctrlr->asq, 8);
+	memcpy(img + NVME_REG_ACQ, &ctrlr->acq, 8);
+}
+
+void ctrlr_regs_read(struct ctrlr *ctrlr, uint32_t offset, void *buf, size_t len)
+{
+	uint8_t img[NVME_REG_END];
+
+	if (offset >= NVME_REG_END)
+		return;
+	if (len > NVME_REG_END - offset)
+		len = NVME_REG_END - offset;
+	ctrlr_regs_image(ctrlr, img);
+	memcpy(buf, img + offset, len);
+}
+
+void ctrlr_regs_write_csts(struct ctrlr *ctrlr)
+{
+	ctrlr->ops->write_regs(ctrlr->tctx, NVME_REG_CSTS, &ctrlr->csts.raw, 4);
+}
+
+static void ctrlr_enable_fail(struct ctrlr *ctrlr, const char *why)
+{
+	LOG_GUEST_ERR(CTRLR_LOG, "enable failed: %s (CC 0x%08x AQA 0x%08x)", why, ctrlr->cc.raw,
+		      ctrlr->aqa.raw);
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_FAILED);
+	ctrlr->csts.bits.cfs = 1;
+	ctrlr->csts.bits.rdy = 0;
+	ctrlr_regs_write_csts(ctrlr);
+	/* Persistent Event Log: Controller Fatal Status, with CC as the host wrote it. */
+	ctrlr_pel_hw_error(ctrlr, NVME_PEL_HWE_CTRL_FATAL, &ctrlr->cc.raw, 4);
+}
+
+/* CC.EN 0 -> 1: validate CC/AQA/ASQ/ACQ (startup failures set CSTS.CFS, as QEMU does), create the
+ * admin queue pair, set CSTS.RDY. */
+void ctrlr_enable(struct ctrlr *ctrlr)
+{
+	union nvme_cc cc = ctrlr->cc;
+	uint32_t asqs = ctrlr->aqa.bits.asqs + 1, acqs = ctrlr->aqa.bits.acqs + 1;
+	struct ctrlr_sq *sq;
+	struct ctrlr_cq *cq;
+	uint64_t mask;
+
+	if (cc.bits.mps < ctrlr->cap.bits.mpsmin || cc.bits.mps > ctrlr->cap.bits.mpsmax)
+		return ctrlr_enable_fail(ctrlr, "CC.MPS outside CAP.MPSMIN..MPSMAX");
+	if (cc.bits.css != NVME_CC_CSS_NVM && cc.bits.css != NVME_CC_CSS_IOCS)
+		return ctrlr_enable_fail(ctrlr, "CC.CSS is neither 000b (NVM) nor 110b (all sets)");
+	if (cc.bits.ams != 0)
+		return ctrlr_enable_fail(ctrlr, "CC.AMS is not round robin");
+	if (cc.bits.iosqes != NVME_SQES_LOG2 || cc.bits.iocqes != NVME_CQES_LOG2)
+		return ctrlr_enable_fail(ctrlr, "CC.IOSQES/IOCQES not 6/4");
+	if (asqs < 2 || acqs < 2)
+		return ctrlr_enable_fail(ctrlr, "AQA sizes below 2 entries");
+	mask = ((uint64_t)1 << (12 + cc.bits.mps)) - 1;
+	if ((ctrlr->asq & mask) || (ctrlr->acq & mask) || !ctrlr->asq || !ctrlr->acq)
+		return ctrlr_enable_fail(ctrlr, "ASQ/ACQ not page aligned");
+
+	ctrlr->page_size = 1u << (12 + cc.bits.mps);
+	cq = calloc(1, sizeof(*cq));
+	sq = calloc(1, sizeof(*sq));
+	if (!cq || !sq)
+		goto out_free;
+	ctrlr_cq_init(ctrlr, cq, 0, ctrlr->acq, acqs, 0, true);
+	if (ctrlr_sq_init(ctrlr, sq, 0, cq, ctrlr->asq, asqs, 0))
+		goto out_free;
+	/* Both rings are translated once and pinned while enabled. Memory the guest has not
+	 * mapped (yet) is a startup failure, as QEMU's device treats it. */
+	if (ctrlr_cq_ring_attach(cq) || ctrlr_sq_ring_attach(sq)) {
+		ctrlr_cq_fini(cq);
+		ctrlr_sq_fini(sq);
+		free(sq);
+		free(cq);
+		return ctrlr_enable_fail(ctrlr, "ASQ/ACQ not in guest memory the "
+						 "controller may use (unmapped, or bus "
+						 "mastering disabled)");
+	}
+	cq->state = CTRLR_Q_LIVE;
+	sq->state = CTRLR_Q_LIVE;
+	cq->sq_refs = 1;
+	ctrlr->cqs[0] = cq;
+	ctrlr->sqs[0] = sq;
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_ENABLED);
+	ctrlr->csts.raw = 0;
+	ctrlr->csts.bits.rdy = 1;
+	ctrlr_regs_write_csts(ctrlr);
+	LOG_DBG(CTRLR_LOG, "enabled: MPS %u admin SQ %u CQ %u", ctrlr->page_size, asqs, acqs);
+	ctrlr_ext_enabled(ctrlr);
+	return;
+
+out_free:
+	free(sq);
+	free(cq);
+	ctrlr_enable_fail(ctrlr, "out of memory");
+}
+
+void ctrlr_regs_written(struct ctrlr *ctrlr, const void *regs)
+{
+	const uint8_t *r = regs;
+	uint64_t cap, asq, acq;
+	uint32_t vs, intms, intmc, csts;
+	union nvme_cc old = ctrlr->cc, cc;
+	uint32_t zero = 0;
+
+	memcpy(&cap, r + NVME_REG_CAP, 8);
+	memcpy(&vs, r + NVME_REG_VS, 4);
+	memcpy(&intms, r + NVME_REG_INTMS, 4);
+	memcpy(&intmc, r + NVME_REG_INTMC, 4);
+	memcpy(&cc.raw, r + NVME_REG_CC, 4);
+	memcpy(&csts, r + NVME_REG_CSTS, 4);
+	memcpy(&asq, r + NVME_REG_ASQ, 8);
+	memcpy(&acq, r + NVME_REG_ACQ, 8);
+
+	/* Read-only registers are restored. */
+	if (cap != ctrlr->cap.raw)
+		ctrlr->ops->write_regs(ctrlr->tctx, NVME_REG_CAP, &ctrlr->cap.raw, 8);
+	if (vs != ctrlr->vs)
+		ctrlr->ops->write_regs(ctrlr->tctx, NVME_REG_VS, &ctrlr->vs, 4);
+	if (csts != ctrlr->csts.raw)
+		ctrlr_regs_write_csts(ctrlr);
+
+	/* INTMS sets mask bits, INTMC clears them (3.1.4.3/4). */
+	if (intms || intmc) {
+		uint32_t mask = (CTRLR_LOAD(ctrlr->intm) | intms) & ~intmc;
+
+		CTRLR_STORE(ctrlr->intm, mask);
+		ctrlr->ops->write_regs(ctrlr->tctx, NVME_REG_INTMS, &zero, 4);
+		ctrlr->ops->write_regs(ctrlr->tctx, NVME_REG_INTMC, &zero, 4);
+		if (intmc && ctrlr->cqs[0])
+			ctrlr_cq_irq_unmasked(ctrlr->cqs[0]);
+	}
+
+	memcpy(&ctrlr->aqa.raw, r + NVME_REG_AQA, 4);
+	ctrlr->aqa.bits.rsvd12 = 0;
+	ctrlr->aqa.bits.rsvd28 = 0;
+	ctrlr->asq = asq;
+	ctrlr->acq = acq;
+
+	if (cc.raw == old.raw)
+		return;
+	ctrlr->cc = cc;
+	if (old.bits.en && !cc.bits.en) {
+		ctrlr_reset_start(ctrlr, cc.bits.shn != NVME_SHN_NONE);
+		return;
+	}
+	/* While a reset is still tearing down, the enable is done when it ends. */
+	if (!old.bits.en && cc.bits.en && ctrlr->state == CTRLR_ST_DISABLED)
+		ctrlr_enable(ctrlr);
+	if (cc.bits.shn != NVME_SHN_NONE && old.bits.shn == NVME_SHN_NONE)
+		ctrlr_reset_start(ctrlr, true);
+}
