@@ -7,7 +7,7 @@
 #include "app/rpc.h"
 #include "common/log.h"
 #include "controller/nvme_spec.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 #include "app/qmp.h"
 #include "backend/bdev.h"
 #include "common/log.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 #include "dpa/dpa.h"
 
 #include <errno.h>

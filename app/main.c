@@ -7,7 +7,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 #include "dpa/dpa.h"
 #include "hw/hw.h"
 

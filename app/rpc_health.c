@@ -6,7 +6,7 @@
  * and getting reads the first. */
 #include "app/app_internal.h"
 #include "app/rpc.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 
 #include <errno.h>
 #include <stddef.h>

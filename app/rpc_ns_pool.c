@@ -4,7 +4,7 @@
 #include "app/app_internal.h"
 #include "app/rpc.h"
 #include "common/log.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * subsystems, namespaces, listeners (hotplug) and statistics. */
 #include "app/app_internal.h"
 #include "app/rpc.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 #include "hw/hw.h"
 #include "dpa/dpa.h"
 

@@ -4,7 +4,7 @@
  * no such method; the name follows nvmf_emu_set_health. */
 #include "app/app_internal.h"
 #include "app/rpc.h"
-#include "controller/pcie.h"
+#include "transport/pcie.h"
 
 #include <errno.h>
 #include <string.h>
