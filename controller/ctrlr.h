@@ -86,6 +86,10 @@ struct ctrlr_ns_opts {
  */
 struct ctrlr_ns_shared;
 int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out);
+/* What a shared namespace is created with (the modules' shared_init hooks read it). */
+struct ctrlr_ns_shared_opts {
+	const char *ptpl_file;
+};
 /* Drops the creator's reference; the object goes with the last controller namespace. */
 void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s);
 /* The subsystem has (true) or may have only one (false) controller: CMIC bit 1 in Identify. Set
@@ -133,7 +137,7 @@ int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid);
  * may address the blocks a shrink would remove; refused). Same thread as ctrlr_ns_add. */
 int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks);
 
-/* ---- health (SMART / Health model and injection, controller/health.c) ---- */
+/* ---- health (SMART / Health model and injection, controller/device/health.c) ---- */
 
 /* What an operator sets: temp_k 0 and spare/used -1 leave the model's value; reset first
  * returns everything (and the injected media error count) to the model. */
@@ -161,7 +165,7 @@ void ctrlr_health_get(struct ctrlr *ctrlr, struct ctrlr_health_info *out);
 /* Number of attached namespaces. */
 uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr);
 
-/* ---- zoned namespaces (controller/zns_cmd.c) ---- */
+/* ---- zoned namespaces (controller/zns/zns_cmd.c) ---- */
 
 /*
  * Makes the zone of namespace nsid that starts at zslba Read Only (offline false) or Offline, as
@@ -178,7 +182,7 @@ int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, boo
 int ctrlr_zone_get(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, uint8_t *state,
 		   uint64_t *wp);
 
-/* ---- Namespace Management capacity pool (ns_pool.c, admin_ns_mgmt.c) ---- */
+/* ---- Namespace Management capacity pool (controller/pool/) ---- */
 
 /*
  * A capacity pool is one bdev (512-byte blocks) out of which the host creates namespaces with

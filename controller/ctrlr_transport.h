@@ -1,5 +1,5 @@
 /* controller/ctrlr_transport.h - the seam between the NVMe controller core and a transport (the
- * PCIe-emulation transport in controller/pcie_*.c, or the loopback transport of the unit tests).
+ * PCIe-emulation transport in transport/pcie_*.c, or the loopback transport of the unit tests).
  *
  * Model (Linux nvmet's core + pci-epf ops, SPDK's ownership rules):
  *
@@ -343,14 +343,14 @@ uint64_t ctrlr_cq_irq_poll(struct ctrlr_cq *cq, uint64_t now_us);
 bool ctrlr_cq_irq_held(const struct ctrlr_cq *cq);
 
 /*
- * Health model clock: advances the SMART / Health model (the temperature follows the command
- * rate) and raises the events of warnings that appeared, without a host reading SMART. Returns the
- * microseconds until the next call: CTRLR_HEALTH_TICK_US while the controller is enabled and
- * commands flow or the temperature has not settled, CTRLR_HEALTH_IDLE_TICK_US otherwise. Thread:
- * admin.
+ * The controller's clock: the modules that keep time without a host asking (the SMART / Health
+ * model: the temperature follows the command rate, and warnings that appear raise their events
+ * without a host reading SMART) take a step. Returns the microseconds until the next call: the
+ * soonest any module asks for, CTRLR_TICK_IDLE_US when none asks. Call it first CTRLR_TICK_US
+ * after creation. Thread: admin.
  */
-#define CTRLR_HEALTH_TICK_US 1000000ull
-#define CTRLR_HEALTH_IDLE_TICK_US 10000000ull
-uint64_t ctrlr_health_tick(struct ctrlr *ctrlr);
+#define CTRLR_TICK_US 1000000ull
+#define CTRLR_TICK_IDLE_US 10000000ull
+uint64_t ctrlr_tick(struct ctrlr *ctrlr);
 
 #endif

@@ -19,14 +19,14 @@ int pcie_delete_sq(void *tctx, struct ctrlr_sq *sq);
 int pcie_delete_cq(void *tctx, struct ctrlr_cq *cq);
 void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq);
 
-static void pcie_health_tick(void *arg)
+static void pcie_clock_tick(void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
 
-	pc->health_timer = evloop_timer_add(pc->loop, ctrlr_health_tick(pc->ctrlr),
-					    pcie_health_tick, pc);
-	if (!pc->health_timer)
-		LOG_ERR(PCIE_LOG, "%s: cannot re-arm the health timer", pc->vuid);
+	pc->tick_timer = evloop_timer_add(pc->loop, ctrlr_tick(pc->ctrlr),
+					    pcie_clock_tick, pc);
+	if (!pc->tick_timer)
+		LOG_ERR(PCIE_LOG, "%s: cannot re-arm the controller clock", pc->vuid);
 }
 
 /* The Keep Alive Timer: armed for what is left until the next Keep Alive is due. A Keep Alive
@@ -235,10 +235,10 @@ static int pcie_ensure_resources(struct pcie_ctrlr *pc)
 		pc->admin_db_seen[i] = 0;
 		hw_db_start(pc->admin_db[i]);
 	}
-	if (!pc->health_timer) {
-		pc->health_timer = evloop_timer_add(pc->loop, CTRLR_HEALTH_TICK_US,
-						    pcie_health_tick, pc);
-		if (!pc->health_timer)
+	if (!pc->tick_timer) {
+		pc->tick_timer = evloop_timer_add(pc->loop, CTRLR_TICK_US,
+						    pcie_clock_tick, pc);
+		if (!pc->tick_timer)
 			return -ENOMEM;
 	}
 	if (hw_dev_db_mode(pc->dev) == HW_DB_MODE_MMAP && !pc->admin_timer) {
@@ -259,9 +259,9 @@ static void pcie_release_resources(struct pcie_ctrlr *pc)
 		evloop_timer_cancel(pc->admin_timer);
 		pc->admin_timer = NULL;
 	}
-	if (pc->health_timer) {
-		evloop_timer_cancel(pc->health_timer);
-		pc->health_timer = NULL;
+	if (pc->tick_timer) {
+		evloop_timer_cancel(pc->tick_timer);
+		pc->tick_timer = NULL;
 	}
 	if (pc->ka_timer) {
 		evloop_timer_cancel(pc->ka_timer);

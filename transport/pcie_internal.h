@@ -158,7 +158,7 @@ struct pcie_ctrlr {
 	struct hw_db *admin_db[2]; /* SQ0 tail, CQ0 head */
 	uint32_t admin_db_seen[2]; /* mmap mode: last values handed to the core */
 	struct evloop_timer *admin_timer;
-	struct evloop_timer *health_timer; /* ctrlr_health_tick, while a client is attached */
+	struct evloop_timer *tick_timer; /* ctrlr_tick, while a client is attached */
 	struct evloop_timer *ka_timer;	   /* ctrlr_keep_alive_check, while KATO runs */
 	uint64_t admin_last_activity_us;
 	struct hw_msix_vector **vectors; /* created on first use, main thread */

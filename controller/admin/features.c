@@ -1,4 +1,4 @@
-/* controller/admin_features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
+/* controller/admin/features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
  * management, temperature threshold, error recovery, volatile write cache, number of queues,
  * interrupt coalescing and vector configuration, write atomicity, async event configuration,
  * APST, timestamp, Host Behavior Support, Host Identifier, Reservation Notification Mask and
@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "common/evloop.h"
-#include "controller/core/core.h"
+#include "controller/admin/admin.h"
+#include "controller/device/device.h"
+#include "controller/nvm/nvm.h"
 
 #define CTRLR_TEMP_SENSORS 1 /* temperature sensor 1 = composite */
 #define CTRLR_TEMP_UNDER_DEFAULT 0
@@ -127,34 +129,27 @@ static uint16_t ctrlr_feat_resv_ns(struct ctrlr_req *req, uint8_t fid, bool set,
 			return NVME_SC_INVALID_NS; /* persistence is per namespace */
 		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 			if (ctrlr->ns[i])
-				ctrlr->ns[i]->resv_mask = v & NVME_RESV_MASK_ALL;
+				ctrlr_nvm_ns(ctrlr->ns[i])->resv_mask = v & NVME_RESV_MASK_ALL;
 		return NVME_SC_SUCCESS;
 	}
 	ns = ctrlr_ns_get(ctrlr, req->sqe.nsid);
 	if (!ns)
 		return NVME_SC_INVALID_NS;
 	if (fid == NVME_FEAT_RESV_MASK) {
+		struct ctrlr_nvm_ns *n = ctrlr_nvm_ns(ns);
+
 		if (set)
-			ns->resv_mask = v & NVME_RESV_MASK_ALL;
-		*cdw0 = dflt ? 0 : ns->resv_mask;
+			n->resv_mask = v & NVME_RESV_MASK_ALL;
+		*cdw0 = dflt ? 0 : n->resv_mask;
 	} else if (set) {
-		struct ctrlr_ns_shared *s = ns->shared;
-		bool on = v & NVME_RESV_PTPL, was = s->resv.ptpl;
+		bool on = v & NVME_RESV_PTPL;
 
-		if (on && !s->resv.ptpl_capable) {
+		if (on && !ctrlr_resv_ptpl_capable(ns))
 			st = NVME_SC_INVALID_FIELD;
-		} else if (on != was) {
-			int rc;
-
-			s->resv.ptpl = on;
-			rc = ctrlr_resv_save(&s->resv, s->ptpl_file);
-			if (rc) {
-				s->resv.ptpl = was;
-				st = NVME_SC_INTERNAL;
-			}
-		}
+		else if (on != ctrlr_resv_ptpl(ns) && ctrlr_resv_set_ptpl(ns, on))
+			st = NVME_SC_INTERNAL;
 	} else {
-		*cdw0 = dflt ? 0 : ns->shared->resv.ptpl;
+		*cdw0 = dflt ? 0 : ctrlr_resv_ptpl(ns);
 	}
 	ctrlr_ns_put(ns);
 	return st;
@@ -193,7 +188,6 @@ static void ctrlr_features_defaults(struct ctrlr *ctrlr)
 	CTRLR_STORE(f->hbs_cdfe, 0);
 	for (uint32_t v = 0; v < ctrlr->cfg.num_vectors; v++)
 		CTRLR_STORE(f->irq_cd[v], 0);
-	ctrlr->smart_critical = 0;
 }
 
 void ctrlr_features_init(struct ctrlr *ctrlr)
@@ -222,28 +216,6 @@ void ctrlr_features_reset(struct ctrlr *ctrlr)
 			ctrlr->ns[i]->err_recovery = 0;
 	if (wce_was_off)
 		ctrlr_apply_write_cache(ctrlr, true);
-}
-
-void ctrlr_smart_check_temperature(struct ctrlr *ctrlr)
-{
-	struct ctrlr_features *f = &ctrlr->feat;
-	uint16_t t = ctrlr_health_temp(ctrlr);
-	bool over = t >= f->temp_over[0] || t >= f->temp_over[1];
-	bool under = t < f->temp_under[0] || t < f->temp_under[1];
-
-	if (!over && !under) {
-		ctrlr->smart_critical &= ~NVME_SMART_CRIT_TEMPERATURE;
-		return;
-	}
-	if (ctrlr->smart_critical & NVME_SMART_CRIT_TEMPERATURE)
-		return;
-	ctrlr->smart_critical |= NVME_SMART_CRIT_TEMPERATURE;
-	if (over)
-		ctrlr_pel_thermal(ctrlr, t,
-				  t >= f->temp_over[0] ? f->temp_over[0] : f->temp_over[1]);
-	if (f->async_event & NVME_SMART_CRIT_TEMPERATURE)
-		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_SMART, NVME_AER_SMART_TEMP_THRESH,
-				 NVME_LOG_SMART);
 }
 
 static uint64_t ctrlr_timestamp_now(const struct ctrlr *ctrlr, uint8_t *attr)

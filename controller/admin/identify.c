@@ -1,10 +1,13 @@
-/* controller/admin_identify.c - Identify (NVMe Base 2.0 section 5.17): CNS 00h namespace, 01h
+/* controller/admin/identify.c - Identify (NVMe Base 2.0 section 5.17): CNS 00h namespace, 01h
  * controller, 02h/07h active namespace lists, 03h namespace identification descriptors, 05h/06h
  * NVM command set specific namespace/controller, 08h command set independent namespace. */
 #include <stdio.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/admin/admin.h"
+#include "controller/device/device.h"
+#include "controller/nvm/nvm.h"
+#include "controller/pool/pool.h"
 #include "controller/zns/zns.h"
 
 #define CTRLR_RTD3E_US 1000000 /* resume/entry latency reported (1 s) */
@@ -140,7 +143,7 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	/* Reservations: every type, IEKEY as NVMe 1.3+, PTPL with a state file; NMIC bit 0 when
 	 * other controllers may attach the namespace. */
 	id->rescap = NVME_RESCAP_ALL_TYPES | NVME_RESCAP_IEKEY |
-		     (ns->shared && ns->shared->resv.ptpl_capable ? NVME_RESCAP_PTPL : 0);
+		     (ns->shared && ctrlr_resv_ptpl_capable(ns) ? NVME_RESCAP_PTPL : 0);
 	/* Copy limits (MSRC is 0-based). */
 	id->mssrl = CTRLR_COPY_MSSRL;
 	id->mcl = CTRLR_COPY_MCL;
@@ -168,7 +171,7 @@ static size_t ctrlr_desc_add(uint8_t *buf, size_t off, uint8_t nidt, const void 
 
 static void ctrlr_identify_descs(const struct ctrlr_ns *ns, uint8_t *buf)
 {
-	uint8_t csi = ns->zns ? NVME_CSI_ZNS : NVME_CSI_NVM;
+	uint8_t csi = ns->csi;
 	size_t off = 0;
 
 	off = ctrlr_desc_add(buf, off, NVME_NIDT_EUI64, ns->eui64, 8);
@@ -192,7 +195,7 @@ static uint16_t ctrlr_identify_nsm(struct ctrlr *ctrlr, uint8_t cns, uint32_t ns
 {
 	struct ctrlr_ns snap, *ns;
 
-	if (!ctrlr->pool && !(ctrlr->subsys && (cns == NVME_CNS_NS_CTRL_LIST ||
+	if (!ctrlr_pool_of(ctrlr) && !(ctrlr->subsys && (cns == NVME_CNS_NS_CTRL_LIST ||
 						cns == NVME_CNS_CTRL_LIST)))
 		return NVME_SC_INVALID_FIELD;
 	switch (cns) {
@@ -280,7 +283,7 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 		/* FFFFFFFFh (capabilities common to all namespaces) only with Namespace
 		 * Management (Base 2.x, CNS 00h): without it, Invalid Namespace or Format. */
 		if (nsid == 0 || (nsid > CTRLR_MAX_NAMESPACES && nsid != NVME_NSID_ALL) ||
-		    (nsid == NVME_NSID_ALL && (cns != NVME_CNS_NS || !ctrlr->pool))) {
+		    (nsid == NVME_NSID_ALL && (cns != NVME_CNS_NS || !ctrlr_pool_of(ctrlr)))) {
 			st = NVME_SC_INVALID_NS;
 			break;
 		}

@@ -1,4 +1,4 @@
-/* controller/admin_log.c - Get Log Page (NVMe Base 2.0 section 5.16): supported log pages, error
+/* controller/admin/log.c - Get Log Page (NVMe Base 2.0 section 5.16): supported log pages, error
  * information ring, SMART / health with live counters, firmware slot, changed namespace list,
  * commands supported and effects (generated from the opcode tables), LBA status information
  * (lba_status.c), the ZNS Changed Zone List (zns_cmd.c). Admin thread. */
@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "common/evloop.h"
-#include "controller/core/core.h"
+#include "controller/admin/admin.h"
+#include "controller/device/device.h"
+#include "controller/nvm/nvm.h"
 #include "controller/zns/zns.h"
 
 #define CTRLR_LOG_MAX_SIZE 4096
@@ -42,59 +44,6 @@ static size_t ctrlr_log_error(struct ctrlr *ctrlr, uint8_t *buf)
 	return CTRLR_ERROR_LOG_ENTRIES * sizeof(*out);
 }
 
-/* 128-bit little-endian counters (the host is little endian, as x86 is). */
-static void ctrlr_u128_put(uint8_t *dst, uint64_t v)
-{
-	memset(dst, 0, 16);
-	memcpy(dst, &v, 8);
-}
-
-/* SMART / Health (Base 2.0 5.16.1.3): the controller's counters for NSID 0 or FFFFFFFFh; for a
- * namespace (LPA bit 0), those of its bdev: bytes and commands read and written, errors. */
-size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf);
-
-static size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf)
-{
-	struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
-	struct ctrlr_stats st;
-
-	ctrlr_get_stats(ctrlr, &st);
-	if (ns) {
-		struct bdev_stats bs;
-
-		bdev_get_stats(ns->bdev, &bs);
-		/* Data units: thousands of 512-byte units, rounded up (as ctrlr_get_stats). */
-		st.data_units_read = (bs.bytes_read / 512 + 999) / 1000;
-		st.data_units_written = (bs.bytes_written / 512 + 999) / 1000;
-		st.host_read_cmds = bs.read_ops;
-		st.host_write_cmds = bs.write_ops;
-		st.media_errors = bs.errors;
-	}
-	ctrlr_health_eval(ctrlr);
-	st.media_errors += ctrlr->health.media_errors;
-	s->critical_warning = ctrlr->smart_critical;
-	s->temperature = ctrlr_health_temp(ctrlr);
-	s->avail_spare = ctrlr_health_spare(ctrlr);
-	s->spare_thresh = CTRLR_HEALTH_SPARE_THRESH;
-	s->percent_used = ctrlr_health_used(ctrlr);
-	ctrlr_u128_put(s->data_units_read, st.data_units_read);
-	ctrlr_u128_put(s->data_units_written, st.data_units_written);
-	ctrlr_u128_put(s->host_reads, st.host_read_cmds);
-	ctrlr_u128_put(s->host_writes, st.host_write_cmds);
-	ctrlr_u128_put(s->power_cycles, 1);
-	ctrlr_u128_put(s->power_on_hours, (evloop_now_us() - ctrlr->created_us) / 3600000000ull);
-	ctrlr_u128_put(s->media_errors, st.media_errors);
-	ctrlr_u128_put(s->num_err_log_entries,
-		       __atomic_load_n(&ctrlr->error_count, __ATOMIC_RELAXED));
-	s->temp_sensor[0] = ctrlr_health_temp(ctrlr);
-	return sizeof(*s);
-}
-
-size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf)
-{
-	return ctrlr_log_smart(ctrlr, NULL, buf);
-}
-
 static size_t ctrlr_log_changed_ns(struct ctrlr *ctrlr, uint8_t *buf, bool rae)
 {
 	uint32_t *list = (uint32_t *)buf;
@@ -117,9 +66,7 @@ static size_t ctrlr_log_effects(struct ctrlr *ctrlr, uint8_t *buf, uint8_t csi)
 
 	for (unsigned int op = 0; op < 256; op++) {
 		e->acs[op] = ctrlr_admin_effects(ctrlr, (uint8_t)op);
-		e->iocs[op] = ctrlr_io_effects(ctrlr, (uint8_t)op);
-		if (csi == NVME_CSI_ZNS)
-			e->iocs[op] |= ctrlr_zns_effects((uint8_t)op);
+		e->iocs[op] = ctrlr_io_effects(ctrlr, csi, (uint8_t)op);
 	}
 	return sizeof(*e);
 }
@@ -208,7 +155,7 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		/* admin_bg.c: sizes of their own (telemetry and the event log grow). */
 		free(buf);
 		buf = NULL;
-		st = ctrlr_log_ext(req, lid, &buf, &size);
+		st = ctrlr_log_device(req, lid, &buf, &size);
 		if (st)
 			return ctrlr_req_complete(req, st);
 		break;

@@ -1,4 +1,5 @@
-/* controller/admin_abort.c - Abort (NVMe Base 2.0 5.1) of any command not completed yet.
+/* controller/core/abort.c - Abort (NVMe Base 2.0 5.1) of any command not completed yet, and the
+ * marks and fences of Reservation Acquire's Preempt and Abort (nvm/resv.c asks for them).
  *
  * Running commands: a waiting Asynchronous Event Request ends at once; any other command found
  * by its SQ and CID (e.g. one waiting for a slow bdev) is marked, and completes with Command
@@ -233,7 +234,8 @@ struct ctrlr_preempt_fence {
 	struct ctrlr_sq *sq;
 	struct ctrlr *ctrlr;
 	uint32_t nsid;
-	struct ctrlr_preempt_op *op; /* told once the fence is up (admin thread), or NULL */
+	void (*up)(void *arg); /* told once the fence is up (admin thread), or NULL */
+	void *up_arg;
 };
 
 /* Admin thread: one fence of the Acquire is up. */
@@ -241,8 +243,11 @@ static void ctrlr_preempt_fence_done(void *arg)
 {
 	struct ctrlr_preempt_fence *f = arg;
 
-	ctrlr_resv_preempt_put(f->op);
+	void (*up)(void *arg) = f->up;
+	void *up_arg = f->up_arg;
+
 	free(f);
+	up(up_arg);
 }
 
 /* The SQ's owner thread: the SQEs between the head and the tail seen now are under the fence
@@ -284,15 +289,18 @@ static void ctrlr_preempt_fence_up(void *arg)
 	if (left > sq->preempt_left)
 		sq->preempt_left = left;
 out:
-	if (!f->op) {
+	if (!f->up) {
 		free(f);
 		return;
 	}
 	f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
 }
 
-void ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_preempt_op *op)
+uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
+				    void *arg)
 {
+	uint32_t posted = 0;
+
 	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
 		struct ctrlr_sq *sq = ctrlr->sqs[qid];
 		struct ctrlr_preempt_fence *f;
@@ -309,11 +317,12 @@ void ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr
 		f->sq = sq;
 		f->ctrlr = ctrlr;
 		f->nsid = nsid;
-		f->op = op;
-		if (op)
-			op->pending++;
+		f->up = up;
+		f->up_arg = arg;
+		posted++;
 		ctrlr->ops->io_post(ctrlr->tctx, sq, &f->msg, ctrlr_preempt_fence_up, f);
 	}
+	return posted;
 }
 
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq)

@@ -1,7 +1,12 @@
-/* controller/ctrlr_internal.h - the controller core's objects (controller, namespaces, queues,
- * requests) and the functions the core's files share. Not for use outside controller/. */
-#ifndef NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
-#define NVME_EMU_CONTROLLER_CTRLR_INTERNAL_H
+/* controller/core/core.h - the controller core's objects (controller, namespaces, queues,
+ * requests), the functions its files share, and the seam above it: the modules (command sets and
+ * features: nvm/, zns/, device/, pool/, admin/) that the core knows only through struct
+ * ctrlr_module tables, assembled by controller/modules.c. The core names no module: what a
+ * module must do when a controller is created, reset, enabled or destroyed, when a namespace is
+ * attached or erased, it does from its hooks, and what it keeps it keeps in its state slots
+ * (ctrlr->mod[], ns->mod[], shared->mod[]). Not for use outside controller/. */
+#ifndef NVME_EMU_CONTROLLER_CORE_CORE_H
+#define NVME_EMU_CONTROLLER_CORE_CORE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -13,10 +18,7 @@
 #include "common/counter.h"
 #include "common/evloop.h"
 #include "controller/ctrlr.h"
-#include "controller/device/device.h"
 #include "controller/ctrlr_transport.h"
-#include "controller/nvm/fused.h"
-#include "controller/nvm/resv.h"
 #include "controller/nvme_spec.h"
 
 #define CTRLR_LOG "ctrlr"
@@ -31,16 +33,11 @@
 #define CTRLR_ERROR_LOG_ENTRIES 64	/* ELPE + 1 */
 #define CTRLR_AER_QUEUE 16		/* events waiting for an AER command */
 #define CTRLR_BDEV_CTX_MAX 512		/* largest backend per-I/O context accepted */
-#define CTRLR_DSM_BATCH 16		/* DSM ranges unmapped per bdev request */
-#define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size for Verify / vendor checksum */
-/* Copy limits (Identify Namespace MSRC, MSSRL, MCL) and the bounce buffers in use at once per
- * controller (past it Copy completes with Command Interrupted, which the host retries). */
-#define CTRLR_COPY_MAX_RANGES 128u
-#define CTRLR_COPY_MSSRL 65535u
-#define CTRLR_COPY_MCL (1u << 20)
-#define CTRLR_COPY_MAX_ACTIVE 64u
+#define CTRLR_DSM_BATCH 16		/* ranges per bdev request (req->step.ranges) */
+#define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size of chunked reads (Verify, vendor, self-test) */
 #define CTRLR_SGL_MAX_SEGMENTS 64
 #define CTRLR_SGL_MAX_DESCS 4096 /* descriptors walked per command, all segments */
+#define CTRLR_MODULES_MAX 8	 /* modules a controller may have (controller/modules.h) */
 
 #define CTRLR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -55,47 +52,17 @@
 
 struct ctrlr;
 struct ctrlr_req;
-struct ctrlr_zns;
-struct ctrlr_zns_changed;
+struct ctrlr_module;
 
 /* Guest-memory translator, injected into the PRP/SGL walkers (ops->mem_map). */
 typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
 
-/* ---- Namespaces ---- */
+/* ---- Namespaces (ns.c) ---- */
 
-/* Firmware slots and the image being downloaded (admin_fw.c). Admin thread. */
-#define CTRLR_FW_SLOTS 3
-#define CTRLR_FW_GRAN 4096u	   /* FWUG: 4 KiB units */
-#define CTRLR_FW_MAX (32u << 20) /* largest image */
-struct ctrlr_fw {
-	char rev[CTRLR_FW_SLOTS][9]; /* "" for an empty slot */
-	uint8_t active;		     /* 1..3 */
-	uint8_t next;		     /* activated at the next reset (0: none) */
-	uint8_t *stage;
-	size_t stage_len, stage_cap;
-	bool overlap;
-	uint8_t have[CTRLR_FW_MAX / CTRLR_FW_GRAN / 8]; /* units received */
-};
+/* LBA formats. A namespace's command set (nvm/format.c) fills the formats its bdev offers when
+ * the namespace is attached; logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl): its
+ * data, its metadata right after, zero padding to the end (see docs/DESIGN.md). */
 
-/* The SMART / Health model and what an operator injected (health.c). Admin thread. */
-struct ctrlr_health {
-	uint16_t temp_k;	/* the modelled composite temperature */
-	uint16_t forced_temp_k; /* 0: the model's */
-	int16_t forced_spare;	/* -1: 100 % (nothing wears here) */
-	int16_t forced_used;	/* -1: from the bytes written */
-	uint64_t last_us, last_cmds; /* the previous evaluation */
-	uint64_t media_errors;	     /* injected ranges' blocks read since (counted as errors) */
-};
-#define CTRLR_HEALTH_IDLE_K 313	   /* 40 C */
-#define CTRLR_HEALTH_LOAD_MAX_K 30 /* at most +30 K under load */
-#define CTRLR_HEALTH_SPARE_THRESH 10
-/* Rated endurance: this many writes of the controller's whole capacity. */
-#define CTRLR_HEALTH_RATED_WRITES 3000
-
-/* LBA formats and protection (admin_format.c, io_md.c). A namespace offers every format its
- * bdev can hold without read-modify-write: data 512 (512-byte bdevs only) and 4096 bytes with 0,
- * 8, 16 and 64 bytes of metadata. Logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl):
- * its data, its metadata right after, zero padding to the end (see docs/DESIGN.md). */
 #define CTRLR_MAX_LBAF 12
 struct ctrlr_lbaf {
 	uint32_t ds;  /* data bytes */
@@ -118,10 +85,17 @@ union ctrlr_ns_fmt {
 	} f;
 };
 
+
+/* What a reservation may refuse a host (ctrlr_ns.io_block) and what a command needs
+ * (ctrlr_cmd.access). */
+#define CTRLR_ACCESS_READ (1u << 0)
+#define CTRLR_ACCESS_WRITE (1u << 1)
+
 struct ctrlr_ns {
 	struct ctrlr *ctrlr;
 	uint32_t nsid;
 	struct bdev *bdev;
+	uint8_t csi; /* its I/O command set (NVME_CSI_*), set by the module that takes it */
 	uint32_t block_size;
 	uint8_t lbads;
 	uint64_t num_blocks;
@@ -131,10 +105,10 @@ struct ctrlr_ns {
 	bool has_unmap;
 	bool has_write_zeroes;
 	uint8_t nmic;
-	/* Namespace Attachment / Management waiting for the bdev's release (ns_pool). */
+	/* Namespace Attachment / Management waiting for the bdev's release (pool/). */
 	void (*released_fn)(void *arg);
 	void *released_arg;
-	/* Removal without a shared counter on the I/O path (ctrlr.c, "grace periods"): commands
+	/* Removal without a shared counter on the I/O path (ns.c, "grace periods"): commands
 	 * on I/O queues hold no reference, their SQ's namespace epoch keeps the namespace; the
 	 * admin thread's users count in admin_refs. Removal NULLs ctrlr->ns[], asks for a grace
 	 * period (ticket `grace`) and releases the bdev once it passed and admin_refs is 0.
@@ -144,26 +118,37 @@ struct ctrlr_ns {
 	bool removing;
 	bool released;
 	uint32_t err_recovery; /* Error Recovery feature (TLER), per namespace */
-	/* LBA formats (fixed at creation) and the current one (union ctrlr_ns_fmt, atomic: Format
+	/* LBA formats (fixed at attachment) and the current one (union ctrlr_ns_fmt, atomic: Format
 	 * NVM on the admin thread changes it, with block_size, lbads and num_blocks). */
 	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
 	uint8_t nlbaf; /* formats in lbafs */
 	uint64_t fmt;
-	/* Write Uncorrectable marks (not persistent): the shared namespace's, so a host's mark
-	 * fails every controller's reads and a write through any controller clears it. */
-	struct ctrlr_uncor *uncor;
-	/* Reservations and fused locks (io_resv.h): the state shared with the other controllers
-	 * of this namespace, this controller's access word (atomic, written by the admin thread)
-	 * and its Reservation Notification Mask. */
+	/* The state shared with the other controllers attached to the same bdev. */
 	struct ctrlr_ns_shared *shared;
 	struct ctrlr_ns *share_next;
-	uint32_t resv_block;
-	uint32_t resv_mask;
-	struct ctrlr_zns *zns; /* a zoned namespace's zones (CSI 2h; owned by shared); NULL: NVM */
-	struct ctrlr_zns_changed *zchanged; /* its Changed Zone List for this controller (zns.h) */
+	/* Accesses this controller's host is refused (CTRLR_ACCESS_*; atomic, written by the admin
+	 * thread: a reservation held by another host): one load per command. */
+	uint32_t io_block;
+	/* The modules' state for this controller's view of the namespace (ns_size bytes each). */
+	void *mod[CTRLR_MODULES_MAX];
 	/* Removed namespaces stay allocated until the controller is destroyed: an owner thread
 	 * may still hold the pointer it loaded just before the removal. */
 	struct ctrlr_ns *dead_next;
+};
+
+/* A namespace as every controller attached to its bdev sees it (NVMe Base 2.0: reservations,
+ * zones, formats belong to the namespace, not to a controller): the bdev claim, taken by the
+ * first controller that attaches it and dropped with the last, the list of the controllers'
+ * namespaces, and the modules' shared state (shared_size bytes each: reservations, range locks,
+ * zones, media marks). Admin thread (all its controllers share it). */
+struct ctrlr_ns_shared {
+	uint32_t refs;	   /* the creator's and one per controller namespace attached */
+	struct bdev *bdev; /* claimed by the first controller that attached it */
+	uint32_t claims;   /* attached controller namespaces using the claim */
+	const struct ctrlr_module *const *modules; /* the modules it was made with */
+	uint32_t nr_modules;
+	struct ctrlr_ns *nss; /* controller namespaces attached (ctrlr_ns.share_next) */
+	void *mod[CTRLR_MODULES_MAX];
 };
 
 /* ---- Visits of every queue on its owner thread (queue_mem.c) ---- */
@@ -171,7 +156,7 @@ enum ctrlr_visit_slot {
 	CTRLR_VISIT_UNMAP = 0, /* ctrlr_mem_unmap */
 	CTRLR_VISIT_REMAP,     /* ctrlr_mem_mapped */
 	CTRLR_VISIT_DBBUF,     /* Doorbell Buffer Config */
-	CTRLR_VISIT_NS_GRACE,  /* namespace grace period (ctrlr.c) */
+	CTRLR_VISIT_NS_GRACE,  /* namespace grace period (ns.c) */
 	CTRLR_VISIT_SLOTS,
 };
 
@@ -285,7 +270,7 @@ struct ctrlr_sq {
 	uint8_t epoch;
 	uint32_t epoch_users[2];
 	struct ctrlr_visit *fence;
-	/* Namespace grace periods (ctrlr.c): requests counted by the namespace epoch they started
+	/* Namespace grace periods (ns.c): requests counted by the namespace epoch they started
 	 * in (ctrlr_req_get until ctrlr_req_ns_end); a grace period flips the epoch and waits for
 	 * the old one to empty. Owner thread, so no atomics per command. */
 	uint8_t ns_epoch;
@@ -299,10 +284,10 @@ struct ctrlr_sq {
 	/* Shadow doorbells (Doorbell Buffer Config): NULL when off. */
 	volatile uint32_t *shadow_db;
 	volatile uint32_t *eventidx;
-	/* Aborts of SQEs not fetched yet (admin_abort.c); owner thread. NULL: the fetch path
+	/* Aborts of SQEs not fetched yet (abort.c); owner thread. NULL: the fetch path
 	 * pays one test. */
 	struct ctrlr_abort_rec *abort_armed;
-	/* Preempt and Abort of SQEs not fetched yet (admin_abort.c), owner thread: the next
+	/* Preempt and Abort of SQEs not fetched yet (abort.c), owner thread: the next
 	 * preempt_left SQEs after ring slot preempt_head were in the ring when it came; those of
 	 * namespaces preempt_nsid[] end with Command Aborted due to Preempt and Abort. */
 	uint32_t preempt_left;
@@ -342,7 +327,9 @@ struct ctrlr_req {
 			      * needed (the request's namespace epoch keeps it) */
 	union ctrlr_ns_fmt fmt;	       /* ns's format when the command started (ctrlr_req_get_ns) */
 	const struct ctrlr_lbaf *lbaf; /* its LBA format */
-	struct ctrlr_md_io *md;	       /* metadata bounce state (io_md.c), kept between commands */
+	/* The command set's bounce state for this request slot, kept between commands (metadata
+	 * formats: nvm/md.c); freed by the modules' sq_fini hooks. */
+	void *md;
 	struct ctrlr_req *next;
 	struct iovec *iov;
 	int iovcnt;
@@ -350,15 +337,19 @@ struct ctrlr_req {
 	struct bdev_io *bio;
 	ctrlr_req_io_done_fn io_done;
 	struct evloop_msg hop; /* a hop to another thread and back (reservations, fused locks) */
-	/* Fused Compare and Write and range locks (io_fused.h): the pair's other command, the
-	 * lock state, the range held or waited for, the command to resume, the table's list. */
+	/* Runs first in ctrlr_req_complete when set (a module's end of the command: a write leaves
+	 * the namespace's range locks, nvm/fused.c); the module clears it as it runs. */
+	void (*end_fn)(struct ctrlr_req *req);
+	/* A fused pair (req.c takes both commands): the other command of the pair. */
 	struct ctrlr_req *fused;
+	/* Range locks (nvm/fused.h): the lock state, the range held or waited for, the command to
+	 * resume, the table's list. */
 	uint8_t caw_state;
 	bool caw_is_pair;
 	uint64_t caw_slba, caw_end;
 	void (*caw_resume)(struct ctrlr_req *req);
 	struct ctrlr_req *caw_next;
-	uint32_t abort_tag; /* atomic: generation << 16 | CID while abortable (admin_abort.c) */
+	uint32_t abort_tag; /* atomic: generation << 16 | CID while abortable (abort.c) */
 	uint16_t abort_gen;
 	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
 	 * vendor). */
@@ -427,6 +418,107 @@ struct ctrlr_features {
 	uint16_t hbs_cdfe;
 };
 
+
+/* One command of a command set: its handler and its line in the Commands Supported and Effects
+ * log, and for I/O commands what the core checks before the handler runs (req.c,
+ * ctrlr_io_dispatch). Modules give them as 256-entry tables indexed by opcode. */
+struct ctrlr_cmd {
+	ctrlr_req_exec_fn exec;
+	uint32_t effects; /* NVME_CMD_EFFECTS_* (CSUPP included) */
+	/* Admin: the command exists only when this says so (NULL: always). */
+	bool (*supported)(const struct ctrlr *ctrlr);
+	/* I/O: the command set it belongs to: NVME_CSI_NVM commands run on every namespace (the
+	 * other I/O command sets include them), the others only on namespaces of their set and
+	 * only with CC.CSS 110b (Base 2.0 3.1.3.5). */
+	uint8_t csi;
+	/* I/O: what a reservation held by another host may refuse (CTRLR_ACCESS_*, 0: nothing). */
+	uint8_t access;
+	/* I/O: NSID FFFFFFFFh goes to the handler (no namespace looked up). */
+	bool any_nsid;
+};
+
+/*
+ * A module: a command set or a feature of the controller (controller/modules.c lists them).
+ * Hooks run on the admin thread unless said otherwise, in table order (teardown in reverse);
+ * NULL hooks are skipped. State: before init the core allocates ctrlr_size zeroed bytes at
+ * ctrlr->mod[id] (id: the module's place in the table), before ns_attach ns_size bytes at
+ * ns->mod[id], before shared_init shared_size bytes at shared->mod[id]; it frees them after
+ * fini, ns_free and shared_fini. A module with size 0 may keep a pointer of its own in its slot
+ * (it frees what it points to).
+ */
+struct ctrlr_module {
+	const char *name;
+	size_t ctrlr_size, ns_size, shared_size;
+	/* Commands: opcode-indexed tables (NULL: none). */
+	const struct ctrlr_cmd *admin_cmds;
+	const struct ctrlr_cmd *io_cmds;
+
+	/* The controller is created: 0, or -errno to fail ctrlr_create (the module undoes its own
+	 * part, the modules before it are finished). fini: it is freed, its namespaces
+	 * released. */
+	int (*init)(struct ctrlr *ctrlr);
+	void (*fini)(struct ctrlr *ctrlr);
+	/* ctrlr_destroy starts (before the namespaces are released). */
+	void (*destroy)(struct ctrlr *ctrlr);
+	/* A Controller Level Reset starts (CC.EN 1->0, shutdown, FLR). */
+	void (*reset)(struct ctrlr *ctrlr);
+	/* The module has I/O of its own in flight that a reset or ctrlr_destroy must wait for;
+	 * when it ends the module calls ctrlr_reset_continue. */
+	bool (*busy)(const struct ctrlr *ctrlr);
+	/* The reset finished (no queue left), before CSTS is written: settings back to their
+	 * defaults, a committed firmware image activated. */
+	void (*reset_done)(struct ctrlr *ctrlr);
+	/* CC.EN 0->1 succeeded (CSTS.RDY set) / failed (CSTS.CFS set). */
+	void (*enabled)(struct ctrlr *ctrlr);
+	void (*enable_failed)(struct ctrlr *ctrlr);
+	/* The transport's clock (ctrlr_tick): microseconds until the module wants the next tick,
+	 * or 0 for no wish. */
+	uint64_t (*tick)(struct ctrlr *ctrlr);
+	/* A command completed with a Media and Data Integrity Errors status. Any thread. */
+	void (*media_error)(struct ctrlr *ctrlr, uint16_t status);
+	/* The controller joined or left an NVM subsystem (ctrlr_subsys_join / leave). */
+	void (*subsys_joined)(struct ctrlr *ctrlr);
+	void (*subsys_left)(struct ctrlr *ctrlr, struct ctrlr_subsys *cs);
+	/* An admin command is about to run: the status it gets instead, or 0. */
+	uint16_t (*admin_gate)(struct ctrlr_req *req);
+	/* Commands that took a namespace before some moment may have ended: a namespace grace
+	 * period passed, or the last admin reference to a namespace went. */
+	void (*ns_quiet)(struct ctrlr *ctrlr);
+
+	/* Namespaces. ns_attach: the namespace is being added (not visible yet): the module may
+	 * take it (ns->csi, formats, zones); -errno fails ctrlr_ns_add. ns_free: it is freed. */
+	int (*ns_attach)(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts);
+	void (*ns_free)(struct ctrlr_ns *ns);
+	/* The namespace's user data was erased (Format NVM, Sanitize): what the module knows of
+	 * its blocks goes (media marks, zone states). Admin thread. */
+	void (*ns_erased)(struct ctrlr_ns *ns);
+	/* A shared namespace is created (-errno fails its creation: the module undoes its own
+	 * part) / freed. */
+	int (*shared_init)(struct ctrlr_ns_shared *s, const struct ctrlr_ns_shared_opts *opts);
+	void (*shared_fini)(struct ctrlr_ns_shared *s);
+
+	/* I/O: the fused pair (first, second) the core took from an SQ (req.c); the module runs
+	 * both and completes both. Owner thread. At most one module has it. */
+	void (*io_fused)(struct ctrlr_req *first, struct ctrlr_req *second);
+	/* I/O: a command that changes blocks (effects LBCC) is about to run `exec`: true when it
+	 * must wait (the module runs exec(req) later on the owner thread). Owner thread. At most
+	 * one module has it. */
+	bool (*io_write_begin)(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
+	/* An SQ is freed (its owner stopped it): the module's per-request state in its requests
+	 * goes. */
+	void (*sq_fini)(struct ctrlr_sq *sq);
+};
+
+/* An Abort of a command still in its SQ (not fetched yet): the ring slot the command sits in.
+ * CTRLR_ACL + 1 of them per controller (the Abort Command Limit). abort.c. */
+struct ctrlr_abort_rec {
+	uint32_t busy; /* atomic: taken by an owner thread, freed by it or the admin thread */
+	struct ctrlr_sq *sq;
+	uint32_t slot;
+	uint16_t cid;
+	struct ctrlr_abort_rec *next; /* the SQ's armed list (owner thread) */
+};
+
 struct ctrlr {
 	const struct ctrlr_transport_ops *ops;
 	void *tctx;
@@ -434,6 +526,19 @@ struct ctrlr {
 	char serial[21], model[41], fwrev[9], subnqn[224];
 	enum ctrlr_state state;
 
+	/* The modules (controller/modules.c) and their state (ctrlr_size bytes each). */
+	const struct ctrlr_module *const *modules;
+	uint32_t nr_modules;
+	void *mod[CTRLR_MODULES_MAX];
+	/* The commands of every module, by opcode (NULL: not supported), and the two I/O hooks. */
+	const struct ctrlr_cmd *admin_cmd[256];
+	const struct ctrlr_cmd *io_cmd[256];
+	void (*io_fused)(struct ctrlr_req *first, struct ctrlr_req *second);
+	bool (*io_write_begin)(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
+	/* A status every I/O command gets instead of running (0: none); atomic, sequentially
+	 * consistent: a module that closes it (Sanitize) then waits for a namespace grace period,
+	 * after which no command that read it open is still running. */
+	uint32_t io_gate;
 	/* Register file (little-endian host). */
 	union nvme_cap cap;
 	uint32_t vs;
@@ -465,11 +570,7 @@ struct ctrlr {
 	uint32_t aer_masked;	   /* bit per event type: reported, log page not read yet */
 	uint32_t aer_pending_bits; /* from owner threads: (type << 8 | info) bits, atomic */
 	bool aer_msg_queued;	   /* atomic */
-	uint8_t smart_critical;
-	struct ctrlr_health health; /* health.c, admin thread */
-	struct ctrlr_fw fw;	    /* admin_fw.c, admin thread */
-	struct ctrlr_ext ext; /* self-test, sanitize, telemetry, event log (admin_ext.h) */
-	struct ctrlr_abort_rec abort_recs[CTRLR_ACL + 1]; /* admin_abort.c */
+	struct ctrlr_abort_rec abort_recs[CTRLR_ACL + 1]; /* abort.c */
 
 	/* Error log ring (written by any thread on failure). */
 	struct nvme_error_log_entry error_log[CTRLR_ERROR_LOG_ENTRIES];
@@ -480,23 +581,15 @@ struct ctrlr {
 	struct ctrlr_counters cnt; /* CTRLR_STAT_ADD; and what deleted SQs counted (ctrlr_sq_fini) */
 	struct counter_block *stat_sqs; /* live SQs' counters, which add to these (queue.c) */
 
-	/* Reservations (io_resv.c): the Host Identifier (kept across resets: it is the host's
-	 * identity for its registrations), the Reservation Notification log queue, and whether the
-	 * subsystem has several controllers (CMIC bit 1, NMIC bit 0). Admin thread. */
+	/* The Host Identifier (kept across resets: it is the host's identity for its registrations)
+	 * and whether the subsystem has several controllers (CMIC bit 1, NMIC bit 0). Admin
+	 * thread. */
 	uint8_t hostid[16];
 	bool hostid_ext; /* 128-bit (EXHID) */
-	struct {
-		uint8_t type;
-		uint32_t nsid;
-		uint64_t count;
-	} resv_log[CTRLR_RESV_LOG_MAX];
-	uint32_t resv_log_head, resv_log_n;
-	uint64_t resv_log_count;
 	bool multi_ctrl;
 	/* The NVM subsystem's member list (subsys.c), or NULL; set by ctrlr_subsys_join. */
 	struct ctrlr_subsys *subsys;
 	struct ctrlr *subsys_next;
-	uint32_t copies_active; /* atomic: Copy commands holding a bounce buffer */
 	uint64_t created_us;
 
 	/* Doorbell Buffer Config: both pages pinned; NULL when off (or dropped by an unmap). Queues
@@ -537,112 +630,13 @@ struct ctrlr {
 	void *flr_arg;
 	bool destroying;
 	uint32_t puts_pending; /* atomic: namespace bdevs being put by the transport */
-	/* Namespace grace periods (ctrlr.c): tickets asked, the one the running visit covers,
+	/* Namespace grace periods (ns.c): tickets asked, the one the running visit covers,
 	 * the last passed. Admin thread. */
 	uint32_t ns_grace_asked, ns_grace_cur, ns_grace_done;
 	void (*destroy_done)(void *arg);
 	void *destroy_arg;
 	struct evloop_msg destroy_msg;
-
-	/* Namespace Management capacity pool (NULL: none; OACS bit 3 off). */
-	struct ctrlr_ns_pool *pool;
 };
-
-/* ---- ns_pool.c / admin_ns_mgmt.c: the capacity pool (see ctrlr.h) ---- */
-#define CTRLR_POOL_GRANULE (1ull << 20) /* extents are whole MiB */
-
-/* A namespace of a pool; index nsid - 1 in the pool. */
-struct ctrlr_pool_ns {
-	uint32_t nsid; /* 0: free slot */
-	uint64_t start, len; /* extent, bytes */
-	uint64_t nsze;	     /* blocks */
-	uint32_t block_size;
-	uint8_t flbas, dps, nmic;
-	bool attached;
-	bool has_uuid;
-	uint8_t uuid[16];
-	struct bdev *bdev; /* region bdev, held open by the pool */
-};
-
-/* Someone waiting for the header to be written with the state as of its call. */
-struct ctrlr_pool_waiter {
-	void (*fn)(void *arg, int rc);
-	void *arg;
-	struct ctrlr_pool_waiter *next;
-};
-
-struct ctrlr_nsm_op;
-
-struct ctrlr_ns_pool {
-	struct bdev *base;
-	struct evloop *loop;
-	uint32_t max_nsid;
-	bool format;
-	uint64_t data_start, data_end; /* bytes */
-	struct ctrlr_pool_ns ns[CTRLR_MAX_NAMESPACES];
-	bool reserved[CTRLR_MAX_NAMESPACES]; /* operator namespaces' NSIDs */
-	struct ctrlr *ctrlr;		     /* the bound controller */
-	/* Header I/O: one at a time on the pool's channel. */
-	struct bdev_channel *ch;
-	struct evloop_watch *watch;
-	struct bdev_io *io;
-	struct iovec iov;
-	uint8_t *buf;
-	int io_state;
-	uint64_t generation, writing_gen;
-	struct ctrlr_pool_waiter *inflight, *waiting;
-	struct ctrlr_pool_waiter format_waiter;
-	bool destroy_when_idle;
-	/* Creation. */
-	ctrlr_ns_pool_done_fn create_done;
-	void *create_arg;
-	struct ctrlr_pool_ns seed[CTRLR_MAX_NAMESPACES];
-	uint32_t num_seed;
-	/* Namespace Management / Attachment commands, run one at a time in order. */
-	struct ctrlr_nsm_op *ops_head, *ops_tail;
-};
-
-/* Best-fit extent of `len` bytes: 0 and *start, or -ENOSPC. */
-int ctrlr_pool_find_extent(struct ctrlr_ns_pool *pool, uint64_t len, uint64_t *start);
-/* Allocates a namespace as `req` describes (nsid 0: the lowest free one; nsze, block_size,
- * flbas, dps, nmic, attached; uuid if has_uuid): extent and region bdev. 0 and *nsid, -ENOSPC
- * (no extent large enough), -EMLINK (no NSID free, or req->nsid taken), other -errno. */
-int ctrlr_pool_alloc(struct ctrlr_ns_pool *pool, const struct ctrlr_pool_ns *req,
-		     uint32_t *nsid);
-/* Deletes a namespace's region bdev (its controller must have released it) and its extent. */
-void ctrlr_pool_free(struct ctrlr_ns_pool *pool, uint32_t nsid);
-uint32_t ctrlr_pool_free_nsid(const struct ctrlr_ns_pool *pool);
-bool ctrlr_pool_reserved(const struct ctrlr_ns_pool *pool, uint32_t nsid);
-/* Writes the header; w->fn(w->arg, rc) once the state as of now is durable (or failed). */
-void ctrlr_pool_sync(struct ctrlr_ns_pool *pool, struct ctrlr_pool_waiter *w);
-/* Attaches a pool namespace to a controller (ctrlr_ns_add). nsid or -errno. */
-int ctrlr_pool_ns_attach(struct ctrlr *ctrlr, const struct ctrlr_pool_ns *e);
-/* ctrlr_destroy: the controller leaves its pool. */
-void ctrlr_pool_unbind(struct ctrlr *ctrlr);
-/* Format NVM changed ns's format: true if ns is a namespace of ctrlr's pool, whose entry now
- * holds it (the caller syncs the header). */
-bool ctrlr_pool_format_changed(struct ctrlr *ctrlr, const struct ctrlr_ns *ns);
-void ctrlr_admin_ns_mgmt(struct ctrlr_req *req);
-void ctrlr_admin_ns_attach(struct ctrlr_req *req);
-/* Identify Controller's capacity fields (TNVMCAP, UNVMCAP) and CNS 10h-13h. */
-void ctrlr_nsm_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id);
-/* CNS 10h: allocated NSIDs above `after`. */
-void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *list);
-/* CNS 11h: a snapshot of an allocated namespace (attached or not) for Identify; false if the
- * NSID is not allocated. */
-bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *out);
-/* ctrlr.c: Format NVM gave ns a new format: the other controllers attached to its shared
- * namespace take it and report Namespace Attribute Changed. */
-void ctrlr_ns_format_changed(struct ctrlr_ns *ns);
-/* subsys.c: Identify CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all
- * controllers of the subsystem), identifiers >= first. Fills a Controller List. */
-/* The first member of a subsystem (then ctrlr.subsys_next), for operations with subsystem scope. */
-struct ctrlr *ctrlr_subsys_members(const struct ctrlr_subsys *cs);
-void ctrlr_subsys_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list);
-/* Detaches a namespace like ctrlr_ns_remove; released(arg) runs on the admin thread once its
- * bdev is released (closed by the controller), maybe from inside this call. 0 or -ENOENT. */
-int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *arg), void *arg);
-
 /* ---- prp.c / sgl.c: data pointers to iovecs (pure functions) ---- */
 
 /* Maps a PRP pair for `len` bytes at page size `page_size` into iov[0..max_iov). Returns an NVMe
@@ -656,7 +650,6 @@ uint16_t ctrlr_prp_map(ctrlr_map_fn map, void *mctx, uint64_t prp1, uint64_t prp
  * only: sink memory), segments and last segments. Returns an NVMe status. */
 uint16_t ctrlr_sgl_map(ctrlr_map_fn map, void *mctx, const struct nvme_sgl_desc *sgl, uint64_t len,
 		       unsigned int dir, struct iovec *iov, int max_iov, int *iovcnt);
-
 /* ---- queue.c ---- */
 int ctrlr_cq_init(struct ctrlr *ctrlr, struct ctrlr_cq *cq, uint16_t qid, uint64_t addr,
 		  uint32_t size, uint16_t vector, bool ien);
@@ -696,7 +689,6 @@ void ctrlr_cq_dbbuf_attach(struct ctrlr_cq *cq);
 void ctrlr_cq_drain_held(struct ctrlr_cq *cq);
 /* Releases the CQ's ring pin (it is being freed). */
 void ctrlr_cq_fini(struct ctrlr_cq *cq);
-
 /* ---- queue_mem.c: pinned rings, unmaps, fences, visits ---- */
 /* Pins the queue's ring (creation, re-attach). 0 or -EFAULT. Admin thread before the queue goes
  * live, owner thread after. */
@@ -719,7 +711,6 @@ void ctrlr_visit_start(struct ctrlr *ctrlr, enum ctrlr_visit_slot slot,
 		       void (*sq_fn)(struct ctrlr_sq *, struct ctrlr_visit *),
 		       void (*done)(struct ctrlr *));
 bool ctrlr_visit_running(const struct ctrlr *ctrlr, enum ctrlr_visit_slot slot);
-
 /* ---- req.c ---- */
 #define CTRLR_NS_EPOCH_NONE 0xff
 struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);
@@ -754,6 +745,66 @@ void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint1
 /* An entry not tied to a command (sqid 0, cid FFFFh for a controller event). Any thread. */
 void ctrlr_error_log_put(struct ctrlr *ctrlr, uint16_t sqid, uint16_t cid, uint16_t status,
 			 uint16_t loc, uint64_t lba, uint32_t nsid);
+/* The command's namespace access (CTRLR_ACCESS_*) against what its host is refused:
+ * SUCCESS or Reservation Conflict. Owner thread. */
+static inline uint16_t ctrlr_req_check_access(struct ctrlr_req *req, uint32_t access)
+{
+	if (!(CTRLR_LOAD(req->ns->io_block) & access))
+		return NVME_SC_SUCCESS;
+	req->error_loc = 0; /* the opcode */
+	return NVME_SC_RESV_CONFLICT;
+}
+/* The status every I/O command gets now instead of running (ctrlr.io_gate), or 0. */
+static inline uint16_t ctrlr_io_gate(const struct ctrlr *ctrlr)
+{
+	return (uint16_t)__atomic_load_n(&ctrlr->io_gate, __ATOMIC_SEQ_CST);
+}
+/* Dispatch of a fetched command (parse, then the module's handler): admin, I/O. */
+void ctrlr_admin_dispatch(struct ctrlr_req *req);
+void ctrlr_io_dispatch(struct ctrlr_req *req);
+/* Effects-log entries (0: not supported): admin; I/O for command set csi. */
+uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode);
+uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t csi, uint8_t opcode);
+/* Copies `len` bytes at byte `off` of the command's mapped data (short data reads as is), or to
+ * byte `off` (what does not fit is dropped). */
+void ctrlr_req_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len);
+void ctrlr_req_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len);
+
+
+/* ---- cmds.c, queue_cmds.c: the core's own commands ---- */
+extern const struct ctrlr_module ctrlr_core_module;
+void ctrlr_admin_create_cq(struct ctrlr_req *req);
+void ctrlr_admin_create_sq(struct ctrlr_req *req);
+void ctrlr_admin_delete_cq(struct ctrlr_req *req);
+void ctrlr_admin_delete_sq(struct ctrlr_req *req);
+void ctrlr_admin_dbbuf(struct ctrlr_req *req);
+
+/* ---- abort.c: Abort, and Preempt and Abort ---- */
+void ctrlr_admin_abort(struct ctrlr_req *req);
+/* The SQE of ring slot `slot` was just fetched into req and an Abort is armed on its SQ or a
+ * Preempt and Abort fence is up (called only while sq->abort_armed or sq->preempt_left is set):
+ * true if the command was aborted (completed with Command Abort Requested or Command Aborted
+ * due to Preempt and Abort, not executed). Owner thread. */
+bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
+/* The SQ is being freed: its armed Aborts are dropped (their commands were never fetched).
+ * Admin thread, once the owner thread stopped the SQ. */
+void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
+/* A command starts executing: Abort may find it by its CID from now on. Its owner thread. */
+void ctrlr_abort_arm(struct ctrlr_req *req);
+/* A command completes: returns the status it ends with instead of its own when an Abort
+ * (Command Abort Requested) or a Preempt and Abort (Command Aborted due to Preempt and Abort)
+ * marked it, else 0. Its owner thread. */
+uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
+/* Reservation Acquire, Preempt and Abort: marks every command of ctrlr's I/O queues on
+ * namespace nsid that started and has not completed; each ends with Command Aborted due to
+ * Preempt and Abort (after its bdev I/O, if any, returned). Returns how many. Admin thread. */
+uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid);
+/* The same for the commands of ctrlr's I/O SQs on nsid that are in the rings, not fetched yet:
+ * each SQ's owner thread puts up a fence over the SQEs between its head and the tail it has
+ * seen, then up(arg) runs on the admin thread (up NULL: nobody waits). Returns how many fences
+ * were posted (up runs that many times, never from inside this call). Admin thread. */
+uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
+				    void *arg);
 
 /* ---- keep_alive.c (admin thread) ---- */
 /* Identify Controller KAS (granularity of KATO, in 100 ms units). */
@@ -771,10 +822,25 @@ void ctrlr_regs_write_csts(struct ctrlr *ctrlr);
 /* CC.EN 0 -> 1 (or re-enable after a reset that the guest overtook). */
 void ctrlr_enable(struct ctrlr *ctrlr);
 
-/* ---- ctrlr.c: reset flow, namespaces ---- */
-/* Starts (or continues) the teardown of every queue; ends in ctrlr_reset_finish. */
+/* ---- ctrlr.c: the controller, its modules, the reset flow ---- */
+/* Creates a controller with these modules (controller/modules.c gives its table: ctrlr_create).
+ * As ctrlr_create otherwise. */
+int ctrlr_core_create(const struct ctrlr_config *config, const struct ctrlr_transport_ops *ops,
+		      void *tctx, const struct ctrlr_module *const *modules, uint32_t nr_modules,
+		      struct ctrlr **out);
+/* Starts (or continues) the teardown of every queue; ends in the reset's finish. */
 void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown);
 void ctrlr_reset_continue(struct ctrlr *ctrlr);
+/* Every module's hook `hook` (a member of struct ctrlr_module) with these arguments, in table
+ * order. */
+#define CTRLR_MODULES_CALL(ctrlr, hook, ...)                                                        \
+	do {                                                                                       \
+		for (uint32_t mod_i_ = 0; mod_i_ < (ctrlr)->nr_modules; mod_i_++)                   \
+			if ((ctrlr)->modules[mod_i_] && (ctrlr)->modules[mod_i_]->hook)             \
+				(ctrlr)->modules[mod_i_]->hook(__VA_ARGS__);                        \
+	} while (0)
+
+/* ---- ns.c: namespaces ---- */
 /* A namespace for the admin thread: takes a reference (admin_refs) that holds its removal
  * back until ctrlr_ns_put. NULL if not attached. Admin thread only. */
 struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid);
@@ -797,43 +863,80 @@ bool ctrlr_ns_grace_passed(const struct ctrlr *ctrlr, uint32_t t);
 /* True when no command may use a namespace it took before the last grace period asked (every
  * ticket passed, no admin reference): the sanitize drain. Admin thread. */
 bool ctrlr_ns_quiet(const struct ctrlr *ctrlr);
+/* Detaches a namespace like ctrlr_ns_remove; released(arg) runs on the admin thread once its
+ * bdev is released (closed by the controller), maybe from inside this call. 0 or -ENOENT. */
+int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *arg), void *arg);
+/* The namespace list changed for this nsid (attached, detached, attributes): Changed Namespace
+ * List and Namespace Attribute Changed, once the controller is enabled. */
+void ctrlr_ns_changed(struct ctrlr *ctrlr, uint32_t nsid);
+/* Format NVM gave ns a new format: the other controllers attached to its shared namespace take
+ * it and report Namespace Attribute Changed. */
+void ctrlr_ns_format_changed(struct ctrlr_ns *ns);
+/* The modules forget what they knew of the namespace's blocks (ns_erased hooks): Format NVM
+ * and Sanitize erased its user data. */
+void ctrlr_ns_erased(struct ctrlr_ns *ns);
+/* Frees a removed or destroyed namespace (the modules' ns_free first). */
+void ctrlr_ns_free(struct ctrlr_ns *ns);
+/* Releases the namespace's bdev: the transport's channels first, asynchronously (ctrlr.c;
+ * counted in puts_pending until done). */
+void ctrlr_ns_release(struct ctrlr_ns *ns);
+/* A controller attaching a namespace others have takes their current format (the modules'
+ * ns_attach, after the formats were filled). */
+void ctrlr_ns_format_join(struct ctrlr_ns *ns);
+/* Creates a shared namespace with these modules (ctrlr_ns_shared_create gives the table). */
+int ctrlr_core_ns_shared_create(const struct ctrlr_module *const *modules, uint32_t nr_modules,
+				const struct ctrlr_ns_shared_opts *opts,
+				struct ctrlr_ns_shared **out);
+/* A controller namespace attaches to / detaches from its shared object (admin thread; attach
+ * claims the bdev on first use, detach releases the claim with the last user). unlink takes it
+ * out of the list of namespaces attached (removal), keeping the claim until detach; idempotent. */
+int ctrlr_ns_shared_attach(struct ctrlr_ns_shared *s, struct ctrlr_ns *ns, const char *owner);
+void ctrlr_ns_shared_detach(struct ctrlr_ns *ns);
+void ctrlr_ns_shared_unlink(struct ctrlr_ns *ns);
 
-/* ---- admin_*.c ---- */
-/* Dispatch of one admin command: parse picks the handler or returns an error status. */
-void ctrlr_admin_exec(struct ctrlr_req *req);
-void ctrlr_admin_identify(struct ctrlr_req *req);
-void ctrlr_admin_get_log_page(struct ctrlr_req *req);
-void ctrlr_admin_get_features(struct ctrlr_req *req);
-void ctrlr_admin_set_features(struct ctrlr_req *req);
-void ctrlr_admin_create_cq(struct ctrlr_req *req);
-void ctrlr_admin_create_sq(struct ctrlr_req *req);
-void ctrlr_admin_delete_cq(struct ctrlr_req *req);
-void ctrlr_admin_delete_sq(struct ctrlr_req *req);
-void ctrlr_admin_dbbuf(struct ctrlr_req *req);
-void ctrlr_admin_format(struct ctrlr_req *req);
-size_t ctrlr_log_smart_ctrl(struct ctrlr *ctrlr, uint8_t *buf);
-/* Effects of the admin opcodes the core implements (0 = unsupported). */
-uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode);
-uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode);
-void ctrlr_features_init(struct ctrlr *ctrlr);
-void ctrlr_features_reset(struct ctrlr *ctrlr);
-void ctrlr_smart_check_temperature(struct ctrlr *ctrlr);
-/* health.c: resets the model (controller creation); the current temperature, spare and
- * percentage used; re-evaluates the model and the critical warnings, raising SMART events for
- * warnings that appear (enabled by Asynchronous Event Configuration). Admin thread. */
-void ctrlr_health_init(struct ctrlr *ctrlr);
-/* admin_fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
- * image; the Firmware Slot log; the two commands. */
-void ctrlr_fw_init(struct ctrlr *ctrlr);
-void ctrlr_fw_fini(struct ctrlr *ctrlr);
-void ctrlr_fw_reset(struct ctrlr *ctrlr);
-size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf);
-void ctrlr_admin_fw_download(struct ctrlr_req *req);
-void ctrlr_admin_fw_commit(struct ctrlr_req *req);
-uint16_t ctrlr_health_temp(const struct ctrlr *ctrlr);
-uint8_t ctrlr_health_spare(const struct ctrlr *ctrlr);
-uint8_t ctrlr_health_used(const struct ctrlr *ctrlr);
-void ctrlr_health_eval(struct ctrlr *ctrlr);
+/* The namespace's current LBA format (any thread; a command uses its snapshot req->lbaf). */
+static inline const struct ctrlr_lbaf *ctrlr_ns_lbaf(const struct ctrlr_ns *ns)
+{
+	union ctrlr_ns_fmt f = {.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE)};
+
+	return &ns->lbafs[f.f.lbaf];
+}
+/* Logical blocks of the current format that fit in bdev_blocks bdev blocks. */
+static inline uint64_t ctrlr_ns_blocks_for(const struct ctrlr_ns *ns, uint64_t bdev_blocks)
+{
+	return bdev_blocks / ctrlr_ns_lbaf(ns)->bpl;
+}
+/* The namespace takes format word f: block size, capacity, then the word I/O loads. */
+void ctrlr_ns_take_format(struct ctrlr_ns *ns, union ctrlr_ns_fmt f);
+/* Bdev blocks of n logical blocks of the command's format. */
+static inline uint64_t ctrlr_req_bdev_blocks(const struct ctrlr_req *req, uint64_t n)
+{
+	return n * req->lbaf->bpl;
+}
+/* True when the command's namespace format has metadata (the bounce path must be used). */
+static inline bool ctrlr_io_has_md(const struct ctrlr_req *req)
+{
+	return req->lbaf->ms != 0;
+}
+
+/* A module's state in a controller, a namespace, a shared namespace (its id: its place in the
+ * table). */
+static inline void *ctrlr_mod(const struct ctrlr *ctrlr, unsigned int id)
+{
+	return ctrlr->mod[id];
+}
+static inline void *ctrlr_ns_mod(const struct ctrlr_ns *ns, unsigned int id)
+{
+	return ns->mod[id];
+}
+
+
+/* ---- subsys.c ---- */
+/* The first member of a subsystem (then ctrlr.subsys_next), for operations with subsystem scope. */
+struct ctrlr *ctrlr_subsys_members(const struct ctrlr_subsys *cs);
+/* Identify CNS 12h (nsid != 0: controllers attached to it) and 13h (nsid 0: all controllers of
+ * the subsystem), identifiers >= first. Fills a Controller List. */
+void ctrlr_subsys_ctrl_list(struct ctrlr *ctrlr, uint32_t nsid, uint16_t first, uint16_t *list);
 
 /* ---- aer.c ---- */
 void ctrlr_aer_request(struct ctrlr_req *req);
@@ -850,75 +953,13 @@ void ctrlr_aer_drop(struct ctrlr *ctrlr, uint8_t type, uint8_t info);
 /* Drops outstanding AER commands and queued events (reset). */
 void ctrlr_aer_reset(struct ctrlr *ctrlr);
 
-/* ---- io_cmd.c ---- */
-void ctrlr_io_exec(struct ctrlr_req *req);
-/* Copies `len` bytes at byte `off` of the command's mapped data (short data reads as is). */
-void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len);
-/* Copies `len` bytes to byte `off` of the command's mapped data (what does not fit is dropped). */
-void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len);
-/* ---- lba_status.c ---- */
-void ctrlr_admin_get_lba_status(struct ctrlr_req *req);
-/* Builds the LBA Status Information log in buf (size bytes at most); returns its length. */
-size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
-/* ---- admin_format.c: LBA formats ---- */
-/* Fills ns->lbafs for a bdev of block size bs and selects format 0 (the bdev's own block,
- * no metadata); sets block_size, lbads, num_blocks from the bdev. */
-void ctrlr_ns_formats_init(struct ctrlr_ns *ns, uint32_t bs);
-/* The formats a bdev of block size bs offers, in Identify order: how many (<= CTRLR_MAX_LBAF). */
-uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out);
-/* True if FLBAS/DPS (Identify Namespace encoding) name a format such a bdev offers, with room
- * for the PI type; *stride (may be NULL): the bytes one logical block takes. */
-bool ctrlr_flbas_valid(uint32_t bs, uint8_t flbas, uint8_t dps, uint32_t *stride);
-/* The namespace takes that format (capacity follows): 0 or -EINVAL. Before I/O can see it. */
-int ctrlr_ns_set_flbas(struct ctrlr_ns *ns, uint8_t flbas, uint8_t dps);
-void ctrlr_ns_get_flbas(const struct ctrlr_ns *ns, uint8_t *flbas, uint8_t *dps);
-/* The namespace's current LBA format (any thread; a command uses its snapshot req->lbaf). */
-static inline const struct ctrlr_lbaf *ctrlr_ns_lbaf(const struct ctrlr_ns *ns)
-{
-	union ctrlr_ns_fmt f = {.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE)};
-
-	return &ns->lbafs[f.f.lbaf];
-}
-/* Logical blocks of the current format that fit in bdev_blocks bdev blocks. */
-uint64_t ctrlr_ns_blocks_for(const struct ctrlr_ns *ns, uint64_t bdev_blocks);
-/* The format of req's namespace now (snapshot into req->fmt / req->lbaf). */
-void ctrlr_ns_fmt_load(struct ctrlr_req *req);
-/* ---- io_md.c: Read, Write, Compare, Verify, Write Zeroes on formats with metadata ---- */
-/* True when the command's namespace format has metadata (the bounce path must be used). */
-static inline bool ctrlr_io_has_md(const struct ctrlr_req *req)
-{
-	return req->lbaf->ms != 0;
-}
-/* Bdev blocks of n logical blocks of the command's format. */
-static inline uint64_t ctrlr_req_bdev_blocks(const struct ctrlr_req *req, uint64_t n)
-{
-	return n * req->lbaf->bpl;
-}
-void ctrlr_io_md_rw(struct ctrlr_req *req);
-void ctrlr_io_md_compare(struct ctrlr_req *req);
-void ctrlr_io_md_verify(struct ctrlr_req *req);
-void ctrlr_io_md_write_zeroes(struct ctrlr_req *req);
-/* Frees the requests' metadata bounce state (SQ teardown). */
-void ctrlr_io_md_sq_fini(struct ctrlr_sq *sq);
-/* ---- io_copy.c ---- */
-void ctrlr_io_copy(struct ctrlr_req *req);
-/* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,
- * then range_done(req, status) once (the owner thread). Returns an NVMe status; on failure
- * nothing was started. */
-uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
-			     void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len),
-			     void (*range_done)(struct ctrlr_req *req, uint16_t status));
-/* LBA range check against req->ns; records the LBA for the error log. */
-uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-
-/* ---- vendor.c ---- */
-const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bool io,
-						   uint8_t opcode);
+/* ---- vendor.c: the vendor-specific command table (ctrlr.h) ---- */
+/* Runs a vendor-specific admin or I/O command (opcode in the vendor range): Invalid Opcode when
+ * none is registered, the namespace checks when it needs one, then its handler. */
+void ctrlr_vendor_dispatch(struct ctrlr_req *req, bool io);
 /* Effects-log entry of a vendor opcode: its effects with CSUPP, or 0 when unregistered. */
 uint32_t ctrlr_vendor_effects(const struct ctrlr *ctrlr, bool io, uint8_t opcode);
-void ctrlr_vendor_exec(struct ctrlr_req *req, const struct ctrlr_vendor_cmd *cmd);
 void ctrlr_vendor_free_all(struct ctrlr *ctrlr);
-uint32_t ctrlr_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /* Little helpers. */
 static inline uint64_t ctrlr_sqe_slba(const struct nvme_sqe *sqe)

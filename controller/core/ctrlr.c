@@ -1,5 +1,5 @@
-/* controller/ctrlr.c - the controller object: create/destroy, namespaces, the reset / shutdown /
- * FLR teardown flow, admin doorbells, statistics. Admin thread. */
+/* controller/core/ctrlr.c - the controller object: create/destroy with its modules, the reset /
+ * shutdown / FLR teardown flow, admin doorbells, the clock, statistics. Admin thread. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,6 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "controller/core/core.h"
-#include "controller/zns/zns.h"
 
 static int ctrlr_config_check(const struct ctrlr_config *c)
 {
@@ -29,8 +28,84 @@ static int ctrlr_config_check(const struct ctrlr_config *c)
 	return 0;
 }
 
-int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport_ops *ops,
-		 void *tctx, struct ctrlr **out)
+/* The modules' commands by opcode, and the two I/O hooks: each opcode and hook belongs to one
+ * module (a table that gives one twice is refused). */
+static int ctrlr_modules_bind(struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < ctrlr->nr_modules; i++) {
+		const struct ctrlr_module *m = ctrlr->modules[i];
+
+		if (!m)
+			continue;
+		for (unsigned int op = 0; op < 256; op++) {
+			if (m->admin_cmds && m->admin_cmds[op].exec) {
+				if (ctrlr->admin_cmd[op])
+					return -EINVAL;
+				ctrlr->admin_cmd[op] = &m->admin_cmds[op];
+			}
+			if (m->io_cmds && m->io_cmds[op].exec) {
+				if (ctrlr->io_cmd[op])
+					return -EINVAL;
+				ctrlr->io_cmd[op] = &m->io_cmds[op];
+			}
+		}
+		if (m->io_fused) {
+			if (ctrlr->io_fused)
+				return -EINVAL;
+			ctrlr->io_fused = m->io_fused;
+		}
+		if (m->io_write_begin) {
+			if (ctrlr->io_write_begin)
+				return -EINVAL;
+			ctrlr->io_write_begin = m->io_write_begin;
+		}
+	}
+	return 0;
+}
+
+/* Finishes the modules before `upto` (in reverse) and frees their state. */
+static void ctrlr_modules_fini(struct ctrlr *ctrlr, uint32_t upto)
+{
+	while (upto--) {
+		const struct ctrlr_module *m = ctrlr->modules[upto];
+
+		if (m && m->fini)
+			m->fini(ctrlr);
+		free(ctrlr->mod[upto]);
+		ctrlr->mod[upto] = NULL;
+	}
+}
+
+static int ctrlr_modules_init(struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < ctrlr->nr_modules; i++) {
+		const struct ctrlr_module *m = ctrlr->modules[i];
+		int ret = 0;
+
+		if (!m)
+			continue;
+		if (m->ctrlr_size) {
+			ctrlr->mod[i] = calloc(1, m->ctrlr_size);
+			if (!ctrlr->mod[i])
+				ret = -ENOMEM;
+		}
+		if (!ret && m->init)
+			ret = m->init(ctrlr);
+		if (ret) {
+			/* A module whose init failed undid its own part; the ones before it go. */
+			LOG_ERR(CTRLR_LOG, "%s: module %s: %s", ctrlr->serial, m->name, strerror(-ret));
+			free(ctrlr->mod[i]);
+			ctrlr->mod[i] = NULL;
+			ctrlr_modules_fini(ctrlr, i);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int ctrlr_core_create(const struct ctrlr_config *config, const struct ctrlr_transport_ops *ops,
+		      void *tctx, const struct ctrlr_module *const *modules, uint32_t nr_modules,
+		      struct ctrlr **out)
 {
 	struct ctrlr *ctrlr;
 	int ret;
@@ -38,7 +113,8 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 	if (!config || !ops || !out || !ops->mem_map || !ops->mem_pin || !ops->mem_unpin ||
 	    !ops->raise_irq || !ops->write_regs || !ops->create_cq || !ops->create_sq ||
 	    !ops->delete_sq || !ops->delete_cq || !ops->visit_queues || !ops->get_channel ||
-	    !ops->put_bdev || !ops->admin_msg || !ops->admin_post || !ops->io_post)
+	    !ops->put_bdev || !ops->admin_msg || !ops->admin_post || !ops->io_post ||
+	    nr_modules > CTRLR_MODULES_MAX)
 		return -EINVAL;
 	ret = ctrlr_config_check(config);
 	if (ret)
@@ -48,6 +124,8 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 		return -ENOMEM;
 	ctrlr->ops = ops;
 	ctrlr->tctx = tctx;
+	ctrlr->modules = modules;
+	ctrlr->nr_modules = nr_modules;
 	ctrlr->cfg = *config;
 	if (!ctrlr->cfg.max_queue_entries)
 		ctrlr->cfg.max_queue_entries = 1024;
@@ -78,24 +156,20 @@ int ctrlr_create(const struct ctrlr_config *config, const struct ctrlr_transport
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	ctrlr_regs_init(ctrlr);
-	ctrlr_features_init(ctrlr);
-	ctrlr_health_init(ctrlr);
-	ctrlr_fw_init(ctrlr);
-	ctrlr->created_us = evloop_now_us();
-	ret = ctrlr_ext_init(ctrlr);
+	ret = ctrlr_modules_bind(ctrlr);
 	if (ret)
 		goto out_free;
-	ctrlr_pel_add(ctrlr, NVME_PEL_POWER_ON_RESET, NULL, 0);
-	ret = ctrlr_vendor_register_defaults(ctrlr);
+	ctrlr_regs_init(ctrlr);
+	ctrlr->created_us = evloop_now_us();
+	ret = ctrlr_modules_init(ctrlr);
 	if (ret)
 		goto out_free_vendor;
 	*out = ctrlr;
 	return 0;
 
 out_free_vendor:
+	/* A module's init may have registered vendor commands before a later one failed. */
 	ctrlr_vendor_free_all(ctrlr);
-	ctrlr_ext_fini(ctrlr);
 out_free:
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
@@ -120,12 +194,11 @@ static void ctrlr_ns_put_done(void *arg)
 		ctrlr_destroy_step(ctrlr);
 }
 
-/* Releases the namespace's bdev: the transport's channels first, asynchronously. The caller
- * counted it in puts_pending. Admin thread. */
-static void ctrlr_ns_release(struct ctrlr_ns *ns)
+void ctrlr_ns_release(struct ctrlr_ns *ns)
 {
 	struct ctrlr *ctrlr = ns->ctrlr;
 
+	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
 	if (ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev, ctrlr_ns_put_done, ns)) {
 		/* Without memory to reach the owner threads the channels stay: keep the bdev
 		 * open rather than close it under them (it cannot be deleted then; said here). */
@@ -137,14 +210,6 @@ static void ctrlr_ns_release(struct ctrlr_ns *ns)
 		    ctrlr->destroying)
 			ctrlr_destroy_step(ctrlr);
 	}
-}
-
-static void ctrlr_ns_free(struct ctrlr_ns *ns)
-{
-	if (!ns)
-		return;
-	ctrlr_zns_ns_fini(ns);
-	free(ns);
 }
 
 static void ctrlr_destroy_finish(void *arg)
@@ -161,9 +226,8 @@ static void ctrlr_destroy_finish(void *arg)
 		ctrlr->dead_ns = ns->dead_next;
 		ctrlr_ns_free(ns);
 	}
+	ctrlr_modules_fini(ctrlr, ctrlr->nr_modules);
 	ctrlr_vendor_free_all(ctrlr);
-	ctrlr_fw_fini(ctrlr);
-	ctrlr_ext_fini(ctrlr);
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
 	free(ctrlr->sqs);
@@ -187,6 +251,15 @@ static bool ctrlr_visits_running(const struct ctrlr *ctrlr)
 	return ctrlr->unmap.active;
 }
 
+/* A module's own I/O in flight (self-test, sanitize) holds a reset or destroy back. */
+static bool ctrlr_modules_busy(const struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < ctrlr->nr_modules; i++)
+		if (ctrlr->modules[i] && ctrlr->modules[i]->busy && ctrlr->modules[i]->busy(ctrlr))
+			return true;
+	return false;
+}
+
 int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 {
 	if (!ctrlr) {
@@ -196,8 +269,7 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 	}
 	if (ctrlr->io_sqs || ctrlr->io_cqs || ctrlr->queue_ops_pending ||
 	    ctrlr->state == CTRLR_ST_RESETTING || ctrlr_visits_running(ctrlr) ||
-	    ctrlr_bg_inflight(ctrlr) ||
-	    (ctrlr->sqs[0] && ctrlr->sqs[0]->inflight))
+	    ctrlr_modules_busy(ctrlr) || (ctrlr->sqs[0] && ctrlr->sqs[0]->inflight))
 		return -EBUSY;
 	ctrlr_aer_reset(ctrlr);
 	if (ctrlr->sqs[0]) {
@@ -209,327 +281,25 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 		ctrlr->cqs[0] = NULL;
 	}
 	ctrlr_dbbuf_release(ctrlr);
-	ctrlr_pool_unbind(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, destroy, ctrlr);
 	ctrlr_subsys_leave(ctrlr);
 	ctrlr->destroying = true;
 	ctrlr->destroy_done = done;
 	ctrlr->destroy_arg = arg;
 	/* One count of our own, so the last namespace's completion cannot finish us early. */
 	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
-	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
-		if (!ctrlr->ns[i])
-			continue;
-		__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
-		ctrlr_ns_release(ctrlr->ns[i]);
-	}
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		if (ctrlr->ns[i])
+			ctrlr_ns_release(ctrlr->ns[i]);
 	/* No queue is left, so nothing is in flight: release what removal left waiting. */
 	for (struct ctrlr_ns *ns = ctrlr->dead_ns; ns; ns = ns->dead_next) {
 		if (ns->released)
 			continue;
 		ns->released = true;
-		__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
 		ctrlr_ns_release(ns);
 	}
 	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0)
 		ctrlr_destroy_step(ctrlr);
-	return 0;
-}
-
-/* ---- namespaces ---- */
-
-static void ctrlr_ns_changed(struct ctrlr *ctrlr, uint32_t nsid)
-{
-	/* A host that has not enabled the controller yet will identify everything anyway. */
-	if (ctrlr->state != CTRLR_ST_ENABLED)
-		return;
-	for (uint32_t i = 0; i < ctrlr->num_changed_ns; i++)
-		if (ctrlr->changed_ns[i] == nsid)
-			goto report;
-	if (ctrlr->num_changed_ns < CTRLR_MAX_NAMESPACES)
-		ctrlr->changed_ns[ctrlr->num_changed_ns++] = nsid;
-	else
-		ctrlr->changed_ns_overflow = true;
-report:
-	ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_NS_CHANGED,
-			 NVME_LOG_CHANGED_NS);
-}
-
-/* dst takes src's format (the same bdev, so the same formats): block size, capacity, then the
- * word dst's I/O loads. */
-static void ctrlr_ns_copy_format(struct ctrlr_ns *dst, const struct ctrlr_ns *src)
-{
-	dst->block_size = src->block_size;
-	dst->lbads = src->lbads;
-	__atomic_store_n(&dst->num_blocks, __atomic_load_n(&src->num_blocks, __ATOMIC_RELAXED),
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&dst->fmt, __atomic_load_n(&src->fmt, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
-}
-
-/* The LBA format is the namespace's, not a controller's: every controller attached to the same
- * shared namespace takes the one Format NVM gave ns, and the others' hosts are told (Namespace
- * Attribute Changed). Admin thread (all of them). */
-void ctrlr_ns_format_changed(struct ctrlr_ns *ns)
-{
-	for (struct ctrlr_ns *o = ns->shared->nss; o; o = o->share_next) {
-		if (o == ns)
-			continue;
-		ctrlr_ns_copy_format(o, ns);
-		ctrlr_ns_changed(o->ctrlr, o->nsid);
-	}
-}
-
-/* A controller attaching a namespace others have: it takes their current format. */
-static void ctrlr_ns_format_join(struct ctrlr_ns *ns)
-{
-	for (struct ctrlr_ns *o = ns->shared->nss; o; o = o->share_next) {
-		if (o != ns && o->nlbaf == ns->nlbaf) {
-			ctrlr_ns_copy_format(ns, o);
-			return;
-		}
-	}
-}
-
-int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
-		 const struct ctrlr_ns_opts *opts)
-{
-	uint32_t bs = bdev ? bdev_get_block_size(bdev) : 0;
-	struct ctrlr_ns *ns;
-	char owner[BDEV_NAME_MAX + 1];
-	struct bdev_zone_geom zgeom;
-	struct ctrlr_zns *zns = NULL;
-	int ret;
-
-	if (!bdev || nsid > CTRLR_MAX_NAMESPACES || (bs != 512 && bs != 4096) ||
-	    bdev_io_ctx_size(bdev) > CTRLR_BDEV_CTX_MAX)
-		return -EINVAL;
-	if (nsid == 0) {
-		while (nsid < CTRLR_MAX_NAMESPACES && ctrlr->ns[nsid])
-			nsid++;
-		if (nsid == CTRLR_MAX_NAMESPACES)
-			return -ENOSPC;
-		nsid++;
-	}
-	if (ctrlr->ns[nsid - 1])
-		return -EEXIST;
-	ns = calloc(1, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	/* A zoned bdev makes a zoned namespace (CSI 2h): made here, where failing is still
-	 * simple, and given to the shared namespace below unless it has its zones already. */
-	if (bdev_get_zone_geom(bdev, &zgeom)) {
-		ret = ctrlr_zns_create(&zgeom, &zns);
-		if (ret)
-			goto out_free;
-	}
-	ret = bdev_open(bdev);
-	if (ret)
-		goto out_free;
-	snprintf(owner, sizeof(owner), "%s:ns%u", ctrlr->serial, nsid);
-	ns->ctrlr = ctrlr;
-	ns->nsid = nsid;
-	ns->bdev = bdev;
-	if (opts && opts->shared) {
-		ret = ctrlr_ns_shared_attach(opts->shared, ns, owner);
-	} else {
-		struct ctrlr_ns_shared *own;
-
-		ret = ctrlr_ns_shared_create(NULL, &own);
-		if (!ret) {
-			ret = ctrlr_ns_shared_attach(own, ns, owner);
-			ctrlr_ns_shared_put(own); /* the namespace holds the only reference */
-		}
-	}
-	if (ret)
-		goto out_close;
-	ns->uncor = &ns->shared->uncor;
-	ctrlr_ns_formats_init(ns, bs); /* format 0: the bdev's block, no metadata */
-	/* One zone table per bdev, shared by every controller attached to it (all zones Empty
-	 * when the first one attaches); it lives as long as the shared namespace. */
-	if (zns) {
-		if (!ns->shared->zns) {
-			ns->shared->zns = zns;
-			zns = NULL;
-		}
-		ns->zns = ns->shared->zns;
-		ctrlr_zns_destroy(zns);
-		/* Zones count logical blocks of the bdev's own size: the namespace keeps format 0
-		 * (no metadata), the only one offered. */
-		ns->nlbaf = 1;
-	}
-	ctrlr_ns_format_join(ns);
-	if (opts && opts->set_format && ctrlr_ns_set_flbas(ns, opts->flbas, opts->dps))
-		LOG_ERR(CTRLR_LOG, "namespace %u: format FLBAS 0x%x DPS 0x%x not offered: format 0",
-			nsid, opts->flbas, opts->dps);
-	ns->has_unmap = bdev_io_type_supported(bdev, BDEV_IO_UNMAP);
-	ns->has_write_zeroes = bdev_io_type_supported(bdev, BDEV_IO_WRITE_ZEROES);
-	ns->nmic = opts ? opts->nmic & 1 : 0;
-	bdev_get_uuid(bdev, ns->uuid);
-	if (opts && opts->uuid)
-		memcpy(ns->uuid, opts->uuid, 16);
-	if (opts && opts->nguid)
-		memcpy(ns->nguid, opts->nguid, 16);
-	else
-		memcpy(ns->nguid, ns->uuid, 16);
-	if (opts && opts->eui64) {
-		memcpy(ns->eui64, opts->eui64, 8);
-	} else {
-		/* An IEEE-style EUI-64 from our OUI and the UUID's tail, unique per bdev. */
-		ns->eui64[0] = 0x02;
-		ns->eui64[1] = 0x4e;
-		ns->eui64[2] = 0x58;
-		memcpy(&ns->eui64[3], &ns->uuid[11], 5);
-	}
-	CTRLR_STORE(ctrlr->ns[nsid - 1], ns);
-	ctrlr_ns_changed(ctrlr, nsid);
-	return (int)nsid;
-
-out_close:
-	bdev_close(bdev);
-out_free:
-	ctrlr_zns_destroy(zns);
-	ctrlr_ns_free(ns);
-	return ret;
-}
-
-int ctrlr_ns_resize(struct ctrlr *ctrlr, uint32_t nsid, uint64_t num_blocks)
-{
-	struct ctrlr_ns *ns;
-
-	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
-		return -ENOENT;
-	ns = ctrlr->ns[nsid - 1];
-	num_blocks = ctrlr_ns_blocks_for(ns, num_blocks); /* bdev blocks -> logical blocks */
-	if (num_blocks < ns->num_blocks)
-		return -EINVAL;
-	if (num_blocks == ns->num_blocks)
-		return 0;
-	__atomic_store_n(&ns->num_blocks, num_blocks, __ATOMIC_RELAXED);
-	ctrlr_ns_changed(ctrlr, nsid);
-	return 0;
-}
-
-/* ---- namespace grace periods ----
- * Commands on I/O queues take no reference on their namespace (that was two sequentially
- * consistent atomic operations on a line every poll group shares, per command). A request
- * counts itself instead in its SQ's namespace epoch, on the SQ's owner thread, from
- * ctrlr_req_get until it completes. Whatever namespace pointer it loads meanwhile stays valid
- * because removal NULLs ctrlr->ns[] first and then waits for a grace period: a visit that, on
- * each owner thread, flips every I/O SQ's epoch and waits for the old epoch to empty. Loads on
- * that thread after the visit's message see the NULL (the message orders them after the store);
- * loads before belong to requests of the old epoch. Like RCU, with the visit as the quiescent
- * state. Admin thread, except the SQ part. */
-
-static bool ctrlr_ns_ticket_passed(uint32_t done, uint32_t t)
-{
-	return (int32_t)(done - t) >= 0;
-}
-
-bool ctrlr_ns_grace_passed(const struct ctrlr *ctrlr, uint32_t t)
-{
-	return ctrlr_ns_ticket_passed(ctrlr->ns_grace_done, t);
-}
-
-/* Owner thread: the old epoch's requests end before the visit does. */
-static void ctrlr_ns_grace_sq(struct ctrlr_sq *sq, struct ctrlr_visit *v)
-{
-	uint8_t old = sq->ns_epoch;
-
-	sq->ns_epoch ^= 1;
-	if (!sq->ns_users[old])
-		return;
-	ctrlr_visit_hold(v);
-	sq->ns_fence = v;
-}
-
-/* A namespace removed, its grace period passed and no admin reference left: the bdev goes. */
-static void ctrlr_ns_try_release(struct ctrlr_ns *ns)
-{
-	struct ctrlr *ctrlr = ns->ctrlr;
-
-	if (ns->released || ns->admin_refs || !ctrlr_ns_grace_passed(ctrlr, ns->grace))
-		return;
-	ns->released = true;
-	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
-	ctrlr_ns_release(ns);
-}
-
-/* Tickets up to ctrlr->ns_grace_done passed: release what waited for them, tell a sanitize
- * drain. */
-static void ctrlr_ns_grace_advance(struct ctrlr *ctrlr)
-{
-	for (struct ctrlr_ns *ns = ctrlr->dead_ns; ns; ns = ns->dead_next)
-		ctrlr_ns_try_release(ns);
-	if (ctrlr_san_draining(ctrlr))
-		ctrlr_san_ns_idle(ctrlr);
-}
-
-static void ctrlr_ns_grace_start(struct ctrlr *ctrlr);
-
-/* The visit ended: its ticket passed; the tickets asked meanwhile need another one. */
-static void ctrlr_ns_grace_done(struct ctrlr *ctrlr)
-{
-	ctrlr->ns_grace_done = ctrlr->ns_grace_cur;
-	if (ctrlr->ns_grace_asked != ctrlr->ns_grace_done)
-		ctrlr_ns_grace_start(ctrlr);
-	ctrlr_ns_grace_advance(ctrlr);
-}
-
-/* Covers every ticket asked so far: at once without I/O queues (no command of one can run: an
- * SQ being created counts in queue_ops_pending, a deleted one drained its requests), else by a
- * visit. */
-static void ctrlr_ns_grace_start(struct ctrlr *ctrlr)
-{
-	ctrlr->ns_grace_cur = ctrlr->ns_grace_asked;
-	if (!CTRLR_LOAD(ctrlr->io_sqs) && !ctrlr->queue_ops_pending) {
-		ctrlr->ns_grace_done = ctrlr->ns_grace_cur;
-		return;
-	}
-	ctrlr_visit_start(ctrlr, CTRLR_VISIT_NS_GRACE, NULL, ctrlr_ns_grace_sq, ctrlr_ns_grace_done);
-}
-
-uint32_t ctrlr_ns_grace_ask(struct ctrlr *ctrlr)
-{
-	uint32_t t = ++ctrlr->ns_grace_asked;
-
-	/* A visit running now may have passed some owner threads already: the next one. */
-	if (!ctrlr_visit_running(ctrlr, CTRLR_VISIT_NS_GRACE))
-		ctrlr_ns_grace_start(ctrlr);
-	return t;
-}
-
-bool ctrlr_ns_quiet(const struct ctrlr *ctrlr)
-{
-	if (ctrlr->ns_grace_asked != ctrlr->ns_grace_done)
-		return false;
-	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
-		if (ctrlr->ns[i] && ctrlr->ns[i]->admin_refs)
-			return false;
-	return true;
-}
-
-int ctrlr_ns_remove(struct ctrlr *ctrlr, uint32_t nsid)
-{
-	return ctrlr_ns_detach(ctrlr, nsid, NULL, NULL);
-}
-
-int ctrlr_ns_detach(struct ctrlr *ctrlr, uint32_t nsid, void (*released)(void *arg), void *arg)
-{
-	struct ctrlr_ns *ns;
-
-	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
-		return -ENOENT;
-	ns = ctrlr->ns[nsid - 1];
-	ns->released_fn = released;
-	ns->released_arg = arg;
-	CTRLR_STORE(ctrlr->ns[nsid - 1], NULL);
-	ctrlr_ns_shared_unlink(ns);
-	ns->dead_next = ctrlr->dead_ns;
-	ctrlr->dead_ns = ns;
-	ns->removing = true;
-	/* After the NULL store: commands that loaded ns before it end within the grace period. */
-	ns->grace = ctrlr_ns_grace_ask(ctrlr);
-	ctrlr_ns_try_release(ns);
-	ctrlr_ns_changed(ctrlr, nsid);
 	return 0;
 }
 
@@ -550,36 +320,21 @@ void ctrlr_get_hostid_text(const struct ctrlr *ctrlr, char *out)
 		snprintf(out + 2 * i, 3, "%02x", ctrlr->hostid[i]);
 }
 
-uint32_t ctrlr_ns_count(const struct ctrlr *ctrlr)
+uint64_t ctrlr_tick(struct ctrlr *ctrlr)
 {
-	uint32_t n = 0;
+	uint64_t next = CTRLR_TICK_IDLE_US;
 
-	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
-		n += ctrlr->ns[i] != NULL;
-	return n;
-}
+	for (uint32_t i = 0; i < ctrlr->nr_modules; i++) {
+		const struct ctrlr_module *m = ctrlr->modules[i];
+		uint64_t us;
 
-struct ctrlr_ns *ctrlr_ns_get(struct ctrlr *ctrlr, uint32_t nsid)
-{
-	struct ctrlr_ns *ns;
-
-	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES)
-		return NULL;
-	/* Removal runs on this thread too: an attached namespace is not being removed. */
-	ns = ctrlr->ns[nsid - 1];
-	if (ns)
-		ns->admin_refs++;
-	return ns;
-}
-
-void ctrlr_ns_put(struct ctrlr_ns *ns)
-{
-	if (--ns->admin_refs != 0)
-		return;
-	if (ns->removing)
-		ctrlr_ns_try_release(ns);
-	else if (ctrlr_san_draining(ns->ctrlr))
-		ctrlr_san_ns_idle(ns->ctrlr);
+		if (!m || !m->tick)
+			continue;
+		us = m->tick(ctrlr);
+		if (us && us < next)
+			next = us;
+	}
+	return next;
 }
 
 /* ---- reset / shutdown / FLR ---- */
@@ -604,8 +359,7 @@ static void ctrlr_reset_finish(struct ctrlr *ctrlr)
 	/* Shadow doorbells are dropped on every reset (Linux configures them again). */
 	ctrlr->dbbuf_live = false;
 	ctrlr_dbbuf_release(ctrlr);
-	ctrlr_features_reset(ctrlr);
-	ctrlr_fw_reset(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, reset_done, ctrlr);
 	CTRLR_STORE(ctrlr->state, CTRLR_ST_DISABLED);
 	ctrlr->csts.raw = 0;
 	if (shutdown)
@@ -642,9 +396,9 @@ void ctrlr_reset_continue(struct ctrlr *ctrlr)
 	 * the teardown frees. Its end calls us again. */
 	if (ctrlr_visits_running(ctrlr))
 		return;
-	/* The controller's own background bdev request (self-test, sanitize) returns first; its
-	 * completion calls us again. */
-	if (ctrlr_bg_inflight(ctrlr))
+	/* A module's own bdev request (self-test, sanitize) returns first; its completion calls
+	 * us again. */
+	if (ctrlr_modules_busy(ctrlr))
 		return;
 	/* Admin completions held for room in a full admin CQ are discarded with the queue: only
 	 * the host could make room, and a host that reset (or is gone) never will. */
@@ -707,7 +461,7 @@ void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
 		return;
 	CTRLR_STORE(ctrlr->state, CTRLR_ST_RESETTING);
 	ctrlr_aer_reset(ctrlr);
-	ctrlr_ext_reset(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, reset, ctrlr);
 	if (shutdown) {
 		ctrlr->csts.bits.shst = NVME_SHST_OCCURRING;
 		ctrlr_regs_write_csts(ctrlr);

@@ -1,4 +1,4 @@
-/* controller/queue.c - SQ and CQ mirrors of the host rings: doorbells, shadow doorbells with event
+/* controller/core/queue.c - SQ and CQ mirrors of the host rings: doorbells, shadow doorbells with event
  * index, SQE fetch, CQE posting with phase tag and SQ head, CQ-full back-pressure, interrupts
  * (IEN, INTMS, per-vector coalescing), and each SQ's counters. Everything here runs on the queue's
  * owner thread but the counters' sum (ctrlr_counters_get: any thread) and an SQ's joining and
@@ -96,7 +96,7 @@ void ctrlr_sq_fini(struct ctrlr_sq *sq)
 		ctrlr_sq_ring_detach(sq);
 	free(sq->iov_mem);
 	free(sq->bio_mem);
-	ctrlr_io_md_sq_fini(sq);
+	CTRLR_MODULES_CALL(sq->ctrlr, sq_fini, sq);
 	free(sq->reqs);
 	sq->reqs = NULL;
 	sq->bio_mem = NULL;
@@ -676,9 +676,9 @@ int ctrlr_sq_poll(struct ctrlr_sq *sq, unsigned int budget)
 			    ctrlr_abort_fetched(req, (sq->head + sq->size - 1) % sq->size))
 				continue;
 			if (sq->qid == 0)
-				ctrlr_admin_exec(req);
+				ctrlr_admin_dispatch(req);
 			else
-				ctrlr_io_exec(req);
+				ctrlr_io_dispatch(req);
 			/* A command may detach the ring (e.g. an admin command's side effects). */
 			if (!sq->ring)
 				goto out;

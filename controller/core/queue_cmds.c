@@ -1,89 +1,11 @@
-/* controller/admin_queue.c - the admin command table (dispatch and effects) and the queue
- * management commands: Create/Delete I/O SQ/CQ, Abort, Doorbell Buffer Config. Admin thread. */
+/* controller/core/queue_cmds.c - the queue management commands: Create/Delete I/O SQ/CQ (NVMe
+ * Base 2.0 5.4-5.7, with the transport's asynchronous queue ops) and Doorbell Buffer Config (the
+ * shadow doorbell pages, taken by every queue on its owner thread). Admin thread. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "controller/core/core.h"
-
-struct ctrlr_admin_cmd {
-	ctrlr_req_exec_fn exec;
-	uint32_t effects;
-};
-
-/* Opcode-indexed: dispatch and the Commands Supported and Effects log come from this one table. */
-static const struct ctrlr_admin_cmd ctrlr_admin_cmds[256] = {
-    [NVME_ADM_DELETE_SQ] = {ctrlr_admin_delete_sq, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_CREATE_SQ] = {ctrlr_admin_create_sq, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_GET_LOG_PAGE] = {ctrlr_admin_get_log_page, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_DELETE_CQ] = {ctrlr_admin_delete_cq, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_CREATE_CQ] = {ctrlr_admin_create_cq, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_IDENTIFY] = {ctrlr_admin_identify, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_ABORT] = {ctrlr_admin_abort, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_SET_FEATURES] = {ctrlr_admin_set_features,
-			       NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
-    [NVME_ADM_GET_FEATURES] = {ctrlr_admin_get_features, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_ASYNC_EVENT] = {ctrlr_aer_request, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_DBBUF] = {ctrlr_admin_dbbuf, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_FW_DOWNLOAD] = {ctrlr_admin_fw_download, NVME_CMD_EFFECTS_CSUPP},
-    [NVME_ADM_KEEP_ALIVE] = {ctrlr_admin_keep_alive, NVME_CMD_EFFECTS_CSUPP},
-    /* Activation changes the controller's capabilities (its revision) and may reset it. */
-    [NVME_ADM_FW_COMMIT] = {ctrlr_admin_fw_commit, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
-    [NVME_ADM_GET_LBA_STATUS] = {ctrlr_admin_get_lba_status, NVME_CMD_EFFECTS_CSUPP},
-    /* With a capacity pool only (ctrlr_admin_effects): the namespace inventory changes, and
-     * Namespace Management changes Identify Controller's UNVMCAP. */
-    [NVME_ADM_NS_MGMT] = {ctrlr_admin_ns_mgmt, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC |
-						   NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_CCC},
-    [NVME_ADM_NS_ATTACH] = {ctrlr_admin_ns_attach, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC},
-    [NVME_ADM_SELF_TEST] = {ctrlr_admin_self_test, NVME_CMD_EFFECTS_CSUPP},
-    /* Changes every namespace's data; no other command may run on them meanwhile. */
-    [NVME_ADM_SANITIZE] = {ctrlr_admin_sanitize, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
-						     NVME_CMD_EFFECTS_CSE_CTRL},
-    [NVME_ADM_FORMAT_NVM] = {ctrlr_admin_format, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
-						     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_NIC |
-						     NVME_CMD_EFFECTS_CSE_NS},
-};
-
-uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode)
-{
-	if (opcode == NVME_ADM_DBBUF && ctrlr->cfg.no_dbbuf)
-		return 0;
-	if ((opcode == NVME_ADM_NS_MGMT || opcode == NVME_ADM_NS_ATTACH) && !ctrlr->pool)
-		return 0;
-	if (opcode >= NVME_ADM_VENDOR_FIRST)
-		return ctrlr_vendor_effects(ctrlr, false, opcode);
-	return ctrlr_admin_cmds[opcode].effects;
-}
-
-void ctrlr_admin_exec(struct ctrlr_req *req)
-{
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-	uint8_t opc = req->sqe.cdw0.bits.opc;
-	const struct ctrlr_vendor_cmd *v;
-	uint16_t st;
-
-	LOG_TRACE(CTRLR_LOG, "admin cid %u opc 0x%02x nsid %u", req->sqe.cdw0.bits.cid, opc,
-		  req->sqe.nsid);
-	if (req->sqe.cdw0.bits.fuse)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
-	ctrlr_abort_arm(req);
-	/* A sanitize operation (or its failure) lets only a few admin commands through (8.21). */
-	st = ctrlr_san_admin_check(req);
-	if (st)
-		return ctrlr_req_complete(req, st);
-	if (opc >= NVME_ADM_VENDOR_FIRST) {
-		v = ctrlr_vendor_lookup(ctrlr, false, opc);
-		if (!v)
-			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-		st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
-		if (st)
-			return ctrlr_req_complete(req, st);
-		return ctrlr_vendor_exec(req, v);
-	}
-	if (!ctrlr_admin_effects(ctrlr, opc))
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-	ctrlr_admin_cmds[opc].exec(req);
-}
 
 /* The queue limit the host negotiated with Number of Queues, or the configured one. */
 static uint32_t ctrlr_max_qid(const struct ctrlr *ctrlr, bool cq)

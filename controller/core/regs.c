@@ -1,4 +1,4 @@
-/* controller/regs.c - the register file (CAP, VS, INTMS/INTMC, CC, CSTS, AQA, ASQ, ACQ) and the
+/* controller/core/regs.c - the register file (CAP, VS, INTMS/INTMC, CC, CSTS, AQA, ASQ, ACQ) and the
  * enable / reset / shutdown state machine driven by register writes (NVMe Base 2.0 3.1.4, 3.5). */
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +69,7 @@ static void ctrlr_enable_fail(struct ctrlr *ctrlr, const char *why)
 	ctrlr->csts.bits.cfs = 1;
 	ctrlr->csts.bits.rdy = 0;
 	ctrlr_regs_write_csts(ctrlr);
-	/* Persistent Event Log: Controller Fatal Status, with CC as the host wrote it. */
-	ctrlr_pel_hw_error(ctrlr, NVME_PEL_HWE_CTRL_FATAL, &ctrlr->cc.raw, 4);
+	CTRLR_MODULES_CALL(ctrlr, enable_failed, ctrlr);
 }
 
 /* CC.EN 0 -> 1: validate CC/AQA/ASQ/ACQ (startup failures set CSTS.CFS, as QEMU does), create the
@@ -126,7 +125,7 @@ void ctrlr_enable(struct ctrlr *ctrlr)
 	ctrlr->csts.bits.rdy = 1;
 	ctrlr_regs_write_csts(ctrlr);
 	LOG_DBG(CTRLR_LOG, "enabled: MPS %u admin SQ %u CQ %u", ctrlr->page_size, asqs, acqs);
-	ctrlr_ext_enabled(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, enabled, ctrlr);
 	return;
 
 out_free:

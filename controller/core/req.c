@@ -1,6 +1,10 @@
-/* controller/req.c - requests: the per-SQ pool, the single completion funnel (CQE, error log,
- * counters, trace), data pointer mapping and copies, namespace lookups and epochs, bdev
- * submission. */
+/* controller/core/req.c - a request's life from the SQE the queue fetched to the CQE it posts:
+ * the per-SQ pool, dispatch (parse: the fused pair, vendor commands, the module's command by
+ * opcode after the namespace, access and gate checks; then the module's handler), data pointer
+ * mapping and copies, namespace lookups and epochs, bdev submission, and the single completion
+ * funnel (CQE, error log, counters, trace). The walk of one I/O: queue.c fetches, this file
+ * dispatches to a module's handler (nvm/io_cmd.c), maps its data and submits its bdev I/O, the
+ * handler's completion comes back to ctrlr_req_complete, queue.c posts the CQE. */
 #include <errno.h>
 #include <string.h>
 
@@ -36,7 +40,8 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	req->io_done = NULL;
 	req->step.buf = NULL;
 	req->fused = NULL;
-	req->caw_state = CTRLR_CAW_NONE;
+	req->end_fn = NULL;
+	req->caw_state = 0;
 	return req;
 }
 
@@ -117,9 +122,14 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 	struct ctrlr *ctrlr = sq->ctrlr;
 	uint16_t abort_st;
 
-	/* A write ends its part in the namespace's range locks (io_fused.c). */
-	if (req->caw_state)
-		ctrlr_caw_write_end(req);
+	/* The module's end of the command first, while req->ns is held (a write leaves the
+	 * namespace's range locks, nvm/fused.c). */
+	if (req->end_fn) {
+		void (*end)(struct ctrlr_req *req) = req->end_fn;
+
+		req->end_fn = NULL;
+		end(req);
+	}
 	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
 	ctrlr_req_data_done(req);
 	abort_st = ctrlr_abort_seal(req);
@@ -144,7 +154,7 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 		CTRLR_SQ_STAT_ADD(sq, errors, 1);
 		if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA) {
 			CTRLR_SQ_STAT_ADD(sq, media_errors, 1);
-			ctrlr_pel_media_error_async(ctrlr, status);
+			CTRLR_MODULES_CALL(ctrlr, media_error, ctrlr, status);
 		}
 		ctrlr_error_log_add(ctrlr, req, status);
 	}
@@ -299,8 +309,41 @@ uint16_t ctrlr_req_get_ns(struct ctrlr_req *req)
 		return NVME_SC_INVALID_NS;
 	}
 	req->ns = ns;
-	ctrlr_ns_fmt_load(req);
+	/* The format for the whole command (one word: a Format racing with I/O can garble data,
+	 * never sizes). */
+	req->fmt.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE);
+	req->lbaf = &ns->lbafs[req->fmt.f.lbaf];
 	return NVME_SC_SUCCESS;
+}
+
+static void ctrlr_req_iov_copy(const struct ctrlr_req *req, uint64_t off, char *buf, size_t len,
+			      bool to_iov)
+{
+	for (int i = 0; i < req->iovcnt && len; i++) {
+		size_t il = req->iov[i].iov_len;
+
+		if (off >= il) {
+			off -= il;
+			continue;
+		}
+		size_t c = il - off < len ? il - off : len;
+		char *at = (char *)req->iov[i].iov_base + off;
+
+		memcpy(to_iov ? at : buf, to_iov ? buf : at, c);
+		buf += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+void ctrlr_req_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
+{
+	ctrlr_req_iov_copy(req, off, dst, len, false);
+}
+
+void ctrlr_req_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len)
+{
+	ctrlr_req_iov_copy(req, off, (char *)src, len, true);
 }
 
 static void ctrlr_req_bio_done(struct bdev_io *io, int status, void *cb_arg)
@@ -356,4 +399,131 @@ void ctrlr_copy_padded(char *dst, const char *src, size_t len)
 	memset(dst, ' ', len);
 	if (n)
 		memcpy(dst, src, n);
+}
+
+/* ---- dispatch: parse, then the module's handler ---- */
+
+/* A fused first command and the second command in the next ring slot, taken together (Base 2.0
+ * section 3.4.2); the module that runs fused operations gets both. */
+static void ctrlr_req_fused(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+	uint32_t fuse = req->sqe.cdw0.bits.fuse;
+	struct ctrlr_req *second;
+
+	/* A second command is taken together with its first: met alone, its first is missing. */
+	if (fuse == NVME_FUSE_SECOND)
+		return ctrlr_req_complete(req, NVME_SC_FUSED_MISSING);
+	if (fuse != NVME_FUSE_FIRST || !sq->ctrlr->io_fused)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
+	/* The host submits both together, the second in the next slot: it is in the ring already
+	 * (the tail was read and fenced before this command was copied). */
+	if (!sq->ring || sq->head == sq->tail ||
+	    sq->ring[sq->head].cdw0.bits.fuse != NVME_FUSE_SECOND) {
+		/* Only Compare may be a first command (FUSES): anything else is refused as such. */
+		if (req->sqe.cdw0.bits.opc != NVME_CMD_COMPARE)
+			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 0);
+		return ctrlr_req_complete(req, NVME_SC_FUSED_MISSING);
+	}
+	second = ctrlr_req_get(sq);
+	if (!second) {
+		/* More commands in flight than the queue holds (a host reusing slots early): the
+		 * first asks for a retry; the second will then be met alone. */
+		return ctrlr_req_complete(req, NVME_SC_CMD_INTERRUPTED);
+	}
+	memcpy(&second->sqe, &sq->ring[sq->head], sizeof(second->sqe));
+	sq->head = (sq->head + 1) % sq->size;
+	req->fused = second;
+	second->fused = req;
+	sq->ctrlr->io_fused(req, second);
+}
+
+void ctrlr_io_dispatch(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t opc = req->sqe.cdw0.bits.opc;
+	const struct ctrlr_cmd *cmd;
+	uint16_t st;
+
+	LOG_TRACE(CTRLR_LOG, "io qid %u cid %u opc 0x%02x nsid %u", req->sq->qid,
+		  req->sqe.cdw0.bits.cid, opc, req->sqe.nsid);
+	ctrlr_abort_arm(req);
+	if (req->sqe.cdw0.bits.fuse)
+		return ctrlr_req_fused(req);
+	if (opc >= NVME_CMD_VENDOR_FIRST)
+		return ctrlr_vendor_dispatch(req, true);
+	cmd = ctrlr->io_cmd[opc];
+	/* A command of another I/O command set than NVM's exists only with CC.CSS 110b (Base 2.0
+	 * 3.1.3.5). */
+	if (!cmd || (cmd->csi != NVME_CSI_NVM && ctrlr->cc.bits.css != NVME_CC_CSS_IOCS))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	if (cmd->any_nsid && req->sqe.nsid == NVME_NSID_ALL) {
+		st = ctrlr_io_gate(ctrlr);
+		if (st)
+			return ctrlr_req_complete(req, st);
+		return cmd->exec(req);
+	}
+	st = ctrlr_req_get_ns(req);
+	if (!st)
+		st = ctrlr_req_check_access(req, cmd->access); /* Reservation Conflict */
+	/* The gate (Sanitize) after the namespace was taken, which its drain waits for. */
+	if (!st)
+		st = ctrlr_io_gate(ctrlr);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	/* A command of a command set the namespace is not associated with. */
+	if (cmd->csi != NVME_CSI_NVM && req->ns->csi != cmd->csi)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	/* Commands that change blocks wait behind an overlapping fused Compare and Write. */
+	if ((cmd->effects & NVME_CMD_EFFECTS_LBCC) && ctrlr->io_write_begin &&
+	    ctrlr->io_write_begin(req, cmd->exec))
+		return;
+	cmd->exec(req);
+}
+
+void ctrlr_admin_dispatch(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t opc = req->sqe.cdw0.bits.opc;
+	uint16_t st = 0;
+
+	LOG_TRACE(CTRLR_LOG, "admin cid %u opc 0x%02x nsid %u", req->sqe.cdw0.bits.cid, opc,
+		  req->sqe.nsid);
+	if (req->sqe.cdw0.bits.fuse)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
+	ctrlr_abort_arm(req);
+	/* A module may hold admin commands back (Sanitize lets only a few through, 8.21). */
+	for (uint32_t i = 0; !st && i < ctrlr->nr_modules; i++)
+		if (ctrlr->modules[i] && ctrlr->modules[i]->admin_gate)
+			st = ctrlr->modules[i]->admin_gate(req);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	if (opc >= NVME_ADM_VENDOR_FIRST)
+		return ctrlr_vendor_dispatch(req, false);
+	if (!ctrlr_admin_effects(ctrlr, opc))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	ctrlr->admin_cmd[opc]->exec(req);
+}
+
+uint32_t ctrlr_admin_effects(const struct ctrlr *ctrlr, uint8_t opcode)
+{
+	const struct ctrlr_cmd *cmd = ctrlr->admin_cmd[opcode];
+
+	if (opcode >= NVME_ADM_VENDOR_FIRST)
+		return ctrlr_vendor_effects(ctrlr, false, opcode);
+	if (!cmd || (cmd->supported && !cmd->supported(ctrlr)))
+		return 0;
+	return cmd->effects;
+}
+
+uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t csi, uint8_t opcode)
+{
+	const struct ctrlr_cmd *cmd = ctrlr->io_cmd[opcode];
+
+	if (opcode >= NVME_CMD_VENDOR_FIRST)
+		return ctrlr_vendor_effects(ctrlr, true, opcode);
+	/* The NVM commands belong to every I/O command set; the others to their own. */
+	if (!cmd || (cmd->csi != NVME_CSI_NVM && cmd->csi != csi))
+		return 0;
+	return cmd->effects;
 }

@@ -1,11 +1,10 @@
-/* controller/subsys.c - the NVM subsystem seen from its controllers: which controllers it has, so
+/* controller/core/subsys.c - the NVM subsystem seen from its controllers: which controllers it has, so
  * that each reports itself as one of several (CMIC bit 1) and Identify can list them (CNS 12h
  * controllers attached to a namespace, 13h every controller; NVMe Base 2.0 section 5.17.2).
  *
  * The namespaces' shared state (reservations, claims, fused locks) lives in ctrlr_ns_shared; this
  * object only knows the members. It and its controllers run on one thread (the app's main
  * thread): the list is read by Identify on the admin thread without a lock. */
-#include "controller/device/device.h"
 #include "controller/core/core.h"
 
 #include <errno.h>
@@ -50,7 +49,7 @@ int ctrlr_subsys_join(struct ctrlr_subsys *cs, struct ctrlr *ctrlr)
 	/* A subsystem that may gain controllers says so from the start: a host (Linux) only puts
 	 * a second controller of the same NQN beside the first when both report CMIC bit 1. */
 	ctrlr->multi_ctrl = true;
-	ctrlr_san_joined(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, subsys_joined, ctrlr);
 	return 0;
 }
 
@@ -69,7 +68,7 @@ void ctrlr_subsys_leave(struct ctrlr *ctrlr)
 	}
 	ctrlr->subsys = NULL;
 	ctrlr->subsys_next = NULL;
-	ctrlr_san_left(ctrlr, cs);
+	CTRLR_MODULES_CALL(ctrlr, subsys_left, ctrlr, cs);
 }
 
 struct ctrlr *ctrlr_subsys_members(const struct ctrlr_subsys *cs)

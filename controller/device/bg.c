@@ -1,58 +1,46 @@
-/* controller/admin_bg.c - the controller's own background bdev requests (Device Self-test reads,
- * Sanitize writes) issued from the admin thread and advanced by their completions (no timers,
- * no sleeps), their fate across resets, and the Get Log Page entry for the logs of admin_ext.h.
+/* controller/device/bg.c - the controller's own background bdev request (Device Self-test reads,
+ * Sanitize writes) issued from the admin thread and advanced by its completions (no timers, no
+ * sleeps): one at a time, handed to the operations that wait for it in their priority order.
  * Admin thread. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "controller/device/device.h"
 
-int ctrlr_ext_init(struct ctrlr *ctrlr)
+int ctrlr_bg_init(struct ctrlr *ctrlr)
 {
-	struct ctrlr_ext *x = &ctrlr->ext;
-	int rc;
+	struct ctrlr_bg_io *b = &ctrlr_dev(ctrlr)->bg;
 
-	x->bg.bio = aligned_alloc(16, sizeof(struct bdev_io) + CTRLR_BDEV_CTX_MAX);
-	x->bg.buf = aligned_alloc(4096, CTRLR_CHUNK_BYTES);
-	if (!x->bg.bio || !x->bg.buf) {
-		ctrlr_ext_fini(ctrlr);
+	b->bio = aligned_alloc(16, sizeof(struct bdev_io) + CTRLR_BDEV_CTX_MAX);
+	b->buf = aligned_alloc(4096, CTRLR_CHUNK_BYTES);
+	if (!b->bio || !b->buf) {
+		ctrlr_bg_fini(ctrlr);
 		return -ENOMEM;
 	}
-	for (unsigned int i = 0; i < NVME_DST_LOG_ENTRIES; i++)
-		x->dst.results[i].status = NVME_DST_RES_UNUSED;
-	x->san.sstat = NVME_SSTAT_NEVER;
-	rc = ctrlr_pel_init(ctrlr);
-	if (rc)
-		ctrlr_ext_fini(ctrlr);
-	return rc;
+	return 0;
 }
 
-void ctrlr_ext_fini(struct ctrlr *ctrlr)
+void ctrlr_bg_fini(struct ctrlr *ctrlr)
 {
-	struct ctrlr_ext *x = &ctrlr->ext;
+	struct ctrlr_bg_io *b = &ctrlr_dev(ctrlr)->bg;
 
-	free(x->bg.bio);
-	free(x->bg.buf);
-	x->bg.bio = NULL;
-	x->bg.buf = NULL;
-	free(x->tel.host.data);
-	free(x->tel.ctrl.data);
-	x->tel.host.data = NULL;
-	x->tel.ctrl.data = NULL;
-	ctrlr_pel_fini(ctrlr);
+	free(b->bio);
+	free(b->buf);
+	b->bio = NULL;
+	b->buf = NULL;
 }
 
 bool ctrlr_bg_inflight(const struct ctrlr *ctrlr)
 {
-	return ctrlr->ext.bg.busy;
+	return ctrlr_dev(ctrlr)->bg.busy;
 }
 
 static void ctrlr_bg_io_done(struct bdev_io *io, int status, void *arg)
 {
 	struct ctrlr *ctrlr = arg;
-	struct ctrlr_bg_io *b = &ctrlr->ext.bg;
+	struct ctrlr_bg_io *b = &ctrlr_dev(ctrlr)->bg;
 	void (*done)(struct ctrlr *ctrlr, int status) = b->done;
 
 	ctrlr_ns_put(b->ns);
@@ -71,7 +59,7 @@ static void ctrlr_bg_io_done(struct bdev_io *io, int status, void *arg)
 uint16_t ctrlr_bg_submit(struct ctrlr *ctrlr, uint32_t nsid, enum bdev_io_type type, uint64_t lba,
 			 uint64_t nlb, uint32_t gen, void (*done)(struct ctrlr *ctrlr, int status))
 {
-	struct ctrlr_bg_io *b = &ctrlr->ext.bg;
+	struct ctrlr_bg_io *b = &ctrlr_dev(ctrlr)->bg;
 	struct bdev_io *bio = b->bio;
 	const struct ctrlr_lbaf *l;
 	struct bdev_channel *ch;
@@ -130,52 +118,11 @@ uint16_t ctrlr_bg_submit(struct ctrlr *ctrlr, uint32_t nsid, enum bdev_io_type t
 
 void ctrlr_bg_kick(struct ctrlr *ctrlr)
 {
-	if (ctrlr->ext.bg.busy || !ctrlr->sqs[0] ||
-	    CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED)
+	struct ctrlr_bg_io *b = &ctrlr_dev(ctrlr)->bg;
+
+	if (b->busy || !ctrlr->sqs[0] || CTRLR_LOAD(ctrlr->state) != CTRLR_ST_ENABLED)
 		return;
-	if (CTRLR_LOAD(ctrlr->ext.san.state) == CTRLR_SAN_RUNNING)
-		return ctrlr_san_step(ctrlr);
-	if (ctrlr->ext.dst.stc)
-		ctrlr_dst_step(ctrlr);
-}
-
-void ctrlr_ext_reset(struct ctrlr *ctrlr)
-{
-	/* A Controller Level Reset aborts a device self-test (8.11); a sanitize operation goes
-	 * on once the controller is enabled again (8.21): its state is kept. */
-	ctrlr_dst_abort(ctrlr, NVME_DST_RES_ABORTED_RESET);
-	ctrlr_pel_add(ctrlr, NVME_PEL_POWER_ON_RESET, NULL, 0);
-}
-
-void ctrlr_ext_enabled(struct ctrlr *ctrlr)
-{
-	/* From now on, going away without a shutdown notification is an unsafe shutdown. */
-	ctrlr->ext.pel.enabled_once = true;
-	ctrlr->ext.pel.shutdowns_at_enable = CTRLR_LOAD(ctrlr->cnt.shutdowns);
-	ctrlr_bg_kick(ctrlr);
-}
-
-uint16_t ctrlr_log_ext(struct ctrlr_req *req, uint8_t lid, uint8_t **out, size_t *len)
-{
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-	uint8_t *buf;
-
-	switch (lid) {
-	case NVME_LOG_TELEMETRY_HOST:
-	case NVME_LOG_TELEMETRY_CTRL:
-		return ctrlr_log_telemetry(req, lid, out, len);
-	case NVME_LOG_PERSISTENT_EVENT:
-		return ctrlr_log_pel(req, out, len);
-	default:
-		break;
-	}
-	buf = calloc(1, 4096);
-	if (!buf)
-		return NVME_SC_INTERNAL;
-	if (lid == NVME_LOG_SELF_TEST)
-		*len = ctrlr_log_self_test(ctrlr, buf);
-	else
-		*len = ctrlr_log_sanitize(ctrlr, buf);
-	*out = buf;
-	return NVME_SC_SUCCESS;
+	for (size_t i = 0; i < CTRLR_ARRAY_SIZE(b->steps); i++)
+		if (b->steps[i] && b->steps[i](ctrlr))
+			return;
 }

@@ -1,9 +1,11 @@
-/* controller/admin_ext.h - state and entry points of the background admin operations (Device
- * Self-test, Sanitize), the Telemetry logs, the Persistent Event Log and Abort of queued
- * commands. Included by ctrlr_internal.h; not for use outside controller/. Admin thread unless
- * said otherwise. */
-#ifndef NVME_EMU_CONTROLLER_ADMIN_EXT_H
-#define NVME_EMU_CONTROLLER_ADMIN_EXT_H
+/* controller/device/device.h - what the device does for itself, as one module of the controller
+ * (CTRLR_MOD_DEVICE, device.c): the SMART / Health model (health.c), firmware slots (fw.c), the
+ * Persistent Event Log (pel.c), Telemetry (telemetry.c), and the background operations Device
+ * Self-test (selftest.c) and Sanitize (sanitize.c) with their bdev request (bg.c). It uses the
+ * core and the command sets below it (nvm/, zns/); admin/ uses it for Identify and Get Log Page.
+ * Not for use outside controller/. Admin thread unless said otherwise. */
+#ifndef NVME_EMU_CONTROLLER_DEVICE_DEVICE_H
+#define NVME_EMU_CONTROLLER_DEVICE_DEVICE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,11 +13,43 @@
 
 #include "backend/bdev.h"
 #include "common/evloop.h"
+#include "controller/core/core.h"
+#include "controller/modules.h"
 #include "controller/nvme_spec.h"
 
-struct ctrlr;
-struct ctrlr_ns;
-struct ctrlr_req;
+/* Firmware slots and the image being downloaded (fw.c). */
+#define CTRLR_FW_SLOTS 3
+#define CTRLR_FW_GRAN 4096u	 /* FWUG: 4 KiB units */
+#define CTRLR_FW_MAX (32u << 20) /* largest image */
+struct ctrlr_fw {
+	char rev[CTRLR_FW_SLOTS][9]; /* "" for an empty slot */
+	uint8_t active;		     /* 1..3 */
+	uint8_t next;		     /* activated at the next reset (0: none) */
+	uint8_t *stage;
+	size_t stage_len, stage_cap;
+	bool overlap;
+	uint8_t have[CTRLR_FW_MAX / CTRLR_FW_GRAN / 8]; /* units received */
+};
+
+/* The SMART / Health model and what an operator injected (health.c). */
+struct ctrlr_health {
+	uint16_t temp_k;	/* the modelled composite temperature */
+	uint16_t forced_temp_k; /* 0: the model's */
+	int16_t forced_spare;	/* -1: 100 % (nothing wears here) */
+	int16_t forced_used;	/* -1: from the bytes written */
+	uint64_t last_us, last_cmds; /* the previous evaluation */
+	uint64_t media_errors;	     /* injected ranges' blocks read since (counted as errors) */
+	uint8_t critical_warning;    /* SMART Critical Warning bits raised */
+};
+#define CTRLR_HEALTH_IDLE_K 313	   /* 40 C */
+#define CTRLR_HEALTH_LOAD_MAX_K 30 /* at most +30 K under load */
+#define CTRLR_HEALTH_SPARE_THRESH 10
+/* Rated endurance: this many writes of the controller's whole capacity. */
+#define CTRLR_HEALTH_RATED_WRITES 3000
+/* The model's clock (ctrlr_tick): every second while commands flow or the temperature has not
+ * settled, every 10 s otherwise. */
+#define CTRLR_HEALTH_TICK_US 1000000ull
+#define CTRLR_HEALTH_IDLE_TICK_US 10000000ull
 
 /* One bdev request the controller issues on its own (self-test reads, sanitize writes) from the
  * admin thread, on the admin queue's channel. One at a time per controller. */
@@ -28,6 +62,9 @@ struct ctrlr_bg_io {
 	bool busy;
 	uint32_t gen; /* the operation that submitted it (stale completions are dropped) */
 	void (*done)(struct ctrlr *ctrlr, int status);
+	/* The operations that use the request, in priority order (device.c sets them: sanitize,
+	 * then self-test): each takes its next step if it has one waiting, and says so. */
+	bool (*steps[2])(struct ctrlr *ctrlr);
 };
 
 /* Device Self-test (admin_selftest.c). */
@@ -116,17 +153,39 @@ struct ctrlr_pel {
 	uint64_t shutdowns_at_enable;
 };
 
-struct ctrlr_ext {
+/* The module's state in a controller. */
+struct ctrlr_device {
+	struct ctrlr_health health;
+	struct ctrlr_fw fw;
 	struct ctrlr_bg_io bg;
 	struct ctrlr_dst dst;
 	struct ctrlr_san san;
 	struct ctrlr_telemetry tel;
 	struct ctrlr_pel pel;
+	/* A notable event (a warning, a failed operation): telemetry takes its snapshot
+	 * (device.c sets it to ctrlr_telemetry_event). */
+	void (*notable)(struct ctrlr *ctrlr, const char *reason);
 };
 
-/* ---- admin_bg.c ---- */
-int ctrlr_ext_init(struct ctrlr *ctrlr);
-void ctrlr_ext_fini(struct ctrlr *ctrlr);
+extern const struct ctrlr_module ctrlr_device_module;
+
+static inline struct ctrlr_device *ctrlr_dev(const struct ctrlr *ctrlr)
+{
+	return ctrlr_mod(ctrlr, CTRLR_MOD_DEVICE);
+}
+
+static inline void ctrlr_device_notable(struct ctrlr *ctrlr, const char *reason)
+{
+	struct ctrlr_device *d = ctrlr_dev(ctrlr);
+
+	if (d->notable)
+		d->notable(ctrlr, reason);
+}
+
+/* ---- bg.c ---- */
+/* The background request's buffers (creation) and their release (destruction). */
+int ctrlr_bg_init(struct ctrlr *ctrlr);
+void ctrlr_bg_fini(struct ctrlr *ctrlr);
 /* Submits one bdev request of `type` over [lba, +nlb) of namespace `nsid` (READ/WRITE use
  * bg.buf); done(ctrlr, status) runs on completion unless the operation moved on (gen). NVMe
  * status; on failure nothing was submitted. */
@@ -137,14 +196,12 @@ uint16_t ctrlr_bg_submit(struct ctrlr *ctrlr, uint32_t nsid, enum bdev_io_type t
 void ctrlr_bg_kick(struct ctrlr *ctrlr);
 /* A background request is in flight (a reset or destroy waits for it). */
 bool ctrlr_bg_inflight(const struct ctrlr *ctrlr);
-/* Controller Level Reset: self-test aborted; sanitize goes on after the next enable. */
-void ctrlr_ext_reset(struct ctrlr *ctrlr);
-/* The controller became ready: background operations resume. */
-void ctrlr_ext_enabled(struct ctrlr *ctrlr);
 
 /* ---- admin_selftest.c ---- */
 void ctrlr_admin_self_test(struct ctrlr_req *req);
 void ctrlr_dst_step(struct ctrlr *ctrlr);
+/* The background request's next step of a self-test in progress, if one is: true. */
+bool ctrlr_dst_bg_step(struct ctrlr *ctrlr);
 /* Ends the operation in progress (if any) with `result` (enum nvme_dst_res). */
 void ctrlr_dst_abort(struct ctrlr *ctrlr, uint8_t result);
 size_t ctrlr_log_self_test(struct ctrlr *ctrlr, uint8_t *buf);
@@ -155,18 +212,18 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req);
 void ctrlr_san_step(struct ctrlr *ctrlr);
 size_t ctrlr_log_sanitize(struct ctrlr *ctrlr, uint8_t *buf);
 uint32_t ctrlr_sanicap(const struct ctrlr *ctrlr);
-/* Admin commands a sanitize operation (or its failure) refuses: the status, or 0. */
+/* Admin commands a sanitize operation (or its failure) refuses: the status, or 0. (I/O
+ * commands meet the controller's io_gate, which the operation closes.) */
 uint16_t ctrlr_san_admin_check(struct ctrlr_req *req);
-/* I/O commands, after the namespace reference was taken: the status, or 0. Owner thread. */
-uint16_t ctrlr_san_io_check(struct ctrlr_req *req);
+/* The background request's next step of a running sanitize, if one runs: true. */
+bool ctrlr_san_bg_step(struct ctrlr *ctrlr);
 /* A sanitize waits for the commands that took a namespace before it to end (a namespace grace
  * period, admin references); their end calls ctrlr_san_ns_idle (any thread). */
 bool ctrlr_san_draining(const struct ctrlr *ctrlr);
 void ctrlr_san_ns_idle(struct ctrlr *ctrlr);
-/* subsys.c: a controller joined its subsystem (it follows a sanitize running or failed there) or
- * left subsystem cs (the followers of an operation it ran fail it; a runner it followed re-checks
- * its drain). */
-struct ctrlr_subsys;
+/* The controller joined its subsystem (it follows a sanitize running or failed there) or left
+ * subsystem cs (the followers of an operation it ran fail it; a runner it followed re-checks its
+ * drain). */
 void ctrlr_san_joined(struct ctrlr *ctrlr);
 void ctrlr_san_left(struct ctrlr *ctrlr, struct ctrlr_subsys *cs);
 
@@ -203,45 +260,35 @@ void ctrlr_pel_hw_error(struct ctrlr *ctrlr, uint16_t code, const void *info, ui
 void ctrlr_pel_media_error_async(struct ctrlr *ctrlr, uint16_t status);
 uint16_t ctrlr_log_pel(struct ctrlr_req *req, uint8_t **out, size_t *len);
 
-/* ---- admin_abort.c ---- */
-/* An Abort of a command still in its SQ (not fetched yet): the ring slot the command sits in.
- * CTRLR_ACL + 1 of them per controller (the Abort Command Limit). */
-struct ctrlr_sq;
-struct ctrlr_abort_rec {
-	uint32_t busy; /* atomic: taken by an owner thread, freed by it or the admin thread */
-	struct ctrlr_sq *sq;
-	uint32_t slot;
-	uint16_t cid;
-	struct ctrlr_abort_rec *next; /* the SQ's armed list (owner thread) */
-};
-void ctrlr_admin_abort(struct ctrlr_req *req);
-/* The SQE of ring slot `slot` was just fetched into req and an Abort is armed on its SQ or a
- * Preempt and Abort fence is up (called only while sq->abort_armed or sq->preempt_left is set):
- * true if the command was aborted (completed with Command Abort Requested or Command Aborted
- * due to Preempt and Abort, not executed). Owner thread. */
-bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
-/* The SQ is being freed: its armed Aborts are dropped (their commands were never fetched).
- * Admin thread, once the owner thread stopped the SQ. */
-void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
-/* A command starts executing: Abort may find it by its CID from now on. Its owner thread. */
-void ctrlr_abort_arm(struct ctrlr_req *req);
-/* A command completes: returns the status it ends with instead of its own when an Abort
- * (Command Abort Requested) or a Preempt and Abort (Command Aborted due to Preempt and Abort)
- * marked it, else 0. Its owner thread. */
-uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
-/* Reservation Acquire, Preempt and Abort: marks every command of ctrlr's I/O queues on
- * namespace nsid that started and has not completed; each ends with Command Aborted due to
- * Preempt and Abort (after its bdev I/O, if any, returned). Returns how many. Admin thread. */
-uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid);
-/* The same for the commands of ctrlr's I/O SQs on nsid that are in the rings, not fetched yet:
- * each SQ's owner thread puts up a fence over the SQEs between its head and the tail it has
- * seen, then tells op (ctrlr_resv_preempt_put; op NULL: nobody waits). Admin thread. */
-struct ctrlr_preempt_op;
-void ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_preempt_op *op);
-/* A SMART critical warning appeared: telemetry and persistent event log snapshots. */
-void ctrlr_ext_health_event(struct ctrlr *ctrlr, uint8_t new_bits);
+/* The logs of the device (06h, 07h, 08h, 0Dh, 81h) for Get Log Page: allocated in *out.
+ * Status. */
+uint16_t ctrlr_log_device(struct ctrlr_req *req, uint8_t lid, uint8_t **out, size_t *len);
 
-/* The extended logs (06h, 07h, 08h, 0Dh, 81h) for Get Log Page: allocated in *out. Status. */
-uint16_t ctrlr_log_ext(struct ctrlr_req *req, uint8_t lid, uint8_t **out, size_t *len);
+/* ---- health.c ---- */
+/* Resets the model (controller creation). */
+void ctrlr_health_init(struct ctrlr *ctrlr);
+/* The current temperature, spare and percentage used. */
+uint16_t ctrlr_health_temp(const struct ctrlr *ctrlr);
+uint8_t ctrlr_health_spare(const struct ctrlr *ctrlr);
+uint8_t ctrlr_health_used(const struct ctrlr *ctrlr);
+/* Re-evaluates the model and the critical warnings, raising SMART events for warnings that
+ * appear (enabled by Asynchronous Event Configuration). */
+void ctrlr_health_eval(struct ctrlr *ctrlr);
+/* The clock (the module's tick): microseconds until the next evaluation. */
+uint64_t ctrlr_health_tick(struct ctrlr *ctrlr);
+/* The temperature against the thresholds (Feature 04h): the critical warning, its event. */
+void ctrlr_health_check_temperature(struct ctrlr *ctrlr);
+/* The SMART / Health log (Base 2.0 5.16.1.3) of the controller (ns NULL) or of a namespace:
+ * its length. */
+size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf);
+
+/* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
+ * image; the Firmware Slot log; the two commands. ---- */
+void ctrlr_fw_init(struct ctrlr *ctrlr);
+void ctrlr_fw_fini(struct ctrlr *ctrlr);
+void ctrlr_fw_reset(struct ctrlr *ctrlr);
+size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf);
+void ctrlr_admin_fw_download(struct ctrlr_req *req);
+void ctrlr_admin_fw_commit(struct ctrlr_req *req);
 
 #endif

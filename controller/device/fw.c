@@ -1,11 +1,11 @@
-/* controller/admin_fw.c - Firmware Image Download (11h) and Firmware Commit (10h) (NVMe Base 2.0,
+/* controller/device/fw.c - Firmware Image Download (11h) and Firmware Commit (10h) (NVMe Base 2.0,
  * 5.11 and 5.12). Three slots: slot 1 is read-only and holds the shipped revision; an image is
  * downloaded in pieces of whole 4 KiB units (FWUG), committed to slot 2 or 3, and activated at
  * the next Controller Level Reset (commit actions 1 and 2) or at once (action 3, with the
  * Firmware Activation Starting notice). An image's revision is its first 8 bytes, printable
  * ASCII; anything else is an Invalid Firmware Image. Slots live in the daemon's memory: a
  * restart is a new device with its shipped firmware. Admin thread. */
-#include "controller/core/core.h"
+#include "controller/device/device.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -19,48 +19,57 @@ static uint32_t ctrlr_fw_units(const struct ctrlr_fw *fw)
 
 void ctrlr_fw_init(struct ctrlr *ctrlr)
 {
-	memset(&ctrlr->fw, 0, sizeof(ctrlr->fw));
-	snprintf(ctrlr->fw.rev[0], sizeof(ctrlr->fw.rev[0]), "%s", ctrlr->fwrev);
-	ctrlr->fw.active = 1;
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
+
+	memset(fw, 0, sizeof(*fw));
+	snprintf(fw->rev[0], sizeof(fw->rev[0]), "%s", ctrlr->fwrev);
+	fw->active = 1;
 }
 
 void ctrlr_fw_fini(struct ctrlr *ctrlr)
 {
-	free(ctrlr->fw.stage);
-	ctrlr->fw.stage = NULL;
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
+
+	free(fw->stage);
+	fw->stage = NULL;
 }
 
 static void ctrlr_fw_activate(struct ctrlr *ctrlr, uint8_t slot)
 {
-	ctrlr->fw.active = slot;
-	snprintf(ctrlr->fwrev, sizeof(ctrlr->fwrev), "%s", ctrlr->fw.rev[slot - 1]);
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
+
+	fw->active = slot;
+	snprintf(ctrlr->fwrev, sizeof(ctrlr->fwrev), "%s", fw->rev[slot - 1]);
 	LOG_INFO(CTRLR_LOG, "%s: firmware slot %u active, revision %s", ctrlr->serial, slot,
 		 ctrlr->fwrev);
 }
 
 void ctrlr_fw_reset(struct ctrlr *ctrlr)
 {
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
+
 	/* A Controller Level Reset activates what was committed for it. */
-	if (ctrlr->fw.next) {
-		ctrlr_fw_activate(ctrlr, ctrlr->fw.next);
-		ctrlr->fw.next = 0;
+	if (fw->next) {
+		ctrlr_fw_activate(ctrlr, fw->next);
+		fw->next = 0;
 	}
 }
 
 size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf)
 {
+	const struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
 	struct nvme_fw_slot_log *f = (struct nvme_fw_slot_log *)buf;
 
-	f->afi = (uint8_t)(ctrlr->fw.active | (ctrlr->fw.next << 4));
+	f->afi = (uint8_t)(fw->active | (fw->next << 4));
 	for (int i = 0; i < CTRLR_FW_SLOTS; i++)
-		if (ctrlr->fw.rev[i][0])
-			ctrlr_copy_padded(f->frs[i], ctrlr->fw.rev[i], sizeof(f->frs[i]));
+		if (fw->rev[i][0])
+			ctrlr_copy_padded(f->frs[i], fw->rev[i], sizeof(f->frs[i]));
 	return sizeof(*f);
 }
 
 void ctrlr_admin_fw_download(struct ctrlr_req *req)
 {
-	struct ctrlr_fw *fw = &req->sq->ctrlr->fw;
+	struct ctrlr_fw *fw = &ctrlr_dev(req->sq->ctrlr)->fw;
 	uint64_t len = ((uint64_t)req->sqe.cdw10 + 1) * 4, off = (uint64_t)req->sqe.cdw11 * 4;
 	uint16_t st;
 
@@ -130,7 +139,7 @@ static void ctrlr_fw_clear_stage(struct ctrlr_fw *fw)
 void ctrlr_admin_fw_commit(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	struct ctrlr_fw *fw = &ctrlr->fw;
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
 	uint32_t cdw10 = req->sqe.cdw10;
 	uint8_t fs = cdw10 & 7, ca = (cdw10 >> 3) & 7;
 	char rev[9];

@@ -1,4 +1,4 @@
-/* controller/pel.c - the Persistent Event Log (NVMe Base 2.0 5.16.1.14): events encoded as the
+/* controller/device/pel.c - the Persistent Event Log (NVMe Base 2.0 5.16.1.14): events encoded as the
  * log carries them (24-byte event header, then the type's data) in a buffer of at most
  * CTRLR_PEL_MAX_BYTES, the oldest dropped first (the header's generation number counts drops).
  * Events recorded (and advertised in the Supported Events Bitmap): SMART / Health Log Snapshot
@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "controller/device/device.h"
 
 #define CTRLR_PEL_HDR sizeof(struct nvme_pel_hdr)
 #define CTRLR_PEL_EV sizeof(struct nvme_pel_event)
@@ -197,7 +197,7 @@ out:
 
 int ctrlr_pel_init(struct ctrlr *ctrlr)
 {
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 	int rc;
 
 	p->fd = -1;
@@ -219,7 +219,7 @@ int ctrlr_pel_init(struct ctrlr *ctrlr)
 
 void ctrlr_pel_fini(struct ctrlr *ctrlr)
 {
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 
 	/* The controller goes (the daemon's power goes) after an enable without a shutdown
 	 * notification since: an Unsafe Shutdown, which only a state file carries to the next
@@ -242,7 +242,7 @@ void ctrlr_pel_fini(struct ctrlr *ctrlr)
 
 void ctrlr_pel_add(struct ctrlr *ctrlr, uint8_t type, const void *data, uint16_t len)
 {
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 	uint8_t reset[44];
 	struct nvme_pel_event ev;
 
@@ -283,7 +283,7 @@ void ctrlr_pel_add(struct ctrlr *ctrlr, uint8_t type, const void *data, uint16_t
 static void ctrlr_pel_header(struct ctrlr *ctrlr, struct nvme_pel_hdr *h, size_t events_len,
 			     uint32_t count)
 {
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 	uint64_t poh = (evloop_now_us() - ctrlr->created_us) / 3600000000ull;
 
 	memset(h, 0, sizeof(*h));
@@ -309,7 +309,7 @@ static void ctrlr_pel_header(struct ctrlr *ctrlr, struct nvme_pel_hdr *h, size_t
 uint16_t ctrlr_log_pel(struct ctrlr_req *req, uint8_t **out, size_t *len)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 	uint8_t action = (req->sqe.cdw10 >> 8) & 0x7f;
 	uint8_t *buf;
 
@@ -462,7 +462,7 @@ void ctrlr_pel_hw_error(struct ctrlr *ctrlr, uint16_t code, const void *info, ui
 static void ctrlr_pel_media_msg(void *arg)
 {
 	struct ctrlr *ctrlr = arg;
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 	uint64_t now = evloop_now_us();
 	uint32_t n;
 	uint8_t info[8];
@@ -486,7 +486,7 @@ static void ctrlr_pel_media_msg(void *arg)
 
 void ctrlr_pel_media_error_async(struct ctrlr *ctrlr, uint16_t status)
 {
-	struct ctrlr_pel *p = &ctrlr->ext.pel;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 
 	__atomic_store_n(&p->media_status, status & 0x7ff, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&p->media_errors, 1, __ATOMIC_SEQ_CST);
@@ -496,18 +496,4 @@ void ctrlr_pel_media_error_async(struct ctrlr *ctrlr, uint16_t status)
 		__atomic_store_n(&p->media_msg_queued, false, __ATOMIC_SEQ_CST);
 		CTRLR_STAT_ADD(ctrlr->cnt.lost_events, 1);
 	}
-}
-
-void ctrlr_ext_health_event(struct ctrlr *ctrlr, uint8_t new_bits)
-{
-	uint8_t smart[512];
-	char why[48];
-
-	memset(smart, 0, sizeof(smart));
-	ctrlr_log_smart_ctrl(ctrlr, smart);
-	ctrlr_pel_add(ctrlr, NVME_PEL_SMART, smart, sizeof(smart));
-	/* The hardware error view of it: the critical warning byte as it stands. */
-	ctrlr_pel_hw_error(ctrlr, NVME_PEL_HWE_CRIT_WARN, &smart[0], 1);
-	snprintf(why, sizeof(why), "SMART critical warning 0x%02x", new_bits);
-	ctrlr_telemetry_event(ctrlr, why);
 }

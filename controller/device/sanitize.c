@@ -1,7 +1,7 @@
-/* controller/admin_sanitize.c - Sanitize (NVMe Base 2.0 5.24 and 8.21) and the Sanitize Status
+/* controller/device/sanitize.c - Sanitize (NVMe Base 2.0 5.24 and 8.21) and the Sanitize Status
  * log (81h). Block Erase and Overwrite (pattern, 1 to 16 passes, inverted between passes if
  * asked) run in the background over every namespace through its bdev, advanced by the
- * completions of their own bdev requests (admin_bg.c): first the commands already running on the
+ * completions of their own bdev requests (bg.c): first the commands already running on the
  * namespaces drain, then each namespace is erased (deallocated, or zeroed where the bdev cannot
  * deallocate or No-Deallocate After Sanitize was asked) or overwritten, then deallocated unless
  * No-Deallocate was asked. Crypto Erase is carried out as a block erase: nothing here encrypts
@@ -23,8 +23,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
-#include "controller/zns/zns.h"
+#include "controller/device/device.h"
 
 #define CTRLR_SAN_ERASE_BYTES (64ull << 20) /* per deallocate / write zeroes request */
 
@@ -35,6 +34,19 @@ uint32_t ctrlr_sanicap(const struct ctrlr *ctrlr)
 	 * is left as the operation wrote it (NODMMAS 01b). */
 	return NVME_SANICAP_CES | NVME_SANICAP_BES | NVME_SANICAP_OWS |
 	       NVME_SANICAP_NODMMAS_UNMODIFIED;
+}
+
+/* A controller's sanitize state, and with it the gate of its I/O commands (the gate first: a
+ * command that sees it open ran before the operation and is covered by the drain's grace
+ * period). */
+static void ctrlr_san_set_state(struct ctrlr *ctrlr, uint32_t state)
+{
+	uint32_t gate = state == CTRLR_SAN_RUNNING  ? NVME_SC_SANITIZE_IN_PROGRESS
+			: state == CTRLR_SAN_FAILED ? NVME_SC_SANITIZE_FAILED
+						    : 0;
+
+	__atomic_store_n(&ctrlr->io_gate, gate, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ctrlr_dev(ctrlr)->san.state, state, __ATOMIC_SEQ_CST);
 }
 
 /* The controllers a sanitize operation covers: the subsystem's members, or ctrlr alone. */
@@ -52,8 +64,8 @@ static struct ctrlr *ctrlr_san_next(struct ctrlr *ctrlr, struct ctrlr *it)
  * RUNNING also sees the rest), phase, status, Global Data Erased, the failure mode's AUSE. */
 static void ctrlr_san_mirror_to(struct ctrlr *runner, struct ctrlr *m)
 {
-	const struct ctrlr_san *s = &runner->ext.san;
-	struct ctrlr_san *d = &m->ext.san;
+	const struct ctrlr_san *s = &ctrlr_dev(runner)->san;
+	struct ctrlr_san *d = &ctrlr_dev(m)->san;
 	uint32_t state = CTRLR_LOAD(s->state);
 
 	d->phase = s->phase;
@@ -65,7 +77,7 @@ static void ctrlr_san_mirror_to(struct ctrlr *runner, struct ctrlr *m)
 	d->ause = s->ause;
 	d->gen++;
 	d->runner = state == CTRLR_SAN_RUNNING ? runner : NULL;
-	__atomic_store_n(&d->state, state, __ATOMIC_SEQ_CST);
+	ctrlr_san_set_state(m, state);
 }
 
 static void ctrlr_san_mirror(struct ctrlr *runner)
@@ -78,9 +90,9 @@ static void ctrlr_san_mirror(struct ctrlr *runner)
 void ctrlr_san_joined(struct ctrlr *ctrlr)
 {
 	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m)) {
-		struct ctrlr *runner = m->ext.san.runner ? m->ext.san.runner : m;
+		struct ctrlr *runner = ctrlr_dev(m)->san.runner ? ctrlr_dev(m)->san.runner : m;
 
-		if (m == ctrlr || CTRLR_LOAD(runner->ext.san.state) == CTRLR_SAN_IDLE)
+		if (m == ctrlr || CTRLR_LOAD(ctrlr_dev(runner)->san.state) == CTRLR_SAN_IDLE)
 			continue;
 		ctrlr_san_mirror_to(runner, ctrlr);
 		return;
@@ -89,13 +101,13 @@ void ctrlr_san_joined(struct ctrlr *ctrlr)
 
 void ctrlr_san_left(struct ctrlr *ctrlr, struct ctrlr_subsys *cs)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 	struct ctrlr *runner = s->runner;
 
 	if (runner) {
 		/* A follower left: its commands no longer hold the drain up. */
 		s->runner = NULL;
-		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);
+		ctrlr_san_set_state(ctrlr, CTRLR_SAN_IDLE);
 		ctrlr_bg_kick(runner);
 		return;
 	}
@@ -103,12 +115,12 @@ void ctrlr_san_left(struct ctrlr *ctrlr, struct ctrlr_subsys *cs)
 		return;
 	/* The runner left with the operation unfinished: for the others it failed. */
 	for (struct ctrlr *m = ctrlr_subsys_members(cs); m; m = m->subsys_next) {
-		struct ctrlr_san *d = &m->ext.san;
+		struct ctrlr_san *d = &ctrlr_dev(m)->san;
 
 		d->runner = NULL;
 		d->sstat = (uint16_t)((d->sstat & ~0x7u) | NVME_SSTAT_FAILED);
 		d->ause = s->cdw10 & NVME_SAN_AUSE;
-		__atomic_store_n(&d->state, CTRLR_SAN_FAILED, __ATOMIC_SEQ_CST);
+		ctrlr_san_set_state(m, CTRLR_SAN_FAILED);
 		LOG_ERR(CTRLR_LOG, "%s: the controller running the sanitize operation went: failed",
 			m->serial);
 	}
@@ -133,7 +145,7 @@ static uint64_t ctrlr_san_writes(struct ctrlr *ctrlr)
 uint16_t ctrlr_san_admin_check(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	uint32_t state = CTRLR_LOAD(ctrlr->ext.san.state);
+	uint32_t state = CTRLR_LOAD(ctrlr_dev(ctrlr)->san.state);
 	uint8_t lid;
 
 	if (state == CTRLR_SAN_IDLE)
@@ -166,28 +178,17 @@ uint16_t ctrlr_san_admin_check(struct ctrlr_req *req)
 	return state == CTRLR_SAN_RUNNING ? NVME_SC_SANITIZE_IN_PROGRESS : NVME_SC_SANITIZE_FAILED;
 }
 
-uint16_t ctrlr_san_io_check(struct ctrlr_req *req)
-{
-	/* After the command started (its namespace epoch counted): a command that read the state
-	 * before the sanitize set it ends within the grace period the drain waits for. */
-	uint32_t state = __atomic_load_n(&req->sq->ctrlr->ext.san.state, __ATOMIC_SEQ_CST);
-
-	if (state == CTRLR_SAN_IDLE)
-		return 0;
-	return state == CTRLR_SAN_RUNNING ? NVME_SC_SANITIZE_IN_PROGRESS : NVME_SC_SANITIZE_FAILED;
-}
-
 static void ctrlr_san_drain_msg(void *arg)
 {
 	struct ctrlr *ctrlr = arg;
 
-	__atomic_store_n(&ctrlr->ext.san.drain_poked, 0, __ATOMIC_SEQ_CST);
-	ctrlr_bg_kick(ctrlr->ext.san.runner ? ctrlr->ext.san.runner : ctrlr);
+	__atomic_store_n(&ctrlr_dev(ctrlr)->san.drain_poked, 0, __ATOMIC_SEQ_CST);
+	ctrlr_bg_kick(ctrlr_dev(ctrlr)->san.runner ? ctrlr_dev(ctrlr)->san.runner : ctrlr);
 }
 
 void ctrlr_san_ns_idle(struct ctrlr *ctrlr)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 
 	if (__atomic_exchange_n(&s->drain_poked, 1, __ATOMIC_SEQ_CST))
 		return;
@@ -196,13 +197,13 @@ void ctrlr_san_ns_idle(struct ctrlr *ctrlr)
 
 bool ctrlr_san_draining(const struct ctrlr *ctrlr)
 {
-	return __atomic_load_n(&ctrlr->ext.san.state, __ATOMIC_SEQ_CST) == CTRLR_SAN_RUNNING &&
-	       ctrlr->ext.san.phase == CTRLR_SAN_DRAIN;
+	return __atomic_load_n(&ctrlr_dev(ctrlr)->san.state, __ATOMIC_SEQ_CST) == CTRLR_SAN_RUNNING &&
+	       ctrlr_dev(ctrlr)->san.phase == CTRLR_SAN_DRAIN;
 }
 
 static uint64_t ctrlr_san_total(struct ctrlr *ctrlr)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 	uint64_t blocks = 0;
 
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
@@ -215,7 +216,7 @@ static uint64_t ctrlr_san_total(struct ctrlr *ctrlr)
 
 static void ctrlr_san_end(struct ctrlr *ctrlr, uint16_t status)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 	uint8_t ev[8];
 
 	s->gen++;
@@ -223,23 +224,20 @@ static void ctrlr_san_end(struct ctrlr *ctrlr, uint16_t status)
 	if (status) {
 		s->sstat |= NVME_SSTAT_FAILED;
 		s->ause = s->cdw10 & NVME_SAN_AUSE;
-		__atomic_store_n(&s->state, CTRLR_SAN_FAILED, __ATOMIC_SEQ_CST);
+		ctrlr_san_set_state(ctrlr, CTRLR_SAN_FAILED);
 		LOG_ERR(CTRLR_LOG, "%s: sanitize failed (status 0x%x): failure mode", ctrlr->serial,
 			status);
 	} else {
 		s->sstat |= NVME_SSTAT_COMPLETED;
-		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
-			if (!ctrlr->ns[i])
-				continue;
-			ctrlr_uncor_clear_all(ctrlr->ns[i]->uncor);
-			/* A zoned namespace's data went with its zones: all Empty (ZNS 1.1:
-			 * Sanitize resets every zone; Read Only and Offline stay). */
-			if (ctrlr->ns[i]->zns)
-				ctrlr_zns_send(ctrlr->ns[i]->zns, 0, NVME_ZSA_RESET, true);
-		}
+		/* What the modules knew of the erased blocks goes: media marks, and a zoned
+		 * namespace's zones are Empty (ZNS 1.1: Sanitize resets every zone; Read Only and
+		 * Offline stay). */
+		for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+			if (ctrlr->ns[i])
+				ctrlr_ns_erased(ctrlr->ns[i]);
 		s->gde = true;
 		s->writes_at_end = ctrlr_san_writes(ctrlr);
-		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);
+		ctrlr_san_set_state(ctrlr, CTRLR_SAN_IDLE);
 		LOG_INFO(CTRLR_LOG, "%s: sanitize completed", ctrlr->serial);
 	}
 	ctrlr_san_mirror(ctrlr);
@@ -249,17 +247,17 @@ static void ctrlr_san_end(struct ctrlr *ctrlr, uint16_t status)
 	memcpy(&ev[2], &s->sstat, 2);
 	ctrlr_pel_add(ctrlr, NVME_PEL_SANITIZE_DONE, ev, sizeof(ev));
 	if (status)
-		ctrlr_telemetry_event(ctrlr, "sanitize failed");
+		ctrlr_device_notable(ctrlr, "sanitize failed");
 }
 
 static void ctrlr_san_io_done(struct ctrlr *ctrlr, int status)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
-	struct bdev_io *bio = ctrlr->ext.bg.bio;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
+	struct bdev_io *bio = ctrlr_dev(ctrlr)->bg.bio;
 	uint64_t n;
 	uint16_t st;
 
-	if (ctrlr->ext.bg.gen != s->gen || CTRLR_LOAD(s->state) != CTRLR_SAN_RUNNING)
+	if (ctrlr_dev(ctrlr)->bg.gen != s->gen || CTRLR_LOAD(s->state) != CTRLR_SAN_RUNNING)
 		return;
 	st = ctrlr_bdev_status(status, true);
 	if (st)
@@ -272,7 +270,7 @@ static void ctrlr_san_io_done(struct ctrlr *ctrlr, int status)
 /* The next namespace (from s->ns_next) with blocks left in this phase, or NULL. */
 static struct ctrlr_ns *ctrlr_san_next_ns(struct ctrlr *ctrlr)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 
 	while (s->ns_next <= CTRLR_MAX_NAMESPACES) {
 		struct ctrlr_ns *ns = ctrlr->ns[s->ns_next - 1];
@@ -287,8 +285,8 @@ static struct ctrlr_ns *ctrlr_san_next_ns(struct ctrlr *ctrlr)
 
 static void ctrlr_san_fill(struct ctrlr *ctrlr)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
-	uint32_t pat = s->pattern, *w = ctrlr->ext.bg.buf;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
+	uint32_t pat = s->pattern, *w = ctrlr_dev(ctrlr)->bg.buf;
 
 	/* Overwrite Invert Pattern Between Passes: every other pass writes the complement. */
 	if ((s->cdw10 & NVME_SAN_OIPBP) && (s->pass & 1))
@@ -301,7 +299,7 @@ static void ctrlr_san_fill(struct ctrlr *ctrlr)
  * when the operation ended. */
 static bool ctrlr_san_next_phase(struct ctrlr *ctrlr)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 
 	s->ns_next = 1;
 	s->lba = 0;
@@ -342,9 +340,17 @@ static bool ctrlr_san_busy(struct ctrlr *ctrlr)
 	return false;
 }
 
+bool ctrlr_san_bg_step(struct ctrlr *ctrlr)
+{
+	if (CTRLR_LOAD(ctrlr_dev(ctrlr)->san.state) != CTRLR_SAN_RUNNING)
+		return false;
+	ctrlr_san_step(ctrlr);
+	return true;
+}
+
 void ctrlr_san_step(struct ctrlr *ctrlr)
 {
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 
 	if (s->runner) {
 		/* A follower's kick (its drain poke, its enabling) is the runner's business. */
@@ -404,7 +410,7 @@ void ctrlr_san_step(struct ctrlr *ctrlr)
 void ctrlr_admin_sanitize(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 	uint32_t cdw10 = req->sqe.cdw10, state = CTRLR_LOAD(s->state);
 	uint8_t act = NVME_SANACT(cdw10), ev[12];
 	uint32_t cap;
@@ -415,7 +421,7 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 		/* Restricted completion (AUSE 0): only a successful sanitize leaves failure mode. */
 		if (state == CTRLR_SAN_FAILED && !s->ause)
 			return ctrlr_req_complete(req, NVME_SC_CMD_SEQ_ERROR);
-		__atomic_store_n(&s->state, CTRLR_SAN_IDLE, __ATOMIC_SEQ_CST);
+		ctrlr_san_set_state(ctrlr, CTRLR_SAN_IDLE);
 		ctrlr_san_mirror(ctrlr); /* the failure mode is the subsystem's */
 		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	}
@@ -447,7 +453,7 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 	/* From here new I/O is refused, on every covered controller; commands already running
 	 * drain before any erase. */
 	s->runner = NULL;
-	__atomic_store_n(&s->state, CTRLR_SAN_RUNNING, __ATOMIC_SEQ_CST);
+	ctrlr_san_set_state(ctrlr, CTRLR_SAN_RUNNING);
 	ctrlr_san_mirror(ctrlr);
 	/* Commands that read the state before it changed end within a namespace grace period. */
 	for (struct ctrlr *m = ctrlr_san_first(ctrlr); m; m = ctrlr_san_next(ctrlr, m))
@@ -472,9 +478,9 @@ void ctrlr_admin_sanitize(struct ctrlr_req *req)
 size_t ctrlr_log_sanitize(struct ctrlr *ctrlr, uint8_t *buf)
 {
 	struct nvme_sanitize_log *log = (struct nvme_sanitize_log *)buf;
-	struct ctrlr_san *s = &ctrlr->ext.san;
+	struct ctrlr_san *s = &ctrlr_dev(ctrlr)->san;
 	/* A follower reports the runner's progress (same thread). */
-	const struct ctrlr_san *r = s->runner ? &s->runner->ext.san : s;
+	const struct ctrlr_san *r = s->runner ? &ctrlr_dev(s->runner)->san : s;
 
 	if (CTRLR_LOAD(s->state) == CTRLR_SAN_RUNNING) {
 		uint64_t p = r->total ? r->done * 65536 / r->total : 0;

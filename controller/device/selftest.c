@@ -1,4 +1,4 @@
-/* controller/admin_selftest.c - Device Self-test (NVMe Base 2.0 5.14 and 8.11) and the
+/* controller/device/selftest.c - Device Self-test (NVMe Base 2.0 5.14 and 8.11) and the
  * Device Self-test log (06h). A short or extended test runs in the background, one segment after
  * the other, advanced by the completions of its own bdev reads (admin_bg.c): 1 RAM check (a
  * pattern written and read back in the controller's buffer), 2 SMART check (critical warnings
@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "controller/device/device.h"
+#include "controller/nvm/nvm.h"
 
 #define CTRLR_DST_SHORT_BYTES (16u << 20)
 /* Extended test time (EDSTT) is estimated at this read rate, whole minutes, at least one. */
@@ -63,7 +64,7 @@ static uint64_t ctrlr_dst_poh(const struct ctrlr *ctrlr)
 static void ctrlr_dst_finish(struct ctrlr *ctrlr, uint8_t result, uint32_t fail_nsid, bool flbav,
 			     uint64_t flba, uint16_t status)
 {
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 	struct nvme_dst_result *r = &d->results[0];
 
 	memmove(&d->results[1], &d->results[0], sizeof(d->results) - sizeof(d->results[0]));
@@ -90,19 +91,19 @@ static void ctrlr_dst_finish(struct ctrlr *ctrlr, uint8_t result, uint32_t fail_
 	d->stc = 0;
 	d->gen++; /* a read still in flight is dropped when it returns */
 	if (result == NVME_DST_RES_FAILED_SEGMENT || result == NVME_DST_RES_FATAL)
-		ctrlr_telemetry_event(ctrlr, "device self-test failed");
+		ctrlr_device_notable(ctrlr, "device self-test failed");
 }
 
 void ctrlr_dst_abort(struct ctrlr *ctrlr, uint8_t result)
 {
-	if (ctrlr->ext.dst.stc)
+	if (ctrlr_dev(ctrlr)->dst.stc)
 		ctrlr_dst_finish(ctrlr, result, 0, false, 0, 0);
 }
 
 /* Segment 1: the chunk buffer holds a walking pattern and its complement, read back. */
 static bool ctrlr_dst_ram_ok(struct ctrlr *ctrlr)
 {
-	uint32_t *w = ctrlr->ext.bg.buf;
+	uint32_t *w = ctrlr_dev(ctrlr)->bg.buf;
 	size_t n = CTRLR_CHUNK_BYTES / sizeof(*w);
 
 	for (unsigned int pass = 0; pass < 2; pass++) {
@@ -120,14 +121,14 @@ static bool ctrlr_dst_ram_ok(struct ctrlr *ctrlr)
 static bool ctrlr_dst_smart_ok(struct ctrlr *ctrlr)
 {
 	ctrlr_health_eval(ctrlr);
-	return !(ctrlr->smart_critical &
+	return !(ctrlr_dev(ctrlr)->health.critical_warning &
 		 (NVME_SMART_CRIT_SPARE | NVME_SMART_CRIT_RELIABILITY | (1u << 3)));
 }
 
 /* Segment 4: the namespaces in scope agree with their bdevs. Returns the first bad nsid or 0. */
 static uint32_t ctrlr_dst_meta_bad(struct ctrlr *ctrlr)
 {
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 
 	for (uint32_t nsid = 1; nsid <= CTRLR_MAX_NAMESPACES; nsid++) {
 		struct ctrlr_ns *ns = ctrlr->ns[nsid - 1];
@@ -144,7 +145,7 @@ static uint32_t ctrlr_dst_meta_bad(struct ctrlr *ctrlr)
 /* Segment 5: the active slot holds an image with a printable revision. */
 static bool ctrlr_dst_nvm_ok(struct ctrlr *ctrlr)
 {
-	const struct ctrlr_fw *fw = &ctrlr->fw;
+	const struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
 	const char *rev;
 
 	if (fw->active < 1 || fw->active > CTRLR_FW_SLOTS)
@@ -160,11 +161,11 @@ static bool ctrlr_dst_nvm_ok(struct ctrlr *ctrlr)
 
 static void ctrlr_dst_read_done(struct ctrlr *ctrlr, int status)
 {
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
-	struct bdev_io *bio = ctrlr->ext.bg.bio;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
+	struct bdev_io *bio = ctrlr_dev(ctrlr)->bg.bio;
 	uint16_t st;
 
-	if (ctrlr->ext.bg.gen != d->gen || !d->stc)
+	if (ctrlr_dev(ctrlr)->bg.gen != d->gen || !d->stc)
 		return;
 	st = ctrlr_bdev_status(status, false);
 	if (st)
@@ -178,7 +179,7 @@ static void ctrlr_dst_read_done(struct ctrlr *ctrlr, int status)
  * ended), false when the segment has nothing left to read. */
 static bool ctrlr_dst_scan(struct ctrlr *ctrlr)
 {
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 
 	for (;;) {
 		struct ctrlr_ns *ns;
@@ -211,7 +212,7 @@ static bool ctrlr_dst_scan(struct ctrlr *ctrlr)
 		if (n > CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride)
 			n = CTRLR_CHUNK_BYTES / ctrlr_ns_lbaf(ns)->stride;
 		/* Blocks a media defect (Write Uncorrectable, injected error) made unreadable. */
-		if (ctrlr_uncor_overlaps(ns->uncor, d->lba, n, &bad)) {
+		if (ctrlr_uncor_overlaps(ctrlr_nvm_ns(ns)->uncor, d->lba, n, &bad)) {
 			ctrlr_dst_finish(ctrlr, NVME_DST_RES_FAILED_SEGMENT, d->ns_next, true, bad,
 					 NVME_SC_UNRECOVERED_READ);
 			return true;
@@ -226,9 +227,17 @@ static bool ctrlr_dst_scan(struct ctrlr *ctrlr)
 	}
 }
 
+bool ctrlr_dst_bg_step(struct ctrlr *ctrlr)
+{
+	if (!ctrlr_dev(ctrlr)->dst.stc)
+		return false;
+	ctrlr_dst_step(ctrlr);
+	return true;
+}
+
 void ctrlr_dst_step(struct ctrlr *ctrlr)
 {
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 	uint32_t bad;
 
 	while (d->stc) {
@@ -274,7 +283,7 @@ void ctrlr_dst_step(struct ctrlr *ctrlr)
 
 static uint64_t ctrlr_dst_total(struct ctrlr *ctrlr)
 {
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 	uint64_t total = 0, s, e;
 
 	for (uint32_t nsid = 1; nsid <= CTRLR_MAX_NAMESPACES; nsid++) {
@@ -295,7 +304,7 @@ static uint64_t ctrlr_dst_total(struct ctrlr *ctrlr)
 void ctrlr_admin_self_test(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	struct ctrlr_dst *d = &ctrlr->ext.dst;
+	struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 	uint8_t stc = req->sqe.cdw10 & 0xf;
 	uint32_t nsid = req->sqe.nsid;
 
@@ -330,7 +339,7 @@ void ctrlr_admin_self_test(struct ctrlr_req *req)
 size_t ctrlr_log_self_test(struct ctrlr *ctrlr, uint8_t *buf)
 {
 	struct nvme_dst_log *log = (struct nvme_dst_log *)buf;
-	const struct ctrlr_dst *d = &ctrlr->ext.dst;
+	const struct ctrlr_dst *d = &ctrlr_dev(ctrlr)->dst;
 
 	log->current_op = d->stc;
 	if (d->stc) {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "controller/device/device.h"
 
 #define CTRLR_TEL_MAGIC "NVMEEMU1"
 
@@ -134,11 +134,11 @@ static size_t ctrlr_tel_state(struct ctrlr *ctrlr, uint8_t *p, const char *reaso
 	st.temp_k = ctrlr_health_temp(ctrlr);
 	st.spare = ctrlr_health_spare(ctrlr);
 	st.used = ctrlr_health_used(ctrlr);
-	st.critical_warning = ctrlr->smart_critical;
-	st.dst_stc = ctrlr->ext.dst.stc;
-	st.san_state = (uint8_t)CTRLR_LOAD(ctrlr->ext.san.state);
-	st.san_sstat = ctrlr->ext.san.sstat;
-	st.fw_slot = ctrlr->fw.active;
+	st.critical_warning = ctrlr_dev(ctrlr)->health.critical_warning;
+	st.dst_stc = ctrlr_dev(ctrlr)->dst.stc;
+	st.san_state = (uint8_t)CTRLR_LOAD(ctrlr_dev(ctrlr)->san.state);
+	st.san_sstat = ctrlr_dev(ctrlr)->san.sstat;
+	st.fw_slot = ctrlr_dev(ctrlr)->fw.active;
 	snprintf(st.reason, sizeof(st.reason), "%s", reason ? reason : "");
 	memcpy(p, &st, sizeof(st));
 	return off;
@@ -195,7 +195,7 @@ static int ctrlr_tel_capture(struct ctrlr *ctrlr, struct ctrlr_telemetry_snap *s
 
 void ctrlr_telemetry_event(struct ctrlr *ctrlr, const char *reason)
 {
-	struct ctrlr_telemetry *t = &ctrlr->ext.tel;
+	struct ctrlr_telemetry *t = &ctrlr_dev(ctrlr)->tel;
 
 	if (ctrlr_tel_capture(ctrlr, &t->ctrl, NVME_LOG_TELEMETRY_CTRL, reason)) {
 		LOG_ERR(CTRLR_LOG, "%s: no memory for the controller-initiated telemetry (%s)",
@@ -215,7 +215,7 @@ void ctrlr_telemetry_event(struct ctrlr *ctrlr, const char *reason)
 uint16_t ctrlr_log_telemetry(struct ctrlr_req *req, uint8_t lid, uint8_t **out, size_t *len)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	struct ctrlr_telemetry *t = &ctrlr->ext.tel;
+	struct ctrlr_telemetry *t = &ctrlr_dev(ctrlr)->tel;
 	const struct nvme_sqe *sqe = &req->sqe;
 	uint8_t lsp = (sqe->cdw10 >> 8) & 0x7f;
 	uint64_t off = (uint64_t)sqe->cdw12 | ((uint64_t)sqe->cdw13 << 32);

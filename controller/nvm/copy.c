@@ -1,4 +1,4 @@
-/* controller/io_copy.c - the Copy command (NVM Command Set 1.1 3.3.1): source ranges copied to a
+/* controller/nvm/copy.c - the Copy command (NVM Command Set 1.1 3.3.1): source ranges copied to a
  * contiguous destination, through a bounce buffer, one chunk read then written at a time.
  * Descriptor formats 0h (no or 16b Guard protection) and 1h (64b Guard) take their ranges from the
  * destination namespace; 2h and 3h (the same two with a Source Namespace Identifier per range,
@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
-#include "controller/zns/zns.h"
 
 /* The command's state, allocated once it is valid: the host's source ranges, copied and checked
  * before any block moves (the guest cannot change them under us), and the bounce buffer. */
@@ -70,7 +69,7 @@ static void ctrlr_copy_finish(struct ctrlr_req *req, uint16_t st)
 	}
 	free(cp);
 	req->step.buf = NULL;
-	__atomic_sub_fetch(&req->sq->ctrlr->copies_active, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&ctrlr_nvm(req->sq->ctrlr)->copies_active, 1, __ATOMIC_RELAXED);
 	ctrlr_req_complete(req, st);
 }
 
@@ -147,7 +146,7 @@ static void ctrlr_copy_write_done(struct ctrlr_req *req, int status)
 	if (st)
 		return ctrlr_copy_finish(req, st);
 	/* Written blocks are readable again, whatever Write Uncorrectable said of them. */
-	if (ctrlr_uncor_clear(req->ns->uncor, cp->dst, cp->chunk))
+	if (ctrlr_uncor_clear(ctrlr_nvm_ns(req->ns)->uncor, cp->dst, cp->chunk))
 		return ctrlr_copy_finish(req, NVME_SC_INTERNAL);
 	CTRLR_SQ_STAT_ADD(req->sq, bytes_written, cp->chunk * req->lbaf->ds);
 	cp->src += cp->chunk;
@@ -212,9 +211,8 @@ static void ctrlr_copy_read_done(struct ctrlr_req *req, int status)
 	uint16_t st = ctrlr_bdev_status(status, false);
 
 	/* Zoned: blocks past a write pointer read as zeroes; an offline zone fails the copy. */
-	if (!st && cp->sns->zns)
-		st = ctrlr_zns_read_fixup(cp->sns->zns, cp->src, cp->chunk, cp->sns->block_size,
-					  &req->step.biov, 1);
+	if (!st)
+		st = ctrlr_nvm_zoned_read_done(cp->sns, cp->src, cp->chunk, &req->step.biov, 1);
 	if (!st && cp->rchk)
 		st = ctrlr_copy_pi_src(req, cp);
 	if (!st)
@@ -283,7 +281,7 @@ static void ctrlr_copy_next(struct ctrlr_req *req)
 									   : req->lbaf->stride);
 	cp->chunk = cp->left < per ? cp->left : per;
 	/* A block marked uncorrectable fails the copy at its range, as a read of it would. */
-	if (ctrlr_uncor_overlaps(cp->sns->uncor, cp->src, cp->chunk, &bad)) {
+	if (ctrlr_uncor_overlaps(ctrlr_nvm_ns(cp->sns)->uncor, cp->src, cp->chunk, &bad)) {
 		req->error_lba = bad;
 		return ctrlr_copy_finish(req, NVME_SC_UNRECOVERED_READ);
 	}
@@ -312,7 +310,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 	if (desfmt == 0) {
 		struct nvme_copy_range_fmt0 d;
 
-		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		ctrlr_req_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
 		r->eilbrt = d.eilbrt;
@@ -321,7 +319,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 	} else if (desfmt == 1) {
 		struct nvme_copy_range_fmt1 d;
 
-		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		ctrlr_req_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
 		r->eilbrt = ctrlr_copy_elbt(d.elbt);
@@ -330,7 +328,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 	} else if (desfmt == 2) {
 		struct nvme_copy_range_fmt2 d;
 
-		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		ctrlr_req_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->snsid = d.snsid;
 		r->sopt = d.sopt;
 		r->slba = d.slba;
@@ -341,7 +339,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 	} else {
 		struct nvme_copy_range_fmt3 d;
 
-		ctrlr_io_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
+		ctrlr_req_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->snsid = d.snsid;
 		r->sopt = d.sopt;
 		r->slba = d.slba;
@@ -406,7 +404,7 @@ static uint16_t ctrlr_copy_source(struct ctrlr_req *req, struct ctrlr_copy_range
 	if (!ns)
 		return NVME_SC_INVALID_NS;
 	r->ns = ns;
-	if (CTRLR_LOAD(ns->resv_block) & CTRLR_RESV_BLOCK_READ)
+	if (CTRLR_LOAD(ns->io_block) & CTRLR_ACCESS_READ)
 		return NVME_SC_RESV_CONFLICT;
 	r->fmt.raw = __atomic_load_n(&ns->fmt, __ATOMIC_ACQUIRE);
 	r->lbaf = &ns->lbafs[r->fmt.f.lbaf];
@@ -528,8 +526,8 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	st = ctrlr_req_map_data(req, (uint64_t)nr * dsz, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	if (__atomic_add_fetch(&ctrlr->copies_active, 1, __ATOMIC_RELAXED) > CTRLR_COPY_MAX_ACTIVE) {
-		__atomic_sub_fetch(&ctrlr->copies_active, 1, __ATOMIC_RELAXED);
+	if (__atomic_add_fetch(&ctrlr_nvm(ctrlr)->copies_active, 1, __ATOMIC_RELAXED) > CTRLR_COPY_MAX_ACTIVE) {
+		__atomic_sub_fetch(&ctrlr_nvm(ctrlr)->copies_active, 1, __ATOMIC_RELAXED);
 		return ctrlr_req_complete(req, NVME_SC_CMD_INTERRUPTED);
 	}
 	cp = malloc(sizeof(*cp));
@@ -562,7 +560,7 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 		goto fail;
 	st = ctrlr_io_check_range(req, sdlba, total);
 	if (!st) /* zoned: the destination follows the write pointer rules (ZNS 1.1 3.4) */
-		st = ctrlr_zns_io_write(req, sdlba, total);
+		st = ctrlr_nvm_zoned_write(req, sdlba, total);
 	if (st)
 		goto fail;
 	/* The descriptors are ours now: an unmap of their guest page need not wait for the copy. */
@@ -579,6 +577,6 @@ fail:
 	/* Nothing was written: CDW0 stays 0 (the lowest range not copied). */
 	free(cp);
 fail_count:
-	__atomic_sub_fetch(&ctrlr->copies_active, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&ctrlr_nvm(ctrlr)->copies_active, 1, __ATOMIC_RELAXED);
 	ctrlr_req_complete(req, st);
 }

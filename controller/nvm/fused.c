@@ -1,7 +1,8 @@
-/* controller/io_fused.c - fused operations (NVMe Base 2.0 section 3.4.2): Compare and Write as
+/* controller/nvm/fused.c - fused operations (NVMe Base 2.0 section 3.4.2): Compare and Write as
  * the one supported pair (FUSES bit 0), on NVM and zoned namespaces (the write half follows the
  * zone rules), and the namespace's LBA range locks that make it atomic against every other
- * write and zone command (see io_fused.h). Owner thread of the SQ, except the lock table,
+ * write and zone command (see fused.h). The core takes both commands of a pair from the SQ
+ * (core/req.c) and hands them here. Owner thread of the SQ, except the lock table,
  * which any owner thread of the namespace's controllers touches under its mutex. */
 #include <errno.h>
 #include <pthread.h>
@@ -9,8 +10,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
-#include "controller/zns/zns.h"
+#include "controller/nvm/fused.h"
+#include "controller/nvm/nvm.h"
 
 struct ctrlr_caw_locks {
 	pthread_mutex_t lock; /* the list only; never held across I/O */
@@ -134,14 +135,18 @@ static void ctrlr_caw_write_range(struct ctrlr_req *req)
 	}
 }
 
-bool ctrlr_caw_write_begin(struct ctrlr_req *req, void (*exec)(struct ctrlr_req *req))
+static void ctrlr_caw_write_end(struct ctrlr_req *req);
+
+bool ctrlr_caw_write_begin(struct ctrlr_req *req, ctrlr_req_exec_fn exec)
 {
-	struct ctrlr_caw_locks *l = req->ns->shared->caw;
+	struct ctrlr_caw_locks *l = ctrlr_nvm_ns(req->ns)->caw;
 	bool wait;
 
 	/* Counted first, then the flag read (both sequentially consistent): a Compare and Write
 	 * that set the flag first sees this write in `fast` and waits for it. */
 	__atomic_add_fetch(&l->fast, 1, __ATOMIC_SEQ_CST);
+	/* The completion (ctrlr_req_complete) ends the write's part in the locks. */
+	req->end_fn = ctrlr_caw_write_end;
 	if (!__atomic_load_n(&l->cawing, __ATOMIC_SEQ_CST)) {
 		req->caw_state = CTRLR_CAW_FAST;
 		return false;
@@ -158,9 +163,10 @@ bool ctrlr_caw_write_begin(struct ctrlr_req *req, void (*exec)(struct ctrlr_req 
 	return wait;
 }
 
-void ctrlr_caw_write_end(struct ctrlr_req *req)
+/* The write completed (ctrlr_req_complete runs it while req->ns is still held). */
+static void ctrlr_caw_write_end(struct ctrlr_req *req)
 {
-	struct ctrlr_caw_locks *l = req->ns->shared->caw;
+	struct ctrlr_caw_locks *l = ctrlr_nvm_ns(req->ns)->caw;
 
 	if (req->caw_state == CTRLR_CAW_FAST) {
 		req->caw_state = CTRLR_CAW_NONE;
@@ -178,7 +184,7 @@ void ctrlr_caw_write_end(struct ctrlr_req *req)
 static bool ctrlr_caw_acquire(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 			      void (*run)(struct ctrlr_req *req))
 {
-	struct ctrlr_caw_locks *l = req->ns->shared->caw;
+	struct ctrlr_caw_locks *l = ctrlr_nvm_ns(req->ns)->caw;
 	bool wait;
 
 	req->caw_slba = slba;
@@ -196,7 +202,7 @@ static bool ctrlr_caw_acquire(struct ctrlr_req *req, uint64_t slba, uint64_t nlb
 
 static void ctrlr_caw_release(struct ctrlr_req *req)
 {
-	struct ctrlr_caw_locks *l = req->ns->shared->caw;
+	struct ctrlr_caw_locks *l = ctrlr_nvm_ns(req->ns)->caw;
 
 	pthread_mutex_lock(&l->lock);
 	ctrlr_caw_unlink(l, req);
@@ -230,11 +236,11 @@ static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 
 	/* Zoned: a failed write gives its range at the write pointer back. */
 	if (st)
-		ctrlr_zns_io_write_failed(second, ctrlr_sqe_slba(&second->sqe),
+		ctrlr_nvm_zoned_write_failed(second, ctrlr_sqe_slba(&second->sqe),
 					  (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 
 	/* Written blocks are no longer uncorrectable (as any write, io_cmd.c). */
-	if (!st && ctrlr_uncor_clear(second->ns->uncor, ctrlr_sqe_slba(&second->sqe),
+	if (!st && ctrlr_uncor_clear(ctrlr_nvm_ns(second->ns)->uncor, ctrlr_sqe_slba(&second->sqe),
 				     (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1))
 		st = NVME_SC_INTERNAL;
 	if (!st) {
@@ -284,7 +290,7 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	 * only now that it will be done, so a failed compare leaves the zone as it was. The pair
 	 * holds the range, and every write or zone command of the namespace is ordered by the
 	 * range locks, so the zone cannot change between the compare and this write. */
-	st = ctrlr_zns_io_write(second, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
+	st = ctrlr_nvm_zoned_write(second, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (st)
 		return ctrlr_fused_complete(first, NVME_SC_SUCCESS, st);
 	memset(bio, 0, sizeof(*bio));
@@ -297,7 +303,7 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	bio->iovcnt = second->iovcnt;
 	st = ctrlr_req_submit_bio(second, ctrlr_fused_write_done);
 	if (st) {
-		ctrlr_zns_io_write_failed(second, ctrlr_sqe_slba(sqe),
+		ctrlr_nvm_zoned_write_failed(second, ctrlr_sqe_slba(sqe),
 					  (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 		ctrlr_fused_complete(first, NVME_SC_SUCCESS, st);
 	}
@@ -318,7 +324,7 @@ static void ctrlr_fused_run(struct ctrlr_req *first)
 
 /* The checks of the pair before anything runs: on failure the failing command gets the status and
  * the other Command Aborted due to Failed Fused Command. */
-static void ctrlr_fused_start(struct ctrlr_req *first, struct ctrlr_req *second)
+void ctrlr_io_fused(struct ctrlr_req *first, struct ctrlr_req *second)
 {
 	const struct nvme_sqe *c = &first->sqe, *w = &second->sqe;
 	uint64_t slba = ctrlr_sqe_slba(c);
@@ -347,10 +353,10 @@ static void ctrlr_fused_start(struct ctrlr_req *first, struct ctrlr_req *second)
 	st = ctrlr_req_get_ns(second);
 	if (st)
 		return ctrlr_fused_complete(first, NVME_SC_FUSED_FAIL, st);
-	st = ctrlr_resv_check_io(first, NVME_CMD_COMPARE);
+	st = ctrlr_req_check_access(first, CTRLR_ACCESS_READ);
 	if (st)
 		return ctrlr_fused_complete(first, st, NVME_SC_FUSED_FAIL);
-	st = ctrlr_resv_check_io(second, NVME_CMD_WRITE);
+	st = ctrlr_req_check_access(second, CTRLR_ACCESS_WRITE);
 	if (st)
 		return ctrlr_fused_complete(first, NVME_SC_FUSED_FAIL, st);
 	st = ctrlr_io_check_range(first, slba, nlb);
@@ -370,37 +376,4 @@ static void ctrlr_fused_start(struct ctrlr_req *first, struct ctrlr_req *second)
 	if (ctrlr_caw_acquire(first, slba, nlb, ctrlr_fused_run))
 		return; /* resumed by the release of what it waits for */
 	ctrlr_fused_run(first);
-}
-
-void ctrlr_io_fused(struct ctrlr_req *req)
-{
-	struct ctrlr_sq *sq = req->sq;
-	uint32_t fuse = req->sqe.cdw0.bits.fuse;
-	struct ctrlr_req *second;
-
-	/* A second command is taken together with its first: met alone, its first is missing. */
-	if (fuse == NVME_FUSE_SECOND)
-		return ctrlr_req_complete(req, NVME_SC_FUSED_MISSING);
-	if (fuse != NVME_FUSE_FIRST)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 1);
-	/* The host submits both together, the second in the next slot (section 3.4.2): it is
-	 * in the ring already (the tail was read and fenced before this command was copied). */
-	if (!sq->ring || sq->head == sq->tail ||
-	    sq->ring[sq->head].cdw0.bits.fuse != NVME_FUSE_SECOND) {
-		/* Only Compare may be a first command (FUSES): anything else is refused as such. */
-		if (req->sqe.cdw0.bits.opc != NVME_CMD_COMPARE)
-			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, 0);
-		return ctrlr_req_complete(req, NVME_SC_FUSED_MISSING);
-	}
-	second = ctrlr_req_get(sq);
-	if (!second) {
-		/* More commands in flight than the queue holds (a host reusing slots early): the
-		 * first asks for a retry; the second will then be met alone. */
-		return ctrlr_req_complete(req, NVME_SC_CMD_INTERRUPTED);
-	}
-	memcpy(&second->sqe, &sq->ring[sq->head], sizeof(second->sqe));
-	sq->head = (sq->head + 1) % sq->size;
-	req->fused = second;
-	second->fused = req;
-	ctrlr_fused_start(req, second);
 }

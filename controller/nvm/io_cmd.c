@@ -1,16 +1,15 @@
-/* controller/io_cmd.c - NVM command set I/O commands (NVM Command Set 1.0 section 3): Read, Write
- * (FUA), Flush (one or all namespaces), Write Zeroes (DEAC), Dataset Management (deallocate),
- * Compare, Verify, Write Uncorrectable, against the namespace's bdev (Copy: io_copy.c; formats
- * with metadata and protection information: io_md.c). Logical block i is bdev blocks
+/* controller/nvm/io_cmd.c - NVM command set I/O commands (NVM Command Set 1.0 section 3): Read,
+ * Write (FUA), Flush (one or all namespaces), Write Zeroes (DEAC), Dataset Management
+ * (deallocate), Compare, Verify, Write Uncorrectable, against the namespace's bdev (Copy: copy.c;
+ * formats with metadata and protection information: md.c). Logical block i is bdev blocks
  * [i * bpl, (i + 1) * bpl) of the format. Owner thread of the SQ. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
-#include "controller/zns/zns.h"
 
 static void ctrlr_io_rw(struct ctrlr_req *req);
 static void ctrlr_io_flush(struct ctrlr_req *req);
@@ -20,90 +19,30 @@ static void ctrlr_io_compare(struct ctrlr_req *req);
 static void ctrlr_io_verify(struct ctrlr_req *req);
 static void ctrlr_io_write_uncor(struct ctrlr_req *req);
 
-struct ctrlr_io_cmd {
-	ctrlr_req_exec_fn exec;
-	uint32_t effects;
-	bool any_nsid; /* NSID FFFFFFFFh allowed (handled by the command) */
+/* Opcode-indexed: the NVM command set's I/O commands for the core's dispatch (core/req.c: the
+ * namespace, reservation access and gate checks come first) and the Commands Supported and
+ * Effects log. Access groups (NVM Command Set 2.0, Reservations): reads are Read, Compare,
+ * Verify; writes are Write, Write Uncorrectable, Write Zeroes, Dataset Management, Copy, Flush. */
+#define NVM_CMD(fn, eff, acc) {.exec = (fn), .effects = NVME_CMD_EFFECTS_CSUPP | (eff), .access = (acc)}
+const struct ctrlr_cmd ctrlr_nvm_io_cmds[256] = {
+    [NVME_CMD_FLUSH] = {.exec = ctrlr_io_flush, .effects = NVME_CMD_EFFECTS_CSUPP,
+			.access = CTRLR_ACCESS_WRITE, .any_nsid = true},
+    [NVME_CMD_WRITE] = NVM_CMD(ctrlr_io_rw, NVME_CMD_EFFECTS_LBCC, CTRLR_ACCESS_WRITE),
+    [NVME_CMD_READ] = NVM_CMD(ctrlr_io_rw, 0, CTRLR_ACCESS_READ),
+    [NVME_CMD_COMPARE] = NVM_CMD(ctrlr_io_compare, 0, CTRLR_ACCESS_READ),
+    [NVME_CMD_WRITE_ZEROES] = NVM_CMD(ctrlr_io_write_zeroes, NVME_CMD_EFFECTS_LBCC,
+				      CTRLR_ACCESS_WRITE),
+    [NVME_CMD_DSM] = NVM_CMD(ctrlr_io_dsm, NVME_CMD_EFFECTS_LBCC, CTRLR_ACCESS_WRITE),
+    [NVME_CMD_VERIFY] = NVM_CMD(ctrlr_io_verify, 0, CTRLR_ACCESS_READ),
+    [NVME_CMD_WRITE_UNCOR] = NVM_CMD(ctrlr_io_write_uncor, NVME_CMD_EFFECTS_LBCC,
+				     CTRLR_ACCESS_WRITE),
+    [NVME_CMD_COPY] = NVM_CMD(ctrlr_io_copy, NVME_CMD_EFFECTS_LBCC, CTRLR_ACCESS_WRITE),
+    /* Reservations (resv.c): no reservation refuses them. */
+    [NVME_CMD_RESV_REGISTER] = NVM_CMD(ctrlr_io_resv, 0, 0),
+    [NVME_CMD_RESV_REPORT] = NVM_CMD(ctrlr_io_resv, 0, 0),
+    [NVME_CMD_RESV_ACQUIRE] = NVM_CMD(ctrlr_io_resv, 0, 0),
+    [NVME_CMD_RESV_RELEASE] = NVM_CMD(ctrlr_io_resv, 0, 0),
 };
-
-/* Opcode-indexed: dispatch and the I/O half of the Commands Supported and Effects log. */
-static const struct ctrlr_io_cmd ctrlr_io_cmds[256] = {
-    [NVME_CMD_FLUSH] = {ctrlr_io_flush, NVME_CMD_EFFECTS_CSUPP, true},
-    [NVME_CMD_WRITE] = {ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
-    [NVME_CMD_READ] = {ctrlr_io_rw, NVME_CMD_EFFECTS_CSUPP, false},
-    [NVME_CMD_COMPARE] = {ctrlr_io_compare, NVME_CMD_EFFECTS_CSUPP, false},
-    [NVME_CMD_WRITE_ZEROES] = {ctrlr_io_write_zeroes,
-			       NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
-    [NVME_CMD_DSM] = {ctrlr_io_dsm, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
-    [NVME_CMD_VERIFY] = {ctrlr_io_verify, NVME_CMD_EFFECTS_CSUPP, false},
-    [NVME_CMD_WRITE_UNCOR] = {ctrlr_io_write_uncor,
-			      NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
-    [NVME_CMD_COPY] = {ctrlr_io_copy, NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC, false},
-    /* Reservations (io_resv.c). */
-    [NVME_CMD_RESV_REGISTER] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
-    [NVME_CMD_RESV_REPORT] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
-    [NVME_CMD_RESV_ACQUIRE] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
-    [NVME_CMD_RESV_RELEASE] = {ctrlr_io_resv, NVME_CMD_EFFECTS_CSUPP, false},
-};
-
-uint32_t ctrlr_io_effects(const struct ctrlr *ctrlr, uint8_t opcode)
-{
-	if (opcode >= NVME_CMD_VENDOR_FIRST)
-		return ctrlr_vendor_effects(ctrlr, true, opcode);
-	return ctrlr_io_cmds[opcode].effects;
-}
-
-void ctrlr_io_exec(struct ctrlr_req *req)
-{
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-	uint8_t opc = req->sqe.cdw0.bits.opc;
-	const struct ctrlr_vendor_cmd *v;
-	const struct ctrlr_io_cmd *cmd;
-	uint16_t st;
-
-	LOG_TRACE(CTRLR_LOG, "io qid %u cid %u opc 0x%02x nsid %u", req->sq->qid,
-		  req->sqe.cdw0.bits.cid, opc, req->sqe.nsid);
-	ctrlr_abort_arm(req);
-	/* Fused operations (io_fused.c) take both commands of the pair from here. */
-	if (req->sqe.cdw0.bits.fuse)
-		return ctrlr_io_fused(req);
-	if (opc >= NVME_CMD_VENDOR_FIRST) {
-		v = ctrlr_vendor_lookup(ctrlr, true, opc);
-		if (!v)
-			return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-		st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
-		if (!st && req->ns)
-			st = ctrlr_resv_check_io(req, opc);
-		if (!st)
-			st = ctrlr_san_io_check(req);
-		if (st)
-			return ctrlr_req_complete(req, st);
-		return ctrlr_vendor_exec(req, v);
-	}
-	if (ctrlr_zns_is_opcode(opc))
-		return ctrlr_zns_exec(req);
-	cmd = &ctrlr_io_cmds[opc];
-	if (!cmd->exec)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-	if (!(cmd->any_nsid && req->sqe.nsid == NVME_NSID_ALL)) {
-		st = ctrlr_req_get_ns(req);
-		if (!st)
-			st = ctrlr_resv_check_io(req, opc); /* Reservation Conflict (io_resv.c) */
-		/* Sanitize: after the namespace reference, which its drain waits for. */
-		if (!st)
-			st = ctrlr_san_io_check(req);
-		if (st)
-			return ctrlr_req_complete(req, st);
-		/* Writes wait behind an overlapping fused Compare and Write (io_fused.c). */
-		if ((cmd->effects & NVME_CMD_EFFECTS_LBCC) && ctrlr_caw_write_begin(req, cmd->exec))
-			return;
-	} else {
-		st = ctrlr_san_io_check(req);
-		if (st)
-			return ctrlr_req_complete(req, st);
-	}
-	cmd->exec(req);
-}
 
 uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
@@ -124,7 +63,7 @@ static uint16_t ctrlr_io_check_uncor(struct ctrlr_req *req, uint64_t slba, uint6
 {
 	uint64_t bad;
 
-	if (!ctrlr_uncor_overlaps(req->ns->uncor, slba, nlb, &bad))
+	if (!ctrlr_uncor_overlaps(ctrlr_nvm_ns(req->ns)->uncor, slba, nlb, &bad))
 		return NVME_SC_SUCCESS;
 	req->error_lba = bad;
 	return NVME_SC_UNRECOVERED_READ;
@@ -133,7 +72,7 @@ static uint16_t ctrlr_io_check_uncor(struct ctrlr_req *req, uint64_t slba, uint6
 /* Blocks written (Write, Write Zeroes, deallocation) are no longer uncorrectable. */
 static uint16_t ctrlr_io_written(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
-	return ctrlr_uncor_clear(req->ns->uncor, slba, nlb) ? NVME_SC_INTERNAL : NVME_SC_SUCCESS;
+	return ctrlr_uncor_clear(ctrlr_nvm_ns(req->ns)->uncor, slba, nlb) ? NVME_SC_INTERNAL : NVME_SC_SUCCESS;
 }
 
 static void ctrlr_io_fail(struct ctrlr_req *req, uint16_t st)
@@ -154,11 +93,11 @@ static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 		st = ctrlr_io_written(req, ctrlr_sqe_slba(&req->sqe),
 				      (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 	else if (!st)
-		st = ctrlr_zns_io_read_done(req, ctrlr_sqe_slba(&req->sqe),
+		st = ctrlr_nvm_zoned_read_done(req->ns, ctrlr_sqe_slba(&req->sqe),
 					    (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1, req->iov,
 					    req->iovcnt);
 	if (st && write)
-		ctrlr_zns_io_write_failed(req, ctrlr_sqe_slba(&req->sqe),
+		ctrlr_nvm_zoned_write_failed(req, ctrlr_sqe_slba(&req->sqe),
 					  (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (!st) {
 		if (write) {
@@ -185,7 +124,7 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 		return ctrlr_io_md_rw(req);
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (!st && !write)
-		st = ctrlr_zns_io_read(req, slba, nlb);
+		st = ctrlr_nvm_zoned_read(req, slba, nlb);
 	if (!st && !write)
 		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
@@ -193,7 +132,7 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	st = ctrlr_req_map_data(req, nlb * req->lbaf->ds, write ? CTRLR_DMA_READ : CTRLR_DMA_WRITE);
 	/* Zone write pointer rules once the data is mapped (a bad pointer moves no zone). */
 	if (!st && write)
-		st = ctrlr_zns_io_write(req, slba, nlb);
+		st = ctrlr_nvm_zoned_write(req, slba, nlb);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	/* No metadata: the data of consecutive blocks is contiguous on the bdev (zero copy). */
@@ -205,7 +144,7 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	bio->iovcnt = req->iovcnt;
 	st = ctrlr_req_submit_bio(req, ctrlr_io_rw_done);
 	if (st && write)
-		ctrlr_zns_io_write_failed(req, slba, nlb);
+		ctrlr_nvm_zoned_write_failed(req, slba, nlb);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
@@ -267,7 +206,7 @@ static void ctrlr_io_write_zeroes_done(struct ctrlr_req *req, int status)
 	if (!st)
 		st = ctrlr_io_written(req, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (st)
-		ctrlr_zns_io_write_failed(req, ctrlr_sqe_slba(sqe),
+		ctrlr_nvm_zoned_write_failed(req, ctrlr_sqe_slba(sqe),
 					  (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 	ctrlr_io_fail(req, st);
 }
@@ -282,7 +221,7 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (!st)
-		st = ctrlr_zns_io_write(req, slba, nlb);
+		st = ctrlr_nvm_zoned_write(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
 	/* PRACT on a protected format: the blocks get generated protection information. */
@@ -305,7 +244,7 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 	}
 	st = ctrlr_req_submit_bio(req, ctrlr_io_write_zeroes_done);
 	if (st)
-		ctrlr_zns_io_write_failed(req, slba, nlb);
+		ctrlr_nvm_zoned_write_failed(req, slba, nlb);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
@@ -313,36 +252,6 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 /* ---- Dataset Management ---- */
 
 /* Copies between buf and bytes [off, +len) of the command's mapped data, in either direction. */
-static void ctrlr_io_iov_copy(const struct ctrlr_req *req, uint64_t off, char *buf, size_t len,
-			      bool to_iov)
-{
-	for (int i = 0; i < req->iovcnt && len; i++) {
-		size_t il = req->iov[i].iov_len;
-
-		if (off >= il) {
-			off -= il;
-			continue;
-		}
-		size_t c = il - off < len ? il - off : len;
-		char *at = (char *)req->iov[i].iov_base + off;
-
-		memcpy(to_iov ? at : buf, to_iov ? buf : at, c);
-		buf += c;
-		len -= c;
-		off = 0;
-	}
-}
-
-void ctrlr_io_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, size_t len)
-{
-	ctrlr_io_iov_copy(req, off, dst, len, false);
-}
-
-void ctrlr_io_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len)
-{
-	ctrlr_io_iov_copy(req, off, (char *)src, len, true);
-}
-
 static void ctrlr_io_dsm_next(struct ctrlr_req *req);
 
 static void ctrlr_io_dsm_done(struct ctrlr_req *req, int status)
@@ -368,7 +277,7 @@ static void ctrlr_io_dsm_next(struct ctrlr_req *req)
 	while (req->step.index < req->step.count && n < CTRLR_DSM_BATCH) {
 		struct nvme_dsm_range r;
 
-		ctrlr_io_iov_read(req, (uint64_t)req->step.index * sizeof(r), &r, sizeof(r));
+		ctrlr_req_iov_read(req, (uint64_t)req->step.index * sizeof(r), &r, sizeof(r));
 		req->step.index++;
 		if (r.nlb == 0)
 			continue;
@@ -423,7 +332,7 @@ static void ctrlr_io_range_chunk_done(struct ctrlr_req *req, int status)
 
 	/* Zoned namespaces have format 0 only: logical blocks are the bdev's blocks. */
 	if (!st)
-		st = ctrlr_zns_io_read_done(req, req->step.lba, req->bio->num_blocks,
+		st = ctrlr_nvm_zoned_read_done(req->ns, req->step.lba, req->bio->num_blocks,
 					    &req->step.biov, 1);
 	if (st)
 		return ctrlr_io_range_finish(req, st);
@@ -468,7 +377,7 @@ uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 	uint16_t st = ctrlr_io_check_range(req, slba, nlb);
 
 	if (!st)
-		st = ctrlr_zns_io_read(req, slba, nlb);
+		st = ctrlr_nvm_zoned_read(req, slba, nlb);
 	if (!st)
 		st = ctrlr_io_check_uncor(req, slba, nlb);
 	if (st)
@@ -581,12 +490,12 @@ static void ctrlr_io_write_uncor(struct ctrlr_req *req)
 
 	st = ctrlr_io_check_range(req, slba, nlb);
 	if (!st) /* on a zoned namespace, a write at the write pointer (ZNS 1.1 3.4) */
-		st = ctrlr_zns_io_write(req, slba, nlb);
+		st = ctrlr_nvm_zoned_write(req, slba, nlb);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	rc = ctrlr_uncor_add(req->ns->uncor, slba, nlb);
+	rc = ctrlr_uncor_add(ctrlr_nvm_ns(req->ns)->uncor, slba, nlb);
 	if (rc)
-		ctrlr_zns_io_write_failed(req, slba, nlb);
+		ctrlr_nvm_zoned_write_failed(req, slba, nlb);
 	if (rc == -ENOSPC)
 		return ctrlr_io_fail(req, NVME_SC_CAP_EXCEEDED);
 	if (rc)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 
 /* Descriptors per command: as many as the largest transfer we allow holds (64 KiB of data). */
 #define CTRLR_LBAS_MAX_DESCS 4095u
@@ -53,7 +53,7 @@ void ctrlr_admin_get_lba_status(struct ctrlr_req *req)
 	if (!ranges)
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	/* RL 0: from SLBA to the end of the namespace. */
-	n = ctrlr_uncor_get(req->ns->uncor, slba, rl, ranges, max, &more, NULL);
+	n = ctrlr_uncor_get(ctrlr_nvm_ns(req->ns)->uncor, slba, rl, ranges, max, &more, NULL);
 	/* A range longer than a descriptor's 32-bit NLB takes several descriptors. */
 	for (uint32_t i = 0; i < n && emitted < max; i++) {
 		uint64_t s = ranges[i].slba, left = ranges[i].nlb;
@@ -61,7 +61,7 @@ void ctrlr_admin_get_lba_status(struct ctrlr_req *req)
 		while (left && emitted < max) {
 			struct nvme_lba_status_desc d = { .dslba = s, .nlb = ctrlr_lbas_min32(left) };
 
-			ctrlr_io_iov_write(req, sizeof(hdr) + (uint64_t)emitted * sizeof(d), &d,
+			ctrlr_req_iov_write(req, sizeof(hdr) + (uint64_t)emitted * sizeof(d), &d,
 					   sizeof(d));
 			s += d.nlb;
 			left -= d.nlb;
@@ -75,7 +75,7 @@ void ctrlr_admin_get_lba_status(struct ctrlr_req *req)
 	free(ranges);
 	hdr.nlsd = emitted;
 	hdr.cmpc = more ? NVME_LBAS_CMPC_MORE : NVME_LBAS_CMPC_COMPLETE;
-	ctrlr_io_iov_write(req, 0, &hdr, sizeof(hdr));
+	ctrlr_req_iov_write(req, 0, &hdr, sizeof(hdr));
 	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }
 
@@ -99,18 +99,18 @@ size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size)
 
 		if (!ns || ns->removing)
 			continue;
-		if (!ctrlr_uncor_get(ns->uncor, 0, 0, r, 1, &more, &g)) {
+		if (!ctrlr_uncor_get(ctrlr_nvm_ns(ns)->uncor, 0, 0, r, 1, &more, &g)) {
 			gen += g;
 			continue;
 		}
 		gen += g;
 		first = r[0].slba;
-		pthread_mutex_lock(&ns->uncor->lock);
-		for (uint32_t i = 0; i < ns->uncor->count; i++) {
-			blocks += ns->uncor->r[i].nlb;
-			last = ns->uncor->r[i].slba + ns->uncor->r[i].nlb;
+		pthread_mutex_lock(&ctrlr_nvm_ns(ns)->uncor->lock);
+		for (uint32_t i = 0; i < ctrlr_nvm_ns(ns)->uncor->count; i++) {
+			blocks += ctrlr_nvm_ns(ns)->uncor->r[i].nlb;
+			last = ctrlr_nvm_ns(ns)->uncor->r[i].slba + ctrlr_nvm_ns(ns)->uncor->r[i].nlb;
 		}
-		pthread_mutex_unlock(&ns->uncor->lock);
+		pthread_mutex_unlock(&ctrlr_nvm_ns(ns)->uncor->lock);
 		if (last <= first || off + sizeof(*e) + sizeof(struct nvme_lba_range_desc) > size)
 			continue;
 		e = (struct nvme_lba_status_ns_elem *)(buf + off);

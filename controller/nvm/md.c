@@ -1,4 +1,4 @@
-/* controller/io_md.c - Read, Write, Compare, Verify and Write Zeroes (PRACT) on LBA formats with
+/* controller/nvm/md.c - Read, Write, Compare, Verify and Write Zeroes (PRACT) on LBA formats with
  * metadata (NVM Command Set 1.0 sections 3.3, 5.2): the metadata travels in extended LBAs or in
  * the separate buffer at MPTR, protection information is generated, checked, inserted or stripped
  * as PRINFO says. Blocks move through a bounce buffer laid out as the bdev holds them (each block
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 
 #define CTRLR_MD_CHUNK (64u * 1024) /* bounce bytes: at least 7 blocks of the largest stride */
@@ -160,9 +160,9 @@ static uint16_t ctrlr_md_fill(struct ctrlr_req *req, struct ctrlr_md_io *m)
 		uint64_t k = m->lba - m->slba + i, off = ctrlr_md_data_off(req, m, k);
 
 		if (m->op == CTRLR_MD_WRITE) {
-			ctrlr_io_iov_read(req, off, blk, l->ds);
+			ctrlr_req_iov_read(req, off, blk, l->ds);
 			if (m->xfer_md && m->ext)
-				ctrlr_io_iov_read(req, off + l->ds, md, l->ms);
+				ctrlr_req_iov_read(req, off + l->ds, md, l->ms);
 			else if (m->xfer_md)
 				ctrlr_md_iov_copy(m->md_iov, m->md_iovcnt, k * l->ms, md, l->ms, false);
 		}
@@ -206,9 +206,9 @@ static uint16_t ctrlr_md_drain(struct ctrlr_req *req, struct ctrlr_md_io *m)
 			ref = ctrlr_pi_ref_next(&m->pi, ref);
 		}
 		if (m->op == CTRLR_MD_READ) {
-			ctrlr_io_iov_write(req, off, blk, l->ds);
+			ctrlr_req_iov_write(req, off, blk, l->ds);
 			if (m->xfer_md && m->ext)
-				ctrlr_io_iov_write(req, off + l->ds, md, l->ms);
+				ctrlr_req_iov_write(req, off + l->ds, md, l->ms);
 			else if (m->xfer_md)
 				ctrlr_md_iov_copy(m->md_iov, m->md_iovcnt, k * l->ms, md, l->ms, true);
 		} else if (m->op == CTRLR_MD_COMPARE && !m->mismatch) {
@@ -231,7 +231,7 @@ static void ctrlr_md_chunk_done(struct ctrlr_req *req, int status)
 	struct ctrlr_md_io *m = req->md;
 	uint16_t st = ctrlr_bdev_status(status, m->write);
 
-	if (!st && m->write && ctrlr_uncor_clear(req->ns->uncor, m->lba, m->chunk))
+	if (!st && m->write && ctrlr_uncor_clear(ctrlr_nvm_ns(req->ns)->uncor, m->lba, m->chunk))
 		st = NVME_SC_INTERNAL; /* written blocks are readable again */
 	if (!st && !m->write)
 		st = ctrlr_md_drain(req, m);
@@ -287,7 +287,7 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 	uint16_t st;
 
 	st = ctrlr_io_check_range(req, slba, nlb);
-	if (!st && !to_dev && ctrlr_uncor_overlaps(req->ns->uncor, slba, nlb, &req->error_lba))
+	if (!st && !to_dev && ctrlr_uncor_overlaps(ctrlr_nvm_ns(req->ns)->uncor, slba, nlb, &req->error_lba))
 		st = NVME_SC_UNRECOVERED_READ;
 	if (st)
 		return ctrlr_req_complete(req, st);

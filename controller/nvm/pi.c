@@ -1,4 +1,4 @@
-/* controller/pi.c - end-to-end protection information (NVM Command Set 1.0 section 5.2): the
+/* controller/nvm/pi.c - end-to-end protection information (NVM Command Set 1.0 section 5.2): the
  * CRC-16 T10-DIF and CRC-64 NVMe guards (table driven), and one block's tuple generated or
  * checked in the 16b Guard (guard 2, application tag 2, reference tag 4 bytes) and 64b Guard
  * (guard 8, application tag 2, storage and reference space 6 bytes, STS 0) formats (section

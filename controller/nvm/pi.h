@@ -1,4 +1,4 @@
-/* controller/pi.h - end-to-end data protection (NVM Command Set 1.0 section 5.2): the CRC-16
+/* controller/nvm/pi.h - end-to-end data protection (NVM Command Set 1.0 section 5.2): the CRC-16
  * T10-DIF and CRC-64 NVMe guards, and generating and checking one logical block's protection
  * information tuple (16b and 64b Guard formats, Types 1-3). Pure functions: any thread. */
 #ifndef NVME_EMU_CONTROLLER_PI_H

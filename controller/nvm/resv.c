@@ -1,7 +1,8 @@
-/* controller/io_resv.c - reservations (NVMe Base 2.0 section 8.19; commands 7.2-7.5): the state
- * machine, the shared namespace object, Persist Through Power Loss in a JSON state file, the
- * access words of the I/O path, notifications (log page 80h, AEN), and the four commands, which
- * hop from the I/O queue's owner thread to the admin thread and back (see io_resv.h). */
+/* controller/nvm/resv.c - reservations (NVMe Base 2.0 section 8.19; commands 7.2-7.5): the state
+ * machine, Persist Through Power Loss in a JSON state file, the access words of the I/O path
+ * (ctrlr_ns.io_block), notifications (log page 80h, AEN), and the four commands, which hop from
+ * the I/O queue's owner thread to the admin thread and back (see resv.h). The state lives in the
+ * shared namespace (struct ctrlr_nvm_shared), so every controller of the namespace sees one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,8 +14,7 @@
 
 #include "common/file_replace.h"
 #include "common/log.h"
-#include "controller/core/core.h"
-#include "controller/zns/zns.h"
+#include "controller/nvm/nvm.h"
 
 /* ---- the state machine ---- */
 
@@ -455,116 +455,14 @@ out:
 	return rc;
 }
 
-/* ---- the shared namespace ---- */
-
-int ctrlr_ns_shared_create(const char *ptpl_file, struct ctrlr_ns_shared **out)
-{
-	struct ctrlr_ns_shared *s = calloc(1, sizeof(*s));
-	int rc;
-
-	if (!s)
-		return -ENOMEM;
-	s->refs = 1;
-	rc = ctrlr_uncor_init(&s->uncor);
-	if (rc) {
-		free(s);
-		return rc;
-	}
-	ctrlr_resv_init(&s->resv, ptpl_file != NULL);
-	if (ptpl_file) {
-		s->ptpl_file = strdup(ptpl_file);
-		if (!s->ptpl_file) {
-			ctrlr_uncor_fini(&s->uncor);
-			free(s);
-			return -ENOMEM;
-		}
-		rc = ctrlr_resv_load(&s->resv, ptpl_file);
-		if (rc) {
-			LOG_ERR(CTRLR_LOG, "reservation state file %s: %s", ptpl_file,
-				rc == -EINVAL ? "not a valid state" : strerror(-rc));
-			free(s->ptpl_file);
-			ctrlr_uncor_fini(&s->uncor);
-			free(s);
-			return rc;
-		}
-	}
-	rc = ctrlr_caw_locks_create(&s->caw);
-	if (rc) {
-		free(s->ptpl_file);
-		ctrlr_uncor_fini(&s->uncor);
-		free(s);
-		return rc;
-	}
-	*out = s;
-	return 0;
-}
-
-void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s)
-{
-	if (!s || --s->refs)
-		return;
-	ctrlr_caw_locks_destroy(s->caw);
-	ctrlr_zns_destroy(s->zns);
-	ctrlr_uncor_fini(&s->uncor);
-	free(s->ptpl_file);
-	free(s);
-}
-
-int ctrlr_ns_shared_attach(struct ctrlr_ns_shared *s, struct ctrlr_ns *ns, const char *owner)
-{
-	if (s->bdev && s->bdev != ns->bdev)
-		return -EINVAL;
-	if (!s->claims) {
-		int rc = bdev_claim(ns->bdev, owner);
-
-		if (rc)
-			return rc;
-		s->bdev = ns->bdev;
-	}
-	s->claims++;
-	s->refs++;
-	ns->shared = s;
-	ns->share_next = s->nss;
-	s->nss = ns;
-	CTRLR_STORE(ns->resv_block, ctrlr_resv_access(&s->resv, ns->ctrlr->hostid));
-	return 0;
-}
-
-void ctrlr_ns_shared_unlink(struct ctrlr_ns *ns)
-{
-	struct ctrlr_ns_shared *s = ns->shared;
-
-	if (!s)
-		return;
-	for (struct ctrlr_ns **pp = &s->nss; *pp; pp = &(*pp)->share_next) {
-		if (*pp == ns) {
-			*pp = ns->share_next;
-			break;
-		}
-	}
-	ns->share_next = NULL;
-}
-
-/* The namespace's bdev is put (removal, destroy): the claim goes with the last user. */
-void ctrlr_ns_shared_detach(struct ctrlr_ns *ns)
-{
-	struct ctrlr_ns_shared *s = ns->shared;
-
-	if (!s)
-		return;
-	ctrlr_ns_shared_unlink(ns);
-	if (--s->claims == 0) {
-		bdev_release(s->bdev);
-		s->bdev = NULL;
-	}
-	ns->shared = NULL;
-	ctrlr_ns_shared_put(s);
-}
+/* ---- the access words ---- */
 
 void ctrlr_resv_update_access(struct ctrlr_ns_shared *s)
 {
+	const struct ctrlr_resv *r = &ctrlr_nvm_shared(s)->resv;
+
 	for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next)
-		CTRLR_STORE(ns->resv_block, ctrlr_resv_access(&s->resv, ns->ctrlr->hostid));
+		CTRLR_STORE(ns->io_block, ctrlr_resv_access(r, ns->ctrlr->hostid));
 }
 
 void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr)
@@ -573,8 +471,8 @@ void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr)
 		struct ctrlr_ns *ns = ctrlr->ns[i];
 
 		if (ns && ns->shared)
-			CTRLR_STORE(ns->resv_block,
-				    ctrlr_resv_access(&ns->shared->resv, ctrlr->hostid));
+			CTRLR_STORE(ns->io_block,
+				    ctrlr_resv_access(&ctrlr_nvm_ns(ns)->sh->resv, ctrlr->hostid));
 	}
 }
 
@@ -583,7 +481,7 @@ bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr)
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		struct ctrlr_ns *ns = ctrlr->ns[i];
 
-		if (ns && ns->shared && ctrlr_resv_find(&ns->shared->resv, ctrlr->hostid))
+		if (ns && ns->shared && ctrlr_resv_find(&ctrlr_nvm_ns(ns)->sh->resv, ctrlr->hostid))
 			return true;
 	}
 	return false;
@@ -607,16 +505,17 @@ static uint32_t ctrlr_resv_mask_bit(uint8_t type)
  * page, but the count still moves on: the host sees the gap in Log Page Count. */
 static void ctrlr_resv_log_add(struct ctrlr *ctrlr, uint8_t type, uint32_t nsid)
 {
-	uint64_t count = ++ctrlr->resv_log_count;
+	struct ctrlr_nvm_ctrlr *n = ctrlr_nvm(ctrlr);
+	uint64_t count = ++n->resv_log_count;
 
 	if (!count) /* 0 means "no page": the count wraps to 1 */
-		count = ctrlr->resv_log_count = 1;
-	if (ctrlr->resv_log_n < CTRLR_RESV_LOG_MAX) {
-		uint32_t at = (ctrlr->resv_log_head + ctrlr->resv_log_n++) % CTRLR_RESV_LOG_MAX;
+		count = n->resv_log_count = 1;
+	if (n->resv_log_n < CTRLR_RESV_LOG_MAX) {
+		uint32_t at = (n->resv_log_head + n->resv_log_n++) % CTRLR_RESV_LOG_MAX;
 
-		ctrlr->resv_log[at].type = type;
-		ctrlr->resv_log[at].nsid = nsid;
-		ctrlr->resv_log[at].count = count;
+		n->resv_log[at].type = type;
+		n->resv_log[at].nsid = nsid;
+		n->resv_log[at].count = count;
 	} else {
 		CTRLR_STAT_ADD(ctrlr->cnt.lost_events, 1);
 	}
@@ -631,28 +530,29 @@ static void ctrlr_resv_notify(struct ctrlr_ns_shared *s, const struct ctrlr_resv
 	for (uint32_t i = 0; i < ev->n; i++)
 		for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next)
 			if (!memcmp(ns->ctrlr->hostid, ev->e[i].hostid, 16) &&
-			    !(ns->resv_mask & ctrlr_resv_mask_bit(ev->e[i].type)))
+			    !(ctrlr_nvm_ns(ns)->resv_mask & ctrlr_resv_mask_bit(ev->e[i].type)))
 				ctrlr_resv_log_add(ns->ctrlr, ev->e[i].type, ns->nsid);
 }
 
 size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae)
 {
 	struct nvme_resv_notify_log *l = (struct nvme_resv_notify_log *)buf;
+	struct ctrlr_nvm_ctrlr *n = ctrlr_nvm(ctrlr);
 
 	memset(l, 0, sizeof(*l));
-	if (ctrlr->resv_log_n) {
-		uint32_t at = ctrlr->resv_log_head;
-		uint32_t left = ctrlr->resv_log_n - 1;
+	if (n->resv_log_n) {
+		uint32_t at = n->resv_log_head;
+		uint32_t left = n->resv_log_n - 1;
 
-		l->count = ctrlr->resv_log[at].count;
-		l->type = ctrlr->resv_log[at].type;
-		l->nsid = ctrlr->resv_log[at].nsid;
+		l->count = n->resv_log[at].count;
+		l->type = n->resv_log[at].type;
+		l->nsid = n->resv_log[at].nsid;
 		l->nr_avail = (uint8_t)(left > 255 ? 255 : left);
 		/* Reading the page consumes it (section 5.16.1.24), unless Retain Asynchronous
 		 * Event. */
 		if (!rae) {
-			ctrlr->resv_log_head = (at + 1) % CTRLR_RESV_LOG_MAX;
-			ctrlr->resv_log_n--;
+			n->resv_log_head = (at + 1) % CTRLR_RESV_LOG_MAX;
+			n->resv_log_n--;
 		}
 	}
 	return sizeof(*l);
@@ -673,7 +573,7 @@ static void ctrlr_resv_done_owner(void *arg)
 	uint16_t st = (uint16_t)req->step.index;
 
 	if (!st && req->step.buf)
-		ctrlr_io_iov_write(req, 0, req->step.buf, req->step.count);
+		ctrlr_req_iov_write(req, 0, req->step.buf, req->step.count);
 	free(req->step.buf);
 	req->step.buf = NULL;
 	ctrlr_req_complete(req, st);
@@ -694,7 +594,7 @@ static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_ns_shared *s = req->ns->shared;
-	const struct ctrlr_resv *r = &s->resv;
+	const struct ctrlr_resv *r = &ctrlr_nvm_shared(s)->resv;
 	bool eds = req->sqe.cdw11 & NVME_RESV_REPORT_EDS;
 	size_t hdr = eds ? NVME_RESV_EXT_HDR_SIZE : sizeof(struct nvme_resv_status_hdr);
 	size_t esz = eds ? sizeof(struct nvme_resv_ctrl_ext) : sizeof(struct nvme_resv_ctrl);
@@ -782,6 +682,24 @@ static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
  * Conflict where the reservation excludes them). The new access
  * words are in place first, so nothing of theirs starts on the namespace after the marks unless
  * the reservation allows it. */
+/* A Reservation Acquire (Preempt and Abort) waiting for the preempted controllers' SQs to put up
+ * their fences (core/abort.c) before it completes. Admin thread. */
+struct ctrlr_preempt_op {
+	struct ctrlr_req *req;
+	uint32_t pending; /* fences not up yet, + 1 while they are being posted */
+};
+
+/* One fence is up (or the posting ended): the last one completes the Acquire. */
+static void ctrlr_resv_preempt_put(void *arg)
+{
+	struct ctrlr_preempt_op *op = arg;
+
+	if (--op->pending)
+		return;
+	ctrlr_resv_finish(op->req, NVME_SC_SUCCESS);
+	free(op);
+}
+
 static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctrlr_resv_events *ev,
 				     struct ctrlr_preempt_op *op)
 {
@@ -794,7 +712,11 @@ static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctr
 			if (memcmp(ns->ctrlr->hostid, ev->e[i].hostid, 16))
 				continue;
 			n = ctrlr_abort_preempted(ns->ctrlr, ns->nsid);
-			ctrlr_abort_preempt_queued(ns->ctrlr, ns->nsid, op);
+			if (op)
+				op->pending += ctrlr_abort_preempt_queued(
+				    ns->ctrlr, ns->nsid, ctrlr_resv_preempt_put, op);
+			else
+				ctrlr_abort_preempt_queued(ns->ctrlr, ns->nsid, NULL, NULL);
 			if (n)
 				LOG_INFO(CTRLR_LOG, "%s: ns %u: %u command(s) aborted by a preempt",
 					 ns->ctrlr->serial, ns->nsid, n);
@@ -808,22 +730,23 @@ static void ctrlr_resv_exec_admin(void *arg)
 	struct ctrlr_req *req = arg;
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_ns_shared *s = req->ns->shared;
+	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_shared(s);
 	struct ctrlr_resv_keys *k = req->step.buf;
 	struct ctrlr_resv_events ev = {0};
-	struct ctrlr_resv before = s->resv;
+	struct ctrlr_resv before = ns_sh->resv;
 	uint32_t cdw10 = req->sqe.cdw10;
 	bool persist = false;
 	uint16_t st;
 
 	switch (req->sqe.cdw0.bits.opc) {
 	case NVME_CMD_RESV_REGISTER:
-		st = ctrlr_resv_register(&s->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
+		st = ctrlr_resv_register(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
 		break;
 	case NVME_CMD_RESV_ACQUIRE:
-		st = ctrlr_resv_acquire(&s->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
+		st = ctrlr_resv_acquire(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
 		break;
 	case NVME_CMD_RESV_RELEASE:
-		st = ctrlr_resv_release(&s->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
+		st = ctrlr_resv_release(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
 		break;
 	default:
 		free(req->step.buf);
@@ -838,13 +761,13 @@ static void ctrlr_resv_exec_admin(void *arg)
 		return ctrlr_resv_finish(req, st);
 	/* With PTPL on (or just turned off) the file follows before the command completes; if it
 	 * cannot be written, the change is undone and the command fails. */
-	if (persist && s->ptpl_file && (s->resv.ptpl || before.ptpl)) {
-		int rc = ctrlr_resv_save(&s->resv, s->ptpl_file);
+	if (persist && ns_sh->ptpl_file && (ns_sh->resv.ptpl || before.ptpl)) {
+		int rc = ctrlr_resv_save(&ns_sh->resv, ns_sh->ptpl_file);
 
 		if (rc) {
 			LOG_ERR(CTRLR_LOG, "ns %u: cannot write reservation state %s: %s",
-				req->ns->nsid, s->ptpl_file, strerror(-rc));
-			s->resv = before;
+				req->ns->nsid, ns_sh->ptpl_file, strerror(-rc));
+			ns_sh->resv = before;
 			return ctrlr_resv_finish(req, NVME_SC_INTERNAL);
 		}
 	}
@@ -868,14 +791,6 @@ static void ctrlr_resv_exec_admin(void *arg)
 	}
 	ctrlr_resv_notify(s, &ev);
 	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
-}
-
-void ctrlr_resv_preempt_put(struct ctrlr_preempt_op *op)
-{
-	if (--op->pending)
-		return;
-	ctrlr_resv_finish(op->req, NVME_SC_SUCCESS);
-	free(op);
 }
 
 void ctrlr_io_resv(struct ctrlr_req *req)
@@ -915,42 +830,29 @@ void ctrlr_io_resv(struct ctrlr_req *req)
 	ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, ctrlr_resv_exec_admin, req);
 }
 
-uint16_t ctrlr_resv_check_io(struct ctrlr_req *req, uint8_t opc)
-{
-	uint32_t block = CTRLR_LOAD(req->ns->resv_block);
-	bool write;
+/* ---- Persist Through Power Loss (Feature 83h) ---- */
 
-	if (!block)
-		return NVME_SC_SUCCESS;
-	/* Command groups (NVM Command Set 2.0, Reservations): reads are Read, Compare, Verify;
-	 * writes are Write, Write Uncorrectable, Write Zeroes, Dataset Management, Copy, Flush.
-	 * Vendor commands count as writes when their effects say they change the media. */
-	switch (opc) {
-	case NVME_CMD_READ:
-	case NVME_CMD_COMPARE:
-	case NVME_CMD_VERIFY:
-	case NVME_CMD_ZONE_MGMT_RECV: /* ZNS 1.1 5.2: the zoned commands' groups */
-		write = false;
-		break;
-	case NVME_CMD_WRITE:
-	case NVME_CMD_WRITE_UNCOR:
-	case NVME_CMD_WRITE_ZEROES:
-	case NVME_CMD_DSM:
-	case NVME_CMD_COPY:
-	case NVME_CMD_FLUSH:
-	case NVME_CMD_ZONE_MGMT_SEND:
-	case NVME_CMD_ZONE_APPEND:
-		write = true;
-		break;
-	default:
-		if (opc < NVME_CMD_VENDOR_FIRST)
-			return NVME_SC_SUCCESS; /* the reservation commands themselves */
-		write = ctrlr_io_effects(req->sq->ctrlr, opc) & NVME_CMD_EFFECTS_LBCC;
-		break;
-	}
-	if (block & (write ? CTRLR_RESV_BLOCK_WRITE : CTRLR_RESV_BLOCK_READ)) {
-		req->error_loc = 0; /* the opcode */
-		return NVME_SC_RESV_CONFLICT;
-	}
-	return NVME_SC_SUCCESS;
+bool ctrlr_resv_ptpl(const struct ctrlr_ns *ns)
+{
+	return ctrlr_nvm_ns(ns)->sh->resv.ptpl;
+}
+
+bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns)
+{
+	return ctrlr_nvm_ns(ns)->sh->resv.ptpl_capable;
+}
+
+int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on)
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(ns)->sh;
+	bool was = sh->resv.ptpl;
+	int rc;
+
+	if (on && !sh->resv.ptpl_capable)
+		return -ENOTSUP;
+	sh->resv.ptpl = on;
+	rc = ctrlr_resv_save(&sh->resv, sh->ptpl_file);
+	if (rc)
+		sh->resv.ptpl = was;
+	return rc;
 }

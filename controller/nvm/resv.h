@@ -1,31 +1,28 @@
-/* controller/io_resv.h - reservations (NVMe Base 2.0 section 8.19) and what the controllers of a
- * shared namespace share: the reservation state machine (pure functions, unit-tested), the
- * shared-namespace object with its bdev claim and Persist Through Power Loss file, the
- * per-controller access words the I/O path checks, notifications. Not for use outside
- * controller/.
+/* controller/nvm/resv.h - reservations (NVMe Base 2.0 section 8.19): the state machine (pure
+ * functions, unit-tested) and its Persist Through Power Loss file. The commands, the access
+ * words and the notifications are resv.c's, declared in nvm.h. Not for use outside controller/.
  *
  * Threads: a shared namespace and its reservation state belong to the admin thread, which all
  * controllers of one target share (the main thread). Reservation commands arrive on I/O queues:
  * the owner thread reads the command's data, posts the request to the admin thread
  * (ops->admin_post), which runs the state machine, then posts it back (ops->io_post) to
  * complete. The I/O path never reads the state: each controller's namespace carries an atomic
- * access word (ctrlr_ns.resv_block) that the admin thread recomputes after every change, so the
+ * access word (ctrlr_ns.io_block) that the admin thread recomputes after every change, so the
  * conflict check is one atomic load. */
-#ifndef NVME_EMU_CONTROLLER_IO_RESV_H
-#define NVME_EMU_CONTROLLER_IO_RESV_H
+#ifndef NVME_EMU_CONTROLLER_NVM_RESV_H
+#define NVME_EMU_CONTROLLER_NVM_RESV_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "controller/nvm/uncor.h"
 #include "controller/nvme_spec.h"
 
 /* Registrants (hosts) per namespace: a further Register fails with Internal Error (the spec names
  * no status for a full registrant table). */
 #define CTRLR_RESV_MAX_REGS 64
-#define CTRLR_RESV_LOG_MAX 32 /* Reservation Notification log pages queued per controller */
 
-/* Bits of ctrlr_ns.resv_block. */
+/* Bits of the access word (ctrlr_resv_access): core/core.h's CTRLR_ACCESS_* (a reservation is
+ * what refuses a host reads or writes). */
 #define CTRLR_RESV_BLOCK_READ (1u << 0)
 #define CTRLR_RESV_BLOCK_WRITE (1u << 1)
 
@@ -87,53 +84,5 @@ uint32_t ctrlr_resv_access(const struct ctrlr_resv *r, const uint8_t hostid[16])
 int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path);
 /* Reads `path` into r (a missing file is an empty state, 0). 0, -EINVAL (bad content), -errno. */
 int ctrlr_resv_load(struct ctrlr_resv *r, const char *path);
-
-/* ---- The shared namespace (ctrlr.h: struct ctrlr_ns_shared) ---- */
-struct bdev;
-struct ctrlr;
-struct ctrlr_ns;
-struct ctrlr_req;
-
-struct ctrlr_ns_shared {
-	uint32_t refs;	 /* the creator's and one per controller namespace attached */
-	struct bdev *bdev; /* claimed by the first controller that attached it */
-	uint32_t claims;   /* attached controller namespaces using the claim */
-	char *ptpl_file;   /* NULL: no Persist Through Power Loss */
-	struct ctrlr_resv resv;
-	struct ctrlr_ns *nss; /* controller namespaces attached (ctrlr_ns.share_next) */
-	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (io_fused.c) */
-	struct ctrlr_zns *zns;	     /* a zoned namespace's zones (zns.c), or NULL */
-	struct ctrlr_uncor uncor;    /* unreadable blocks (ns_uncor.c), whoever marked them */
-};
-
-/* ctrlr.c: a controller namespace attaches to / detaches from its shared object (admin thread;
- * attach claims the bdev on first use, detach releases the claim with the last user). */
-int ctrlr_ns_shared_attach(struct ctrlr_ns_shared *s, struct ctrlr_ns *ns, const char *owner);
-void ctrlr_ns_shared_detach(struct ctrlr_ns *ns);
-/* Takes the namespace out of the list the state machine looks at (removal), keeping the claim
- * until detach. Idempotent. */
-void ctrlr_ns_shared_unlink(struct ctrlr_ns *ns);
-/* Recomputes the access words of every controller namespace of s (after a change). */
-void ctrlr_resv_update_access(struct ctrlr_ns_shared *s);
-/* After a Host Identifier change: recompute the controller's access words. */
-void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr);
-/* True if the controller's host is a registrant of any of its namespaces. */
-bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr);
-
-/* io_cmd.c: the four reservation commands, and the conflict check of other I/O commands
- * (NVME_SC_SUCCESS or Reservation Conflict). Owner thread. */
-void ctrlr_io_resv(struct ctrlr_req *req);
-uint16_t ctrlr_resv_check_io(struct ctrlr_req *req, uint8_t opc);
-/* A Reservation Acquire (Preempt and Abort) waiting for the preempted controllers' SQs to put
- * up their fences (admin_abort.c) before it completes. Admin thread. */
-struct ctrlr_preempt_op {
-	struct ctrlr_req *req;
-	uint32_t pending; /* fences not up yet, + 1 while they are being posted */
-};
-/* One fence is up: the last one completes the Acquire. Admin thread. */
-void ctrlr_resv_preempt_put(struct ctrlr_preempt_op *op);
-
-/* admin_log.c: the Reservation Notification log page (consumes the oldest entry unless rae). */
-size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
 
 #endif

@@ -1,4 +1,4 @@
-/* controller/ns_uncor.c - a namespace's uncorrectable logical blocks: marked by Write Uncorrectable
+/* controller/nvm/uncor.c - a namespace's uncorrectable logical blocks: marked by Write Uncorrectable
  * (NVM Command Set 3.3.7), failing reads until written again, reported by Get LBA Status.
  *
  * The set is a sorted array of disjoint, non-adjacent LBA ranges. Every queue of the namespace may
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/uncor.h"
 
 int ctrlr_uncor_init(struct ctrlr_uncor *u)
 {

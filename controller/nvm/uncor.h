@@ -1,4 +1,4 @@
-/* controller/ns_uncor.h - a namespace's unreadable blocks (Write Uncorrectable, injected media
+/* controller/nvm/uncor.h - a namespace's unreadable blocks (Write Uncorrectable, injected media
  * errors): disjoint sorted LBA ranges, read by every poll group, kept in the namespace's shared
  * state so that all controllers of a subsystem see the same marks. */
 #ifndef NVME_EMU_CONTROLLER_NS_UNCOR_H

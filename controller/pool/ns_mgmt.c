@@ -1,12 +1,14 @@
-/* controller/admin_ns_mgmt.c - Namespace Management (admin 0Dh, NVMe Base 2.0 section 5.23) and
- * Namespace Attachment (15h, section 5.22) over the subsystem's capacity pool (ns_pool.c), and
+/* controller/pool/ns_mgmt.c - Namespace Management (admin 0Dh, NVMe Base 2.0 section 5.23) and
+ * Namespace Attachment (15h, section 5.22) over the subsystem's capacity pool (pool.c), and
  * what Identify reports of them (CNS 10h-13h, TNVMCAP/UNVMCAP). Admin thread. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "controller/device/device.h"
+#include "controller/nvm/nvm.h"
+#include "controller/pool/pool.h"
 
 enum ctrlr_nsm_kind {
 	CTRLR_NSM_CREATE,
@@ -297,7 +299,7 @@ void ctrlr_admin_ns_mgmt(struct ctrlr_req *req)
 	uint8_t sel = req->sqe.cdw10 & 0xf;
 	struct ctrlr_nsm_op *op;
 
-	if (!ctrlr->pool)
+	if (!ctrlr_pool_of(ctrlr))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
 	if (sel != NVME_NS_MGMT_SEL_CREATE && sel != NVME_NS_MGMT_SEL_DELETE)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
@@ -320,7 +322,7 @@ void ctrlr_admin_ns_mgmt(struct ctrlr_req *req)
 		op->kind = CTRLR_NSM_DELETE;
 		op->nsid = req->sqe.nsid;
 	}
-	ctrlr_nsm_queue(ctrlr->pool, op);
+	ctrlr_nsm_queue(ctrlr_pool_of(ctrlr), op);
 }
 
 void ctrlr_admin_ns_attach(struct ctrlr_req *req)
@@ -332,7 +334,7 @@ void ctrlr_admin_ns_attach(struct ctrlr_req *req)
 	struct ctrlr_nsm_op *op;
 	uint16_t st;
 
-	if (!ctrlr->pool)
+	if (!ctrlr_pool_of(ctrlr))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
 	if (sel != NVME_NS_ATTACH_SEL_ATTACH && sel != NVME_NS_ATTACH_SEL_DETACH)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
@@ -365,7 +367,7 @@ void ctrlr_admin_ns_attach(struct ctrlr_req *req)
 	op->req = req;
 	op->kind = sel == NVME_NS_ATTACH_SEL_ATTACH ? CTRLR_NSM_ATTACH : CTRLR_NSM_DETACH;
 	op->nsid = nsid;
-	ctrlr_nsm_queue(ctrlr->pool, op);
+	ctrlr_nsm_queue(ctrlr_pool_of(ctrlr), op);
 }
 
 /* ---- Identify ---- */
@@ -381,17 +383,17 @@ void ctrlr_nsm_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	struct ctrlr_ns_pool_info info;
 	uint64_t total;
 
-	if (!ctrlr->pool)
+	if (!ctrlr_pool_of(ctrlr))
 		return;
 	id->oacs |= NVME_OACS_NS_MGMT;
-	ctrlr_ns_pool_get_info(ctrlr->pool, &info);
+	ctrlr_ns_pool_get_info(ctrlr_pool_of(ctrlr), &info);
 	/* TNVMCAP: the pool's namespace area plus the operator's namespaces (all NVM the
 	 * subsystem has); UNVMCAP: what namespaces can still be created from. */
 	total = info.total_bytes;
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		struct ctrlr_ns *ns = ctrlr->ns[i];
 
-		if (ns && !ctrlr_ns_pool_owns(ctrlr->pool, ns->nsid))
+		if (ns && !ctrlr_ns_pool_owns(ctrlr_pool_of(ctrlr), ns->nsid))
 			total += ns->num_blocks * ns->block_size;
 	}
 	ctrlr_nsm_le128_put(id->tnvmcap, total);
@@ -406,7 +408,7 @@ void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *lis
 	/* Allocated: the pool's namespaces, attached or not, and the operator's (always
 	 * attached). */
 	for (uint32_t nsid = after + 1; nsid <= CTRLR_MAX_NAMESPACES && n < 1024; nsid++)
-		if (ctrlr->ns[nsid - 1] || (ctrlr->pool && ctrlr_ns_pool_owns(ctrlr->pool, nsid)))
+		if (ctrlr->ns[nsid - 1] || (ctrlr_pool_of(ctrlr) && ctrlr_ns_pool_owns(ctrlr_pool_of(ctrlr), nsid)))
 			list[n++] = nsid;
 }
 
@@ -414,15 +416,15 @@ bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *
 {
 	const struct ctrlr_pool_ns *e;
 
-	if (!ctrlr->pool || !ctrlr_ns_pool_owns(ctrlr->pool, nsid))
+	if (!ctrlr_pool_of(ctrlr) || !ctrlr_ns_pool_owns(ctrlr_pool_of(ctrlr), nsid))
 		return false;
-	e = &ctrlr->pool->ns[nsid - 1];
+	e = &ctrlr_pool_of(ctrlr)->ns[nsid - 1];
 	memset(out, 0, sizeof(*out));
 	out->ctrlr = ctrlr;
 	out->nsid = nsid;
 	out->bdev = e->bdev;
 	/* In the format it was created or formatted in. */
-	ctrlr_ns_formats_init(out, e->block_size);
+	ctrlr_ns_formats_init(out);
 	if (ctrlr_ns_set_flbas(out, e->flbas, e->dps))
 		LOG_ERR(CTRLR_LOG, "namespace %u: its pool entry has an unknown format", nsid);
 	out->nmic = e->nmic;
@@ -437,3 +439,29 @@ bool ctrlr_nsm_ns_snapshot(struct ctrlr *ctrlr, uint32_t nsid, struct ctrlr_ns *
 	memcpy(&out->eui64[3], &e->uuid[11], 5);
 	return true;
 }
+
+/* ---- the module ---- */
+
+/* Namespace Management and Attachment exist on a controller bound to a pool (OACS bit 3). */
+static bool ctrlr_nsm_supported(const struct ctrlr *ctrlr)
+{
+	return ctrlr_pool_of(ctrlr) != NULL;
+}
+
+/* The namespace inventory changes; Namespace Management changes Identify Controller's UNVMCAP. */
+static const struct ctrlr_cmd ctrlr_pool_admin_cmds[256] = {
+    [NVME_ADM_NS_MGMT] = {.exec = ctrlr_admin_ns_mgmt,
+			  .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC |
+				     NVME_CMD_EFFECTS_NCC | NVME_CMD_EFFECTS_CCC,
+			  .supported = ctrlr_nsm_supported},
+    [NVME_ADM_NS_ATTACH] = {.exec = ctrlr_admin_ns_attach,
+			    .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_NIC,
+			    .supported = ctrlr_nsm_supported},
+};
+
+const struct ctrlr_module ctrlr_pool_module = {
+    .name = "pool",
+    .ctrlr_size = sizeof(struct ctrlr_pool_ctrlr),
+    .admin_cmds = ctrlr_pool_admin_cmds,
+    .destroy = ctrlr_pool_unbind,
+};

@@ -1,4 +1,4 @@
-/* controller/ns_pool.c - the capacity pool of Namespace Management (NVMe Base 2.0 section 8.11):
+/* controller/pool/pool.c - the capacity pool of Namespace Management (NVMe Base 2.0 section 8.11):
  * one bdev carved into namespaces without copying (each a region bdev over an extent of it), a
  * best-fit extent allocator, and the layout kept in a header at the start of the pool (two
  * alternating copies, so a torn write leaves the previous one). Admin (main) thread. */
@@ -11,7 +11,9 @@
 #include <sys/random.h>
 
 #include "common/log.h"
-#include "controller/core/core.h"
+#include "common/crc32c.h"
+#include "controller/nvm/nvm.h"
+#include "controller/pool/pool.h"
 
 /*
  * On-disk layout (little-endian): bytes [0, 4 KiB) and [4 KiB, 8 KiB) hold two copies of the
@@ -314,7 +316,7 @@ static void ctrlr_pool_hdr_encode(const struct ctrlr_ns_pool *pool, uint64_t gen
 		n++;
 	}
 	h->count = n;
-	h->crc = ctrlr_crc32c(0, slot, CTRLR_POOL_SLOT);
+	h->crc = crc32c(0, slot, CTRLR_POOL_SLOT);
 }
 
 /* Checks one header slot against the pool's geometry. Returns its generation, or 0 if it is not
@@ -333,7 +335,7 @@ static uint64_t ctrlr_pool_hdr_check(const struct ctrlr_ns_pool *pool, const uin
 		return 0;
 	memcpy(copy, slot, sizeof(copy));
 	memset(copy + offsetof(struct ctrlr_pool_hdr, crc), 0, sizeof(h.crc));
-	if (ctrlr_crc32c(0, copy, sizeof(copy)) != h.crc)
+	if (crc32c(0, copy, sizeof(copy)) != h.crc)
 		return 0;
 	if (h.data_start != CTRLR_POOL_DATA_START || h.data_end != pool->data_end)
 		return 0;
@@ -690,7 +692,7 @@ int ctrlr_ns_pool_bind(struct ctrlr_ns_pool *pool, struct ctrlr *ctrlr)
 {
 	int rc;
 
-	if (pool->ctrlr || ctrlr->pool)
+	if (pool->ctrlr || ctrlr_pool_of(ctrlr))
 		return -EBUSY;
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		struct ctrlr_pool_ns *e = &pool->ns[i];
@@ -706,16 +708,18 @@ int ctrlr_ns_pool_bind(struct ctrlr_ns_pool *pool, struct ctrlr *ctrlr)
 		}
 	}
 	pool->ctrlr = ctrlr;
-	ctrlr->pool = pool;
+	((struct ctrlr_pool_ctrlr *)ctrlr_mod(ctrlr, CTRLR_MOD_POOL))->pool = pool;
 	return 0;
 }
 
 void ctrlr_pool_unbind(struct ctrlr *ctrlr)
 {
-	if (!ctrlr->pool)
+	struct ctrlr_pool_ctrlr *p = ctrlr_mod(ctrlr, CTRLR_MOD_POOL);
+
+	if (!p->pool)
 		return;
-	ctrlr->pool->ctrlr = NULL;
-	ctrlr->pool = NULL;
+	p->pool->ctrlr = NULL;
+	p->pool = NULL;
 }
 
 int ctrlr_pool_ns_attach(struct ctrlr *ctrlr, const struct ctrlr_pool_ns *e)
@@ -735,9 +739,9 @@ bool ctrlr_pool_format_changed(struct ctrlr *ctrlr, const struct ctrlr_ns *ns)
 {
 	struct ctrlr_pool_ns *e;
 
-	if (!ctrlr->pool || !ctrlr_ns_pool_owns(ctrlr->pool, ns->nsid))
+	if (!ctrlr_pool_of(ctrlr) || !ctrlr_ns_pool_owns(ctrlr_pool_of(ctrlr), ns->nsid))
 		return false;
-	e = &ctrlr->pool->ns[ns->nsid - 1];
+	e = &ctrlr_pool_of(ctrlr)->ns[ns->nsid - 1];
 	if (e->bdev != ns->bdev)
 		return false;
 	ctrlr_ns_get_flbas(ns, &e->flbas, &e->dps);

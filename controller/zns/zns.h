@@ -1,6 +1,8 @@
-/* controller/zns.h - Zoned Namespaces (NVMe ZNS Command Set 1.1, CSI 2h): the per-namespace zone
- * state machine (pure, thread-safe under the namespace's zone lock) and the hooks the I/O and
- * admin paths call. Not for use outside controller/. */
+/* controller/zns/zns.h - Zoned Namespaces (NVMe ZNS Command Set 1.1, CSI 2h) as a module of the
+ * controller: the per-namespace zone state machine (zones.c: pure, thread-safe under the
+ * namespace's zone lock), its state file (state_file.c), and what admin/ calls (Identify, the
+ * Changed Zone List log). The NVM commands reach the zone rules through struct
+ * ctrlr_nvm_zoned_ops (nvm/nvm.h). Not for use outside controller/. */
 #ifndef NVME_EMU_CONTROLLER_ZNS_H
 #define NVME_EMU_CONTROLLER_ZNS_H
 
@@ -10,6 +12,8 @@
 #include <sys/uio.h>
 
 #include "backend/bdev.h"
+#include "controller/core/core.h"
+#include "controller/modules.h"
 #include "controller/nvme_spec.h"
 
 struct ctrlr;
@@ -93,8 +97,27 @@ struct ctrlr_zns_changed {
 	bool overflow; /* more than NVME_ZNS_CHANGED_MAX since the last read */
 	uint64_t zid[NVME_ZNS_CHANGED_MAX];
 };
-/* Frees a controller namespace's list (ctrlr.c, when the namespace is freed). */
-void ctrlr_zns_ns_fini(struct ctrlr_ns *ns);
+
+/* ---- the module ---- */
+
+extern const struct ctrlr_module ctrlr_zns_module;
+
+/* The module's state in a controller's namespace: the shared namespace's zones (NULL: not
+ * zoned) and this controller's Changed Zone List (allocated at the first change: each
+ * controller's host reads and clears its own). */
+struct ctrlr_zns_ns {
+	struct ctrlr_zns *zns;
+	struct ctrlr_zns_changed *zchanged;
+};
+static inline struct ctrlr_zns_ns *ctrlr_zns_ns(const struct ctrlr_ns *ns)
+{
+	return ctrlr_ns_mod(ns, CTRLR_MOD_ZNS);
+}
+/* The namespace's zones, or NULL when it is not zoned. */
+static inline struct ctrlr_zns *ctrlr_zns_of(const struct ctrlr_ns *ns)
+{
+	return ctrlr_zns_ns(ns)->zns;
+}
 /* Get Log Page BFh into buf (4096 bytes, zeroed): the list of namespace NSID for CSI 2h. Returns
  * an NVMe status (with *loc, the offending field) or SUCCESS and *size. Admin thread. */
 uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf, size_t *size,
@@ -104,23 +127,9 @@ uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf,
  * namespace still has changed zones (the host reads one list per namespace). Admin thread. */
 void ctrlr_zns_log_changed_read(struct ctrlr *ctrlr, uint32_t nsid);
 
-/* ---- hooks ---- */
-
-bool ctrlr_zns_is_opcode(uint8_t opc);
-/* Executes Zone Management Send / Receive / Zone Append (req->ns not yet taken). */
-void ctrlr_zns_exec(struct ctrlr_req *req);
-/* Commands Supported and Effects of the ZNS-only I/O opcodes (CSI 2h log). */
-uint32_t ctrlr_zns_effects(uint8_t opc);
 /* Identify CNS 05h/06h with CSI 2h, 07h (per CSI) and 1Ch into buf (4096 bytes). Returns false
  * when the CNS/CSI pair is not ZNS's to answer; else true with *st set. */
 bool ctrlr_zns_identify(struct ctrlr_req *req, uint8_t cns, uint8_t csi, void *buf,
 			uint16_t *st);
-
-/* I/O path hooks: no-ops (SUCCESS) on a namespace that is not zoned. */
-uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-void ctrlr_zns_io_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-uint16_t ctrlr_zns_io_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-uint16_t ctrlr_zns_io_read_done(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
-				const struct iovec *iov, int iovcnt);
 
 #endif

@@ -1,37 +1,18 @@
-/* controller/zns_cmd.c - the Zoned Namespace Command Set's commands and hooks (NVMe ZNS 1.1):
- * Zone Management Send (3.4.3, with Set Zone Descriptor Extension), Zone Management Receive
- * (3.4.2, with Extended Report Zones), Zone Append (3.4.1), the Changed Zone List log and the
- * Zone Descriptor Changed notice, the zone rules in the NVM commands' paths, and Identify CNS
- * 05h/06h for CSI 2h, 07h per CSI and 1Ch (Base 2.0 5.17.2). The zone state machine itself is
- * zns.c. */
+/* controller/zns/zns_cmd.c - the Zoned Namespace Command Set as a module of the controller
+ * (CTRLR_MOD_ZNS, NVMe ZNS 1.1): Zone Management Send (3.4.3, with Set Zone Descriptor
+ * Extension), Zone Management Receive (3.4.2, with Extended Report Zones), Zone Append (3.4.1),
+ * the Changed Zone List log and the Zone Descriptor Changed notice, the zone rules it gives the
+ * NVM commands' paths of its namespaces (struct ctrlr_nvm_zoned_ops), and Identify CNS 05h/06h
+ * for CSI 2h, 07h per CSI and 1Ch (Base 2.0 5.17.2). A namespace is zoned when its bdev has a
+ * zone geometry; its zones belong to the shared namespace. The zone state machine itself is
+ * zones.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/device/device.h"
-#include "controller/core/core.h"
-#include "controller/nvm/resv.h"
+#include "controller/nvm/nvm.h"
 #include "controller/zns/zns.h"
-
-bool ctrlr_zns_is_opcode(uint8_t opc)
-{
-	return opc == NVME_CMD_ZONE_MGMT_SEND || opc == NVME_CMD_ZONE_MGMT_RECV ||
-	       opc == NVME_CMD_ZONE_APPEND;
-}
-
-uint32_t ctrlr_zns_effects(uint8_t opc)
-{
-	switch (opc) {
-	case NVME_CMD_ZONE_MGMT_SEND:
-	case NVME_CMD_ZONE_APPEND:
-		return NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC;
-	case NVME_CMD_ZONE_MGMT_RECV:
-		return NVME_CMD_EFFECTS_CSUPP;
-	default:
-		return 0;
-	}
-}
 
 static uint64_t ctrlr_zns_nlb(const struct ctrlr_req *req)
 {
@@ -40,14 +21,14 @@ static uint64_t ctrlr_zns_nlb(const struct ctrlr_req *req)
 
 /* ---- NVM command hooks ---- */
 
-uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+static uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
 	uint64_t lba;
 	uint16_t st;
 
-	if (!req->ns->zns)
+	if (!ctrlr_zns_of(req->ns))
 		return NVME_SC_SUCCESS;
-	st = ctrlr_zns_write_prep(req->ns->zns, slba, nlb, false, &lba);
+	st = ctrlr_zns_write_prep(ctrlr_zns_of(req->ns), slba, nlb, false, &lba);
 	if (st) {
 		req->error_lba = slba;
 		req->error_loc = offsetof(struct nvme_sqe, cdw10);
@@ -55,38 +36,46 @@ uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 	return st;
 }
 
-void ctrlr_zns_io_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+static void ctrlr_zns_io_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
-	if (req->ns->zns)
-		ctrlr_zns_write_undo(req->ns->zns, slba, nlb);
+	if (ctrlr_zns_of(req->ns))
+		ctrlr_zns_write_undo(ctrlr_zns_of(req->ns), slba, nlb);
 }
 
-uint16_t ctrlr_zns_io_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+static uint16_t ctrlr_zns_io_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
 	uint16_t st;
 
-	if (!req->ns->zns)
+	if (!ctrlr_zns_of(req->ns))
 		return NVME_SC_SUCCESS;
-	st = ctrlr_zns_read_check(req->ns->zns, slba, nlb);
+	st = ctrlr_zns_read_check(ctrlr_zns_of(req->ns), slba, nlb);
 	if (st)
 		req->error_lba = slba;
 	return st;
 }
 
-uint16_t ctrlr_zns_io_read_done(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
-				const struct iovec *iov, int iovcnt)
+static uint16_t ctrlr_zns_io_read_done(struct ctrlr_ns *ns, uint64_t slba, uint64_t nlb,
+				       const struct iovec *iov, int iovcnt)
 {
-	if (!req->ns->zns)
+	if (!ctrlr_zns_of(ns))
 		return NVME_SC_SUCCESS;
-	return ctrlr_zns_read_fixup(req->ns->zns, slba, nlb, req->ns->block_size, iov, iovcnt);
+	return ctrlr_zns_read_fixup(ctrlr_zns_of(ns), slba, nlb, ns->block_size, iov, iovcnt);
 }
+
+/* What the NVM commands do differently on a zoned namespace (nvm.h). */
+static const struct ctrlr_nvm_zoned_ops ctrlr_zns_nvm_ops = {
+    .write = ctrlr_zns_io_write,
+    .write_failed = ctrlr_zns_io_write_failed,
+    .read = ctrlr_zns_io_read,
+    .read_done = ctrlr_zns_io_read_done,
+};
 
 /* ---- Zone Management Send ---- */
 
 /* Set Zone Descriptor Extension (ZSA 10h): ZDES x 64 bytes from the host to one Empty zone. */
 static void ctrlr_zns_set_zde_cmd(struct ctrlr_req *req, uint64_t slba, bool all)
 {
-	struct ctrlr_zns *zns = req->ns->zns;
+	struct ctrlr_zns *zns = ctrlr_zns_of(req->ns);
 	uint8_t *data;
 	uint16_t st;
 
@@ -124,7 +113,7 @@ static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 	}
 	if (zsa == NVME_ZSA_SET_ZDE)
 		return ctrlr_zns_set_zde_cmd(req, slba, all);
-	st = ctrlr_zns_send(req->ns->zns, slba, zsa, all);
+	st = ctrlr_zns_send(ctrlr_zns_of(req->ns), slba, zsa, all);
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st,
 					      zsa == NVME_ZSA_CLOSE || zsa == NVME_ZSA_FINISH ||
@@ -142,7 +131,7 @@ static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 static void ctrlr_zns_mgmt_recv(struct ctrlr_req *req)
 {
 	const struct nvme_sqe *sqe = &req->sqe;
-	struct ctrlr_zns *zns = req->ns->zns;
+	struct ctrlr_zns *zns = ctrlr_zns_of(req->ns);
 	uint64_t slba = ctrlr_sqe_slba(sqe);
 	uint64_t len = ((uint64_t)sqe->cdw12 + 1) * 4, max, stride;
 	uint8_t zra = sqe->cdw13 & 0xff, filter = (sqe->cdw13 >> 8) & 0xff;
@@ -185,10 +174,10 @@ static void ctrlr_zns_append_done(struct ctrlr_req *req, int status)
 	uint64_t lba = req->bio->offset_blocks, nlb = req->bio->num_blocks;
 	uint16_t st = ctrlr_bdev_status(status, true);
 
-	if (!st && ctrlr_uncor_clear(req->ns->uncor, lba, nlb))
+	if (!st && ctrlr_uncor_clear(ctrlr_nvm_ns(req->ns)->uncor, lba, nlb))
 		st = NVME_SC_INTERNAL;
 	if (st) {
-		ctrlr_zns_write_undo(req->ns->zns, lba, nlb);
+		ctrlr_zns_write_undo(ctrlr_zns_of(req->ns), lba, nlb);
 		req->error_lba = lba;
 		return ctrlr_req_complete(req, st);
 	}
@@ -215,7 +204,7 @@ static void ctrlr_zns_append(struct ctrlr_req *req)
 	st = ctrlr_req_map_data(req, nlb * req->ns->block_size, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	st = ctrlr_zns_write_prep(req->ns->zns, zslba, nlb, true, &lba);
+	st = ctrlr_zns_write_prep(ctrlr_zns_of(req->ns), zslba, nlb, true, &lba);
 	if (st) {
 		req->error_lba = zslba;
 		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw10));
@@ -228,51 +217,8 @@ static void ctrlr_zns_append(struct ctrlr_req *req)
 	bio->iovcnt = req->iovcnt;
 	st = ctrlr_req_submit_bio(req, ctrlr_zns_append_done);
 	if (st) {
-		ctrlr_zns_write_undo(req->ns->zns, lba, nlb);
+		ctrlr_zns_write_undo(ctrlr_zns_of(req->ns), lba, nlb);
 		ctrlr_req_complete(req, st);
-	}
-}
-
-static void ctrlr_zns_run(struct ctrlr_req *req);
-
-void ctrlr_zns_exec(struct ctrlr_req *req)
-{
-	struct ctrlr *ctrlr = req->sq->ctrlr;
-	uint8_t opc = req->sqe.cdw0.bits.opc;
-	uint16_t st;
-
-	/* The ZNS command set is enabled only with CC.CSS 110b (Base 2.0 3.1.3.5). */
-	if (ctrlr->cc.bits.css != NVME_CC_CSS_IOCS)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-	st = ctrlr_req_get_ns(req);
-	if (!st)
-		st = ctrlr_resv_check_io(req, opc); /* Reservation Conflict (io_resv.c) */
-	if (!st)
-		st = ctrlr_san_io_check(req); /* Sanitize In Progress (after the reference) */
-	if (st)
-		return ctrlr_req_complete(req, st);
-	/* Commands of a command set the namespace is not associated with. */
-	if (!req->ns->zns)
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
-	/* Zone Append and Zone Management Send change zones: like writes they wait behind an
-	 * overlapping fused Compare and Write (io_fused.c), which then sees the zone unchanged
-	 * between its compare and its write. */
-	if ((ctrlr_zns_effects(opc) & NVME_CMD_EFFECTS_LBCC) &&
-	    ctrlr_caw_write_begin(req, ctrlr_zns_run))
-		return;
-	ctrlr_zns_run(req);
-}
-
-/* The command once it may run (at once, or resumed by the range locks). */
-static void ctrlr_zns_run(struct ctrlr_req *req)
-{
-	switch (req->sqe.cdw0.bits.opc) {
-	case NVME_CMD_ZONE_MGMT_SEND:
-		return ctrlr_zns_mgmt_send(req);
-	case NVME_CMD_ZONE_MGMT_RECV:
-		return ctrlr_zns_mgmt_recv(req);
-	default:
-		return ctrlr_zns_append(req);
 	}
 }
 
@@ -280,7 +226,7 @@ static void ctrlr_zns_run(struct ctrlr_req *req)
 
 static void ctrlr_zns_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns_zns *id)
 {
-	const struct ctrlr_zns *zns = ns->zns;
+	const struct ctrlr_zns *zns = ctrlr_zns_of(ns);
 
 	/* ZOC 0 (no variable capacity, no zone excursions), OZCS 0 (reads do not cross zones,
 	 * no ZRWA): what Linux drives. MAR/MOR are 0-based; FFFFFFFFh means no limit. */
@@ -298,7 +244,7 @@ static void ctrlr_zns_ns_list(struct ctrlr *ctrlr, uint32_t after, uint8_t csi, 
 	for (uint32_t nsid = after + 1; nsid <= CTRLR_MAX_NAMESPACES && n < 1024; nsid++) {
 		struct ctrlr_ns *ns = ctrlr->ns[nsid - 1];
 
-		if (ns && (ns->zns ? NVME_CSI_ZNS : NVME_CSI_NVM) == csi)
+		if (ns && ns->csi == csi)
 			list[n++] = nsid;
 	}
 }
@@ -344,7 +290,7 @@ bool ctrlr_zns_identify(struct ctrlr_req *req, uint8_t cns, uint8_t csi, void *b
 		ns = ctrlr_ns_get(ctrlr, nsid);
 		if (!ns)
 			return true; /* inactive: zeroes */
-		if (ns->zns)
+		if (ctrlr_zns_of(ns))
 			ctrlr_zns_identify_ns(ns, buf);
 		else
 			*st = NVME_SC_INVALID_FIELD; /* not a zoned namespace */
@@ -357,23 +303,18 @@ bool ctrlr_zns_identify(struct ctrlr_req *req, uint8_t cns, uint8_t csi, void *b
 
 /* ---- Changed Zone List and Zone Descriptor Changed notices ---- */
 
-void ctrlr_zns_ns_fini(struct ctrlr_ns *ns)
-{
-	free(ns->zchanged);
-	ns->zchanged = NULL;
-}
 
 /* Adds zone zslba to the list of a controller namespace. The list is kept whether or not the
  * host enabled the notices: the log describes the changes, the notice only tells of them. */
 static int ctrlr_zns_changed_add(struct ctrlr_ns *ns, uint64_t zslba)
 {
-	struct ctrlr_zns_changed *c = ns->zchanged;
+	struct ctrlr_zns_changed *c = ctrlr_zns_ns(ns)->zchanged;
 
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return -ENOMEM;
-		ns->zchanged = c;
+		ctrlr_zns_ns(ns)->zchanged = c;
 	}
 	for (uint32_t i = 0; i < c->n; i++)
 		if (c->zid[i] == zslba)
@@ -387,7 +328,9 @@ static int ctrlr_zns_changed_add(struct ctrlr_ns *ns, uint64_t zslba)
 
 static bool ctrlr_zns_changed_pending(const struct ctrlr_ns *ns)
 {
-	return ns->zchanged && (ns->zchanged->n || ns->zchanged->overflow);
+	const struct ctrlr_zns_changed *c = ctrlr_zns_ns(ns)->zchanged;
+
+	return c && (c->n || c->overflow);
 }
 
 int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, bool offline)
@@ -399,9 +342,9 @@ int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, boo
 	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
 		return -ENOENT;
 	ns = ctrlr->ns[nsid - 1];
-	if (!ns->zns)
+	if (!ctrlr_zns_of(ns))
 		return -ENOTSUP;
-	rc = ctrlr_zns_fail_zone(ns->zns, zslba, offline, &changed);
+	rc = ctrlr_zns_fail_zone(ctrlr_zns_of(ns), zslba, offline, &changed);
 	if (rc || !changed)
 		return rc;
 	LOG_INFO(CTRLR_LOG, "%s ns %u: zone at LBA %llu is now %s", ctrlr->serial, nsid,
@@ -430,9 +373,9 @@ int ctrlr_zone_get(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, uint8_t *
 	if (nsid == 0 || nsid > CTRLR_MAX_NAMESPACES || !ctrlr->ns[nsid - 1])
 		return -ENOENT;
 	ns = ctrlr->ns[nsid - 1];
-	if (!ns->zns)
+	if (!ctrlr_zns_of(ns))
 		return -ENOTSUP;
-	return ctrlr_zns_zone_get(ns->zns, zslba, state, wp);
+	return ctrlr_zns_zone_get(ctrlr_zns_of(ns), zslba, state, wp);
 }
 
 uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf, size_t *size,
@@ -440,6 +383,7 @@ uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf,
 {
 	struct nvme_zns_changed_zone_log *log = (struct nvme_zns_changed_zone_log *)buf;
 	uint32_t nsid = req->sqe.nsid;
+	struct ctrlr_zns_changed *c;
 	struct ctrlr_ns *ns;
 	uint16_t st = NVME_SC_SUCCESS;
 
@@ -458,14 +402,15 @@ uint16_t ctrlr_zns_log_changed(struct ctrlr_req *req, uint8_t csi, uint8_t *buf,
 		*loc = offsetof(struct nvme_sqe, nsid);
 		return NVME_SC_INVALID_NS;
 	}
-	if (!ns->zns) {
+	c = ctrlr_zns_ns(ns)->zchanged;
+	if (!ctrlr_zns_of(ns)) {
 		*loc = offsetof(struct nvme_sqe, nsid);
 		st = NVME_SC_INVALID_FIELD;
-	} else if (ns->zchanged && ns->zchanged->overflow) {
+	} else if (c && c->overflow) {
 		log->nrzid = NVME_ZNS_CHANGED_OVERFLOW;
-	} else if (ns->zchanged) {
-		log->nrzid = (uint16_t)ns->zchanged->n;
-		memcpy(log->zid, ns->zchanged->zid, ns->zchanged->n * sizeof(log->zid[0]));
+	} else if (c) {
+		log->nrzid = (uint16_t)c->n;
+		memcpy(log->zid, c->zid, c->n * sizeof(log->zid[0]));
 	}
 	ctrlr_ns_put(ns);
 	*size = sizeof(*log);
@@ -477,9 +422,11 @@ void ctrlr_zns_log_changed_read(struct ctrlr *ctrlr, uint32_t nsid)
 	struct ctrlr_ns *ns = ctrlr_ns_get(ctrlr, nsid);
 
 	if (ns) {
-		if (ns->zchanged) {
-			ns->zchanged->n = 0;
-			ns->zchanged->overflow = false;
+		struct ctrlr_zns_changed *c = ctrlr_zns_ns(ns)->zchanged;
+
+		if (c) {
+			c->n = 0;
+			c->overflow = false;
 		}
 		ctrlr_ns_put(ns);
 	}
@@ -495,3 +442,80 @@ void ctrlr_zns_log_changed_read(struct ctrlr *ctrlr, uint32_t nsid)
 		}
 	}
 }
+
+/* ---- the module ---- */
+
+/* A namespace on a zoned bdev is zoned (CSI 2h): one zone table per bdev, shared by every
+ * controller attached to it (all zones Empty when the first one attaches, or as the zoned bdev's
+ * state file kept them); it lives as long as the shared namespace. */
+static int ctrlr_zns_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
+{
+	struct bdev_zone_geom zgeom;
+
+	if (!bdev_get_zone_geom(ns->bdev, &zgeom))
+		return 0;
+	if (!ns->shared->mod[CTRLR_MOD_ZNS]) {
+		struct ctrlr_zns *zns;
+		int rc = ctrlr_zns_create(&zgeom, &zns);
+
+		if (rc)
+			return rc;
+		ns->shared->mod[CTRLR_MOD_ZNS] = zns;
+	}
+	ctrlr_zns_ns(ns)->zns = ns->shared->mod[CTRLR_MOD_ZNS];
+	ns->csi = NVME_CSI_ZNS;
+	ctrlr_nvm_ns(ns)->zoned = &ctrlr_zns_nvm_ops;
+	return 0;
+}
+
+static void ctrlr_zns_ns_free(struct ctrlr_ns *ns)
+{
+	struct ctrlr_zns_ns *z = ctrlr_zns_ns(ns);
+
+	if (z)
+		free(z->zchanged);
+}
+
+/* A namespace's data went with its zones (Format NVM, Sanitize): all Empty (Read Only and
+ * Offline zones stay). */
+static void ctrlr_zns_ns_erased(struct ctrlr_ns *ns)
+{
+	if (ctrlr_zns_of(ns))
+		ctrlr_zns_send(ctrlr_zns_of(ns), 0, NVME_ZSA_RESET, true);
+}
+
+/* The zone table goes with the shared namespace (saved to its state file if it changed). */
+static void ctrlr_zns_shared_fini(struct ctrlr_ns_shared *s)
+{
+	ctrlr_zns_destroy(s->mod[CTRLR_MOD_ZNS]);
+	s->mod[CTRLR_MOD_ZNS] = NULL;
+}
+
+/* The commands of the zoned command set alone (the NVM ones apply to zoned namespaces too):
+ * run by the core only on zoned namespaces with CC.CSS 110b, after the reservation (ZNS 1.1
+ * 5.2: Receive reads, Send and Append write) and gate checks; Send and Append change blocks, so
+ * they wait behind an overlapping fused Compare and Write as writes do. */
+static const struct ctrlr_cmd ctrlr_zns_io_cmds[256] = {
+    [NVME_CMD_ZONE_MGMT_SEND] = {.exec = ctrlr_zns_mgmt_send,
+				 .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC,
+				 .csi = NVME_CSI_ZNS,
+				 .access = CTRLR_ACCESS_WRITE},
+    [NVME_CMD_ZONE_MGMT_RECV] = {.exec = ctrlr_zns_mgmt_recv,
+				 .effects = NVME_CMD_EFFECTS_CSUPP,
+				 .csi = NVME_CSI_ZNS,
+				 .access = CTRLR_ACCESS_READ},
+    [NVME_CMD_ZONE_APPEND] = {.exec = ctrlr_zns_append,
+			      .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC,
+			      .csi = NVME_CSI_ZNS,
+			      .access = CTRLR_ACCESS_WRITE},
+};
+
+const struct ctrlr_module ctrlr_zns_module = {
+    .name = "zns",
+    .ns_size = sizeof(struct ctrlr_zns_ns),
+    .io_cmds = ctrlr_zns_io_cmds,
+    .ns_attach = ctrlr_zns_ns_attach,
+    .ns_free = ctrlr_zns_ns_free,
+    .ns_erased = ctrlr_zns_ns_erased,
+    .shared_fini = ctrlr_zns_shared_fini,
+};

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller/core/core.h"
+#include "controller/device/device.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 
@@ -830,7 +830,7 @@ static void test_pel_events(void)
 	CU_ASSERT_EQUAL(st, NVME_SC_UNRECOVERED_READ);
 	CU_ASSERT_EQUAL(n, 1);
 	/* The second has waited: once the second is over, the next error reports both. */
-	lb.ctrlr->ext.pel.media_last_us -= 2000000;
+	ctrlr_dev(lb.ctrlr)->pel.media_last_us -= 2000000;
 	x_inject(BDEV_IO_READ, BDEV_ERROR_FAILURE, 1);
 	CU_ASSERT_EQUAL(x_rw(NVME_CMD_READ, 0, 8), NVME_SC_UNRECOVERED_READ | NVME_DNR);
 	CU_ASSERT_EQUAL(bdev_error_inject("EE_xm0", BDEV_ERROR_IO_CLEAR, NULL), 0);
@@ -918,7 +918,7 @@ static void test_pel_persist(void)
 	fwrite("\x0b\x01\x15", 1, 3, f);
 	fclose(f);
 	CU_ASSERT_EQUAL(ctrlr_create(&cfg, lb.ctrlr->ops, lb.ctrlr->tctx, &c2), 0);
-	CU_ASSERT_EQUAL(c2->ext.pel.count, lb.ctrlr->ext.pel.count + 1); /* + its power-on */
+	CU_ASSERT_EQUAL(ctrlr_dev(c2)->pel.count, ctrlr_dev(lb.ctrlr)->pel.count + 1); /* + its power-on */
 	CU_ASSERT_EQUAL(ctrlr_destroy(c2, NULL, NULL), 0);
 	/* Not an event log: refused, left alone. */
 	f = fopen(path, "wb");

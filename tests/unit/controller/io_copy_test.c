@@ -2,7 +2,7 @@
  * loopback transport against a malloc bdev, and the uncorrectable-range set on its own. */
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

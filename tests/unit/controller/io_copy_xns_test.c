@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "backend/bdev.h"
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "controller/nvm/resv.h"
 #include "controller/nvm/pi.h"
 #include "tests/unit/controller/loopback.h"
@@ -346,13 +346,13 @@ static void test_bad_sources(void)
 	/* A reservation that keeps this host from reading ns 2: Reservation Conflict, as a Read;
 	 * one that only keeps it from writing there does not matter to a source. */
 	r[1] = (struct xn_range){2, 60, 1, 0, 0, 0, 0};
-	CTRLR_STORE(lb.ctrlr->ns[1]->resv_block, CTRLR_RESV_BLOCK_READ | CTRLR_RESV_BLOCK_WRITE);
+	CTRLR_STORE(lb.ctrlr->ns[1]->io_block, CTRLR_RESV_BLOCK_READ | CTRLR_RESV_BLOCK_WRITE);
 	CU_ASSERT_EQUAL(xn_copy(&c, r, 2, &cdw0), NVME_SC_RESV_CONFLICT);
 	CU_ASSERT_TRUE(xn_has(1, 500, 3, 77));
-	CTRLR_STORE(lb.ctrlr->ns[1]->resv_block, CTRLR_RESV_BLOCK_WRITE);
+	CTRLR_STORE(lb.ctrlr->ns[1]->io_block, CTRLR_RESV_BLOCK_WRITE);
 	CU_ASSERT_EQUAL(xn_copy(&c, r, 2, &cdw0), 0);
 	CU_ASSERT_TRUE(xn_has(1, 500, 2, 88));
-	CTRLR_STORE(lb.ctrlr->ns[1]->resv_block, 0);
+	CTRLR_STORE(lb.ctrlr->ns[1]->io_block, 0);
 	/* A source block on ns 2 marked uncorrectable fails its range as a read of it would (not
 	 * the same LBA of the destination's namespace). */
 	{

@@ -3,7 +3,7 @@
  * queue (it must wait for the pair's range lock). */
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 

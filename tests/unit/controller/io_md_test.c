@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"

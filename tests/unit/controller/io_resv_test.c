@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "tests/unit/cunit_runner.h"
 
 static const uint8_t HA[16] = {0xa1, 1}, HB[16] = {0xb2, 2}, HC[16] = {0xc3, 3};

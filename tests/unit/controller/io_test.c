@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "controller/core/core.h"
+#include "common/crc32c.h"
+#include "controller/nvm/nvm.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 
@@ -286,14 +287,14 @@ static void test_vendor_checksum(void)
 
 	io_fill(11, 8 * 512);
 	CU_ASSERT_EQUAL(io_rw(NVME_CMD_WRITE, 1, 700, 8, 0), 0);
-	expect = ctrlr_crc32c(0, io_data(), 8 * 512);
+	expect = crc32c(0, io_data(), 8 * 512);
 	sqe = lb_sqe(0x80, 1);
 	sqe.cdw10 = 700;
 	sqe.cdw12 = 7;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, expect);
 	/* Known answer: CRC-32C("123456789") = 0xE3069283. */
-	CU_ASSERT_EQUAL(ctrlr_crc32c(0, "123456789", 9), 0xe3069283u);
+	CU_ASSERT_EQUAL(crc32c(0, "123456789", 9), 0xe3069283u);
 	/* Across chunk boundaries (1024 blocks = 512 KiB). */
 	sqe.cdw10 = 0;
 	sqe.cdw12 = 1023;

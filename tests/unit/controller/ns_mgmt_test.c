@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "common/evloop.h"
-#include "controller/core/core.h"
+#include "controller/device/device.h"
+#include "controller/pool/pool.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
@@ -761,7 +762,7 @@ static void test_lifecycle(void)
 /* The last Change Namespace event of the controller's Persistent Event Log (its data), or NULL. */
 static const uint8_t *nsm_pel_last_change(uint32_t *count)
 {
-	const struct ctrlr_pel *p = &lb.ctrlr->ext.pel;
+	const struct ctrlr_pel *p = &ctrlr_dev(lb.ctrlr)->pel;
 	const uint8_t *last = NULL;
 
 	*count = 0;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller/core/core.h"
+#include "controller/nvm/nvm.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
 
@@ -247,7 +247,7 @@ static void test_two_hosts(void)
 	CU_ASSERT_EQUAL(rc_io(&la, NVME_CMD_WRITE, 3), 0);
 	CU_ASSERT_EQUAL(rc_resv(&lbb, NVME_CMD_RESV_REGISTER, NVME_RREGA_UNREGISTER, 0xb, 0), 0);
 	/* The effects log lists the four commands. */
-	CU_ASSERT_TRUE(ctrlr_io_effects(la.ctrlr, NVME_CMD_RESV_ACQUIRE) & NVME_CMD_EFFECTS_CSUPP);
+	CU_ASSERT_TRUE(ctrlr_io_effects(la.ctrlr, NVME_CSI_NVM, NVME_CMD_RESV_ACQUIRE) & NVME_CMD_EFFECTS_CSUPP);
 }
 
 /* A 64-bit host identifier: Report without EDS; the notification mask silences a type. */

@@ -1,0 +1,177 @@
+/* controller/nvm/nvm.h - the NVM Command Set (NVM Command Set 1.x) as a module of the controller:
+ * its I/O commands (io_cmd.c, copy.c, md.c with pi.c, fused.c, resv.c), its LBA formats
+ * (format.c), the media marks of Write Uncorrectable (uncor.c) and Get LBA Status (lba_status.c).
+ * What the modules above it (zns/, device/, pool/, admin/) may use. It uses the core
+ * (core/core.h) and nothing above it: a zoned namespace's rules reach the NVM commands through
+ * the zoned ops that zns/ gives each of its namespaces. Not for use outside controller/. */
+#ifndef NVME_EMU_CONTROLLER_NVM_NVM_H
+#define NVME_EMU_CONTROLLER_NVM_NVM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "controller/core/core.h"
+#include "controller/modules.h"
+#include "controller/nvm/resv.h"
+#include "controller/nvm/uncor.h"
+
+extern const struct ctrlr_module ctrlr_nvm_module;
+extern const struct ctrlr_cmd ctrlr_nvm_io_cmds[256];
+
+/* Copy limits (Identify Namespace MSRC, MSSRL, MCL) and the bounce buffers in use at once per
+ * controller (past it Copy completes with Command Interrupted, which the host retries). */
+#define CTRLR_COPY_MAX_RANGES 128u
+#define CTRLR_COPY_MSSRL 65535u
+#define CTRLR_COPY_MCL (1u << 20)
+#define CTRLR_COPY_MAX_ACTIVE 64u
+
+/* What a zoned namespace's command set adds to the NVM commands' paths (zns/ gives them to its
+ * namespaces: ctrlr_nvm_ns.zoned). Owner thread. */
+struct ctrlr_nvm_zoned_ops {
+	/* A write of [slba, +nlb) of req's namespace is about to be sent: the zone's state and
+	 * write pointer (the range is reserved). NVMe status. */
+	uint16_t (*write)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+	/* That write failed or was not sent: the range goes back. */
+	void (*write_failed)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+	/* A read of [slba, +nlb) is about to be sent. NVMe status. */
+	uint16_t (*read)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+	/* A read of [slba, +nlb) of ns landed in iov (logical blocks of ns's block size): blocks
+	 * past a write pointer read as zeroes. NVMe status. */
+	uint16_t (*read_done)(struct ctrlr_ns *ns, uint64_t slba, uint64_t nlb,
+			      const struct iovec *iov, int iovcnt);
+};
+
+/* The module's state: per controller, per controller namespace, per shared namespace. */
+#define CTRLR_RESV_LOG_MAX 32 /* Reservation Notification log pages queued per controller */
+struct ctrlr_nvm_ctrlr {
+	/* The Reservation Notification log queue (resv.c). Admin thread. */
+	struct {
+		uint8_t type;
+		uint32_t nsid;
+		uint64_t count;
+	} resv_log[CTRLR_RESV_LOG_MAX];
+	uint32_t resv_log_head, resv_log_n;
+	uint64_t resv_log_count;
+	uint32_t copies_active; /* atomic: Copy commands holding a bounce buffer (copy.c) */
+};
+struct ctrlr_nvm_shared {
+	struct ctrlr_resv resv;	     /* reservations (resv.c) */
+	char *ptpl_file;	     /* NULL: no Persist Through Power Loss */
+	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (fused.c) */
+	struct ctrlr_uncor uncor;    /* unreadable blocks (uncor.c), whoever marked them */
+};
+struct ctrlr_nvm_ns {
+	struct ctrlr_nvm_shared *sh; /* the shared namespace's */
+	struct ctrlr_uncor *uncor;   /* &sh->uncor: one load on the I/O path */
+	struct ctrlr_caw_locks *caw; /* sh->caw */
+	uint32_t resv_mask;	     /* Reservation Notification Mask (Feature 82h) */
+	const struct ctrlr_nvm_zoned_ops *zoned; /* a zoned namespace's rules, or NULL */
+};
+
+static inline struct ctrlr_nvm_ctrlr *ctrlr_nvm(const struct ctrlr *ctrlr)
+{
+	return ctrlr_mod(ctrlr, CTRLR_MOD_NVM);
+}
+static inline struct ctrlr_nvm_ns *ctrlr_nvm_ns(const struct ctrlr_ns *ns)
+{
+	return ctrlr_ns_mod(ns, CTRLR_MOD_NVM);
+}
+static inline struct ctrlr_nvm_shared *ctrlr_nvm_shared(const struct ctrlr_ns_shared *s)
+{
+	return s->mod[CTRLR_MOD_NVM];
+}
+
+/* The zoned rules of req's namespace, if any (no call on a namespace that is not zoned). */
+static inline uint16_t ctrlr_nvm_zoned_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(req->ns)->zoned;
+
+	return z ? z->write(req, slba, nlb) : NVME_SC_SUCCESS;
+}
+static inline void ctrlr_nvm_zoned_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(req->ns)->zoned;
+
+	if (z)
+		z->write_failed(req, slba, nlb);
+}
+static inline uint16_t ctrlr_nvm_zoned_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(req->ns)->zoned;
+
+	return z ? z->read(req, slba, nlb) : NVME_SC_SUCCESS;
+}
+static inline uint16_t ctrlr_nvm_zoned_read_done(struct ctrlr_ns *ns, uint64_t slba, uint64_t nlb,
+						 const struct iovec *iov, int iovcnt)
+{
+	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(ns)->zoned;
+
+	return z ? z->read_done(ns, slba, nlb, iov, iovcnt) : NVME_SC_SUCCESS;
+}
+
+/* ---- io_cmd.c ---- */
+/* LBA range check against req->ns; records the LBA for the error log. */
+uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+/* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,
+ * then range_done(req, status) once (the owner thread). Returns an NVMe status; on failure
+ * nothing was started. */
+uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
+			     void (*chunk_fn)(struct ctrlr_req *req, const void *data, size_t len),
+			     void (*range_done)(struct ctrlr_req *req, uint16_t status));
+
+/* ---- format.c: the LBA formats a bdev offers ---- */
+/* The formats a bdev of block size bs offers, in Identify order: how many (<= CTRLR_MAX_LBAF). */
+uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out);
+/* True if FLBAS/DPS (Identify Namespace encoding) name a format such a bdev offers, with room
+ * for the PI type; *stride (may be NULL): the bytes one logical block takes. */
+bool ctrlr_flbas_valid(uint32_t bs, uint8_t flbas, uint8_t dps, uint32_t *stride);
+/* Fills ns->lbafs for its bdev and selects format 0 (the bdev's own block, no metadata); sets
+ * block_size, lbads, num_blocks from the bdev. A zoned bdev offers its own block only. */
+void ctrlr_ns_formats_init(struct ctrlr_ns *ns);
+/* The namespace takes that format (capacity follows): 0 or -EINVAL. Before I/O can see it. */
+int ctrlr_ns_set_flbas(struct ctrlr_ns *ns, uint8_t flbas, uint8_t dps);
+void ctrlr_ns_get_flbas(const struct ctrlr_ns *ns, uint8_t *flbas, uint8_t *dps);
+
+/* ---- md.c: Read, Write, Compare, Verify, Write Zeroes on formats with metadata ---- */
+void ctrlr_io_md_rw(struct ctrlr_req *req);
+void ctrlr_io_md_compare(struct ctrlr_req *req);
+void ctrlr_io_md_verify(struct ctrlr_req *req);
+void ctrlr_io_md_write_zeroes(struct ctrlr_req *req);
+/* Frees the requests' metadata bounce state (SQ teardown). */
+void ctrlr_io_md_sq_fini(struct ctrlr_sq *sq);
+
+/* ---- copy.c ---- */
+void ctrlr_io_copy(struct ctrlr_req *req);
+
+/* ---- fused.c: fused Compare and Write, and the range locks (fused.h) ---- */
+void ctrlr_io_fused(struct ctrlr_req *first, struct ctrlr_req *second);
+int ctrlr_caw_locks_create(struct ctrlr_caw_locks **out);
+void ctrlr_caw_locks_destroy(struct ctrlr_caw_locks *l);
+/* A write-group command (req->ns set) is about to run `exec`: returns true when it must wait
+ * (exec(req) then runs later on the owner thread), false to run now. Owner thread. */
+bool ctrlr_caw_write_begin(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
+
+/* ---- resv.c: reservation commands, notifications, state shared by controllers ---- */
+void ctrlr_io_resv(struct ctrlr_req *req);
+/* Recomputes the access words of every controller namespace of s (after a change). */
+void ctrlr_resv_update_access(struct ctrlr_ns_shared *s);
+/* After a Host Identifier change: recompute the controller's access words. */
+void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr);
+/* True if the controller's host is a registrant of any of its namespaces. */
+bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr);
+/* Get Log Page 80h: the Reservation Notification log page (consumes the oldest entry unless
+ * rae). */
+size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
+/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change
+ * (written to the state file at once: 0 or -errno, the state unchanged on failure). */
+bool ctrlr_resv_ptpl(const struct ctrlr_ns *ns);
+bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns);
+int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on);
+
+/* ---- lba_status.c ---- */
+void ctrlr_admin_get_lba_status(struct ctrlr_req *req);
+/* Builds the LBA Status Information log in buf (size bytes at most); returns its length. */
+size_t ctrlr_log_lba_status(struct ctrlr *ctrlr, uint8_t *buf, size_t size);
+
+#endif
