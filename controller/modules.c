@@ -1,10 +1,10 @@
 /* controller/modules.c - the NVMe controller as built here: the core with its modules, lowest
- * first (controller/modules.h gives each its place). This file is the one place that names them
+ * first (controller/module_ids.h gives each its place). This file is the one place that names them
  * all; ctrlr_create and ctrlr_ns_shared_create (ctrlr.h) hand the table to the core. */
 #include "controller/admin/admin.h"
 #include "controller/core/core.h"
 #include "controller/device/device.h"
-#include "controller/modules.h"
+#include "controller/module_ids.h"
 #include "controller/nvm/nvm.h"
 #include "controller/pool/pool.h"
 #include "controller/zns/zns.h"

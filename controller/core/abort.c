@@ -33,34 +33,6 @@
 #include "common/log.h"
 #include "controller/core/core.h"
 
-/* Tag bits: 31 an Abort's mark, 30 a Preempt and Abort's mark, 29:16 the generation, 15:0 the
- * CID. */
-#define CTRLR_ABORT_MARK 0x80000000u
-#define CTRLR_ABORT_MARK_PREEMPT 0x40000000u
-#define CTRLR_ABORT_MARKS (CTRLR_ABORT_MARK | CTRLR_ABORT_MARK_PREEMPT)
-
-void ctrlr_abort_arm(struct ctrlr_req *req)
-{
-	/* A new generation each time the slot is reused: a stale Abort cannot mark its successor. */
-	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x3fff);
-	if (!req->abort_gen)
-		req->abort_gen = 1;
-	__atomic_store_n(&req->abort_tag,
-			 (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid,
-			 __ATOMIC_RELEASE);
-}
-
-uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
-{
-	uint32_t tag = __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL);
-
-	if (tag & CTRLR_ABORT_MARK)
-		return NVME_SC_ABORT_REQ;
-	if (tag & CTRLR_ABORT_MARK_PREEMPT)
-		return NVME_SC_PREEMPT_ABORT;
-	return NVME_SC_SUCCESS;
-}
-
 /* Marks the running command `cid` of `sq` (not `self`). True if marked. */
 static bool ctrlr_abort_mark(struct ctrlr_sq *sq, uint16_t cid, const struct ctrlr_req *self)
 {

@@ -37,7 +37,7 @@
 #define CTRLR_CHUNK_BYTES (128u * 1024) /* bounce size of chunked reads (Verify, vendor, self-test) */
 #define CTRLR_SGL_MAX_SEGMENTS 64
 #define CTRLR_SGL_MAX_DESCS 4096 /* descriptors walked per command, all segments */
-#define CTRLR_MODULES_MAX 8	 /* modules a controller may have (controller/modules.h) */
+#define CTRLR_MODULES_MAX 8	 /* modules a controller may have (controller/module_ids.h) */
 
 #define CTRLR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -636,6 +636,11 @@ struct ctrlr {
 	void (*destroy_done)(void *arg);
 	void *destroy_arg;
 	struct evloop_msg destroy_msg;
+	/* Continuations left by a flow above for the floors below it to call: the reset waiting for
+	 * the visits of the queues to end (regs.c, queue_mem.c), ctrlr_destroy waiting for the last
+	 * namespace bdev to be put (ctrlr.c, ns.c). NULL: nobody waits. Admin thread. */
+	void (*visits_waiter)(struct ctrlr *ctrlr);
+	void (*puts_done)(struct ctrlr *ctrlr);
 };
 /* ---- prp.c / sgl.c: data pointers to iovecs (pure functions) ---- */
 
@@ -659,8 +664,27 @@ void ctrlr_sq_fini(struct ctrlr_sq *sq);
 /* The controller's counters with every live SQ's added (ctrlr.cnt alone lacks them). Any
  * thread. */
 void ctrlr_counters_get(const struct ctrlr *ctrlr, struct ctrlr_counters *out);
-/* Reads the shadow SQ tail (Doorbell Buffer Config), if any, into sq->tail. Owner thread. */
-void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq);
+/* Reads the shadow SQ tail (Doorbell Buffer Config), if any, into sq->tail: with shadow doorbells
+ * the current tail lives in the shadow page. Owner thread. */
+static inline void ctrlr_sq_refresh_tail(struct ctrlr_sq *sq)
+{
+	volatile uint32_t *shadow = CTRLR_LOAD(sq->shadow_db);
+	uint32_t tail;
+
+	if (!shadow)
+		return;
+	tail = __atomic_load_n(shadow, __ATOMIC_ACQUIRE);
+	if (tail < sq->size)
+		sq->tail = tail;
+}
+/* Whether queue `qid`'s two shadow slots lie inside the pages the host gave (the admin queue
+ * always rings BAR0). */
+static inline bool ctrlr_dbbuf_covers(const struct ctrlr *ctrlr, uint16_t qid)
+{
+	return qid != 0 && (nvme_db_index(qid, true) + 1) * 4 <= ctrlr->dbbuf_bytes;
+}
+/* The host moved the CQ's head to `value` (checked by the doorbell, queue.c). Owner thread. */
+void ctrlr_cq_head_moved(struct ctrlr_cq *cq, uint32_t value);
 /* Posts (or holds) the CQE of a completed request. Owner thread. */
 void ctrlr_cq_post(struct ctrlr_cq *cq, struct ctrlr_req *req);
 
@@ -702,6 +726,9 @@ void ctrlr_dbbuf_release(struct ctrlr *ctrlr);
 /* A request stopped using its data (completed, or parked waiting for an event): ends its part in
  * a fence. Owner thread. */
 void ctrlr_req_data_done(struct ctrlr_req *req);
+/* Inside a visit, on the owner thread: the visit ends only once every request of sq that
+ * started before now is done with its data. */
+void ctrlr_sq_fence(struct ctrlr_sq *sq, struct ctrlr_visit *v);
 /* Starts the visit of kind `slot` (not running already) of every I/O queue on its owner thread
  * (ops->visit_queues): cq_fn / sq_fn run there for each queue (either may be NULL; they may
  * ctrlr_visit_hold the visit to finish later), then done(ctrlr) on the admin thread. Cannot
@@ -711,7 +738,7 @@ void ctrlr_visit_start(struct ctrlr *ctrlr, enum ctrlr_visit_slot slot,
 		       void (*sq_fn)(struct ctrlr_sq *, struct ctrlr_visit *),
 		       void (*done)(struct ctrlr *));
 bool ctrlr_visit_running(const struct ctrlr *ctrlr, enum ctrlr_visit_slot slot);
-/* ---- req.c ---- */
+/* The request pool (queue_mem.c): a request of sq for a fetched SQE (NULL: all in flight). */
 #define CTRLR_NS_EPOCH_NONE 0xff
 struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);
 /* The request no longer uses namespaces: leaves its SQ's namespace epoch (a grace period may be
@@ -719,6 +746,8 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq);
 void ctrlr_req_ns_end(struct ctrlr_req *req);
 /* Returns a request to its pool; signals ctrlr_sq_stop's done when the SQ drained. */
 void ctrlr_req_free(struct ctrlr_req *req);
+
+/* ---- req.c ---- */
 /* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
  * (or drops it if the queue or controller is going away) and frees the request. */
 void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
@@ -771,7 +800,7 @@ void ctrlr_req_iov_read(const struct ctrlr_req *req, uint64_t off, void *dst, si
 void ctrlr_req_iov_write(struct ctrlr_req *req, uint64_t off, const void *src, size_t len);
 
 
-/* ---- cmds.c, queue_cmds.c: the core's own commands ---- */
+/* ---- admin_cmds.c: the core's own commands ---- */
 extern const struct ctrlr_module ctrlr_core_module;
 void ctrlr_admin_create_cq(struct ctrlr_req *req);
 void ctrlr_admin_create_sq(struct ctrlr_req *req);
@@ -789,6 +818,13 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
 /* The SQ is being freed: its armed Aborts are dropped (their commands were never fetched).
  * Admin thread, once the owner thread stopped the SQ. */
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
+/* Tag bits (ctrlr_req.abort_tag): 31 an Abort's mark, 30 a Preempt and Abort's mark, 29:16 the
+ * generation, 15:0 the CID. A command's tag is set when it starts (req.c, ctrlr_abort_arm) and
+ * swapped out when it completes (ctrlr_abort_seal); an Abort compare-and-swaps a mark into it,
+ * so exactly one of the two decides how the command ends. */
+#define CTRLR_ABORT_MARK 0x80000000u
+#define CTRLR_ABORT_MARK_PREEMPT 0x40000000u
+#define CTRLR_ABORT_MARKS (CTRLR_ABORT_MARK | CTRLR_ABORT_MARK_PREEMPT)
 /* A command starts executing: Abort may find it by its CID from now on. Its owner thread. */
 void ctrlr_abort_arm(struct ctrlr_req *req);
 /* A command completes: returns the status it ends with instead of its own when an Abort
@@ -822,7 +858,7 @@ void ctrlr_regs_write_csts(struct ctrlr *ctrlr);
 /* CC.EN 0 -> 1 (or re-enable after a reset that the guest overtook). */
 void ctrlr_enable(struct ctrlr *ctrlr);
 
-/* ---- ctrlr.c: the controller, its modules, the reset flow ---- */
+/* ---- ctrlr.c: the controller, its modules; regs.c: the reset flow ---- */
 /* Creates a controller with these modules (controller/modules.c gives its table: ctrlr_create).
  * As ctrlr_create otherwise. */
 int ctrlr_core_create(const struct ctrlr_config *config, const struct ctrlr_transport_ops *ops,
@@ -831,6 +867,10 @@ int ctrlr_core_create(const struct ctrlr_config *config, const struct ctrlr_tran
 /* Starts (or continues) the teardown of every queue; ends in the reset's finish. */
 void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown);
 void ctrlr_reset_continue(struct ctrlr *ctrlr);
+/* A visit of the queues, or an unmap, is running / a module has I/O of its own in flight: a
+ * reset or ctrlr_destroy waits. */
+bool ctrlr_visits_running(const struct ctrlr *ctrlr);
+bool ctrlr_modules_busy(const struct ctrlr *ctrlr);
 /* Every module's hook `hook` (a member of struct ctrlr_module) with these arguments, in table
  * order. */
 #define CTRLR_MODULES_CALL(ctrlr, hook, ...)                                                        \
@@ -953,12 +993,7 @@ void ctrlr_aer_drop(struct ctrlr *ctrlr, uint8_t type, uint8_t info);
 /* Drops outstanding AER commands and queued events (reset). */
 void ctrlr_aer_reset(struct ctrlr *ctrlr);
 
-/* ---- vendor.c: the vendor-specific command table (ctrlr.h) ---- */
-/* Runs a vendor-specific admin or I/O command (opcode in the vendor range): Invalid Opcode when
- * none is registered, the namespace checks when it needs one, then its handler. */
-void ctrlr_vendor_dispatch(struct ctrlr_req *req, bool io);
-/* Effects-log entry of a vendor opcode: its effects with CSUPP, or 0 when unregistered. */
-uint32_t ctrlr_vendor_effects(const struct ctrlr *ctrlr, bool io, uint8_t opcode);
+/* The vendor-specific command table (ctrlr.h; req.c): frees the entries (destroy). */
 void ctrlr_vendor_free_all(struct ctrlr *ctrlr);
 
 /* Little helpers. */

@@ -1,5 +1,7 @@
-/* controller/core/ctrlr.c - the controller object: create/destroy with its modules, the reset /
- * shutdown / FLR teardown flow, admin doorbells, the clock, statistics. Admin thread. */
+/* controller/core/ctrlr.c - the controller object: create/destroy with its modules, the clock,
+ * statistics, and what the guest's memory does to it: an unmap (or bus mastering turned off)
+ * detaches the queues whose rings lie in it and waits for in-flight data, a map re-attaches them.
+ * Admin thread. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,40 +180,6 @@ out_free:
 	return ret;
 }
 
-static void ctrlr_destroy_step(struct ctrlr *ctrlr);
-
-/* The transport dropped its channels on the namespace's bdev: it can be closed. Admin thread. */
-static void ctrlr_ns_put_done(void *arg)
-{
-	struct ctrlr_ns *ns = arg;
-	struct ctrlr *ctrlr = ns->ctrlr;
-
-	ctrlr_ns_shared_detach(ns); /* the claim goes with the namespace's last controller */
-	bdev_close(ns->bdev);
-	if (ns->released_fn)
-		ns->released_fn(ns->released_arg);
-	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 && ctrlr->destroying)
-		ctrlr_destroy_step(ctrlr);
-}
-
-void ctrlr_ns_release(struct ctrlr_ns *ns)
-{
-	struct ctrlr *ctrlr = ns->ctrlr;
-
-	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
-	if (ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev, ctrlr_ns_put_done, ns)) {
-		/* Without memory to reach the owner threads the channels stay: keep the bdev
-		 * open rather than close it under them (it cannot be deleted then; said here). */
-		LOG_ERR(CTRLR_LOG, "ns %u: out of memory releasing bdev %s: it stays open",
-			ns->nsid, bdev_get_name(ns->bdev));
-		if (ns->released_fn)
-			ns->released_fn(ns->released_arg);
-		if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 &&
-		    ctrlr->destroying)
-			ctrlr_destroy_step(ctrlr);
-	}
-}
-
 static void ctrlr_destroy_finish(void *arg)
 {
 	struct ctrlr *ctrlr = arg;
@@ -243,23 +211,6 @@ static void ctrlr_destroy_step(struct ctrlr *ctrlr)
 	ctrlr->ops->admin_post(ctrlr->tctx, &ctrlr->destroy_msg, ctrlr_destroy_finish, ctrlr);
 }
 
-static bool ctrlr_visits_running(const struct ctrlr *ctrlr)
-{
-	for (unsigned int i = 0; i < CTRLR_VISIT_SLOTS; i++)
-		if (ctrlr_visit_running(ctrlr, (enum ctrlr_visit_slot)i))
-			return true;
-	return ctrlr->unmap.active;
-}
-
-/* A module's own I/O in flight (self-test, sanitize) holds a reset or destroy back. */
-static bool ctrlr_modules_busy(const struct ctrlr *ctrlr)
-{
-	for (uint32_t i = 0; i < ctrlr->nr_modules; i++)
-		if (ctrlr->modules[i] && ctrlr->modules[i]->busy && ctrlr->modules[i]->busy(ctrlr))
-			return true;
-	return false;
-}
-
 int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 {
 	if (!ctrlr) {
@@ -286,6 +237,7 @@ int ctrlr_destroy(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 	ctrlr->destroying = true;
 	ctrlr->destroy_done = done;
 	ctrlr->destroy_arg = arg;
+	ctrlr->puts_done = ctrlr_destroy_step; /* the last bdev put (ns.c) goes on with it */
 	/* One count of our own, so the last namespace's completion cannot finish us early. */
 	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
@@ -337,174 +289,6 @@ uint64_t ctrlr_tick(struct ctrlr *ctrlr)
 	return next;
 }
 
-/* ---- reset / shutdown / FLR ---- */
-
-static void ctrlr_admin_sq_drained(void *arg)
-{
-	ctrlr_reset_continue(arg);
-}
-
-static void ctrlr_reset_finish(struct ctrlr *ctrlr)
-{
-	bool shutdown = ctrlr->reset_shutdown;
-
-	if (ctrlr->sqs[0]) {
-		ctrlr_sq_fini(ctrlr->sqs[0]);
-		ctrlr_cq_fini(ctrlr->cqs[0]);
-		free(ctrlr->sqs[0]);
-		free(ctrlr->cqs[0]);
-		ctrlr->sqs[0] = NULL;
-		ctrlr->cqs[0] = NULL;
-	}
-	/* Shadow doorbells are dropped on every reset (Linux configures them again). */
-	ctrlr->dbbuf_live = false;
-	ctrlr_dbbuf_release(ctrlr);
-	CTRLR_MODULES_CALL(ctrlr, reset_done, ctrlr);
-	CTRLR_STORE(ctrlr->state, CTRLR_ST_DISABLED);
-	ctrlr->csts.raw = 0;
-	if (shutdown)
-		ctrlr->csts.bits.shst = NVME_SHST_COMPLETE;
-	ctrlr->reset_shutdown = false;
-	if (ctrlr->reset_flr) {
-		uint8_t img[NVME_REG_END];
-		void (*done)(void *arg) = ctrlr->flr_done;
-
-		ctrlr->reset_flr = false;
-		ctrlr->flr_done = NULL;
-		ctrlr_regs_init(ctrlr);
-		ctrlr_regs_read(ctrlr, 0, img, sizeof(img));
-		ctrlr->ops->write_regs(ctrlr->tctx, 0, img, sizeof(img));
-		if (done)
-			done(ctrlr->flr_arg);
-		return;
-	}
-	ctrlr_regs_write_csts(ctrlr);
-	LOG_DBG(CTRLR_LOG, "%s done", shutdown ? "shutdown" : "reset");
-	/* The guest re-enabled while the teardown ran. */
-	if (ctrlr->cc.bits.en && !shutdown)
-		ctrlr_enable(ctrlr);
-}
-
-void ctrlr_reset_continue(struct ctrlr *ctrlr)
-{
-	struct ctrlr_sq *asq = ctrlr->sqs[0];
-	bool waiting = false;
-
-	if (ctrlr->state != CTRLR_ST_RESETTING || ctrlr->queue_ops_pending)
-		return;
-	/* A visit of the queues (unmap, remap, shadow doorbells) ends first: it holds pointers
-	 * the teardown frees. Its end calls us again. */
-	if (ctrlr_visits_running(ctrlr))
-		return;
-	/* A module's own bdev request (self-test, sanitize) returns first; its completion calls
-	 * us again. */
-	if (ctrlr_modules_busy(ctrlr))
-		return;
-	/* Admin completions held for room in a full admin CQ are discarded with the queue: only
-	 * the host could make room, and a host that reset (or is gone) never will. */
-	if (asq && ctrlr->cqs[0]) {
-		/* Not from inside the drop: the check below sets it again if still needed. */
-		asq->stop_done = NULL;
-		ctrlr_cq_drop_held(ctrlr->cqs[0], asq);
-	}
-	/* Admin commands still running (e.g. Format NVM on a bdev) finish first. */
-	if (asq && asq->inflight) {
-		asq->stop_done = ctrlr_admin_sq_drained;
-		asq->stop_arg = ctrlr;
-		return;
-	}
-	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
-		struct ctrlr_sq *sq = ctrlr->sqs[qid];
-
-		if (!sq)
-			continue;
-		waiting = true;
-		if (sq->state == CTRLR_Q_DELETING)
-			continue;
-		CTRLR_STORE(sq->state, CTRLR_Q_DELETING);
-		ctrlr->queue_ops_pending++;
-		if (ctrlr->ops->delete_sq(ctrlr->tctx, sq)) {
-			LOG_ERR(CTRLR_LOG, "transport refused to delete SQ %u during reset", qid);
-			ctrlr->queue_ops_pending--;
-		}
-	}
-	if (waiting)
-		return;
-	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
-		struct ctrlr_cq *cq = ctrlr->cqs[qid];
-
-		if (!cq)
-			continue;
-		waiting = true;
-		if (cq->state == CTRLR_Q_DELETING)
-			continue;
-		cq->state = CTRLR_Q_DELETING;
-		ctrlr->queue_ops_pending++;
-		if (ctrlr->ops->delete_cq(ctrlr->tctx, cq)) {
-			LOG_ERR(CTRLR_LOG, "transport refused to delete CQ %u during reset", qid);
-			ctrlr->queue_ops_pending--;
-		}
-	}
-	if (!waiting)
-		ctrlr_reset_finish(ctrlr);
-}
-
-void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
-{
-	if (shutdown) {
-		ctrlr->reset_shutdown = true;
-		CTRLR_STAT_ADD(ctrlr->cnt.shutdowns, 1);
-	} else {
-		CTRLR_STAT_ADD(ctrlr->cnt.resets, 1);
-	}
-	if (ctrlr->state == CTRLR_ST_RESETTING)
-		return;
-	CTRLR_STORE(ctrlr->state, CTRLR_ST_RESETTING);
-	ctrlr_aer_reset(ctrlr);
-	CTRLR_MODULES_CALL(ctrlr, reset, ctrlr);
-	if (shutdown) {
-		ctrlr->csts.bits.shst = NVME_SHST_OCCURRING;
-		ctrlr_regs_write_csts(ctrlr);
-	}
-	ctrlr_reset_continue(ctrlr);
-}
-
-void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
-{
-	ctrlr->reset_flr = true;
-	ctrlr->flr_done = done;
-	ctrlr->flr_arg = arg;
-	ctrlr->cc.raw = 0;
-	ctrlr_reset_start(ctrlr, false);
-}
-
-/* ---- admin doorbells and invalid doorbells ---- */
-
-void ctrlr_doorbell_write(struct ctrlr *ctrlr, uint32_t db_index, uint32_t value)
-{
-	uint32_t qid = nvme_db_qid(db_index);
-	bool is_cq = nvme_db_is_cq(db_index);
-
-	if (qid == 0 && ctrlr->state == CTRLR_ST_ENABLED && ctrlr->sqs[0]) {
-		if (is_cq) {
-			ctrlr_cq_head_doorbell(ctrlr->cqs[0], value);
-		} else if (!ctrlr_sq_tail_doorbell(ctrlr->sqs[0], value)) {
-			/* The admin queue is served at once, on this thread. */
-			while (ctrlr_sq_poll(ctrlr->sqs[0], 64) > 0)
-				;
-		}
-		return;
-	}
-	if (qid == 0)
-		return; /* the controller is not ready: writes are ignored (3.1.4.18) */
-	CTRLR_STAT_ADD(ctrlr->cnt.invalid_db_writes, 1);
-	LOG_GUEST_ERR(CTRLR_LOG, "doorbell %u (%s %u) written for a queue that does not exist",
-		      db_index, is_cq ? "CQ" : "SQ", qid);
-	if (ctrlr->state == CTRLR_ST_ENABLED)
-		ctrlr_aer_report(ctrlr, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_REG,
-				 NVME_LOG_ERROR);
-}
-
 void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 {
 	struct ctrlr_counters c; /* a copy, summed: plain reads */
@@ -541,4 +325,189 @@ int ctrlr_get_sq_ids(const struct ctrlr *ctrlr, uint16_t *qids, int max)
 		if (ctrlr->sqs[q])
 			qids[n++] = (uint16_t)q;
 	return n;
+}
+
+/* ---- Guest memory going away and coming back (queue_mem.c holds the pins and fences) ---- */
+
+/* Whether a queue's ring [addr, addr + bytes) shares a byte with [iova, iova + len). A ring lies
+ * wholly in one DMA window, so this is "the ring's window goes". */
+static bool ctrlr_range_overlaps(uint64_t addr, uint64_t bytes, uint64_t iova, uint64_t len)
+{
+	return bytes && len && addr <= iova + (len - 1) && iova <= addr + (bytes - 1);
+}
+
+static bool ctrlr_sq_ring_in(const struct ctrlr_sq *sq, uint64_t iova, uint64_t len)
+{
+	return ctrlr_range_overlaps(sq->dma_addr, (uint64_t)sq->size * sizeof(struct nvme_sqe),
+				    iova, len);
+}
+
+static bool ctrlr_cq_ring_in(const struct ctrlr_cq *cq, uint64_t iova, uint64_t len)
+{
+	return ctrlr_range_overlaps(cq->dma_addr, (uint64_t)cq->size * sizeof(struct nvme_cqe),
+				    iova, len);
+}
+
+static bool ctrlr_dbbuf_in(const struct ctrlr *ctrlr, uint64_t iova, uint64_t len)
+{
+	return ctrlr->dbbuf_shadow_pin &&
+	       (ctrlr_range_overlaps(ctrlr->dbbuf_shadow, ctrlr->dbbuf_bytes, iova, len) ||
+		ctrlr_range_overlaps(ctrlr->dbbuf_eventidx, ctrlr->dbbuf_bytes, iova, len));
+}
+
+/* Owner thread: the CQ's ring or its shadow slots may be in the range going away. */
+static void ctrlr_unmap_cq(struct ctrlr_cq *cq, struct ctrlr_visit *v)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+
+	if (ctrlr->unmap.dbbuf) {
+		cq->shadow_head = NULL;
+		cq->head_eventidx = NULL;
+	}
+	if (cq->ring && ctrlr_cq_ring_in(cq, ctrlr->unmap.iova, ctrlr->unmap.len)) {
+		if (ctrlr->unmap.master_off)
+			LOG_INFO(CTRLR_LOG, "CQ %u: bus mastering off; detached until it is on", cq->qid);
+		else
+			LOG_GUEST_ERR(CTRLR_LOG, "CQ %u: its ring was unmapped; detached until it is back",
+				      cq->qid);
+		ctrlr_cq_ring_detach(cq);
+	}
+}
+
+static void ctrlr_unmap_sq(struct ctrlr_sq *sq, struct ctrlr_visit *v)
+{
+	struct ctrlr *ctrlr = sq->ctrlr;
+
+	if (ctrlr->unmap.dbbuf) {
+		CTRLR_STORE(sq->shadow_db, NULL);
+		sq->eventidx = NULL;
+	}
+	if (sq->ring && ctrlr_sq_ring_in(sq, ctrlr->unmap.iova, ctrlr->unmap.len)) {
+		if (ctrlr->unmap.master_off)
+			LOG_INFO(CTRLR_LOG, "SQ %u: bus mastering off; detached until it is on", sq->qid);
+		else
+			LOG_GUEST_ERR(CTRLR_LOG, "SQ %u: its ring was unmapped; detached until it is back",
+				      sq->qid);
+		ctrlr_sq_ring_detach(sq);
+	}
+	ctrlr_sq_fence(sq, v);
+}
+
+static void ctrlr_mem_unmap_finish(struct ctrlr *ctrlr)
+{
+	void (*done)(void *arg) = ctrlr->unmap.done;
+
+	ctrlr->unmap.active = false;
+	ctrlr->unmap.done = NULL;
+	done(ctrlr->unmap.arg);
+}
+
+/* Admin thread, every owner thread done: the controller-wide part. */
+static void ctrlr_mem_unmap_owners_done(struct ctrlr *ctrlr)
+{
+	struct ctrlr_sq *asq = ctrlr->sqs[0];
+	struct ctrlr_cq *acq = ctrlr->cqs[0];
+	uint64_t iova = ctrlr->unmap.iova, len = ctrlr->unmap.len;
+	struct ctrlr_visit *v = &ctrlr->admin_fence;
+
+	/* No queue holds a shadow slot any more: the pages can go. */
+	if (ctrlr->unmap.dbbuf)
+		ctrlr_dbbuf_release(ctrlr);
+	if (acq && acq->ring && ctrlr_cq_ring_in(acq, iova, len)) {
+		if (!ctrlr->unmap.master_off)
+			LOG_GUEST_ERR(CTRLR_LOG, "admin CQ ring unmapped; detached until it is back");
+		ctrlr_cq_ring_detach(acq);
+	}
+	if (asq && asq->ring && ctrlr_sq_ring_in(asq, iova, len)) {
+		if (!ctrlr->unmap.master_off)
+			LOG_GUEST_ERR(CTRLR_LOG, "admin SQ ring unmapped; detached until it is back");
+		ctrlr_sq_ring_detach(asq);
+	}
+	/* Admin commands in flight (Format NVM on a bdev, vendor reads) finish with their data too:
+	 * a one-queue visit, run here. */
+	*v = (struct ctrlr_visit){.ctrlr = ctrlr, .pending = 1, .done = ctrlr_mem_unmap_finish};
+	if (asq)
+		ctrlr_sq_fence(asq, v);
+	ctrlr_visit_release(v);
+}
+
+static void ctrlr_mem_unmap_start(struct ctrlr *ctrlr, uint64_t iova, uint64_t len,
+				  bool master_off, void (*done)(void *arg), void *arg)
+{
+	if (ctrlr->unmap.active) {
+		/* The endpoint serialises a client's unmaps: a second one is a bug above us, and
+		 * finishing it early could unmap memory in use. Refuse loudly; it never ends. */
+		LOG_ERR(CTRLR_LOG, "unmap of 0x%llx+0x%llx while another one runs: ignored",
+			(unsigned long long)iova, (unsigned long long)len);
+		return;
+	}
+	ctrlr->unmap.active = true;
+	ctrlr->unmap.master_off = master_off;
+	ctrlr->unmap.iova = iova;
+	ctrlr->unmap.len = len;
+	ctrlr->unmap.done = done;
+	ctrlr->unmap.arg = arg;
+	/* Queues going live from now on take no shadow slot from pages about to go. */
+	ctrlr->unmap.dbbuf = ctrlr_dbbuf_in(ctrlr, iova, len);
+	if (ctrlr->unmap.dbbuf)
+		ctrlr->dbbuf_live = false;
+	ctrlr_visit_start(ctrlr, CTRLR_VISIT_UNMAP, ctrlr_unmap_cq, ctrlr_unmap_sq,
+			  ctrlr_mem_unmap_owners_done);
+}
+
+void ctrlr_mem_unmap(struct ctrlr *ctrlr, uint64_t iova, uint64_t len, void (*done)(void *arg),
+		     void *arg)
+{
+	ctrlr_mem_unmap_start(ctrlr, iova, len, false, done, arg);
+}
+
+void ctrlr_dma_stop(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
+{
+	ctrlr_mem_unmap_start(ctrlr, 0, UINT64_MAX, true, done, arg);
+}
+
+/* ---- Re-attach after a remap ---- */
+
+static void ctrlr_remap_cq(struct ctrlr_cq *cq, struct ctrlr_visit *v)
+{
+	if (cq->ring || CTRLR_LOAD(cq->state) != CTRLR_Q_LIVE || ctrlr_cq_ring_attach(cq))
+		return;
+	LOG_INFO(CTRLR_LOG, "CQ %u: ring mapped again, attached", cq->qid);
+	ctrlr_cq_batch_begin(cq);
+	ctrlr_cq_drain_held(cq);
+	ctrlr_cq_batch_end(cq);
+}
+
+static void ctrlr_remap_sq(struct ctrlr_sq *sq, struct ctrlr_visit *v)
+{
+	if (sq->ring || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || ctrlr_sq_ring_attach(sq))
+		return;
+	LOG_INFO(CTRLR_LOG, "SQ %u: ring mapped again, attached", sq->qid);
+}
+
+static void ctrlr_remap_done(struct ctrlr *ctrlr)
+{
+	if (ctrlr->remap_again) {
+		ctrlr->remap_again = false;
+		ctrlr_mem_mapped(ctrlr);
+	}
+}
+
+void ctrlr_mem_mapped(struct ctrlr *ctrlr)
+{
+	struct ctrlr_sq *asq = ctrlr->sqs[0];
+	struct ctrlr_cq *acq = ctrlr->cqs[0];
+
+	if (acq && !acq->ring && !ctrlr_cq_ring_attach(acq))
+		ctrlr_cq_drain_held(acq);
+	if (asq && !asq->ring && !ctrlr_sq_ring_attach(asq))
+		while (ctrlr_sq_poll(asq, 64) > 0)
+			;
+	if (ctrlr_visit_running(ctrlr, CTRLR_VISIT_REMAP)) {
+		ctrlr->remap_again = true;
+		return;
+	}
+	/* The owner threads poll their SQs again after the visit (the transport's kick). */
+	ctrlr_visit_start(ctrlr, CTRLR_VISIT_REMAP, ctrlr_remap_cq, ctrlr_remap_sq,
+			  ctrlr_remap_done);
 }

@@ -79,7 +79,39 @@ void ctrlr_ns_erased(struct ctrlr_ns *ns)
 	CTRLR_MODULES_CALL(ns->ctrlr, ns_erased, ns);
 }
 
-/* ---- attach, free ---- */
+/* ---- attach, release, free ---- */
+
+/* The transport dropped its channels on the namespace's bdev: it can be closed. Admin thread. */
+static void ctrlr_ns_put_done(void *arg)
+{
+	struct ctrlr_ns *ns = arg;
+	struct ctrlr *ctrlr = ns->ctrlr;
+
+	ctrlr_ns_shared_detach(ns); /* the claim goes with the namespace's last controller */
+	bdev_close(ns->bdev);
+	if (ns->released_fn)
+		ns->released_fn(ns->released_arg);
+	if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 && ctrlr->puts_done)
+		ctrlr->puts_done(ctrlr);
+}
+
+void ctrlr_ns_release(struct ctrlr_ns *ns)
+{
+	struct ctrlr *ctrlr = ns->ctrlr;
+
+	__atomic_add_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL);
+	if (ctrlr->ops->put_bdev(ctrlr->tctx, ns->bdev, ctrlr_ns_put_done, ns)) {
+		/* Without memory to reach the owner threads the channels stay: keep the bdev
+		 * open rather than close it under them (it cannot be deleted then; said here). */
+		LOG_ERR(CTRLR_LOG, "ns %u: out of memory releasing bdev %s: it stays open",
+			ns->nsid, bdev_get_name(ns->bdev));
+		if (ns->released_fn)
+			ns->released_fn(ns->released_arg);
+		if (__atomic_sub_fetch(&ctrlr->puts_pending, 1, __ATOMIC_ACQ_REL) == 0 &&
+		    ctrlr->puts_done)
+			ctrlr->puts_done(ctrlr);
+	}
+}
 
 void ctrlr_ns_free(struct ctrlr_ns *ns)
 {

@@ -1,5 +1,7 @@
 /* controller/core/regs.c - the register file (CAP, VS, INTMS/INTMC, CC, CSTS, AQA, ASQ, ACQ) and the
- * enable / reset / shutdown state machine driven by register writes (NVMe Base 2.0 3.1.4, 3.5). */
+ * enable / reset / shutdown / FLR state machine driven by register writes (NVMe Base 2.0 3.1.4,
+ * 3.5): a reset deletes every I/O queue through the transport, waits for visits, the modules'
+ * own I/O and admin commands still running, then drops the admin queue and writes CSTS. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,4 +190,166 @@ void ctrlr_regs_written(struct ctrlr *ctrlr, const void *regs)
 		ctrlr_enable(ctrlr);
 	if (cc.bits.shn != NVME_SHN_NONE && old.bits.shn == NVME_SHN_NONE)
 		ctrlr_reset_start(ctrlr, true);
+}
+
+/* ---- reset / shutdown / FLR: the teardown of every queue, then CSTS ---- */
+
+bool ctrlr_visits_running(const struct ctrlr *ctrlr)
+{
+	for (unsigned int i = 0; i < CTRLR_VISIT_SLOTS; i++)
+		if (ctrlr_visit_running(ctrlr, (enum ctrlr_visit_slot)i))
+			return true;
+	return ctrlr->unmap.active;
+}
+
+/* A module's own I/O in flight (self-test, sanitize) holds a reset or destroy back. */
+bool ctrlr_modules_busy(const struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < ctrlr->nr_modules; i++)
+		if (ctrlr->modules[i] && ctrlr->modules[i]->busy && ctrlr->modules[i]->busy(ctrlr))
+			return true;
+	return false;
+}
+
+/* ---- reset / shutdown / FLR ---- */
+
+static void ctrlr_admin_sq_drained(void *arg)
+{
+	ctrlr_reset_continue(arg);
+}
+
+static void ctrlr_reset_finish(struct ctrlr *ctrlr)
+{
+	bool shutdown = ctrlr->reset_shutdown;
+
+	if (ctrlr->sqs[0]) {
+		ctrlr_sq_fini(ctrlr->sqs[0]);
+		ctrlr_cq_fini(ctrlr->cqs[0]);
+		free(ctrlr->sqs[0]);
+		free(ctrlr->cqs[0]);
+		ctrlr->sqs[0] = NULL;
+		ctrlr->cqs[0] = NULL;
+	}
+	/* Shadow doorbells are dropped on every reset (Linux configures them again). */
+	ctrlr->dbbuf_live = false;
+	ctrlr_dbbuf_release(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, reset_done, ctrlr);
+	ctrlr->visits_waiter = NULL;
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_DISABLED);
+	ctrlr->csts.raw = 0;
+	if (shutdown)
+		ctrlr->csts.bits.shst = NVME_SHST_COMPLETE;
+	ctrlr->reset_shutdown = false;
+	if (ctrlr->reset_flr) {
+		uint8_t img[NVME_REG_END];
+		void (*done)(void *arg) = ctrlr->flr_done;
+
+		ctrlr->reset_flr = false;
+		ctrlr->flr_done = NULL;
+		ctrlr_regs_init(ctrlr);
+		ctrlr_regs_read(ctrlr, 0, img, sizeof(img));
+		ctrlr->ops->write_regs(ctrlr->tctx, 0, img, sizeof(img));
+		if (done)
+			done(ctrlr->flr_arg);
+		return;
+	}
+	ctrlr_regs_write_csts(ctrlr);
+	LOG_DBG(CTRLR_LOG, "%s done", shutdown ? "shutdown" : "reset");
+	/* The guest re-enabled while the teardown ran. */
+	if (ctrlr->cc.bits.en && !shutdown)
+		ctrlr_enable(ctrlr);
+}
+
+void ctrlr_reset_continue(struct ctrlr *ctrlr)
+{
+	struct ctrlr_sq *asq = ctrlr->sqs[0];
+	bool waiting = false;
+
+	if (ctrlr->state != CTRLR_ST_RESETTING || ctrlr->queue_ops_pending)
+		return;
+	/* A visit of the queues (unmap, remap, shadow doorbells) ends first: it holds pointers
+	 * the teardown frees. Its end calls us again (visits_waiter). */
+	if (ctrlr_visits_running(ctrlr))
+		return;
+	/* A module's own bdev request (self-test, sanitize) returns first; its completion calls
+	 * us again. */
+	if (ctrlr_modules_busy(ctrlr))
+		return;
+	/* Admin completions held for room in a full admin CQ are discarded with the queue: only
+	 * the host could make room, and a host that reset (or is gone) never will. */
+	if (asq && ctrlr->cqs[0]) {
+		/* Not from inside the drop: the check below sets it again if still needed. */
+		asq->stop_done = NULL;
+		ctrlr_cq_drop_held(ctrlr->cqs[0], asq);
+	}
+	/* Admin commands still running (e.g. Format NVM on a bdev) finish first. */
+	if (asq && asq->inflight) {
+		asq->stop_done = ctrlr_admin_sq_drained;
+		asq->stop_arg = ctrlr;
+		return;
+	}
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+
+		if (!sq)
+			continue;
+		waiting = true;
+		if (sq->state == CTRLR_Q_DELETING)
+			continue;
+		CTRLR_STORE(sq->state, CTRLR_Q_DELETING);
+		ctrlr->queue_ops_pending++;
+		if (ctrlr->ops->delete_sq(ctrlr->tctx, sq)) {
+			LOG_ERR(CTRLR_LOG, "transport refused to delete SQ %u during reset", qid);
+			ctrlr->queue_ops_pending--;
+		}
+	}
+	if (waiting)
+		return;
+	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
+		struct ctrlr_cq *cq = ctrlr->cqs[qid];
+
+		if (!cq)
+			continue;
+		waiting = true;
+		if (cq->state == CTRLR_Q_DELETING)
+			continue;
+		cq->state = CTRLR_Q_DELETING;
+		ctrlr->queue_ops_pending++;
+		if (ctrlr->ops->delete_cq(ctrlr->tctx, cq)) {
+			LOG_ERR(CTRLR_LOG, "transport refused to delete CQ %u during reset", qid);
+			ctrlr->queue_ops_pending--;
+		}
+	}
+	if (!waiting)
+		ctrlr_reset_finish(ctrlr);
+}
+
+void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
+{
+	if (shutdown) {
+		ctrlr->reset_shutdown = true;
+		CTRLR_STAT_ADD(ctrlr->cnt.shutdowns, 1);
+	} else {
+		CTRLR_STAT_ADD(ctrlr->cnt.resets, 1);
+	}
+	if (ctrlr->state == CTRLR_ST_RESETTING)
+		return;
+	CTRLR_STORE(ctrlr->state, CTRLR_ST_RESETTING);
+	ctrlr->visits_waiter = ctrlr_reset_continue;
+	ctrlr_aer_reset(ctrlr);
+	CTRLR_MODULES_CALL(ctrlr, reset, ctrlr);
+	if (shutdown) {
+		ctrlr->csts.bits.shst = NVME_SHST_OCCURRING;
+		ctrlr_regs_write_csts(ctrlr);
+	}
+	ctrlr_reset_continue(ctrlr);
+}
+
+void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
+{
+	ctrlr->reset_flr = true;
+	ctrlr->flr_done = done;
+	ctrlr->flr_arg = arg;
+	ctrlr->cc.raw = 0;
+	ctrlr_reset_start(ctrlr, false);
 }

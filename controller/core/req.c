@@ -1,83 +1,17 @@
-/* controller/core/req.c - a request's life from the SQE the queue fetched to the CQE it posts:
- * the per-SQ pool, dispatch (parse: the fused pair, vendor commands, the module's command by
- * opcode after the namespace, access and gate checks; then the module's handler), data pointer
- * mapping and copies, namespace lookups and epochs, bdev submission, and the single completion
- * funnel (CQE, error log, counters, trace). The walk of one I/O: queue.c fetches, this file
- * dispatches to a module's handler (nvm/io_cmd.c), maps its data and submits its bdev I/O, the
- * handler's completion comes back to ctrlr_req_complete, queue.c posts the CQE. */
+/* controller/core/req.c - a request's life from the SQE the queue fetched to its CQE: dispatch
+ * (parse: the fused pair, vendor commands, the module's command by opcode after the namespace,
+ * access and gate checks; then the module's handler), the Abort tag it carries while it runs,
+ * data pointer mapping and copies, namespace lookups, bdev submission, and the single completion
+ * funnel (CQE, error log, counters, trace). The walk of one I/O: queue.c fetches into a request
+ * of the SQ's pool (queue_mem.c), this file dispatches it to a module's handler (nvm/io_cmd.c),
+ * maps its data and submits its bdev I/O; the handler's completion comes back to
+ * ctrlr_req_complete, cq.c posts the CQE, the request returns to the pool. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "controller/core/core.h"
-
-struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
-{
-	struct ctrlr_req *req = sq->free_list;
-
-	if (!req)
-		return NULL;
-	sq->free_list = req->next;
-	sq->inflight++;
-	sq->cq->inflight++;
-	req->cq_open = true;
-	req->next = NULL;
-	req->state = CTRLR_REQ_EXEC;
-	req->epoch = sq->epoch;
-	sq->epoch_users[req->epoch]++;
-	/* Owner-thread counts, not a reference on the namespace: see ctrlr.c, grace periods. */
-	req->ns_epoch = sq->ns_epoch;
-	sq->ns_users[req->ns_epoch]++;
-	req->cdw0 = 0;
-	req->cdw1 = 0;
-	req->status = 0;
-	req->error_loc = 0xffff;
-	req->error_lba = 0;
-	req->ns = NULL;
-	req->lbaf = NULL;
-	req->iovcnt = 0;
-	req->data_len = 0;
-	req->io_done = NULL;
-	req->step.buf = NULL;
-	req->fused = NULL;
-	req->end_fn = NULL;
-	req->caw_state = 0;
-	return req;
-}
-
-void ctrlr_req_ns_end(struct ctrlr_req *req)
-{
-	struct ctrlr_sq *sq = req->sq;
-	uint8_t ep = req->ns_epoch;
-
-	if (ep == CTRLR_NS_EPOCH_NONE)
-		return;
-	req->ns_epoch = CTRLR_NS_EPOCH_NONE;
-	if (--sq->ns_users[ep] == 0 && sq->ns_fence && ep != sq->ns_epoch) {
-		struct ctrlr_visit *v = sq->ns_fence;
-
-		sq->ns_fence = NULL;
-		ctrlr_visit_release(v);
-	}
-}
-
-void ctrlr_req_free(struct ctrlr_req *req)
-{
-	struct ctrlr_sq *sq = req->sq;
-
-	ctrlr_req_data_done(req);
-	ctrlr_req_ns_end(req);
-	ctrlr_cq_req_close(sq->cq, req);
-	req->state = CTRLR_REQ_FREE;
-	req->next = sq->free_list;
-	sq->free_list = req;
-	if (--sq->inflight == 0 && sq->stop_done) {
-		void (*done)(void *arg) = sq->stop_done;
-
-		sq->stop_done = NULL;
-		done(sq->stop_arg);
-	}
-}
 
 void ctrlr_error_log_add(struct ctrlr *ctrlr, const struct ctrlr_req *req, uint16_t status)
 {
@@ -399,6 +333,117 @@ void ctrlr_copy_padded(char *dst, const char *src, size_t len)
 	memset(dst, ' ', len);
 	if (n)
 		memcpy(dst, src, n);
+}
+
+/* ---- Abort's tag: who ends a running command ---- */
+
+void ctrlr_abort_arm(struct ctrlr_req *req)
+{
+	/* A new generation each time the slot is reused: a stale Abort cannot mark its successor. */
+	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x3fff);
+	if (!req->abort_gen)
+		req->abort_gen = 1;
+	__atomic_store_n(&req->abort_tag,
+			 (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid,
+			 __ATOMIC_RELEASE);
+}
+
+uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
+{
+	uint32_t tag = __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL);
+
+	if (tag & CTRLR_ABORT_MARK)
+		return NVME_SC_ABORT_REQ;
+	if (tag & CTRLR_ABORT_MARK_PREEMPT)
+		return NVME_SC_PREEMPT_ABORT;
+	return NVME_SC_SUCCESS;
+}
+
+/* ---- vendor-specific commands: the table (ctrlr.h) ---- */
+
+static const struct ctrlr_vendor_cmd *ctrlr_vendor_lookup(const struct ctrlr *ctrlr, bool io,
+						   uint8_t opcode)
+{
+	struct ctrlr_vendor_entry *e = CTRLR_LOAD(ctrlr->vendor[io][opcode]);
+
+	return e ? &e->cmd : NULL;
+}
+
+uint32_t ctrlr_vendor_effects(const struct ctrlr *ctrlr, bool io, uint8_t opcode)
+{
+	const struct ctrlr_vendor_cmd *v = ctrlr_vendor_lookup(ctrlr, io, opcode);
+
+	return v ? v->effects | NVME_CMD_EFFECTS_CSUPP : 0;
+}
+
+int ctrlr_vendor_register(struct ctrlr *ctrlr, const struct ctrlr_vendor_cmd *cmd)
+{
+	struct ctrlr_vendor_entry *e;
+
+	if (!cmd || !cmd->fn)
+		return -EINVAL;
+	if (cmd->opcode < (cmd->io ? NVME_CMD_VENDOR_FIRST : NVME_ADM_VENDOR_FIRST))
+		return -EINVAL;
+	if (ctrlr->vendor[cmd->io][cmd->opcode])
+		return -EEXIST;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->cmd = *cmd;
+	CTRLR_STORE(ctrlr->vendor[cmd->io][cmd->opcode], e);
+	return 0;
+}
+
+int ctrlr_vendor_unregister(struct ctrlr *ctrlr, bool io, uint8_t opcode)
+{
+	struct ctrlr_vendor_entry *e = ctrlr->vendor[io][opcode];
+
+	if (!e)
+		return -ENOENT;
+	CTRLR_STORE(ctrlr->vendor[io][opcode], NULL);
+	/* An owner thread may have looked it up just before: keep it until destroy. */
+	e->dead_next = ctrlr->dead_vendor;
+	ctrlr->dead_vendor = e;
+	return 0;
+}
+
+void ctrlr_vendor_free_all(struct ctrlr *ctrlr)
+{
+	for (int io = 0; io < 2; io++)
+		for (int op = 0; op < 256; op++) {
+			free(ctrlr->vendor[io][op]);
+			ctrlr->vendor[io][op] = NULL;
+		}
+	while (ctrlr->dead_vendor) {
+		struct ctrlr_vendor_entry *e = ctrlr->dead_vendor;
+
+		ctrlr->dead_vendor = e->dead_next;
+		free(e);
+	}
+}
+
+void ctrlr_vendor_dispatch(struct ctrlr_req *req, bool io)
+{
+	const struct ctrlr_vendor_cmd *v = ctrlr_vendor_lookup(req->sq->ctrlr, io,
+							       req->sqe.cdw0.bits.opc);
+	uint16_t st;
+
+	if (!v)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_OPCODE, 0);
+	st = v->needs_ns ? ctrlr_req_get_ns(req) : NVME_SC_SUCCESS;
+	/* On an I/O queue: a reservation refuses writes if its effects say it changes the
+	 * media, reads otherwise; then the gate, as for any I/O command (req.c). */
+	if (io && !st && req->ns)
+		st = ctrlr_req_check_access(req, (v->effects & NVME_CMD_EFFECTS_LBCC)
+							 ? CTRLR_ACCESS_WRITE
+							 : CTRLR_ACCESS_READ);
+	if (io && !st)
+		st = ctrlr_io_gate(req->sq->ctrlr);
+	if (st)
+		return ctrlr_req_complete(req, st);
+	LOG_TRACE(CTRLR_LOG, "vendor %s command 0x%02x on qid %u", v->name ? v->name : "?",
+		  v->opcode, req->sq->qid);
+	v->fn(req, v->arg);
 }
 
 /* ---- dispatch: parse, then the module's handler ---- */

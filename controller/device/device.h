@@ -1,5 +1,5 @@
 /* controller/device/device.h - what the device does for itself, as one module of the controller
- * (CTRLR_MOD_DEVICE, device.c): the SMART / Health model (health.c), firmware slots (fw.c), the
+ * (CTRLR_MOD_DEVICE, module.c): the SMART / Health model (health.c), firmware slots (fw.c), the
  * Persistent Event Log (pel.c), Telemetry (telemetry.c), and the background operations Device
  * Self-test (selftest.c) and Sanitize (sanitize.c) with their bdev request (bg.c). It uses the
  * core and the command sets below it (nvm/, zns/); admin/ uses it for Identify and Get Log Page.
@@ -14,7 +14,7 @@
 #include "backend/bdev.h"
 #include "common/evloop.h"
 #include "controller/core/core.h"
-#include "controller/modules.h"
+#include "controller/module_ids.h"
 #include "controller/nvme_spec.h"
 
 /* Firmware slots and the image being downloaded (fw.c). */
@@ -62,7 +62,7 @@ struct ctrlr_bg_io {
 	bool busy;
 	uint32_t gen; /* the operation that submitted it (stale completions are dropped) */
 	void (*done)(struct ctrlr *ctrlr, int status);
-	/* The operations that use the request, in priority order (device.c sets them: sanitize,
+	/* The operations that use the request, in priority order (module.c sets them: sanitize,
 	 * then self-test): each takes its next step if it has one waiting, and says so. */
 	bool (*steps[2])(struct ctrlr *ctrlr);
 };
@@ -163,7 +163,7 @@ struct ctrlr_device {
 	struct ctrlr_telemetry tel;
 	struct ctrlr_pel pel;
 	/* A notable event (a warning, a failed operation): telemetry takes its snapshot
-	 * (device.c sets it to ctrlr_telemetry_event). */
+	 * (module.c sets it to ctrlr_telemetry_event). */
 	void (*notable)(struct ctrlr *ctrlr, const char *reason);
 };
 

@@ -44,19 +44,6 @@ const struct ctrlr_cmd ctrlr_nvm_io_cmds[256] = {
     [NVME_CMD_RESV_RELEASE] = NVM_CMD(ctrlr_io_resv, 0, 0),
 };
 
-uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
-{
-	/* Atomic: a resize (ctrlr_ns_resize, main thread) may grow it under I/O. */
-	uint64_t nsze = __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED);
-
-	if (slba >= nsze || nlb > nsze - slba) {
-		req->error_lba = slba;
-		req->error_loc = offsetof(struct nvme_sqe, cdw10);
-		return NVME_SC_LBA_RANGE;
-	}
-	return NVME_SC_SUCCESS;
-}
-
 /* Reads of blocks marked by Write Uncorrectable fail with Unrecovered Read Error, the first
  * such LBA in the error log entry. */
 static uint16_t ctrlr_io_check_uncor(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)

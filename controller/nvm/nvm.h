@@ -8,12 +8,13 @@
 #define NVME_EMU_CONTROLLER_NVM_NVM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
 #include "controller/core/core.h"
-#include "controller/modules.h"
-#include "controller/nvm/resv.h"
+#include "controller/module_ids.h"
+#include "controller/nvm/resv_state.h"
 #include "controller/nvm/uncor.h"
 
 extern const struct ctrlr_module ctrlr_nvm_module;
@@ -111,8 +112,20 @@ static inline uint16_t ctrlr_nvm_zoned_read_done(struct ctrlr_ns *ns, uint64_t s
 }
 
 /* ---- io_cmd.c ---- */
-/* LBA range check against req->ns; records the LBA for the error log. */
-uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+/* LBA range check against req->ns; records the LBA for the error log. Any thread the request
+ * runs on. */
+static inline uint16_t ctrlr_io_check_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+{
+	/* Atomic: a resize (ctrlr_ns_resize, main thread) may grow it under I/O. */
+	uint64_t nsze = __atomic_load_n(&req->ns->num_blocks, __ATOMIC_RELAXED);
+
+	if (slba >= nsze || nlb > nsze - slba) {
+		req->error_lba = slba;
+		req->error_loc = offsetof(struct nvme_sqe, cdw10);
+		return NVME_SC_LBA_RANGE;
+	}
+	return NVME_SC_SUCCESS;
+}
 /* Reads LBAs [slba, slba + nlb) of req->ns in bounce-buffer chunks, calling chunk_fn for each,
  * then range_done(req, status) once (the owner thread). Returns an NVMe status; on failure
  * nothing was started. */

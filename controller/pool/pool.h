@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 
 #include "controller/core/core.h"
-#include "controller/modules.h"
+#include "controller/module_ids.h"
 
 extern const struct ctrlr_module ctrlr_pool_module;
 

@@ -13,7 +13,7 @@
 
 #include "backend/bdev.h"
 #include "controller/core/core.h"
-#include "controller/modules.h"
+#include "controller/module_ids.h"
 #include "controller/nvme_spec.h"
 
 struct ctrlr;

@@ -10,7 +10,7 @@
 
 #include "backend/bdev.h"
 #include "controller/nvm/nvm.h"
-#include "controller/nvm/resv.h"
+#include "controller/nvm/resv_state.h"
 #include "controller/nvm/pi.h"
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"

@@ -1,4 +1,4 @@
-/* controller/device/device.c - what the device does for itself as one module of the controller
+/* controller/device/module.c - what the device does for itself as one module of the controller
  * (CTRLR_MOD_DEVICE): the hooks that carry health, firmware, the event log, telemetry, self-test
  * and sanitize through the controller's life (creation, resets, enables, the clock, subsystem
  * membership), the admin commands of those features, and their logs for Get Log Page. Admin

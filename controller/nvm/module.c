@@ -1,4 +1,4 @@
-/* controller/nvm/nvm.c - the NVM Command Set as a module of the controller (CTRLR_MOD_NVM): its
+/* controller/nvm/module.c - the NVM Command Set as a module of the controller (CTRLR_MOD_NVM): its
  * state in the shared namespace (reservations with their PTPL file, range locks, media marks),
  * in each controller's namespace (its formats, its host's access word) and in each controller
  * (the Reservation Notification log, Copy's bounce budget), and the hooks the core calls. */

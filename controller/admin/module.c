@@ -1,4 +1,4 @@
-/* controller/admin/admin.c - the admin commands that read or set the whole controller as a
+/* controller/admin/module.c - the admin commands that read or set the whole controller as a
  * module (CTRLR_MOD_ADMIN): their opcode table, the Features' defaults at creation and reset,
  * and the shipped vendor commands registered on every controller. */
 #include "controller/admin/admin.h"

@@ -1,6 +1,9 @@
-/* controller/core/queue_cmds.c - the queue management commands: Create/Delete I/O SQ/CQ (NVMe
- * Base 2.0 5.4-5.7, with the transport's asynchronous queue ops) and Doorbell Buffer Config (the
- * shadow doorbell pages, taken by every queue on its owner thread). Admin thread. */
+/* controller/core/admin_cmds.c - the admin commands every NVMe controller has whatever its
+ * command sets, as the core's own module (CTRLR_MOD_CORE in controller/modules.c): the queue
+ * management commands, Create/Delete I/O SQ/CQ (NVMe Base 2.0 5.4-5.7, with the transport's
+ * asynchronous queue ops) and Doorbell Buffer Config (the shadow doorbell pages, taken by every
+ * queue on its owner thread), here; Abort (abort.c), Asynchronous Event Request (aer.c) and Keep
+ * Alive (keep_alive.c) in the table at the end. Admin thread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,3 +339,29 @@ void ctrlr_admin_dbbuf(struct ctrlr_req *req)
 	}
 	ctrlr_dbbuf_start(req);
 }
+
+/* ---- the core's module ---- */
+
+/* Doorbell Buffer Config (OACS bit 8) is offered unless the configuration says not to. */
+static bool ctrlr_dbbuf_supported(const struct ctrlr *ctrlr)
+{
+	return !ctrlr->cfg.no_dbbuf;
+}
+
+static const struct ctrlr_cmd ctrlr_core_admin_cmds[256] = {
+    [NVME_ADM_DELETE_SQ] = {.exec = ctrlr_admin_delete_sq, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_CREATE_SQ] = {.exec = ctrlr_admin_create_sq, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_DELETE_CQ] = {.exec = ctrlr_admin_delete_cq, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_CREATE_CQ] = {.exec = ctrlr_admin_create_cq, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_ABORT] = {.exec = ctrlr_admin_abort, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_ASYNC_EVENT] = {.exec = ctrlr_aer_request, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_KEEP_ALIVE] = {.exec = ctrlr_admin_keep_alive, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_DBBUF] = {.exec = ctrlr_admin_dbbuf,
+			.effects = NVME_CMD_EFFECTS_CSUPP,
+			.supported = ctrlr_dbbuf_supported},
+};
+
+const struct ctrlr_module ctrlr_core_module = {
+    .name = "core",
+    .admin_cmds = ctrlr_core_admin_cmds,
+};

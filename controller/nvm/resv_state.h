@@ -1,6 +1,7 @@
-/* controller/nvm/resv.h - reservations (NVMe Base 2.0 section 8.19): the state machine (pure
- * functions, unit-tested) and its Persist Through Power Loss file. The commands, the access
- * words and the notifications are resv.c's, declared in nvm.h. Not for use outside controller/.
+/* controller/nvm/resv_state.h - reservations (NVMe Base 2.0 section 8.19): the state machine
+ * (resv_state.c: pure functions, unit-tested) and its Persist Through Power Loss file. The
+ * commands, the access words and the notifications are resv.c's, declared in nvm.h. Not for
+ * use outside controller/.
  *
  * Threads: a shared namespace and its reservation state belong to the admin thread, which all
  * controllers of one target share (the main thread). Reservation commands arrive on I/O queues:
@@ -9,8 +10,8 @@
  * complete. The I/O path never reads the state: each controller's namespace carries an atomic
  * access word (ctrlr_ns.io_block) that the admin thread recomputes after every change, so the
  * conflict check is one atomic load. */
-#ifndef NVME_EMU_CONTROLLER_NVM_RESV_H
-#define NVME_EMU_CONTROLLER_NVM_RESV_H
+#ifndef NVME_EMU_CONTROLLER_NVM_RESV_STATE_H
+#define NVME_EMU_CONTROLLER_NVM_RESV_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
