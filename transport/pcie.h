@@ -1,4 +1,4 @@
-/* controller/pcie.h - the PCIe-emulation transport: one NVMe controller served
+/* transport/pcie.h - the PCIe-emulation transport: one NVMe controller served
  * as an emulated PCIe function (hw/) over vfio-user, its I/O queues spread
  * over poll-group threads, doorbells and MSI-X through the DPA model (dpa/).
  * This is the DOCA NVMe app's "transport" half; controller/ctrlr.h is the

@@ -1,6 +1,7 @@
-/* controller/pcie_chan.c - bdev I/O channels of the transport's threads: one
+/* transport/pcie_chan.c - bdev I/O channels of the transport's threads: one
  * per (thread, bdev), created on first use, completions reaped when the
- * channel's eventfd fires on that thread's evloop. */
+ * channel's eventfd fires on that thread's evloop (by the thread's own
+ * handler, when it has one: a poll group batches interrupts around it). */
 #include "backend/bdev.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -14,22 +15,12 @@
 static void pcie_chan_readable(int fd, uint32_t events, void *arg)
 {
 	struct pcie_chan_entry *e = arg;
-	struct pcie_poll_group *pg = e->thread->pg;
+	struct pcie_thread *t = e->thread;
 
-	if (pg) {
-		counter_add_owned_atomic(&pg->bdev_polls, 1);
-		pcie_pg_hold_wakeups(pg, true);
-		/* One interrupt per CQ for everything this poll completes. */
-		pcie_pg_batch(pg, true);
+	if (t->chan_ready)
+		t->chan_ready(t, e->ch);
+	else
 		bdev_channel_poll(e->ch);
-		pcie_pg_batch(pg, false);
-		/* Completions freed requests and CQ slots: fetch what waited. */
-		pcie_pg_after_bdev_poll(pg);
-		pcie_pg_settle(pg);
-		pcie_pg_hold_wakeups(pg, false);
-	} else {
-		bdev_channel_poll(e->ch);
-	}
 }
 
 struct bdev_channel *pcie_thread_get_channel(struct pcie_thread *t, struct bdev *bdev)
@@ -97,67 +88,4 @@ void pcie_thread_put_all(struct pcie_thread *t)
 		t->channels = e->next;
 		pcie_chan_entry_free(e);
 	}
-}
-
-/* ---- put_bdev: every thread drops its channels on a bdev ---- */
-
-struct pcie_put;
-
-struct pcie_put_part {
-	struct evloop_msg msg;
-	struct pcie_put *put;
-	struct pcie_poll_group *pg;
-};
-
-struct pcie_put {
-	struct pcie_ctrlr *pc;
-	struct bdev *bdev;
-	void (*done)(void *arg);
-	void *arg;
-	unsigned int left; /* atomic: poll groups still to drop theirs */
-	struct evloop_msg done_msg;
-	struct pcie_put_part parts[];
-};
-
-/* Main: every poll group dropped its channels; the main thread's go last. */
-static void pcie_put_done_main(void *arg)
-{
-	struct pcie_put *put = arg;
-	void (*done)(void *arg) = put->done;
-	void *done_arg = put->arg;
-
-	EVLOOP_ASSERT_OWNER(put->pc->loop);
-	pcie_thread_put_bdev(&put->pc->main_t, put->bdev);
-	free(put);
-	done(done_arg);
-}
-
-/* Poll group. */
-static void pcie_put_part_msg(void *arg)
-{
-	struct pcie_put_part *part = arg;
-	struct pcie_put *put = part->put;
-
-	EVLOOP_ASSERT_OWNER(part->pg->t.loop);
-	pcie_thread_put_bdev(&part->pg->t, put->bdev);
-	if (__atomic_sub_fetch(&put->left, 1, __ATOMIC_ACQ_REL) == 0)
-		evloop_post(put->pc->loop, &put->done_msg, pcie_put_done_main, put);
-}
-
-int pcie_put_bdev(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg)
-{
-	struct pcie_ctrlr *pc = tctx;
-	unsigned int n = pc->pgs->n;
-	struct pcie_put *put = calloc(1, sizeof(*put) + n * sizeof(put->parts[0]));
-
-	EVLOOP_ASSERT_OWNER(pc->loop);
-	if (!put)
-		return -ENOMEM;
-	*put = (struct pcie_put){ .pc = pc, .bdev = bdev, .done = done, .arg = arg, .left = n };
-	for (unsigned int i = 0; i < n; i++) {
-		put->parts[i].put = put;
-		put->parts[i].pg = &pc->pgs->pg[i];
-		pcie_pg_post(put->parts[i].pg, &put->parts[i].msg, pcie_put_part_msg, &put->parts[i]);
-	}
-	return 0;
 }

@@ -1,4 +1,4 @@
-/* controller/pcie_ctrlr.c - one NVMe controller as an emulated PCIe function:
+/* transport/pcie_ctrlr.c - one NVMe controller as an emulated PCIe function:
  * the hw/ device events (register writes, FLR, client gone) drive the core;
  * the core's transport ops reach guest memory, registers, interrupts and the
  * queue flows of pcie_queue.c. Main thread unless noted. */
@@ -607,4 +607,67 @@ void pcie_ctrlr_destroy(struct pcie_ctrlr *pc, void (*done)(void *arg), void *ar
 	rc = hw_dev_hotunplug(pc->dev);
 	if (rc == 0 && hw_dev_get_hotplug_state(pc->dev) == HW_HOTPLUG_POWER_OFF)
 		pcie_ctrlr_destroy_continue(pc);
+}
+
+/* ---- put_bdev: every thread drops its channels on a bdev ---- */
+
+struct pcie_put;
+
+struct pcie_put_part {
+	struct evloop_msg msg;
+	struct pcie_put *put;
+	struct pcie_poll_group *pg;
+};
+
+struct pcie_put {
+	struct pcie_ctrlr *pc;
+	struct bdev *bdev;
+	void (*done)(void *arg);
+	void *arg;
+	unsigned int left; /* atomic: poll groups still to drop theirs */
+	struct evloop_msg done_msg;
+	struct pcie_put_part parts[];
+};
+
+/* Main: every poll group dropped its channels; the main thread's go last. */
+static void pcie_put_done_main(void *arg)
+{
+	struct pcie_put *put = arg;
+	void (*done)(void *arg) = put->done;
+	void *done_arg = put->arg;
+
+	EVLOOP_ASSERT_OWNER(put->pc->loop);
+	pcie_thread_put_bdev(&put->pc->main_t, put->bdev);
+	free(put);
+	done(done_arg);
+}
+
+/* Poll group. */
+static void pcie_put_part_msg(void *arg)
+{
+	struct pcie_put_part *part = arg;
+	struct pcie_put *put = part->put;
+
+	EVLOOP_ASSERT_OWNER(part->pg->t.loop);
+	pcie_thread_put_bdev(&part->pg->t, put->bdev);
+	if (__atomic_sub_fetch(&put->left, 1, __ATOMIC_ACQ_REL) == 0)
+		evloop_post(put->pc->loop, &put->done_msg, pcie_put_done_main, put);
+}
+
+int pcie_put_bdev(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg)
+{
+	struct pcie_ctrlr *pc = tctx;
+	unsigned int n = pc->pgs->n;
+	struct pcie_put *put = calloc(1, sizeof(*put) + n * sizeof(put->parts[0]));
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	if (!put)
+		return -ENOMEM;
+	*put = (struct pcie_put){ .pc = pc, .bdev = bdev, .done = done, .arg = arg, .left = n };
+	for (unsigned int i = 0; i < n; i++) {
+		put->parts[i].put = put;
+		put->parts[i].pg = &pc->pgs->pg[i];
+		pcie_pg_post(put->parts[i].pg, &put->parts[i].msg, pcie_put_part_msg, &put->parts[i]);
+	}
+	return 0;
 }

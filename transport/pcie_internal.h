@@ -1,5 +1,5 @@
-/* controller/pcie_internal.h - objects of the PCIe-emulation transport shared
- * by controller/pcie_*.c. Not for use outside the transport.
+/* transport/pcie_internal.h - objects of the PCIe-emulation transport shared
+ * by transport/pcie_*.c. Not for use outside the transport.
  *
  * Ownership: a pcie_ctrlr belongs to the main thread (its evloop); a poll
  * group, and every pcie_cq/pcie_sq attached to it, to the poll group's thread.
@@ -64,6 +64,9 @@ struct pcie_thread {
 	struct evloop *loop;
 	struct pcie_poll_group *pg; /* NULL on the main thread */
 	struct pcie_chan_entry *channels;
+	/* A channel's fd fired: reap it (NULL: just poll it). The poll group batches interrupts
+	 * and fetches what waited around it. */
+	void (*chan_ready)(struct pcie_thread *t, struct bdev_channel *ch);
 };
 
 /* Cookie of a DPA binding: which queue a DB_VALUE or BIND/UNBIND reply is for. */
@@ -78,6 +81,8 @@ struct pcie_bind {
 	struct dpa_db *db;
 	void *cookie;
 	bool bind;
+	/* The reply (status: 0 or -errno) goes on with the queue's flow (pcie_queue.c). */
+	void (*done)(struct pcie_bind *b, int status);
 	struct evloop_msg retry;
 };
 
@@ -196,12 +201,6 @@ void pcie_pg_hold_wakeups(struct pcie_poll_group *pg, bool hold);
 void pcie_pg_batch(struct pcie_poll_group *pg, bool begin);
 /* Transport op visit_queues: a part per poll group, from pc->visit_parts. */
 void pcie_visit_queues(void *tctx, struct ctrlr_visit *v);
-
-/* pcie_queue.c: completions of the DPA bind/unbind round trips (poll group). */
-void pcie_cq_bound(struct pcie_cq *pcq, int status);
-void pcie_sq_bound(struct pcie_sq *psq, int status);
-void pcie_cq_unbound(struct pcie_cq *pcq);
-void pcie_sq_unbound(struct pcie_sq *psq);
 
 /* pcie_chan.c: bdev channels of a thread. */
 struct bdev_channel *pcie_thread_get_channel(struct pcie_thread *t, struct bdev *bdev);

@@ -1,4 +1,4 @@
-/* controller/pcie_poll_group.c - poll-group threads: each owns some I/O queue
+/* transport/pcie_poll_group.c - poll-group threads: each owns some I/O queue
  * pairs, drains the messages its DPA channels send ({db id, value}, bind and
  * unbind replies), fetches and runs SQEs, reaps bdev completions, and sleeps
  * in epoll when there is nothing to do. */
@@ -22,6 +22,23 @@ void pcie_pg_post(struct pcie_poll_group *pg, struct evloop_msg *m, void (*fn)(v
 struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs)
 {
 	return &pgs->pg[pgs->next_rr++ % pgs->n];
+}
+
+/* A bdev channel of this poll group has completions (its fd fired; pcie_chan.c). */
+static void pcie_pg_chan_ready(struct pcie_thread *t, struct bdev_channel *ch)
+{
+	struct pcie_poll_group *pg = t->pg;
+
+	counter_add_owned_atomic(&pg->bdev_polls, 1);
+	pcie_pg_hold_wakeups(pg, true);
+	/* One interrupt per CQ for everything this poll completes. */
+	pcie_pg_batch(pg, true);
+	bdev_channel_poll(ch);
+	pcie_pg_batch(pg, false);
+	/* Completions freed requests and CQ slots: fetch what waited. */
+	pcie_pg_after_bdev_poll(pg);
+	pcie_pg_settle(pg);
+	pcie_pg_hold_wakeups(pg, false);
 }
 
 /* ---- SQ processing ---- */
@@ -142,28 +159,15 @@ static void pcie_pg_handle_msg(struct pcie_poll_group *pg, const struct dpa_nvme
 	case DPA_NVME_MSG_BIND_DONE:
 	case DPA_NVME_MSG_UNBIND_DONE: {
 		enum pcie_q_kind *kind = (enum pcie_q_kind *)(uintptr_t)m->bind.cookie;
+		struct pcie_bind *b = *kind == PCIE_Q_SQ ? &((struct pcie_sq *)kind)->bind
+							  : &((struct pcie_cq *)kind)->bind;
 		bool bind = m->type == DPA_NVME_MSG_BIND_DONE;
 
 		if (bind && pg->pgs->fused &&
-		    dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(
-			(*kind == PCIE_Q_SQ ? ((struct pcie_sq *)kind)->pcq : (struct pcie_cq *)kind)
-			    ->chan)))
+		    dpa_thread_has_polled_dbs(dpa_nvme_chan_thread(b->chan)))
 			pcie_pg_fused_poll_arm(pg);
-		if (*kind == PCIE_Q_SQ) {
-			struct pcie_sq *psq = (struct pcie_sq *)kind;
-
-			if (bind)
-				pcie_sq_bound(psq, m->status);
-			else
-				pcie_sq_unbound(psq);
-		} else {
-			struct pcie_cq *pcq = (struct pcie_cq *)kind;
-
-			if (bind)
-				pcie_cq_bound(pcq, m->status);
-			else
-				pcie_cq_unbound(pcq);
-		}
+		/* The queue's flow goes on (pcie_queue.c). */
+		b->done(b, bind ? m->status : 0);
 		break;
 	}
 	default:
@@ -527,6 +531,7 @@ struct pcie_poll_groups *pcie_poll_groups_create(unsigned int n, struct dpa *dpa
 		pg->pgs = pgs;
 		pg->idx = i;
 		pg->t.pg = pg;
+		pg->t.chan_ready = pcie_pg_chan_ready;
 		pg->t.loop = evloop_create();
 		if (!pg->t.loop)
 			goto out_stop;

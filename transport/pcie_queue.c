@@ -1,4 +1,4 @@
-/* controller/pcie_queue.c - I/O queue create/delete flows of the transport
+/* transport/pcie_queue.c - I/O queue create/delete flows of the transport
  * (DOCA NVMe app style): the main thread creates the DPA channel, doorbells
  * and MSI-X vector; the owning poll group binds the doorbells through the DPA
  * program; each round trip ends back on the main thread, which completes the
@@ -35,14 +35,25 @@ static void pcie_bind_send(void *arg)
 	/* Refused for good (a bug: bad handle or type). The reply will never come, so
 	 * produce it here with the error, the way the DPA would have. */
 	LOG_ERR(PCIE_LOG, "DPA %s request refused: %d", b->bind ? "bind" : "unbind", rc);
+	b->done(b, rc);
+}
+
+static void pcie_cq_bound(struct pcie_cq *pcq, int status);
+static void pcie_sq_bound(struct pcie_sq *psq, int status);
+static void pcie_cq_unbound(struct pcie_cq *pcq);
+static void pcie_sq_unbound(struct pcie_sq *psq);
+
+/* The DPA's reply to a bind or an unbind, on the queue's poll group (or the refusal). */
+static void pcie_bind_done(struct pcie_bind *b, int status)
+{
 	if (*(enum pcie_q_kind *)b->cookie == PCIE_Q_SQ) {
 		if (b->bind)
-			pcie_sq_bound(b->cookie, rc);
+			pcie_sq_bound(b->cookie, status);
 		else
 			pcie_sq_unbound(b->cookie);
 	} else {
 		if (b->bind)
-			pcie_cq_bound(b->cookie, rc);
+			pcie_cq_bound(b->cookie, status);
 		else
 			pcie_cq_unbound(b->cookie);
 	}
@@ -56,6 +67,7 @@ static void pcie_bind_start(struct pcie_bind *b, struct pcie_poll_group *pg,
 	b->db = db;
 	b->cookie = cookie;
 	b->bind = bind;
+	b->done = pcie_bind_done;
 	pcie_bind_send(b);
 }
 
@@ -165,7 +177,7 @@ static void pcie_cq_bound_main(void *arg)
 }
 
 /* Poll group: BIND_DONE of the CQ head doorbell. */
-void pcie_cq_bound(struct pcie_cq *pcq, int status)
+static void pcie_cq_bound(struct pcie_cq *pcq, int status)
 {
 	pcq->status = status;
 	evloop_post(pcq->pc->loop, &pcq->msg, pcie_cq_bound_main, pcq);
@@ -188,7 +200,7 @@ static void pcie_cq_unbound_main(void *arg)
 }
 
 /* Poll group: UNBIND_DONE; the CQ's channel has nothing more for us. */
-void pcie_cq_unbound(struct pcie_cq *pcq)
+static void pcie_cq_unbound(struct pcie_cq *pcq)
 {
 	pcie_pg_cq_detach(pcq);
 	evloop_post(pcq->pc->loop, &pcq->msg, pcie_cq_unbound_main, pcq);
@@ -296,7 +308,7 @@ static void pcie_sq_bound_main(void *arg)
 	}
 }
 
-void pcie_sq_bound(struct pcie_sq *psq, int status)
+static void pcie_sq_bound(struct pcie_sq *psq, int status)
 {
 	psq->status = status;
 	evloop_post(psq->pc->loop, &psq->msg, pcie_sq_bound_main, psq);
@@ -319,7 +331,7 @@ static void pcie_sq_unbound_main(void *arg)
 }
 
 /* Poll group: UNBIND_DONE; every DB_VALUE of the SQ came before it. */
-void pcie_sq_unbound(struct pcie_sq *psq)
+static void pcie_sq_unbound(struct pcie_sq *psq)
 {
 	evloop_post(psq->pc->loop, &psq->msg, pcie_sq_unbound_main, psq);
 }

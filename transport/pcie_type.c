@@ -1,4 +1,4 @@
-/* controller/pcie_type.c - the NVMe PCI type (DESIGN.md section 6), built only
+/* transport/pcie_type.c - the NVMe PCI type (DESIGN.md section 6), built only
  * from the hw/ generic-function API. */
 #include "transport/pcie.h"
 #include "transport/pcie_internal.h"
