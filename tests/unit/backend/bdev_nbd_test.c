@@ -11,11 +11,14 @@
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,6 +65,21 @@ struct nut_server {
 };
 
 /* Starts nbdkit with argv (after the common options) on a fresh socket; waits for the socket. */
+/* True once a server listens on the unix socket at path (a probe connection, closed at once). */
+static bool nut_server_ready(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
 static void nut_server_start(struct nut_server *s, const char *tag, const char *const *args)
 {
 	const char *argv[32];
@@ -88,9 +106,12 @@ static void nut_server_start(struct nut_server *s, const char *tag, const char *
 		execvp("nbdkit", (char *const *)argv);
 		_exit(127);
 	}
-	for (int i = 0; i < 500 && stat(s->sock, &st); i++)
+	/* nbdkit binds the socket before it listens: the file alone is not a server that takes
+	 * connections yet (a client in between is refused). Ready once a connection is taken. */
+	for (int i = 0; i < 500 && !nut_server_ready(s->sock); i++)
 		usleep(10000);
 	CU_ASSERT_EQUAL_FATAL(stat(s->sock, &st), 0);
+	CU_ASSERT_TRUE_FATAL(nut_server_ready(s->sock));
 	snprintf(s->uri, sizeof(s->uri), "nbd+unix:///?socket=%s", s->sock);
 }
 
