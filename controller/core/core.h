@@ -342,7 +342,7 @@ struct ctrlr_req {
 	void (*end_fn)(struct ctrlr_req *req);
 	/* A fused pair (req.c takes both commands): the other command of the pair. */
 	struct ctrlr_req *fused;
-	/* Range locks (nvm/fused.h): the lock state, the range held or waited for, the command to
+	/* Range locks (nvm/fused.c, nvm/nvm.h): the lock state, the range held or waited for, the command to
 	 * resume, the table's list. */
 	uint8_t caw_state;
 	bool caw_is_pair;

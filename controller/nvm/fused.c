@@ -1,7 +1,7 @@
 /* controller/nvm/fused.c - fused operations (NVMe Base 2.0 section 3.4.2): Compare and Write as
  * the one supported pair (FUSES bit 0), on NVM and zoned namespaces (the write half follows the
  * zone rules), and the namespace's LBA range locks that make it atomic against every other
- * write and zone command (see fused.h). The core takes both commands of a pair from the SQ
+ * write and zone command (see nvm.h). The core takes both commands of a pair from the SQ
  * (core/req.c) and hands them here. Owner thread of the SQ, except the lock table,
  * which any owner thread of the namespace's controllers touches under its mutex. */
 #include <errno.h>
@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "controller/nvm/fused.h"
 #include "controller/nvm/nvm.h"
 
 struct ctrlr_caw_locks {

@@ -157,7 +157,25 @@ void ctrlr_io_md_sq_fini(struct ctrlr_sq *sq);
 /* ---- copy.c ---- */
 void ctrlr_io_copy(struct ctrlr_req *req);
 
-/* ---- fused.c: fused Compare and Write, and the range locks (fused.h) ---- */
+/* ---- fused.c: fused Compare and Write (NVMe Base 2.0 section 3.4.2, NVM Command Set 3.2.x)
+ * and the LBA range locks that make it atomic against other writes of any queue, any thread and
+ * any controller of the namespace.
+ *
+ * Locks (one table per shared namespace, struct ctrlr_nvm_shared): while no Compare and Write
+ * runs, a write only increments and decrements one atomic counter ("fast" writes). A Compare and
+ * Write sets `cawing` first, then waits until the fast writes that started before it drained and
+ * every earlier overlapping entry of the table finished; writes that start while `cawing` is set
+ * go through the table and wait (FIFO, as queued requests, no thread ever sleeps) behind an
+ * overlapping Compare and Write. Waiters are resumed on their own owner thread (ops->io_post).
+ * The table's mutex is held only for list updates, never across I/O. ---- */
+/* ctrlr_req.caw_state */
+enum ctrlr_caw_state {
+	CTRLR_CAW_NONE = 0,
+	CTRLR_CAW_FAST,	   /* a write counted in `fast` */
+	CTRLR_CAW_WAITING, /* in the table, waiting */
+	CTRLR_CAW_ACTIVE,  /* in the table, running */
+};
+
 void ctrlr_io_fused(struct ctrlr_req *first, struct ctrlr_req *second);
 int ctrlr_caw_locks_create(struct ctrlr_caw_locks **out);
 void ctrlr_caw_locks_destroy(struct ctrlr_caw_locks *l);
