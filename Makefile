@@ -20,7 +20,7 @@ CPPFLAGS += -I. -D_GNU_SOURCE -MMD -MP
 CFLAGS   += -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LDLIBS   += -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread
+LDLIBS   += -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread -lm
 
 .DEFAULT_GOAL := all
 

@@ -164,6 +164,7 @@ static void ctrlr_destroy_finish(void *arg)
 	ctrlr_vendor_free_all(ctrlr);
 	ctrlr_fw_fini(ctrlr);
 	ctrlr_ext_fini(ctrlr);
+	ctrlr_iostat_fini(ctrlr);
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
 	free(ctrlr->sqs);
@@ -379,6 +380,8 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		ns->eui64[2] = 0x58;
 		memcpy(&ns->eui64[3], &ns->uuid[11], 5);
 	}
+	/* Its statistics blocks before its commands can arrive. */
+	ctrlr_iostat_ns_added(ctrlr, nsid);
 	CTRLR_STORE(ctrlr->ns[nsid - 1], ns);
 	ctrlr_ns_changed(ctrlr, nsid);
 	return (int)nsid;
@@ -718,6 +721,7 @@ void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
 void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 {
 	ctrlr->reset_flr = true;
+	CTRLR_STAT_ADD(ctrlr->cnt.flrs, 1);
 	ctrlr->flr_done = done;
 	ctrlr->flr_arg = arg;
 	ctrlr->cc.raw = 0;
@@ -774,6 +778,8 @@ void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 	s->cq_full_holds = c.cq_full_holds;
 	s->resets = c.resets;
 	s->shutdowns = c.shutdowns;
+	s->flrs = c.flrs;
+	s->irq_cqes = c.irq_cqes;
 	s->io_sqs = CTRLR_LOAD(ctrlr->io_sqs);
 	s->io_cqs = CTRLR_LOAD(ctrlr->io_cqs);
 	s->enabled = ctrlr->csts.bits.rdy;

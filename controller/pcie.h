@@ -44,6 +44,8 @@ struct pcie_poll_group_stats {
 	uint32_t poll_irq_contended_pct; /* gaps of a host busy with interrupts: contended share */
 	uint64_t poll_wait_naps;	  /* gaps of a waiting host slept at once */
 	uint32_t poll_wait_contended_pct; /* gaps of a waiting host: contended share */
+	/* The thread's time: asleep in its loop's waits, and on a CPU (its CPU clock). */
+	uint64_t sleep_us, cpu_us;
 };
 /* Snapshot of group i's counters (approximate, relaxed reads). */
 void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,

@@ -71,9 +71,14 @@ int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct
 		req->next = sq->free_list;
 		sq->free_list = req;
 	}
+	sq->iostat = ctrlr_iostat_queue(ctrlr, qid);
+	if (!sq->iostat)
+		goto out_free_iov;
 	counter_block_join(&ctrlr->stat_sqs, &sq->stat_block, (const uint64_t *)&sq->cnt);
 	return 0;
 
+out_free_iov:
+	free(sq->iov_mem);
 out_free_bio:
 	free(sq->bio_mem);
 out_free_reqs:
@@ -183,6 +188,7 @@ void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
 	/* INTMS masks vectors 0-31; the interrupt stays pending until INTMC clears the bit. */
 	if (cq->vector < 32 && (CTRLR_LOAD(ctrlr->intm) & (1u << cq->vector)))
 		return;
+	CTRLR_STAT_ADD(ctrlr->cnt.irq_cqes, cq->irq_pending);
 	cq->irq_pending = 0;
 	if (cq->irq_unacked)
 		ctrlr_cq_head_event_idle(cq);
@@ -360,6 +366,7 @@ static bool ctrlr_cq_adaptive_hold(struct ctrlr_cq *cq, uint64_t *now_us)
 		 * interrupt's: nothing is left to announce, and an interrupt would find nothing
 		 * (Linux counts such ones as unhandled, and turns off a vector with too many). */
 		if (!unconsumed) {
+			CTRLR_STAT_ADD(cq->ctrlr->cnt.irq_cqes, cq->irq_pending);
 			cq->irq_pending = 0;
 			cq->depth_seen = 0;
 			return true;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/evloop.h"
 #include "common/log.h"
 #include "controller/ctrlr_internal.h"
 
@@ -26,6 +27,7 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	sq->ns_users[req->ns_epoch]++;
 	req->cdw0 = 0;
 	req->cdw1 = 0;
+	req->t_start_ns = evloop_clock_ns();
 	req->status = 0;
 	req->error_loc = 0xffff;
 	req->error_lba = 0;
@@ -136,6 +138,7 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 		req->ns = NULL;
 	}
 	ctrlr_req_ns_end(req);
+	ctrlr_iostat_complete(req, status);
 	if (sq->qid)
 		CTRLR_SQ_STAT_ADD(sq, io_cmds, 1);
 	else

@@ -3,4 +3,4 @@
 PROGRAMS += nvme-emu-perf
 nvme-emu-perf_SRCS := tools/nvme_emu_perf.c
 nvme-emu-perf_LIBS := host common
-nvme-emu-perf_LDLIBS := -lm
+nvme-emu-perf_LDLIBS :=

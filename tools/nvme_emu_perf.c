@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lat_hist.h"
 #include "host/nvme_host.h"
 
 #define PERF_RAM_IOVA 0x100000000ull
 #define PERF_MAX_QUEUES 32
 #define PERF_MAX_DEPTH 1024
-/* Latency histogram: 2^PERF_HIST_SUB buckets per power of two of nanoseconds. */
-#define PERF_HIST_SUB 4
-#define PERF_HIST_BUCKETS (64 << PERF_HIST_SUB)
+/* Latency histogram: common/lat_hist.h's buckets over the whole range, the ones the daemon's
+ * per-namespace histograms use, so the two count the same latency in the same bucket. */
+#define PERF_HIST_BUCKETS LAT_HIST_ALL
 
 enum perf_workload { PERF_RANDREAD, PERF_RANDWRITE, PERF_READ, PERF_WRITE, PERF_RW };
 
@@ -78,27 +78,6 @@ static uint64_t perf_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static unsigned int perf_hist_bucket(uint64_t ns)
-{
-	unsigned int msb, sub;
-
-	if (ns < (1u << PERF_HIST_SUB))
-		return (unsigned int)ns;
-	msb = 63u - (unsigned int)__builtin_clzll(ns);
-	sub = (unsigned int)(ns >> (msb - PERF_HIST_SUB)) & ((1u << PERF_HIST_SUB) - 1);
-	return ((msb - PERF_HIST_SUB + 1) << PERF_HIST_SUB) + sub;
-}
-
-/* The upper edge of bucket b, in ns. */
-static double perf_hist_value(unsigned int b)
-{
-	unsigned int e = b >> PERF_HIST_SUB, sub = b & ((1u << PERF_HIST_SUB) - 1);
-
-	if (e == 0)
-		return sub;
-	return ldexp(1.0 + (sub + 1.0) / (1 << PERF_HIST_SUB), (int)(e + PERF_HIST_SUB - 1));
 }
 
 static uint32_t perf_rand(uint32_t *s)
@@ -207,7 +186,7 @@ static void perf_complete(struct perf_thread *t, struct perf_queue *q, const str
 	t->lat_sum_ns += lat;
 	if (lat > t->lat_max_ns)
 		t->lat_max_ns = lat;
-	t->hist[perf_hist_bucket(lat)]++;
+	t->hist[lat_hist_index(lat)]++;
 }
 
 /* Keeps `depth` commands in flight on each of the thread's queues until the deadline, then
@@ -449,18 +428,6 @@ static pid_t perf_server_pid(void)
 	return cred.pid;
 }
 
-static double perf_percentile(const uint64_t *hist, uint64_t total, double p)
-{
-	uint64_t want = (uint64_t)ceil(total * p), seen = 0;
-
-	for (unsigned int b = 0; b < PERF_HIST_BUCKETS; b++) {
-		seen += hist[b];
-		if (seen >= want && want)
-			return perf_hist_value(b);
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static struct perf_thread threads[PERF_MAX_QUEUES];
@@ -607,9 +574,9 @@ int main(int argc, char **argv)
 		static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
 		double iops = ios / secs, mibs = bytes / secs / 1048576.0;
 		double mean = ios ? lat_sum / (double)ios / 1000.0 : 0;
-		double p50 = perf_percentile(hist, ios, 0.50) / 1000.0;
-		double p99 = perf_percentile(hist, ios, 0.99) / 1000.0;
-		double p999 = perf_percentile(hist, ios, 0.999) / 1000.0;
+		double p50 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.50) / 1000.0;
+		double p99 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.99) / 1000.0;
+		double p999 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.999) / 1000.0;
 		double srv_cpu = srv0 >= 0 && srv1 >= 0 ? srv1 - srv0 : -1, cli_cpu = cli1 - cli0;
 
 		if (opts.json) {
