@@ -6,8 +6,9 @@
  * relaxed load and store (common/counter.h) and read whole by readers: no locked instruction and
  * no lock on the data path. A queue's blocks live as long as the controller, so a queue deleted
  * and created again (every controller reset) keeps counting where it was: the counters are
- * monotonic for as long as the controller exists, as Prometheus wants them. Commands that name no
- * attached namespace (admin commands, NSID FFFFFFFFh, a bad NSID) count under NSID 0. */
+ * monotonic for as long as the controller exists, as Prometheus wants them. A command counts
+ * under the namespace it names (admin commands too: Identify, Format); one that names no attached
+ * namespace (NSID 0 or FFFFFFFFh, a bad NSID) counts under NSID 0. */
 #ifndef NVME_EMU_CONTROLLER_CTRLR_IOSTAT_H
 #define NVME_EMU_CONTROLLER_CTRLR_IOSTAT_H
 

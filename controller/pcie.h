@@ -33,6 +33,9 @@ int pcie_poll_groups_pin(struct pcie_poll_groups *pgs, const unsigned int *cpus)
 /* Stops and joins the threads. Every controller must be destroyed first. */
 void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs);
 unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs);
+/* Poll group i's event loop, for messages to it (evloop_post: the service watchdog's liveness
+ * check). NULL when there is no group i. Any thread. */
+struct evloop *pcie_poll_group_loop(const struct pcie_poll_groups *pgs, unsigned int i);
 
 struct pcie_poll_group_stats {
 	uint64_t wakeups, db_msgs, sqes, bdev_polls, irqs;

@@ -594,6 +594,11 @@ unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs)
 	return pgs->n;
 }
 
+struct evloop *pcie_poll_group_loop(const struct pcie_poll_groups *pgs, unsigned int i)
+{
+	return i < pgs->n ? pgs->pg[i].t.loop : NULL;
+}
+
 void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,
 			       struct pcie_poll_group_stats *st)
 {
