@@ -34,7 +34,7 @@ BENCHES :=
 
 # Fragments, lower layers first.
 include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk \
-          controller/module.mk app/module.mk host/module.mk tools/module.mk)
+          controller/module.mk app/module.mk host/module.mk tools/module.mk packaging/module.mk)
 include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk qemu-configs/qemu.mk))
 
 OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -119,7 +119,7 @@ soak: deps
 	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-deb
 
 help:
 	@echo "targets: all deps test test-unit asan bench soak fuzz demo guest-image clean"

@@ -98,6 +98,8 @@ void cli_opt_help(const struct cli_prog *p, FILE *out)
 {
 	for (size_t i = 0; p->usage[i]; i++)
 		fprintf(out, "%s %s %s\n", i ? "      " : "usage:", p->name, p->usage[i]);
+	if (p->nr_opts && p->opts[0].name)
+		fputc('\n', out);
 	for (size_t i = 0; i < p->nr_opts; i++) {
 		const struct cli_opt *o = &p->opts[i];
 		char left[128];

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/lat_hist.h"
+#include "tools/cli_perf.h"
 #include "host/nvme_host.h"
 
 #define PERF_RAM_IOVA 0x100000000ull
@@ -298,48 +299,36 @@ static double perf_cpu_seconds(pid_t pid)
 
 static void perf_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: nvme-emu-perf -s SOCKET [options]\n"
-		"  -s, --socket PATH     the vfio-user socket of an NVMe function\n"
-		"  -q, --depth N         commands in flight per queue (default 32, max 1024)\n"
-		"  -o, --size BYTES      I/O size (default 4096; a multiple of the LBA size)\n"
-		"  -w, --workload W      randread, randwrite, read, write or rw (default randread)\n"
-		"  -M, --mix PCT         reads in percent for rw (default 50)\n"
-		"  -t, --time SECONDS    run time (default 5)\n"
-		"  -n, --queues N        I/O queue pairs (default 1, max 32)\n"
-		"  -c, --threads N       threads, queues spread over them (default 1; more than one\n"
-		"                        needs mmap doorbells: trapped ones share the socket)\n"
-		"  -N, --nsid N          namespace (default 1)\n"
-		"  -I, --interrupts      sleep on the queue's MSI-X eventfd instead of polling\n"
-		"                        (interrupts per I/O are reported with one queue per thread)\n"
-		"  -S, --shadow          shadow doorbells (Doorbell Buffer Config): doorbells are\n"
-		"                        written only when the controller's event index asks\n"
-		"  -W, --write-multi     trapped doorbells: the doorbell writes of one poll round\n"
-		"                        go as one REGION_WRITE_MULTI message (the server must\n"
-		"                        offer write_multiple)\n"
-		"  -V, --verify          writes carry a pattern of their LBA, reads check it; with\n"
-		"                        -w write the namespace is written once, whatever -t says\n"
-		"                        (fill it that way, then -w randread -V checks it all)\n"
-		"  -j, --json            one JSON object instead of the text report\n"
-		"  -h, --help\n");
+	cli_opt_help(&perf_cli_prog, out);
 }
+
+static int perf_parse_opts(int argc, char **argv, const struct option *longopts,
+			   const char *shortopts);
 
 static int perf_parse(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"socket", required_argument, NULL, 's'},  {"depth", required_argument, NULL, 'q'},
-	    {"size", required_argument, NULL, 'o'},    {"workload", required_argument, NULL, 'w'},
-	    {"mix", required_argument, NULL, 'M'},     {"time", required_argument, NULL, 't'},
-	    {"queues", required_argument, NULL, 'n'},  {"threads", required_argument, NULL, 'c'},
-	    {"nsid", required_argument, NULL, 'N'},    {"interrupts", no_argument, NULL, 'I'},
-	    {"verify", no_argument, NULL, 'V'},	       {"json", no_argument, NULL, 'j'},
-	    {"shadow", no_argument, NULL, 'S'},       {"write-multi", no_argument, NULL, 'W'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
-	};
+	struct option *longopts;
+	char *shortopts;
+	int rc;
+
+	if (cli_opt_getopt(&perf_cli_prog, &longopts, &shortopts)) {
+		fprintf(stderr, "nvme-emu-perf: out of memory\n");
+		return -ENOMEM;
+	}
+	rc = perf_parse_opts(argc, argv, longopts, shortopts);
+	free(longopts);
+	free(shortopts);
+	return rc;
+}
+
+/* The options, by the table of cli_perf.c. */
+static int perf_parse_opts(int argc, char **argv, const struct option *longopts,
+			   const char *shortopts)
+{
 	static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:q:o:w:M:t:n:c:N:ISWVjh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		char *end = NULL;
 		unsigned long v = optarg ? strtoul(optarg, &end, 0) : 0;
 		bool num_ok = optarg && *optarg && end && !*end;
