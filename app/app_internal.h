@@ -360,9 +360,10 @@ struct json_object *rpc_config_build(struct app_target *t);
  * called then). */
 int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, void *arg);
 /* Replays a configuration already parsed (a reference is taken); `record`: keep it as
- * t->svc.applied when it worked. Same results. */
-int rpc_config_run(struct app_target *t, struct json_object *root, bool record, app_done_fn done,
-		   void *arg);
+ * t->svc.applied when it worked; busy_retry_us: a call refused with -EBUSY is tried again every
+ * 100 ms for that long (0: it fails the replay). Same results. */
+int rpc_config_run(struct app_target *t, struct json_object *root, bool record,
+		   uint64_t busy_retry_us, app_done_fn done, void *arg);
 int rpc_service_register(struct rpc_server *srv);
 
 /* ---- the metrics exporter (metrics.c) ---- */

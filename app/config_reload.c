@@ -23,6 +23,9 @@
 #include <string.h>
 #include <strings.h>
 
+/* How long a call refused with -EBUSY (a bdev still released) is tried again. */
+#define APP_RELOAD_BUSY_RETRY_US (10u * 1000000u)
+
 /* What an entry makes, in the order objects are removed. */
 enum reload_kind {
 	RK_LISTENER,
@@ -591,7 +594,9 @@ void app_config_reload(struct app_target *t, const char *path, app_done_fn done,
 	json_object_put(cur);
 	/* The running configuration's entries are no longer needed; the plan holds its own
 	 * references to the file's. */
-	rc = rpc_config_run(t, r->plan_root, false, reload_applied, r);
+	/* A bdev is released only once its namespace's I/O drained: its deletion may meet
+	 * -EBUSY for a moment after the namespace's removal. */
+	rc = rpc_config_run(t, r->plan_root, false, APP_RELOAD_BUSY_RETRY_US, reload_applied, r);
 	if (rc) {
 		snprintf(r->err, APP_ERR_LEN, "out of memory");
 		goto out_fail_nocur;

@@ -319,6 +319,10 @@ struct rpc_config_replay {
 	size_t si, ci;
 	bool in_call, returned, failed;
 	bool record; /* a file: kept as the configuration applied (app_service) when it worked */
+	/* A call refused with -EBUSY is tried again every 100 ms until then (evloop_now_us; 0:
+	 * never): a bdev is released asynchronously after its namespace was removed. */
+	uint64_t busy_until_us;
+	bool waiting; /* for the retry timer */
 	app_done_fn done;
 	void *arg;
 	char err[APP_ERR_LEN];
@@ -390,12 +394,20 @@ static void rpc_config_step(struct rpc_config_replay *r)
 			break;
 		}
 		r->in_call = false;
-		if (!r->returned)
-			return; /* asynchronous: rpc_config_item_done steps on */
+		if (!r->returned || r->waiting)
+			return; /* asynchronous: rpc_config_item_done (or the retry) steps on */
 		if (r->failed)
 			break;
 	}
 	rpc_config_finish(r);
+}
+
+static void rpc_config_retry(void *arg)
+{
+	struct rpc_config_replay *r = arg;
+
+	r->waiting = false;
+	rpc_config_step(r);
 }
 
 static void rpc_config_item_done(void *arg, struct json_object *result, int code,
@@ -405,6 +417,14 @@ static void rpc_config_item_done(void *arg, struct json_object *result, int code
 	struct json_object *subs = r->subs;
 	struct json_object *s = json_object_array_get_idx(subs, r->si), *config, *item, *m;
 
+	if (code == -EBUSY && r->busy_until_us && evloop_now_us() < r->busy_until_us &&
+	    evloop_timer_add(r->t->loop, 100000, rpc_config_retry, r)) {
+		/* The same entry again, from the timer. */
+		r->ci--;
+		r->waiting = true;
+		r->returned = true;
+		return;
+	}
 	if (code) {
 		json_object_object_get_ex(s, "config", &config);
 		item = json_object_array_get_idx(config, r->ci - 1);
@@ -421,8 +441,8 @@ static void rpc_config_item_done(void *arg, struct json_object *result, int code
 		rpc_config_step(r);
 }
 
-int rpc_config_run(struct app_target *t, struct json_object *root, bool record, app_done_fn done,
-		   void *arg)
+int rpc_config_run(struct app_target *t, struct json_object *root, bool record,
+		   uint64_t busy_retry_us, app_done_fn done, void *arg)
 {
 	struct rpc_config_replay *r;
 	struct json_object *subs;
@@ -437,6 +457,7 @@ int rpc_config_run(struct app_target *t, struct json_object *root, bool record, 
 	r->done = done;
 	r->arg = arg;
 	r->record = record;
+	r->busy_until_us = busy_retry_us ? evloop_now_us() + busy_retry_us : 0;
 	r->root = json_object_get(root);
 	r->subs = subs;
 	rpc_config_step(r);
@@ -454,7 +475,7 @@ int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, vo
 		return -EINVAL;
 	}
 	LOG_INFO(APP_LOG, "loading configuration %s", path);
-	rc = rpc_config_run(t, root, true, done, arg);
+	rc = rpc_config_run(t, root, true, 0, done, arg);
 	if (rc == -EINVAL)
 		LOG_ERR(APP_LOG, "%s: not a configuration file (no \"subsystems\" array)", path);
 	json_object_put(root);
