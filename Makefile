@@ -30,6 +30,7 @@ UNIT_TESTS :=
 SCRIPT_TESTS :=
 INTEG_TESTS :=
 GUEST_TESTS :=
+SERVICE_TESTS :=
 BENCHES :=
 
 # Fragments, lower layers first.
@@ -69,7 +70,7 @@ RUN_UNIT = $(foreach t,$(UNIT_TESTS),"$(2):$(t)=$(1)/bin/$(t)")
 RUN_INTEG = $(foreach t,$(INTEG_TESTS),"$(2):$(t)=$(1)/bin/$(t) $(1)") \
 	    $(foreach t,$(SCRIPT_TESTS),"$(2):$(notdir $(t))=$(t) $(1)")
 
-.PHONY: all deps test test-unit test-guest asan bench soak demo guest-image clean help check-build
+.PHONY: all deps test test-unit test-guest test-service asan bench soak demo guest-image clean help check-build
 all: $(ALL_BINS)
 
 deps:
@@ -87,11 +88,16 @@ test: deps
 	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration) \
 	    $(call RUN_UNIT,build-asan,asan) $(call RUN_INTEG,build-asan,asan-integration) \
 	    "fuzz:libfuzzer=tests/fuzz/libfuzzer-check.sh build" \
+	    $(foreach t,$(SERVICE_TESTS),"service:$(notdir $(t))=$(t)") \
 	    $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")
 
 # Fast loop while developing: no guest, no ASan.
 test-unit: all
 	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration)
+
+# The service suites alone (the package, Prometheus; make test runs them too).
+test-service: deps all
+	@scripts/run-tests.sh $(foreach t,$(SERVICE_TESTS),"service:$(notdir $(t))=$(t)")
 
 # ASan/UBSan build of every unit and integration suite.
 asan: deps

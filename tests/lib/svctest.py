@@ -53,7 +53,7 @@ def wait_for(pred, timeout=15.0, step=0.05):
 class Daemon:
     """nvme-emu with `args`, stderr in `log`; env additions in `env`."""
 
-    def __init__(self, binary, args, log, env=None, stderr=None):
+    def __init__(self, binary, args, log, env=None, stderr=None, prefix=()):
         self.log = log
         e = dict(os.environ)
         for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "NVME_EMU_TEST_FAULTS",
@@ -61,7 +61,7 @@ class Daemon:
             e.pop(k, None)
         e.update(env or {})
         out = stderr if stderr is not None else open(log, "w")
-        self.proc = subprocess.Popen([binary] + args, stdout=out, stderr=out, env=e)
+        self.proc = subprocess.Popen(list(prefix) + [binary] + args, stdout=out, stderr=out, env=e)
         if stderr is None:
             out.close()
 
@@ -98,10 +98,11 @@ def rpc(bindir, sock, method, params=None, timeout=60):
     return True, json.loads(p.stdout) if p.stdout.strip() else None
 
 
-def perf(bindir, sock, *args, timeout=120):
-    """nvme-emu-perf -j ARGS: its JSON object, or None (the reason printed)."""
-    p = subprocess.run([os.path.join(bindir, "nvme-emu-perf"), "-s", sock, "-j"] + list(args),
-                       capture_output=True, text=True, timeout=timeout)
+def perf(bindir, sock, *args, timeout=120, prefix=()):
+    """nvme-emu-perf -j ARGS (after the command words `prefix`, e.g. chrt): its JSON object, or
+    None (the reason printed)."""
+    p = subprocess.run(list(prefix) + [os.path.join(bindir, "nvme-emu-perf"), "-s", sock, "-j"] +
+                       list(args), capture_output=True, text=True, timeout=timeout)
     if p.returncode:
         print("# nvme-emu-perf failed: %s %s" % (p.stdout.strip(), p.stderr.strip()))
         return None
