@@ -33,10 +33,9 @@ static const struct cli_opt app_cli_opts[] = {
      "a namespace on a RAM bdev (SIZE like 1G); repeatable, as the other namespace options.", 0},
     {"null", APP_O_NULL, "SIZE", "a namespace on a null bdev (reads zeroes, drops writes).", 0},
     {"aio", APP_O_AIO, "FILE[:SIZE]",
-     "a namespace on a file or block device through libaio (SIZE creates or extends the file).",
+     "a namespace on a file or block device through libaio (SIZE creates or extends the file).", 0},
+    {"uring", APP_O_URING, "FILE[:SIZE]", "a namespace on a file or block device through io_uring.",
      0},
-    {"uring", APP_O_URING, "FILE[:SIZE]",
-     "a namespace on a file or block device through io_uring.", 0},
     {"nbd", APP_O_NBD, "URI",
      "a namespace on an NBD export: nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, "
      "nbds://... for TLS.",

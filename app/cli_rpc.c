@@ -27,10 +27,9 @@ const struct cli_prog cli_rpc_prog = {
     .getopt_prefix = "+", /* options end at the method: what follows are its parameters */
     .opts = cli_rpc_opts,
     .nr_opts = sizeof(cli_rpc_opts) / sizeof(cli_rpc_opts[0]),
-    .help_tail =
-	"--param value: dashes in the name become underscores, a.b nests objects\n"
-	"(--listen-address.traddr /tmp/x.sock). A value that is valid JSON (numbers,\n"
-	"true/false/null, objects, arrays, \"quoted strings\") is sent as such, anything\n"
-	"else as a string: quote digits meant as text ('\"1234\"'). A --flag without a\n"
-	"value is true. The result is printed as JSON; a string result as plain text.\n",
+    .help_tail = "--param value: dashes in the name become underscores, a.b nests objects\n"
+		 "(--listen-address.traddr /tmp/x.sock). A value that is valid JSON (numbers,\n"
+		 "true/false/null, objects, arrays, \"quoted strings\") is sent as such, anything\n"
+		 "else as a string: quote digits meant as text ('\"1234\"'). A --flag without a\n"
+		 "value is true. The result is printed as JSON; a string result as plain text.\n",
 };

@@ -27,7 +27,7 @@
 #define APP_RELOAD_BUSY_RETRY_US (10u * 1000000u)
 
 /* What an entry makes, in the order objects are removed. */
-enum reload_kind {
+enum config_reload_kind {
 	RK_LISTENER,
 	RK_NS,
 	RK_HOST,
@@ -41,40 +41,41 @@ enum reload_kind {
 	RK_CALL, /* any other method: an action, not an object */
 };
 
-struct reload_entry {
+struct config_reload_entry {
 	const char *method;
 	struct json_object *params; /* borrowed from its configuration */
-	enum reload_kind kind;
+	enum config_reload_kind kind;
 	char key[384];
-	char nqn[256];	      /* subsystem-owned kinds */
-	char bdev[128];	      /* RK_NS: its bdev; RK_BDEV: its name */
+	char nqn[256];	       /* subsystem-owned kinds */
+	char bdev[128];	       /* RK_NS: its bdev; RK_BDEV: its name */
 	bool matched, removed; /* running entries: kept as they are / to be deleted */
 };
 
-struct reload_list {
-	struct reload_entry *e;
+struct config_reload_list {
+	struct config_reload_entry *e;
 	size_t n;
 };
 
-struct reload {
+struct config_reload {
 	struct app_target *t;
 	struct json_object *want_root, *plan_root, *calls;
-	struct reload_list want, cur;
+	struct config_reload_list want, cur;
 	app_done_fn done;
 	void *arg;
 	char err[APP_ERR_LEN];
 };
 
-static const char *reload_str(struct json_object *o, const char *key)
+static const char *config_reload_str(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
 		return "";
 	return json_object_get_string(v);
 }
 
-static int64_t reload_int(struct json_object *o, const char *key)
+static int64_t config_reload_int(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
@@ -83,40 +84,43 @@ static int64_t reload_int(struct json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
-static struct json_object *reload_obj(struct json_object *o, const char *key)
+static struct json_object *config_reload_obj(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_object))
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_object))
 		return NULL;
 	return v;
 }
 
 /* Kind and identity of an entry (`cur`: the running configuration, whose namespaces always have
  * an NSID; the file's may leave it out: matched by bdev then, see reload_match). */
-static void reload_classify(struct reload_entry *e)
+static void config_reload_classify(struct config_reload_entry *e)
 {
-	const char *m = e->method, *nqn = reload_str(e->params, "nqn");
+	const char *m = e->method, *nqn = config_reload_str(e->params, "nqn");
 	size_t ml = strlen(m);
 
 	snprintf(e->nqn, sizeof(e->nqn), "%s", nqn);
 	if (!strcmp(m, "nvmf_subsystem_add_listener")) {
 		e->kind = RK_LISTENER;
-		snprintf(e->key, sizeof(e->key), "listener/%s/%s", nqn,
-			 reload_str(reload_obj(e->params, "listen_address"), "traddr"));
+		snprintf(
+		    e->key, sizeof(e->key), "listener/%s/%s", nqn,
+		    config_reload_str(config_reload_obj(e->params, "listen_address"), "traddr"));
 	} else if (!strcmp(m, "nvmf_subsystem_add_ns")) {
-		struct json_object *ns = reload_obj(e->params, "namespace");
-		int64_t nsid = reload_int(ns, "nsid");
+		struct json_object *ns = config_reload_obj(e->params, "namespace");
+		int64_t nsid = config_reload_int(ns, "nsid");
 
 		e->kind = RK_NS;
-		snprintf(e->bdev, sizeof(e->bdev), "%s", reload_str(ns, "bdev_name"));
+		snprintf(e->bdev, sizeof(e->bdev), "%s", config_reload_str(ns, "bdev_name"));
 		if (nsid > 0)
 			snprintf(e->key, sizeof(e->key), "ns/%s/%lld", nqn, (long long)nsid);
 		else
 			snprintf(e->key, sizeof(e->key), "ns/%s/bdev:%s", nqn, e->bdev);
 	} else if (!strcmp(m, "nvmf_subsystem_add_host")) {
 		e->kind = RK_HOST;
-		snprintf(e->key, sizeof(e->key), "host/%s/%s", nqn, reload_str(e->params, "host"));
+		snprintf(e->key, sizeof(e->key), "host/%s/%s", nqn,
+			 config_reload_str(e->params, "host"));
 	} else if (!strcmp(m, "nvmf_emu_ns_pool_create")) {
 		e->kind = RK_POOL;
 		snprintf(e->key, sizeof(e->key), "pool/%s", nqn);
@@ -126,18 +130,22 @@ static void reload_classify(struct reload_entry *e)
 	} else if (!strcmp(m, "bdev_error_create")) {
 		/* SPDK's error bdev names itself EE_<base>. */
 		e->kind = RK_BDEV;
-		snprintf(e->bdev, sizeof(e->bdev), "EE_%s", reload_str(e->params, "base_name"));
+		snprintf(e->bdev, sizeof(e->bdev), "EE_%s",
+			 config_reload_str(e->params, "base_name"));
 		snprintf(e->key, sizeof(e->key), "bdev/%s", e->bdev);
 	} else if (!strncmp(m, "bdev_", 5) && ml > 7 && !strcmp(m + ml - 7, "_create")) {
 		e->kind = RK_BDEV;
-		snprintf(e->bdev, sizeof(e->bdev), "%s", reload_str(e->params, "name"));
+		snprintf(e->bdev, sizeof(e->bdev), "%s", config_reload_str(e->params, "name"));
 		snprintf(e->key, sizeof(e->key), "bdev/%s", e->bdev);
-	} else if (!strcmp(m, "nvmf_emu_create_function") || !strcmp(m, "nvmf_doca_create_function")) {
+	} else if (!strcmp(m, "nvmf_emu_create_function") ||
+		   !strcmp(m, "nvmf_doca_create_function")) {
 		e->kind = RK_FUNCTION;
-		snprintf(e->key, sizeof(e->key), "function/%s", reload_str(e->params, "vuid"));
+		snprintf(e->key, sizeof(e->key), "function/%s",
+			 config_reload_str(e->params, "vuid"));
 	} else if (!strcmp(m, "nvmf_emu_create_manager")) {
 		e->kind = RK_MANAGER;
-		snprintf(e->key, sizeof(e->key), "manager/%s", reload_str(e->params, "name"));
+		snprintf(e->key, sizeof(e->key), "manager/%s",
+			 config_reload_str(e->params, "name"));
 	} else if (!strcmp(m, "nvmf_emu_metrics_start")) {
 		e->kind = RK_METRICS;
 		snprintf(e->key, sizeof(e->key), "metrics");
@@ -147,13 +155,14 @@ static void reload_classify(struct reload_entry *e)
 	} else {
 		e->kind = RK_CALL;
 		snprintf(e->key, sizeof(e->key), "call/%s/%.300s", m,
-			 e->params ? json_object_to_json_string_ext(e->params, JSON_C_TO_STRING_PLAIN)
-				   : "null");
+			 e->params
+			     ? json_object_to_json_string_ext(e->params, JSON_C_TO_STRING_PLAIN)
+			     : "null");
 	}
 }
 
 /* Flattens {"subsystems": [{"config": [{"method", "params"}]}]}. 0 or -EINVAL with err. */
-static int reload_flatten(struct json_object *root, struct reload_list *l, char *err)
+static int config_reload_flatten(struct json_object *root, struct config_reload_list *l, char *err)
 {
 	struct json_object *subs;
 	size_t total = 0;
@@ -190,8 +199,9 @@ static int reload_flatten(struct json_object *root, struct reload_list *l, char 
 			return -EINVAL;
 		}
 		for (size_t j = 0; j < json_object_array_length(config); j++) {
-			struct json_object *item = json_object_array_get_idx(config, j), *m, *p = NULL;
-			struct reload_entry *e = &l->e[l->n];
+			struct json_object *item = json_object_array_get_idx(config, j), *m,
+					   *p = NULL;
+			struct config_reload_entry *e = &l->e[l->n];
 
 			if (!json_object_object_get_ex(item, "method", &m) ||
 			    !json_object_is_type(m, json_type_string)) {
@@ -201,7 +211,7 @@ static int reload_flatten(struct json_object *root, struct reload_list *l, char 
 			json_object_object_get_ex(item, "params", &p);
 			e->method = json_object_get_string(m);
 			e->params = p;
-			reload_classify(e);
+			config_reload_classify(e);
 			l->n++;
 		}
 	}
@@ -211,7 +221,7 @@ static int reload_flatten(struct json_object *root, struct reload_list *l, char 
 /* Whether what the file says (`want`) holds of the running value (`cur`): every member the file
  * gives that the running configuration has is equal (objects member by member, the same way;
  * transport names and address families without regard to case). */
-static bool reload_same(struct json_object *want, struct json_object *cur, const char *key)
+static bool config_reload_same(struct json_object *want, struct json_object *cur, const char *key)
 {
 	enum json_type wt = json_object_get_type(want), ct = json_object_get_type(cur);
 
@@ -223,14 +233,15 @@ static bool reload_same(struct json_object *want, struct json_object *cur, const
 	if (wt == json_type_string && key && (!strcmp(key, "trtype") || !strcmp(key, "adrfam")))
 		return !strcasecmp(json_object_get_string(want), json_object_get_string(cur));
 	if (wt == json_type_object) {
-		json_object_object_foreach(want, k, v) {
+		json_object_object_foreach(want, k, v)
+		{
 			struct json_object *c;
 
 			/* A member the running configuration does not write is one nvme-emu accepts
 			 * and ignores (SPDK's tuning knobs): nothing to compare. */
 			if (!json_object_object_get_ex(cur, k, &c))
 				continue;
-			if (!reload_same(v, c, k))
+			if (!config_reload_same(v, c, k))
 				return false;
 		}
 		return true;
@@ -239,10 +250,11 @@ static bool reload_same(struct json_object *want, struct json_object *cur, const
 }
 
 /* The running entry the file's entry stands for, or NULL. */
-static struct reload_entry *reload_match(struct reload *r, const struct reload_entry *w)
+static struct config_reload_entry *config_reload_match(struct config_reload *r,
+						       const struct config_reload_entry *w)
 {
 	for (size_t i = 0; i < r->cur.n; i++) {
-		struct reload_entry *c = &r->cur.e[i];
+		struct config_reload_entry *c = &r->cur.e[i];
 
 		if (c->kind != w->kind)
 			continue;
@@ -257,13 +269,14 @@ static struct reload_entry *reload_match(struct reload *r, const struct reload_e
 }
 
 /* Whether the file last applied had this very call (RK_CALL entries). */
-static bool reload_applied_before(struct reload *r, const struct reload_entry *w)
+static bool config_reload_applied_before(struct config_reload *r,
+					 const struct config_reload_entry *w)
 {
-	struct reload_list prev = {0};
+	struct config_reload_list prev = {0};
 	char err[APP_ERR_LEN];
 	bool found = false;
 
-	if (!r->t->svc.applied || reload_flatten(r->t->svc.applied, &prev, err)) {
+	if (!r->t->svc.applied || config_reload_flatten(r->t->svc.applied, &prev, err)) {
 		free(prev.e);
 		return false;
 	}
@@ -273,7 +286,8 @@ static bool reload_applied_before(struct reload *r, const struct reload_entry *w
 	return found;
 }
 
-static void reload_add_call(struct reload *r, const char *method, struct json_object *params)
+static void config_reload_add_call(struct config_reload *r, const char *method,
+				   struct json_object *params)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -283,61 +297,61 @@ static void reload_add_call(struct reload *r, const char *method, struct json_ob
 }
 
 /* The call that deletes a running entry's object. */
-static void reload_add_removal(struct reload *r, const struct reload_entry *c)
+static void config_reload_add_removal(struct config_reload *r, const struct config_reload_entry *c)
 {
 	struct json_object *p = json_object_new_object();
 	char method[96];
 
 	switch (c->kind) {
 	case RK_LISTENER: {
-		struct json_object *a = reload_obj(c->params, "listen_address"), *na;
+		struct json_object *a = config_reload_obj(c->params, "listen_address"), *na;
 
 		na = json_object_new_object();
 		json_object_object_add(na, "trtype",
-				       json_object_new_string(reload_str(a, "trtype")));
+				       json_object_new_string(config_reload_str(a, "trtype")));
 		json_object_object_add(na, "traddr",
-				       json_object_new_string(reload_str(a, "traddr")));
+				       json_object_new_string(config_reload_str(a, "traddr")));
 		json_object_object_add(p, "nqn", json_object_new_string(c->nqn));
 		json_object_object_add(p, "listen_address", na);
-		reload_add_call(r, "nvmf_subsystem_remove_listener", p);
+		config_reload_add_call(r, "nvmf_subsystem_remove_listener", p);
 		return;
 	}
 	case RK_NS:
 		json_object_object_add(p, "nqn", json_object_new_string(c->nqn));
-		json_object_object_add(
-		    p, "nsid",
-		    json_object_new_int64(reload_int(reload_obj(c->params, "namespace"), "nsid")));
-		reload_add_call(r, "nvmf_subsystem_remove_ns", p);
+		json_object_object_add(p, "nsid",
+				       json_object_new_int64(config_reload_int(
+					   config_reload_obj(c->params, "namespace"), "nsid")));
+		config_reload_add_call(r, "nvmf_subsystem_remove_ns", p);
 		return;
 	case RK_HOST:
 		json_object_object_add(p, "nqn", json_object_new_string(c->nqn));
-		json_object_object_add(p, "host",
-				       json_object_new_string(reload_str(c->params, "host")));
-		reload_add_call(r, "nvmf_subsystem_remove_host", p);
+		json_object_object_add(
+		    p, "host", json_object_new_string(config_reload_str(c->params, "host")));
+		config_reload_add_call(r, "nvmf_subsystem_remove_host", p);
 		return;
 	case RK_SUBSYS:
 		json_object_object_add(p, "nqn", json_object_new_string(c->nqn));
-		reload_add_call(r, "nvmf_delete_subsystem", p);
+		config_reload_add_call(r, "nvmf_delete_subsystem", p);
 		return;
 	case RK_BDEV:
 		/* bdev_X_create -> bdev_X_delete, by name. */
 		snprintf(method, sizeof(method), "%.*s_delete", (int)(strlen(c->method) - 7),
 			 c->method);
 		json_object_object_add(p, "name", json_object_new_string(c->bdev));
-		reload_add_call(r, method, p);
+		config_reload_add_call(r, method, p);
 		return;
 	case RK_FUNCTION:
-		json_object_object_add(p, "vuid",
-				       json_object_new_string(reload_str(c->params, "vuid")));
-		reload_add_call(r, "nvmf_emu_destroy_function", p);
+		json_object_object_add(
+		    p, "vuid", json_object_new_string(config_reload_str(c->params, "vuid")));
+		config_reload_add_call(r, "nvmf_emu_destroy_function", p);
 		return;
 	case RK_MANAGER:
-		json_object_object_add(p, "name",
-				       json_object_new_string(reload_str(c->params, "name")));
-		reload_add_call(r, "nvmf_emu_delete_manager", p);
+		json_object_object_add(
+		    p, "name", json_object_new_string(config_reload_str(c->params, "name")));
+		config_reload_add_call(r, "nvmf_emu_delete_manager", p);
 		return;
 	case RK_METRICS:
-		reload_add_call(r, "nvmf_emu_metrics_stop", p);
+		config_reload_add_call(r, "nvmf_emu_metrics_stop", p);
 		return;
 	default:
 		json_object_put(p);
@@ -346,8 +360,8 @@ static void reload_add_removal(struct reload *r, const struct reload_entry *c)
 }
 
 /* A delay bdev whose file entry differs from the running one only in latencies: the updates. */
-static bool reload_delay_update(struct reload *r, const struct reload_entry *w,
-				const struct reload_entry *c)
+static bool config_reload_delay_update(struct config_reload *r, const struct config_reload_entry *w,
+				       const struct config_reload_entry *c)
 {
 	static const char *const keys[] = {"avg_read_latency", "p99_read_latency",
 					   "avg_write_latency", "p99_write_latency"};
@@ -358,7 +372,8 @@ static bool reload_delay_update(struct reload *r, const struct reload_entry *w,
 	if (strcmp(w->method, "bdev_delay_create") || strcmp(c->method, w->method))
 		return false;
 	rest = json_object_new_object();
-	json_object_object_foreach(w->params, k, v) {
+	json_object_object_foreach(w->params, k, v)
+	{
 		bool latency = false;
 
 		for (unsigned int i = 0; i < 4; i++)
@@ -366,7 +381,7 @@ static bool reload_delay_update(struct reload *r, const struct reload_entry *w,
 		if (!latency)
 			json_object_object_add(rest, k, json_object_get(v));
 	}
-	same = reload_same(rest, c->params, NULL);
+	same = config_reload_same(rest, c->params, NULL);
 	json_object_put(rest);
 	if (!same)
 		return false;
@@ -374,28 +389,29 @@ static bool reload_delay_update(struct reload *r, const struct reload_entry *w,
 		struct json_object *wv, *cv, *p;
 
 		if (!json_object_object_get_ex(w->params, keys[i], &wv) ||
-		    (json_object_object_get_ex(c->params, keys[i], &cv) && reload_same(wv, cv, NULL)))
+		    (json_object_object_get_ex(c->params, keys[i], &cv) &&
+		     config_reload_same(wv, cv, NULL)))
 			continue;
 		p = json_object_new_object();
 		json_object_object_add(p, "delay_bdev_name", json_object_new_string(w->bdev));
 		json_object_object_add(p, "latency_type", json_object_new_string(types[i]));
 		json_object_object_add(p, "latency_us", json_object_get(wv));
-		reload_add_call(r, "bdev_delay_update_latency", p);
+		config_reload_add_call(r, "bdev_delay_update_latency", p);
 	}
 	return true;
 }
 
-static const char *const reload_kind_names[] = {
-    [RK_LISTENER] = "listener", [RK_NS] = "namespace", [RK_HOST] = "host",
+static const char *const config_reload_kind_names[] = {
+    [RK_LISTENER] = "listener",	  [RK_NS] = "namespace",     [RK_HOST] = "host",
     [RK_POOL] = "namespace pool", [RK_SUBSYS] = "subsystem", [RK_BDEV] = "bdev",
-    [RK_FUNCTION] = "function", [RK_MANAGER] = "manager", [RK_METRICS] = "metrics exporter",
+    [RK_FUNCTION] = "function",	  [RK_MANAGER] = "manager",  [RK_METRICS] = "metrics exporter",
     [RK_TRANSPORT] = "transport", [RK_CALL] = "call",
 };
 
 /* The calls, in r->calls. 0, or -EINVAL/-EBUSY with r->err when only a restart can do it. */
-static int reload_plan(struct reload *r)
+static int config_reload_plan(struct config_reload *r)
 {
-	struct reload_entry **adds = calloc(r->want.n ? r->want.n : 1, sizeof(*adds));
+	struct config_reload_entry **adds = calloc(r->want.n ? r->want.n : 1, sizeof(*adds));
 	size_t nadds = 0;
 	int rc = 0;
 
@@ -405,30 +421,31 @@ static int reload_plan(struct reload *r)
 	}
 	/* What stays, what changes, what is new. */
 	for (size_t i = 0; i < r->want.n; i++) {
-		struct reload_entry *w = &r->want.e[i], *c;
+		struct config_reload_entry *w = &r->want.e[i], *c;
 
 		if (w->kind == RK_METRICS && r->t->metrics.from_cmdline)
 			continue; /* --metrics owns the exporter */
 		if (w->kind == RK_CALL) {
-			if (!reload_applied_before(r, w))
+			if (!config_reload_applied_before(r, w))
 				adds[nadds++] = w;
 			continue;
 		}
-		c = reload_match(r, w);
+		c = config_reload_match(r, w);
 		if (!c) {
 			adds[nadds++] = w;
 			continue;
 		}
 		c->matched = true;
-		if (!strcmp(w->method, c->method) && reload_same(w->params, c->params, NULL))
+		if (!strcmp(w->method, c->method) && config_reload_same(w->params, c->params, NULL))
 			continue;
-		if (w->kind == RK_BDEV && reload_delay_update(r, w, c))
+		if (w->kind == RK_BDEV && config_reload_delay_update(r, w, c))
 			continue;
 		if (w->kind == RK_TRANSPORT || w->kind == RK_SUBSYS || w->kind == RK_POOL) {
 			snprintf(r->err, APP_ERR_LEN,
 				 "%s %.100s: parameters differ from the running ones; changing "
 				 "them drops every guest: restart to apply them",
-				 reload_kind_names[w->kind], w->kind == RK_TRANSPORT ? "" : w->nqn);
+				 config_reload_kind_names[w->kind],
+				 w->kind == RK_TRANSPORT ? "" : w->nqn);
 			rc = -EBUSY;
 			goto out;
 		}
@@ -438,7 +455,7 @@ static int reload_plan(struct reload *r)
 	}
 	/* Running objects the file no longer has. */
 	for (size_t i = 0; i < r->cur.n; i++) {
-		struct reload_entry *c = &r->cur.e[i];
+		struct config_reload_entry *c = &r->cur.e[i];
 
 		if (c->matched || c->kind == RK_CALL)
 			continue;
@@ -448,7 +465,8 @@ static int reload_plan(struct reload *r)
 			snprintf(r->err, APP_ERR_LEN,
 				 "the file has no %s %.100s the daemon runs: removing it needs a "
 				 "restart",
-				 reload_kind_names[c->kind], c->kind == RK_POOL ? c->nqn : "");
+				 config_reload_kind_names[c->kind],
+				 c->kind == RK_POOL ? c->nqn : "");
 			rc = -EBUSY;
 			goto out;
 		}
@@ -457,20 +475,20 @@ static int reload_plan(struct reload *r)
 	/* A namespace on a bdev being deleted goes (and comes back, when the file keeps it) with
 	 * it; what a deleted subsystem had goes with the subsystem. */
 	for (size_t i = 0; i < r->cur.n; i++) {
-		struct reload_entry *b = &r->cur.e[i];
+		struct config_reload_entry *b = &r->cur.e[i];
 
 		if (b->kind != RK_BDEV || !b->removed)
 			continue;
 		for (size_t j = 0; j < r->cur.n; j++) {
-			struct reload_entry *ns = &r->cur.e[j];
-			struct reload_entry *w;
+			struct config_reload_entry *ns = &r->cur.e[j];
+			struct config_reload_entry *w;
 
 			if (ns->kind != RK_NS || ns->removed || strcmp(ns->bdev, b->bdev))
 				continue;
 			ns->removed = true;
 			for (size_t k = 0; k < r->want.n; k++) {
 				w = &r->want.e[k];
-				if (w->kind == RK_NS && reload_match(r, w) == ns) {
+				if (w->kind == RK_NS && config_reload_match(r, w) == ns) {
 					bool queued = false;
 
 					for (size_t a = 0; a < nadds; a++)
@@ -482,12 +500,12 @@ static int reload_plan(struct reload *r)
 		}
 	}
 	for (size_t i = 0; i < r->cur.n; i++) {
-		struct reload_entry *s = &r->cur.e[i];
+		struct config_reload_entry *s = &r->cur.e[i];
 
 		if (s->kind != RK_SUBSYS || !s->removed)
 			continue;
 		for (size_t j = 0; j < r->cur.n; j++) {
-			struct reload_entry *o = &r->cur.e[j];
+			struct config_reload_entry *o = &r->cur.e[j];
 
 			if (o != s && o->nqn[0] && !strcmp(o->nqn, s->nqn) &&
 			    (o->kind == RK_LISTENER || o->kind == RK_NS || o->kind == RK_HOST ||
@@ -503,10 +521,10 @@ static int reload_plan(struct reload *r)
 	for (unsigned int kind = RK_LISTENER; kind <= RK_METRICS; kind++) {
 		for (size_t n = r->cur.n; n-- > 0;) {
 			size_t i = kind == RK_BDEV ? n : r->cur.n - 1 - n;
-			struct reload_entry *c = &r->cur.e[i];
+			struct config_reload_entry *c = &r->cur.e[i];
 
 			if ((unsigned int)c->kind == kind && c->removed)
-				reload_add_removal(r, c);
+				config_reload_add_removal(r, c);
 		}
 	}
 	/* Additions, in the file's order (a valid order to make them in). */
@@ -514,7 +532,8 @@ static int reload_plan(struct reload *r)
 		for (size_t a = 0; a < nadds; a++) {
 			if (adds[a] != &r->want.e[i])
 				continue;
-			reload_add_call(r, adds[a]->method, json_object_get(adds[a]->params));
+			config_reload_add_call(r, adds[a]->method,
+					       json_object_get(adds[a]->params));
 			break;
 		}
 	}
@@ -523,7 +542,7 @@ out:
 	return rc;
 }
 
-static void reload_free(struct reload *r)
+static void config_reload_free(struct config_reload *r)
 {
 	json_object_put(r->want_root);
 	json_object_put(r->plan_root);
@@ -532,9 +551,9 @@ static void reload_free(struct reload *r)
 	free(r);
 }
 
-static void reload_applied(void *arg, int rc, const char *message)
+static void config_reload_applied(void *arg, int rc, const char *message)
 {
-	struct reload *r = arg;
+	struct config_reload *r = arg;
 	app_done_fn done = r->done;
 	void *done_arg = r->arg;
 	char msg[APP_ERR_LEN];
@@ -545,20 +564,20 @@ static void reload_applied(void *arg, int rc, const char *message)
 		r->t->svc.applied = json_object_get(r->want_root);
 		LOG_INFO(APP_LOG, "configuration reloaded: %zu change(s)",
 			 json_object_array_length(r->calls));
-		reload_free(r);
+		config_reload_free(r);
 		done(done_arg, 0, NULL);
 		return;
 	}
 	snprintf(msg, sizeof(msg), "reload stopped at %s; the changes before it stay applied",
 		 message ? message : strerror(-rc));
 	LOG_ERR(APP_LOG, "%s", msg);
-	reload_free(r);
+	config_reload_free(r);
 	done(done_arg, rc, msg);
 }
 
 void app_config_reload(struct app_target *t, const char *path, app_done_fn done, void *arg)
 {
-	struct reload *r = calloc(1, sizeof(*r));
+	struct config_reload *r = calloc(1, sizeof(*r));
 	struct json_object *cur = NULL, *subs, *sect;
 	int rc;
 
@@ -574,9 +593,9 @@ void app_config_reload(struct app_target *t, const char *path, app_done_fn done,
 		goto out_fail;
 	}
 	cur = rpc_config_build(t);
-	rc = reload_flatten(r->want_root, &r->want, r->err);
+	rc = config_reload_flatten(r->want_root, &r->want, r->err);
 	if (!rc)
-		rc = reload_flatten(cur, &r->cur, r->err);
+		rc = config_reload_flatten(cur, &r->cur, r->err);
 	if (rc)
 		goto out_fail;
 	r->calls = json_object_new_array();
@@ -587,7 +606,7 @@ void app_config_reload(struct app_target *t, const char *path, app_done_fn done,
 	json_object_object_add(sect, "config", r->calls);
 	json_object_array_add(subs, sect);
 	json_object_object_add(r->plan_root, "subsystems", subs);
-	rc = reload_plan(r);
+	rc = config_reload_plan(r);
 	if (rc)
 		goto out_fail;
 	LOG_INFO(APP_LOG, "reloading %s: %zu change(s)", path, json_object_array_length(r->calls));
@@ -605,13 +624,12 @@ void app_config_reload(struct app_target *t, const char *path, app_done_fn done,
 
 out_fail:
 	json_object_put(cur);
-out_fail_nocur:
-	{
-		char msg[APP_ERR_LEN];
+out_fail_nocur : {
+	char msg[APP_ERR_LEN];
 
-		snprintf(msg, sizeof(msg), "%s", r->err);
-		LOG_ERR(APP_LOG, "reload of %s refused: %s", path, msg);
-		reload_free(r);
-		done(arg, rc, msg);
-	}
+	snprintf(msg, sizeof(msg), "%s", r->err);
+	LOG_ERR(APP_LOG, "reload of %s refused: %s", path, msg);
+	config_reload_free(r);
+	done(arg, rc, msg);
+}
 }

@@ -22,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define M_PREFIX "nvme_emu_"
+#define METRICS_PREFIX "nvme_emu_"
 
 /* The exported histogram buckets: merged window buckets (lat_hist.h), per octave
  * `buckets_per_octave` of them (a divisor of 16), from 1.024 us up, then +Inf. */
 struct metrics_buckets {
 	unsigned int n;
-	double le[LAT_HIST_WIN_BUCKETS];	     /* seconds */
+	double le[LAT_HIST_WIN_BUCKETS];	/* seconds */
 	unsigned char to[LAT_HIST_WIN_BUCKETS]; /* window bucket -> exported one */
 };
 
@@ -67,25 +67,25 @@ struct metrics_ctx {
 	int rc;
 };
 
-static struct prom_fam *m_fam(struct metrics_ctx *m, const char *name, enum prom_type type,
-			      const char *help)
+static struct prom_fam *metrics_fam(struct metrics_ctx *m, const char *name, enum prom_type type,
+				    const char *help)
 {
 	char full[128];
 
-	snprintf(full, sizeof(full), M_PREFIX "%s", name);
+	snprintf(full, sizeof(full), METRICS_PREFIX "%s", name);
 	return prom_fam(m->doc, full, type, help);
 }
 
-static void m_u64(struct metrics_ctx *m, const char *name, enum prom_type type, const char *help,
-		  const struct prom_labels *l, uint64_t v)
+static void metrics_u64(struct metrics_ctx *m, const char *name, enum prom_type type,
+			const char *help, const struct prom_labels *l, uint64_t v)
 {
-	prom_u64(m_fam(m, name, type, help), l, v);
+	prom_u64(metrics_fam(m, name, type, help), l, v);
 }
 
-static void m_seconds(struct metrics_ctx *m, const char *name, const char *help,
-		      const struct prom_labels *l, uint64_t us)
+static void metrics_seconds(struct metrics_ctx *m, const char *name, const char *help,
+			    const struct prom_labels *l, uint64_t us)
 {
-	prom_double(m_fam(m, name, PROM_COUNTER, help), l, (double)us / 1e6);
+	prom_double(metrics_fam(m, name, PROM_COUNTER, help), l, (double)us / 1e6);
 }
 
 /* ---- the process ---- */
@@ -107,7 +107,8 @@ static void metrics_process(struct metrics_ctx *m)
 
 		fclose(f);
 		buf[n] = '\0';
-		/* After "pid (comm)": comm may hold spaces and parentheses, the last ')' ends it. */
+		/* After "pid (comm)": comm may hold spaces and parentheses, the last ')' ends it.
+		 */
 		p = strrchr(buf, ')');
 		if (p && sscanf(p + 2,
 				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d "
@@ -123,15 +124,17 @@ static void metrics_process(struct metrics_ctx *m)
 			prom_double(prom_fam(m->doc, "process_cpu_seconds_total", PROM_COUNTER,
 					     "User and system CPU time spent in seconds."),
 				    NULL, (double)(utime + stime) / ticks);
-			prom_double(prom_fam(m->doc, "process_start_time_seconds", PROM_GAUGE,
-					     "Start time of the process since unix epoch in seconds."),
-				    NULL, btime + (double)start / ticks);
+			prom_double(
+			    prom_fam(m->doc, "process_start_time_seconds", PROM_GAUGE,
+				     "Start time of the process since unix epoch in seconds."),
+			    NULL, btime + (double)start / ticks);
 			prom_u64(prom_fam(m->doc, "process_virtual_memory_bytes", PROM_GAUGE,
 					  "Virtual memory size in bytes."),
 				 NULL, vsize);
 			prom_u64(prom_fam(m->doc, "process_resident_memory_bytes", PROM_GAUGE,
 					  "Resident memory size in bytes."),
-				 NULL, (uint64_t)(rss > 0 ? rss : 0) * (uint64_t)sysconf(_SC_PAGESIZE));
+				 NULL,
+				 (uint64_t)(rss > 0 ? rss : 0) * (uint64_t)sysconf(_SC_PAGESIZE));
 		}
 	}
 	d = opendir("/proc/self/fd");
@@ -158,46 +161,51 @@ static void metrics_daemon(struct metrics_ctx *m)
 
 	prom_labels_reset(&l);
 	prom_label(&l, "version", APP_VERSION);
-	m_u64(m, "build_info", PROM_GAUGE, "nvme-emu's version (always 1).", &l, 1);
+	metrics_u64(m, "build_info", PROM_GAUGE, "nvme-emu's version (always 1).", &l, 1);
 	prom_labels_reset(&l);
 	prom_label(&l, "result", "success");
-	m_u64(m, "config_reloads_total", PROM_COUNTER,
-	      "Configuration reloads (systemctl reload, SIGHUP, nvmf_emu_reload_config), by result.",
-	      &l, t->svc.reloads_ok);
+	metrics_u64(
+	    m, "config_reloads_total", PROM_COUNTER,
+	    "Configuration reloads (systemctl reload, SIGHUP, nvmf_emu_reload_config), by result.",
+	    &l, t->svc.reloads_ok);
 	prom_labels_reset(&l);
 	prom_label(&l, "result", "failure");
-	m_u64(m, "config_reloads_total", PROM_COUNTER, "", &l, t->svc.reloads_failed);
+	metrics_u64(m, "config_reloads_total", PROM_COUNTER, "", &l, t->svc.reloads_failed);
 	prom_labels_reset(&l);
 	prom_label(&l, "thread", "main");
 	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		prom_double(m_fam(m, "thread_cpu_seconds_total", PROM_COUNTER,
-				  "CPU time of the daemon's threads (busy time; a spinning poll group "
-				  "is busy too)."),
-			    &l, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
-	m_seconds(m, "thread_sleep_seconds_total",
-		  "Time the threads spent asleep waiting for events (idle time).", &l,
-		  evloop_sleep_us(t->loop));
+		prom_double(
+		    metrics_fam(
+			m, "thread_cpu_seconds_total", PROM_COUNTER,
+			"CPU time of the daemon's threads (busy time; a spinning poll group "
+			"is busy too)."),
+		    &l, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+	metrics_seconds(m, "thread_sleep_seconds_total",
+			"Time the threads spent asleep waiting for events (idle time).", &l,
+			evloop_sleep_us(t->loop));
 	if (t->metrics.http) {
 		struct metrics_http_stats st;
 		static const char *const classes[] = {NULL, NULL, "2xx", NULL, "4xx", "5xx"};
 
 		metrics_http_get_stats(t->metrics.http, &st);
 		prom_labels_reset(&l);
-		m_u64(m, "metrics_http_connections_total", PROM_COUNTER,
-		      "Connections to the metrics endpoint: served.", &l, st.connections);
-		m_u64(m, "metrics_http_rejected_connections_total", PROM_COUNTER,
-		      "Connections to the metrics endpoint closed at once (too many open).", &l,
-		      st.rejected);
-		m_u64(m, "metrics_http_timeouts_total", PROM_COUNTER,
-		      "Metrics endpoint connections closed by a timeout (slow or idle clients).", &l,
-		      st.timeouts);
+		metrics_u64(m, "metrics_http_connections_total", PROM_COUNTER,
+			    "Connections to the metrics endpoint: served.", &l, st.connections);
+		metrics_u64(m, "metrics_http_rejected_connections_total", PROM_COUNTER,
+			    "Connections to the metrics endpoint closed at once (too many open).",
+			    &l, st.rejected);
+		metrics_u64(
+		    m, "metrics_http_timeouts_total", PROM_COUNTER,
+		    "Metrics endpoint connections closed by a timeout (slow or idle clients).", &l,
+		    st.timeouts);
 		for (unsigned int c = 2; c < 6; c++) {
 			if (!classes[c])
 				continue;
 			prom_labels_reset(&l);
 			prom_label(&l, "code", classes[c]);
-			m_u64(m, "metrics_http_responses_total", PROM_COUNTER,
-			      "Metrics endpoint responses by status class.", &l, st.responses[c]);
+			metrics_u64(m, "metrics_http_responses_total", PROM_COUNTER,
+				    "Metrics endpoint responses by status class.", &l,
+				    st.responses[c]);
 		}
 	}
 }
@@ -216,10 +224,11 @@ static void metrics_transport(struct metrics_ctx *m)
 	prom_label(&l, "doorbells", hw_db_mode_name(t->tr.db_mode));
 	prom_label(&l, "dpa", dpa_num_harts(t->dpa) ? "harts" : "fused");
 	prom_label(&l, "profile", t->tr.profile->name);
-	m_u64(m, "transport_info", PROM_GAUGE,
-	      "The transport: doorbell delivery (mmap or trap), DPA threads fused into the poll "
-	      "groups or on harts, platform profile (always 1).",
-	      &l, 1);
+	metrics_u64(
+	    m, "transport_info", PROM_GAUGE,
+	    "The transport: doorbell delivery (mmap or trap), DPA threads fused into the poll "
+	    "groups or on harts, platform profile (always 1).",
+	    &l, 1);
 	for (unsigned int i = 0; i < pcie_poll_groups_count(t->pgs); i++) {
 		struct pcie_poll_group_stats st;
 		char name[32];
@@ -228,27 +237,31 @@ static void metrics_transport(struct metrics_ctx *m)
 		snprintf(name, sizeof(name), "poll-group%u", i);
 		prom_labels_reset(&l);
 		prom_label(&l, "thread", name);
-		prom_double(m_fam(m, "thread_cpu_seconds_total", PROM_COUNTER, ""), &l,
+		prom_double(metrics_fam(m, "thread_cpu_seconds_total", PROM_COUNTER, ""), &l,
 			    (double)st.cpu_us / 1e6);
-		m_seconds(m, "thread_sleep_seconds_total", "", &l, st.sleep_us);
+		metrics_seconds(m, "thread_sleep_seconds_total", "", &l, st.sleep_us);
 		prom_labels_reset(&l);
 		prom_label_u64(&l, "poll_group", i);
-		m_u64(m, "poll_group_wakeups_total", PROM_COUNTER,
-		      "Poll group wake-ups by a queue's event fd.", &l, st.wakeups);
-		m_u64(m, "poll_group_sqes_total", PROM_COUNTER,
-		      "Submission queue entries the poll group fetched.", &l, st.sqes);
-		m_u64(m, "poll_group_doorbell_messages_total", PROM_COUNTER,
-		      "Doorbell values the DPA threads handed to the poll group.", &l, st.db_msgs);
-		m_u64(m, "poll_group_backend_polls_total", PROM_COUNTER,
-		      "Polls of backend channels with I/O in flight.", &l, st.bdev_polls);
-		m_u64(m, "poll_group_interrupt_requests_total", PROM_COUNTER,
-		      "Interrupts the poll group asked its DPA threads to raise.", &l, st.irqs);
-		m_u64(m, "poll_group_queues", PROM_GAUGE,
-		      "I/O submission and completion queues the poll group owns.", &l, st.sqs + st.cqs);
+		metrics_u64(m, "poll_group_wakeups_total", PROM_COUNTER,
+			    "Poll group wake-ups by a queue's event fd.", &l, st.wakeups);
+		metrics_u64(m, "poll_group_sqes_total", PROM_COUNTER,
+			    "Submission queue entries the poll group fetched.", &l, st.sqes);
+		metrics_u64(m, "poll_group_doorbell_messages_total", PROM_COUNTER,
+			    "Doorbell values the DPA threads handed to the poll group.", &l,
+			    st.db_msgs);
+		metrics_u64(m, "poll_group_backend_polls_total", PROM_COUNTER,
+			    "Polls of backend channels with I/O in flight.", &l, st.bdev_polls);
+		metrics_u64(m, "poll_group_interrupt_requests_total", PROM_COUNTER,
+			    "Interrupts the poll group asked its DPA threads to raise.", &l,
+			    st.irqs);
+		metrics_u64(m, "poll_group_queues", PROM_GAUGE,
+			    "I/O submission and completion queues the poll group owns.", &l,
+			    st.sqs + st.cqs);
 		if (dpa_num_harts(t->dpa) == 0)
-			prom_double(m_fam(m, "poll_group_poll_window_seconds", PROM_GAUGE,
-					  "The adaptive doorbell polling window (fused DPA)."),
-				    &l, (double)st.poll_window_us / 1e6);
+			prom_double(
+			    metrics_fam(m, "poll_group_poll_window_seconds", PROM_GAUGE,
+					"The adaptive doorbell polling window (fused DPA)."),
+			    &l, (double)st.poll_window_us / 1e6);
 	}
 	for (unsigned int i = 0; i < dpa_num_harts(t->dpa); i++) {
 		struct dpa_stats st;
@@ -257,19 +270,20 @@ static void metrics_transport(struct metrics_ctx *m)
 			continue;
 		prom_labels_reset(&l);
 		prom_label_u64(&l, "hart", i);
-		m_u64(m, "dpa_hart_activations_total", PROM_COUNTER, "DPA program runs on the hart.",
-		      &l, st.activations);
-		m_u64(m, "dpa_hart_doorbell_completions_total", PROM_COUNTER,
-		      "Doorbell completions the hart's programs fetched.", &l, st.db_completions);
-		m_u64(m, "dpa_hart_msix_raised_total", PROM_COUNTER,
-		      "MSI-X interrupts the hart raised.", &l, st.msix_raised);
-		m_seconds(m, "dpa_hart_sleep_seconds_total", "Time the hart spent asleep.", &l,
-			  st.asleep_us);
+		metrics_u64(m, "dpa_hart_activations_total", PROM_COUNTER,
+			    "DPA program runs on the hart.", &l, st.activations);
+		metrics_u64(m, "dpa_hart_doorbell_completions_total", PROM_COUNTER,
+			    "Doorbell completions the hart's programs fetched.", &l,
+			    st.db_completions);
+		metrics_u64(m, "dpa_hart_msix_raised_total", PROM_COUNTER,
+			    "MSI-X interrupts the hart raised.", &l, st.msix_raised);
+		metrics_seconds(m, "dpa_hart_sleep_seconds_total", "Time the hart spent asleep.",
+				&l, st.asleep_us);
 	}
 	prom_labels_reset(&l);
-	m_u64(m, "dpa_fused_eventfd_wakes_total", PROM_COUNTER,
-	      "Fused DPA: thread wake-ups that went through an event fd.", &l,
-	      dpa_fused_eventfd_wakes(t->dpa));
+	metrics_u64(m, "dpa_fused_eventfd_wakes_total", PROM_COUNTER,
+		    "Fused DPA: thread wake-ups that went through an event fd.", &l,
+		    dpa_fused_eventfd_wakes(t->dpa));
 }
 
 /* ---- controllers ---- */
@@ -292,27 +306,29 @@ static void metrics_iostat_emit(struct metrics_ctx *m, const struct prom_labels 
 			continue;
 		l = *base;
 		prom_label(&l, "opclass", ctrlr_io_class_name(c));
-		m_u64(m, "io_commands_total", PROM_COUNTER,
-		      "Commands completed (any status), by class: read, write (Write, Zone Append), "
-		      "flush, other I/O, admin (NSID 0: no namespace).",
-		      &l, st->cmds[c]);
+		metrics_u64(
+		    m, "io_commands_total", PROM_COUNTER,
+		    "Commands completed (any status), by class: read, write (Write, Zone Append), "
+		    "flush, other I/O, admin (NSID 0: no namespace).",
+		    &l, st->cmds[c]);
 	}
 	if (st->cmds[CTRLR_IO_READ] || st->cmds[CTRLR_IO_WRITE]) {
 		l = *base;
 		prom_label(&l, "direction", "read");
-		m_u64(m, "io_bytes_total", PROM_COUNTER,
-		      "Data moved by successful reads and writes, in bytes.", &l, st->bytes_read);
+		metrics_u64(m, "io_bytes_total", PROM_COUNTER,
+			    "Data moved by successful reads and writes, in bytes.", &l,
+			    st->bytes_read);
 		l = *base;
 		prom_label(&l, "direction", "write");
-		m_u64(m, "io_bytes_total", PROM_COUNTER, "", &l, st->bytes_written);
+		metrics_u64(m, "io_bytes_total", PROM_COUNTER, "", &l, st->bytes_written);
 	}
 	for (unsigned int k = 0; k < CTRLR_ERR_NR; k++) {
 		if (!st->errors[k])
 			continue;
 		l = *base;
 		prom_label(&l, "status", ctrlr_err_kind_name(k));
-		m_u64(m, "io_errors_total", PROM_COUNTER,
-		      "Commands completed with an error, by NVMe status.", &l, st->errors[k]);
+		metrics_u64(m, "io_errors_total", PROM_COUNTER,
+			    "Commands completed with an error, by NVMe status.", &l, st->errors[k]);
 	}
 	for (unsigned int c = 0; c < CTRLR_LAT_NR; c++) {
 		uint64_t total = 0;
@@ -326,12 +342,12 @@ static void metrics_iostat_emit(struct metrics_ctx *m, const struct prom_labels 
 			continue;
 		l = *base;
 		prom_label(&l, "opclass", ctrlr_lat_class_name(c));
-		prom_histogram(m_fam(m, "io_latency_seconds", PROM_HISTOGRAM,
-				     "Command latency in the device, from the poll round that "
-				     "fetched the command to the one that completed it, by class: "
-				     "read, write, other."),
-			       &l, m->buckets.le, counts, m->buckets.n,
-			       (double)st->lat_sum_ns[c] / 1e9);
+		prom_histogram(
+		    metrics_fam(m, "io_latency_seconds", PROM_HISTOGRAM,
+				"Command latency in the device, from the poll round that "
+				"fetched the command to the one that completed it, by class: "
+				"read, write, other."),
+		    &l, m->buckets.le, counts, m->buckets.n, (double)st->lat_sum_ns[c] / 1e9);
 	}
 }
 
@@ -384,61 +400,68 @@ static void metrics_controller(struct metrics_ctx *m, struct app_subsys *s, stru
 	prom_label(&l, "function", ln->fn->vuid);
 	prom_label(&l, "socket", ln->fn->socket_path ? ln->fn->socket_path : "");
 	prom_label(&l, "serial", s->serial);
-	m_u64(m, "controller_info", PROM_GAUGE,
-	      "A controller (one per listener: a function's vfio-user socket) (always 1).", &l, 1);
+	metrics_u64(m, "controller_info", PROM_GAUGE,
+		    "A controller (one per listener: a function's vfio-user socket) (always 1).",
+		    &l, 1);
 	metrics_ctrl_labels(m, &l);
-	m_u64(m, "controller_enabled", PROM_GAUGE, "CSTS.RDY: the host enabled the controller.", &l,
-	      st.enabled);
-	m_u64(m, "controller_io_queues", PROM_GAUGE, "I/O submission queues the host created.", &l,
-	      st.io_sqs);
-	m_u64(m, "interrupts_raised_total", PROM_COUNTER, "MSI-X interrupts the controller raised.",
-	      &l, st.irqs_raised);
-	m_u64(m, "interrupts_coalesced_total", PROM_COUNTER,
-	      "Completions that raised no interrupt of their own: they shared one with others, or "
-	      "the host took them before one was due.",
-	      &l, st.irq_cqes > st.irqs_raised ? st.irq_cqes - st.irqs_raised : 0);
-	m_u64(m, "interrupt_depth_waits_total", PROM_COUNTER,
-	      "Interrupts held while the host kept submitting up to its queue depth.", &l,
-	      st.irq_depth_waits);
-	m_u64(m, "completion_queue_full_holds_total", PROM_COUNTER,
-	      "Completions held back by a full completion queue.", &l, st.cq_full_holds);
-	m_u64(m, "invalid_doorbell_writes_total", PROM_COUNTER,
-	      "Doorbell writes with an invalid queue or value.", &l, st.invalid_db_writes);
-	m_u64(m, "async_events_total", PROM_COUNTER, "Asynchronous events reported to the host.",
-	      &l, st.aer_sent);
-	m_u64(m, "media_errors_total", PROM_COUNTER,
-	      "Media and data integrity errors (the SMART log's count).", &l, st.media_errors);
+	metrics_u64(m, "controller_enabled", PROM_GAUGE,
+		    "CSTS.RDY: the host enabled the controller.", &l, st.enabled);
+	metrics_u64(m, "controller_io_queues", PROM_GAUGE,
+		    "I/O submission queues the host created.", &l, st.io_sqs);
+	metrics_u64(m, "interrupts_raised_total", PROM_COUNTER,
+		    "MSI-X interrupts the controller raised.", &l, st.irqs_raised);
+	metrics_u64(
+	    m, "interrupts_coalesced_total", PROM_COUNTER,
+	    "Completions that raised no interrupt of their own: they shared one with others, or "
+	    "the host took them before one was due.",
+	    &l, st.irq_cqes > st.irqs_raised ? st.irq_cqes - st.irqs_raised : 0);
+	metrics_u64(m, "interrupt_depth_waits_total", PROM_COUNTER,
+		    "Interrupts held while the host kept submitting up to its queue depth.", &l,
+		    st.irq_depth_waits);
+	metrics_u64(m, "completion_queue_full_holds_total", PROM_COUNTER,
+		    "Completions held back by a full completion queue.", &l, st.cq_full_holds);
+	metrics_u64(m, "invalid_doorbell_writes_total", PROM_COUNTER,
+		    "Doorbell writes with an invalid queue or value.", &l, st.invalid_db_writes);
+	metrics_u64(m, "async_events_total", PROM_COUNTER,
+		    "Asynchronous events reported to the host.", &l, st.aer_sent);
+	metrics_u64(m, "media_errors_total", PROM_COUNTER,
+		    "Media and data integrity errors (the SMART log's count).", &l,
+		    st.media_errors);
 	{
 		static const char *const kinds[] = {"reset", "shutdown", "flr"};
-		uint64_t v[] = {st.resets > st.flrs ? st.resets - st.flrs : 0, st.shutdowns, st.flrs};
+		uint64_t v[] = {st.resets > st.flrs ? st.resets - st.flrs : 0, st.shutdowns,
+				st.flrs};
 
 		for (unsigned int k = 0; k < 3; k++) {
 			metrics_ctrl_labels(m, &l);
 			prom_label(&l, "kind", kinds[k]);
-			m_u64(m, "controller_resets_total", PROM_COUNTER,
-			      "Controller resets (CC.EN cleared), shutdowns (CC.SHN) and function "
-			      "level resets.",
-			      &l, v[k]);
+			metrics_u64(
+			    m, "controller_resets_total", PROM_COUNTER,
+			    "Controller resets (CC.EN cleared), shutdowns (CC.SHN) and function "
+			    "level resets.",
+			    &l, v[k]);
 		}
 	}
 	metrics_ctrl_labels(m, &l);
-	m_u64(m, "vfio_user_clients_attached_total", PROM_COUNTER,
-	      "vfio-user clients (VMMs) that attached to the function.", &l, hs.clients_attached);
-	m_u64(m, "vfio_user_disconnects_total", PROM_COUNTER, "vfio-user clients that went away.",
-	      &l, hs.disconnects);
-	m_u64(m, "vfio_user_bad_messages_total", PROM_COUNTER,
-	      "vfio-user messages refused as malformed.", &l, hs.bad_messages);
-	m_u64(m, "vfio_user_dma_maps_total", PROM_COUNTER, "DMA windows the client mapped.", &l,
-	      hs.dma_maps);
-	m_u64(m, "vfio_user_dma_unmaps_total", PROM_COUNTER, "DMA windows the client unmapped.", &l,
-	      hs.dma_unmaps);
-	m_u64(m, "dma_faults_total", PROM_COUNTER,
-	      "Guest memory windows that lost their memory under an access (the client was "
-	      "dropped).",
-	      &l, hs.dma_faults);
-	m_u64(m, "doorbell_writes_trapped_total", PROM_COUNTER,
-	      "Doorbell writes that reached the daemon as vfio-user messages (trapped doorbells).",
-	      &l, hs.db_writes);
+	metrics_u64(m, "vfio_user_clients_attached_total", PROM_COUNTER,
+		    "vfio-user clients (VMMs) that attached to the function.", &l,
+		    hs.clients_attached);
+	metrics_u64(m, "vfio_user_disconnects_total", PROM_COUNTER,
+		    "vfio-user clients that went away.", &l, hs.disconnects);
+	metrics_u64(m, "vfio_user_bad_messages_total", PROM_COUNTER,
+		    "vfio-user messages refused as malformed.", &l, hs.bad_messages);
+	metrics_u64(m, "vfio_user_dma_maps_total", PROM_COUNTER, "DMA windows the client mapped.",
+		    &l, hs.dma_maps);
+	metrics_u64(m, "vfio_user_dma_unmaps_total", PROM_COUNTER,
+		    "DMA windows the client unmapped.", &l, hs.dma_unmaps);
+	metrics_u64(m, "dma_faults_total", PROM_COUNTER,
+		    "Guest memory windows that lost their memory under an access (the client was "
+		    "dropped).",
+		    &l, hs.dma_faults);
+	metrics_u64(
+	    m, "doorbell_writes_trapped_total", PROM_COUNTER,
+	    "Doorbell writes that reached the daemon as vfio-user messages (trapped doorbells).",
+	    &l, hs.db_writes);
 	nq = ctrlr_get_sq_ids(c, qids, (int)(sizeof(qids) / sizeof(qids[0])));
 	for (int i = 0; i < nq; i++) {
 		uint32_t out;
@@ -447,8 +470,9 @@ static void metrics_controller(struct metrics_ctx *m, struct app_subsys *s, stru
 			continue;
 		metrics_ctrl_labels(m, &l);
 		prom_label_u64(&l, "qid", qids[i]);
-		m_u64(m, "queue_outstanding_commands", PROM_GAUGE,
-		      "Commands fetched from the submission queue and not completed yet.", &l, out);
+		metrics_u64(m, "queue_outstanding_commands", PROM_GAUGE,
+			    "Commands fetched from the submission queue and not completed yet.", &l,
+			    out);
 	}
 	memset(m->by_ns, 0, sizeof(m->by_ns));
 	if (ctrlr_iostat_foreach(c, metrics_iostat_one, m))
@@ -478,11 +502,11 @@ static void metrics_namespaces(struct metrics_ctx *m, struct app_subsys *s)
 		prom_labels_reset(&l);
 		prom_label(&l, "subsystem", s->nqn);
 		prom_label_u64(&l, "nsid", ns->nsid);
-		m_u64(m, "namespace_size_bytes", PROM_GAUGE, "A namespace's capacity.", &l,
-		      info.num_blocks * info.block_size);
+		metrics_u64(m, "namespace_size_bytes", PROM_GAUGE, "A namespace's capacity.", &l,
+			    info.num_blocks * info.block_size);
 		prom_label(&l, "bdev", ns->bdev_name);
-		m_u64(m, "namespace_info", PROM_GAUGE, "A namespace and its block device (always 1).",
-		      &l, 1);
+		metrics_u64(m, "namespace_info", PROM_GAUGE,
+			    "A namespace and its block device (always 1).", &l, 1);
 	}
 }
 
@@ -503,7 +527,7 @@ static int metrics_bdev(struct bdev *b, void *arg)
 	prom_label(&base, "bdev", info.name);
 	l = base;
 	prom_label(&l, "module", info.module_name);
-	m_u64(m, "bdev_info", PROM_GAUGE, "A block device and its module (always 1).", &l, 1);
+	metrics_u64(m, "bdev_info", PROM_GAUGE, "A block device and its module (always 1).", &l, 1);
 	v[0] = st.read_ops;
 	v[1] = st.write_ops;
 	v[2] = st.flush_ops;
@@ -512,29 +536,31 @@ static int metrics_bdev(struct bdev *b, void *arg)
 	for (unsigned int i = 0; i < 5; i++) {
 		l = base;
 		prom_label(&l, "op", ops[i]);
-		m_u64(m, "bdev_ops_total", PROM_COUNTER, "Block device operations completed.", &l,
-		      v[i]);
+		metrics_u64(m, "bdev_ops_total", PROM_COUNTER, "Block device operations completed.",
+			    &l, v[i]);
 	}
 	l = base;
 	prom_label(&l, "direction", "read");
-	m_u64(m, "bdev_bytes_total", PROM_COUNTER, "Bytes read and written on the block device.",
-	      &l, st.bytes_read);
+	metrics_u64(m, "bdev_bytes_total", PROM_COUNTER,
+		    "Bytes read and written on the block device.", &l, st.bytes_read);
 	l = base;
 	prom_label(&l, "direction", "write");
-	m_u64(m, "bdev_bytes_total", PROM_COUNTER, "", &l, st.bytes_written);
-	m_u64(m, "bdev_errors_total", PROM_COUNTER, "Block device operations that failed.", &base,
-	      st.errors);
-	m_u64(m, "bdev_ops_in_flight", PROM_GAUGE,
-	      "Operations submitted to the block device and not completed (RBD: librbd AIO in "
-	      "flight).",
-	      &base, bdev_get_outstanding(b));
+	metrics_u64(m, "bdev_bytes_total", PROM_COUNTER, "", &l, st.bytes_written);
+	metrics_u64(m, "bdev_errors_total", PROM_COUNTER, "Block device operations that failed.",
+		    &base, st.errors);
+	metrics_u64(
+	    m, "bdev_ops_in_flight", PROM_GAUGE,
+	    "Operations submitted to the block device and not completed (RBD: librbd AIO in "
+	    "flight).",
+	    &base, bdev_get_outstanding(b));
 	if (info.uri) {
-		m_u64(m, "bdev_nbd_connections", PROM_GAUGE, "NBD connections up.", &base,
-		      info.nbd_connected);
-		m_u64(m, "bdev_nbd_disconnects_total", PROM_COUNTER,
-		      "NBD connections lost after their handshake.", &base, info.nbd_disconnects);
-		m_u64(m, "bdev_nbd_reconnects_total", PROM_COUNTER,
-		      "NBD connections made again after a loss.", &base, info.nbd_reconnects);
+		metrics_u64(m, "bdev_nbd_connections", PROM_GAUGE, "NBD connections up.", &base,
+			    info.nbd_connected);
+		metrics_u64(m, "bdev_nbd_disconnects_total", PROM_COUNTER,
+			    "NBD connections lost after their handshake.", &base,
+			    info.nbd_disconnects);
+		metrics_u64(m, "bdev_nbd_reconnects_total", PROM_COUNTER,
+			    "NBD connections made again after a loss.", &base, info.nbd_reconnects);
 	}
 	return 0;
 }
@@ -549,8 +575,8 @@ int app_metrics_render(struct app_target *t, char **text, size_t *len)
 	m->t = t;
 	m->per_queue = t->metrics.per_queue;
 	metrics_buckets_init(&m->buckets, t->metrics.buckets_per_octave
-						 ? t->metrics.buckets_per_octave
-						 : APP_METRICS_BUCKETS_PER_OCTAVE);
+					      ? t->metrics.buckets_per_octave
+					      : APP_METRICS_BUCKETS_PER_OCTAVE);
 	m->doc = prom_doc_create();
 	if (!m->doc) {
 		free(m);
@@ -584,8 +610,8 @@ int app_metrics_start(struct app_target *t, const char *addr, unsigned int bucke
 {
 	int rc;
 
-	if (buckets_per_octave && (buckets_per_octave > LAT_HIST_SUB ||
-				   LAT_HIST_SUB % buckets_per_octave)) {
+	if (buckets_per_octave &&
+	    (buckets_per_octave > LAT_HIST_SUB || LAT_HIST_SUB % buckets_per_octave)) {
 		snprintf(err, APP_ERR_LEN, "buckets_per_octave must be 1, 2, 4, 8 or 16");
 		return -EINVAL;
 	}

@@ -21,9 +21,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define MH_LOG "metrics"
+#define METRICS_HTTP_LOG "metrics"
 
-struct mh_conn {
+struct metrics_http_conn {
 	struct metrics_http *h;
 	int fd;
 	struct evloop_watch *watch;
@@ -37,7 +37,7 @@ struct mh_conn {
 	size_t body_len, off;
 	bool body_owned;
 	bool writing, close_after;
-	struct mh_conn *next, **pprev;
+	struct metrics_http_conn *next, **pprev;
 };
 
 struct metrics_http {
@@ -46,16 +46,16 @@ struct metrics_http {
 	struct evloop_watch *watch;
 	metrics_http_render_fn render;
 	void *arg;
-	struct mh_conn *conns;
+	struct metrics_http_conn *conns;
 	unsigned int nconns;
 	char addr[INET6_ADDRSTRLEN + 16];
 	char requested[128];
 	struct metrics_http_stats st;
 };
 
-static const char mh_index[] = "nvme-emu metrics exporter: the metrics are at /metrics\n";
+static const char metrics_http_index[] = "nvme-emu metrics exporter: the metrics are at /metrics\n";
 
-static void mh_close(struct mh_conn *c)
+static void metrics_http_close(struct metrics_http_conn *c)
 {
 	struct metrics_http *h = c->h;
 
@@ -72,24 +72,24 @@ static void mh_close(struct mh_conn *c)
 	free(c);
 }
 
-static void mh_timer_fired(void *arg);
+static void metrics_http_timer_fired(void *arg);
 
 /* (Re)arms the connection's one timer. False when it could not: the connection is closed then
  * (without a timer a silent client would hold its slot for ever). */
-static bool mh_arm(struct mh_conn *c, unsigned int ms)
+static bool metrics_http_arm(struct metrics_http_conn *c, unsigned int ms)
 {
 	if (c->timer)
 		evloop_timer_cancel(c->timer);
-	c->timer = evloop_timer_add(c->h->loop, (uint64_t)ms * 1000u, mh_timer_fired, c);
+	c->timer = evloop_timer_add(c->h->loop, (uint64_t)ms * 1000u, metrics_http_timer_fired, c);
 	if (!c->timer) {
-		LOG_ERR(MH_LOG, "no memory for a connection timer: connection closed");
-		mh_close(c);
+		LOG_ERR(METRICS_HTTP_LOG, "no memory for a connection timer: connection closed");
+		metrics_http_close(c);
 		return false;
 	}
 	return true;
 }
 
-static const char *mh_reason(int code)
+static const char *metrics_http_reason(int code)
 {
 	switch (code) {
 	case 200:
@@ -113,16 +113,16 @@ static const char *mh_reason(int code)
 	}
 }
 
-static void mh_want(struct mh_conn *c, uint32_t events)
+static void metrics_http_want(struct metrics_http_conn *c, uint32_t events)
 {
 	if (evloop_watch_modify(c->watch, events))
-		LOG_ERR(MH_LOG, "cannot watch a connection: %s", strerror(errno));
+		LOG_ERR(METRICS_HTTP_LOG, "cannot watch a connection: %s", strerror(errno));
 }
 
-static void mh_try_parse(struct mh_conn *c);
+static void metrics_http_try_parse(struct metrics_http_conn *c);
 
 /* Writes what the socket takes; at the end, closes or waits for the next request. */
-static void mh_flush(struct mh_conn *c)
+static void metrics_http_flush(struct metrics_http_conn *c)
 {
 	while (c->off < c->head_len + c->body_len) {
 		struct iovec iov[2];
@@ -144,11 +144,11 @@ static void mh_flush(struct mh_conn *c)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			mh_want(c, EPOLLOUT);
+			metrics_http_want(c, EPOLLOUT);
 			return;
 		}
 		if (w < 0) {
-			mh_close(c); /* the client went away */
+			metrics_http_close(c); /* the client went away */
 			return;
 		}
 		c->off += (size_t)w;
@@ -160,19 +160,21 @@ static void mh_flush(struct mh_conn *c)
 	c->writing = false;
 	if (c->close_after) {
 		shutdown(c->fd, SHUT_WR);
-		mh_close(c);
+		metrics_http_close(c);
 		return;
 	}
-	mh_want(c, EPOLLIN);
+	metrics_http_want(c, EPOLLIN);
 	/* Kept alive: a pipelined request may be waiting already. */
-	if (mh_arm(c, c->in_len ? METRICS_HTTP_HEAD_TIMEOUT_MS : METRICS_HTTP_IDLE_TIMEOUT_MS) &&
+	if (metrics_http_arm(c, c->in_len ? METRICS_HTTP_HEAD_TIMEOUT_MS
+					  : METRICS_HTTP_IDLE_TIMEOUT_MS) &&
 	    c->in_len)
-		mh_try_parse(c);
+		metrics_http_try_parse(c);
 }
 
 /* Queues a response and starts writing it. `body` is borrowed unless `owned`. */
-static void mh_respond(struct mh_conn *c, int code, const char *type, char *body, size_t body_len,
-		       bool owned, bool head_only, const char *extra)
+static void metrics_http_respond(struct metrics_http_conn *c, int code, const char *type,
+				 char *body, size_t body_len, bool owned, bool head_only,
+				 const char *extra)
 {
 	struct metrics_http *h = c->h;
 	int n;
@@ -181,7 +183,7 @@ static void mh_respond(struct mh_conn *c, int code, const char *type, char *body
 	n = snprintf(c->head, sizeof(c->head),
 		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 		     "Cache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
-		     code, mh_reason(code), type, body_len, extra ? extra : "",
+		     code, metrics_http_reason(code), type, body_len, extra ? extra : "",
 		     c->close_after ? "close" : "keep-alive");
 	c->head_len = n > 0 && (size_t)n < sizeof(c->head) ? (size_t)n : 0;
 	if (head_only && owned)
@@ -191,14 +193,15 @@ static void mh_respond(struct mh_conn *c, int code, const char *type, char *body
 	c->body_owned = owned && !head_only;
 	c->off = 0;
 	c->writing = true;
-	if (mh_arm(c, METRICS_HTTP_WRITE_TIMEOUT_MS))
-		mh_flush(c);
+	if (metrics_http_arm(c, METRICS_HTTP_WRITE_TIMEOUT_MS))
+		metrics_http_flush(c);
 }
 
-static void mh_error(struct mh_conn *c, int code, const char *why)
+static void metrics_http_error(struct metrics_http_conn *c, int code, const char *why)
 {
 	char text[160];
-	size_t len = (size_t)snprintf(text, sizeof(text), "%d %s: %s\n", code, mh_reason(code), why);
+	size_t len = (size_t)snprintf(text, sizeof(text), "%d %s: %s\n", code,
+				      metrics_http_reason(code), why);
 	char *body = strdup(text);
 
 	/* A request the server could not read whole leaves the stream in an unknown state. */
@@ -206,32 +209,32 @@ static void mh_error(struct mh_conn *c, int code, const char *why)
 		c->close_after = true;
 	if (!body) {
 		c->close_after = true;
-		mh_respond(c, code, "text/plain; charset=utf-8", NULL, 0, false, false,
-			   code == 405 ? "Allow: GET, HEAD\r\n" : NULL);
+		metrics_http_respond(c, code, "text/plain; charset=utf-8", NULL, 0, false, false,
+				     code == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 		return;
 	}
-	mh_respond(c, code, "text/plain; charset=utf-8", body, len, true, false,
-		   code == 405 ? "Allow: GET, HEAD\r\n" : NULL);
+	metrics_http_respond(c, code, "text/plain; charset=utf-8", body, len, true, false,
+			     code == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 }
 
 /* RFC 9110 5.6.2 token characters. */
-static bool mh_tchar(char ch)
+static bool metrics_http_tchar(char ch)
 {
 	return isalnum((unsigned char)ch) || strchr("!#$%&'*+-.^_`|~", ch);
 }
 
-static bool mh_token(const char *s, size_t n)
+static bool metrics_http_token(const char *s, size_t n)
 {
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!mh_tchar(s[i]))
+		if (!metrics_http_tchar(s[i]))
 			return false;
 	return true;
 }
 
 /* Whether a header value (comma-separated tokens) lists `tok`, case-insensitively. */
-static bool mh_has_token(const char *v, size_t n, const char *tok)
+static bool metrics_http_has_token(const char *v, size_t n, const char *tok)
 {
 	size_t tl = strlen(tok), i = 0;
 
@@ -253,7 +256,7 @@ static bool mh_has_token(const char *v, size_t n, const char *tok)
 }
 
 /* One request head (`len` bytes, its blank line included). Responds (or closes). */
-static void mh_request(struct mh_conn *c, const char *req, size_t len)
+static void metrics_http_request(struct metrics_http_conn *c, const char *req, size_t len)
 {
 	const char *end = req + len, *line = req, *eol, *sp1, *sp2, *path;
 	size_t path_len, mlen;
@@ -262,20 +265,20 @@ static void mh_request(struct mh_conn *c, const char *req, size_t len)
 
 	eol = memchr(line, '\n', (size_t)(end - line));
 	if (!eol)
-		return mh_error(c, 400, "no request line");
+		return metrics_http_error(c, 400, "no request line");
 	/* Request line: method SP target SP HTTP-version (RFC 9112 3). */
 	sp1 = memchr(line, ' ', (size_t)(eol - line));
 	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
-	if (!sp1 || !sp2 || !mh_token(line, (size_t)(sp1 - line)) || sp2 == sp1 + 1)
-		return mh_error(c, 400, "malformed request line");
+	if (!sp1 || !sp2 || !metrics_http_token(line, (size_t)(sp1 - line)) || sp2 == sp1 + 1)
+		return metrics_http_error(c, 400, "malformed request line");
 	{
 		const char *v = sp2 + 1, *ve = eol > v && eol[-1] == '\r' ? eol - 1 : eol;
 
 		if (ve - v != 8 || strncmp(v, "HTTP/", 5) || !isdigit((unsigned char)v[5]) ||
 		    v[6] != '.' || !isdigit((unsigned char)v[7]))
-			return mh_error(c, 400, "malformed HTTP version");
+			return metrics_http_error(c, 400, "malformed HTTP version");
 		if (v[5] != '1')
-			return mh_error(c, 505, "HTTP/1.0 and HTTP/1.1 only");
+			return metrics_http_error(c, 505, "HTTP/1.0 and HTTP/1.1 only");
 		minor = v[7] - '0';
 	}
 	http10 = minor == 0;
@@ -284,14 +287,15 @@ static void mh_request(struct mh_conn *c, const char *req, size_t len)
 	path = sp1 + 1;
 	path_len = (size_t)(sp2 - path);
 	/* absolute-form (a proxy's request): the path after the authority. */
-	if (path_len > 7 && (!strncasecmp(path, "http://", 7) || !strncasecmp(path, "https://", 8))) {
+	if (path_len > 7 &&
+	    (!strncasecmp(path, "http://", 7) || !strncasecmp(path, "https://", 8))) {
 		const char *p = memchr(path + 8, '/', path_len - 8);
 
 		path_len = p ? path_len - (size_t)(p - path) : 1;
 		path = p ? p : "/";
 	}
 	if (path[0] != '/')
-		return mh_error(c, 400, "the target is not a path");
+		return metrics_http_error(c, 400, "the target is not a path");
 	for (size_t i = 0; i < path_len; i++) {
 		if (path[i] == '?' || path[i] == '#') {
 			path_len = i;
@@ -305,15 +309,15 @@ static void mh_request(struct mh_conn *c, const char *req, size_t len)
 
 		eol = memchr(line, '\n', (size_t)(end - line));
 		if (!eol)
-			return mh_error(c, 400, "unterminated header line");
+			return metrics_http_error(c, 400, "unterminated header line");
 		ve = eol > line && eol[-1] == '\r' ? eol - 1 : eol;
 		if (ve == line)
 			break; /* the blank line */
 		if (*line == ' ' || *line == '\t')
-			return mh_error(c, 400, "obsolete header line folding");
+			return metrics_http_error(c, 400, "obsolete header line folding");
 		colon = memchr(line, ':', (size_t)(ve - line));
-		if (!colon || !mh_token(line, (size_t)(colon - line)))
-			return mh_error(c, 400, "malformed header field");
+		if (!colon || !metrics_http_token(line, (size_t)(colon - line)))
+			return metrics_http_error(c, 400, "malformed header field");
 		nlen = (size_t)(colon - line);
 		for (v = colon + 1; v < ve && (*v == ' ' || *v == '\t'); v++)
 			;
@@ -321,52 +325,55 @@ static void mh_request(struct mh_conn *c, const char *req, size_t len)
 			ve--;
 		if (nlen == 4 && !strncasecmp(line, "host", 4)) {
 			if (has_host)
-				return mh_error(c, 400, "two Host fields");
+				return metrics_http_error(c, 400, "two Host fields");
 			has_host = true;
 		} else if (nlen == 14 && !strncasecmp(line, "content-length", 14)) {
 			for (const char *d = v; d < ve; d++)
 				if (!isdigit((unsigned char)*d))
-					return mh_error(c, 400, "bad Content-Length");
+					return metrics_http_error(c, 400, "bad Content-Length");
 			for (const char *d = v; d < ve; d++)
 				if (*d != '0')
-					return mh_error(c, 400, "request bodies are not accepted");
+					return metrics_http_error(
+					    c, 400, "request bodies are not accepted");
 			if (v == ve)
-				return mh_error(c, 400, "bad Content-Length");
+				return metrics_http_error(c, 400, "bad Content-Length");
 		} else if (nlen == 17 && !strncasecmp(line, "transfer-encoding", 17)) {
-			return mh_error(c, 400, "request bodies are not accepted");
+			return metrics_http_error(c, 400, "request bodies are not accepted");
 		} else if (nlen == 10 && !strncasecmp(line, "connection", 10)) {
-			if (mh_has_token(v, (size_t)(ve - v), "close"))
+			if (metrics_http_has_token(v, (size_t)(ve - v), "close"))
 				c->close_after = true;
-			else if (http10 && mh_has_token(v, (size_t)(ve - v), "keep-alive"))
+			else if (http10 &&
+				 metrics_http_has_token(v, (size_t)(ve - v), "keep-alive"))
 				c->close_after = false;
 		}
 	}
 	if (!http10 && !has_host)
-		return mh_error(c, 400, "HTTP/1.1 needs a Host field");
+		return metrics_http_error(c, 400, "HTTP/1.1 needs a Host field");
 	mlen = (size_t)(sp1 - req);
 	head_only = mlen == 4 && !strncmp(req, "HEAD", 4);
 	if (!(path_len == 8 && !strncmp(path, "/metrics", 8)) && !(path_len == 1 && *path == '/'))
-		return mh_error(c, 404, "the metrics are at /metrics");
+		return metrics_http_error(c, 404, "the metrics are at /metrics");
 	if (!head_only && !(mlen == 3 && !strncmp(req, "GET", 3)))
-		return mh_error(c, 405, "GET or HEAD");
+		return metrics_http_error(c, 405, "GET or HEAD");
 	if (path_len == 1)
-		return mh_respond(c, 200, "text/plain; charset=utf-8", (char *)mh_index,
-				  sizeof(mh_index) - 1, false, head_only, NULL);
+		return metrics_http_respond(c, 200, "text/plain; charset=utf-8",
+					    (char *)metrics_http_index,
+					    sizeof(metrics_http_index) - 1, false, head_only, NULL);
 	{
 		char *body = NULL;
 		size_t blen = 0;
 		int rc = c->h->render(c->h->arg, &body, &blen);
 
 		if (rc) {
-			LOG_ERR(MH_LOG, "cannot render the metrics: %s", strerror(-rc));
-			return mh_error(c, 500, "the metrics could not be rendered");
+			LOG_ERR(METRICS_HTTP_LOG, "cannot render the metrics: %s", strerror(-rc));
+			return metrics_http_error(c, 500, "the metrics could not be rendered");
 		}
-		mh_respond(c, 200, PROM_CONTENT_TYPE, body, blen, true, head_only, NULL);
+		metrics_http_respond(c, 200, PROM_CONTENT_TYPE, body, blen, true, head_only, NULL);
 	}
 }
 
 /* A complete head in the buffer is served; a full buffer without one is refused. */
-static void mh_try_parse(struct mh_conn *c)
+static void metrics_http_try_parse(struct metrics_http_conn *c)
 {
 	size_t head = 0, blank = 0;
 	char copy[METRICS_HTTP_MAX_HEAD];
@@ -391,7 +398,7 @@ static void mh_try_parse(struct mh_conn *c)
 	}
 	if (!head) {
 		if (c->in_len == sizeof(c->in))
-			mh_error(c, 431, "the request head is larger than 8 KiB");
+			metrics_http_error(c, 431, "the request head is larger than 8 KiB");
 		return;
 	}
 	/* The head leaves the buffer before it is served: what follows is the next request. */
@@ -400,18 +407,18 @@ static void mh_try_parse(struct mh_conn *c)
 	c->in_len -= head;
 	for (size_t i = 0; i < head; i++) {
 		if (copy[i] == '\0') /* a NUL has no place in a head */
-			return mh_error(c, 400, "NUL in the request head");
+			return metrics_http_error(c, 400, "NUL in the request head");
 	}
-	mh_request(c, copy, head);
+	metrics_http_request(c, copy, head);
 }
 
-static void mh_conn_event(int fd, uint32_t events, void *arg)
+static void metrics_http_conn_event(int fd, uint32_t events, void *arg)
 {
-	struct mh_conn *c = arg;
+	struct metrics_http_conn *c = arg;
 
 	if (c->writing) {
 		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-			mh_flush(c);
+			metrics_http_flush(c);
 		return;
 	}
 	for (;;) {
@@ -425,22 +432,22 @@ static void mh_conn_event(int fd, uint32_t events, void *arg)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (n <= 0) {
-			mh_close(c); /* closed by the client, or reset */
+			metrics_http_close(c); /* closed by the client, or reset */
 			return;
 		}
 		/* The first bytes of a request: it has the head timeout from now. */
-		if (!c->in_len && !mh_arm(c, METRICS_HTTP_HEAD_TIMEOUT_MS))
+		if (!c->in_len && !metrics_http_arm(c, METRICS_HTTP_HEAD_TIMEOUT_MS))
 			return;
 		c->in_len += (size_t)n;
 		if ((size_t)n < sizeof(c->in))
 			break;
 	}
-	mh_try_parse(c);
+	metrics_http_try_parse(c);
 }
 
-static void mh_timer_fired(void *arg)
+static void metrics_http_timer_fired(void *arg)
 {
-	struct mh_conn *c = arg;
+	struct metrics_http_conn *c = arg;
 
 	c->timer = NULL;
 	c->h->st.timeouts++;
@@ -454,22 +461,23 @@ static void mh_timer_fired(void *arg)
 			/* the client is gone or not reading: closed below either way */
 		}
 	}
-	mh_close(c);
+	metrics_http_close(c);
 }
 
-static void mh_accept(int fd, uint32_t events, void *arg)
+static void metrics_http_accept(int fd, uint32_t events, void *arg)
 {
 	struct metrics_http *h = arg;
 
 	for (;;) {
-		struct mh_conn *c;
+		struct metrics_http_conn *c;
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				LOG_WARN(MH_LOG, "accept on %s: %s", h->addr, strerror(errno));
+				LOG_WARN(METRICS_HTTP_LOG, "accept on %s: %s", h->addr,
+					 strerror(errno));
 			return;
 		}
 		if (h->nconns >= METRICS_HTTP_MAX_CONNS) {
@@ -479,15 +487,15 @@ static void mh_accept(int fd, uint32_t events, void *arg)
 		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
-			LOG_ERR(MH_LOG, "no memory for a connection: closed");
+			LOG_ERR(METRICS_HTTP_LOG, "no memory for a connection: closed");
 			close(cfd);
 			continue;
 		}
 		c->h = h;
 		c->fd = cfd;
-		c->watch = evloop_watch_add(h->loop, cfd, EPOLLIN, mh_conn_event, c);
+		c->watch = evloop_watch_add(h->loop, cfd, EPOLLIN, metrics_http_conn_event, c);
 		if (!c->watch) {
-			LOG_ERR(MH_LOG, "cannot watch a connection: closed");
+			LOG_ERR(METRICS_HTTP_LOG, "cannot watch a connection: closed");
 			close(cfd);
 			free(c);
 			continue;
@@ -499,14 +507,15 @@ static void mh_accept(int fd, uint32_t events, void *arg)
 		h->conns = c;
 		h->nconns++;
 		h->st.connections++;
-		if (!mh_arm(c, METRICS_HTTP_HEAD_TIMEOUT_MS))
+		if (!metrics_http_arm(c, METRICS_HTTP_HEAD_TIMEOUT_MS))
 			continue; /* closed */
 	}
 }
 
 /* "IP:PORT", "[IPv6]:PORT", ":PORT", "localhost:PORT": numeric only, so nothing here waits for
  * a name server. */
-static int mh_parse_addr(const char *addr, struct addrinfo **res, char *err, size_t err_len)
+static int metrics_http_parse_addr(const char *addr, struct addrinfo **res, char *err,
+				   size_t err_len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
@@ -551,18 +560,20 @@ static int mh_parse_addr(const char *addr, struct addrinfo **res, char *err, siz
 	return 0;
 
 out_bad:
-	snprintf(err, err_len, "metrics address '%s': give IP:PORT, [IPv6]:PORT, :PORT or "
-			       "localhost:PORT", addr);
+	snprintf(err, err_len,
+		 "metrics address '%s': give IP:PORT, [IPv6]:PORT, :PORT or "
+		 "localhost:PORT",
+		 addr);
 	return -EINVAL;
 }
 
-static int mh_listen(struct metrics_http *h, const char *addr, char *err, size_t err_len)
+static int metrics_http_listen(struct metrics_http *h, const char *addr, char *err, size_t err_len)
 {
 	struct addrinfo *res = NULL, *ai;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
-	int rc = mh_parse_addr(addr, &res, err, err_len), one = 1, zero = 0, fd = -1;
+	int rc = metrics_http_parse_addr(addr, &res, err, err_len), one = 1, zero = 0, fd = -1;
 
 	if (rc)
 		return rc;
@@ -625,10 +636,10 @@ int metrics_http_create(struct evloop *loop, const char *addr, metrics_http_rend
 	h->arg = arg;
 	h->fd = -1;
 	snprintf(h->requested, sizeof(h->requested), "%s", addr);
-	rc = mh_listen(h, addr, err, err_len);
+	rc = metrics_http_listen(h, addr, err, err_len);
 	if (rc)
 		goto out_free;
-	h->watch = evloop_watch_add(loop, h->fd, EPOLLIN, mh_accept, h);
+	h->watch = evloop_watch_add(loop, h->fd, EPOLLIN, metrics_http_accept, h);
 	if (!h->watch) {
 		rc = -ENOMEM;
 		snprintf(err, err_len, "cannot watch the metrics listener");
@@ -649,7 +660,7 @@ void metrics_http_destroy(struct metrics_http *h)
 	if (!h)
 		return;
 	while (h->conns)
-		mh_close(h->conns);
+		metrics_http_close(h->conns);
 	evloop_watch_remove(h->watch);
 	close(h->fd);
 	free(h);

@@ -27,10 +27,10 @@ typedef int (*metrics_http_render_fn)(void *arg, char **body, size_t *len);
 
 /* What the server did (for its own metrics). Main thread. */
 struct metrics_http_stats {
-	uint64_t connections;	     /* accepted and served */
-	uint64_t rejected;	     /* closed at once: METRICS_HTTP_MAX_CONNS reached */
-	uint64_t timeouts;	     /* closed by a timer */
-	uint64_t responses[6];	     /* by status class: [2] 2xx, [4] 4xx, [5] 5xx */
+	uint64_t connections;  /* accepted and served */
+	uint64_t rejected;     /* closed at once: METRICS_HTTP_MAX_CONNS reached */
+	uint64_t timeouts;     /* closed by a timer */
+	uint64_t responses[6]; /* by status class: [2] 2xx, [4] 4xx, [5] 5xx */
 };
 
 /*

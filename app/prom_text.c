@@ -203,10 +203,9 @@ static void prom_line(struct prom_fam *f, const char *suffix, const struct prom_
 		f->doc->failed = true;
 		return;
 	}
-	ok = prom_buf_printf(&f->samples, "%s%s%s%s%s%s%s %s\n", f->name, suffix,
-			     braces ? "{" : "", l && l->len ? l->text : "",
-			     l && l->len && extra ? "," : "", extra ? extra : "", braces ? "}" : "",
-			     value);
+	ok = prom_buf_printf(&f->samples, "%s%s%s%s%s%s%s %s\n", f->name, suffix, braces ? "{" : "",
+			     l && l->len ? l->text : "", l && l->len && extra ? "," : "",
+			     extra ? extra : "", braces ? "}" : "", value);
 	if (!ok)
 		f->doc->failed = true;
 }

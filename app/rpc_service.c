@@ -50,8 +50,9 @@ static void rpc_metrics_stop(struct rpc_request *req, struct json_object *params
 	if (!t->metrics.http)
 		return rpc_request_error(req, -ENOENT, "the metrics are not served");
 	if (t->metrics.from_cmdline)
-		return rpc_request_error(req, -EPERM, "the metrics exporter was started with "
-						      "--metrics: it runs as long as the daemon");
+		return rpc_request_error(req, -EPERM,
+					 "the metrics exporter was started with "
+					 "--metrics: it runs as long as the daemon");
 	app_metrics_stop(t);
 	rpc_request_result(req, json_object_new_boolean(true));
 }

@@ -59,8 +59,9 @@ static bool app_service_pings(struct app_target *t)
 			all = false;
 			if (s->late_pg != i + 1) {
 				s->late_pg = i + 1;
-				LOG_CRIT(APP_LOG, "poll group %u has not run its loop for %" PRIu64
-						  " ms: the watchdog is no longer fed",
+				LOG_CRIT(APP_LOG,
+					 "poll group %u has not run its loop for %" PRIu64
+					 " ms: the watchdog is no longer fed",
 					 i, (s->round - p->sent) * s->watchdog_us / 2000);
 			}
 		}
@@ -108,8 +109,9 @@ int app_service_init(struct app_target *t, char *err)
 	}
 	s->test_faults = faults && !strcmp(faults, "1");
 	if (s->test_faults)
-		LOG_WARN(APP_LOG, "NVME_EMU_TEST_FAULTS=1: nvmf_emu_test_fault can hang this daemon "
-				  "(for tests only)");
+		LOG_WARN(APP_LOG,
+			 "NVME_EMU_TEST_FAULTS=1: nvmf_emu_test_fault can hang this daemon "
+			 "(for tests only)");
 	s->watchdog_us = s->notify ? svc_notify_watchdog_usec() : 0;
 	if (s->watchdog_us) {
 		if (s->watchdog_us < 2000)
@@ -174,8 +176,9 @@ void app_service_reload_begin(struct app_target *t)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	/* MONOTONIC_USEC: the manager's way to tell this reload from an earlier one (systemd
 	 * 253's Type=notify-reload needs it; older managers ignore it). */
-	snprintf(msg, sizeof(msg), "RELOADING=1\nSTATUS=reloading the configuration\n"
-				   "MONOTONIC_USEC=%" PRIu64,
+	snprintf(msg, sizeof(msg),
+		 "RELOADING=1\nSTATUS=reloading the configuration\n"
+		 "MONOTONIC_USEC=%" PRIu64,
 		 (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
 	app_service_send(t, msg);
 }
@@ -191,8 +194,9 @@ void app_service_reload_end(struct app_target *t, int rc, const char *msg)
 		t->svc.reloads_ok++;
 	app_service_status_line(t, status, sizeof(status));
 	if (rc)
-		snprintf(text, sizeof(text), "READY=1\nSTATUS=serving: %s (last reload failed: %.200s)",
-			 status, msg ? msg : strerror(-rc));
+		snprintf(text, sizeof(text),
+			 "READY=1\nSTATUS=serving: %s (last reload failed: %.200s)", status,
+			 msg ? msg : strerror(-rc));
 	else
 		snprintf(text, sizeof(text), "READY=1\nSTATUS=serving: %s", status);
 	app_service_send(t, text);
@@ -222,8 +226,9 @@ int app_service_test_fault(struct app_target *t, const char *fault, unsigned int
 	static char pg_name[32];
 
 	if (!t->svc.test_faults) {
-		snprintf(err, APP_ERR_LEN, "test faults are off: they exist for tests only, and a "
-					   "daemon started with NVME_EMU_TEST_FAULTS=1 takes them");
+		snprintf(err, APP_ERR_LEN,
+			 "test faults are off: they exist for tests only, and a "
+			 "daemon started with NVME_EMU_TEST_FAULTS=1 takes them");
 		return -EPERM;
 	}
 	if (!strcmp(fault, "hang_main_loop")) {
@@ -274,8 +279,9 @@ int app_service_reload(struct app_target *t, const char *path, app_done_fn done,
 	if (!path)
 		path = t->config_file;
 	if (!path) {
-		snprintf(err, APP_ERR_LEN, "no configuration file to reload: the daemon was started "
-					   "without -c/--json (give one)");
+		snprintf(err, APP_ERR_LEN,
+			 "no configuration file to reload: the daemon was started "
+			 "without -c/--json (give one)");
 		return -ENOENT;
 	}
 	if (t->shutting_down) {
@@ -283,8 +289,9 @@ int app_service_reload(struct app_target *t, const char *path, app_done_fn done,
 		return -ECANCELED;
 	}
 	if (t->svc.reloading || !t->initialized) {
-		snprintf(err, APP_ERR_LEN, "%s", t->svc.reloading ? "a reload is running already"
-								  : "the target is still starting");
+		snprintf(err, APP_ERR_LEN, "%s",
+			 t->svc.reloading ? "a reload is running already"
+					  : "the target is still starting");
 		return -EBUSY;
 	}
 	op = calloc(1, sizeof(*op));

@@ -11,7 +11,7 @@
 #define CLI_HELP_COL 27
 #define CLI_HELP_WIDTH 79
 
-static bool cli_has_short(int v)
+static bool cli_opt_has_short(int v)
 {
 	return v > 0 && v < 256 && isalnum(v);
 }
@@ -35,12 +35,12 @@ int cli_opt_getopt(const struct cli_prog *p, struct option **longopts, char **sh
 			continue;
 		lo[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
 					  o->val};
-		if (cli_has_short(o->val)) {
+		if (cli_opt_has_short(o->val)) {
 			so[k++] = (char)o->val;
 			if (o->arg)
 				so[k++] = ':';
 		}
-		if (cli_has_short(o->short2)) {
+		if (cli_opt_has_short(o->short2)) {
 			so[k++] = (char)o->short2;
 			if (o->arg)
 				so[k++] = ':';
@@ -57,9 +57,9 @@ static void cli_opt_left(const struct cli_opt *o, char *buf, size_t len)
 {
 	size_t n = 0;
 
-	if (cli_has_short(o->val))
+	if (cli_opt_has_short(o->val))
 		n += (size_t)snprintf(buf + n, len - n, "-%c, ", o->val);
-	if (cli_has_short(o->short2) && n < len)
+	if (cli_opt_has_short(o->short2) && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "-%c, ", o->short2);
 	if (n < len)
 		snprintf(buf + n, len - n, "--%s%s%s", o->name, o->arg ? " " : "",
@@ -68,7 +68,7 @@ static void cli_opt_left(const struct cli_opt *o, char *buf, size_t len)
 
 /* Writes `text` as words filling lines from column `col` to CLI_HELP_WIDTH; the first line
  * continues from column `at`. */
-static void cli_wrap(FILE *out, const char *text, size_t col, size_t at)
+static void cli_opt_wrap(FILE *out, const char *text, size_t col, size_t at)
 {
 	const char *w = text;
 
@@ -111,7 +111,7 @@ void cli_opt_help(const struct cli_prog *p, FILE *out)
 		}
 		cli_opt_left(o, left, sizeof(left));
 		/* Long options without a short one line up after where "-x, " would be. */
-		n = (size_t)fprintf(out, "  %s%s", cli_has_short(o->val) ? "" : "    ", left);
+		n = (size_t)fprintf(out, "  %s%s", cli_opt_has_short(o->val) ? "" : "    ", left);
 		if (n + 2 > CLI_HELP_COL) {
 			fprintf(out, "\n%*s", CLI_HELP_COL, "");
 			n = CLI_HELP_COL;
@@ -119,7 +119,7 @@ void cli_opt_help(const struct cli_prog *p, FILE *out)
 			fprintf(out, "%*s", (int)(CLI_HELP_COL - n), "");
 			n = CLI_HELP_COL;
 		}
-		cli_wrap(out, o->help, CLI_HELP_COL, n);
+		cli_opt_wrap(out, o->help, CLI_HELP_COL, n);
 	}
 	if (p->help_tail)
 		fprintf(out, "\n%s", p->help_tail);
@@ -127,7 +127,7 @@ void cli_opt_help(const struct cli_prog *p, FILE *out)
 
 /* Text for roff: backslashes escaped, a dash that starts a word (an option) a minus sign, a line
  * never beginning with a control character. */
-static void cli_roff(FILE *out, const char *text)
+static void cli_opt_roff(FILE *out, const char *text)
 {
 	char prev = ' ';
 
@@ -143,7 +143,7 @@ static void cli_roff(FILE *out, const char *text)
 	}
 }
 
-static void cli_man_options(const struct cli_prog *p, FILE *out)
+static void cli_opt_man_options(const struct cli_prog *p, FILE *out)
 {
 	fputs(".SH OPTIONS\n", out);
 	for (size_t i = 0; i < p->nr_opts; i++) {
@@ -151,36 +151,36 @@ static void cli_man_options(const struct cli_prog *p, FILE *out)
 
 		if (!o->name) {
 			fputs(".SS \"", out);
-			cli_roff(out, o->help);
+			cli_opt_roff(out, o->help);
 			fputs("\"\n", out);
 			continue;
 		}
 		fputs(".TP\n", out);
-		if (cli_has_short(o->val))
+		if (cli_opt_has_short(o->val))
 			fprintf(out, "\\fB\\-%c\\fR, ", o->val);
-		if (cli_has_short(o->short2))
+		if (cli_opt_has_short(o->short2))
 			fprintf(out, "\\fB\\-%c\\fR, ", o->short2);
 		fputs("\\fB", out);
-		cli_roff(out, "--");
-		cli_roff(out, o->name);
+		cli_opt_roff(out, "--");
+		cli_opt_roff(out, o->name);
 		fputs("\\fR", out);
 		if (o->arg) {
 			fputs(" \\fI", out);
-			cli_roff(out, o->arg);
+			cli_opt_roff(out, o->arg);
 			fputs("\\fR", out);
 		}
 		fputc('\n', out);
-		cli_roff(out, o->help);
+		cli_opt_roff(out, o->help);
 		fputc('\n', out);
 	}
 }
 
-static bool cli_is(const char *line, size_t len, const char *mark)
+static bool cli_opt_is(const char *line, size_t len, const char *mark)
 {
 	return len == strlen(mark) && !memcmp(line, mark, len);
 }
 
-static void cli_upper(FILE *out, const char *s)
+static void cli_opt_upper(FILE *out, const char *s)
 {
 	for (; *s; s++)
 		fputc(toupper((unsigned char)*s), out);
@@ -199,24 +199,25 @@ int cli_opt_man(const struct cli_prog *p, const char *tmpl, const char *date, co
 		const char *eol = strchr(line, '\n');
 		size_t len = eol ? (size_t)(eol - line + 1) : strlen(line);
 
-		if (cli_is(line, len, "@TH@\n")) {
+		if (cli_opt_is(line, len, "@TH@\n")) {
 			fputs(".TH ", out);
-			cli_upper(out, p->name);
+			cli_opt_upper(out, p->name);
 			fprintf(out, " %d \"%s\" \"nvme-emu %s\" \"%s\"\n", p->section, date,
-				version, p->section == 8 ? "System Administration" : "User Commands");
-		} else if (cli_is(line, len, "@NAME@\n")) {
+				version,
+				p->section == 8 ? "System Administration" : "User Commands");
+		} else if (cli_opt_is(line, len, "@NAME@\n")) {
 			fprintf(out, ".SH NAME\n%s \\- ", p->name);
-			cli_roff(out, p->purpose);
+			cli_opt_roff(out, p->purpose);
 			fputc('\n', out);
-		} else if (cli_is(line, len, "@SYNOPSIS@\n")) {
+		} else if (cli_opt_is(line, len, "@SYNOPSIS@\n")) {
 			fputs(".SH SYNOPSIS\n", out);
 			for (size_t i = 0; p->usage[i]; i++) {
 				fprintf(out, "%s.B %s\n", i ? ".br\n" : "", p->name);
-				cli_roff(out, p->usage[i]);
+				cli_opt_roff(out, p->usage[i]);
 				fputc('\n', out);
 			}
-		} else if (cli_is(line, len, "@OPTIONS@\n")) {
-			cli_man_options(p, out);
+		} else if (cli_opt_is(line, len, "@OPTIONS@\n")) {
+			cli_opt_man_options(p, out);
 		} else {
 			fwrite(line, 1, len, out);
 		}

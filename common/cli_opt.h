@@ -19,9 +19,9 @@ struct cli_opt {
 
 struct cli_prog {
 	const char *name;
-	int section;		  /* of the man page: 1 or 8 */
-	const char *purpose;	  /* the NAME line's description */
-	const char *const *usage; /* synopsis lines after the name, NULL-terminated */
+	int section;		   /* of the man page: 1 or 8 */
+	const char *purpose;	   /* the NAME line's description */
+	const char *const *usage;  /* synopsis lines after the name, NULL-terminated */
 	const char *getopt_prefix; /* "" or "+" (options end at the first operand) */
 	const struct cli_opt *opts;
 	size_t nr_opts;

@@ -40,26 +40,26 @@ enum ctrlr_lat_class {
 /* Completions with an error, by status (NVMe Base 2.0, 4.6.1.2): the generic statuses a host
  * meets most, then one kind per remaining status code type. */
 enum ctrlr_err_kind {
-	CTRLR_ERR_INVALID_OPCODE,	/* 0/01h */
-	CTRLR_ERR_INVALID_FIELD,	/* 0/02h */
-	CTRLR_ERR_DATA_TRANSFER,	/* 0/04h */
-	CTRLR_ERR_INTERNAL,		/* 0/06h */
-	CTRLR_ERR_ABORTED,		/* 0/07h, 0/08h, 0/1Bh: Abort, SQ deletion, Preempt */
-	CTRLR_ERR_INVALID_NS,		/* 0/0Bh */
-	CTRLR_ERR_LBA_RANGE,		/* 0/80h, 0/81h: LBA out of range, capacity exceeded */
-	CTRLR_ERR_NS_NOT_READY,		/* 0/82h */
-	CTRLR_ERR_RESV_CONFLICT,	/* 0/83h */
-	CTRLR_ERR_GENERIC_OTHER,	/* any other generic status */
-	CTRLR_ERR_COMMAND_SPECIFIC,	/* SCT 1h */
-	CTRLR_ERR_MEDIA,		/* SCT 2h: media and data integrity (PI, unrecovered reads) */
-	CTRLR_ERR_PATH,			/* SCT 3h */
-	CTRLR_ERR_VENDOR,		/* SCT 7h and the reserved ones */
+	CTRLR_ERR_INVALID_OPCODE,   /* 0/01h */
+	CTRLR_ERR_INVALID_FIELD,    /* 0/02h */
+	CTRLR_ERR_DATA_TRANSFER,    /* 0/04h */
+	CTRLR_ERR_INTERNAL,	    /* 0/06h */
+	CTRLR_ERR_ABORTED,	    /* 0/07h, 0/08h, 0/1Bh: Abort, SQ deletion, Preempt */
+	CTRLR_ERR_INVALID_NS,	    /* 0/0Bh */
+	CTRLR_ERR_LBA_RANGE,	    /* 0/80h, 0/81h: LBA out of range, capacity exceeded */
+	CTRLR_ERR_NS_NOT_READY,	    /* 0/82h */
+	CTRLR_ERR_RESV_CONFLICT,    /* 0/83h */
+	CTRLR_ERR_GENERIC_OTHER,    /* any other generic status */
+	CTRLR_ERR_COMMAND_SPECIFIC, /* SCT 1h */
+	CTRLR_ERR_MEDIA,	    /* SCT 2h: media and data integrity (PI, unrecovered reads) */
+	CTRLR_ERR_PATH,		    /* SCT 3h */
+	CTRLR_ERR_VENDOR,	    /* SCT 7h and the reserved ones */
 	CTRLR_ERR_NR,
 };
 
 struct ctrlr_iostat {
-	uint64_t cmds[CTRLR_IO_NR_CLASSES];	   /* completed, any status */
-	uint64_t bytes_read, bytes_written;	   /* data of successful reads and writes */
+	uint64_t cmds[CTRLR_IO_NR_CLASSES]; /* completed, any status */
+	uint64_t bytes_read, bytes_written; /* data of successful reads and writes */
 	uint64_t errors[CTRLR_ERR_NR];
 	uint64_t lat_sum_ns[CTRLR_LAT_NR];
 	uint64_t lat[CTRLR_LAT_NR][LAT_HIST_WIN_BUCKETS]; /* window buckets (lat_hist.h) */

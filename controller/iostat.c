@@ -23,7 +23,9 @@ static const char *const ctrlr_io_class_names[CTRLR_IO_NR_CLASSES] = {
 };
 
 static const char *const ctrlr_lat_class_names[CTRLR_LAT_NR] = {
-    [CTRLR_LAT_READ] = "read", [CTRLR_LAT_WRITE] = "write", [CTRLR_LAT_OTHER] = "other",
+    [CTRLR_LAT_READ] = "read",
+    [CTRLR_LAT_WRITE] = "write",
+    [CTRLR_LAT_OTHER] = "other",
 };
 
 static const char *const ctrlr_err_kind_names[CTRLR_ERR_NR] = {
@@ -127,8 +129,10 @@ struct ctrlr_iostat_q *ctrlr_iostat_queue(struct ctrlr *ctrlr, uint16_t qid)
 			continue;
 		q->ns[nsid] = calloc(1, sizeof(*q->ns[nsid]));
 		if (!q->ns[nsid])
-			LOG_ERR(CTRLR_LOG, "queue %u: no memory for namespace %u's statistics: they "
-					   "count under NSID 0", qid, nsid);
+			LOG_ERR(CTRLR_LOG,
+				"queue %u: no memory for namespace %u's statistics: they "
+				"count under NSID 0",
+				qid, nsid);
 	}
 	ctrlr->iostat[qid] = q;
 	return q;
@@ -147,8 +151,10 @@ void ctrlr_iostat_ns_added(struct ctrlr *ctrlr, uint32_t nsid)
 			continue;
 		b = calloc(1, sizeof(*b));
 		if (!b) {
-			LOG_ERR(CTRLR_LOG, "queue %u: no memory for namespace %u's statistics: they "
-					   "count under NSID 0", qid, nsid);
+			LOG_ERR(CTRLR_LOG,
+				"queue %u: no memory for namespace %u's statistics: they "
+				"count under NSID 0",
+				qid, nsid);
 			continue;
 		}
 		__atomic_store_n(&q->ns[nsid], b, __ATOMIC_RELEASE);
@@ -213,8 +219,9 @@ void ctrlr_iostat_complete(struct ctrlr_req *req, uint16_t status)
 	} else if (c == CTRLR_IO_WRITE) {
 		counter_add_owned(&b->bytes_written, req->data_len);
 	}
-	lc = c == CTRLR_IO_READ ? CTRLR_LAT_READ : c == CTRLR_IO_WRITE ? CTRLR_LAT_WRITE
-								       : CTRLR_LAT_OTHER;
+	lc = c == CTRLR_IO_READ	   ? CTRLR_LAT_READ
+	     : c == CTRLR_IO_WRITE ? CTRLR_LAT_WRITE
+				   : CTRLR_LAT_OTHER;
 	/* Both stamps are round times of this thread (the owner fetched and completes); a request
 	 * stamped on another loop's clock would at worst read as 0. */
 	lat = now > req->t_start_ns ? now - req->t_start_ns : 0;

@@ -13,8 +13,7 @@
 #include "app/cli_rpc.h"
 #include "tools/cli_perf.h"
 
-static const struct cli_prog *const mangen_progs[] = {&app_cli_prog, &cli_rpc_prog,
-						       &perf_cli_prog};
+static const struct cli_prog *const mangen_progs[] = {&app_cli_prog, &cli_rpc_prog, &perf_cli_prog};
 
 /* The whole file, NUL-terminated (malloc'ed), or NULL with errno. */
 static char *mangen_read(const char *path)

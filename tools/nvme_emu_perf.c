@@ -574,7 +574,8 @@ int main(int argc, char **argv)
 			       "\"threads\": %u, \"interrupts\": %s, \"doorbells\": \"%s\", "
 			       "\"seconds\": %.3f, \"ios\": %" PRIu64 ", \"iops\": %.0f, "
 			       "\"mib_s\": %.1f, \"lat_us\": {\"mean\": %.2f, \"p50\": %.2f, "
-			       "\"p90\": %.2f, \"p99\": %.2f, \"p99_9\": %.2f, \"max\": %.2f}, \"errors\": %" PRIu64
+			       "\"p90\": %.2f, \"p99\": %.2f, \"p99_9\": %.2f, \"max\": %.2f}, "
+			       "\"errors\": %" PRIu64
 			       ", \"verify_errors\": %" PRIu64 ", \"client_cpu_s\": %.3f, "
 			       "\"server_cpu_s\": %.3f, \"server_pid\": %d, "
 			       "\"iops_per_server_cpu_s\": %.0f, \"shadow_doorbells\": %s, "
@@ -583,8 +584,8 @@ int main(int argc, char **argv)
 			       "\"db_messages\": %" PRIu64 "}\n",
 			       names[opts.workload], opts.io_size, opts.depth, opts.queues,
 			       opts.threads, opts.interrupts ? "true" : "false",
-			       host.db_page ? "mmap" : "trap", secs, ios, iops, mibs, mean, p50, p90, p99,
-			       p999, lat_max / 1000.0, errors, verrs, cli_cpu, srv_cpu, (int)server,
+			       host.db_page ? "mmap" : "trap", secs, ios, iops, mibs, mean, p50, p90,
+			       p99, p999, lat_max / 1000.0, errors, verrs, cli_cpu, srv_cpu, (int)server,
 			       srv_cpu > 0 ? ios / srv_cpu : 0, opts.shadow ? "true" : "false", irqs,
 			       ios ? (double)irqs / (double)ios : 0,
 			       opts.write_multi ? "true" : "false", host.db_flushed_writes,
@@ -597,8 +598,8 @@ int main(int argc, char **argv)
 			       host.db_page ? "mmap" : "trapped", opts.shadow ? " + shadow" : "",
 			       opts.write_multi ? " + write_multi" : "", secs);
 			printf("  IOPS %.0f  %.1f MiB/s\n", iops, mibs);
-			printf("  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max "
-			       "%.2f\n",
+			printf("  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  "
+			       "max %.2f\n",
 			       mean, p50, p90, p99, p999, lat_max / 1000.0);
 			printf("  CPU s: client %.2f  server %.2f (pid %d)  IOPS per server CPU-s %.0f\n",
 			       cli_cpu, srv_cpu, (int)server, srv_cpu > 0 ? ios / srv_cpu : 0);

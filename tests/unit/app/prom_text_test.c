@@ -30,15 +30,14 @@ static void test_families_grouped(void)
 	(void)e;
 	CU_ASSERT_EQUAL_FATAL(prom_doc_render(d, &text, &len), 0);
 	CU_ASSERT_EQUAL(strlen(text), len);
-	CU_ASSERT_STRING_EQUAL(text,
-			       "# HELP t_ops_total Ops.\\nSecond \\\\ line.\n"
-			       "# TYPE t_ops_total counter\n"
-			       "t_ops_total{dev=\"x\\\"y\\\\z\\nw\"} 7\n"
-			       "t_ops_total{n=\"2\"} 18446744073709551615\n"
-			       "# HELP t_gauge A gauge.\n"
-			       "# TYPE t_gauge gauge\n"
-			       "t_gauge 0.5\n"
-			       "t_gauge{n=\"2\"} +Inf\n");
+	CU_ASSERT_STRING_EQUAL(text, "# HELP t_ops_total Ops.\\nSecond \\\\ line.\n"
+				     "# TYPE t_ops_total counter\n"
+				     "t_ops_total{dev=\"x\\\"y\\\\z\\nw\"} 7\n"
+				     "t_ops_total{n=\"2\"} 18446744073709551615\n"
+				     "# HELP t_gauge A gauge.\n"
+				     "# TYPE t_gauge gauge\n"
+				     "t_gauge 0.5\n"
+				     "t_gauge{n=\"2\"} +Inf\n");
 	free(text);
 	prom_doc_destroy(d);
 }
@@ -57,14 +56,13 @@ static void test_histogram(void)
 	prom_label(&l, "op", "read");
 	prom_histogram(h, &l, le, counts, 3, 1.5);
 	CU_ASSERT_EQUAL_FATAL(prom_doc_render(d, &text, &len), 0);
-	CU_ASSERT_STRING_EQUAL(text,
-			       "# HELP t_lat_seconds Latency.\n"
-			       "# TYPE t_lat_seconds histogram\n"
-			       "t_lat_seconds_bucket{op=\"read\",le=\"0.001\"} 3\n"
-			       "t_lat_seconds_bucket{op=\"read\",le=\"0.0025\"} 3\n"
-			       "t_lat_seconds_bucket{op=\"read\",le=\"+Inf\"} 5\n"
-			       "t_lat_seconds_sum{op=\"read\"} 1.5\n"
-			       "t_lat_seconds_count{op=\"read\"} 5\n");
+	CU_ASSERT_STRING_EQUAL(text, "# HELP t_lat_seconds Latency.\n"
+				     "# TYPE t_lat_seconds histogram\n"
+				     "t_lat_seconds_bucket{op=\"read\",le=\"0.001\"} 3\n"
+				     "t_lat_seconds_bucket{op=\"read\",le=\"0.0025\"} 3\n"
+				     "t_lat_seconds_bucket{op=\"read\",le=\"+Inf\"} 5\n"
+				     "t_lat_seconds_sum{op=\"read\"} 1.5\n"
+				     "t_lat_seconds_count{op=\"read\"} 5\n");
 	free(text);
 	prom_doc_destroy(d);
 }
@@ -89,7 +87,5 @@ static void test_label_overflow(void)
 	prom_doc_destroy(d);
 }
 
-CUNIT_SUITE(prom_text, NULL, NULL,
-	{ "families_grouped", test_families_grouped },
-	{ "histogram", test_histogram },
-	{ "label_overflow", test_label_overflow })
+CUNIT_SUITE(prom_text, NULL, NULL, {"families_grouped", test_families_grouped},
+	    {"histogram", test_histogram}, {"label_overflow", test_label_overflow})

@@ -10,15 +10,22 @@
 static const char *const t_usage[] = {"[options] FILE", NULL};
 static const struct cli_opt t_opts[] = {
     {NULL, 0, NULL, "Group one", 0},
-    {"alpha", 'a', "N", "the first option, with a description long enough to be wrapped over "
-		       "more than one line of the help text at seventy-nine columns.", 0},
+    {"alpha", 'a', "N",
+     "the first option, with a description long enough to be wrapped over "
+     "more than one line of the help text at seventy-nine columns.",
+     0},
     {"beta", 300, NULL, "a long-only flag.", 0},
     {NULL, 0, NULL, "Group two", 0},
     {"gamma", 'g', "PATH", "two short letters; \\ and .dots and --alpha mentioned.", 'G'},
 };
 static const struct cli_prog t_prog = {
-    .name = "tprog", .section = 8, .purpose = "a test program", .usage = t_usage,
-    .getopt_prefix = "+", .opts = t_opts, .nr_opts = sizeof(t_opts) / sizeof(t_opts[0]),
+    .name = "tprog",
+    .section = 8,
+    .purpose = "a test program",
+    .usage = t_usage,
+    .getopt_prefix = "+",
+    .opts = t_opts,
+    .nr_opts = sizeof(t_opts) / sizeof(t_opts[0]),
     .help_tail = "tail text\n",
 };
 
@@ -70,7 +77,8 @@ static void test_help(void)
 	char *h = render(help_out);
 
 	CU_ASSERT_PTR_NOT_NULL(strstr(h, "usage: tprog [options] FILE\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(h, "\nGroup one:\n  -a, --alpha N            the first option"));
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(h, "\nGroup one:\n  -a, --alpha N            the first option"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(h, "\n      --beta               a long-only flag.\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(h, "  -g, -G, --gamma PATH     two short letters"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(h, "\ntail text\n"));
@@ -87,12 +95,14 @@ static void test_man(void)
 	size_t blen;
 	FILE *f;
 
-	CU_ASSERT_PTR_NOT_NULL(strstr(m, ".\\\" comment\n.TH TPROG 8 \"2026-11-27\" \"nvme-emu 9.9\" "
-					 "\"System Administration\"\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(m,
+				      ".\\\" comment\n.TH TPROG 8 \"2026-11-27\" \"nvme-emu 9.9\" "
+				      "\"System Administration\"\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(m, ".SH NAME\ntprog \\- a test program\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(m, ".SH SYNOPSIS\n.B tprog\n[options] FILE\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(m, ".SS \"Group one\"\n.TP\n\\fB\\-a\\fR, \\fB\\-\\-alpha\\fR "
-					 "\\fIN\\fR\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(m,
+				      ".SS \"Group one\"\n.TP\n\\fB\\-a\\fR, \\fB\\-\\-alpha\\fR "
+				      "\\fIN\\fR\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(m, ".TP\n\\fB\\-\\-beta\\fR\na long-only flag.\n"));
 	/* Backslashes escaped, option dashes minus signs, a word's hyphen kept. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(m, "two short letters; \\e and .dots and \\-\\-alpha "
@@ -109,7 +119,4 @@ static void test_man(void)
 	free(bad);
 }
 
-CUNIT_SUITE(cli_opt, NULL, NULL,
-	{ "getopt", test_getopt },
-	{ "help", test_help },
-	{ "man", test_man })
+CUNIT_SUITE(cli_opt, NULL, NULL, {"getopt", test_getopt}, {"help", test_help}, {"man", test_man})

@@ -8,10 +8,10 @@
 
 static void test_bucket_edges(void)
 {
-	static const uint64_t vals[] = {0,	 1,	 15,	  16,	     17,       31,
-					32,	 1000,	 1023,	  1024,	     1025,     65535,
-					65536,	 200000, 1000000, 4000000,   17179869183ull,
-					17179869184ull, 1ull << 50};
+	static const uint64_t vals[] = {
+	    0,	       1,    15,    16,	   17,	   31,	    32,	     1000,	     1023,
+	    1024,      1025, 65535, 65536, 200000, 1000000, 4000000, 17179869183ull, 17179869184ull,
+	    1ull << 50};
 
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		unsigned int b = lat_hist_index(vals[i]);
@@ -60,7 +60,5 @@ static void test_quantile(void)
 			       lat_hist_upper_ns(lat_hist_index(5000000)), 1e-6);
 }
 
-CUNIT_SUITE(lat_hist, NULL, NULL,
-	{ "bucket_edges", test_bucket_edges },
-	{ "window", test_window },
-	{ "quantile", test_quantile })
+CUNIT_SUITE(lat_hist, NULL, NULL, {"bucket_edges", test_bucket_edges}, {"window", test_window},
+	    {"quantile", test_quantile})

@@ -132,7 +132,6 @@ static void test_watchdog_env(void)
 	unsetenv("WATCHDOG_USEC");
 }
 
-CUNIT_SUITE(svc_notify, NULL, NULL,
-	{ "path_and_abstract", test_path_and_abstract },
-	{ "no_manager_and_bad_names", test_no_manager_and_bad_names },
-	{ "watchdog_env", test_watchdog_env })
+CUNIT_SUITE(svc_notify, NULL, NULL, {"path_and_abstract", test_path_and_abstract},
+	    {"no_manager_and_bad_names", test_no_manager_and_bad_names},
+	    {"watchdog_env", test_watchdog_env})
