@@ -416,8 +416,8 @@ int evloop_run_once(struct evloop *loop, int timeout_ms)
 			timeout_us = t;
 	}
 	if (timeout_us) {
-		/* A wait that may sleep: its time is the thread's idle time, and whatever runs after
-		 * it gets a fresh round time (two clock reads per sleep, none per spin). */
+		/* A wait that may sleep: its time is the thread's idle time, and whatever runs
+		 * after it gets a fresh round time (two clock reads per sleep, none per spin). */
 		uint64_t before = evloop_now_ns();
 
 		n = evloop_wait(loop, evs, 64, timeout_us);

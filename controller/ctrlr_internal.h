@@ -486,7 +486,7 @@ struct ctrlr {
 	struct ctrlr_keep_alive ka; /* keep_alive.c, admin thread */
 	struct ctrlr_counters cnt; /* CTRLR_STAT_ADD; and what deleted SQs counted (ctrlr_sq_fini) */
 	struct counter_block *stat_sqs; /* live SQs' counters, which add to these (queue.c) */
-	struct ctrlr_iostat_q **iostat;	/* per qid, allocated with the queue's first SQ (iostat.c) */
+	struct ctrlr_iostat_q **iostat; /* per qid, made with the queue's first SQ (iostat.c) */
 
 	/* Reservations (io_resv.c): the Host Identifier (kept across resets: it is the host's
 	 * identity for its registrations), the Reservation Notification log queue, and whether the
