@@ -214,13 +214,17 @@ static int app_caps(int argc, char **argv)
 }
 
 /* The options, by the table of cli_nvme_emu.c. */
-static int app_parse_opts(int argc, char **argv, struct app_opts *o, const struct option *longopts,
-			  const char *shortopts)
+static int app_parse(int argc, char **argv, struct app_opts *o)
 {
+	struct cli_opt_tables tab;
 	unsigned int u;
 	int opt, lvl;
 
-	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	if (cli_opt_getopt(&app_cli_prog, &tab)) {
+		fprintf(stderr, "nvme-emu: too many options for the parser's table\n");
+		return -E2BIG;
+	}
+	while ((opt = getopt_long(argc, argv, tab.shortopts, tab.longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			o->socket_path = optarg;
@@ -428,21 +432,6 @@ static int app_parse_opts(int argc, char **argv, struct app_opts *o, const struc
 	return 0;
 }
 
-static int app_parse(int argc, char **argv, struct app_opts *o)
-{
-	struct option *longopts;
-	char *shortopts;
-	int rc;
-
-	if (cli_opt_getopt(&app_cli_prog, &longopts, &shortopts)) {
-		fprintf(stderr, "nvme-emu: out of memory\n");
-		return -ENOMEM;
-	}
-	rc = app_parse_opts(argc, argv, o, longopts, shortopts);
-	free(longopts);
-	free(shortopts);
-	return rc;
-}
 static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev **out)
 {
 	const struct app_opt_ns *ns = &o->ns[i];

@@ -88,6 +88,22 @@ static void metrics_seconds(struct metrics_ctx *m, const char *name, const char 
 	prom_double(metrics_fam(m, name, PROM_COUNTER, help), l, (double)us / 1e6);
 }
 
+/* Counters and gauges of one object, as a table: the values come in the same order. */
+struct metrics_def {
+	const char *name;
+	enum prom_type type;
+	const char *help;
+};
+
+static void metrics_emit(struct metrics_ctx *m, const struct prom_labels *l,
+			 const struct metrics_def *defs, const uint64_t *vals, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		metrics_u64(m, defs[i].name, defs[i].type, defs[i].help, l, vals[i]);
+}
+
+#define METRICS_N(a) (sizeof(a) / sizeof((a)[0]))
+
 /* ---- the process ---- */
 
 /* The usual process_* metrics, from /proc/self (Linux). */
@@ -153,6 +169,15 @@ static void metrics_process(struct metrics_ctx *m)
 			 NULL, rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur);
 }
 
+static const struct metrics_def metrics_http_defs[] = {
+    {"metrics_http_connections_total", PROM_COUNTER,
+     "Connections to the metrics endpoint: served."},
+    {"metrics_http_rejected_connections_total", PROM_COUNTER,
+     "Connections to the metrics endpoint closed at once (too many open)."},
+    {"metrics_http_timeouts_total", PROM_COUNTER,
+     "Metrics endpoint connections closed by a timeout (slow or idle clients)."},
+};
+
 static void metrics_daemon(struct metrics_ctx *m)
 {
 	struct app_target *t = m->t;
@@ -189,15 +214,9 @@ static void metrics_daemon(struct metrics_ctx *m)
 
 		metrics_http_get_stats(t->metrics.http, &st);
 		prom_labels_reset(&l);
-		metrics_u64(m, "metrics_http_connections_total", PROM_COUNTER,
-			    "Connections to the metrics endpoint: served.", &l, st.connections);
-		metrics_u64(m, "metrics_http_rejected_connections_total", PROM_COUNTER,
-			    "Connections to the metrics endpoint closed at once (too many open).",
-			    &l, st.rejected);
-		metrics_u64(
-		    m, "metrics_http_timeouts_total", PROM_COUNTER,
-		    "Metrics endpoint connections closed by a timeout (slow or idle clients).", &l,
-		    st.timeouts);
+		metrics_emit(m, &l, metrics_http_defs,
+			     (const uint64_t[]){st.connections, st.rejected, st.timeouts},
+			     METRICS_N(metrics_http_defs));
 		for (unsigned int c = 2; c < 6; c++) {
 			if (!classes[c])
 				continue;
@@ -211,6 +230,25 @@ static void metrics_daemon(struct metrics_ctx *m)
 }
 
 /* ---- the transport: poll groups and DPA harts ---- */
+
+static const struct metrics_def metrics_pg_defs[] = {
+    {"poll_group_wakeups_total", PROM_COUNTER, "Poll group wake-ups by a queue's event fd."},
+    {"poll_group_sqes_total", PROM_COUNTER, "Submission queue entries the poll group fetched."},
+    {"poll_group_doorbell_messages_total", PROM_COUNTER,
+     "Doorbell values the DPA threads handed to the poll group."},
+    {"poll_group_backend_polls_total", PROM_COUNTER,
+     "Polls of backend channels with I/O in flight."},
+    {"poll_group_interrupt_requests_total", PROM_COUNTER,
+     "Interrupts the poll group asked its DPA threads to raise."},
+    {"poll_group_queues", PROM_GAUGE, "I/O submission and completion queues the poll group owns."},
+};
+
+static const struct metrics_def metrics_hart_defs[] = {
+    {"dpa_hart_activations_total", PROM_COUNTER, "DPA program runs on the hart."},
+    {"dpa_hart_doorbell_completions_total", PROM_COUNTER,
+     "Doorbell completions the hart's programs fetched."},
+    {"dpa_hart_msix_raised_total", PROM_COUNTER, "MSI-X interrupts the hart raised."},
+};
 
 static void metrics_transport(struct metrics_ctx *m)
 {
@@ -242,21 +280,10 @@ static void metrics_transport(struct metrics_ctx *m)
 		metrics_seconds(m, "thread_sleep_seconds_total", "", &l, st.sleep_us);
 		prom_labels_reset(&l);
 		prom_label_u64(&l, "poll_group", i);
-		metrics_u64(m, "poll_group_wakeups_total", PROM_COUNTER,
-			    "Poll group wake-ups by a queue's event fd.", &l, st.wakeups);
-		metrics_u64(m, "poll_group_sqes_total", PROM_COUNTER,
-			    "Submission queue entries the poll group fetched.", &l, st.sqes);
-		metrics_u64(m, "poll_group_doorbell_messages_total", PROM_COUNTER,
-			    "Doorbell values the DPA threads handed to the poll group.", &l,
-			    st.db_msgs);
-		metrics_u64(m, "poll_group_backend_polls_total", PROM_COUNTER,
-			    "Polls of backend channels with I/O in flight.", &l, st.bdev_polls);
-		metrics_u64(m, "poll_group_interrupt_requests_total", PROM_COUNTER,
-			    "Interrupts the poll group asked its DPA threads to raise.", &l,
-			    st.irqs);
-		metrics_u64(m, "poll_group_queues", PROM_GAUGE,
-			    "I/O submission and completion queues the poll group owns.", &l,
-			    st.sqs + st.cqs);
+		metrics_emit(m, &l, metrics_pg_defs,
+			     (const uint64_t[]){st.wakeups, st.sqes, st.db_msgs, st.bdev_polls,
+						st.irqs, st.sqs + st.cqs},
+			     METRICS_N(metrics_pg_defs));
 		if (dpa_num_harts(t->dpa) == 0)
 			prom_double(
 			    metrics_fam(m, "poll_group_poll_window_seconds", PROM_GAUGE,
@@ -270,13 +297,9 @@ static void metrics_transport(struct metrics_ctx *m)
 			continue;
 		prom_labels_reset(&l);
 		prom_label_u64(&l, "hart", i);
-		metrics_u64(m, "dpa_hart_activations_total", PROM_COUNTER,
-			    "DPA program runs on the hart.", &l, st.activations);
-		metrics_u64(m, "dpa_hart_doorbell_completions_total", PROM_COUNTER,
-			    "Doorbell completions the hart's programs fetched.", &l,
-			    st.db_completions);
-		metrics_u64(m, "dpa_hart_msix_raised_total", PROM_COUNTER,
-			    "MSI-X interrupts the hart raised.", &l, st.msix_raised);
+		metrics_emit(m, &l, metrics_hart_defs,
+			     (const uint64_t[]){st.activations, st.db_completions, st.msix_raised},
+			     METRICS_N(metrics_hart_defs));
 		metrics_seconds(m, "dpa_hart_sleep_seconds_total", "Time the hart spent asleep.",
 				&l, st.asleep_us);
 	}
@@ -383,6 +406,38 @@ static void metrics_iostat_one(void *arg, uint16_t qid, uint32_t nsid,
 	metrics_iostat_add(m->by_ns[nsid], st);
 }
 
+static const struct metrics_def metrics_ctrl_defs[] = {
+    {"controller_enabled", PROM_GAUGE, "CSTS.RDY: the host enabled the controller."},
+    {"controller_io_queues", PROM_GAUGE, "I/O submission queues the host created."},
+    {"interrupts_raised_total", PROM_COUNTER, "MSI-X interrupts the controller raised."},
+    {"interrupts_coalesced_total", PROM_COUNTER,
+     "Completions that raised no interrupt of their own: they shared one with others, or the "
+     "host took them before one was due."},
+    {"interrupt_depth_waits_total", PROM_COUNTER,
+     "Interrupts held while the host kept submitting up to its queue depth."},
+    {"completion_queue_full_holds_total", PROM_COUNTER,
+     "Completions held back by a full completion queue."},
+    {"invalid_doorbell_writes_total", PROM_COUNTER,
+     "Doorbell writes with an invalid queue or value."},
+    {"async_events_total", PROM_COUNTER, "Asynchronous events reported to the host."},
+    {"media_errors_total", PROM_COUNTER,
+     "Media and data integrity errors (the SMART log's count)."},
+};
+
+/* The function's side: what its client (the VMM) did over the socket. */
+static const struct metrics_def metrics_vfu_defs[] = {
+    {"vfio_user_clients_attached_total", PROM_COUNTER,
+     "vfio-user clients (VMMs) that attached to the function."},
+    {"vfio_user_disconnects_total", PROM_COUNTER, "vfio-user clients that went away."},
+    {"vfio_user_bad_messages_total", PROM_COUNTER, "vfio-user messages refused as malformed."},
+    {"vfio_user_dma_maps_total", PROM_COUNTER, "DMA windows the client mapped."},
+    {"vfio_user_dma_unmaps_total", PROM_COUNTER, "DMA windows the client unmapped."},
+    {"dma_faults_total", PROM_COUNTER,
+     "Guest memory windows that lost their memory under an access (the client was dropped)."},
+    {"doorbell_writes_trapped_total", PROM_COUNTER,
+     "Doorbell writes that reached the daemon as vfio-user messages (trapped doorbells)."},
+};
+
 static void metrics_controller(struct metrics_ctx *m, struct app_subsys *s, struct app_listener *ln)
 {
 	struct ctrlr *c = pcie_ctrlr_core(ln->pc);
@@ -404,29 +459,13 @@ static void metrics_controller(struct metrics_ctx *m, struct app_subsys *s, stru
 		    "A controller (one per listener: a function's vfio-user socket) (always 1).",
 		    &l, 1);
 	metrics_ctrl_labels(m, &l);
-	metrics_u64(m, "controller_enabled", PROM_GAUGE,
-		    "CSTS.RDY: the host enabled the controller.", &l, st.enabled);
-	metrics_u64(m, "controller_io_queues", PROM_GAUGE,
-		    "I/O submission queues the host created.", &l, st.io_sqs);
-	metrics_u64(m, "interrupts_raised_total", PROM_COUNTER,
-		    "MSI-X interrupts the controller raised.", &l, st.irqs_raised);
-	metrics_u64(
-	    m, "interrupts_coalesced_total", PROM_COUNTER,
-	    "Completions that raised no interrupt of their own: they shared one with others, or "
-	    "the host took them before one was due.",
-	    &l, st.irq_cqes > st.irqs_raised ? st.irq_cqes - st.irqs_raised : 0);
-	metrics_u64(m, "interrupt_depth_waits_total", PROM_COUNTER,
-		    "Interrupts held while the host kept submitting up to its queue depth.", &l,
-		    st.irq_depth_waits);
-	metrics_u64(m, "completion_queue_full_holds_total", PROM_COUNTER,
-		    "Completions held back by a full completion queue.", &l, st.cq_full_holds);
-	metrics_u64(m, "invalid_doorbell_writes_total", PROM_COUNTER,
-		    "Doorbell writes with an invalid queue or value.", &l, st.invalid_db_writes);
-	metrics_u64(m, "async_events_total", PROM_COUNTER,
-		    "Asynchronous events reported to the host.", &l, st.aer_sent);
-	metrics_u64(m, "media_errors_total", PROM_COUNTER,
-		    "Media and data integrity errors (the SMART log's count).", &l,
-		    st.media_errors);
+	metrics_emit(
+	    m, &l, metrics_ctrl_defs,
+	    (const uint64_t[]){st.enabled, st.io_sqs, st.irqs_raised,
+			       st.irq_cqes > st.irqs_raised ? st.irq_cqes - st.irqs_raised : 0,
+			       st.irq_depth_waits, st.cq_full_holds, st.invalid_db_writes,
+			       st.aer_sent, st.media_errors},
+	    METRICS_N(metrics_ctrl_defs));
 	{
 		static const char *const kinds[] = {"reset", "shutdown", "flr"};
 		uint64_t v[] = {st.resets > st.flrs ? st.resets - st.flrs : 0, st.shutdowns,
@@ -443,25 +482,10 @@ static void metrics_controller(struct metrics_ctx *m, struct app_subsys *s, stru
 		}
 	}
 	metrics_ctrl_labels(m, &l);
-	metrics_u64(m, "vfio_user_clients_attached_total", PROM_COUNTER,
-		    "vfio-user clients (VMMs) that attached to the function.", &l,
-		    hs.clients_attached);
-	metrics_u64(m, "vfio_user_disconnects_total", PROM_COUNTER,
-		    "vfio-user clients that went away.", &l, hs.disconnects);
-	metrics_u64(m, "vfio_user_bad_messages_total", PROM_COUNTER,
-		    "vfio-user messages refused as malformed.", &l, hs.bad_messages);
-	metrics_u64(m, "vfio_user_dma_maps_total", PROM_COUNTER, "DMA windows the client mapped.",
-		    &l, hs.dma_maps);
-	metrics_u64(m, "vfio_user_dma_unmaps_total", PROM_COUNTER,
-		    "DMA windows the client unmapped.", &l, hs.dma_unmaps);
-	metrics_u64(m, "dma_faults_total", PROM_COUNTER,
-		    "Guest memory windows that lost their memory under an access (the client was "
-		    "dropped).",
-		    &l, hs.dma_faults);
-	metrics_u64(
-	    m, "doorbell_writes_trapped_total", PROM_COUNTER,
-	    "Doorbell writes that reached the daemon as vfio-user messages (trapped doorbells).",
-	    &l, hs.db_writes);
+	metrics_emit(m, &l, metrics_vfu_defs,
+		     (const uint64_t[]){hs.clients_attached, hs.disconnects, hs.bad_messages,
+					hs.dma_maps, hs.dma_unmaps, hs.dma_faults, hs.db_writes},
+		     METRICS_N(metrics_vfu_defs));
 	nq = ctrlr_get_sq_ids(c, qids, (int)(sizeof(qids) / sizeof(qids[0])));
 	for (int i = 0; i < nq; i++) {
 		uint32_t out;
@@ -512,6 +536,12 @@ static void metrics_namespaces(struct metrics_ctx *m, struct app_subsys *s)
 
 /* ---- block devices ---- */
 
+static const struct metrics_def metrics_nbd_defs[] = {
+    {"bdev_nbd_connections", PROM_GAUGE, "NBD connections up."},
+    {"bdev_nbd_disconnects_total", PROM_COUNTER, "NBD connections lost after their handshake."},
+    {"bdev_nbd_reconnects_total", PROM_COUNTER, "NBD connections made again after a loss."},
+};
+
 static int metrics_bdev(struct bdev *b, void *arg)
 {
 	struct metrics_ctx *m = arg;
@@ -553,15 +583,11 @@ static int metrics_bdev(struct bdev *b, void *arg)
 	    "Operations submitted to the block device and not completed (RBD: librbd AIO in "
 	    "flight).",
 	    &base, bdev_get_outstanding(b));
-	if (info.uri) {
-		metrics_u64(m, "bdev_nbd_connections", PROM_GAUGE, "NBD connections up.", &base,
-			    info.nbd_connected);
-		metrics_u64(m, "bdev_nbd_disconnects_total", PROM_COUNTER,
-			    "NBD connections lost after their handshake.", &base,
-			    info.nbd_disconnects);
-		metrics_u64(m, "bdev_nbd_reconnects_total", PROM_COUNTER,
-			    "NBD connections made again after a loss.", &base, info.nbd_reconnects);
-	}
+	if (info.uri)
+		metrics_emit(m, &base, metrics_nbd_defs,
+			     (const uint64_t[]){info.nbd_connected, info.nbd_disconnects,
+						info.nbd_reconnects},
+			     METRICS_N(metrics_nbd_defs));
 	return 0;
 }
 

@@ -220,20 +220,19 @@ static int cli_list_methods(int fd, double timeout)
 int main(int argc, char **argv)
 {
 	struct json_object *params = NULL, *resp, *v;
-	struct option *longopts;
-	char *shortopts;
+	struct cli_opt_tables tab;
 	char defpath[4096];
 	const char *path = NULL, *method;
 	double timeout = 120;
 	bool help = false, raw = false;
 	int opt, fd = -1, rc = 1;
 
-	if (cli_opt_getopt(&cli_rpc_prog, &longopts, &shortopts)) {
-		fprintf(stderr, CLI_NAME ": out of memory\n");
-		return 1;
+	if (cli_opt_getopt(&cli_rpc_prog, &tab)) {
+		fprintf(stderr, CLI_NAME ": too many options for the parser's table\n");
+		return 2;
 	}
 	/* '+' (the table's prefix): stop at the method; what follows are its parameters. */
-	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, tab.shortopts, tab.longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			path = optarg;
@@ -242,8 +241,6 @@ int main(int argc, char **argv)
 			timeout = atof(optarg);
 			if (timeout <= 0) {
 				fprintf(stderr, CLI_NAME ": bad timeout\n");
-				free(longopts);
-				free(shortopts);
 				return 2;
 			}
 			break;
@@ -255,13 +252,9 @@ int main(int argc, char **argv)
 			break;
 		default:
 			cli_usage(stderr);
-			free(longopts);
-			free(shortopts);
 			return 2;
 		}
 	}
-	free(longopts);
-	free(shortopts);
 	if (!path) {
 		const char *dir = getenv("XDG_RUNTIME_DIR");
 

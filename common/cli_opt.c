@@ -16,39 +16,33 @@ static bool cli_opt_has_short(int v)
 	return v > 0 && v < 256 && isalnum(v);
 }
 
-int cli_opt_getopt(const struct cli_prog *p, struct option **longopts, char **shortopts)
+int cli_opt_getopt(const struct cli_prog *p, struct cli_opt_tables *t)
 {
-	struct option *lo = calloc(p->nr_opts + 1, sizeof(*lo));
-	char *so = malloc(strlen(p->getopt_prefix) + 4 * p->nr_opts + 1);
 	size_t n = 0, k;
 
-	if (!lo || !so) {
-		free(lo);
-		free(so);
-		return -ENOMEM;
-	}
-	k = (size_t)sprintf(so, "%s", p->getopt_prefix);
+	if (p->nr_opts > CLI_OPT_MAX)
+		return -E2BIG;
+	k = (size_t)snprintf(t->shortopts, sizeof(t->shortopts), "%s", p->getopt_prefix);
 	for (size_t i = 0; i < p->nr_opts; i++) {
 		const struct cli_opt *o = &p->opts[i];
 
 		if (!o->name)
 			continue;
-		lo[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
-					  o->val};
+		t->longopts[n++] = (struct option){o->name, o->arg ? required_argument : no_argument,
+						   NULL, o->val};
 		if (cli_opt_has_short(o->val)) {
-			so[k++] = (char)o->val;
+			t->shortopts[k++] = (char)o->val;
 			if (o->arg)
-				so[k++] = ':';
+				t->shortopts[k++] = ':';
 		}
 		if (cli_opt_has_short(o->short2)) {
-			so[k++] = (char)o->short2;
+			t->shortopts[k++] = (char)o->short2;
 			if (o->arg)
-				so[k++] = ':';
+				t->shortopts[k++] = ':';
 		}
 	}
-	so[k] = '\0';
-	*longopts = lo;
-	*shortopts = so;
+	t->shortopts[k] = '\0';
+	t->longopts[n] = (struct option){NULL, 0, NULL, 0};
 	return 0;
 }
 

@@ -28,11 +28,15 @@ struct cli_prog {
 	const char *help_tail; /* printed by --help after the options, or NULL */
 };
 
-/*
- * getopt_long's tables for the program: *longopts (terminated) and *shortopts, malloc'ed (free
- * both). Returns 0 or -ENOMEM.
- */
-int cli_opt_getopt(const struct cli_prog *p, struct option **longopts, char **shortopts);
+/* getopt_long's tables for a program of at most CLI_OPT_MAX options, in the caller's storage (no
+ * allocation, nothing to free). */
+#define CLI_OPT_MAX 64
+struct cli_opt_tables {
+	struct option longopts[CLI_OPT_MAX + 1]; /* terminated */
+	char shortopts[4 * CLI_OPT_MAX + 2];
+};
+/* Fills *t from the program's table. Returns 0 or -E2BIG (more than CLI_OPT_MAX options). */
+int cli_opt_getopt(const struct cli_prog *p, struct cli_opt_tables *t);
 /* --help: usage lines, the options by group (wrapped to 79 columns), the tail. */
 void cli_opt_help(const struct cli_prog *p, FILE *out);
 /*

@@ -302,33 +302,18 @@ static void perf_usage(FILE *out)
 	cli_opt_help(&perf_cli_prog, out);
 }
 
-static int perf_parse_opts(int argc, char **argv, const struct option *longopts,
-			   const char *shortopts);
-
+/* The options, by the table of cli_perf.c. */
 static int perf_parse(int argc, char **argv)
 {
-	struct option *longopts;
-	char *shortopts;
-	int rc;
-
-	if (cli_opt_getopt(&perf_cli_prog, &longopts, &shortopts)) {
-		fprintf(stderr, "nvme-emu-perf: out of memory\n");
-		return -ENOMEM;
-	}
-	rc = perf_parse_opts(argc, argv, longopts, shortopts);
-	free(longopts);
-	free(shortopts);
-	return rc;
-}
-
-/* The options, by the table of cli_perf.c. */
-static int perf_parse_opts(int argc, char **argv, const struct option *longopts,
-			   const char *shortopts)
-{
 	static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
+	struct cli_opt_tables tab;
 	int c;
 
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	if (cli_opt_getopt(&perf_cli_prog, &tab)) {
+		fprintf(stderr, "nvme-emu-perf: too many options for the parser's table\n");
+		return -E2BIG;
+	}
+	while ((c = getopt_long(argc, argv, tab.shortopts, tab.longopts, NULL)) != -1) {
 		char *end = NULL;
 		unsigned long v = optarg ? strtoul(optarg, &end, 0) : 0;
 		bool num_ok = optarg && *optarg && end && !*end;

@@ -55,10 +55,11 @@ static void man_out(FILE *out)
 
 static void test_getopt(void)
 {
-	struct option *lo;
-	char *so;
+	struct cli_opt_tables tab;
+	struct option *lo = tab.longopts;
+	char *so = tab.shortopts;
 
-	CU_ASSERT_EQUAL_FATAL(cli_opt_getopt(&t_prog, &lo, &so), 0);
+	CU_ASSERT_EQUAL_FATAL(cli_opt_getopt(&t_prog, &tab), 0);
 	CU_ASSERT_STRING_EQUAL(so, "+a:g:G:");
 	CU_ASSERT_STRING_EQUAL(lo[0].name, "alpha");
 	CU_ASSERT_EQUAL(lo[0].has_arg, required_argument);
@@ -68,8 +69,6 @@ static void test_getopt(void)
 	CU_ASSERT_EQUAL(lo[1].val, 300);
 	CU_ASSERT_STRING_EQUAL(lo[2].name, "gamma");
 	CU_ASSERT_PTR_NULL(lo[3].name);
-	free(lo);
-	free(so);
 }
 
 static void test_help(void)
