@@ -130,4 +130,4 @@ clean:
 help:
 	@echo "targets: all deps test test-unit asan bench soak fuzz demo guest-image clean"
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj -name '*.d' -type f 2>/dev/null)

@@ -244,6 +244,11 @@ int app_service_test_fault(struct app_target *t, const char *fault, unsigned int
 			snprintf(err, APP_ERR_LEN, "no poll group %u", pg);
 			return -ENOENT;
 		}
+		/* One message, posted once: a poll group that hangs never gives it back. */
+		if (pg_name[0]) {
+			snprintf(err, APP_ERR_LEN, "%s hangs already", pg_name);
+			return -EBUSY;
+		}
 		snprintf(pg_name, sizeof(pg_name), "poll group %u", pg);
 		evloop_post(pcie_poll_group_loop(t->pgs, pg), &hang_msg, app_service_hang, pg_name);
 		return 0;
