@@ -95,7 +95,7 @@ static struct json_object *config_reload_obj(struct json_object *o, const char *
 }
 
 /* Kind and identity of an entry (`cur`: the running configuration, whose namespaces always have
- * an NSID; the file's may leave it out: matched by bdev then, see reload_match). */
+ * an NSID; the file's may leave it out: matched by bdev then, see config_reload_match). */
 static void config_reload_classify(struct config_reload_entry *e)
 {
 	const char *m = e->method, *nqn = config_reload_str(e->params, "nqn");
@@ -615,7 +615,8 @@ void app_config_reload(struct app_target *t, const char *path, app_done_fn done,
 	 * references to the file's. */
 	/* A bdev is released only once its namespace's I/O drained: its deletion may meet
 	 * -EBUSY for a moment after the namespace's removal. */
-	rc = rpc_config_run(t, r->plan_root, false, APP_RELOAD_BUSY_RETRY_US, reload_applied, r);
+	rc = rpc_config_run(t, r->plan_root, false, APP_RELOAD_BUSY_RETRY_US, config_reload_applied,
+			    r);
 	if (rc) {
 		snprintf(r->err, APP_ERR_LEN, "out of memory");
 		goto out_fail_nocur;
