@@ -20,7 +20,7 @@ CPPFLAGS += -I. -D_GNU_SOURCE -MMD -MP
 CFLAGS   += -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LDLIBS   += -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread
+LDLIBS   += -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread -lm
 
 .DEFAULT_GOAL := all
 
@@ -30,11 +30,13 @@ UNIT_TESTS :=
 SCRIPT_TESTS :=
 INTEG_TESTS :=
 GUEST_TESTS :=
+SERVICE_TESTS :=
 BENCHES :=
 
 # Fragments, lower layers first.
 include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk \
-          controller/module.mk transport/module.mk app/module.mk host/module.mk tools/module.mk)
+          controller/module.mk transport/module.mk app/module.mk host/module.mk tools/module.mk \
+          packaging/module.mk)
 include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk qemu-configs/qemu.mk))
 
 OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -69,7 +71,7 @@ RUN_UNIT = $(foreach t,$(UNIT_TESTS),"$(2):$(t)=$(1)/bin/$(t)")
 RUN_INTEG = $(foreach t,$(INTEG_TESTS),"$(2):$(t)=$(1)/bin/$(t) $(1)") \
 	    $(foreach t,$(SCRIPT_TESTS),"$(2):$(notdir $(t))=$(t) $(1)")
 
-.PHONY: all deps test test-unit test-guest asan bench soak demo guest-image clean help check-build
+.PHONY: all deps test test-unit test-guest test-service asan bench soak demo guest-image clean help check-build
 all: $(ALL_BINS)
 
 deps:
@@ -87,11 +89,16 @@ test: deps
 	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration) \
 	    $(call RUN_UNIT,build-asan,asan) $(call RUN_INTEG,build-asan,asan-integration) \
 	    "fuzz:libfuzzer=tests/fuzz/libfuzzer-check.sh build" \
+	    $(foreach t,$(SERVICE_TESTS),"service:$(notdir $(t))=$(t)") \
 	    $(foreach t,$(GUEST_TESTS),"guest:$(notdir $(t))=$(t)")
 
 # Fast loop while developing: no guest, no ASan.
 test-unit: all
 	@scripts/run-tests.sh $(call RUN_UNIT,build,unit) $(call RUN_INTEG,build,integration)
+
+# The service suites alone (the package, Prometheus; make test runs them too).
+test-service: deps all
+	@scripts/run-tests.sh $(foreach t,$(SERVICE_TESTS),"service:$(notdir $(t))=$(t)")
 
 # ASan/UBSan build of every unit and integration suite.
 asan: deps
@@ -119,9 +126,9 @@ soak: deps
 	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-deb
 
 help:
 	@echo "targets: all deps test test-unit asan bench soak fuzz demo guest-image clean"
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj -name '*.d' -type f 2>/dev/null)

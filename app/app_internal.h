@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backend/bdev.h"
+#include "common/evloop.h"
 #include "controller/ctrlr.h"
 #include "hw/hw.h"
 
@@ -34,7 +35,10 @@
 #define APP_TRTYPE "PCIE_EMU"
 
 struct evloop;
+struct json_object;
+struct metrics_http;
 struct rpc_server;
+struct svc_notify;
 struct dpa;
 struct pcie_poll_groups;
 struct pcie_ctrlr;
@@ -170,6 +174,44 @@ struct app_subsys {
 	struct app_subsys *next;
 };
 
+/* Histogram buckets per power of two in the metrics, by default (docs/service.md). */
+#define APP_METRICS_BUCKETS_PER_OCTAVE 4
+
+/* The metrics exporter (metrics.c). */
+struct app_metrics {
+	struct metrics_http *http; /* NULL: not serving */
+	unsigned int buckets_per_octave; /* 0: APP_METRICS_BUCKETS_PER_OCTAVE */
+	bool per_queue;			 /* I/O statistics by queue too (a qid label) */
+	bool from_cmdline; /* --metrics: a command-line setting, not in save_config nor reloads */
+};
+
+/* The watchdog's liveness check of one poll group: a message it answers from its loop. */
+struct app_svc_ping {
+	struct evloop_msg msg;
+	uint64_t answered; /* __atomic: the round it answered last (the poll group writes) */
+	uint64_t sent;	   /* the round of the message in flight (main thread) */
+	bool pending;	   /* __atomic: posted and not run yet */
+};
+#define APP_SVC_MAX_PINGS 64
+
+/* Running under a service manager (service.c): its notification socket, the watchdog, the
+ * reloads, and the test-only faults. Main thread. */
+struct app_service {
+	struct svc_notify *notify;	/* NULL: no manager listens */
+	uint64_t watchdog_us;		/* WATCHDOG_USEC, 0: off */
+	struct evloop_timer *watchdog;	/* the next WATCHDOG=1 */
+	uint64_t round;			/* watchdog rounds so far */
+	struct app_svc_ping pings[APP_SVC_MAX_PINGS];
+	unsigned int late_pg;		/* 1 + the poll group reported late, 0: none */
+	bool test_faults;		/* NVME_EMU_TEST_FAULTS=1: nvmf_emu_test_fault works */
+	bool ready;			/* READY=1 sent */
+	bool reloading;
+	uint64_t reloads_ok, reloads_failed;
+	/* The configuration file last applied (-c, a reload), for the methods save_config does
+	 * not write back: a reload runs those again only when they changed. */
+	struct json_object *applied;
+};
+
 struct app_target {
 	struct evloop *loop;
 	struct rpc_server *rpc;
@@ -195,6 +237,8 @@ struct app_target {
 	void *fini_arg;
 	bool fini_stepping, fini_again, fini_finished;
 	int setup_rc; /* --socket setup's listener result */
+	struct app_metrics metrics;
+	struct app_service svc;
 };
 
 /* ---- target (app_target.c) ---- */
@@ -311,8 +355,57 @@ int rpc_zns_register(struct rpc_server *srv);
 struct json_object *rpc_ns_pool_config(struct app_subsys *s);
 /* The whole configuration as save_config writes it ({"subsystems": [...]}). */
 struct json_object *rpc_config_build(struct app_target *t);
-/* Replays a save_config file through the server; done(arg, rc, msg) at the end. */
+/* Replays a save_config file through the server; done(arg, rc, msg) at the end. The file, once
+ * applied, is kept as t->svc.applied. 0, or -EINVAL (not a configuration), -ENOMEM (done is not
+ * called then). */
 int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, void *arg);
+/* Replays a configuration already parsed (a reference is taken); `record`: keep it as
+ * t->svc.applied when it worked; busy_retry_us: a call refused with -EBUSY is tried again every
+ * 100 ms for that long (0: it fails the replay). Same results. */
+int rpc_config_run(struct app_target *t, struct json_object *root, bool record,
+		   uint64_t busy_retry_us, app_done_fn done, void *arg);
+int rpc_service_register(struct rpc_server *srv);
+
+/* ---- the metrics exporter (metrics.c) ---- */
+
+/* The exposition text of the target's metrics (malloc'ed). 0 or -ENOMEM. */
+int app_metrics_render(struct app_target *t, char **text, size_t *len);
+/* Serves them on `addr` (metrics_http.h's forms). buckets_per_octave 0: the default; else 1, 2,
+ * 4, 8 or 16. The same address again only updates the options. 0, -EINVAL, -EEXIST (serving on
+ * another address) or the socket's -errno, with err. */
+int app_metrics_start(struct app_target *t, const char *addr, unsigned int buckets_per_octave,
+		      bool per_queue, char *err);
+void app_metrics_stop(struct app_target *t);
+
+/* ---- running as a service (service.c) ---- */
+
+/* Opens $NOTIFY_SOCKET, arms the watchdog ($WATCHDOG_USEC), reads $NVME_EMU_TEST_FAULTS. 0 or
+ * -errno with err (a $NOTIFY_SOCKET that cannot be used). */
+int app_service_init(struct app_target *t, char *err);
+/* READY=1: the configuration is applied and every listener is up. Once. */
+void app_service_ready(struct app_target *t);
+/* RELOADING=1 before a reload, READY=1 (and the result in STATUS) after it. */
+void app_service_reload_begin(struct app_target *t);
+void app_service_reload_end(struct app_target *t, int rc, const char *msg);
+/* Reloads configuration file `path` (NULL: the -c one) between RELOADING=1 and READY=1;
+ * done(arg, rc, msg) at the end. 0, or -ENOENT (no file), -EBUSY (one is running, or the target
+ * is starting), -ENOMEM with err, done not called then. */
+int app_service_reload(struct app_target *t, const char *path, app_done_fn done, void *arg,
+		       char *err);
+/* STOPPING=1: the clean shutdown has begun. */
+void app_service_stopping(struct app_target *t);
+void app_service_fini(struct app_target *t);
+/* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg).
+ * 0, -EPERM (not enabled), -EINVAL, -ENOENT with err. */
+int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg, char *err);
+
+/* ---- reloading the configuration (config_reload.c) ---- */
+
+/* Brings the running target to what configuration file `path` says, changing only what differs
+ * (guests attached to unchanged listeners stay attached); refuses, changing nothing, what only a
+ * restart can change (the transport, a subsystem's parameters, a capacity pool). done(arg, rc,
+ * msg) once, maybe before this returns. */
+void app_config_reload(struct app_target *t, const char *path, app_done_fn done, void *arg);
 /* Marks the framework initialized (RPC_RUNTIME) and answers held framework_wait_init calls. */
 void rpc_framework_init_done(struct app_target *t);
 /* Fails held framework_wait_init calls (shutdown). */

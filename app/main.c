@@ -2,6 +2,7 @@
  * FILE), or, with --socket, one NVMe controller configured from the command line; served until
  * SIGINT/SIGTERM. Also `nvme-emu caps`, the limits of the emulated platform (doca_caps). */
 #include "app/app_internal.h"
+#include "app/cli_nvme_emu.h"
 #include "app/rpc.h"
 #include "backend/bdev.h"
 #include "common/evloop.h"
@@ -59,75 +60,12 @@ struct app_opts {
 	const char *rpc_socket;
 	const char *config_file;
 	bool wait_for_rpc;
+	const char *metrics_addr; /* --metrics */
 };
 
 static void app_usage(FILE *out)
 {
-	fprintf(
-	    out,
-	    "usage: nvme-emu [options]              a target configured over JSON-RPC\n"
-	    "       nvme-emu --socket PATH [options] serve one NVMe controller over vfio-user\n"
-	    "       nvme-emu caps [-p PROFILE]       print the emulated platform's limits\n"
-	    "\n"
-	    "Target (JSON-RPC, SPDK method names; see nvme-emu-rpc):\n"
-	    "  -r, --rpc-socket PATH    JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
-	    "                           or /run/nvme-emu/nvme-emu.sock, in a 0700 directory);\n"
-	    "                           with --socket: also serve RPC\n"
-	    "  -c, -j, --json FILE      replay a save_config file before serving\n"
-	    "      --wait-for-rpc       wait for framework_start_init before configuring\n"
-	    "\n"
-	    "One controller from the command line:\n"
-	    "  -s, --socket PATH        vfio-user socket to create\n"
-	    "      --malloc SIZE        namespace on a RAM bdev (e.g. 1G); repeatable\n"
-	    "      --null SIZE          namespace on a null bdev (reads zeroes, drops writes)\n"
-	    "      --aio FILE[:SIZE]    namespace on a file or block device through libaio\n"
-	    "                           (SIZE creates/extends the file)\n"
-	    "      --uring FILE[:SIZE]  namespace on a file or block device through io_uring\n"
-	    "      --nbd URI            namespace on an NBD export (nbd://HOST[:PORT]/EXPORT,\n"
-	    "                           nbd+unix:///EXPORT?socket=PATH, nbds://... for TLS)\n"
-	    "      --rbd POOL/IMAGE     namespace on a Ceph RBD image (cluster from $CEPH_CONF\n"
-	    "                           or /etc/ceph/ceph.conf, user admin)\n"
-	    "      --buffered           aio / io_uring without O_DIRECT\n"
-	    "      --uring-poll         io_uring reads and writes polled (IOPOLL; O_DIRECT)\n"
-	    "      --ns-pool ram:SIZE | file:PATH[:SIZE]\n"
-	    "                           capacity pool for host-created namespaces (nvme\n"
-	    "                           create-ns / attach-ns); a file pool keeps them\n"
-	    "      --zoned ZCAP[:OPEN[:ACTIVE[:ZDES]]]  the namespace given just before is\n"
-	    "                           zoned (ZNS): ZCAP writable blocks per zone (zone size:\n"
-	    "                           the next power of two), at most OPEN open and ACTIVE\n"
-	    "                           active zones (0 or absent: no limit), ZDES bytes of\n"
-	    "                           zone descriptor extension (a multiple of 64; 0: none)\n"
-	    "  -b, --block-size N       512 or 4096 (default 512)\n"
-	    "      --serial S, --model M controller identity\n"
-	    "      --event-log FILE     keep the Persistent Event Log in FILE (read at start,\n"
-	    "                           appended to with each event)\n"
-	    "\n"
-	    "Transport (defaults of nvmf_create_transport in target mode):\n"
-	    "  -m, --poll-groups N      poll-group threads (default 1), not pinned; 0xMASK\n"
-	    "                           (--cpumask): one per CPU bit, each pinned to its CPU\n"
-	    "      --pin-poll-groups    pin poll group i to the i-th CPU this process may\n"
-	    "                           run on (taskset, cpuset)\n"
-	    "      --dpa-harts N        DPA hart threads; 0 runs DPA threads inline (default 0)\n"
-	    "      --doorbells MODE     mmap or trap (default mmap)\n"
-	    "  -p, --profile NAME       platform profile: unlimited or bf3 (default unlimited)\n"
-	    "  -q, --io-queues N        I/O queue pairs (default: what the profile allows)\n"
-	    "      --queue-entries N    CAP.MQES + 1 (default 1024)\n"
-	    "      --mdts N             max data transfer, 2^N pages (default 5)\n"
-	    "      --sgl                accept SGLs for I/O commands\n"
-	    "\n"
-	    "What a client (VMM) may do to a function:\n"
-	    "      --max-dma-regions N  DMA windows mapped at once (default 256, max 65535)\n"
-	    "      --max-dma-bytes SIZE bytes of guest memory mapped at once (default 1T)\n"
-	    "      --allow-any-dma-fd   accept guest-memory fds other than files of tmpfs or\n"
-	    "                           hugetlbfs (memfd, /dev/shm, /dev/hugepages: always\n"
-	    "                           taken, sealed or not), e.g. files on disk, whose page\n"
-	    "                           faults wait for I/O: only for a VMM you trust\n"
-	    "\n"
-	    "      --pci-ids VID:DID[:SVID:SSID]  the functions' PCI IDs, hexadecimal (default\n"
-	    "                           fffe:00e1, a vendor ID assigned to nobody)\n"
-	    "\n"
-	    "  -l, --log-level L        10..70 or a name (default info)\n"
-	    "  -v, --version, -h, --help\n");
+	cli_opt_help(&app_cli_prog, out);
 }
 
 /* -m: a poll-group count (*mask 0), or SPDK's cpumask (0x...) with one poll group per bit set,
@@ -275,116 +213,56 @@ static int app_caps(int argc, char **argv)
 	return 0;
 }
 
+/* The options, by the table of cli_nvme_emu.c. */
 static int app_parse(int argc, char **argv, struct app_opts *o)
 {
-	enum {
-		O_MALLOC = 256,
-		O_NULL,
-		O_AIO,
-		O_URING,
-		O_NBD,
-		O_RBD,
-		O_HARTS,
-		O_PIN_PG,
-		O_DB,
-		O_QENT,
-		O_MDTS,
-		O_SGL,
-		O_SERIAL,
-		O_MODEL,
-		O_BUFFERED,
-		O_URING_POLL,
-		O_WAIT,
-		O_MAX_DMA_REGIONS,
-		O_MAX_DMA_BYTES,
-		O_ANY_DMA_FD,
-		O_PCI_IDS,
-		O_NS_POOL,
-		O_ZONED,
-		O_EVENT_LOG,
-	};
-	static const struct option longopts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"malloc", required_argument, NULL, O_MALLOC},
-	    {"null", required_argument, NULL, O_NULL},
-	    {"aio", required_argument, NULL, O_AIO},
-	    {"uring", required_argument, NULL, O_URING},
-	    {"nbd", required_argument, NULL, O_NBD},
-	    {"rbd", required_argument, NULL, O_RBD},
-	    {"buffered", no_argument, NULL, O_BUFFERED},
-	    {"uring-poll", no_argument, NULL, O_URING_POLL},
-	    {"ns-pool", required_argument, NULL, O_NS_POOL},
-	    {"event-log", required_argument, NULL, O_EVENT_LOG},
-	    {"block-size", required_argument, NULL, 'b'},
-	    {"poll-groups", required_argument, NULL, 'm'},
-	    {"cpumask", required_argument, NULL, 'm'},
-	    {"pin-poll-groups", no_argument, NULL, O_PIN_PG},
-	    {"dpa-harts", required_argument, NULL, O_HARTS},
-	    {"doorbells", required_argument, NULL, O_DB},
-	    {"profile", required_argument, NULL, 'p'},
-	    {"io-queues", required_argument, NULL, 'q'},
-	    {"queue-entries", required_argument, NULL, O_QENT},
-	    {"mdts", required_argument, NULL, O_MDTS},
-	    {"sgl", no_argument, NULL, O_SGL},
-	    {"serial", required_argument, NULL, O_SERIAL},
-	    {"model", required_argument, NULL, O_MODEL},
-	    {"log-level", required_argument, NULL, 'l'},
-	    {"rpc-socket", required_argument, NULL, 'r'},
-	    {"json", required_argument, NULL, 'c'},
-	    {"wait-for-rpc", no_argument, NULL, O_WAIT},
-	    {"max-dma-regions", required_argument, NULL, O_MAX_DMA_REGIONS},
-	    {"max-dma-bytes", required_argument, NULL, O_MAX_DMA_BYTES},
-	    {"allow-any-dma-fd", no_argument, NULL, O_ANY_DMA_FD},
-	    /* Its name before unsealed memfds were taken by default (scripts still pass it). */
-	    {"allow-unsealed-dma", no_argument, NULL, O_ANY_DMA_FD},
-	    {"pci-ids", required_argument, NULL, O_PCI_IDS},
-	    {"zoned", required_argument, NULL, O_ZONED},
-	    {"version", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct cli_opt_tables tab;
 	unsigned int u;
 	int opt, lvl;
 
-	while ((opt = getopt_long(argc, argv, "s:b:m:p:q:l:r:c:j:vh", longopts, NULL)) != -1) {
+	if (cli_opt_getopt(&app_cli_prog, &tab)) {
+		fprintf(stderr, "nvme-emu: too many options for the parser's table\n");
+		return -E2BIG;
+	}
+	while ((opt = getopt_long(argc, argv, tab.shortopts, tab.longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			o->socket_path = optarg;
 			break;
-		case O_MALLOC:
-		case O_NULL:
-		case O_AIO:
-		case O_URING:
-		case O_NBD:
-		case O_RBD:
+		case APP_O_MALLOC:
+		case APP_O_NULL:
+		case APP_O_AIO:
+		case APP_O_URING:
+		case APP_O_NBD:
+		case APP_O_RBD:
 			if (o->nr_ns == APP_MAX_NS) {
 				fprintf(stderr, "nvme-emu: at most %d namespaces\n", APP_MAX_NS);
 				return -EINVAL;
 			}
 			o->ns[o->nr_ns++] = (struct app_opt_ns){
-			    .kind = opt == O_MALLOC  ? APP_NS_MALLOC
-				    : opt == O_NULL  ? APP_NS_NULL
-				    : opt == O_URING ? APP_NS_URING
-				    : opt == O_NBD   ? APP_NS_NBD
-				    : opt == O_RBD   ? APP_NS_RBD
+			    .kind = opt == APP_O_MALLOC  ? APP_NS_MALLOC
+				    : opt == APP_O_NULL  ? APP_NS_NULL
+				    : opt == APP_O_URING ? APP_NS_URING
+				    : opt == APP_O_NBD   ? APP_NS_NBD
+				    : opt == APP_O_RBD   ? APP_NS_RBD
 						     : APP_NS_AIO,
 			    .arg = optarg,
 			};
 			break;
-		case O_BUFFERED:
+		case APP_O_BUFFERED:
 			o->buffered = true;
 			break;
-		case O_URING_POLL:
+		case APP_O_URING_POLL:
 			o->uring_poll = true;
 			break;
-		case O_NS_POOL:
+		case APP_O_NS_POOL:
 			if (strncmp(optarg, "ram:", 4) && strncmp(optarg, "file:", 5)) {
 				fprintf(stderr, "nvme-emu: --ns-pool ram:SIZE or file:PATH[:SIZE]\n");
 				return -EINVAL;
 			}
 			o->ns_pool = optarg;
 			break;
-		case O_ZONED:
+		case APP_O_ZONED:
 			if (!o->nr_ns || app_parse_zoned(optarg, &o->ns[o->nr_ns - 1])) {
 				fprintf(stderr, "nvme-emu: --zoned ZCAP[:OPEN[:ACTIVE[:ZDES]]] follows a "
 						"namespace flag (bad '%s')\n", optarg);
@@ -405,8 +283,11 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case 'j':
 			o->config_file = optarg;
 			break;
-		case O_WAIT:
+		case APP_O_WAIT:
 			o->wait_for_rpc = true;
+			break;
+		case APP_O_METRICS:
+			o->metrics_addr = optarg;
 			break;
 		case 'm':
 			if (app_parse_poll_groups(optarg, &u, &o->pg_cpumask) || u > 64) {
@@ -416,10 +297,10 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->poll_groups = u;
 			break;
-		case O_PIN_PG:
+		case APP_O_PIN_PG:
 			o->pin_poll_groups = true;
 			break;
-		case O_HARTS:
+		case APP_O_HARTS:
 			if (app_parse_uint(optarg, DPA_MAX_HARTS, &u)) {
 				fprintf(stderr, "nvme-emu: DPA harts must be 0..%d\n",
 					DPA_MAX_HARTS);
@@ -427,7 +308,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->dpa_harts = u;
 			break;
-		case O_DB:
+		case APP_O_DB:
 			if (!strcmp(optarg, "trap")) {
 				o->db_mode = HW_DB_MODE_TRAP;
 			} else if (!strcmp(optarg, "mmap")) {
@@ -447,7 +328,7 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->ctrlr.max_io_queues = (uint16_t)u;
 			break;
-		case O_QENT:
+		case APP_O_QENT:
 			if (app_parse_uint(optarg, CTRLR_MAX_QUEUE_ENTRIES, &u) || u < 2) {
 				fprintf(stderr, "nvme-emu: queue entries must be 2..%d\n",
 					CTRLR_MAX_QUEUE_ENTRIES);
@@ -455,33 +336,33 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->ctrlr.max_queue_entries = u;
 			break;
-		case O_MDTS:
+		case APP_O_MDTS:
 			if (app_parse_uint(optarg, 10, &u) || !u) {
 				fprintf(stderr, "nvme-emu: mdts must be 1..10\n");
 				return -EINVAL;
 			}
 			o->ctrlr.mdts = (uint8_t)u;
 			break;
-		case O_SGL:
+		case APP_O_SGL:
 			o->ctrlr.sgl = true;
 			break;
-		case O_MAX_DMA_REGIONS:
+		case APP_O_MAX_DMA_REGIONS:
 			if (app_parse_uint(optarg, 65535, &u) || !u) {
 				fprintf(stderr, "nvme-emu: --max-dma-regions must be 1..65535\n");
 				return -EINVAL;
 			}
 			o->max_dma_regions = u;
 			break;
-		case O_MAX_DMA_BYTES:
+		case APP_O_MAX_DMA_BYTES:
 			if (app_parse_size(optarg, &o->max_dma_bytes)) {
 				fprintf(stderr, "nvme-emu: bad --max-dma-bytes '%s'\n", optarg);
 				return -EINVAL;
 			}
 			break;
-		case O_ANY_DMA_FD:
+		case APP_O_ANY_DMA_FD:
 			o->allow_any_dma_fd = true;
 			break;
-		case O_PCI_IDS:
+		case APP_O_PCI_IDS:
 			if (app_parse_pci_ids(optarg, o->pci_ids)) {
 				fprintf(stderr,
 					"nvme-emu: bad --pci-ids '%s' (VID:DID[:SVID:SSID], hex, "
@@ -490,17 +371,17 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			break;
-		case O_SERIAL:
+		case APP_O_SERIAL:
 			o->ctrlr.serial = optarg;
 			break;
-		case O_EVENT_LOG:
+		case APP_O_EVENT_LOG:
 			if (!*optarg) {
 				fprintf(stderr, "nvme-emu: --event-log needs a file\n");
 				return -EINVAL;
 			}
 			o->ctrlr.pel_file = optarg;
 			break;
-		case O_MODEL:
+		case APP_O_MODEL:
 			o->ctrlr.model = optarg;
 			break;
 		case 'l':
@@ -605,13 +486,31 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 	return rc;
 }
 
+static void app_reload_signal_done(void *arg, int rc, const char *message)
+{
+	if (rc)
+		LOG_ERR(APP_LOG, "SIGHUP: reload failed: %s", message ? message : strerror(-rc));
+	else
+		LOG_INFO(APP_LOG, "SIGHUP: configuration reloaded");
+}
+
+/* SIGHUP reloads the -c file; SIGINT and SIGTERM stop the daemon cleanly. */
 static void app_signal(int fd, uint32_t events, void *arg)
 {
+	struct app_target *t = arg;
 	struct signalfd_siginfo si;
+	char err[APP_ERR_LEN];
 
-	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		LOG_INFO(APP_LOG, "signal %u: shutting down", si.ssi_signo);
-	evloop_stop(arg);
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	if (si.ssi_signo == SIGHUP) {
+		if (app_service_reload(t, NULL, app_reload_signal_done, NULL, err))
+			LOG_ERR(APP_LOG, "SIGHUP: no reload: %s", err);
+		return;
+	}
+	LOG_INFO(APP_LOG, "signal %u: shutting down", si.ssi_signo);
+	app_service_stopping(t);
+	evloop_stop(t->loop);
 }
 
 static void app_transport_defaults(const struct app_opts *o, const struct hw_profile *profile,
@@ -753,6 +652,7 @@ static int app_setup_finish(struct app_setup *st)
 	if (t->setup_rc)
 		return t->setup_rc;
 	t->initialized = true;
+	app_service_ready(t);
 	LOG_INFO(APP_LOG,
 		 "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
 		 "%u DPA hart(s), %s doorbells, profile %s",
@@ -926,6 +826,8 @@ static int app_rpc_register(struct rpc_server *srv)
 		rc = rpc_ns_pool_register(srv);
 	if (!rc)
 		rc = rpc_zns_register(srv);
+	if (!rc)
+		rc = rpc_service_register(srv);
 	return rc;
 }
 
@@ -988,7 +890,7 @@ int main(int argc, char **argv)
 	    .block_size = 512,
 	    .ctrlr = {.serial = "NVMEEMU0001"},
 	};
-	char rpc_path[PATH_MAX], *dir_copy = NULL;
+	char rpc_path[PATH_MAX], *dir_copy = NULL, err[APP_ERR_LEN];
 	const struct hw_profile *profile;
 	struct evloop_watch *sigw = NULL;
 	struct evloop *loop = NULL;
@@ -1020,6 +922,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	/* Blocked before any thread starts, so only the signalfd sees them. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
@@ -1027,27 +930,39 @@ int main(int argc, char **argv)
 	if (!loop)
 		goto out;
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || !(sigw = evloop_watch_add(loop, sfd, EPOLLIN, app_signal, loop)))
+	if (sfd < 0 || !(sigw = evloop_watch_add(loop, sfd, EPOLLIN, app_signal, &t)))
 		goto out;
 	/* Functions created without a socket path get one beside the RPC socket. */
 	dir_copy = strdup(o.rpc_socket ? o.rpc_socket : o.socket_path);
 	if (!dir_copy || app_target_init(&t, loop, dirname(dir_copy)))
 		goto out;
 	target_up = true;
+	if (app_service_init(&t, err)) {
+		fprintf(stderr, "nvme-emu: %s\n", err);
+		goto out;
+	}
 	app_transport_defaults(&o, profile, &t.tr_defaults);
 	t.config_file = o.config_file;
 	if (o.rpc_socket) {
-		int err = rpc_server_create(loop, o.rpc_socket, &t, &srv);
+		int src = rpc_server_create(loop, o.rpc_socket, &t, &srv);
 
-		if (err) {
+		if (src) {
 			fprintf(stderr, "nvme-emu: cannot serve JSON-RPC on %s: %s\n", o.rpc_socket,
-				err == -EADDRINUSE ? "another nvme-emu is serving it"
-						   : strerror(-err));
+				src == -EADDRINUSE ? "another nvme-emu is serving it"
+						   : strerror(-src));
 			goto out;
 		}
 		t.rpc = srv;
 		if (app_rpc_register(srv))
 			goto out;
+	}
+	/* Before the configuration: READY=1 promises every listener, this one included. */
+	if (o.metrics_addr) {
+		if (app_metrics_start(&t, o.metrics_addr, 0, false, err)) {
+			fprintf(stderr, "nvme-emu: --metrics: %s\n", err);
+			goto out;
+		}
+		t.metrics.from_cmdline = true;
 	}
 	if (o.socket_path) {
 		if (app_setup_one(&t, &o, &setup))
@@ -1077,9 +992,11 @@ out:
 	if (target_up) {
 		/* The teardown is asynchronous (controllers reset through their poll groups):
 		 * the loop runs on until it is over. A second signal stops it early. */
+		app_metrics_stop(&t);
 		app_target_fini(&t, app_fini_done, loop);
 		if (!t.fini_finished)
 			evloop_run(loop);
+		app_service_fini(&t);
 	}
 	rpc_server_destroy(srv);
 	free(dir_copy);

@@ -14,25 +14,13 @@
 
 #include <json-c/json.h>
 
+#include "app/cli_rpc.h"
+
 #define CLI_NAME "nvme-emu-rpc"
 
 static void cli_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: " CLI_NAME " [-s SOCKET] [-t SECONDS] METHOD [--param value ...]\n"
-		"       " CLI_NAME " [-s SOCKET] [-t SECONDS] METHOD '{\"param\": value, ...}'\n"
-		"       " CLI_NAME " [-s SOCKET] --help        list the server's methods\n"
-		"\n"
-		"  -s, --server SOCKET  JSON-RPC socket (default $XDG_RUNTIME_DIR/nvme-emu.sock\n"
-		"                       or /run/nvme-emu/nvme-emu.sock)\n"
-		"  -t, --timeout S      give up after S seconds (default 120)\n"
-		"  -r, --raw            print string results as JSON too (quoted)\n"
-		"\n"
-		"--param value: dashes in the name become underscores, a.b nests objects\n"
-		"(--listen-address.traddr /tmp/x.sock). A value that is valid JSON (numbers,\n"
-		"true/false/null, objects, arrays, \"quoted strings\") is sent as such, anything\n"
-		"else as a string: quote digits meant as text ('\"1234\"'). A --flag without a\n"
-		"value is true. The result is printed as JSON; a string result as plain text.\n");
+	cli_opt_help(&cli_rpc_prog, out);
 }
 
 static double cli_now(void)
@@ -231,22 +219,20 @@ static int cli_list_methods(int fd, double timeout)
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"server", required_argument, NULL, 's'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"raw", no_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct json_object *params = NULL, *resp, *v;
+	struct cli_opt_tables tab;
 	char defpath[4096];
 	const char *path = NULL, *method;
 	double timeout = 120;
 	bool help = false, raw = false;
 	int opt, fd = -1, rc = 1;
 
-	/* '+': stop at the method; what follows are its parameters. */
-	while ((opt = getopt_long(argc, argv, "+s:t:rh", longopts, NULL)) != -1) {
+	if (cli_opt_getopt(&cli_rpc_prog, &tab)) {
+		fprintf(stderr, CLI_NAME ": too many options for the parser's table\n");
+		return 2;
+	}
+	/* '+' (the table's prefix): stop at the method; what follows are its parameters. */
+	while ((opt = getopt_long(argc, argv, tab.shortopts, tab.longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			path = optarg;

@@ -1,7 +1,9 @@
 /* app/rpc_config.c - the configuration as SPDK's save_config writes it ({"subsystems": [{
  * "subsystem", "config": [{"method", "params"}]}]}), built from the target's state, and its
- * replay (-c/--json) through the RPC methods, one call after the other. */
+ * replay (-c/--json, and the calls of a reload) through the RPC methods, one call after the
+ * other. */
 #include "app/app_internal.h"
+#include "app/metrics_http.h"
 #include "app/rpc.h"
 #include "common/log.h"
 
@@ -264,6 +266,25 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 	return config;
 }
 
+/* The daemon's own services: the metrics exporter when the configuration (not --metrics) started
+ * it. */
+static struct json_object *rpc_config_service(struct app_target *t)
+{
+	struct json_object *config = json_object_new_array();
+
+	if (t->metrics.http && !t->metrics.from_cmdline) {
+		struct json_object *p = json_object_new_object();
+
+		rpc_config_str(p, "listen_address", metrics_http_requested(t->metrics.http));
+		if (t->metrics.buckets_per_octave)
+			rpc_config_int(p, "buckets_per_octave", t->metrics.buckets_per_octave);
+		if (t->metrics.per_queue)
+			json_object_object_add(p, "per_queue", json_object_new_boolean(true));
+		rpc_config_add(config, "nvmf_emu_metrics_start", p);
+	}
+	return config;
+}
+
 struct json_object *rpc_config_build(struct app_target *t)
 {
 	struct json_object *root = json_object_new_object(), *subs = json_object_new_array();
@@ -274,6 +295,7 @@ struct json_object *rpc_config_build(struct app_target *t)
 	    {"emu", rpc_config_emu(t)},
 	    {"bdev", json_object_new_array()},
 	    {"nvmf", rpc_config_nvmf(t)},
+	    {"service", rpc_config_service(t)},
 	};
 
 	bdev_foreach(rpc_config_bdev_one, parts[1].config);
@@ -296,6 +318,11 @@ struct rpc_config_replay {
 	struct json_object *subs;
 	size_t si, ci;
 	bool in_call, returned, failed;
+	bool record; /* a file: kept as the configuration applied (app_service) when it worked */
+	/* A call refused with -EBUSY is tried again every 100 ms until then (evloop_now_us; 0:
+	 * never): a bdev is released asynchronously after its namespace was removed. */
+	uint64_t busy_until_us;
+	bool waiting; /* for the retry timer */
 	app_done_fn done;
 	void *arg;
 	char err[APP_ERR_LEN];
@@ -309,7 +336,12 @@ static void rpc_config_finish(struct rpc_config_replay *r)
 	bool failed = r->failed;
 
 	memcpy(err, r->err, sizeof(err));
-	json_object_put(r->root);
+	if (r->record && !failed) {
+		json_object_put(r->t->svc.applied);
+		r->t->svc.applied = r->root;
+	} else {
+		json_object_put(r->root);
+	}
 	free(r);
 	done(arg, failed ? -EINVAL : 0, failed ? err : NULL);
 }
@@ -362,12 +394,20 @@ static void rpc_config_step(struct rpc_config_replay *r)
 			break;
 		}
 		r->in_call = false;
-		if (!r->returned)
-			return; /* asynchronous: rpc_config_item_done steps on */
+		if (!r->returned || r->waiting)
+			return; /* asynchronous: rpc_config_item_done (or the retry) steps on */
 		if (r->failed)
 			break;
 	}
 	rpc_config_finish(r);
+}
+
+static void rpc_config_retry(void *arg)
+{
+	struct rpc_config_replay *r = arg;
+
+	r->waiting = false;
+	rpc_config_step(r);
 }
 
 static void rpc_config_item_done(void *arg, struct json_object *result, int code,
@@ -377,6 +417,14 @@ static void rpc_config_item_done(void *arg, struct json_object *result, int code
 	struct json_object *subs = r->subs;
 	struct json_object *s = json_object_array_get_idx(subs, r->si), *config, *item, *m;
 
+	if (code == -EBUSY && r->busy_until_us && evloop_now_us() < r->busy_until_us &&
+	    evloop_timer_add(r->t->loop, 100000, rpc_config_retry, r)) {
+		/* The same entry again, from the timer. */
+		r->ci--;
+		r->waiting = true;
+		r->returned = true;
+		return;
+	}
 	if (code) {
 		json_object_object_get_ex(s, "config", &config);
 		item = json_object_array_get_idx(config, r->ci - 1);
@@ -393,25 +441,43 @@ static void rpc_config_item_done(void *arg, struct json_object *result, int code
 		rpc_config_step(r);
 }
 
-int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, void *arg)
+int rpc_config_run(struct app_target *t, struct json_object *root, bool record,
+		   uint64_t busy_retry_us, app_done_fn done, void *arg)
 {
-	struct rpc_config_replay *r = calloc(1, sizeof(*r));
+	struct rpc_config_replay *r;
+	struct json_object *subs;
 
+	if (!json_object_object_get_ex(root, "subsystems", &subs) ||
+	    !json_object_is_type(subs, json_type_array))
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->t = t;
 	r->done = done;
 	r->arg = arg;
-	r->root = json_object_from_file(path);
-	if (!r->root || !json_object_object_get_ex(r->root, "subsystems", &r->subs) ||
-	    !json_object_is_type(r->subs, json_type_array)) {
+	r->record = record;
+	r->busy_until_us = busy_retry_us ? evloop_now_us() + busy_retry_us : 0;
+	r->root = json_object_get(root);
+	r->subs = subs;
+	rpc_config_step(r);
+	return 0;
+}
+
+int rpc_config_load(struct app_target *t, const char *path, app_done_fn done, void *arg)
+{
+	struct json_object *root = json_object_from_file(path);
+	int rc;
+
+	if (!root) {
 		LOG_ERR(APP_LOG, "%s: not a configuration file (%s)", path,
-			r->root ? "no \"subsystems\" array" : json_util_get_last_err());
-		json_object_put(r->root);
-		free(r);
+			json_util_get_last_err());
 		return -EINVAL;
 	}
 	LOG_INFO(APP_LOG, "loading configuration %s", path);
-	rpc_config_step(r);
-	return 0;
+	rc = rpc_config_run(t, root, true, 0, done, arg);
+	if (rc == -EINVAL)
+		LOG_ERR(APP_LOG, "%s: not a configuration file (no \"subsystems\" array)", path);
+	json_object_put(root);
+	return rc;
 }

@@ -133,6 +133,7 @@ void rpc_framework_init_done(struct app_target *t)
 {
 	t->initialized = true;
 	rpc_server_set_state(t->rpc, RPC_RUNTIME);
+	app_service_ready(t);
 	while (t->init_waiters) {
 		struct rpc_waiter *w = t->init_waiters;
 

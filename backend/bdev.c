@@ -377,6 +377,23 @@ void bdev_get_stats(const struct bdev *bdev, struct bdev_stats *stats)
 		    (uint64_t *)stats, BDEV_STATS_N);
 }
 
+static void bdev_outstanding_add(const uint64_t *vals, void *arg)
+{
+	/* A channel's block of counters is its `stats`. */
+	const struct bdev_channel *ch = (const struct bdev_channel *)((const char *)vals -
+					 offsetof(struct bdev_channel, stats));
+
+	*(uint64_t *)arg += __atomic_load_n(&ch->outstanding, __ATOMIC_RELAXED);
+}
+
+uint64_t bdev_get_outstanding(const struct bdev *bdev)
+{
+	uint64_t n = 0;
+
+	counter_foreach_block(&bdev->stat_channels, bdev_outstanding_add, &n);
+	return n;
+}
+
 size_t bdev_io_ctx_size(const struct bdev *bdev)
 {
 	/* Rounded so that an array of ios stays aligned for driver_ctx. */

@@ -143,6 +143,8 @@ struct bdev_info {
 	uint32_t nbd_reconnect_timeout; /* nbd: seconds */
 	uint32_t nbd_connected;	  /* nbd: connections up now */
 	bool nbd_multi_conn;	  /* nbd: the server allows several connections */
+	uint64_t nbd_disconnects; /* nbd: connections lost after their handshake */
+	uint64_t nbd_reconnects;  /* nbd: ... and made again */
 	const char *rbd_pool;	  /* rbd: pool, image, user (NULL: default) */
 	const char *rbd_image;
 	const char *rbd_user;
@@ -453,6 +455,9 @@ void bdev_get_info(const struct bdev *bdev, struct bdev_info *info);
  * atomically, the set not as one). Any thread; takes a lock that only readers and channel
  * creation and destruction take, never the I/O path. */
 void bdev_get_stats(const struct bdev *bdev, struct bdev_stats *stats);
+/* I/O submitted on the bdev's channels and not completed yet (every live channel's count, read
+ * relaxed). Any thread; takes the same readers' lock as bdev_get_stats. */
+uint64_t bdev_get_outstanding(const struct bdev *bdev);
 
 /* Bytes of backend context needed after each struct bdev_io for this bdev (a multiple of 16,
  * possibly 0). */

@@ -46,6 +46,7 @@ struct bdev_nbd_conn {
 	struct bdev_nbd_io *inflight;	/* commands sent on this connection (doubly linked) */
 	struct evloop_timer *retry;	/* reconnect attempt */
 	uint64_t retry_us;		/* next backoff */
+	bool was_ready;			/* it was up once: coming up again is a reconnection */
 };
 
 struct bdev_nbd {
@@ -69,6 +70,8 @@ struct bdev_nbd {
 	struct bdev_nbd_io *wait_head, *wait_tail;
 	struct bdev_nbd_io *reap_head, *reap_tail;
 	uint64_t down_since_us; /* no connection ready since then (0: one is) */
+	/* Connections that went down after the handshake, and came up again (main thread). */
+	uint64_t disconnects, reconnects;
 	struct evloop_timer *expire; /* fails waiting I/O at the reconnect timeout */
 	bool reaping;
 	void *zero_buf;
@@ -530,9 +533,11 @@ static void bdev_nbd_conn_down(struct bdev_nbd_conn *c, const char *reason)
 		bdev_nbd_create_finish(nbd, -ECONNREFUSED, why);
 		return;
 	}
-	if (was_ready)
+	if (was_ready) {
+		nbd->disconnects++;
 		LOG_WARN(BDEV_LOG, "%s: NBD connection %u to %s lost (%s): reconnecting",
 			 nbd->name, c->idx, nbd->uri, why);
+	}
 	if (!bdev_nbd_any_ready(nbd) && !nbd->down_since_us) {
 		nbd->down_since_us = evloop_now_us();
 		if (!nbd->expire)
@@ -559,6 +564,9 @@ static void bdev_nbd_conn_ready(struct bdev_nbd_conn *c)
 
 	c->state = BDEV_NBD_READY;
 	c->retry_us = BDEV_NBD_RETRY_MIN_US;
+	if (c->was_ready)
+		nbd->reconnects++;
+	c->was_ready = true;
 	if (!nbd->bdev) {
 		int rc = bdev_nbd_register(c, err, sizeof(err));
 
@@ -799,6 +807,8 @@ static void bdev_nbd_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->nbd_connections = nbd->want_conns;
 	info->nbd_reconnect_timeout = (uint32_t)(nbd->reconnect_timeout_us / 1000000);
 	info->nbd_multi_conn = nbd->multi_conn;
+	info->nbd_disconnects = nbd->disconnects;
+	info->nbd_reconnects = nbd->reconnects;
 	for (unsigned int i = 0; i < nbd->nconns; i++)
 		info->nbd_connected += nbd->conns[i].state == BDEV_NBD_READY;
 }

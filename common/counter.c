@@ -46,3 +46,16 @@ void counter_sum(struct counter_block *const *list, const uint64_t *retired, uin
 			out[i] += __atomic_load_n(&b->vals[i], __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&counter_lock);
 }
+
+void counter_foreach_block(struct counter_block *const *list,
+			   void (*fn)(const uint64_t *vals, void *arg), void *arg)
+{
+	const struct counter_block *b;
+
+	/* A block leaves its list under this lock before its owner frees it: each one seen here
+	 * is alive until the unlock. */
+	pthread_mutex_lock(&counter_lock);
+	for (b = *list; b; b = b->next)
+		fn(b->vals, arg);
+	pthread_mutex_unlock(&counter_lock);
+}

@@ -46,5 +46,9 @@ void counter_block_leave(struct counter_block *b, uint64_t *retired, size_t n);
 /* out[i] = retired[i] + the i-th counter of every block on `list`, for i < n. Any thread. */
 void counter_sum(struct counter_block *const *list, const uint64_t *retired, uint64_t *out,
 		 size_t n);
+/* Calls fn(vals, arg) for every block on `list`, under the readers' lock (fn must not join or
+ * leave a list). Any thread. */
+void counter_foreach_block(struct counter_block *const *list,
+			   void (*fn)(const uint64_t *vals, void *arg), void *arg);
 
 #endif

@@ -52,7 +52,12 @@ struct evloop {
 	void *poll_arg;
 	unsigned int poll_spins;
 	bool no_pwait2; /* the kernel lacks epoll_pwait2: millisecond waits */
+	/* Nanoseconds spent in waits that could sleep (evloop_sleep_us): the loop thread writes,
+	 * readers on any thread. */
+	uint64_t sleep_ns;
 };
+
+__thread uint64_t evloop_tls_clock_ns;
 
 /* While a poller keeps the loop spinning, fds, messages and timers are looked at once every this
  * many rounds: a non-blocking epoll_wait per round would be a system call per poll. */
@@ -64,6 +69,25 @@ uint64_t evloop_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t evloop_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t evloop_clock_refresh_us(void)
+{
+	evloop_tls_clock_ns = evloop_now_ns();
+	return evloop_tls_clock_ns / 1000u;
+}
+
+uint64_t evloop_sleep_us(const struct evloop *loop)
+{
+	return __atomic_load_n(&loop->sleep_ns, __ATOMIC_RELAXED) / 1000u;
 }
 
 struct evloop *evloop_create(void)
@@ -391,7 +415,18 @@ int evloop_run_once(struct evloop *loop, int timeout_ms)
 		if (timeout_us < 0 || t < timeout_us)
 			timeout_us = t;
 	}
-	n = evloop_wait(loop, evs, 64, timeout_us);
+	if (timeout_us) {
+		/* A wait that may sleep: its time is the thread's idle time, and whatever runs
+		 * after it gets a fresh round time (two clock reads per sleep, none per spin). */
+		uint64_t before = evloop_now_ns();
+
+		n = evloop_wait(loop, evs, 64, timeout_us);
+		evloop_tls_clock_ns = evloop_now_ns();
+		__atomic_store_n(&loop->sleep_ns, loop->sleep_ns + (evloop_tls_clock_ns - before),
+				 __ATOMIC_RELAXED);
+	} else {
+		n = evloop_wait(loop, evs, 64, 0);
+	}
 	if (n < 0) {
 		if (errno != EINTR)
 			return -errno;

@@ -93,5 +93,25 @@ void evloop_owner_violation(const char *file, int line, const char *func)
 
 /* Monotonic clock in microseconds. */
 uint64_t evloop_now_us(void);
+/* Monotonic clock in nanoseconds. */
+uint64_t evloop_now_ns(void);
+
+/* The time of the calling thread's current loop round, in nanoseconds of the monotonic clock,
+ * for stamps on the data path that must not read the clock per command (per-command latencies,
+ * controller/core/iostat.c). A loop refreshes it after every wait that may have slept, and a poller
+ * that reads the clock each round anyway publishes that reading with evloop_clock_refresh_us, so
+ * it is at most one round old. 0 on a thread that never ran a loop round. */
+extern __thread uint64_t evloop_tls_clock_ns;
+static inline uint64_t evloop_clock_ns(void)
+{
+	return evloop_tls_clock_ns;
+}
+/* Reads the clock, makes it the calling thread's round time and returns it in microseconds (as
+ * evloop_now_us). */
+uint64_t evloop_clock_refresh_us(void);
+
+/* Microseconds the loop's thread has spent waiting for events with a timeout other than zero
+ * (asleep in epoll), since the loop was created. Any thread (a relaxed read). */
+uint64_t evloop_sleep_us(const struct evloop *loop);
 
 #endif

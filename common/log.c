@@ -1,4 +1,4 @@
-/* common/log.c - levelled logging to stderr. */
+/* common/log.c - levelled logging to stderr, with syslog priorities when stderr is the journal. */
 #include "common/log.h"
 
 #include <errno.h>
@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static atomic_int log_threshold = 0; /* 0 = not yet initialised */
 
@@ -61,6 +63,49 @@ void log_set_level(int level)
 	atomic_store(&log_threshold, level);
 }
 
+/* stderr connected to the systemd journal: $JOURNAL_STREAM ("DEVICE:INODE", systemd.exec(5))
+ * names the stream the manager gave the service, and stderr is still it (not redirected since).
+ * Then each line starts with its syslog priority, "<3>" (sd-daemon(3)), which the journal keeps
+ * as the entry's priority, and carries no time stamp (the journal has its own). -1: not looked
+ * at yet. */
+static int log_journal = -1;
+
+static bool log_to_journal(void)
+{
+	int v = __atomic_load_n(&log_journal, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *js = getenv("JOURNAL_STREAM");
+		unsigned long long dev, ino;
+		struct stat st;
+		char tail;
+
+		v = js && sscanf(js, "%llu:%llu%c", &dev, &ino, &tail) == 2 &&
+		    !fstat(STDERR_FILENO, &st) && (unsigned long long)st.st_dev == dev &&
+		    (unsigned long long)st.st_ino == ino;
+		__atomic_store_n(&log_journal, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+void log_journal_reset(void)
+{
+	__atomic_store_n(&log_journal, -1, __ATOMIC_RELAXED);
+}
+
+int log_syslog_priority(int level)
+{
+	if (level <= LOG_LEVEL_CRIT)
+		return 2; /* LOG_CRIT */
+	if (level <= LOG_LEVEL_ERROR)
+		return 3; /* LOG_ERR */
+	if (level <= LOG_LEVEL_WARN)
+		return 4; /* LOG_WARNING */
+	if (level <= LOG_LEVEL_INFO)
+		return 6; /* LOG_INFO */
+	return 7;	  /* LOG_DEBUG */
+}
+
 int log_get_level(void)
 {
 	int level = atomic_load_explicit(&log_threshold, memory_order_relaxed);
@@ -89,11 +134,16 @@ void log_vmsg(int level, const char *component, const char *fmt, va_list ap)
 		idx = 0;
 	if (idx > 5)
 		idx = 5;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	localtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%06ld %-5s %s: ", tm.tm_hour,
-		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, tags[idx],
-		     component ? component : "-");
+	if (log_to_journal()) {
+		n = snprintf(line, sizeof(line), "<%d>%s: ", log_syslog_priority(level),
+			     component ? component : "-");
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%06ld %-5s %s: ", tm.tm_hour,
+			     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, tags[idx],
+			     component ? component : "-");
+	}
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = 0;
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
@@ -120,7 +170,8 @@ bool log_ratelimit_ok(struct log_ratelimit *rl, unsigned int burst)
 	pthread_mutex_lock(&lock);
 	if (ts.tv_sec != rl->window_start_s) {
 		if (rl->suppressed)
-			fprintf(stderr, "(%u similar messages suppressed)\n", rl->suppressed);
+			fprintf(stderr, "%s(%u similar messages suppressed)\n",
+				log_to_journal() ? "<4>" : "", rl->suppressed);
 		rl->window_start_s = ts.tv_sec;
 		rl->printed = 0;
 		rl->suppressed = 0;

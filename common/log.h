@@ -25,10 +25,17 @@ int log_get_level(void);
 int log_level_parse(const char *text);
 const char *log_level_name(int level);
 
-/* Writes one line to stderr: "<time> <LEVEL> <component>: message". */
+/* Writes one line to stderr: "<time> <LEVEL> <component>: message", or, when stderr is the
+ * systemd journal ($JOURNAL_STREAM), "<priority>component: message" (sd-daemon(3) prefixes, the
+ * journal stamps the time). */
 void log_msg(int level, const char *component, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void log_vmsg(int level, const char *component, const char *fmt, va_list ap);
+
+/* The syslog priority of a level (CRIT 2, ERROR 3, WARN 4, INFO 6, DEBUG and TRACE 7). */
+int log_syslog_priority(int level);
+/* Looks at $JOURNAL_STREAM and stderr again at the next line (tests; stderr redirected). */
+void log_journal_reset(void);
 
 static inline bool log_enabled(int level)
 {

@@ -309,6 +309,10 @@ struct ctrlr_stats {
 	uint64_t irq_depth_waits, irq_depth_misses, irq_depth_backoffs;
 	uint64_t cq_full_holds; /* completions held back by a full CQ */
 	uint64_t resets, shutdowns;
+	uint64_t flrs; /* function level resets (also counted in resets) */
+	/* Completions that an interrupt announced, or that the host took before one was due: less
+	 * irqs_raised, those that shared an interrupt (coalesced). */
+	uint64_t irq_cqes;
 	uint32_t io_sqs, io_cqs; /* live I/O queues */
 	bool enabled;		 /* CSTS.RDY */
 };

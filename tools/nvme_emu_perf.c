@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lat_hist.h"
+#include "tools/cli_perf.h"
 #include "host/nvme_host.h"
 
 #define PERF_RAM_IOVA 0x100000000ull
 #define PERF_MAX_QUEUES 32
 #define PERF_MAX_DEPTH 1024
-/* Latency histogram: 2^PERF_HIST_SUB buckets per power of two of nanoseconds. */
-#define PERF_HIST_SUB 4
-#define PERF_HIST_BUCKETS (64 << PERF_HIST_SUB)
+/* Latency histogram: common/lat_hist.h's buckets over the whole range, the ones the daemon's
+ * per-namespace histograms use, so the two count the same latency in the same bucket. */
+#define PERF_HIST_BUCKETS LAT_HIST_ALL
 
 enum perf_workload { PERF_RANDREAD, PERF_RANDWRITE, PERF_READ, PERF_WRITE, PERF_RW };
 
@@ -78,27 +79,6 @@ static uint64_t perf_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static unsigned int perf_hist_bucket(uint64_t ns)
-{
-	unsigned int msb, sub;
-
-	if (ns < (1u << PERF_HIST_SUB))
-		return (unsigned int)ns;
-	msb = 63u - (unsigned int)__builtin_clzll(ns);
-	sub = (unsigned int)(ns >> (msb - PERF_HIST_SUB)) & ((1u << PERF_HIST_SUB) - 1);
-	return ((msb - PERF_HIST_SUB + 1) << PERF_HIST_SUB) + sub;
-}
-
-/* The upper edge of bucket b, in ns. */
-static double perf_hist_value(unsigned int b)
-{
-	unsigned int e = b >> PERF_HIST_SUB, sub = b & ((1u << PERF_HIST_SUB) - 1);
-
-	if (e == 0)
-		return sub;
-	return ldexp(1.0 + (sub + 1.0) / (1 << PERF_HIST_SUB), (int)(e + PERF_HIST_SUB - 1));
 }
 
 static uint32_t perf_rand(uint32_t *s)
@@ -207,7 +187,7 @@ static void perf_complete(struct perf_thread *t, struct perf_queue *q, const str
 	t->lat_sum_ns += lat;
 	if (lat > t->lat_max_ns)
 		t->lat_max_ns = lat;
-	t->hist[perf_hist_bucket(lat)]++;
+	t->hist[lat_hist_index(lat)]++;
 }
 
 /* Keeps `depth` commands in flight on each of the thread's queues until the deadline, then
@@ -319,48 +299,21 @@ static double perf_cpu_seconds(pid_t pid)
 
 static void perf_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: nvme-emu-perf -s SOCKET [options]\n"
-		"  -s, --socket PATH     the vfio-user socket of an NVMe function\n"
-		"  -q, --depth N         commands in flight per queue (default 32, max 1024)\n"
-		"  -o, --size BYTES      I/O size (default 4096; a multiple of the LBA size)\n"
-		"  -w, --workload W      randread, randwrite, read, write or rw (default randread)\n"
-		"  -M, --mix PCT         reads in percent for rw (default 50)\n"
-		"  -t, --time SECONDS    run time (default 5)\n"
-		"  -n, --queues N        I/O queue pairs (default 1, max 32)\n"
-		"  -c, --threads N       threads, queues spread over them (default 1; more than one\n"
-		"                        needs mmap doorbells: trapped ones share the socket)\n"
-		"  -N, --nsid N          namespace (default 1)\n"
-		"  -I, --interrupts      sleep on the queue's MSI-X eventfd instead of polling\n"
-		"                        (interrupts per I/O are reported with one queue per thread)\n"
-		"  -S, --shadow          shadow doorbells (Doorbell Buffer Config): doorbells are\n"
-		"                        written only when the controller's event index asks\n"
-		"  -W, --write-multi     trapped doorbells: the doorbell writes of one poll round\n"
-		"                        go as one REGION_WRITE_MULTI message (the server must\n"
-		"                        offer write_multiple)\n"
-		"  -V, --verify          writes carry a pattern of their LBA, reads check it; with\n"
-		"                        -w write the namespace is written once, whatever -t says\n"
-		"                        (fill it that way, then -w randread -V checks it all)\n"
-		"  -j, --json            one JSON object instead of the text report\n"
-		"  -h, --help\n");
+	cli_opt_help(&perf_cli_prog, out);
 }
 
+/* The options, by the table of cli_perf.c. */
 static int perf_parse(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"socket", required_argument, NULL, 's'},  {"depth", required_argument, NULL, 'q'},
-	    {"size", required_argument, NULL, 'o'},    {"workload", required_argument, NULL, 'w'},
-	    {"mix", required_argument, NULL, 'M'},     {"time", required_argument, NULL, 't'},
-	    {"queues", required_argument, NULL, 'n'},  {"threads", required_argument, NULL, 'c'},
-	    {"nsid", required_argument, NULL, 'N'},    {"interrupts", no_argument, NULL, 'I'},
-	    {"verify", no_argument, NULL, 'V'},	       {"json", no_argument, NULL, 'j'},
-	    {"shadow", no_argument, NULL, 'S'},       {"write-multi", no_argument, NULL, 'W'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
-	};
 	static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
+	struct cli_opt_tables tab;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:q:o:w:M:t:n:c:N:ISWVjh", longopts, NULL)) != -1) {
+	if (cli_opt_getopt(&perf_cli_prog, &tab)) {
+		fprintf(stderr, "nvme-emu-perf: too many options for the parser's table\n");
+		return -E2BIG;
+	}
+	while ((c = getopt_long(argc, argv, tab.shortopts, tab.longopts, NULL)) != -1) {
 		char *end = NULL;
 		unsigned long v = optarg ? strtoul(optarg, &end, 0) : 0;
 		bool num_ok = optarg && *optarg && end && !*end;
@@ -447,18 +400,6 @@ static pid_t perf_server_pid(void)
 	if (getsockopt(vfu_client_fd(host.c), SOL_SOCKET, SO_PEERCRED, &cred, &len))
 		return 0;
 	return cred.pid;
-}
-
-static double perf_percentile(const uint64_t *hist, uint64_t total, double p)
-{
-	uint64_t want = (uint64_t)ceil(total * p), seen = 0;
-
-	for (unsigned int b = 0; b < PERF_HIST_BUCKETS; b++) {
-		seen += hist[b];
-		if (seen >= want && want)
-			return perf_hist_value(b);
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -607,9 +548,10 @@ int main(int argc, char **argv)
 		static const char *const names[] = {"randread", "randwrite", "read", "write", "rw"};
 		double iops = ios / secs, mibs = bytes / secs / 1048576.0;
 		double mean = ios ? lat_sum / (double)ios / 1000.0 : 0;
-		double p50 = perf_percentile(hist, ios, 0.50) / 1000.0;
-		double p99 = perf_percentile(hist, ios, 0.99) / 1000.0;
-		double p999 = perf_percentile(hist, ios, 0.999) / 1000.0;
+		double p50 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.50) / 1000.0;
+		double p90 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.90) / 1000.0;
+		double p99 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.99) / 1000.0;
+		double p999 = lat_hist_quantile_ns(hist, PERF_HIST_BUCKETS, ios, 0.999) / 1000.0;
 		double srv_cpu = srv0 >= 0 && srv1 >= 0 ? srv1 - srv0 : -1, cli_cpu = cli1 - cli0;
 
 		if (opts.json) {
@@ -617,7 +559,8 @@ int main(int argc, char **argv)
 			       "\"threads\": %u, \"interrupts\": %s, \"doorbells\": \"%s\", "
 			       "\"seconds\": %.3f, \"ios\": %" PRIu64 ", \"iops\": %.0f, "
 			       "\"mib_s\": %.1f, \"lat_us\": {\"mean\": %.2f, \"p50\": %.2f, "
-			       "\"p99\": %.2f, \"p99_9\": %.2f, \"max\": %.2f}, \"errors\": %" PRIu64
+			       "\"p90\": %.2f, \"p99\": %.2f, \"p99_9\": %.2f, \"max\": %.2f}, "
+			       "\"errors\": %" PRIu64
 			       ", \"verify_errors\": %" PRIu64 ", \"client_cpu_s\": %.3f, "
 			       "\"server_cpu_s\": %.3f, \"server_pid\": %d, "
 			       "\"iops_per_server_cpu_s\": %.0f, \"shadow_doorbells\": %s, "
@@ -626,8 +569,9 @@ int main(int argc, char **argv)
 			       "\"db_messages\": %" PRIu64 "}\n",
 			       names[opts.workload], opts.io_size, opts.depth, opts.queues,
 			       opts.threads, opts.interrupts ? "true" : "false",
-			       host.db_page ? "mmap" : "trap", secs, ios, iops, mibs, mean, p50, p99,
-			       p999, lat_max / 1000.0, errors, verrs, cli_cpu, srv_cpu, (int)server,
+			       host.db_page ? "mmap" : "trap", secs, ios, iops, mibs, mean, p50,
+			       p90, p99, p999, lat_max / 1000.0, errors, verrs, cli_cpu, srv_cpu,
+			       (int)server,
 			       srv_cpu > 0 ? ios / srv_cpu : 0, opts.shadow ? "true" : "false", irqs,
 			       ios ? (double)irqs / (double)ios : 0,
 			       opts.write_multi ? "true" : "false", host.db_flushed_writes,
@@ -640,8 +584,9 @@ int main(int argc, char **argv)
 			       host.db_page ? "mmap" : "trapped", opts.shadow ? " + shadow" : "",
 			       opts.write_multi ? " + write_multi" : "", secs);
 			printf("  IOPS %.0f  %.1f MiB/s\n", iops, mibs);
-			printf("  latency us: mean %.2f  p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
-			       mean, p50, p99, p999, lat_max / 1000.0);
+			printf("  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  "
+			       "max %.2f\n",
+			       mean, p50, p90, p99, p999, lat_max / 1000.0);
 			printf("  CPU s: client %.2f  server %.2f (pid %d)  IOPS per server CPU-s %.0f\n",
 			       cli_cpu, srv_cpu, (int)server, srv_cpu > 0 ? ios / srv_cpu : 0);
 			if (opts.interrupts)

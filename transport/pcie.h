@@ -33,6 +33,9 @@ int pcie_poll_groups_pin(struct pcie_poll_groups *pgs, const unsigned int *cpus)
 /* Stops and joins the threads. Every controller must be destroyed first. */
 void pcie_poll_groups_destroy(struct pcie_poll_groups *pgs);
 unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs);
+/* Poll group i's event loop, for messages to it (evloop_post: the service watchdog's liveness
+ * check). NULL when there is no group i. Any thread. */
+struct evloop *pcie_poll_group_loop(const struct pcie_poll_groups *pgs, unsigned int i);
 
 struct pcie_poll_group_stats {
 	uint64_t wakeups, db_msgs, sqes, bdev_polls, irqs;
@@ -44,6 +47,8 @@ struct pcie_poll_group_stats {
 	uint32_t poll_irq_contended_pct; /* gaps of a host busy with interrupts: contended share */
 	uint64_t poll_wait_naps;	  /* gaps of a waiting host slept at once */
 	uint32_t poll_wait_contended_pct; /* gaps of a waiting host: contended share */
+	/* The thread's time: asleep in its loop's waits, and on a CPU (its CPU clock). */
+	uint64_t sleep_us, cpu_us;
 };
 /* Snapshot of group i's counters (approximate, relaxed reads). */
 void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 void pcie_pg_post(struct pcie_poll_group *pg, struct evloop_msg *m, void (*fn)(void *), void *arg)
 {
@@ -367,7 +368,8 @@ static int64_t pcie_pg_fused_poll(void *arg)
 	}
 	if (work) {
 		/* The gap since we went idle adapts the burst window. */
-		dpa_poll_window_work(&pg->window, dpa, evloop_now_us());
+		/* The clock read the window needs is also the round time of what follows. */
+		dpa_poll_window_work(&pg->window, dpa, evloop_clock_refresh_us());
 		return 0;
 	}
 	if (dpa_poll_window_gap_starts(&pg->window)) {
@@ -383,7 +385,7 @@ static int64_t pcie_pg_fused_poll(void *arg)
 			gap = DPA_GAP_HOST_POLLING;
 		}
 	}
-	now = evloop_now_us();
+	now = evloop_clock_refresh_us();
 	step = dpa_poll_window_idle(&pg->window, dpa, now, gap);
 	if (!step) {
 		/* As a hart does: let a thread sharing this CPU (the client, a vCPU) run. */
@@ -597,10 +599,17 @@ unsigned int pcie_poll_groups_count(const struct pcie_poll_groups *pgs)
 	return pgs->n;
 }
 
+struct evloop *pcie_poll_group_loop(const struct pcie_poll_groups *pgs, unsigned int i)
+{
+	return i < pgs->n ? pgs->pg[i].t.loop : NULL;
+}
+
 void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int i,
 			       struct pcie_poll_group_stats *st)
 {
 	const struct pcie_poll_group *pg;
+	clockid_t cpu_clock;
+	struct timespec ts;
 
 	*st = (struct pcie_poll_group_stats){ 0 };
 	if (i >= pgs->n)
@@ -613,6 +622,9 @@ void pcie_poll_group_get_stats(const struct pcie_poll_groups *pgs, unsigned int 
 	st->irqs = atomic_load_explicit(&pg->irqs, memory_order_relaxed);
 	st->sqs = atomic_load(&pg->nr_sqs);
 	st->cqs = atomic_load(&pg->nr_cqs);
+	st->sleep_us = evloop_sleep_us(pg->t.loop);
+	if (!pthread_getcpuclockid(pg->thread, &cpu_clock) && !clock_gettime(cpu_clock, &ts))
+		st->cpu_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	if (pgs->fused) {
 		st->poll_window_us = dpa_poll_window_us(&pg->window, pgs->dpa);
 		st->poll_hits = atomic_load_explicit(&pg->window.hits, memory_order_relaxed);

@@ -53,6 +53,7 @@
 struct ctrlr;
 struct ctrlr_req;
 struct ctrlr_module;
+struct ctrlr_iostat_q;
 
 /* Guest-memory translator, injected into the PRP/SGL walkers (ops->mem_map). */
 typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned int dir);
@@ -240,9 +241,12 @@ struct ctrlr_counters {
 	uint64_t cq_full_holds;
 	uint64_t resets, shutdowns;
 	uint64_t lost_events;
+	/* Completions an interrupt announced or that needed none (the host took them first), and
+	 * FLRs: per interrupt and per FLR, not per command. */
+	uint64_t irq_cqes, flrs;
 };
 /* Summed and folded as a run of counters (common/counter.h): no other member type may join. */
-_Static_assert(sizeof(struct ctrlr_counters) == 18 * sizeof(uint64_t),
+_Static_assert(sizeof(struct ctrlr_counters) == 20 * sizeof(uint64_t),
 	       "struct ctrlr_counters is a run of uint64_t counters");
 
 struct ctrlr_sq {
@@ -298,6 +302,8 @@ struct ctrlr_sq {
 	 * from ctrlr_sq_init to ctrlr_sq_fini, which adds them to ctrlr.cnt (common/counter.h). */
 	struct ctrlr_counters cnt;
 	struct counter_block stat_block;
+	/* The queue's I/O statistics by namespace (iostat.c), kept by the controller per qid. */
+	struct ctrlr_iostat_q *iostat;
 };
 
 /* ---- Requests ---- */
@@ -320,6 +326,7 @@ struct ctrlr_req {
 	uint8_t ns_epoch; /* the SQ's namespace epoch it counts in; CTRLR_NS_EPOCH_NONE: ended */
 	uint32_t cdw0;
 	uint32_t cdw1; /* CQE DW1 (Zone Append's LBA, high half) */
+	uint64_t t_start_ns; /* the owner's round time when fetched (evloop_clock_ns) */
 	uint16_t status;
 	uint16_t error_loc; /* byte offset of the bad field in the SQE, 0xffff if none */
 	uint64_t error_lba;
@@ -435,6 +442,9 @@ struct ctrlr_cmd {
 	uint8_t access;
 	/* I/O: NSID FFFFFFFFh goes to the handler (no namespace looked up). */
 	bool any_nsid;
+	/* I/O: what its completions count as in the statistics (enum ctrlr_io_class of
+	 * ctrlr_iostat.h; 0, CTRLR_IO_OTHER, unless the module says read, write or flush). */
+	uint8_t stat;
 };
 
 /*
@@ -580,6 +590,7 @@ struct ctrlr {
 	struct ctrlr_keep_alive ka; /* keep_alive.c, admin thread */
 	struct ctrlr_counters cnt; /* CTRLR_STAT_ADD; and what deleted SQs counted (ctrlr_sq_fini) */
 	struct counter_block *stat_sqs; /* live SQs' counters, which add to these (queue.c) */
+	struct ctrlr_iostat_q **iostat; /* per qid, made with the queue's first SQ (iostat.c) */
 
 	/* The Host Identifier (kept across resets: it is the host's identity for its registrations)
 	 * and whether the subsystem has several controllers (CMIC bit 1, NMIC bit 0). Admin
@@ -751,6 +762,16 @@ void ctrlr_req_free(struct ctrlr_req *req);
 /* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
  * (or drops it if the queue or controller is going away) and frees the request. */
 void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
+
+/* ---- iostat.c: per queue and namespace statistics (ctrlr_iostat.h) ---- */
+/* The blocks of queue qid, made with its first SQ (slot 0 and the namespaces attached); NULL
+ * without memory. Admin thread. */
+struct ctrlr_iostat_q *ctrlr_iostat_queue(struct ctrlr *ctrlr, uint16_t qid);
+/* A namespace was attached: every queue gets its block. Admin thread. */
+void ctrlr_iostat_ns_added(struct ctrlr *ctrlr, uint32_t nsid);
+void ctrlr_iostat_fini(struct ctrlr *ctrlr);
+/* Counts a completion (class, bytes, error, latency). The SQ's owner thread. */
+void ctrlr_iostat_complete(struct ctrlr_req *req, uint16_t status);
 /* Same, recording the failing field's offset in the SQE for the error log. */
 void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc);
 /* Maps the command's data pointer (PRP or SGL per PSDT) for `len` bytes into req->iov. */

@@ -89,6 +89,7 @@ void ctrlr_cq_irq_raise_now(struct ctrlr_cq *cq)
 	/* INTMS masks vectors 0-31; the interrupt stays pending until INTMC clears the bit. */
 	if (cq->vector < 32 && (CTRLR_LOAD(ctrlr->intm) & (1u << cq->vector)))
 		return;
+	CTRLR_STAT_ADD(ctrlr->cnt.irq_cqes, cq->irq_pending);
 	cq->irq_pending = 0;
 	if (cq->irq_unacked)
 		ctrlr_cq_head_event_idle(cq);
@@ -266,6 +267,7 @@ static bool ctrlr_cq_adaptive_hold(struct ctrlr_cq *cq, uint64_t *now_us)
 		 * interrupt's: nothing is left to announce, and an interrupt would find nothing
 		 * (Linux counts such ones as unhandled, and turns off a vector with too many). */
 		if (!unconsumed) {
+			CTRLR_STAT_ADD(cq->ctrlr->cnt.irq_cqes, cq->irq_pending);
 			cq->irq_pending = 0;
 			cq->depth_seen = 0;
 			return true;

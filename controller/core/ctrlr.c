@@ -196,6 +196,7 @@ static void ctrlr_destroy_finish(void *arg)
 	}
 	ctrlr_modules_fini(ctrlr, ctrlr->nr_modules);
 	ctrlr_vendor_free_all(ctrlr);
+	ctrlr_iostat_fini(ctrlr);
 	free(ctrlr->feat.irq_cd);
 	free(ctrlr->cqs);
 	free(ctrlr->sqs);
@@ -312,6 +313,8 @@ void ctrlr_get_stats(const struct ctrlr *ctrlr, struct ctrlr_stats *s)
 	s->cq_full_holds = c.cq_full_holds;
 	s->resets = c.resets;
 	s->shutdowns = c.shutdowns;
+	s->flrs = c.flrs;
+	s->irq_cqes = c.irq_cqes;
 	s->io_sqs = CTRLR_LOAD(ctrlr->io_sqs);
 	s->io_cqs = CTRLR_LOAD(ctrlr->io_cqs);
 	s->enabled = ctrlr->csts.bits.rdy;

@@ -224,6 +224,8 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		ns->eui64[2] = 0x58;
 		memcpy(&ns->eui64[3], &ns->uuid[11], 5);
 	}
+	/* Its statistics blocks before its commands can arrive. */
+	ctrlr_iostat_ns_added(ctrlr, nsid);
 	CTRLR_STORE(ctrlr->ns[nsid - 1], ns);
 	ctrlr_ns_changed(ctrlr, nsid);
 	return (int)nsid;

@@ -58,9 +58,14 @@ int ctrlr_sq_init(struct ctrlr *ctrlr, struct ctrlr_sq *sq, uint16_t qid, struct
 		req->next = sq->free_list;
 		sq->free_list = req;
 	}
+	sq->iostat = ctrlr_iostat_queue(ctrlr, qid);
+	if (!sq->iostat)
+		goto out_free_iov;
 	counter_block_join(&ctrlr->stat_sqs, &sq->stat_block, (const uint64_t *)&sq->cnt);
 	return 0;
 
+out_free_iov:
+	free(sq->iov_mem);
 out_free_bio:
 	free(sq->bio_mem);
 out_free_reqs:

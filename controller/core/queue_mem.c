@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/evloop.h"
 #include "common/log.h"
 #include "controller/core/core.h"
 
@@ -195,6 +196,7 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	sq->ns_users[req->ns_epoch]++;
 	req->cdw0 = 0;
 	req->cdw1 = 0;
+	req->t_start_ns = evloop_clock_ns();
 	req->status = 0;
 	req->error_loc = 0xffff;
 	req->error_lba = 0;

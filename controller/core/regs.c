@@ -348,6 +348,7 @@ void ctrlr_reset_start(struct ctrlr *ctrlr, bool shutdown)
 void ctrlr_flr(struct ctrlr *ctrlr, void (*done)(void *arg), void *arg)
 {
 	ctrlr->reset_flr = true;
+	CTRLR_STAT_ADD(ctrlr->cnt.flrs, 1);
 	ctrlr->flr_done = done;
 	ctrlr->flr_arg = arg;
 	ctrlr->cc.raw = 0;

@@ -80,6 +80,7 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 		req->ns = NULL;
 	}
 	ctrlr_req_ns_end(req);
+	ctrlr_iostat_complete(req, status);
 	if (sq->qid)
 		CTRLR_SQ_STAT_ADD(sq, io_cmds, 1);
 	else

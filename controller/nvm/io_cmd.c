@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/ctrlr_iostat.h"
 #include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 
@@ -22,13 +23,17 @@ static void ctrlr_io_write_uncor(struct ctrlr_req *req);
 /* Opcode-indexed: the NVM command set's I/O commands for the core's dispatch (core/req.c: the
  * namespace, reservation access and gate checks come first) and the Commands Supported and
  * Effects log. Access groups (NVM Command Set 2.0, Reservations): reads are Read, Compare,
- * Verify; writes are Write, Write Uncorrectable, Write Zeroes, Dataset Management, Copy, Flush. */
+ * Verify; writes are Write, Write Uncorrectable, Write Zeroes, Dataset Management, Copy, Flush.
+ * In the statistics (ctrlr_iostat.h) Read, Write and Flush have classes of their own. */
 #define NVM_CMD(fn, eff, acc) {.exec = (fn), .effects = NVME_CMD_EFFECTS_CSUPP | (eff), .access = (acc)}
 const struct ctrlr_cmd ctrlr_nvm_io_cmds[256] = {
     [NVME_CMD_FLUSH] = {.exec = ctrlr_io_flush, .effects = NVME_CMD_EFFECTS_CSUPP,
-			.access = CTRLR_ACCESS_WRITE, .any_nsid = true},
-    [NVME_CMD_WRITE] = NVM_CMD(ctrlr_io_rw, NVME_CMD_EFFECTS_LBCC, CTRLR_ACCESS_WRITE),
-    [NVME_CMD_READ] = NVM_CMD(ctrlr_io_rw, 0, CTRLR_ACCESS_READ),
+			.access = CTRLR_ACCESS_WRITE, .any_nsid = true, .stat = CTRLR_IO_FLUSH},
+    [NVME_CMD_WRITE] = {.exec = ctrlr_io_rw,
+			.effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC,
+			.access = CTRLR_ACCESS_WRITE, .stat = CTRLR_IO_WRITE},
+    [NVME_CMD_READ] = {.exec = ctrlr_io_rw, .effects = NVME_CMD_EFFECTS_CSUPP,
+		       .access = CTRLR_ACCESS_READ, .stat = CTRLR_IO_READ},
     [NVME_CMD_COMPARE] = NVM_CMD(ctrlr_io_compare, 0, CTRLR_ACCESS_READ),
     [NVME_CMD_WRITE_ZEROES] = NVM_CMD(ctrlr_io_write_zeroes, NVME_CMD_EFFECTS_LBCC,
 				      CTRLR_ACCESS_WRITE),

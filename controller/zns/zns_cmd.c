@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/ctrlr_iostat.h"
 #include "controller/nvm/nvm.h"
 #include "controller/zns/zns.h"
 
@@ -507,7 +508,8 @@ static const struct ctrlr_cmd ctrlr_zns_io_cmds[256] = {
     [NVME_CMD_ZONE_APPEND] = {.exec = ctrlr_zns_append,
 			      .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC,
 			      .csi = NVME_CSI_ZNS,
-			      .access = CTRLR_ACCESS_WRITE},
+			      .access = CTRLR_ACCESS_WRITE,
+			      .stat = CTRLR_IO_WRITE},
 };
 
 const struct ctrlr_module ctrlr_zns_module = {

@@ -16,7 +16,7 @@ $(BUILD)/fuzz/vfu_libfuzzer: $(FUZZ_TARGET_SRCS) $(wildcard hw/*.h host/*.h test
 	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-		-o $@ $(FUZZ_TARGET_SRCS) -ljson-c -lpthread
+		-o $@ $(FUZZ_TARGET_SRCS) -ljson-c -lpthread -lm
 
 # The whole function in one process (endpoint, device model, controller, poll group, DPA), with
 # a dictionary of lifecycle messages.
@@ -27,7 +27,7 @@ $(BUILD)/fuzz/nvme_libfuzzer: $(NVME_FUZZ_SRCS) $(wildcard */*.h */*/*.h)
 	    { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-14-dev)"; exit 1; }
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -DNVME_EMU_DEBUG \
-		-fsanitize=fuzzer,address,undefined -o $@ $(NVME_FUZZ_SRCS) -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread
+		-fsanitize=fuzzer,address,undefined -o $@ $(NVME_FUZZ_SRCS) -ljson-c -laio -luring -lnbd -lrbd -lrados -lpthread -lm
 
 FUZZ_TARGETS := $(BUILD)/fuzz/vfu_libfuzzer $(BUILD)/fuzz/nvme_libfuzzer
 

@@ -38,3 +38,6 @@ GUEST_TESTS += tests/guest/test-boot-bios.sh tests/guest/test-boot-uefi.sh
 # LBA formats with metadata and end-to-end protection: nvme format --pi, fio verify through the
 # kernel's integrity path, guard errors from bad tuples and from a corrupted backing file.
 GUEST_TESTS += tests/guest/test-pi.sh
+# The Debian package installed by apt into an mmdebstrap root booted with systemd (nspawn): the
+# nvme-emu@ unit's readiness, sandbox, journal, reload under a guest's I/O, clean stop and watchdog.
+GUEST_TESTS += tests/guest/test-systemd-unit.sh

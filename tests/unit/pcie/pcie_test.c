@@ -1,4 +1,4 @@
-/* tests/unit/pcie/pcie_test.c - the PCIe-emulation transport (controller/pcie_*.c) in process:
+/* tests/unit/pcie/pcie_test.c - the PCIe-emulation transport (transport/pcie_*.c) in process:
  * controllers created, served and destroyed on a server thread, driven by the vfio-user test
  * client from the test thread.
  *
