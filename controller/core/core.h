@@ -356,7 +356,7 @@ struct ctrlr_req {
 	uint64_t caw_slba, caw_end;
 	void (*caw_resume)(struct ctrlr_req *req);
 	struct ctrlr_req *caw_next;
-	uint32_t abort_tag; /* atomic: generation << 16 | CID while abortable (abort.c) */
+	uint32_t abort_tag; /* generation << 16 | CID while abortable (abort.c); owner thread */
 	uint16_t abort_gen;
 	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
 	 * vendor). */
@@ -841,8 +841,8 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
 /* Tag bits (ctrlr_req.abort_tag): 31 an Abort's mark, 30 a Preempt and Abort's mark, 29:16 the
  * generation, 15:0 the CID. A command's tag is set when it starts (req.c, ctrlr_abort_arm) and
- * swapped out when it completes (ctrlr_abort_seal); an Abort compare-and-swaps a mark into it,
- * so exactly one of the two decides how the command ends. */
+ * cleared when it completes (ctrlr_abort_seal); an Abort or a Preempt and Abort marks it on the
+ * same thread (the SQ's owner), so whichever comes first decides how the command ends. */
 #define CTRLR_ABORT_MARK 0x80000000u
 #define CTRLR_ABORT_MARK_PREEMPT 0x40000000u
 #define CTRLR_ABORT_MARKS (CTRLR_ABORT_MARK | CTRLR_ABORT_MARK_PREEMPT)
@@ -852,14 +852,12 @@ void ctrlr_abort_arm(struct ctrlr_req *req);
  * (Command Abort Requested) or a Preempt and Abort (Command Aborted due to Preempt and Abort)
  * marked it, else 0. Its owner thread. */
 uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
-/* Reservation Acquire, Preempt and Abort: marks every command of ctrlr's I/O queues on
- * namespace nsid that started and has not completed; each ends with Command Aborted due to
- * Preempt and Abort (after its bdev I/O, if any, returned). Returns how many. Admin thread. */
-uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid);
-/* The same for the commands of ctrlr's I/O SQs on nsid that are in the rings, not fetched yet:
- * each SQ's owner thread puts up a fence over the SQEs between its head and the tail it has
- * seen, then up(arg) runs on the admin thread (up NULL: nobody waits). Returns how many fences
- * were posted (up runs that many times, never from inside this call). Admin thread. */
+/* Reservation Acquire, Preempt and Abort: on each of ctrlr's live I/O SQs, its owner thread
+ * marks every command on namespace nsid that started and has not completed (each ends with
+ * Command Aborted due to Preempt and Abort, after its bdev I/O, if any, returned) and puts up a
+ * fence over the SQEs between its head and the tail it has seen (those end the same way when
+ * fetched); then up(arg) runs on the admin thread (up NULL: nobody waits). Returns how many
+ * fences were posted (up runs that many times, never from inside this call). Admin thread. */
 uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
 				    void *arg);
 

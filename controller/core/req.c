@@ -344,15 +344,15 @@ void ctrlr_abort_arm(struct ctrlr_req *req)
 	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x3fff);
 	if (!req->abort_gen)
 		req->abort_gen = 1;
-	__atomic_store_n(&req->abort_tag,
-			 (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid,
-			 __ATOMIC_RELEASE);
+	req->abort_tag = (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid;
 }
 
 uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
 {
-	uint32_t tag = __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL);
+	/* Owner-thread memory (marks are written here too, abort.c): no locked instruction. */
+	uint32_t tag = req->abort_tag;
 
+	req->abort_tag = 0;
 	if (tag & CTRLR_ABORT_MARK)
 		return NVME_SC_ABORT_REQ;
 	if (tag & CTRLR_ABORT_MARK_PREEMPT)

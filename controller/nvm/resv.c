@@ -263,19 +263,13 @@ static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctr
 		if (ev->e[i].type != NVME_RESV_NOTIFY_REG_PREEMPTED)
 			continue;
 		for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next) {
-			uint32_t n;
-
 			if (memcmp(ns->ctrlr->hostid, ev->e[i].hostid, 16))
 				continue;
-			n = ctrlr_abort_preempted(ns->ctrlr, ns->nsid);
 			if (op)
 				op->pending += ctrlr_abort_preempt_queued(
 				    ns->ctrlr, ns->nsid, ctrlr_resv_preempt_put, op);
 			else
 				ctrlr_abort_preempt_queued(ns->ctrlr, ns->nsid, NULL, NULL);
-			if (n)
-				LOG_INFO(CTRLR_LOG, "%s: ns %u: %u command(s) aborted by a preempt",
-					 ns->ctrlr->serial, ns->nsid, n);
 		}
 	}
 }
