@@ -31,7 +31,12 @@ static const struct cli_opt app_cli_opts[] = {
     {"socket", 's', "PATH", "the vfio-user socket of the function to create (mode 0600).", 0},
     {"malloc", APP_O_MALLOC, "SIZE",
      "a namespace on a RAM bdev (SIZE like 1G); repeatable, as the other namespace options.", 0},
-    {"null", APP_O_NULL, "SIZE", "a namespace on a null bdev (reads zeroes, drops writes).", 0},
+    {"null", APP_O_NULL, "SIZE",
+     "a namespace on a null bdev (drops writes; reads leave the host's buffer as it is).", 0},
+    {"read-zeroes", APP_O_READ_ZEROES, NULL,
+     "null namespaces return zeroes on reads (and offer deallocation), as bdev_null_create "
+     "read_zeroes.",
+     0},
     {"aio", APP_O_AIO, "FILE[:SIZE]",
      "a namespace on a file or block device through libaio (SIZE creates or extends the file).", 0},
     {"uring", APP_O_URING, "FILE[:SIZE]", "a namespace on a file or block device through io_uring.",

@@ -31,6 +31,7 @@ enum app_cli_code {
 	APP_O_ZONED,
 	APP_O_EVENT_LOG,
 	APP_O_METRICS,
+	APP_O_READ_ZEROES,
 };
 
 extern const struct cli_prog app_cli_prog;

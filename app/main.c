@@ -51,6 +51,7 @@ struct app_opts {
 	unsigned int nr_ns;
 	struct ctrlr_config ctrlr;
 	bool buffered;
+	bool read_zeroes; /* --read-zeroes */
 	bool uring_poll; /* --uring-poll */
 	const char *ns_pool; /* --ns-pool ram:SIZE | file:PATH[:SIZE] */
 	uint32_t max_dma_regions;
@@ -251,6 +252,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			break;
 		case APP_O_BUFFERED:
 			o->buffered = true;
+			break;
+		case APP_O_READ_ZEROES:
+			o->read_zeroes = true;
 			break;
 		case APP_O_URING_POLL:
 			o->uring_poll = true;
@@ -478,7 +482,8 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 		}
 		rc = ns->kind == APP_NS_MALLOC
 			 ? bdev_malloc_create(name, size / o->block_size, o->block_size, NULL, out)
-			 : bdev_null_create(name, size / o->block_size, o->block_size, NULL, out);
+			 : bdev_null_create(name, size / o->block_size, o->block_size, NULL,
+					    o->read_zeroes, out);
 	}
 	if (rc)
 		fprintf(stderr, "nvme-emu: cannot create bdev for '%s': %s\n", ns->arg,

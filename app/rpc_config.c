@@ -128,6 +128,8 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		rpc_config_int(p, "num_blocks", (int64_t)info.num_blocks);
 		method =
 		    strcmp(info.module_name, "null") ? "bdev_malloc_create" : "bdev_null_create";
+		if (info.read_zeroes)
+			json_object_object_add(p, "read_zeroes", json_object_new_boolean(true));
 	}
 	rpc_config_int(p, "block_size", info.block_size);
 	rpc_config_str(p, "uuid", uuid);

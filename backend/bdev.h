@@ -158,6 +158,7 @@ struct bdev_info {
 	uint64_t uring_fixed_ios;     /* uring: reads and writes done on registered buffers */
 	bool zoned;		      /* zone_block: the geometry in zone */
 	struct bdev_zone_geom zone;
+	bool read_zeroes;	      /* null: reads return zeroes (option read_zeroes) */
 };
 
 /* Counters per bdev, kept per channel by its owner thread and summed by bdev_get_stats. For
@@ -186,11 +187,13 @@ int bdev_malloc_create(const char *name, uint64_t num_blocks, uint32_t block_siz
 		       const uint8_t *uuid, struct bdev **out);
 
 /*
- * Creates a null bdev: reads return zeroes, writes/unmap/write-zeroes/flush succeed and store
- * nothing. Same parameters, errors and thread as bdev_malloc_create (no memory per block).
+ * Creates a null bdev: writes, write zeroes and flush succeed and store nothing. Reads succeed and
+ * leave the buffer as it is, or with read_zeroes fill it with zeroes, and then deallocation
+ * (unmap) is offered too. Same parameters, errors and thread as bdev_malloc_create (no memory
+ * per block). Buffers a reader allocates itself must therefore be initialised by it.
  */
 int bdev_null_create(const char *name, uint64_t num_blocks, uint32_t block_size,
-		     const uint8_t *uuid, struct bdev **out);
+		     const uint8_t *uuid, bool read_zeroes, struct bdev **out);
 
 /* Options of an aio bdev. Zero-initialise, then set what you need. */
 /* Guest memory as the process maps it, for modules that register I/O buffers with the kernel

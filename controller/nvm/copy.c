@@ -530,7 +530,9 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 		__atomic_sub_fetch(&ctrlr_nvm(ctrlr)->copies_active, 1, __ATOMIC_RELAXED);
 		return ctrlr_req_complete(req, NVME_SC_CMD_INTERRUPTED);
 	}
-	cp = malloc(sizeof(*cp));
+	/* Zeroed: a source bdev may leave a read buffer as it is (the null bdev), and what the
+	 * bounce buffer holds is written to the destination. */
+	cp = calloc(1, sizeof(*cp));
 	if (!cp) {
 		st = NVME_SC_INTERNAL;
 		goto fail_count;

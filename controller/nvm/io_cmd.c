@@ -375,8 +375,9 @@ uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 	if (st)
 		return st;
 	/* A bounce buffer for commands that read without a host buffer: rare commands, so it is
-	 * allocated per command rather than kept per request. */
-	req->step.buf = malloc(CTRLR_CHUNK_BYTES);
+	 * allocated per command rather than kept per request; zeroed, as a bdev may leave a read
+	 * buffer as it is (the null bdev). */
+	req->step.buf = calloc(1, CTRLR_CHUNK_BYTES);
 	if (!req->step.buf)
 		return NVME_SC_INTERNAL;
 	req->step.lba = slba;

@@ -66,6 +66,9 @@ static struct ctrlr_md_io *ctrlr_md_get(struct ctrlr_req *req)
 		free(m);
 		return NULL;
 	}
+	/* A bdev may leave a read buffer as it is (the null bdev): what the host can ever read
+	 * from here is zeroes or what its own commands put here, never the daemon's heap. */
+	memset(m->buf, 0, CTRLR_MD_CHUNK);
 	req->md = m;
 	return m;
 }

@@ -172,6 +172,12 @@ ok_out "bdev_get_bdevs aio filename" "\"filename\": \"$D/aio.img\"" bdev_get_bde
 bad "bdev_get_bdevs unknown" 'no bdev' bdev_get_bdevs --name zzz
 ok "bdev_null_delete" bdev_null_delete --name N0
 bad "bdev_null_delete again" 'no null bdev' bdev_null_delete --name N0
+ok_out "bdev_null_create read_zeroes" '^NZ$' bdev_null_create --name NZ --num_blocks 64 \
+	--block_size 512 --read_zeroes true
+ok_out "save_config keeps read_zeroes" '"read_zeroes": true' save_config
+bad "bdev_null_create read_zeroes not a bool" "'read_zeroes' must be" bdev_null_create \
+	--name NY --num_blocks 64 --block_size 512 --read_zeroes 7
+ok "bdev_null_delete read_zeroes" bdev_null_delete --name NZ
 bad "bdev_malloc_delete of an aio bdev" 'no malloc bdev' bdev_malloc_delete --name A0
 ok "bdev_aio_delete" bdev_aio_delete --name A0
 ok "bdev_malloc_delete" bdev_malloc_delete --name Malloc0
