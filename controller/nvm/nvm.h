@@ -31,10 +31,12 @@ extern const struct ctrlr_cmd ctrlr_nvm_io_cmds[256];
  * namespaces: ctrlr_nvm_ns.zoned). Owner thread. */
 struct ctrlr_nvm_zoned_ops {
 	/* A write of [slba, +nlb) of req's namespace is about to be sent: the zone's state and
-	 * write pointer (the range is reserved). NVMe status. */
+	 * write pointer (the range is reserved until the command completes, whatever its status:
+	 * a failed write gives it back). NVMe status. */
 	uint16_t (*write)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-	/* That write failed or was not sent: the range goes back. */
-	void (*write_failed)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+	/* Flush of req's namespace: true when the zones take it over (the data and the zone state
+	 * made durable, then cont(req, status) on the owner thread); false: a plain bdev flush. */
+	bool (*flush)(struct ctrlr_req *req, void (*cont)(struct ctrlr_req *req, uint16_t st));
 	/* A read of [slba, +nlb) is about to be sent. NVMe status. */
 	uint16_t (*read)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
 	/* A read of [slba, +nlb) of ns landed in iov (logical blocks of ns's block size): blocks
@@ -90,12 +92,12 @@ static inline uint16_t ctrlr_nvm_zoned_write(struct ctrlr_req *req, uint64_t slb
 
 	return z ? z->write(req, slba, nlb) : NVME_SC_SUCCESS;
 }
-static inline void ctrlr_nvm_zoned_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+static inline bool ctrlr_nvm_zoned_flush(struct ctrlr_req *req,
+					 void (*cont)(struct ctrlr_req *req, uint16_t st))
 {
 	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(req->ns)->zoned;
 
-	if (z)
-		z->write_failed(req, slba, nlb);
+	return z && z->flush(req, cont);
 }
 static inline uint16_t ctrlr_nvm_zoned_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
