@@ -180,6 +180,11 @@ static uint8_t zns_recorded_state(const struct ctrlr_zns *zns, uint32_t zi)
 	if (z->state == NVME_ZS_FULL && !z->finished &&
 	    z->wp_done < zns_zslba(zns, zi) + zns->zcap)
 		return NVME_ZS_IMP_OPEN;
+	/* Opened by a write still running (and maybe closed since to make room): nothing of that
+	 * write is recorded, not even the zone leaving Empty. */
+	if ((z->state == NVME_ZS_IMP_OPEN || z->state == NVME_ZS_CLOSED) &&
+	    z->wp_done == zns_zslba(zns, zi) && !z->za && !z->explicit)
+		return NVME_ZS_EMPTY;
 	return z->state;
 }
 
@@ -238,8 +243,10 @@ static void zns_words_apply(struct ctrlr_zns *zns, const uint64_t *w)
 		z->wp = z->wp_done = wp;
 		z->state = s;
 		z->za = za;
-		/* A Full zone below its capacity was finished by the host. */
+		/* A Full zone below its capacity was finished by the host; a Closed one without
+		 * data was opened by it. */
 		z->finished = s == NVME_ZS_FULL && wp < zslba + zns->zcap;
+		z->explicit = s == NVME_ZS_CLOSED && wp == zslba;
 	}
 	zns->nr_open = 0;
 	zns->nr_active = active;

@@ -29,6 +29,7 @@ struct ctrlr_zone {
 	uint8_t state;	  /* enum nvme_zone_state */
 	uint8_t za;	  /* zone attributes: NVME_ZA_ZDEV */
 	bool finished;	  /* Full by Zone Management Send Finish, not by writes reaching ZCAP */
+	bool explicit;	  /* opened or closed by the host since it was last Empty */
 	struct ctrlr_req *held; /* writes that ended above wp_done, by LBA (req->hold.next) */
 };
 

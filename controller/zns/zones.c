@@ -313,8 +313,10 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 
 	switch (zsa) {
 	case NVME_ZSA_CLOSE:
-		if (ctrlr_zns_is_open(s))
+		if (ctrlr_zns_is_open(s)) {
+			z->explicit = true;
 			ctrlr_zns_set(zns, zi, NVME_ZS_CLOSED);
+		}
 		else if (s != NVME_ZS_CLOSED)
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		return NVME_SC_SUCCESS;
@@ -342,6 +344,7 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 		} else if (s != NVME_ZS_IMP_OPEN) {
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		}
+		z->explicit = true;
 		ctrlr_zns_set(zns, zi, NVME_ZS_EXP_OPEN);
 		return NVME_SC_SUCCESS;
 	case NVME_ZSA_RESET:
@@ -350,6 +353,7 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 		ctrlr_zns_drop(zns, zi, ready);
 		z->wp = z->wp_done = ctrlr_zns_zslba(zns, zi);
 		z->finished = false;
+		z->explicit = false;
 		/* An Empty zone has no zone descriptor extension. */
 		if (z->za & NVME_ZA_ZDEV)
 			memset(zns->zde + (size_t)zi * zns->zdes_bytes, 0, zns->zdes_bytes);
