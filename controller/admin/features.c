@@ -77,6 +77,11 @@ static uint16_t ctrlr_feat_set_hbs(struct ctrlr_req *req)
 	return NVME_SC_SUCCESS;
 }
 
+/* ctrlr_feat_set's answer for a feature that completes the command itself, later. */
+#define CTRLR_FEAT_ASYNC 0xffffu
+
+static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st);
+
 /* ---- reservation features ---- */
 
 /* Host Identifier (5.27.1.25): 8 bytes, or 16 with EXHID; the format asked for must be the one
@@ -142,12 +147,11 @@ static uint16_t ctrlr_feat_resv_ns(struct ctrlr_req *req, uint8_t fid, bool set,
 			n->resv_mask = v & NVME_RESV_MASK_ALL;
 		*cdw0 = dflt ? 0 : n->resv_mask;
 	} else if (set) {
-		bool on = v & NVME_RESV_PTPL;
-
-		if (on && !ctrlr_resv_ptpl_capable(ns))
-			st = NVME_SC_INVALID_FIELD;
-		else if (on != ctrlr_resv_ptpl(ns) && ctrlr_resv_set_ptpl(ns, on))
-			st = NVME_SC_INTERNAL;
+		/* Written to the namespace's PTPL file before it takes effect: the command
+		 * completes later, holding the namespace (req->ns, put by the completion). */
+		req->ns = ns;
+		ctrlr_resv_set_ptpl(req, v & NVME_RESV_PTPL, ctrlr_feat_set_done);
+		return CTRLR_FEAT_ASYNC;
 	} else {
 		*cdw0 = dflt ? 0 : ctrlr_resv_ptpl(ns);
 	}
@@ -495,9 +499,25 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	}
 }
 
-void ctrlr_admin_set_features(struct ctrlr_req *req)
+/* A Set Features ended (st): its event, its completion, what follows it. */
+static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint8_t fid = req->sqe.cdw10 & 0xff;
+
+	if (st == NVME_SC_INVALID_FIELD)
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
+	/* Persistent Event Log: Set Feature (the Timestamp has its own event). */
+	if (!st && fid != NVME_FEAT_TIMESTAMP)
+		ctrlr_pel_set_feature(ctrlr, &req->sqe);
+	ctrlr_req_complete(req, st);
+	/* A threshold now crossed is reported after this command's own CQE. */
+	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))
+		ctrlr_health_eval(ctrlr);
+}
+
+void ctrlr_admin_set_features(struct ctrlr_req *req)
+{
 	uint8_t fid = req->sqe.cdw10 & 0xff;
 	uint16_t st;
 
@@ -508,13 +528,6 @@ void ctrlr_admin_set_features(struct ctrlr_req *req)
 		return ctrlr_req_complete_err(req, NVME_SC_FEATURE_NOT_SAVEABLE,
 					      offsetof(struct nvme_sqe, cdw10) + 3);
 	st = ctrlr_feat_set(req, fid);
-	if (st == NVME_SC_INVALID_FIELD)
-		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
-	/* Persistent Event Log: Set Feature (the Timestamp has its own event). */
-	if (!st && fid != NVME_FEAT_TIMESTAMP)
-		ctrlr_pel_set_feature(ctrlr, &req->sqe);
-	ctrlr_req_complete(req, st);
-	/* A threshold now crossed is reported after this command's own CQE. */
-	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))
-		ctrlr_health_eval(ctrlr);
+	if (st != CTRLR_FEAT_ASYNC)
+		ctrlr_feat_set_done(req, st);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/syncer.h"
 #include "controller/core/core.h"
 #include "controller/module_ids.h"
 #include "controller/nvm/resv_state.h"
@@ -61,6 +62,16 @@ struct ctrlr_nvm_ctrlr {
 struct ctrlr_nvm_shared {
 	struct ctrlr_resv resv;	     /* reservations (resv.c) */
 	char *ptpl_file;	     /* NULL: no Persist Through Power Loss */
+	/* A change being written to the PTPL file (resv.c, admin thread): the state before it,
+	 * its notifications, the job; the namespace's reservation commands wait meanwhile. */
+	bool resv_saving;
+	struct ctrlr_resv resv_before;
+	struct ctrlr_resv_events resv_ev;
+	char *resv_text;
+	struct iovec resv_iov;
+	struct syncer_job resv_job;
+	void (*resv_saved)(struct ctrlr_req *req, int rc);
+	struct ctrlr_req *resv_wait_head, *resv_wait_tail;
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (fused.c) */
 	struct ctrlr_uncor uncor;    /* unreadable blocks (uncor.c), whoever marked them */
 };
@@ -196,11 +207,15 @@ bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr);
 /* Get Log Page 80h: the Reservation Notification log page (consumes the oldest entry unless
  * rae). */
 size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
-/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change
- * (written to the state file at once: 0 or -errno, the state unchanged on failure). */
+/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change by
+ * Set Features req (admin queue, req->ns held): written to the state file (by the syncer
+ * thread, after the namespace's reservation changes before it) before it takes effect; then
+ * done(req, status) on the admin thread (Internal Error, the state unchanged, when the file
+ * cannot be written; Invalid Field when the namespace cannot persist). */
 bool ctrlr_resv_ptpl(const struct ctrlr_ns *ns);
 bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns);
-int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on);
+void ctrlr_resv_set_ptpl(struct ctrlr_req *req, bool on,
+			 void (*done)(struct ctrlr_req *req, uint16_t st));
 
 /* ---- lba_status.c ---- */
 void ctrlr_admin_get_lba_status(struct ctrlr_req *req);
