@@ -11,6 +11,7 @@
 #include "controller/admin/admin.h"
 #include "controller/device/device.h"
 #include "controller/nvm/nvm.h"
+#include "controller/zns/zns.h"
 
 #define CTRLR_TEMP_SENSORS 1 /* temperature sensor 1 = composite */
 #define CTRLR_TEMP_UNDER_DEFAULT 0
@@ -99,15 +100,18 @@ static void ctrlr_feat_set_finish(struct ctrlr_req *req, uint16_t st);
 
 static void ctrlr_feat_vwc_flush_next(struct ctrlr_req *req);
 
-static void ctrlr_feat_vwc_flushed(struct ctrlr_req *req, int status)
+static void ctrlr_feat_vwc_ns_done(struct ctrlr_req *req, uint16_t st)
 {
-	uint16_t st = ctrlr_bdev_status(status, true);
-
 	ctrlr_ns_put(req->ns);
 	req->ns = NULL;
 	if (st)
 		return ctrlr_feat_set_finish(req, st);
 	ctrlr_feat_vwc_flush_next(req);
+}
+
+static void ctrlr_feat_vwc_flushed(struct ctrlr_req *req, int status)
+{
+	ctrlr_feat_vwc_ns_done(req, ctrlr_bdev_status(status, true));
 }
 
 static void ctrlr_feat_vwc_flush_next(struct ctrlr_req *req)
@@ -121,6 +125,9 @@ static void ctrlr_feat_vwc_flush_next(struct ctrlr_req *req)
 		if (!ns)
 			continue;
 		req->ns = ns;
+		/* A zoned namespace's zone state becomes durable with its data. */
+		if (ctrlr_zns_of(ns) && ctrlr_zns_of(ns)->file)
+			return ctrlr_zns_sync(req, ctrlr_feat_vwc_ns_done);
 		memset(req->bio, 0, sizeof(*req->bio));
 		req->bio->type = BDEV_IO_FLUSH;
 		st = ctrlr_req_submit_bio(req, ctrlr_feat_vwc_flushed);
