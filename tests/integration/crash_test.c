@@ -9,7 +9,15 @@
  * What it drives: a zoned namespace (aio file, zone_block with a state file; Write at the write
  * pointer with and without FUA, Zone Append several at once in a zone, Open, Close, Finish,
  * Reset, Flush) and a conventional namespace (aio file: writes, Flush). Every block written
- * carries its operation's tag, so a read tells which operation put it there.
+ * carries its operation's tag, so a read tells which operation put it there. Beside them an
+ * admin strand, one operation in flight at a time: Firmware Image Download and Commit (for the
+ * next reset) with the controller's state file, Set Features with SV (Arbitration, Temperature
+ * Threshold), Namespace Management create and delete, Attachment attach and detach and Format
+ * NVM of the namespace pool's namespaces (a pool on a third file), Reservation Register (with
+ * PTPL on), Unregister, Acquire and Release on the conventional namespace (a PTPL file). After
+ * a restart the device's state read back (firmware slot log, Get Features current and saved,
+ * Identify allocated and active lists and formats, Reservation Report) must be the acknowledged
+ * one, or that with the operation in doubt whole; the event log file is kept across lives.
  *
  * The power-loss run does the same on NBD exports served by nbdkit's cache filter in writeback
  * mode, a real backend that keeps unflushed writes in its cache and loses them when it is killed:
@@ -18,8 +26,9 @@
  * only what was made durable must be there: writes before an acknowledged Flush, writes with
  * FUA or with the volatile write cache off (and those before it was turned off), zone
  * management commands; what the zones claim must be written.
- * CRASH_ROUNDS (default 100; 40 on an ASan build), POWER_ROUNDS (default 40; 15), CRASH_SEED
- * (default: the time). */
+ * CRASH_ROUNDS (default 200; 60 on an ASan build), POWER_ROUNDS (default 40; 15), CRASH_SEED
+ * (default: the time). A daemon started here dies with the test (PR_SET_PDEATHSIG), nbdkit
+ * likewise (--exit-with-parent), whatever ends it. */
 #include "tests/integration/nvme_itest.h"
 
 #include <errno.h>
@@ -30,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +69,7 @@ struct ct_op {
 	uint32_t nsid, zone, nlb;
 	uint64_t slba, id, lba_done;
 	uint8_t zsa;
+	bool fua;
 	bool durable;		/* power mode: durable once acknowledged (FUA, cache off) */
 	uint64_t zsnap[CT_NZONES]; /* power mode: zone write pointers when it was submitted */
 	uint32_t zgsnap[CT_NZONES]; /* ... and the zones' generations */
@@ -75,9 +86,48 @@ struct ct_zone {
 	uint64_t appends_reserved; /* blocks of appends in flight */
 };
 
+/* The device state the admin strand changes: firmware slots, features saved with SV, the
+ * namespace pool's namespaces (nsid 3 up), the reservation of namespace 2 (PTPL). */
+#define CT_MAXNS 16u
+#define CT_POOL_BLOCKS (8u * 2048u) /* 8 MiB: the header's MiB and 7 namespaces of 1 MiB */
+#define CT_HOSTID 0x6372617368000001ull
+
+enum ct_akind {
+	CT_A_FW, CT_A_FEAT, CT_A_CREATE, CT_A_DELETE, CT_A_ATTACH, CT_A_DETACH, CT_A_FORMAT,
+	CT_A_REG, CT_A_UNREG, CT_A_ACQUIRE, CT_A_RELEASE, CT_A_NKINDS
+};
+
+struct ct_adm {
+	char fw[2][9]; /* slots 2 and 3 */
+	uint8_t fw_active, fw_next;
+	uint32_t arb, tover;
+	struct {
+		bool alloc, att;
+		uint8_t lbaf;
+	} ns[CT_MAXNS + 1]; /* by nsid; 3 and up */
+	bool reg, ptpl;
+	uint64_t key;
+	uint8_t rtype;
+};
+
+/* The one admin-strand operation at a time: state before (the model) and after it. */
+struct ct_aop {
+	bool busy;
+	enum ct_akind kind;
+	uint16_t qid, cid;
+	struct ct_adm after;
+	uint64_t iova;
+	uint8_t *buf;
+};
+
 static struct {
 	const char *build;
 	char dir[64], sock[128], rpc[128], cfg[128], zimg[128], dimg[128], zstate[128];
+	char pimg[128], cstate[128], pel[128], ptpl[128];
+	struct ct_adm adm;
+	struct ct_aop aop;
+	uint16_t cntlid;
+	uint64_t adm_acked[CT_A_NKINDS], adm_doubt_whole, adm_doubt_absent;
 	pid_t pid;
 	struct vfu_client *c;
 	struct nvme_host h;
@@ -91,6 +141,14 @@ static struct {
 	pid_t nbd_pid[2];
 	uint64_t zdur[CT_NZONES], ddur[CT_DBLOCKS];
 	uint64_t lost; /* acknowledged writes a power loss took (allowed: never flushed) */
+	/* Power mode: the data writes of this life (acknowledged or in doubt): what a block may
+	 * hold after a power loss is any of them newer than its durable value (a Flush in doubt
+	 * may have made one durable). */
+	struct {
+		uint64_t id, slba;
+		uint32_t nlb;
+	} dlog[4096];
+	unsigned int ndlog;
 	uint64_t rbuf_iova;
 	uint8_t *rbuf;
 	/* figures */
@@ -144,6 +202,7 @@ static uint64_t ct_block_tag(const uint8_t *b)
 }
 
 static void ct_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int ct_cmd(uint16_t qid, struct nvme_sqe *sqe);
 
 /* ---- the daemon ---- */
 
@@ -171,6 +230,11 @@ static int ct_write_config(void)
 	fprintf(f, "{\"subsystems\":[{\"subsystem\":\"bdev\",\"config\":[");
 	ct_config_bdev(f, "zbase", ct.zimg, ct.zsock);
 	ct_config_bdev(f, "d0", ct.dimg, ct.dsock);
+	/* The namespace pool on a file of its own (its header is written with FUA). */
+	fprintf(f,
+		"{\"method\":\"bdev_aio_create\",\"params\":{\"name\":\"p0\",\"filename\":"
+		"\"%s\",\"block_size\":512}},",
+		ct.pimg);
 	fprintf(f,
 		"{\"method\":\"bdev_zone_block_create\",\"params\":{\"name\":\"z0\",\"base_bdev\":"
 		"\"zbase\",\"zone_capacity\":%u,\"optimal_open_zones\":1,\"max_open_zones\":4,"
@@ -178,14 +242,17 @@ static int ct_write_config(void)
 		"{\"subsystem\":\"nvmf\",\"config\":["
 		"{\"method\":\"nvmf_create_transport\",\"params\":{\"trtype\":\"PCIE_EMU\"}},"
 		"{\"method\":\"nvmf_create_subsystem\",\"params\":{\"nqn\":\"%s\","
-		"\"serial_number\":\"CRASH0001\"}},"
+		"\"serial_number\":\"CRASH0001\",\"state_file\":\"%s\",\"event_log_file\":\"%s\"}},"
 		"{\"method\":\"nvmf_subsystem_add_ns\",\"params\":{\"nqn\":\"%s\",\"namespace\":"
 		"{\"bdev_name\":\"z0\",\"nsid\":1}}},"
 		"{\"method\":\"nvmf_subsystem_add_ns\",\"params\":{\"nqn\":\"%s\",\"namespace\":"
-		"{\"bdev_name\":\"d0\",\"nsid\":2}}},"
+		"{\"bdev_name\":\"d0\",\"nsid\":2,\"ptpl_file\":\"%s\"}}},"
+		"{\"method\":\"nvmf_emu_ns_pool_create\",\"params\":{\"nqn\":\"%s\","
+		"\"bdev_name\":\"p0\"}},"
 		"{\"method\":\"nvmf_subsystem_add_listener\",\"params\":{\"nqn\":\"%s\","
 		"\"listen_address\":{\"trtype\":\"PCIE_EMU\",\"traddr\":\"%s\"}}}]}]}\n",
-		CT_ZCAP, ct.zstate, CT_NQN, CT_NQN, CT_NQN, CT_NQN, ct.sock);
+		CT_ZCAP, ct.zstate, CT_NQN, ct.cstate, ct.pel, CT_NQN, CT_NQN, ct.ptpl, CT_NQN, CT_NQN,
+		ct.sock);
 	return fclose(f) ? -errno : 0;
 }
 
@@ -251,6 +318,7 @@ static int ct_start(unsigned int round)
 {
 	char log[128], prog[256];
 	struct stat st;
+	pid_t parent;
 	int rc;
 
 	unlink(ct.sock);
@@ -260,12 +328,16 @@ static int ct_start(unsigned int round)
 		return rc;
 	snprintf(prog, sizeof(prog), "%s/bin/nvme-emu", ct.build);
 	snprintf(log, sizeof(log), "%s/daemon-%u.log", ct.dir, round % 2);
+	parent = getpid();
 	ct.pid = fork();
 	if (ct.pid < 0)
 		return -errno;
 	if (ct.pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
+		/* The daemon dies with the test, whatever ends it (a failed check, a timeout). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(126);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -295,6 +367,26 @@ static int ct_start(unsigned int round)
 	if (rc)
 		return rc < 0 ? rc : -EIO;
 	ct.rbuf_iova = nvme_host_alloc(&ct.h, 64 * 1024, (void **)&ct.rbuf);
+	ct.aop.iova = nvme_host_alloc(&ct.h, 4096, (void **)&ct.aop.buf);
+	if (!ct.rbuf_iova || !ct.aop.iova)
+		return -ENOMEM;
+	/* The host's identity (a PTPL registration is found by it after a restart). */
+	{
+		struct nvme_sqe sqe = {0};
+		uint64_t hostid = CT_HOSTID;
+
+		rc = nvme_host_identify(&ct.h, NVME_CNS_CTRL, 0, ct.rbuf);
+		if (rc)
+			return rc < 0 ? rc : -EIO;
+		ct.cntlid = ((const struct nvme_id_ctrl *)ct.rbuf)->cntlid;
+		memcpy(ct.aop.buf, &hostid, 8);
+		sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
+		sqe.cdw10 = NVME_FEAT_HOST_ID;
+		sqe.dptr.prp.prp1 = ct.aop.iova;
+		rc = ct_cmd(0, &sqe);
+		if (rc)
+			return rc < 0 ? rc : -EIO;
+	}
 	for (unsigned int i = 0; i < CT_SLOTS; i++)
 		ct.ops[i].iova = nvme_host_alloc(&ct.h, CT_MAX_NLB * CT_BS, (void **)&ct.ops[i].buf);
 	return ct.rbuf_iova ? 0 : -ENOMEM;
@@ -359,6 +451,419 @@ static int ct_read(uint32_t nsid, uint64_t slba, uint32_t nlb)
 		return rc;
 	}
 	return ct_cmd(1, &sqe);
+}
+
+/* ---- the admin strand: device state other than data and zones ---- */
+
+/* A command's CQE status (without the phase) and dw0, synchronously; -errno. */
+static int ct_cmd_dw0(uint16_t qid, struct nvme_sqe *sqe, uint32_t *dw0)
+{
+	struct nvme_cqe cqe;
+	int rc = nvme_host_cmd(&ct.h, qid, sqe, &cqe);
+
+	if (!rc && dw0)
+		*dw0 = cqe.dw0;
+	return rc;
+}
+
+static void ct_fw_rev_str(char out[9], const char *frs)
+{
+	memcpy(out, frs, 8);
+	out[8] = 0;
+	for (int i = 7; i >= 0 && (out[i] == ' ' || !out[i]); i--)
+		out[i] = 0;
+}
+
+/* What the device holds now, read back (after a restart). 0 or -1 (and a failure said). */
+static int ct_adm_read(struct ct_adm *a)
+{
+	struct nvme_sqe sqe = {0};
+	uint32_t list[1024], active[1024], dw0 = 0;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	/* Firmware Slot Information. */
+	sqe.cdw0.bits.opc = NVME_ADM_GET_LOG_PAGE;
+	sqe.cdw10 = NVME_LOG_FW_SLOT | (512 / 4 - 1) << 16;
+	sqe.dptr.prp.prp1 = ct.rbuf_iova;
+	if ((rc = ct_cmd(0, &sqe))) {
+		ct_fail("Get Log Page firmware slots: %d", rc);
+		return -1;
+	}
+	{
+		const struct nvme_fw_slot_log *fw = (const void *)ct.rbuf;
+
+		a->fw_active = fw->afi & 7;
+		a->fw_next = (fw->afi >> 4) & 7;
+		ct_fw_rev_str(a->fw[0], fw->frs[1]);
+		ct_fw_rev_str(a->fw[1], fw->frs[2]);
+	}
+	/* Features: the current values, and the saved ones must be the same. */
+	for (int sel = 0; sel <= 2; sel += 2) {
+		uint32_t arb = 0, tover = 0;
+
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.cdw0.bits.opc = NVME_ADM_GET_FEATURES;
+		sqe.cdw10 = NVME_FEAT_ARBITRATION | (uint32_t)sel << 8;
+		rc = ct_cmd_dw0(0, &sqe, &arb);
+		sqe.cdw10 = NVME_FEAT_TEMP_THRESH | (uint32_t)sel << 8;
+		sqe.cdw11 = 0;
+		rc = rc ?: ct_cmd_dw0(0, &sqe, &tover);
+		if (rc) {
+			ct_fail("Get Features (select %d): %d", sel, rc);
+			return -1;
+		}
+		if (sel == 0)
+			a->arb = arb, a->tover = tover & 0xffff;
+		else if (arb != a->arb || (tover & 0xffff) != a->tover) {
+			ct_fail("features: current %#x/%#x, saved %#x/%#x", a->arb, a->tover, arb,
+				tover & 0xffff);
+			return -1;
+		}
+	}
+	/* The pool's namespaces: allocated, attached, format. */
+	if ((rc = nvme_host_identify(&ct.h, NVME_CNS_ALLOC_NS_LIST, 0, ct.rbuf))) {
+		ct_fail("Identify allocated namespaces: %d", rc);
+		return -1;
+	}
+	memcpy(list, ct.rbuf, sizeof(list));
+	if ((rc = nvme_host_identify(&ct.h, NVME_CNS_ACTIVE_NS_LIST, 0, ct.rbuf))) {
+		ct_fail("Identify active namespaces: %d", rc);
+		return -1;
+	}
+	memcpy(active, ct.rbuf, sizeof(active));
+	for (unsigned int i = 0; i < 1024 && list[i]; i++) {
+		uint32_t nsid = list[i];
+
+		if (nsid < 3)
+			continue;
+		if (nsid > CT_MAXNS) {
+			ct_fail("namespace %u allocated: never created", nsid);
+			return -1;
+		}
+		a->ns[nsid].alloc = true;
+		if ((rc = nvme_host_identify(&ct.h, NVME_CNS_ALLOC_NS, nsid, ct.rbuf))) {
+			ct_fail("Identify namespace %u: %d", nsid, rc);
+			return -1;
+		}
+		a->ns[nsid].lbaf = ((const struct nvme_id_ns *)ct.rbuf)->flbas & 0xf;
+	}
+	for (unsigned int i = 0; i < 1024 && active[i]; i++) {
+		if (active[i] < 3)
+			continue;
+		if (active[i] > CT_MAXNS || !a->ns[active[i]].alloc) {
+			ct_fail("namespace %u active, not allocated", active[i]);
+			return -1;
+		}
+		a->ns[active[i]].att = true;
+	}
+	/* The reservation of namespace 2. */
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.cdw0.bits.opc = NVME_CMD_RESV_REPORT;
+	sqe.nsid = 2;
+	sqe.cdw10 = 4096 / 4 - 1;
+	sqe.dptr.prp.prp1 = ct.rbuf_iova;
+	if ((rc = ct_cmd_dw0(1, &sqe, &dw0))) {
+		ct_fail("Reservation Report: %d", rc);
+		return -1;
+	}
+	{
+		const struct nvme_resv_status_hdr *hdr = (const void *)ct.rbuf;
+		const struct nvme_resv_ctrl *rc0 = (const void *)(ct.rbuf + sizeof(*hdr));
+
+		a->ptpl = hdr->ptpls & 1;
+		a->rtype = hdr->rtype;
+		if (hdr->regctl > 1 || (hdr->regctl && rc0->hostid != CT_HOSTID)) {
+			ct_fail("reservation: %u registrants (host %#" PRIx64 ")", hdr->regctl,
+				rc0->hostid);
+			return -1;
+		}
+		a->reg = hdr->regctl == 1;
+		a->key = a->reg ? rc0->rkey : 0;
+		if (a->rtype && (!a->reg || !(rc0->rcsts & 1))) {
+			ct_fail("reservation type %u held by no registrant of ours", a->rtype);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* What a restart (a power cycle) makes of a state: the firmware committed for the next reset
+ * runs. */
+static void ct_adm_restart(struct ct_adm *a)
+{
+	if (a->fw_next)
+		a->fw_active = a->fw_next;
+	a->fw_next = 0;
+}
+
+static bool ct_adm_eq(const struct ct_adm *x, const struct ct_adm *y)
+{
+	if (strcmp(x->fw[0], y->fw[0]) || strcmp(x->fw[1], y->fw[1]) ||
+	    x->fw_active != y->fw_active || x->fw_next != y->fw_next || x->arb != y->arb ||
+	    x->tover != y->tover || x->reg != y->reg || x->ptpl != y->ptpl || x->key != y->key ||
+	    x->rtype != y->rtype)
+		return false;
+	for (uint32_t n = 3; n <= CT_MAXNS; n++)
+		if (x->ns[n].alloc != y->ns[n].alloc ||
+		    (x->ns[n].alloc && (x->ns[n].att != y->ns[n].att || x->ns[n].lbaf != y->ns[n].lbaf)))
+			return false;
+	return true;
+}
+
+/* A created namespace's NSID is in its CQE: one in doubt may be at any free NSID. */
+static bool ct_adm_eq_created(const struct ct_adm *obs, const struct ct_adm *before)
+{
+	struct ct_adm t = *before;
+
+	for (uint32_t n = 3; n <= CT_MAXNS; n++) {
+		if (obs->ns[n].alloc && !before->ns[n].alloc) {
+			t.ns[n].alloc = true;
+			t.ns[n].att = false;
+			t.ns[n].lbaf = 0;
+			return ct_adm_eq(obs, &t);
+		}
+	}
+	return false;
+}
+
+static void ct_adm_show(const char *what, const struct ct_adm *a)
+{
+	fprintf(stderr, "  %s: fw [%s|%s] active %u next %u, arb %#x tover %u, resv reg %d key %#" PRIx64
+		" type %u ptpl %d, ns", what, a->fw[0], a->fw[1], a->fw_active, a->fw_next, a->arb,
+		a->tover, a->reg, a->key, a->rtype, a->ptpl);
+	for (uint32_t n = 3; n <= CT_MAXNS; n++)
+		if (a->ns[n].alloc)
+			fprintf(stderr, " %u%s/f%u", n, a->ns[n].att ? "a" : "", a->ns[n].lbaf);
+	fprintf(stderr, "\n");
+}
+
+/* After a restart: the device's state is the model's, or, with an operation in doubt, the
+ * model's with that operation whole; the model takes what was found. */
+static void ct_adm_verify(void)
+{
+	struct ct_adm obs, before = ct.adm, after = ct.aop.after;
+
+	if (ct_adm_read(&obs))
+		return;
+	ct_adm_restart(&before);
+	ct_adm_restart(&after);
+	if (ct_adm_eq(&obs, &before)) {
+		ct.adm_doubt_absent += ct.aop.busy;
+	} else if (ct.aop.busy && (ct.aop.kind == CT_A_CREATE ? ct_adm_eq_created(&obs, &before)
+							 : ct_adm_eq(&obs, &after))) {
+		ct.adm_doubt_whole++;
+	} else {
+		ct_fail("device state after the restart is neither the acknowledged one nor that with "
+			"the operation in doubt (kind %d%s) whole", ct.aop.kind,
+			ct.aop.busy ? "" : ", none in doubt");
+		ct_adm_show("found", &obs);
+		ct_adm_show("acknowledged", &before);
+		if (ct.aop.busy)
+			ct_adm_show("with the one in doubt", &after);
+		return;
+	}
+	ct.adm = obs;
+	ct.aop.busy = false;
+}
+
+/* Picks an admin-strand operation the model allows and submits it; false when none. */
+static bool ct_adm_submit(void)
+{
+	struct ct_aop *op = &ct.aop;
+	struct ct_adm *a = &op->after;
+	struct nvme_sqe sqe = {0};
+	uint32_t free_ns = 0, alloc_ns[CT_MAXNS + 1], nalloc = 0, att_ns[CT_MAXNS + 1], natt = 0;
+	int cid;
+
+	if (op->busy)
+		return false;
+	*a = ct.adm;
+	for (uint32_t n = 3; n <= CT_MAXNS; n++) {
+		if (!ct.adm.ns[n].alloc)
+			free_ns++;
+		else {
+			alloc_ns[nalloc++] = n;
+			if (ct.adm.ns[n].att)
+				att_ns[natt++] = n;
+		}
+	}
+	op->kind = (enum ct_akind)ct_below(CT_A_NKINDS);
+	op->qid = 0;
+	memset(op->buf, 0, 4096);
+	switch (op->kind) {
+	case CT_A_FW: {
+		/* Download an image (its revision: 8 printable bytes), commit it to slot 2 or 3 to
+		 * run at the next reset; or commit an existing slot for the next reset. */
+		uint8_t slot = (uint8_t)(2 + ct_below(2));
+		char rev[9];
+
+		if (ct_below(3) || !ct.adm.fw[slot - 2][0]) {
+			snprintf(rev, sizeof(rev), "C%07" PRIu64, ct_below(10000000));
+			memset(op->buf, 0x5a, 4096);
+			memcpy(op->buf, rev, 8);
+			sqe.cdw0.bits.opc = NVME_ADM_FW_DOWNLOAD;
+			sqe.cdw10 = 4096 / 4 - 1;
+			sqe.dptr.prp.prp1 = op->iova;
+			if (ct_cmd(0, &sqe)) {
+				ct_fail("Firmware Image Download failed");
+				return false;
+			}
+			memset(&sqe, 0, sizeof(sqe));
+			sqe.cdw10 = slot | 1u << 3; /* CA 001b: replace, activate at the next reset */
+			memcpy(a->fw[slot - 2], rev, 9);
+		} else {
+			sqe.cdw10 = slot | 2u << 3; /* CA 010b: activate the slot at the next reset */
+		}
+		sqe.cdw0.bits.opc = NVME_ADM_FW_COMMIT;
+		a->fw_next = slot;
+		break;
+	}
+	case CT_A_FEAT:
+		sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
+		if (ct_below(2)) {
+			sqe.cdw10 = NVME_FEAT_ARBITRATION | 1u << 31;
+			sqe.cdw11 = (uint32_t)ct_rand() & 0xffffff07u;
+			a->arb = sqe.cdw11;
+		} else {
+			sqe.cdw10 = NVME_FEAT_TEMP_THRESH | 1u << 31;
+			sqe.cdw11 = (uint32_t)(350 + ct_below(100)); /* Kelvin, over, composite */
+			a->tover = sqe.cdw11;
+		}
+		break;
+	case CT_A_CREATE: {
+		struct nvme_id_ns *id = (struct nvme_id_ns *)op->buf;
+
+		if (!free_ns || nalloc >= 7)
+			return false;
+		id->nsze = id->ncap = 2048; /* 1 MiB in format 0 */
+		sqe.cdw0.bits.opc = NVME_ADM_NS_MGMT;
+		sqe.cdw10 = NVME_NS_MGMT_SEL_CREATE;
+		sqe.dptr.prp.prp1 = op->iova;
+		break;
+	}
+	case CT_A_DELETE:
+	case CT_A_ATTACH:
+	case CT_A_DETACH:
+	case CT_A_FORMAT: {
+		uint32_t nsid;
+
+		if (op->kind == CT_A_DELETE || op->kind == CT_A_ATTACH) {
+			if (!nalloc)
+				return false;
+			nsid = alloc_ns[ct_below(nalloc)];
+		} else {
+			if (!natt)
+				return false;
+			nsid = att_ns[ct_below(natt)];
+		}
+		sqe.nsid = nsid;
+		if (op->kind == CT_A_DELETE) {
+			sqe.cdw0.bits.opc = NVME_ADM_NS_MGMT;
+			sqe.cdw10 = NVME_NS_MGMT_SEL_DELETE;
+			a->ns[nsid].alloc = a->ns[nsid].att = false;
+			a->ns[nsid].lbaf = 0;
+		} else if (op->kind == CT_A_FORMAT) {
+			/* Format 0 or 1 (both offered on a 512-byte pool), no PI, no secure erase. */
+			uint8_t lbaf = (uint8_t)ct_below(2);
+
+			sqe.cdw0.bits.opc = NVME_ADM_FORMAT_NVM;
+			sqe.cdw10 = lbaf;
+			a->ns[nsid].lbaf = lbaf;
+		} else {
+			uint16_t *l = (uint16_t *)op->buf;
+
+			if (op->kind == CT_A_ATTACH && ct.adm.ns[nsid].att)
+				return false;
+			l[0] = 1;
+			l[1] = ct.cntlid;
+			sqe.cdw0.bits.opc = NVME_ADM_NS_ATTACH;
+			sqe.cdw10 = op->kind == CT_A_ATTACH ? NVME_NS_ATTACH_SEL_ATTACH
+							    : NVME_NS_ATTACH_SEL_DETACH;
+			sqe.dptr.prp.prp1 = op->iova;
+			a->ns[nsid].att = op->kind == CT_A_ATTACH;
+		}
+		break;
+	}
+	case CT_A_REG:
+	case CT_A_UNREG:
+	case CT_A_ACQUIRE:
+	case CT_A_RELEASE: {
+		uint64_t nkey = 1 + ct_below(1u << 30), *d = (uint64_t *)op->buf;
+
+		op->qid = 1;
+		sqe.nsid = 2;
+		sqe.dptr.prp.prp1 = op->iova;
+		if (op->kind == CT_A_REG) {
+			/* Register, or replace the key; Persist Through Power Loss on (CPTPL 11b). */
+			sqe.cdw0.bits.opc = NVME_CMD_RESV_REGISTER;
+			sqe.cdw10 = (ct.adm.reg ? 2u : 0u) | 3u << 30;
+			d[0] = ct.adm.key;
+			d[1] = nkey;
+			a->reg = a->ptpl = true;
+			a->key = nkey;
+		} else if (op->kind == CT_A_UNREG) {
+			if (!ct.adm.reg)
+				return false;
+			sqe.cdw0.bits.opc = NVME_CMD_RESV_REGISTER;
+			sqe.cdw10 = 1u;
+			d[0] = ct.adm.key;
+			a->reg = false;
+			a->key = 0;
+			a->rtype = 0; /* the holder unregistered: the reservation is released */
+		} else if (op->kind == CT_A_ACQUIRE) {
+			if (!ct.adm.reg || ct.adm.rtype)
+				return false;
+			sqe.cdw0.bits.opc = NVME_CMD_RESV_ACQUIRE;
+			a->rtype = (uint8_t)(NVME_RESV_WRITE_EXCLUSIVE + ct_below(2));
+			sqe.cdw10 = (uint32_t)a->rtype << 8;
+			d[0] = ct.adm.key;
+		} else {
+			if (!ct.adm.rtype)
+				return false;
+			sqe.cdw0.bits.opc = NVME_CMD_RESV_RELEASE;
+			sqe.cdw10 = (uint32_t)ct.adm.rtype << 8;
+			d[0] = ct.adm.key;
+			a->rtype = 0;
+		}
+		break;
+	}
+	default:
+		return false;
+	}
+	cid = nvme_host_submit(&ct.h, op->qid, &sqe, false);
+	if (cid < 0)
+		return false;
+	op->cid = (uint16_t)cid;
+	op->busy = true;
+	return true;
+}
+
+/* The admin-strand operation's CQE: the model takes its effect. */
+static void ct_adm_acked(const struct nvme_cqe *cqe)
+{
+	uint16_t st = (cqe->status >> 1) & 0x7ff;
+	struct ct_aop *op = &ct.aop;
+
+	op->busy = false;
+	ct.acked++;
+	if (st) {
+		ct_fail("admin-strand operation (kind %d) failed: status %#x", op->kind, st);
+		return;
+	}
+	if (op->kind == CT_A_CREATE) {
+		uint32_t nsid = cqe->dw0;
+
+		if (nsid < 3 || nsid > CT_MAXNS || ct.adm.ns[nsid].alloc) {
+			ct_fail("Namespace Management created namespace %u", nsid);
+			return;
+		}
+		op->after.ns[nsid].alloc = true;
+		op->after.ns[nsid].att = false;
+		op->after.ns[nsid].lbaf = 0;
+	}
+	ct.adm = op->after;
+	ct.adm_acked[op->kind]++;
 }
 
 /* ---- the model ---- */
@@ -647,6 +1152,18 @@ static void ct_verify_zone(uint32_t zi, const struct nvme_zone_desc *d)
 		ct.ztag[lba] = seen[lba - zslba];
 }
 
+/* Power mode: whether tag is a write of this life to block lba no older than its durable value. */
+static bool ct_dlog_has(uint64_t lba, uint64_t tag)
+{
+	if (!tag || (tag >> 16) < (ct.ddur[lba] >> 16))
+		return false;
+	for (unsigned int i = 0; i < ct.ndlog; i++)
+		if (ct.dlog[i].id == tag >> 16 && lba == ct.dlog[i].slba + (tag & 0xffff) &&
+		    (tag & 0xffff) < ct.dlog[i].nlb)
+			return true;
+	return false;
+}
+
 /* The conventional namespace: every block holds what the model says, or, inside a write in
  * doubt, that write's block (one block is the unit of atomicity: AWUPF 0). */
 static void ct_verify_data(void)
@@ -658,8 +1175,9 @@ static void ct_verify_data(void)
 		}
 		for (uint32_t b = 0; b < 128; b++) {
 			uint64_t lba = off + b, tag = ct_block_tag(ct.rbuf + b * CT_BS);
-			/* After a power loss: what was durable, or anything acknowledged since. */
-			bool ok = tag == ct.dtag[lba] || (ct.power && tag == ct.ddur[lba]);
+			/* After a power loss: what was durable, or anything written since. */
+			bool ok = tag == ct.dtag[lba] || (ct.power && tag == ct.ddur[lba]) ||
+				  (ct.power && ct_dlog_has(lba, tag));
 
 			for (unsigned int i = 0; !ok && i < CT_SLOTS; i++) {
 				struct ct_op *o = &ct.ops[i];
@@ -680,6 +1198,7 @@ static void ct_verify_data(void)
 		}
 	}
 	ct.checked_blocks += CT_DBLOCKS;
+	ct.ndlog = 0;
 }
 
 static void ct_verify(void)
@@ -724,6 +1243,8 @@ static void ct_verify(void)
 			ct.in_doubt++;
 	for (unsigned int i = 0; i < CT_SLOTS; i++)
 		ct_op_clear(&ct.ops[i]);
+	if (!ct.failed)
+		ct_adm_verify();
 }
 
 /* ---- the work of one life ---- */
@@ -838,8 +1359,13 @@ static int ct_reap(void)
 	struct nvme_cqe cqe;
 	int n = 0;
 
-	for (uint16_t q = 1; q <= CT_QUEUES; q++) {
+	for (uint16_t q = 0; q <= CT_QUEUES; q++) {
 		while (nvme_host_reap(&ct.h, q, &cqe) == 1) {
+			if (ct.aop.busy && ct.aop.qid == q && ct.aop.cid == cqe.cid) {
+				ct_adm_acked(&cqe);
+				n++;
+				continue;
+			}
 			for (unsigned int i = 0; i < CT_SLOTS; i++) {
 				struct ct_op *o = &ct.ops[i];
 
@@ -915,6 +1441,9 @@ static bool ct_submit_one(void)
 		o->zsa = acts[ct_below(sizeof(acts))];
 		o->slba = ct_zslba(zi);
 		z->busy_mgmt++;
+	} else if (r < 78) {
+		/* The admin strand: firmware, saved features, pool namespaces, reservations. */
+		return ct_adm_submit();
 	} else if (r < 92) {
 		o->kind = CT_DWRITE;
 		o->nsid = 2;
@@ -922,7 +1451,7 @@ static bool ct_submit_one(void)
 		o->slba = ct_below(CT_DBLOCKS - o->nlb);
 		if (ct_dwrite_busy(o->slba, o->nlb))
 			return false;
-	} else if (ct.power && r >= 97) {
+	} else if (ct.power && r >= 97 && !(ct.aop.busy && ct.aop.qid == 0)) {
 		/* The volatile write cache turned off (flushing it) or on again, synchronously. */
 		sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
 		sqe.cdw10 = NVME_FEAT_VOLATILE_WC;
@@ -939,6 +1468,9 @@ static bool ct_submit_one(void)
 				if (ct.z[i].wp > ct.zdur[i])
 					ct.zdur[i] = ct.z[i].wp;
 		}
+		/* A write in flight may run after the cache is on again: only FUA is sure. */
+		for (unsigned int i = 0; ct.vwc_off && i < CT_SLOTS; i++)
+			ct.ops[i].durable = ct.ops[i].fua;
 		ct.vwc_off = !ct.vwc_off;
 		return false;
 	} else {
@@ -959,7 +1491,7 @@ static bool ct_submit_one(void)
 		}
 		if (ct_below(4) == 0) {
 			sqe.cdw12 |= NVME_RW_FUA;
-			o->durable = true;
+			o->fua = o->durable = true;
 		}
 		/* With the cache off every write is durable when acknowledged. */
 		o->durable |= ct.vwc_off;
@@ -988,6 +1520,11 @@ static bool ct_submit_one(void)
 		}
 	}
 	cid = nvme_host_submit(&ct.h, o->qid, &sqe, false);
+	if (cid >= 0 && o->kind == CT_DWRITE && ct.ndlog < sizeof(ct.dlog) / sizeof(ct.dlog[0])) {
+		ct.dlog[ct.ndlog].id = o->id;
+		ct.dlog[ct.ndlog].slba = o->slba;
+		ct.dlog[ct.ndlog++].nlb = o->nlb;
+	}
 	if (cid < 0) {
 		/* The queue is full: undo the model's bookkeeping. */
 		if (o->kind == CT_ZWRITE)
@@ -1061,6 +1598,13 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 	snprintf(ct.zstate, sizeof(ct.zstate), "%s/zoned.state", ct.dir);
 	snprintf(ct.zsock, sizeof(ct.zsock), "%s/zoned.nbd", ct.dir);
 	snprintf(ct.dsock, sizeof(ct.dsock), "%s/data.nbd", ct.dir);
+	snprintf(ct.pimg, sizeof(ct.pimg), "%s/pool.img", ct.dir);
+	snprintf(ct.cstate, sizeof(ct.cstate), "%s/ctrlr.state", ct.dir);
+	snprintf(ct.pel, sizeof(ct.pel), "%s/event.log", ct.dir);
+	snprintf(ct.ptpl, sizeof(ct.ptpl), "%s/ns2.ptpl", ct.dir);
+	fd = open(ct.pimg, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)CT_POOL_BLOCKS * 512) == 0);
+	close(fd);
 	fd = open(ct.zimg, O_CREAT | O_WRONLY, 0600);
 	CHECK(fd >= 0 && ftruncate(fd, (off_t)CT_ZBLOCKS * CT_BS) == 0);
 	close(fd);
@@ -1083,6 +1627,8 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 		}
 		if (round)
 			ct_verify();
+		else if (ct_adm_read(&ct.adm) == 0)
+			ct_adm_show("the device's state when new", &ct.adm);
 		if (ct.failed) {
 			fprintf(stderr, "  round %u (seed %" PRIu64 ")\n", round, seed);
 			ct_show_log(round);
@@ -1101,7 +1647,16 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 		rounds, ct.kills, ct.acked, ct.in_doubt, ct.whole, ct.absent, ct.checked_blocks);
 	if (power)
 		fprintf(stderr, ", %" PRIu64 " acknowledged blocks never flushed and lost", ct.lost);
-	fprintf(stderr, "\n");
+	fprintf(stderr, "\n  admin strand acknowledged: %" PRIu64 " firmware commits, %" PRIu64
+		" Set Features SV, %" PRIu64 " namespace creates, %" PRIu64 " deletes, %" PRIu64
+		" attaches, %" PRIu64 " detaches, %" PRIu64 " Formats, %" PRIu64
+		" reservation registers (PTPL), %" PRIu64 " unregisters, %" PRIu64 " acquires, %" PRIu64
+		" releases; in doubt at a kill: %" PRIu64 " found whole, %" PRIu64 " absent\n",
+		ct.adm_acked[CT_A_FW], ct.adm_acked[CT_A_FEAT], ct.adm_acked[CT_A_CREATE],
+		ct.adm_acked[CT_A_DELETE], ct.adm_acked[CT_A_ATTACH], ct.adm_acked[CT_A_DETACH],
+		ct.adm_acked[CT_A_FORMAT], ct.adm_acked[CT_A_REG], ct.adm_acked[CT_A_UNREG],
+		ct.adm_acked[CT_A_ACQUIRE], ct.adm_acked[CT_A_RELEASE], ct.adm_doubt_whole,
+		ct.adm_doubt_absent);
 	/* The backend really loses what was not flushed: else this run proves nothing. */
 	if (power && rounds >= 5 && !ct.failed && !CHECK(ct.lost > 0))
 		fprintf(stderr, "  nbdkit's writeback cache lost nothing: no power loss was simulated\n");
@@ -1117,7 +1672,7 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 
 static void test_crash_torture(const char *build)
 {
-	ct_run(build, false, "CRASH_ROUNDS", strstr(build, "asan") ? 40 : 100);
+	ct_run(build, false, "CRASH_ROUNDS", strstr(build, "asan") ? 60 : 200);
 }
 
 static void test_power_loss(const char *build)

@@ -416,6 +416,12 @@ echo "$out" > "$D/config.json"
 check "save_config keeps event_log_file" grep -q "\"event_log_file\": \"$D/ev1.pel\"" \
 	"$D/config.json"
 check "the controller's event log file" test -s "$D/ev1.pel"
+# -o FILE: the result replaces FILE whole (no temporary file left beside it), as printed.
+echo stale > "$D/saved.json"
+ok "save_config -o FILE" -o "$D/saved.json" save_config
+check "save_config -o FILE holds the configuration" cmp -s "$D/saved.json" "$D/config.json"
+check "save_config -o FILE leaves no temporary file" \
+	test "$(ls "$D" | grep -c '^saved\.json')" = 1
 ok_out "nvmf_subsystem_remove_listener" true nvmf_subsystem_remove_listener --nqn "$NQN1" \
 	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/c1.sock"
 check "the socket is gone" test ! -e "$D/c1.sock"
