@@ -26,6 +26,10 @@
  * only what was made durable must be there: writes before an acknowledged Flush, writes with
  * FUA or with the volatile write cache off (and those before it was turned off), zone
  * management commands; what the zones claim must be written.
+ * The start-up checks: after a short torture, each state file is cut short in turn (the zone
+ * state file, the controller state file, the pool's bdev, the PTPL file) and the daemon must
+ * refuse to start with a message naming it and why; the event log cut inside its last record
+ * is repaired; everything put back, the device comes up with the state the torture left.
  * CRASH_ROUNDS (default 200; 60 on an ASan build), POWER_ROUNDS (default 40; 15), CRASH_SEED
  * (default: the time). A daemon started here dies with the test (PR_SET_PDEATHSIG), nbdkit
  * likewise (--exit-with-parent), whatever ends it. */
@@ -153,7 +157,7 @@ static struct {
 	uint8_t *rbuf;
 	/* figures */
 	uint64_t acked, in_doubt, whole, absent, checked_blocks, kills;
-	bool failed;
+	bool failed, keep; /* keep: the files stay for the start-up checks */
 } ct;
 
 static uint64_t ct_rand(void)
@@ -328,6 +332,7 @@ static int ct_start(unsigned int round)
 		return rc;
 	snprintf(prog, sizeof(prog), "%s/bin/nvme-emu", ct.build);
 	snprintf(log, sizeof(log), "%s/daemon-%u.log", ct.dir, round % 2);
+	fflush(NULL);
 	parent = getpid();
 	ct.pid = fork();
 	if (ct.pid < 0)
@@ -1578,9 +1583,12 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 	uint64_t seed = env_seed ? strtoull(env_seed, NULL, 0) : (uint64_t)time(NULL);
 	int fd;
 
+	bool keep = ct.keep;
+
 	for (unsigned int i = 0; i < CT_SLOTS; i++)
 		ct_op_clear(&ct.ops[i]);
 	memset(&ct, 0, sizeof(ct));
+	ct.keep = keep;
 	ct.build = build;
 	ct.power = power;
 	ct.pid = ct.nbd_pid[0] = ct.nbd_pid[1] = -1;
@@ -1661,7 +1669,7 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 	if (power && rounds >= 5 && !ct.failed && !CHECK(ct.lost > 0))
 		fprintf(stderr, "  nbdkit's writeback cache lost nothing: no power loss was simulated\n");
 	CHECK(!ct.failed);
-	if (!ct.failed) {
+	if (!ct.failed && !ct.keep) {
 		char cmd[128];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", ct.dir);
@@ -1680,11 +1688,116 @@ static void test_power_loss(const char *build)
 	ct_run(build, true, "POWER_ROUNDS", strstr(build, "asan") ? 15 : 40);
 }
 
+/* Reads a whole file into *buf. Its length, or -1. */
+static ssize_t ct_slurp(const char *path, char **buf)
+{
+	struct stat st;
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY);
+
+	*buf = NULL;
+	if (fd < 0)
+		return -1;
+	if (!fstat(fd, &st) && (*buf = malloc((size_t)st.st_size + 1)))
+		n = pread(fd, *buf, (size_t)st.st_size, 0);
+	close(fd);
+	return n;
+}
+
+static bool ct_spew(const char *path, const char *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	bool ok = fd >= 0 && write(fd, buf, len) == (ssize_t)len;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* A state file cut to len bytes (a full disk): the daemon must refuse to start, with a message
+ * naming the file and saying why (expect); the file put back, it starts again. */
+static void ct_refused(const char *file, off_t len, const char *expect)
+{
+	char *keep = NULL, *log = NULL, logpath[160];
+	ssize_t n = ct_slurp(file, &keep), ln;
+	int rc;
+
+	if (!CHECK(n > len))
+		goto out;
+	if (!CHECK(truncate(file, len) == 0))
+		goto out;
+	rc = ct_start(0);
+	snprintf(logpath, sizeof(logpath), "%s/daemon-0.log", ct.dir);
+	ln = ct_slurp(logpath, &log);
+	if (log && ln >= 0)
+		log[ln] = 0;
+	fprintf(stderr, "  %s cut to %lld bytes: %s\n", file, (long long)len,
+		rc == -ESRCH ? "the daemon refused to start" : "the daemon started");
+	/* The message names the file (a pool: its bdev, whose file the log names). */
+	if (!CHECK(rc == -ESRCH) || !CHECK(log && strstr(log, file) && strstr(log, expect))) {
+		fprintf(stderr, "  expected a refusal naming %s: %s\n", file, expect);
+		ct_show_log(0);
+	} else {
+		const char *l = strstr(log, expect);
+
+		while (l > log && l[-1] != '\n')
+			l--;
+		fprintf(stderr, "  %.*s\n", (int)(strchrnul(l, '\n') - l), l);
+	}
+	ct_kill();
+	ct_detach();
+	CHECK(ct_spew(file, keep, (size_t)n));
+out:
+	free(keep);
+	free(log);
+}
+
+/* The start-up checks: a short torture leaves state in every file, each is damaged in turn
+ * and refused, then all put back the device comes up with exactly the state it had. */
+static void test_startup_checks(const char *build)
+{
+	char cmd[160];
+
+	ct.keep = true;
+	ct_run(build, false, "STARTUP_ROUNDS", 12);
+	ct.keep = false;
+	if (ct.failed)
+		return;
+	ct_refused(ct.zstate, 100, "zone state file");
+	ct_refused(ct.zstate, 8192, "zone state file");
+	ct_refused(ct.cstate, 10, "controller state file");
+	ct_refused(ct.pimg, 4u << 20, "namespace pool header is for 7340032 bytes");
+	if (access(ct.ptpl, F_OK) == 0)
+		ct_refused(ct.ptpl, 5, "not a reservation state");
+	/* The event log is a journal: a torn last record is dropped, the daemon starts. */
+	{
+		struct stat st;
+
+		if (CHECK(stat(ct.pel, &st) == 0 && st.st_size > 8 + 24) &&
+		    CHECK(truncate(ct.pel, st.st_size - 3) == 0)) {
+			CHECK(ct_start(1) == 0);
+			fprintf(stderr, "  %s cut by 3 bytes: the daemon started\n", ct.pel);
+			ct_kill();
+			ct_detach();
+		}
+	}
+	/* Everything back: the state the torture left, whole. */
+	if (CHECK(ct_start(1) == 0))
+		ct_verify();
+	ct_kill();
+	ct_detach();
+	CHECK(!ct.failed);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", ct.dir);
+	if (!ct.failed && system(cmd) != 0)
+		fprintf(stderr, "  cannot remove %s\n", ct.dir);
+}
+
 int main(int argc, char **argv)
 {
 	const char *build = argc > 1 ? argv[1] : "build";
 
 	itest_run("crash_torture", test_crash_torture, build);
 	itest_run("power_loss", test_power_loss, build);
+	itest_run("startup_checks", test_startup_checks, build);
 	return itest_summary();
 }
