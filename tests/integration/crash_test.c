@@ -1446,7 +1446,7 @@ static bool ct_submit_one(void)
 		o->zsa = acts[ct_below(sizeof(acts))];
 		o->slba = ct_zslba(zi);
 		z->busy_mgmt++;
-	} else if (r < 78) {
+	} else if (r < 84) {
 		/* The admin strand: firmware, saved features, pool namespaces, reservations. */
 		return ct_adm_submit();
 	} else if (r < 92) {
