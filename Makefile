@@ -124,7 +124,8 @@ soak: deps
 	@TEST_TIMEOUT=$$(( 20 * 3600 )) GUEST_TEST_TIMEOUT=$$(( $(SOAK_GUEST_TIME) + 900 )) \
 	    scripts/run-tests.sh \
 	    "soak:torture=env TORTURE_STEPS=$(SOAK_TORTURE_STEPS) build-asan/bin/nvme_torture_test build-asan" \
-	    "soak:crash=env CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) POWER_ROUNDS=$(SOAK_POWER_ROUNDS) build/bin/nvme_crash_test build" \
+	    "soak:crash=env CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) build/bin/nvme_crash_test build" \
+	    "soak:powerloss=env POWER_ROUNDS=$(SOAK_POWER_ROUNDS) build/bin/nvme_powerloss_test build" \
 	    "soak:libfuzzer=env FUZZ_CHECK_TIME=$(SOAK_FUZZ_TIME) tests/fuzz/libfuzzer-check.sh build" \
 	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) SOAK_MAX_LAT_US=2000000 tests/guest/test-soak.sh" \
 	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
