@@ -171,6 +171,7 @@ struct app_subsys {
 	bool pool_creating;
 	/* The controller's Persistent Event Log state file (controller/pel.c), or NULL. */
 	char *event_log_file;
+	char *state_file; /* the controllers' state files (FILE, FILE.<cntlid>), or NULL */
 	struct app_subsys *next;
 };
 
@@ -261,7 +262,8 @@ struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
 /* min_cntlid/max_cntlid 0: 1 and 0xffef. */
 /* The Persistent Event Log state file of the subsystem's controller (before its listener is
  * added). 0 or -ENOMEM (err set). */
-int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err);
+/* Sets one of a subsystem's file paths (event_log_file, state_file) to a copy of path. */
+int app_subsys_set_path(char **slot, const char *path, char *err);
 int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
 		      uint32_t max_namespaces, bool allow_any_host, uint32_t min_cntlid,
 		      uint32_t max_cntlid, char *err);

@@ -456,17 +456,17 @@ static void app_listener_finish_pending(struct app_listener *l)
 /* Creates and starts l's controller on fn's socket, a member of the subsystem with every
  * namespace attached. On failure it returns the error and has started the listener's teardown,
  * which reports it through l->done. */
-/* The Persistent Event Log state file of l's controller: the subsystem's file for the first
- * CNTLID, FILE.<cntlid> for the others (each controller keeps its own log), NULL: none. */
-static const char *app_listener_event_log(const struct app_listener *l, char *buf, size_t len)
+/* A state file of l's controller (the event log, the controller state) from the subsystem's
+ * FILE: FILE itself for the first CNTLID, FILE.<cntlid> for the others (each controller keeps
+ * its own), NULL: none. */
+static const char *app_listener_file(const struct app_listener *l, const char *file, char *buf,
+				     size_t len)
 {
-	const struct app_subsys *s = l->s;
-
-	if (!s->event_log_file)
+	if (!file)
 		return NULL;
-	if (l->cntlid == s->min_cntlid)
-		return s->event_log_file;
-	snprintf(buf, len, "%s.%u", s->event_log_file, l->cntlid);
+	if (l->cntlid == l->s->min_cntlid)
+		return file;
+	snprintf(buf, len, "%s.%u", file, l->cntlid);
 	return buf;
 }
 
@@ -474,7 +474,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 			      struct app_function *fn, char *err)
 {
 	struct app_subsys *s = l->s;
-	char pel_path[PATH_MAX];
+	char pel_path[PATH_MAX], state_path[PATH_MAX];
 	struct pcie_ctrlr_opts po = {
 	    .vuid = fn->vuid,
 	    .socket_path = fn->socket_path,
@@ -491,7 +491,9 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 		    .mdts = app_transport_mdts(t),
 		    .sgl = t->tr.sgl,
 		    .no_dbbuf = t->tr.no_dbbuf,
-		    .pel_file = app_listener_event_log(l, pel_path, sizeof(pel_path)),
+		    .pel_file = app_listener_file(l, s->event_log_file, pel_path, sizeof(pel_path)),
+		    .state_file =
+			app_listener_file(l, s->state_file, state_path, sizeof(state_path)),
 		},
 	    .vendor_id = t->tr.vendor_id,
 	    .device_id = t->tr.device_id,
@@ -541,7 +543,7 @@ out_teardown:
 	return rc;
 }
 
-int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err)
+int app_subsys_set_path(char **slot, const char *path, char *err)
 {
 	char *p = strdup(path);
 
@@ -549,8 +551,8 @@ int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err)
 		snprintf(err, APP_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
-	free(s->event_log_file);
-	s->event_log_file = p;
+	free(*slot);
+	*slot = p;
 	return 0;
 }
 
@@ -574,6 +576,7 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 		free(s->hosts[i]);
 	free(s->hosts);
 	free(s->event_log_file);
+	free(s->state_file);
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);

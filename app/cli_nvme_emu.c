@@ -66,6 +66,10 @@ static const struct cli_opt app_cli_opts[] = {
     {"model", APP_O_MODEL, "M", "the controller's model number.", 0},
     {"event-log", APP_O_EVENT_LOG, "FILE",
      "keep the Persistent Event Log in FILE (read at start, appended to with each event).", 0},
+    {"state-file", APP_O_STATE_FILE, "FILE",
+     "keep the controller's firmware slots and the features saved with SV in FILE (read at "
+     "start, written before each change completes).",
+     0},
     {NULL, 0, NULL, "Transport (nvmf_create_transport's defaults in target mode)", 0},
     {"poll-groups", 'm', "N|0xMASK",
      "poll-group threads owning the I/O queues (default 1), not pinned; a mask (0x6) makes one "

@@ -30,6 +30,7 @@ enum app_cli_code {
 	APP_O_NS_POOL,
 	APP_O_ZONED,
 	APP_O_EVENT_LOG,
+	APP_O_STATE_FILE,
 	APP_O_METRICS,
 	APP_O_READ_ZEROES,
 };

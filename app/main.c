@@ -385,6 +385,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->ctrlr.pel_file = optarg;
 			break;
+		case APP_O_STATE_FILE:
+			if (!*optarg) {
+				fprintf(stderr, "nvme-emu: --state-file needs a file\n");
+				return -EINVAL;
+			}
+			o->ctrlr.state_file = optarg;
+			break;
 		case APP_O_MODEL:
 			o->ctrlr.model = optarg;
 			break;
@@ -413,11 +420,11 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	}
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
-		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file) {
+		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->ctrlr.state_file) {
 			fprintf(stderr,
 				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool/"
-				"--event-log need --socket (over RPC: nvmf_create_subsystem's "
-				"event_log_file)\n");
+				"--event-log/--state-file need --socket (over RPC: "
+				"nvmf_create_subsystem's event_log_file, state_file)\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -806,7 +813,11 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o, struct 
 	if (rc)
 		goto out_err;
 	st->s = app_subsys_find(t, st->nqn);
-	if (o->ctrlr.pel_file && (rc = app_subsys_set_event_log(st->s, o->ctrlr.pel_file, err)))
+	if (o->ctrlr.pel_file &&
+	    (rc = app_subsys_set_path(&st->s->event_log_file, o->ctrlr.pel_file, err)))
+		goto out_err;
+	if (o->ctrlr.state_file &&
+	    (rc = app_subsys_set_path(&st->s->state_file, o->ctrlr.state_file, err)))
 		goto out_err;
 	return app_setup_continue(st);
 

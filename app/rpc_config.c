@@ -191,6 +191,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		}
 		if (s->event_log_file)
 			rpc_config_str(p, "event_log_file", s->event_log_file);
+		if (s->state_file)
+			rpc_config_str(p, "state_file", s->state_file);
 		rpc_config_add(config, "nvmf_create_subsystem", p);
 		for (unsigned int i = 0; i < s->nr_hosts; i++) {
 			p = json_object_new_object();

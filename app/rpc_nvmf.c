@@ -279,7 +279,7 @@ static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object 
 /* ---- subsystems ---- */
 
 struct rpc_subsys {
-	const char *nqn, *serial_number, *model_number, *tgt_name, *event_log_file;
+	const char *nqn, *serial_number, *model_number, *tgt_name, *event_log_file, *state_file;
 	uint32_t max_namespaces, min_cntlid, max_cntlid;
 	bool allow_any_host;
 };
@@ -297,6 +297,7 @@ static const struct rpc_decoder rpc_create_subsys_dec[] = {
     RPC_DEC(rpc_subsys, max_cntlid, RPC_T_U32, true),
     /* nvme-emu's: the Persistent Event Log's state file (controller/pel.c). */
     RPC_DEC(rpc_subsys, event_log_file, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, state_file, RPC_T_STRING, true),
     RPC_IGNORED("dmrsl", RPC_T_U32),
     RPC_IGNORED("wzsl", RPC_T_U32),
     RPC_IGNORED("admin_label", RPC_T_STRING),
@@ -326,12 +327,17 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 
 	if (rpc_decode_params(req, params, rpc_create_subsys_dec, RPC_N(rpc_create_subsys_dec), &p))
 		return;
-	if (p.event_log_file && !*p.event_log_file)
-		return rpc_request_error(req, -EINVAL, "event_log_file must not be empty");
+	if ((p.event_log_file && !*p.event_log_file) || (p.state_file && !*p.state_file))
+		return rpc_request_error(req, -EINVAL,
+					 "event_log_file and state_file must not be empty");
 	rc = app_subsys_create(ctx, p.nqn, p.serial_number, p.model_number, p.max_namespaces,
 			       p.allow_any_host, p.min_cntlid, p.max_cntlid, err);
 	if (!rc && p.event_log_file)
-		rc = app_subsys_set_event_log(app_subsys_find(ctx, p.nqn), p.event_log_file, err);
+		rc = app_subsys_set_path(&app_subsys_find(ctx, p.nqn)->event_log_file,
+					 p.event_log_file, err);
+	if (!rc && p.state_file)
+		rc = app_subsys_set_path(&app_subsys_find(ctx, p.nqn)->state_file, p.state_file,
+					 err);
 	if (rc)
 		rpc_request_error(req, rc, "%s", err);
 	else

@@ -759,8 +759,10 @@ void bdev_submit(struct bdev_channel *ch, struct bdev_io *io)
 	}
 	if (io->type == BDEV_IO_READ || io->type == BDEV_IO_WRITE)
 		io->internal.bytes = io->num_blocks * b->block_size;
-	/* Without a volatile write cache enabled, a write completes only when durable. */
-	if ((io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES) &&
+	/* Without a volatile write cache enabled, a write or a deallocation completes only when
+	 * durable. */
+	if ((io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES ||
+	     io->type == BDEV_IO_UNMAP) &&
 	    !bdev_write_cache_enabled(b))
 		io->flags |= BDEV_IO_F_FUA;
 	b->ops->submit(ch, io);

@@ -212,7 +212,8 @@ static void bdev_rbd_submit(struct bdev_channel *ch, struct bdev_io *io)
 	r->rbd = rbd;
 	r->status = 0;
 	r->flush_after = (io->flags & BDEV_IO_F_FUA) &&
-			 (io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES);
+			 (io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES ||
+			  io->type == BDEV_IO_UNMAP);
 	/* One extra count while starting, so no completion finishes the io before all started. */
 	r->pending = (int)n + 1;
 	for (i = 0; i < n; i++) {

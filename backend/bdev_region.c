@@ -110,6 +110,7 @@ static void bdev_region_unmap_next(struct bdev_channel *ch, struct bdev_io *io)
 	}
 	memset(child, 0, sizeof(*child));
 	child->type = BDEV_IO_UNMAP;
+	child->flags = io->flags;
 	child->ranges = rio->ranges;
 	child->nranges = n;
 	child->cb = bdev_region_child_done;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,24 @@ static int file_replace_write_all(int fd, const struct iovec *iov, int iovcnt)
 	return 0;
 }
 
+int file_replace_sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		rc = -errno;
+	else if (fsync(fd))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
+}
+
 int file_replace(const char *path, const struct iovec *iov, int iovcnt)
 {
 	size_t tlen = strlen(path) + sizeof(".tmp");
@@ -53,6 +72,9 @@ int file_replace(const char *path, const struct iovec *iov, int iovcnt)
 		rc = -errno;
 	if (rc)
 		unlink(tmp);
+	/* The rename is durable only once the directory entry is. */
+	if (!rc)
+		rc = file_replace_sync_dir(path);
 	free(tmp);
 	return rc;
 }

@@ -38,6 +38,9 @@ struct ctrlr_config {
 	/* The Persistent Event Log's state file (NULL: the log lives in memory only): read at
 	 * creation, appended to with every event, so the log outlives a daemon restart. */
 	const char *pel_file;
+	/* The controller's state file (NULL: none): firmware slots and activation, features saved
+	 * with SV; read at creation (a bad file fails it), written before each change completes. */
+	const char *state_file;
 };
 
 /*

@@ -345,8 +345,24 @@ struct ctrlr_req {
 	ctrlr_req_io_done_fn io_done;
 	struct evloop_msg hop; /* a hop to another thread and back (reservations, fused locks) */
 	/* Runs first in ctrlr_req_complete when set (a module's end of the command: a write leaves
-	 * the namespace's range locks, nvm/fused.c); the module clears it as it runs. */
-	void (*end_fn)(struct ctrlr_req *req);
+	 * the namespace's range locks, nvm/fused.c; a zone write ends in zone order, zns/); the core
+	 * clears it before the call, and runs it again if the call set another (a chain). It may
+	 * change *status; it returns true to hold the completion back, and then calls
+	 * ctrlr_req_complete again itself, later. */
+	bool (*end_fn)(struct ctrlr_req *req, uint16_t *status);
+	/* A completion a module holds back, the module's to use (zns/zone_sync.c: the writes of a
+	 * zone end in zone order, and after the zone state they changed is recorded, or durable).
+	 * Cleared when the request starts. */
+	struct {
+		bool active;  /* a reservation the module must be told the end of */
+		bool durable; /* the end waits for the state to be durable (FUA, no write cache) */
+		uint16_t status;
+		uint32_t gen;
+		uint64_t lba, nlb;
+		struct ctrlr_req *next;
+		bool (*prev_end)(struct ctrlr_req *req, uint16_t *status); /* the chain's next */
+		void (*cont)(struct ctrlr_req *req, uint16_t status); /* after a wait */
+	} hold;
 	/* A fused pair (req.c takes both commands): the other command of the pair. */
 	struct ctrlr_req *fused;
 	/* Range locks (nvm/fused.c, nvm/nvm.h): the lock state, the range held or waited for, the command to
@@ -762,6 +778,9 @@ void ctrlr_req_free(struct ctrlr_req *req);
 /* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
  * (or drops it if the queue or controller is going away) and frees the request. */
 void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
+/* Runs fn(req) later on the owner thread of req's queue (the admin thread for the admin queue),
+ * through req->hop: the request must not be posted again until fn started. Any thread. */
+void ctrlr_req_post(struct ctrlr_req *req, void (*fn)(void *arg));
 
 /* ---- iostat.c: per queue and namespace statistics (ctrlr_iostat.h) ---- */
 /* The blocks of queue qid, made with its first SQ (slot 0 and the namespaces attached); NULL

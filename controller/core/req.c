@@ -50,6 +50,16 @@ void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc
 	ctrlr_req_complete(req, status);
 }
 
+void ctrlr_req_post(struct ctrlr_req *req, void (*fn)(void *arg))
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+
+	if (req->sq->qid)
+		ctrlr->ops->io_post(ctrlr->tctx, req->sq, &req->hop, fn, req);
+	else
+		ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, fn, req);
+}
+
 void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 {
 	struct ctrlr_sq *sq = req->sq;
@@ -58,11 +68,12 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 
 	/* The module's end of the command first, while req->ns is held (a write leaves the
 	 * namespace's range locks, nvm/fused.c). */
-	if (req->end_fn) {
-		void (*end)(struct ctrlr_req *req) = req->end_fn;
+	while (req->end_fn) {
+		bool (*end)(struct ctrlr_req *req, uint16_t *status) = req->end_fn;
 
 		req->end_fn = NULL;
-		end(req);
+		if (end(req, &status))
+			return; /* held: the module completes it later */
 	}
 	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
 	ctrlr_req_data_done(req);

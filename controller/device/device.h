@@ -13,6 +13,7 @@
 
 #include "backend/bdev.h"
 #include "common/evloop.h"
+#include "common/syncer.h"
 #include "controller/core/core.h"
 #include "controller/module_ids.h"
 #include "controller/nvme_spec.h"
@@ -154,9 +155,32 @@ struct ctrlr_pel {
 };
 
 /* The module's state in a controller. */
+/* The controller's state file (state.c): the features saved with SV, the write in flight and
+ * the commands waiting for the next one (through req->hold). */
+#define CTRLR_SAVED_FEATS 32
+struct ctrlr_saved_feat {
+	uint8_t fid, sub; /* sub: what else names the value (Temperature Threshold: TMPSEL, THSEL) */
+	uint32_t value;
+};
+struct ctrlr_saved_feats {
+	uint32_t n;
+	struct ctrlr_saved_feat f[CTRLR_SAVED_FEATS];
+};
+struct ctrlr_dev_state {
+	char *path; /* NULL: nothing outlives the daemon */
+	struct ctrlr_saved_feats feats;
+	bool busy;
+	struct ctrlr_req *cur, *next_head, *next_tail;
+	char *text;
+	struct iovec iov;
+	struct syncer_job job;
+	struct evloop_msg msg;
+};
+
 struct ctrlr_device {
 	struct ctrlr_health health;
 	struct ctrlr_fw fw;
+	struct ctrlr_dev_state state;
 	struct ctrlr_bg_io bg;
 	struct ctrlr_dst dst;
 	struct ctrlr_san san;
@@ -282,8 +306,27 @@ void ctrlr_health_check_temperature(struct ctrlr *ctrlr);
  * its length. */
 size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf);
 
+
+/* ---- state.c: the controller's state file (ctrlr_config.state_file) ---- */
+/* Reads the firmware slots and the saved features (a missing file: nothing; a bad one is refused,
+ * logged, nothing taken: -EINVAL). 0 or -errno. Creation, after ctrlr_fw_init. */
+int ctrlr_state_load(struct ctrlr *ctrlr);
+void ctrlr_state_fini(struct ctrlr *ctrlr);
+/* The saved value of feature fid (sub: the part of it, 0 for most): true and *value, or false. */
+bool ctrlr_saved_feat_get(const struct ctrlr *ctrlr, uint8_t fid, uint8_t sub, uint32_t *value);
+/* Keeps value as the saved one (in memory: ctrlr_state_save writes it). */
+void ctrlr_saved_feat_put(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub, uint32_t value);
+void ctrlr_saved_feat_del(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub);
+/* Writes the state as it is now (the firmware slots, the saved features) to the file, durably,
+ * by the syncer thread, then done(req, status) on the admin thread: Internal Error if it could
+ * not be written (the caller undoes its change). Without a file: done at once. Admin thread. */
+void ctrlr_state_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req *req, uint16_t st));
+
 /* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
  * image; the Firmware Slot log; the two commands. ---- */
+/* At creation, after the state file: the active slot (or the one committed for the next reset,
+ * which a power cycle activates) is the running firmware. */
+void ctrlr_fw_power_on(struct ctrlr *ctrlr);
 void ctrlr_fw_init(struct ctrlr *ctrlr);
 void ctrlr_fw_fini(struct ctrlr *ctrlr);
 void ctrlr_fw_reset(struct ctrlr *ctrlr);

@@ -13,6 +13,7 @@ static void ctrlr_device_fini(struct ctrlr *ctrlr)
 	struct ctrlr_telemetry *t = &ctrlr_dev(ctrlr)->tel;
 
 	ctrlr_fw_fini(ctrlr);
+	ctrlr_state_fini(ctrlr);
 	ctrlr_bg_fini(ctrlr);
 	free(t->host.data);
 	free(t->ctrl.data);
@@ -28,6 +29,14 @@ static int ctrlr_device_init(struct ctrlr *ctrlr)
 
 	ctrlr_health_init(ctrlr);
 	ctrlr_fw_init(ctrlr);
+	/* The firmware the state file keeps (a power cycle activates what was committed for
+	 * the next reset) and the saved features (admin/ applies them). */
+	rc = ctrlr_state_load(ctrlr);
+	if (rc) {
+		ctrlr_state_fini(ctrlr);
+		return rc;
+	}
+	ctrlr_fw_power_on(ctrlr);
 	for (unsigned int i = 0; i < NVME_DST_LOG_ENTRIES; i++)
 		d->dst.results[i].status = NVME_DST_RES_UNUSED;
 	d->san.sstat = NVME_SSTAT_NEVER;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/syncer.h"
 #include "controller/core/core.h"
 #include "controller/module_ids.h"
 #include "controller/nvm/resv_state.h"
@@ -31,10 +32,12 @@ extern const struct ctrlr_cmd ctrlr_nvm_io_cmds[256];
  * namespaces: ctrlr_nvm_ns.zoned). Owner thread. */
 struct ctrlr_nvm_zoned_ops {
 	/* A write of [slba, +nlb) of req's namespace is about to be sent: the zone's state and
-	 * write pointer (the range is reserved). NVMe status. */
+	 * write pointer (the range is reserved until the command completes, whatever its status:
+	 * a failed write gives it back). NVMe status. */
 	uint16_t (*write)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-	/* That write failed or was not sent: the range goes back. */
-	void (*write_failed)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+	/* Flush of req's namespace: true when the zones take it over (the data and the zone state
+	 * made durable, then cont(req, status) on the owner thread); false: a plain bdev flush. */
+	bool (*flush)(struct ctrlr_req *req, void (*cont)(struct ctrlr_req *req, uint16_t st));
 	/* A read of [slba, +nlb) is about to be sent. NVMe status. */
 	uint16_t (*read)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
 	/* A read of [slba, +nlb) of ns landed in iov (logical blocks of ns's block size): blocks
@@ -59,6 +62,16 @@ struct ctrlr_nvm_ctrlr {
 struct ctrlr_nvm_shared {
 	struct ctrlr_resv resv;	     /* reservations (resv.c) */
 	char *ptpl_file;	     /* NULL: no Persist Through Power Loss */
+	/* A change being written to the PTPL file (resv.c, admin thread): the state before it,
+	 * its notifications, the job; the namespace's reservation commands wait meanwhile. */
+	bool resv_saving;
+	struct ctrlr_resv resv_before;
+	struct ctrlr_resv_events resv_ev;
+	char *resv_text;
+	struct iovec resv_iov;
+	struct syncer_job resv_job;
+	void (*resv_saved)(struct ctrlr_req *req, int rc);
+	struct ctrlr_req *resv_wait_head, *resv_wait_tail;
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (fused.c) */
 	struct ctrlr_uncor uncor;    /* unreadable blocks (uncor.c), whoever marked them */
 };
@@ -90,12 +103,12 @@ static inline uint16_t ctrlr_nvm_zoned_write(struct ctrlr_req *req, uint64_t slb
 
 	return z ? z->write(req, slba, nlb) : NVME_SC_SUCCESS;
 }
-static inline void ctrlr_nvm_zoned_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+static inline bool ctrlr_nvm_zoned_flush(struct ctrlr_req *req,
+					 void (*cont)(struct ctrlr_req *req, uint16_t st))
 {
 	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(req->ns)->zoned;
 
-	if (z)
-		z->write_failed(req, slba, nlb);
+	return z && z->flush(req, cont);
 }
 static inline uint16_t ctrlr_nvm_zoned_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
@@ -194,11 +207,15 @@ bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr);
 /* Get Log Page 80h: the Reservation Notification log page (consumes the oldest entry unless
  * rae). */
 size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
-/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change
- * (written to the state file at once: 0 or -errno, the state unchanged on failure). */
+/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change by
+ * Set Features req (admin queue, req->ns held): written to the state file (by the syncer
+ * thread, after the namespace's reservation changes before it) before it takes effect; then
+ * done(req, status) on the admin thread (Internal Error, the state unchanged, when the file
+ * cannot be written; Invalid Field when the namespace cannot persist). */
 bool ctrlr_resv_ptpl(const struct ctrlr_ns *ns);
 bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns);
-int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on);
+void ctrlr_resv_set_ptpl(struct ctrlr_req *req, bool on,
+			 void (*done)(struct ctrlr_req *req, uint16_t st));
 
 /* ---- lba_status.c ---- */
 void ctrlr_admin_get_lba_status(struct ctrlr_req *req);

@@ -274,20 +274,148 @@ static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctr
 	}
 }
 
-/* On the admin thread: run the state machine against the shared namespace. */
-static void ctrlr_resv_exec_admin(void *arg)
+/* ---- the PTPL file: each change written (by the syncer thread) before it takes effect ---- */
+
+static void ctrlr_resv_exec(struct ctrlr_req *req);
+static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);
+
+/* Admin thread: a command of a namespace whose change is being saved waits for it, in order
+ * (Report too: it must not show what is not durable yet). */
+static bool ctrlr_resv_wait(struct ctrlr_nvm_shared *sh, struct ctrlr_req *req)
+{
+	if (!sh->resv_saving)
+		return false;
+	req->hold.next = NULL;
+	if (sh->resv_wait_tail)
+		sh->resv_wait_tail->hold.next = req;
+	else
+		sh->resv_wait_head = req;
+	sh->resv_wait_tail = req;
+	return true;
+}
+
+/* The save ended: the commands that waited run, until one starts a save of its own. */
+static void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh)
+{
+	sh->resv_saving = false;
+	while (!sh->resv_saving && sh->resv_wait_head) {
+		struct ctrlr_req *req = sh->resv_wait_head;
+
+		sh->resv_wait_head = req->hold.next;
+		if (!sh->resv_wait_head)
+			sh->resv_wait_tail = NULL;
+		if (req->sq->qid)
+			ctrlr_resv_exec(req);
+		else
+			ctrlr_resv_set_ptpl_exec(req);
+	}
+}
+
+/* Admin thread, after the syncer: the command's continuation, then the next commands. */
+static void ctrlr_resv_saved_msg(void *arg)
 {
 	struct ctrlr_req *req = arg;
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+	int rc = sh->resv_job.rc;
+
+	free(sh->resv_text);
+	sh->resv_text = NULL;
+	if (rc)
+		LOG_ERR(CTRLR_LOG, "ns %u: cannot write reservation state %s: %s", req->ns->nsid,
+			sh->ptpl_file, strerror(-rc));
+	sh->resv_saved(req, rc);
+	ctrlr_resv_saved_next(sh);
+}
+
+static void ctrlr_resv_saved_job(struct syncer_job *job, int rc)
+{
+	struct ctrlr_req *req = job->arg;
 	struct ctrlr *ctrlr = req->sq->ctrlr;
+
+	(void)rc; /* in job->rc */
+	ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, ctrlr_resv_saved_msg, req);
+}
+
+/* Writes the namespace's state (as it is now) to its PTPL file, replacing it whole and durably;
+ * done(req, rc) on the admin thread. While it runs, the namespace's reservation commands wait. */
+static void ctrlr_resv_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req *req, int rc))
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+	int rc;
+
+	sh->resv_text = ctrlr_resv_encode(&sh->resv);
+	if (!sh->resv_text)
+		return done(req, -ENOMEM);
+	sh->resv_iov = (struct iovec){.iov_base = sh->resv_text, .iov_len = strlen(sh->resv_text)};
+	sh->resv_job = (struct syncer_job){.op = SYNCER_REPLACE,
+					   .path = sh->ptpl_file,
+					   .iov = &sh->resv_iov,
+					   .iovcnt = 1,
+					   .done = ctrlr_resv_saved_job,
+					   .arg = req};
+	sh->resv_saved = done;
+	sh->resv_saving = true;
+	rc = syncer_submit(&sh->resv_job);
+	if (rc) {
+		sh->resv_saving = false;
+		free(sh->resv_text);
+		sh->resv_text = NULL;
+		done(req, rc);
+	}
+}
+
+/* The change is durable (or needed no saving): it takes effect, the command completes. */
+static void ctrlr_resv_apply(struct ctrlr_req *req, const struct ctrlr_resv_events *ev)
+{
 	struct ctrlr_ns_shared *s = req->ns->shared;
-	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_shared(s);
+
+	ctrlr_resv_update_access(s);
+	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
+	    (req->sqe.cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT) {
+		struct ctrlr_preempt_op *op = calloc(1, sizeof(*op));
+
+		/* Without memory for the wait, the fences still go up; the Acquire just does not
+		 * wait for them. */
+		if (!op)
+			LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort completes before its fences",
+				req->ns->nsid);
+		else
+			*op = (struct ctrlr_preempt_op){.req = req, .pending = 1};
+		ctrlr_resv_preempt_abort(s, ev, op);
+		ctrlr_resv_notify(s, ev);
+		if (op)
+			return ctrlr_resv_preempt_put(op);
+		return ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+	}
+	ctrlr_resv_notify(s, ev);
+	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+}
+
+static void ctrlr_resv_exec_saved(struct ctrlr_req *req, int rc)
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+
+	/* Not durable: the change is undone and the command fails. */
+	if (rc) {
+		sh->resv = sh->resv_before;
+		return ctrlr_resv_finish(req, NVME_SC_INTERNAL);
+	}
+	ctrlr_resv_apply(req, &sh->resv_ev);
+}
+
+/* On the admin thread: run the state machine against the shared namespace. */
+static void ctrlr_resv_exec(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_ns(req->ns)->sh;
 	struct ctrlr_resv_keys *k = req->step.buf;
 	struct ctrlr_resv_events ev = {0};
-	struct ctrlr_resv before = ns_sh->resv;
+	bool persist = false, was_ptpl = ns_sh->resv.ptpl;
 	uint32_t cdw10 = req->sqe.cdw10;
-	bool persist = false;
 	uint16_t st;
 
+	if (req->sqe.cdw0.bits.opc != NVME_CMD_RESV_REPORT)
+		ns_sh->resv_before = ns_sh->resv;
 	switch (req->sqe.cdw0.bits.opc) {
 	case NVME_CMD_RESV_REGISTER:
 		st = ctrlr_resv_register(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
@@ -309,38 +437,21 @@ static void ctrlr_resv_exec_admin(void *arg)
 		req->error_loc = offsetof(struct nvme_sqe, cdw10);
 	if (st)
 		return ctrlr_resv_finish(req, st);
-	/* With PTPL on (or just turned off) the file follows before the command completes; if it
-	 * cannot be written, the change is undone and the command fails. */
-	if (persist && ns_sh->ptpl_file && (ns_sh->resv.ptpl || before.ptpl)) {
-		int rc = ctrlr_resv_save(&ns_sh->resv, ns_sh->ptpl_file);
-
-		if (rc) {
-			LOG_ERR(CTRLR_LOG, "ns %u: cannot write reservation state %s: %s",
-				req->ns->nsid, ns_sh->ptpl_file, strerror(-rc));
-			ns_sh->resv = before;
-			return ctrlr_resv_finish(req, NVME_SC_INTERNAL);
-		}
+	/* With PTPL on (or just turned off) the file takes the change before it takes effect
+	 * (write-ahead): the command completes once it is durable. */
+	if (persist && ns_sh->ptpl_file && (ns_sh->resv.ptpl || was_ptpl)) {
+		ns_sh->resv_ev = ev;
+		return ctrlr_resv_save(req, ctrlr_resv_exec_saved);
 	}
-	ctrlr_resv_update_access(s);
-	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
-	    (cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT) {
-		struct ctrlr_preempt_op *op = calloc(1, sizeof(*op));
+	ctrlr_resv_apply(req, &ev);
+}
 
-		/* Without memory for the wait, the fences still go up; the Acquire just does not
-		 * wait for them. */
-		if (!op)
-			LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort completes before its fences",
-				req->ns->nsid);
-		else
-			*op = (struct ctrlr_preempt_op){.req = req, .pending = 1};
-		ctrlr_resv_preempt_abort(s, &ev, op);
-		ctrlr_resv_notify(s, &ev);
-		if (op)
-			return ctrlr_resv_preempt_put(op);
-		return ctrlr_resv_finish(req, NVME_SC_SUCCESS);
-	}
-	ctrlr_resv_notify(s, &ev);
-	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+static void ctrlr_resv_exec_admin(void *arg)
+{
+	struct ctrlr_req *req = arg;
+
+	if (!ctrlr_resv_wait(ctrlr_nvm_ns(req->ns)->sh, req))
+		ctrlr_resv_exec(req);
 }
 
 void ctrlr_io_resv(struct ctrlr_req *req)
@@ -392,17 +503,35 @@ bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns)
 	return ctrlr_nvm_ns(ns)->sh->resv.ptpl_capable;
 }
 
-int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on)
+static void ctrlr_resv_set_ptpl_saved(struct ctrlr_req *req, int rc)
 {
-	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(ns)->sh;
-	bool was = sh->resv.ptpl;
-	int rc;
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
 
-	if (on && !sh->resv.ptpl_capable)
-		return -ENOTSUP;
-	sh->resv.ptpl = on;
-	rc = ctrlr_resv_save(&sh->resv, sh->ptpl_file);
 	if (rc)
-		sh->resv.ptpl = was;
-	return rc;
+		sh->resv.ptpl = !sh->resv.ptpl;
+	req->hold.cont(req, rc ? NVME_SC_INTERNAL : NVME_SC_SUCCESS);
+}
+
+static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req)
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+	bool on = req->hold.lba;
+
+	if (on == sh->resv.ptpl)
+		return req->hold.cont(req, NVME_SC_SUCCESS);
+	sh->resv.ptpl = on;
+	ctrlr_resv_save(req, ctrlr_resv_set_ptpl_saved);
+}
+
+void ctrlr_resv_set_ptpl(struct ctrlr_req *req, bool on,
+			 void (*done)(struct ctrlr_req *req, uint16_t st))
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+
+	req->hold.lba = on;
+	req->hold.cont = done;
+	if (on && !sh->resv.ptpl_capable)
+		return done(req, NVME_SC_INVALID_FIELD);
+	if (!ctrlr_resv_wait(sh, req))
+		ctrlr_resv_set_ptpl_exec(req);
 }

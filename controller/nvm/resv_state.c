@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/file_replace.h"
 #include "common/log.h"
 #include "controller/nvm/resv_state.h"
 
@@ -354,17 +353,15 @@ static int ctrlr_resv_unhex(const char *s, uint8_t *b)
 	return 0;
 }
 
-int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path)
+char *ctrlr_resv_encode(const struct ctrlr_resv *r)
 {
 	struct json_object *o = json_object_new_object(), *regs = json_object_new_array();
-	struct iovec iov[2];
-	char hex[33];
-	int rc;
+	char hex[33], *text = NULL;
 
 	if (!o || !regs) {
 		json_object_put(o);
 		json_object_put(regs);
-		return -ENOMEM;
+		return NULL;
 	}
 	json_object_object_add(o, "ptpl", json_object_new_boolean(r->ptpl));
 	/* With PTPL off nothing survives a power loss: only that is written. */
@@ -387,12 +384,10 @@ int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path)
 	} else {
 		json_object_put(regs);
 	}
-	iov[0].iov_base = (void *)json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
-	iov[0].iov_len = strlen(iov[0].iov_base);
-	iov[1] = (struct iovec){.iov_base = "\n", .iov_len = 1};
-	rc = file_replace(path, iov, 2);
+	if (asprintf(&text, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY)) < 0)
+		text = NULL;
 	json_object_put(o);
-	return rc;
+	return text;
 }
 
 int ctrlr_resv_load(struct ctrlr_resv *r, const char *path)

@@ -81,8 +81,9 @@ bool ctrlr_resv_is_holder(const struct ctrlr_resv *r, const uint8_t hostid[16]);
 uint32_t ctrlr_resv_access(const struct ctrlr_resv *r, const uint8_t hostid[16]);
 
 /* ---- PTPL state file (JSON; see README "Reservations") ---- */
-/* Writes the state to `path` (a temporary file renamed over it, fsynced). 0 or -errno. */
-int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path);
+/* The state as the file holds it (malloc'ed text; NULL without memory). resv.c has it written by
+ * the syncer (common/syncer.h), replacing the file whole. */
+char *ctrlr_resv_encode(const struct ctrlr_resv *r);
 /* Reads `path` into r (a missing file is an empty state, 0). 0, -EINVAL (bad content), -errno. */
 int ctrlr_resv_load(struct ctrlr_resv *r, const char *path);
 

@@ -508,6 +508,29 @@ static void ctrlr_pool_load_done(struct ctrlr_ns_pool *pool, int status)
 	g0 = ctrlr_pool_hdr_check(pool, pool->buf);
 	g1 = ctrlr_pool_hdr_check(pool, pool->buf + CTRLR_POOL_SLOT);
 	if (!g0 && !g1) {
+		/* A pool header that does not fit this bdev (cut short by a full disk, grown, a
+		 * copy torn): refused, never taken for a blank bdev nor advised to be formatted. */
+		for (int i = 0; i < 2 && !pool->format; i++) {
+			struct ctrlr_pool_hdr t;
+
+			memcpy(&t, pool->buf + i * CTRLR_POOL_SLOT, sizeof(t));
+			if (memcmp(t.magic, CTRLR_POOL_MAGIC, sizeof(CTRLR_POOL_MAGIC)))
+				continue;
+			if (t.data_end != pool->data_end)
+				snprintf(msg, sizeof(msg),
+					 "bdev %s: its namespace pool header is for %" PRIu64
+					 " bytes of namespaces, the bdev now holds %" PRIu64
+					 " (cut short or resized?): refused",
+					 bdev_get_name(pool->base), t.data_end - t.data_start,
+					 (uint64_t)(pool->data_end - CTRLR_POOL_DATA_START));
+			else
+				snprintf(msg, sizeof(msg),
+					 "bdev %s: its namespace pool header is damaged (bad checksum "
+					 "or layout in both copies): refused",
+					 bdev_get_name(pool->base));
+			ctrlr_pool_create_finish(pool, -EINVAL, msg);
+			return;
+		}
 		if (!pool->format && !ctrlr_pool_is_zero(pool->buf, CTRLR_POOL_HDR_BYTES)) {
 			snprintf(msg, sizeof(msg),
 				 "bdev %s holds data but no namespace pool header (format it to "
