@@ -107,7 +107,8 @@ static void ctrlr_identify_lbafs(const struct ctrlr_ns *ns, struct nvme_id_ns *i
 static void ctrlr_identify_common_lbafs(const struct ctrlr *ctrlr, struct nvme_id_ns *id)
 {
 	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
-	uint32_t n = ctrlr_lbafs_for(512, lbafs);
+	/* The formats a namespace can be created in: a pool region's (packed), else 512-byte. */
+	uint32_t n = ctrlr_lbafs_for(ctrlr_pool_of(ctrlr) ? CTRLR_POOL_REGION_BS : 512, lbafs);
 
 	id->nlbaf = (uint8_t)(n - 1);
 	id->mc = NVME_MC_EXTENDED | NVME_MC_SEPARATE;
@@ -128,6 +129,8 @@ static void ctrlr_identify_ns_nvm(const struct ctrlr_ns *ns, struct nvme_id_ns_n
 
 static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 {
+	uint64_t nvmcap;
+
 	id->nsze = ns->num_blocks;
 	id->ncap = ns->num_blocks;
 	id->nuse = ns->num_blocks;
@@ -137,7 +140,11 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	/* Deallocated blocks read back as zeroes; Write Zeroes may deallocate. */
 	if (ns->has_unmap)
 		id->dlfeat = NVME_DLFEAT_READ_ZEROES | NVME_DLFEAT_WZ_DEAC;
-	ctrlr_le128_put(id->nvmcap, ns->num_blocks * ns->block_size);
+	/* NVMCAP (Base 2.0 Figure 276): the NVM allocated to the namespace, data and metadata:
+	 * its pool extent, or its whole bdev. */
+	if (!ctrlr_nsm_ns_nvmcap(ns->ctrlr, ns->nsid, &nvmcap))
+		nvmcap = bdev_get_num_blocks(ns->bdev) * bdev_get_block_size(ns->bdev);
+	ctrlr_le128_put(id->nvmcap, nvmcap);
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
 	/* Reservations: every type, IEKEY as NVMe 1.3+, PTPL with a state file; NMIC bit 0 when

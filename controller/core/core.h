@@ -70,8 +70,8 @@ struct ctrlr_lbaf {
 	uint16_t ms;  /* metadata bytes */
 	uint8_t lbads;
 	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_*) */
-	uint8_t bpl;  /* bdev blocks per logical block */
 	uint8_t rp;   /* relative performance (space efficiency here) */
+	uint16_t bpl; /* bdev blocks per logical block */
 	uint32_t stride; /* bpl * the bdev's block size: bytes a logical block takes */
 };
 /* The namespace's current format in one word, loaded once per command (ctrlr_req_get_ns). */

@@ -1,7 +1,8 @@
 /* controller/nvm/format.c - the LBA formats of the NVM Command Set a namespace offers over its
  * bdev (data size 512 or 4096, metadata 0, 8, 16 or 64 bytes, 16b or 64b Guard), each logical
- * block taking whole bdev blocks (its data, its metadata, zero padding), and the FLBAS/DPS
- * encoding of one. Format NVM itself is admin/format.c. Admin thread. */
+ * block taking whole bdev blocks (its data, its metadata, zero padding to the bdev's block: none
+ * on a packed region, whose 8-byte blocks divide every format), and the FLBAS/DPS encoding of
+ * one. Format NVM itself is admin/format.c. Admin thread. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out)
 		l->ms = (uint16_t)ms;
 		l->lbads = ds == 512 ? 9 : 12;
 		l->pif = ctrlr_lbaf_menu[i].pif;
-		l->bpl = (uint8_t)((ds + ms + bs - 1) / bs);
+		l->bpl = (uint16_t)((ds + ms + bs - 1) / bs);
 		/* Relative Performance from the space a block wastes in padding. */
 		bytes = l->bpl * bs;
 		l->stride = bytes;

@@ -563,7 +563,7 @@ static void test_create_formats(void)
 	/* 256 blocks of 4 KiB (format 6): 1 MiB of the pool. */
 	CU_ASSERT_EQUAL(nsm_create(256, 256, 6, 0, 0, &a), 0);
 	CU_ASSERT_EQUAL(nsm_unvmcap(), 62 * NSM_MIB);
-	/* 2048 blocks of 512 + 8 with Type 1 PI, tuple first: two 512-byte pool blocks each. */
+	/* 2048 blocks of 512 + 8 with Type 1 PI, tuple first: 520 bytes each, in 2 MiB. */
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0x11, 0x9, 0, &b), 0); /* FLBAS 1, extended */
 	CU_ASSERT_EQUAL(nsm_unvmcap(), 60 * NSM_MIB);
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_ALLOC_NS, a, 0), 0);
@@ -574,13 +574,13 @@ static void test_create_formats(void)
 	CU_ASSERT_EQUAL(idns->nsze, 2048);
 	CU_ASSERT_EQUAL(idns->flbas, 0x11);
 	CU_ASSERT_EQUAL(idns->dps, 0x9);
-	/* Format NVM of b to format 6 (4 KiB, no PI): 2 MiB hold 512 of them, and the pool's
-	 * entry says so once the command completes. */
+	/* Format NVM of b to format 6 (4 KiB, no PI): its 2048 x 520 bytes hold 260 of them, and
+	 * the pool's entry says so once the command completes. */
 	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, b);
 	sqe.cdw10 = 6;
 	CU_ASSERT_EQUAL(nsm_cmd(&sqe, NULL), 0);
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, b, 0), 0);
-	CU_ASSERT_EQUAL(idns->nsze, 512);
+	CU_ASSERT_EQUAL(idns->nsze, 2048 * 520 / 4096);
 	CU_ASSERT_TRUE(ctrlr_ns_pool_get_ns(nsm_pool, b, &info));
 	CU_ASSERT_EQUAL(info.flbas, 6);
 	CU_ASSERT_EQUAL(info.dps, 0);
