@@ -554,7 +554,6 @@ static void bdev_region_piece_start(struct bdev_channel *ch, struct bdev_io *io)
 		rio->lk[rio->nlk++] = rio->a / bbs;
 	if (rio->tail)
 		rio->lk[rio->nlk++] = (rio->b - 1) / bbs;
-	rio->s = NULL;
 	if (bdev_region_lock(r, io))
 		bdev_region_rmw_go(io);
 }
@@ -568,6 +567,7 @@ static void bdev_region_submit(struct bdev_channel *ch, struct bdev_io *io)
 
 	rio->next_range = 0;
 	rio->chan = c;
+	rio->s = NULL;
 	if (!r->ratio && io->type != BDEV_IO_FLUSH)
 		return bdev_region_piece_start(ch, io);
 	if (io->type == BDEV_IO_UNMAP) {
