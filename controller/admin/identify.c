@@ -6,6 +6,7 @@
 
 #include "controller/admin/admin.h"
 #include "controller/device/device.h"
+#include "controller/nvm/pi.h"
 #include "controller/nvm/nvm.h"
 #include "controller/pool/pool.h"
 #include "controller/zns/zns.h"
@@ -120,11 +121,25 @@ static void ctrlr_identify_common_lbafs(const struct ctrlr *ctrlr, struct nvme_i
 	}
 }
 
-/* CNS 05h, CSI NVM (NVM Command Set 4.1.5.2): no storage tags; each format's guard. */
+/* CNS 05h, CSI NVM (NVM Command Set 4.1.5.2): each format's guard and storage tag size, the
+ * Qualified Type ones with their QPIF; storage tags on 16b Guard formats, checked in Reads too,
+ * every bit of them (no masking: LBSTM all ones). */
 static void ctrlr_identify_ns_nvm(const struct ctrlr_ns *ns, struct nvme_id_ns_nvm *id)
 {
-	for (uint8_t i = 0; i < ns->nlbaf; i++)
-		id->elbaf[i] = ns->lbafs[i].ms ? NVME_ELBAF(0, ns->lbafs[i].pif) : 0;
+	id->lbstm = UINT64_MAX;
+	id->pic = NVME_PIC_16B_STS | NVME_PIC_STCRS | NVME_PIC_QPIFS;
+	id->pifa = NVME_PIFA_STMLA_NONE;
+	for (uint8_t i = 0; i < ns->nlbaf; i++) {
+		const struct ctrlr_lbaf *l = &ns->lbafs[i];
+
+		if (!l->ms)
+			id->elbaf[i] = 0;
+		else if (l->qual)
+			id->elbaf[i] =
+			    NVME_ELBAF(l->sts, CTRLR_PIF_QUALIFIED) | NVME_ELBAF_QPIF(l->pif);
+		else
+			id->elbaf[i] = NVME_ELBAF(l->sts, l->pif);
+	}
 }
 
 static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)

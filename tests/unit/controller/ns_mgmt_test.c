@@ -511,8 +511,7 @@ static void test_create_errors(void)
 	CU_ASSERT_EQUAL(nsm_create(0, 0, 0, 0, 0, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(2048, 4096, 0, 0, 0, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(4096, 2048, 0, 0, 0, &nsid), NVME_SC_THIN_PROV_NOT_SUPP);
-	/* Format 12 and up do not exist; PI needs metadata; DPS bits 7:4 are reserved. */
-	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 12, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
+	/* Format 16 and up do not exist; PI needs metadata; DPS bits 7:4 are reserved. */
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0x20, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0, 1, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 6, 1, 0, &nsid), NVME_SC_INVALID_FORMAT);
@@ -558,7 +557,7 @@ static void test_create_formats(void)
 	struct nvme_sqe sqe;
 
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), 0);
-	CU_ASSERT_EQUAL(idns->nlbaf, 11);
+	CU_ASSERT_EQUAL(idns->nlbaf, 15);
 	CU_ASSERT_EQUAL(idns->lbaf[1].ms, 8);
 	CU_ASSERT_EQUAL(idns->lbaf[6].lbads, 12);
 	/* 256 blocks of 4 KiB (format 6): 1 MiB of the pool. */
@@ -872,7 +871,7 @@ static void cap_fill_every_format(void)
 	CU_ASSERT_EQUAL(total, unvm + NSM_MIB); /* and the operator's 1 MiB namespace */
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), 0);
 	nlbaf = idns->nlbaf + 1;
-	CU_ASSERT_EQUAL(nlbaf, 12);
+	CU_ASSERT_EQUAL(nlbaf, 16);
 	for (int f = 0; f < nlbaf; f++) {
 		uint32_t ds, ms, nsid = 0, bytes;
 		uint64_t nsze;
