@@ -44,6 +44,5 @@ GUEST_TESTS += tests/guest/test-systemd-unit.sh
 # The Linux nvme driver's module parameters that change what it sends (poll queues, a shallow
 # io_queue_depth, SGLs for every request, max_host_mem_size_mb without an HMB offered).
 GUEST_TESTS += tests/guest/test-nvme-params.sh
-# nvme-cli's own tests/e2e against an empty RAM pool (NVME_CLI_SRC: an nvme-cli tree; skipped
-# without it; NVME_CLI_E2E_TARGET=qemu: QEMU's NVMe for reference).
-GUEST_TESTS += tests/guest/test-nvme-cli-e2e.sh
+# nvme-cli's own tests/e2e (tests/guest/test-nvme-cli-e2e.sh, about 20 minutes) runs in `make
+# soak`, against nvme-emu and QEMU's NVMe: see the Makefile.
