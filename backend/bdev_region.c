@@ -286,18 +286,29 @@ static bool bdev_region_conflict(const struct bdev_region_io *x, const struct bd
 	return false;
 }
 
+/* True when an edge block of rio is held, or wanted by a waiter queued before `upto` (NULL: by
+ * any waiter). Under the region's lock. */
+static bool bdev_region_busy(const struct bdev_region *r, const struct bdev_region_io *rio,
+			     const struct bdev_io *upto)
+{
+	for (struct bdev_io *h = r->held; h; h = bdev_region_io(h)->lnext)
+		if (bdev_region_conflict(rio, bdev_region_io(h)))
+			return true;
+	for (struct bdev_io *w = r->wait_head; w && w != upto; w = bdev_region_io(w)->lnext)
+		if (bdev_region_conflict(rio, bdev_region_io(w)))
+			return true;
+	return false;
+}
+
 /* Takes the piece's edge blocks, or queues the io behind the holders and earlier waiters of
  * one of them (FIFO: a later io never overtakes an earlier one on a block). True: taken. */
 static bool bdev_region_lock(struct bdev_region *r, struct bdev_io *io)
 {
 	struct bdev_region_io *rio = bdev_region_io(io);
-	bool busy = false;
+	bool busy;
 
 	pthread_mutex_lock(&r->lock);
-	for (struct bdev_io *h = r->held; h && !busy; h = bdev_region_io(h)->lnext)
-		busy = bdev_region_conflict(rio, bdev_region_io(h));
-	for (struct bdev_io *w = r->wait_head; w && !busy; w = bdev_region_io(w)->lnext)
-		busy = bdev_region_conflict(rio, bdev_region_io(w));
+	busy = bdev_region_busy(r, rio, NULL);
 	rio->lnext = NULL;
 	if (busy) {
 		if (r->wait_tail)
@@ -327,14 +338,9 @@ static void bdev_region_unlock(struct bdev_region *r, struct bdev_io *io)
 		}
 	for (w = r->wait_head; w; w = next) {
 		struct bdev_region_io *wio = bdev_region_io(w);
-		bool busy = false;
 
 		next = wio->lnext;
-		for (struct bdev_io *h = r->held; h && !busy; h = bdev_region_io(h)->lnext)
-			busy = bdev_region_conflict(wio, bdev_region_io(h));
-		for (struct bdev_io *e = r->wait_head; e != w && !busy; e = bdev_region_io(e)->lnext)
-			busy = bdev_region_conflict(wio, bdev_region_io(e));
-		if (busy) {
+		if (bdev_region_busy(r, wio, w)) {
 			prev = w;
 			continue;
 		}
@@ -407,6 +413,21 @@ static void bdev_region_merge(struct bdev_io *io, uint32_t bbs)
 	}
 }
 
+/* Reads or writes one edge block (base block blk, from or into buf) when the piece has that
+ * edge: true when submitted. */
+static bool bdev_region_edge_io(struct bdev_io *io, enum bdev_io_type type, bool edge, uint64_t blk,
+				uint8_t *buf)
+{
+	struct bdev_region_io *rio = bdev_region_io(io);
+	struct bdev_region *r = rio->chan->ch->bdev->ctx;
+
+	if (!edge)
+		return false;
+	rio->s->iov[0] = (struct iovec){buf, r->bbs};
+	bdev_region_child_submit(io, type, blk, 1, rio->s->iov, 1, bdev_region_rmw_child_done);
+	return true;
+}
+
 /* The next step of a read-modify-write piece (edges held). Each step that submits an io keeps
  * its own value; the io's completion moves to the next (bdev_region_rmw_child_done). */
 static void bdev_region_rmw_next(struct bdev_io *io)
@@ -422,19 +443,13 @@ static void bdev_region_rmw_next(struct bdev_io *io)
 
 	switch (rio->step) {
 	case BDEV_REGION_HEAD_READ:
-		if (rio->head) {
-			v[0] = (struct iovec){e0, bbs};
-			return bdev_region_child_submit(io, BDEV_IO_READ, first, 1, v, 1,
-							bdev_region_rmw_child_done);
-		}
+		if (bdev_region_edge_io(io, BDEV_IO_READ, rio->head, first, e0))
+			return;
 		rio->step = BDEV_REGION_TAIL_READ;
 		/* fall through */
 	case BDEV_REGION_TAIL_READ:
-		if (rio->tail) {
-			v[0] = (struct iovec){e1, bbs};
-			return bdev_region_child_submit(io, BDEV_IO_READ, end - 1, 1, v, 1,
-							bdev_region_rmw_child_done);
-		}
+		if (bdev_region_edge_io(io, BDEV_IO_READ, rio->tail, end - 1, e1))
+			return;
 		rio->step = BDEV_REGION_MERGE;
 		/* fall through */
 	case BDEV_REGION_MERGE:
@@ -462,19 +477,13 @@ static void bdev_region_rmw_next(struct bdev_io *io)
 		rio->step = BDEV_REGION_HEAD_WRITE;
 		/* fall through */
 	case BDEV_REGION_HEAD_WRITE:
-		if (rio->head) {
-			v[0] = (struct iovec){e0, bbs};
-			return bdev_region_child_submit(io, BDEV_IO_WRITE, first, 1, v, 1,
-							bdev_region_rmw_child_done);
-		}
+		if (bdev_region_edge_io(io, BDEV_IO_WRITE, rio->head, first, e0))
+			return;
 		rio->step = BDEV_REGION_TAIL_WRITE;
 		/* fall through */
 	case BDEV_REGION_TAIL_WRITE:
-		if (rio->tail) {
-			v[0] = (struct iovec){e1, bbs};
-			return bdev_region_child_submit(io, BDEV_IO_WRITE, end - 1, 1, v, 1,
-							bdev_region_rmw_child_done);
-		}
+		if (bdev_region_edge_io(io, BDEV_IO_WRITE, rio->tail, end - 1, e1))
+			return;
 		rio->step = BDEV_REGION_MIDDLE;
 		/* fall through */
 	case BDEV_REGION_MIDDLE:

@@ -49,17 +49,13 @@ else
 		> "$GT_DIR/nvme-emu.log" 2>&1 &
 	daemon=$!
 	trap 'kill $daemon 2> /dev/null' EXIT
-	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-	if host_step "nvme-emu serves a function with an empty RAM pool" test -S "$sock"; then
+	if host_step "nvme-emu serves a function with an empty RAM pool" gt_wait_sockets "$sock"; then
 		"$GT_LAUNCH" --job "$GT_JOBS/nvme-cli-e2e.sh" "${adds[@]}" --vfio-user "$sock" \
 			--run-dir "$GT_DIR/run" --timeout "$timeout_s"
 		rc=$?
 		host_step "the daemon is alive after the suite" kill -0 "$daemon"
-		kill -TERM "$daemon"
-		wait "$daemon"
-		host_step "nvme-emu exits cleanly" test $? -eq 0
 	fi
-	trap - EXIT
+	gt_stop_daemon "$daemon" "$GT_DIR/nvme-emu.log"
 fi
 [ -f "$GT_DIR/run/out/e2e/summary.txt" ] && { echo "--- per case"; cat "$GT_DIR/run/out/e2e/summary.txt"; }
 gt_report_with_host "$rc"

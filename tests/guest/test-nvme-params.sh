@@ -10,18 +10,14 @@ disk=$(gt_disk disk 256M)
 	> "$GT_DIR/daemon.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon 2> /dev/null' EXIT
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 rc=1
-if host_step "nvme-emu serves the function" test -S "$sock"; then
+if host_step "nvme-emu serves the function" gt_wait_sockets "$sock"; then
 	"$GT_LAUNCH" --job "$GT_JOBS/nvme-params.sh" --add "$GT_FIO" --vfio-user "$sock" \
 		--kernel-arg nvme.poll_queues=2 --kernel-arg nvme.io_queue_depth=16 \
 		--kernel-arg nvme.sgl_threshold=1 --kernel-arg nvme.max_host_mem_size_mb=64 \
 		--run-dir "$GT_DIR/run" --timeout "$GT_TIMEOUT"
 	rc=$?
 	host_step "the daemon is alive after the guest" kill -0 "$daemon"
-	kill -TERM "$daemon"
-	wait "$daemon"
-	host_step "nvme-emu exits cleanly" test $? -eq 0
 fi
-trap - EXIT
+gt_stop_daemon "$daemon" "$GT_DIR/daemon.log"
 gt_report_with_host "$rc"

@@ -91,20 +91,10 @@ static void test_packed_ram(void)
 
 static void test_packed_file(void)
 {
-	struct bdev_aio_opts opts = {0};
-	char path[64] = "/var/tmp/bdev_region_ut.XXXXXX";
-	struct bdev *base;
-	int fd = mkstemp(path);
+	char path[64];
 
-	CU_ASSERT_TRUE_FATAL(fd >= 0);
-	close(fd);
-	opts.filename = path;
-	opts.block_size = 512;
-	opts.create_size = RUT_BASE_BLOCKS * 512;
-	CU_ASSERT_EQUAL_FATAL(bdev_aio_create("RFile", &opts, &base), 0);
-	rut_model(base);
-	CU_ASSERT_EQUAL(bdev_delete("RFile"), 0);
-	unlink(path);
+	rut_model(ut_aio_temp_create("RFile", RUT_BASE_BLOCKS * 512, path));
+	ut_aio_temp_delete("RFile", path);
 }
 
 /* Two channels (two poll groups) writing 8-byte blocks 1 and 2, which share base block 0: the

@@ -469,23 +469,30 @@ static void test_no_pool(void)
 	CU_ASSERT_EQUAL(e->acs[NVME_ADM_NS_ATTACH], 0);
 }
 
-static void test_bind(void)
+/* Makes the pool nsm_pool on `base` (NSIDs up to max_nsid, 0: all; NSID 1 is the operator's)
+ * and binds it to the loopback controller. */
+static void nsm_pool_bind(struct bdev *base, uint32_t max_nsid)
 {
-	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 0);
-	struct nvme_effects_log *e = (struct nvme_effects_log *)nsm_data();
-	struct ctrlr_ns_pool_opts o = {.loop = nsm_loop, .max_nsid = 4};
 	bool reserved[CTRLR_MAX_NAMESPACES] = {[0] = true};
+	struct ctrlr_ns_pool_opts o = {.loop = nsm_loop, .bdev = base, .max_nsid = max_nsid,
+				       .reserved = reserved};
 	struct nsm_created c = {0};
-	struct nvme_id_ctrl *id;
 
-	o.bdev = bdev_lookup("nsm_pool");
-	o.reserved = reserved;
 	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_pool_create(&o, nsm_created_cb, &c), 0);
 	for (int i = 0; i < 500 && !c.calls; i++)
 		evloop_run_once(nsm_loop, 10);
 	CU_ASSERT_EQUAL_FATAL(c.rc, 0);
 	nsm_pool = c.pool;
 	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_pool_bind(nsm_pool, lb.ctrlr), 0);
+}
+
+static void test_bind(void)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 0);
+	struct nvme_effects_log *e = (struct nvme_effects_log *)nsm_data();
+	struct nvme_id_ctrl *id;
+
+	nsm_pool_bind(bdev_lookup("nsm_pool"), 4);
 	CU_ASSERT_EQUAL(ctrlr_ns_pool_bind(nsm_pool, lb.ctrlr), -EBUSY);
 	CU_ASSERT_EQUAL(ctrlr_ns_pool_destroy(nsm_pool), -EBUSY); /* bound */
 
@@ -816,19 +823,9 @@ static void test_pel_change_ns(void)
 
 #define CAP_POOL_MIB 25u /* the pool's namespace area: 24 MiB after the header's */
 
-/* Makes a pool on `base` bound to the loopback controller, with an I/O queue pair. */
 static void cap_pool_bind(struct bdev *base)
 {
-	bool reserved[CTRLR_MAX_NAMESPACES] = {[0] = true}; /* the operator's namespace */
-	struct ctrlr_ns_pool_opts o = {.loop = nsm_loop, .bdev = base, .reserved = reserved};
-	struct nsm_created c = {0};
-
-	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_pool_create(&o, nsm_created_cb, &c), 0);
-	for (int i = 0; i < 500 && !c.calls; i++)
-		evloop_run_once(nsm_loop, 10);
-	CU_ASSERT_EQUAL_FATAL(c.rc, 0);
-	nsm_pool = c.pool;
-	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_pool_bind(nsm_pool, lb.ctrlr), 0);
+	nsm_pool_bind(base, 0);
 }
 
 static void cap_pool_unbind(void)
@@ -955,22 +952,12 @@ static void test_capacity_ram(void)
 
 static void test_capacity_file(void)
 {
-	struct bdev_aio_opts opts = {0};
-	char path[64] = "/var/tmp/ns_mgmt_ut_pool.XXXXXX";
-	struct bdev *base;
-	int fd = mkstemp(path);
+	char path[64];
 
-	CU_ASSERT_TRUE_FATAL(fd >= 0);
-	close(fd);
-	opts.filename = path;
-	opts.block_size = 512;
-	opts.create_size = CAP_POOL_MIB * NSM_MIB;
-	CU_ASSERT_EQUAL_FATAL(bdev_aio_create("cap_file", &opts, &base), 0);
-	cap_pool_bind(base);
+	cap_pool_bind(ut_aio_temp_create("cap_file", CAP_POOL_MIB * NSM_MIB, path));
 	cap_fill_every_format();
 	cap_pool_unbind();
-	CU_ASSERT_EQUAL(bdev_delete("cap_file"), 0);
-	unlink(path);
+	ut_aio_temp_delete("cap_file", path);
 }
 
 CUNIT_SUITE(ns_pool, nsm_pool_suite_init, NULL, {"pool_extents", test_pool_extents},
