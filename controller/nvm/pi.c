@@ -168,8 +168,11 @@ uint16_t ctrlr_pi_check(const struct ctrlr_pi *pi, const uint8_t *data, const ui
 		return NVME_SC_APPTAG_CHECK;
 	if ((pi->prchk & CTRLR_PRCHK_REF) && pi->type != 3 && stored_ref != (ref & mask))
 		return NVME_SC_REFTAG_CHECK;
-	/* Every bit of the storage tag is checked (PIFA: masking not supported, LBSTM all ones). */
-	if (pi->stc && pi->sts && stored_st != (pi->lbst & ctrlr_pi_st_mask(pi)))
+	/* The storage tag is the top of the tags field, whose check PRCHK bit 0 enables: STC
+	 * adds the tag to it (a command checking nothing checks no tag either, as nvme-cli's QPIF
+	 * test expects). Every bit of it (PIFA: masking not supported, LBSTM all ones). */
+	if (pi->stc && pi->sts && (pi->prchk & CTRLR_PRCHK_REF) &&
+	    stored_st != (pi->lbst & ctrlr_pi_st_mask(pi)))
 		return NVME_SC_STORAGE_TAG_CHECK;
 	return NVME_SC_SUCCESS;
 }

@@ -75,9 +75,10 @@ uint64_t ctrlr_pi_ref_next(const struct ctrlr_pi *pi, uint64_t ref);
 void ctrlr_pi_generate(const struct ctrlr_pi *pi, const uint8_t *data, uint8_t *md, uint64_t ref);
 /* Checks one block's tuple against the command (section 5.2.1.2): nothing when the block's
  * application tag is FFFFh (Types 1/2) or it, the storage tag and the reference tag are all ones
- * (Type 3); otherwise the checks in prchk, and the storage tag when stc. Type 3 has no reference
- * tag check. Returns 0 or the NVMe status: End-to-end Guard (282h), Application Tag (283h),
- * Reference Tag (284h) or Storage Tag (288h) Check Error. */
+ * (Type 3); otherwise the checks in prchk, and the storage tag when stc with prchk's reference
+ * tag bit (the tags field's check). Type 3 has no reference tag check (its storage tag is).
+ * Returns 0 or the NVMe status: End-to-end Guard (282h), Application Tag (283h), Reference Tag
+ * (284h) or Storage Tag (288h) Check Error. */
 uint16_t ctrlr_pi_check(const struct ctrlr_pi *pi, const uint8_t *data, const uint8_t *md,
 			uint64_t ref);
 /* Inverts the tuple in md (ms bytes) in place. Blocks are stored with the tuple inverted, so that

@@ -642,8 +642,10 @@ static void test_storage_tags(void)
 			NVME_SC_STORAGE_TAG_CHECK);
 	CU_ASSERT_EQUAL(md_st(NVME_CMD_COMPARE, 10, 7, true, 0, 0, 0x5b00000a),
 			NVME_SC_STORAGE_TAG_CHECK);
-	/* Without STC the tag is not looked at. */
+	/* Without STC the tag is not looked at, nor with STC when PRCHK leaves out the tags
+	 * field (bit 0). */
 	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 7, false, 0, 0, 0x5b00000a), 0);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 6, true, 0, 0, 0x5b00000a), 0);
 	/* A Write without PRACT carries its own tuples: their tag is checked with STC. */
 	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 10, 7, true, 0, 0, 0x5b00000a),
 			NVME_SC_STORAGE_TAG_CHECK);
@@ -693,8 +695,8 @@ static void test_storage_tags(void)
 	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
 }
 
-/* Copy between blocks with a 32b Guard and a storage tag (format 13, Type 1): descriptor format
- * 1h's 80-bit ELBT gives the sources' tag and reference tag (checked with STCR, CDW12 bit 25),
+/* Copy between blocks with a 32b Guard and a storage tag (format 13, Type 3): descriptor format
+ * 1h's 80-bit ELBT gives the sources' tag (checked with STCR, CDW12 bit 25),
  * the command's CDW2/CDW3/CDW14 the destination's (generated with PRACT; checked with STCW,
  * bit 24, when the tuples are kept); format 0h is refused. */
 static void test_copy_storage_tags(void)
@@ -703,7 +705,7 @@ static void test_copy_storage_tags(void)
 	uint8_t *e = lb_ptr(&lb, desc_addr), *m = md_meta(), want[1024];
 	const uint8_t elbt[10] = {0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 30};
 
-	CU_ASSERT_EQUAL_FATAL(md_format(13, 0, 1, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(md_format(13, 0, 3, 0), 0);
 	md_fill(md_data(), 1024, 8);
 	memcpy(want, md_data(), 1024);
 	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 30, CTRLR_PRINFO_PRACT, false, 0xdead, 0xbeef0000, 30),
@@ -734,9 +736,9 @@ static void test_copy_storage_tags(void)
 	sqe.cdw12 &= ~CTRLR_COPY_STCR;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, 0);
 	e[29] ^= 1;
-	/* Tuples kept (no PRACT): the destination checks them (guard and application tag here:
-	 * their reference tags are the source's) against its tags with STCW. */
-	sqe.cdw12 = 1u << 8 | 7u << 12 | 6u << 26 | CTRLR_STC;
+	/* Tuples kept (no PRACT): the destination checks them against its tags with STCW (Type 3:
+	 * the reference tags, the source's, are not checked). */
+	sqe.cdw12 = 1u << 8 | 7u << 12 | 7u << 26 | CTRLR_STC;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, NVME_SC_STORAGE_TAG_CHECK);
 	sqe.cdw2 = 0xdead;
 	sqe.cdw3 = 0xbeef0000;
