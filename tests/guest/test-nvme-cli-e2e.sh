@@ -25,11 +25,11 @@ modules=${NVME_CLI_E2E_MODULES:-$(sed -n "s/^ *'\(nvme_[a-z0-9_]*_test\)\.py',\$
 echo "$modules" > "$GT_DIR/e2e-modules"
 cp "$nvme_bin" "$GT_DIR/nvme"
 cat > "$GT_DIR/e2e-known" << 'KNOWN'
-test_copy_format_2 Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
-test_copy_format_2_sopts Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
-test_copy_format_3 Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
-test_copy_format_3_sopts Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
-test_get_lba_status the suite passes a device path as --namespace-id
+nvme_copy_test.test_copy_format_2 Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
+nvme_copy_test.test_copy_format_2_sopts Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
+nvme_copy_test.test_copy_format_3 Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
+nvme_copy_test.test_copy_format_3_sopts Linux refuses userspace Set Features 16h (Host Behavior Support): formats 2h/3h cannot be enabled
+nvme_get_lba_status_test.test_get_lba_status the suite passes a device path as --namespace-id
 KNOWN
 timeout_s=${NVME_CLI_E2E_TIMEOUT:-2400}
 adds=(--add "$GT_DIR/e2e-modules" --add "$GT_DIR/e2e-known" --add "$GT_DIR/e2e-serial"

@@ -1,4 +1,4 @@
-# Guest job of test-nvme-cli-e2e.sh: nvme-cli's own end-to-end suite (tests/e2e of the nvme-cli tree the tester gave, with the nvme binary built from it) against the controller whose serial is in e2e-serial; one line per case, the cases in e2e-known reported but not counted against us.
+# Guest job of test-nvme-cli-e2e.sh: nvme-cli's own end-to-end suite (tests/e2e of the nvme-cli tree the tester gave, with the nvme binary built from it) against the controller whose serial is in e2e-serial; one line per case, the cases in e2e-known (module.case and why, one a line) reported but not counted against us, any other that does not pass (fails, errors or is skipped) and any module whose report is missing or short of its TAP plan a failure.
 . "$GUEST_LIB"
 
 serial=$(cat e2e-serial)
@@ -42,11 +42,18 @@ with open(os.path.join(out, 'summary.txt'), 'w') as s:
             print(f'not ok - e2e {m}: no report (the module did not run to its end)')
             s.write(f'{m} - noreport\n')
             continue
-        for t in json.load(open(path))['tests']:
+        tests = json.load(open(path))['tests']
+        # The runner's TAP plan says how many cases the module has: each must have a record.
+        plan = [l for l in open(os.path.join(out, m + '.tap')) if l.startswith('1..')]
+        want = int(plan[0][3:]) if plan else -1
+        if want <= 0 or len(tests) != want:
+            print(f'not ok - e2e {m}: {len(tests)} cases reported, the plan says {want}')
+            s.write(f'{m} - incomplete\n')
+        for t in tests:
             name, outcome = t['name'], t['outcome']
             s.write(f"{m} {name} {outcome}\n")
-            if name in known:
-                print(f'ok - e2e {m}.{name}: {outcome} (known: {known[name]})')
+            if f'{m}.{name}' in known:
+                print(f'ok - e2e {m}.{name}: {outcome} (known: {known[f"{m}.{name}"]})')
             elif outcome == 'pass':
                 print(f'ok - e2e {m}.{name}')
             else:
