@@ -1,4 +1,4 @@
-# Guest job of test-nvme-cli-e2e.sh: nvme-cli's own end-to-end suite (tests/e2e of the nvme-cli tree the tester gave, with the nvme binary built from it) against the controller whose serial is in e2e-serial; one line per case, the cases in e2e-known (module.case and why, one a line) reported but not counted against us, any other that does not pass (fails, errors or is skipped) and any module whose report is missing or short of its TAP plan a failure.
+# Guest job of test-nvme-cli-e2e.sh: nvme-cli's own end-to-end suite (tests/e2e of the nvme-cli tree the tester gave, with the nvme binary built from it) against the controller whose serial is in e2e-serial; one line per case, the cases in e2e-known (module.case and why, one a line) reported but not counted against us, those in e2e-skip (same form) allowed to skip themselves (a feature the device does not offer), any other that does not pass (fails, errors or is skipped) and any module whose report is missing or short of its TAP plan a failure.
 . "$GUEST_LIB"
 
 serial=$(cat e2e-serial)
@@ -27,14 +27,17 @@ for m in $(cat e2e-modules); do
 	grep -E '^(not )?ok ' "$JOB_OUT/e2e/$m.tap"
 done
 # One step per case: passed, or a known failure (either outcome is reported, neither counts).
-python3 - "$JOB_OUT/e2e" e2e-modules e2e-known > "$JOB_OUT/e2e-steps" << 'PY'
+python3 - "$JOB_OUT/e2e" e2e-modules e2e-known e2e-skip > "$JOB_OUT/e2e-steps" << 'PY'
 import json, os, sys
-out, modules, known_file = sys.argv[1:4]
-known = {}
-for line in open(known_file):
-    if line.strip():
-        name, _, why = line.strip().partition(' ')
-        known[name] = why
+out, modules, known_file, skip_file = sys.argv[1:5]
+def cases(path):
+    d = {}
+    for line in open(path):
+        if line.strip():
+            name, _, why = line.strip().partition(' ')
+            d[name] = why
+    return d
+known, may_skip = cases(known_file), cases(skip_file)
 with open(os.path.join(out, 'summary.txt'), 'w') as s:
     for m in open(modules).read().split():
         path = os.path.join(out, m + '.json')
@@ -56,6 +59,8 @@ with open(os.path.join(out, 'summary.txt'), 'w') as s:
                 print(f'ok - e2e {m}.{name}: {outcome} (known: {known[f"{m}.{name}"]})')
             elif outcome == 'pass':
                 print(f'ok - e2e {m}.{name}')
+            elif outcome == 'skip' and f'{m}.{name}' in may_skip:
+                print(f'ok - e2e {m}.{name}: skip (the device lacks it: {may_skip[f"{m}.{name}"]})')
             else:
                 msg = (t.get('message') or '').strip().splitlines()
                 print(f'not ok - e2e {m}.{name}: {outcome}: {msg[-1] if msg else ""}')
