@@ -111,8 +111,9 @@ bench: deps all
 # `make soak`: the long runs, hours (not CI): the lifecycle torture test for millions of steps
 # under ASan, the crash torture for SOAK_CRASH_ROUNDS daemon lives (and SOAK_POWER_ROUNDS power
 # losses), both libFuzzer targets for an hour each, the guest soak (two guests, four
-# functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds, and with
-# SPDK_DIR, SPDK's tools against the ASan build with an hour of SPDK's nvme_fuzz.
+# functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds, with
+# SPDK_DIR, SPDK's tools against the ASan build with an hour of SPDK's nvme_fuzz, and with an
+# nvme-cli tree (NVME_CLI_SRC), nvme-cli's e2e suite against nvme-emu and QEMU's NVMe.
 SOAK_TORTURE_STEPS ?= 2000000
 SOAK_FUZZ_TIME ?= 3600
 SOAK_GUEST_TIME ?= 3600
@@ -128,7 +129,9 @@ soak: deps
 	    "soak:powerloss=env POWER_ROUNDS=$(SOAK_POWER_ROUNDS) build/bin/nvme_powerloss_test build" \
 	    "soak:libfuzzer=env FUZZ_CHECK_TIME=$(SOAK_FUZZ_TIME) tests/fuzz/libfuzzer-check.sh build" \
 	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) SOAK_MAX_LAT_US=2000000 tests/guest/test-soak.sh" \
-	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
+	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan" \
+	    "guest:test-nvme-cli-e2e.sh=tests/guest/test-nvme-cli-e2e.sh" \
+	    "guest:test-nvme-cli-e2e.sh-qemu=env NVME_CLI_E2E_TARGET=qemu tests/guest/test-nvme-cli-e2e.sh"
 
 clean:
 	rm -rf build build-asan build-deb

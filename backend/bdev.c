@@ -120,7 +120,8 @@ int bdev_alloc(const char *name, const struct bdev_module_ops *ops, uint32_t blo
 	len = strlen(name);
 	if (len == 0 || len > BDEV_NAME_MAX)
 		return -EINVAL;
-	if (block_size != 512 && block_size != 4096)
+	if (block_size != 512 && block_size != 4096 &&
+	    !(block_size == BDEV_PACKED_BLOCK_SIZE && ops->packed_blocks))
 		return -EINVAL;
 	/* The byte size must fit in 64 bits so that every offset computed later does. */
 	if (num_blocks == 0 || num_blocks > UINT64_MAX / block_size)

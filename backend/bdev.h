@@ -244,14 +244,26 @@ int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct
 
 /* Module name of region bdevs (bdev_get_module_name). */
 #define BDEV_REGION_MODULE "nspool_region"
+/* The block size of a packed region: the byte grain the controller lays logical blocks of any
+ * format out in (every data + metadata size it offers is a multiple of 8). */
+#define BDEV_PACKED_BLOCK_SIZE 8
 /*
- * Creates a region bdev: `num_blocks` blocks of `block_size` bytes (a multiple of the base's
- * block size) starting at block `offset_blocks` of `base`, stacked over it without copying: every
- * io is one io of the base, shifted (deallocate ranges in batches). Supported I/O types and the
- * write cache are the base's. The base is held open until the region is deleted. Channels are
- * created on the base on the same thread and share its eventfd. Errors: -EINVAL (window outside
- * the base, block size, the base's per-I/O context too large), -EEXIST, -ENOMEM. Main thread.
+ * Creates a region bdev: `num_blocks` blocks of `block_size` bytes starting at block
+ * `offset_blocks` of `base`, stacked over it without copying. With a block size that is a multiple
+ * of the base's, every io is one io of the base, shifted (deallocate ranges in batches). With
+ * BDEV_PACKED_BLOCK_SIZE (a packed region) the window holds num_blocks * 8 bytes: an io whose
+ * bytes start and end on base blocks is still one shifted io; a read that does not reads the
+ * base blocks around it (the parts outside it into scratch); a write, write zeroes or deallocate
+ * that does not read-modify-writes the base blocks it shares with its neighbours, holding them
+ * against every other such io of the region on any channel (a FIFO of waiters, resumed on their
+ * own channel's thread: nothing blocks), and writes or deallocates the whole base blocks
+ * between them. A packed io of a read or write may have at most BDEV_REGION_MAX_IOV iovecs
+ * unless it is aligned (-EINVAL). Supported I/O types and the write cache are the base's. The
+ * base is held open until the region is deleted. Channels are created on the base on the same
+ * thread and share its eventfd. Errors: -EINVAL (window outside the base, block size, the base's
+ * per-I/O context too large), -EEXIST, -ENOMEM. Main thread.
  */
+#define BDEV_REGION_MAX_IOV 16
 int bdev_region_create(const char *name, struct bdev *base, uint64_t offset_blocks,
 		       uint64_t num_blocks, uint32_t block_size, const uint8_t *uuid,
 		       struct bdev **out);

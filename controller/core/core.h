@@ -64,14 +64,16 @@ typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned 
  * the namespace is attached; logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl): its
  * data, its metadata right after, zero padding to the end (see docs/DESIGN.md). */
 
-#define CTRLR_MAX_LBAF 12
+#define CTRLR_MAX_LBAF 16
 struct ctrlr_lbaf {
 	uint32_t ds;  /* data bytes */
 	uint16_t ms;  /* metadata bytes */
 	uint8_t lbads;
-	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_*) */
-	uint8_t bpl;  /* bdev blocks per logical block */
+	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_16/32/64) */
+	uint8_t sts;  /* storage tag size in bits (ELBAF STS), 0: none */
+	bool qual;    /* reported as the Qualified Type (ELBAF PIF 11b, QPIF = pif) */
 	uint8_t rp;   /* relative performance (space efficiency here) */
+	uint16_t bpl; /* bdev blocks per logical block */
 	uint32_t stride; /* bpl * the bdev's block size: bytes a logical block takes */
 };
 /* The namespace's current format in one word, loaded once per command (ctrlr_req_get_ns). */

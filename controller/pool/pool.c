@@ -344,8 +344,11 @@ static uint64_t ctrlr_pool_hdr_check(const struct ctrlr_ns_pool *pool, const uin
 
 		if (!d->nsid)
 			continue;
-		if (d->nsid != i + 1 || (d->block_size != 512 && d->block_size != 4096) ||
-		    d->block_size % bs || d->start % CTRLR_POOL_GRANULE ||
+		if (d->nsid != i + 1 ||
+		    (d->block_size != 512 && d->block_size != 4096 &&
+		     d->block_size != CTRLR_POOL_REGION_BS) ||
+		    (d->block_size != CTRLR_POOL_REGION_BS && d->block_size % bs) ||
+		    d->start % CTRLR_POOL_GRANULE ||
 		    d->len % CTRLR_POOL_GRANULE || !d->nsze || d->start < h.data_start ||
 		    d->start > h.data_end || d->len > h.data_end - d->start ||
 		    d->nsze > d->len / d->block_size ||
@@ -632,7 +635,8 @@ int ctrlr_ns_pool_create(const struct ctrlr_ns_pool_opts *o, ctrlr_ns_pool_done_
 		struct ctrlr_pool_ns *d = &pool->seed[i];
 
 		if (!s->nsid || s->nsid > CTRLR_MAX_NAMESPACES ||
-		    (s->block_size != 512 && s->block_size != 4096) || !s->num_blocks ||
+		    (s->block_size != 512 && s->block_size != 4096 &&
+		     s->block_size != CTRLR_POOL_REGION_BS) || !s->num_blocks ||
 		    !ctrlr_flbas_valid(s->block_size, s->flbas, s->dps, NULL)) {
 			free(pool);
 			return -EINVAL;

@@ -41,3 +41,8 @@ GUEST_TESTS += tests/guest/test-pi.sh
 # The Debian package installed by apt into an mmdebstrap root booted with systemd (nspawn): the
 # nvme-emu@ unit's readiness, sandbox, journal, reload under a guest's I/O, clean stop and watchdog.
 GUEST_TESTS += tests/guest/test-systemd-unit.sh
+# The Linux nvme driver's module parameters that change what it sends (poll queues, a shallow
+# io_queue_depth, SGLs for every request, max_host_mem_size_mb without an HMB offered).
+GUEST_TESTS += tests/guest/test-nvme-params.sh
+# nvme-cli's own tests/e2e (tests/guest/test-nvme-cli-e2e.sh, about 20 minutes) runs in `make
+# soak`, against nvme-emu and QEMU's NVMe: see the Makefile.

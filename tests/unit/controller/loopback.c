@@ -1,6 +1,7 @@
 /* tests/unit/controller/loopback.c - the loopback transport of loopback.h: the controller core's
  * transport ops and the host driver's transport ops over one plain buffer. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,7 +441,24 @@ static void *lb_host_mem_ptr(struct nvme_host *h, uint64_t iova, uint64_t len)
 /* Synchronous: when the pump finds nothing to run, nothing more can happen. */
 static int lb_host_wait(struct nvme_host *h, struct nvme_host_queue *q, int timeout_ms)
 {
-	return lb_pump_count(h->tctx) ? 0 : -EAGAIN;
+	struct lb *lb = h->tctx;
+
+	if (lb_pump_count(lb))
+		return 0;
+	/* Backend I/O still in flight (a file's, or the next step of a stacked bdev's): wait for
+	 * a channel's fd, as a poll group would, then look again. */
+	for (size_t i = 0; i < 8; i++) {
+		struct pollfd p = {.events = POLLIN};
+
+		if (!lb->chans[i].ch || !bdev_channel_outstanding(lb->chans[i].ch))
+			continue;
+		p.fd = bdev_channel_get_fd(lb->chans[i].ch);
+		if (poll(&p, 1, timeout_ms) < 0)
+			return -errno;
+		lb_pump_count(lb);
+		return 0;
+	}
+	return -EAGAIN;
 }
 
 static const struct nvme_host_ops lb_host_ops = {
