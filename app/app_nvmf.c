@@ -470,11 +470,24 @@ static const char *app_listener_event_log(const struct app_listener *l, char *bu
 	return buf;
 }
 
+/* Its Persistent Memory Region file, named as the event log's (each controller has its own). */
+static const char *app_listener_pmr_file(const struct app_listener *l, char *buf, size_t len)
+{
+	const struct app_subsys *s = l->s;
+
+	if (!s->pmr_file)
+		return NULL;
+	if (l->cntlid == s->min_cntlid)
+		return s->pmr_file;
+	snprintf(buf, len, "%s.%u", s->pmr_file, l->cntlid);
+	return buf;
+}
+
 static int app_listener_start(struct app_target *t, struct app_listener *l,
 			      struct app_function *fn, char *err)
 {
 	struct app_subsys *s = l->s;
-	char pel_path[PATH_MAX];
+	char pel_path[PATH_MAX], pmr_path[PATH_MAX];
 	struct pcie_ctrlr_opts po = {
 	    .vuid = fn->vuid,
 	    .socket_path = fn->socket_path,
@@ -500,6 +513,9 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 	    .max_dma_regions = t->tr.max_dma_regions,
 	    .max_dma_bytes = t->tr.max_dma_bytes,
 	    .allow_any_dma_fd = t->tr.allow_any_dma_fd,
+	    .cmb_size = s->cmb_size,
+	    .pmr_file = app_listener_pmr_file(l, pmr_path, sizeof(pmr_path)),
+	    .pmr_size = s->pmr_size,
 	};
 	int rc;
 
@@ -554,6 +570,49 @@ int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err)
 	return 0;
 }
 
+static bool app_devmem_size_ok(uint64_t size)
+{
+	return !size || (size >= (1ull << 20) && size <= (1ull << 30) && !(size & (size - 1)));
+}
+
+int app_devmem_check(uint64_t cmb_size, const char *pmr_file, uint64_t pmr_size, char *err)
+{
+	if (!app_devmem_size_ok(cmb_size) || !app_devmem_size_ok(pmr_size)) {
+		snprintf(err, APP_ERR_LEN,
+			 "a CMB or PMR size is a power of two from 1 MiB to 1 GiB");
+		return -EINVAL;
+	}
+	if (pmr_size && !pmr_file) {
+		snprintf(err, APP_ERR_LEN, "a PMR size needs a PMR file");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int app_subsys_set_devmem(struct app_subsys *s, uint64_t cmb_size, const char *pmr_file,
+			  uint64_t pmr_size, char *err)
+{
+	char *p = NULL;
+	int rc;
+
+	if (s->listeners) {
+		snprintf(err, APP_ERR_LEN, "%s has a listener: its CMB and PMR are fixed", s->nqn);
+		return -EBUSY;
+	}
+	rc = app_devmem_check(cmb_size, pmr_file, pmr_size, err);
+	if (rc)
+		return rc;
+	if (pmr_file && !(p = strdup(pmr_file))) {
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	free(s->pmr_file);
+	s->pmr_file = p;
+	s->pmr_size = pmr_size;
+	s->cmb_size = cmb_size;
+	return 0;
+}
+
 static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 {
 	struct app_subsys **pp;
@@ -574,6 +633,7 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 		free(s->hosts[i]);
 	free(s->hosts);
 	free(s->event_log_file);
+	free(s->pmr_file);
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);

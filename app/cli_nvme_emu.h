@@ -30,6 +30,8 @@ enum app_cli_code {
 	APP_O_NS_POOL,
 	APP_O_ZONED,
 	APP_O_EVENT_LOG,
+	APP_O_CMB,
+	APP_O_PMR,
 	APP_O_METRICS,
 };
 

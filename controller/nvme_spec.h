@@ -21,8 +21,95 @@ enum nvme_reg_offset {
 	NVME_REG_ASQ = 0x28,
 	NVME_REG_ACQ = 0x30,
 	NVME_REG_END = 0x38,
+	/* NVMe over PCIe Transport 1.0 section 3.8: the Controller Memory Buffer and the
+	 * Persistent Memory Region (transport/pcie_cmb.c, pcie_pmr.c). */
+	NVME_REG_CMBLOC = 0x38,
+	NVME_REG_CMBSZ = 0x3c,
+	NVME_REG_CMBMSC = 0x50,
+	NVME_REG_CMBSTS = 0x58,
+	NVME_REG_CMB_END = 0x5c,
+	NVME_REG_PMRCAP = 0xe00,
+	NVME_REG_PMRCTL = 0xe04,
+	NVME_REG_PMRSTS = 0xe08,
+	NVME_REG_PMREBS = 0xe0c,
+	NVME_REG_PMRSWTP = 0xe10,
+	NVME_REG_PMRMSCL = 0xe14,
+	NVME_REG_PMRMSCU = 0xe18,
+	NVME_REG_PMR_END = 0xe1c,
 	NVME_REG_DBS = 0x1000,
 };
+
+/* CMBLOC, CMBSZ (size = SZ units of 4 KiB << 4 * SZU), CMBMSC, CMBSTS. */
+union nvme_cmbloc {
+	uint32_t raw;
+	struct {
+		uint32_t bir : 3;
+		uint32_t cqmms : 1;  /* CQ mixed memory support */
+		uint32_t cqpds : 1;  /* CQ physically discontiguous support */
+		uint32_t cdpmls : 1; /* data pointer mixed locations support */
+		uint32_t cdpcils : 1; /* data pointer and command independent locations support */
+		uint32_t cdmmms : 1; /* data and metadata mixed memory support */
+		uint32_t cqda : 1;   /* CQ dword alignment */
+		uint32_t rsvd9 : 3;
+		uint32_t ofst : 20; /* in CMBSZ.SZU units */
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cmbloc) == 4, "CMBLOC");
+
+union nvme_cmbsz {
+	uint32_t raw;
+	struct {
+		uint32_t sqs : 1;   /* submission queues */
+		uint32_t cqs : 1;   /* completion queues */
+		uint32_t lists : 1; /* PRP lists and SGL segments */
+		uint32_t rds : 1;   /* data of reads (the controller writes it) */
+		uint32_t wds : 1;   /* data of writes */
+		uint32_t rsvd5 : 3;
+		uint32_t szu : 4; /* 0: 4 KiB, 1: 64 KiB, 2: 1 MiB, ... */
+		uint32_t sz : 20;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cmbsz) == 4, "CMBSZ");
+
+#define NVME_CMBMSC_CRE (1ull << 0)  /* capabilities registers enabled */
+#define NVME_CMBMSC_CMSE (1ull << 1) /* controller memory space enabled */
+#define NVME_CMBMSC_CBA_MASK (~0xfffull)
+#define NVME_CMBSTS_CBAI (1u << 0) /* controller base address invalid */
+
+/* PMRCAP, PMRCTL, PMRSTS, PMREBS, PMRSWTP, PMRMSCL/U. */
+union nvme_pmrcap {
+	uint32_t raw;
+	struct {
+		uint32_t rsvd0 : 3;
+		uint32_t rds : 1;
+		uint32_t wds : 1;
+		uint32_t bir : 3;
+		uint32_t pmrtu : 2;  /* PMRTO units: 0 500 ms, 1 minutes */
+		uint32_t pmrwbm : 4; /* write barrier mechanisms */
+		uint32_t rsvd14 : 2;
+		uint32_t pmrto : 8;
+		uint32_t cmss : 1; /* controller memory space supported (PMRMSC) */
+		uint32_t rsvd25 : 7;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_pmrcap) == 4, "PMRCAP");
+/* PMRWBM bit 1: the completion of a read of PMRSTS makes earlier PMR writes persistent. */
+#define NVME_PMRWBM_PMRSTS_READ 0x2
+
+union nvme_pmrsts {
+	uint32_t raw;
+	struct {
+		uint32_t err : 8;
+		uint32_t nrdy : 1;
+		uint32_t hsts : 3; /* 0 normal, 1 restore error, 2 read only, 3 unreliable */
+		uint32_t cbai : 1;
+		uint32_t rsvd13 : 19;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_pmrsts) == 4, "PMRSTS");
+#define NVME_PMRCTL_EN (1u << 0)
+#define NVME_PMRMSC_CMSE (1ull << 1)
+#define NVME_PMRMSC_CBA_MASK (~0xfffull)
 
 union nvme_cap {
 	uint64_t raw;
