@@ -1,0 +1,78 @@
+# Guest job: the Controller Memory Buffer and the Persistent Memory Region with the real driver
+# and nvme-cli. show-regs reports both; the driver tried the CMB (this Debian kernel has no
+# CONFIG_PCI_P2PDMA, so it gives the CMB back: "failed to register the CMB", CMBMSC 0); nvme
+# set-reg turns CMBMSC.CRE on and CMBSZ/CMBLOC show the 16 MiB CMB in BAR2, which the guest maps
+# and reads back; the PMR is enabled with set-reg, written through the guest's own mapping of
+# BAR4 (sysfs resource4), disabled, and PMRSTS.NRDY says the data is persistent: the host then
+# kills the daemon (SIGKILL) and finds it in the PMR file. fio verify runs on the namespace
+# meanwhile (mapped BARs turn QEMU's posted writes off for the whole function).
+. "$GUEST_LIB"
+
+dev=/dev/nvme0
+ns=/dev/nvme0n1
+bdf=$(basename "$(readlink -f /sys/class/nvme/nvme0/device)")
+res=/sys/bus/pci/devices/$bdf
+out=$JOB_OUT
+
+# reg OFF [VALUE]: a BAR0 register, 32 bits, read (printed in decimal) or written, through the
+# guest's own mapping of resource0.
+reg() {
+	python3 - "$res/resource0" "$@" <<'PY'
+import mmap, struct, sys
+f = open(sys.argv[1], "r+b")
+m = mmap.mmap(f.fileno(), 16384)
+off = int(sys.argv[2], 0)
+if len(sys.argv) > 3:
+    m[off:off + 4] = struct.pack("<I", int(sys.argv[3], 0))
+else:
+    print(struct.unpack("<I", m[off:off + 4])[0])
+PY
+}
+# bar BAR OFF write TEXT | bar BAR OFF read LEN: bytes of a memory BAR through resourceN.
+bar() {
+	python3 - "$res/resource$1" "$2" "$3" "$4" <<'PY'
+import mmap, os, sys
+path, off, op, arg = sys.argv[1], int(sys.argv[2], 0), sys.argv[3], sys.argv[4]
+f = open(path, "r+b")
+m = mmap.mmap(f.fileno(), os.path.getsize(path))
+if op == "write":
+    m[off:off + len(arg)] = arg.encode()
+    m.flush()
+else:
+    sys.stdout.write(m[off:off + int(arg)].decode(errors="replace"))
+PY
+}
+bit_set() { [ $(($(reg "$1") & $2)) -ne 0 ]; }
+bit_clear() { [ $(($(reg "$1") & $2)) -eq 0 ]; }
+
+step "show-regs: CAP.CMBS and CAP.PMRS, the PMR registers" sh -c "
+	nvme show-regs $dev -H > /tmp/regs.txt || exit 1
+	cat /tmp/regs.txt
+	grep -qi 'Controller Memory Buffer is Supported' /tmp/regs.txt &&
+	grep -qi 'Persistent Memory Region is Supported' /tmp/regs.txt"
+step "CAP (dword 1): CMBS (bit 57) and PMRS (bit 56)" sh -c "[ \$(( $(reg 4) >> 24 & 3 )) -eq 3 ]"
+step "the driver tried the CMB: no PCI P2PDMA in this kernel, CMB given back" sh -c "
+	dmesg | grep -i cmb; dmesg | grep -q 'failed to register the CMB'"
+step "set-reg CMBMSC.CRE" nvme set-reg $dev --cmbmsc=1
+step "CMBSZ: 16 MiB (SZ 16, SZU 1 MiB), SQS CQS LISTS RDS WDS" sh -c "
+	v=\$(reg 0x3c); echo \"CMBSZ \$v\"; [ \"\$v\" = \$((0x1021f)) ]"
+step "CMBLOC: BAR2 at offset 0" sh -c "[ \$(( $(reg 0x38) & 7 )) -eq 2 ]"
+step "BAR2 is the CMB, mapped by the guest" sh -c "
+	bar 2 0x1000 write cmb-in-the-guest && [ \"\$(bar 2 0x1000 read 16)\" = cmb-in-the-guest ]"
+step "set-reg CMBMSC 0 (as the driver left it)" nvme set-reg $dev --cmbmsc=0
+
+marker="pmr-$(cat /proc/sys/kernel/random/uuid)"
+step "PMRSTS.NRDY set while the PMR is disabled" bit_set 0xe08 0x100
+step "set-reg PMRCTL.EN" nvme set-reg $dev --pmrctl=1
+step "PMRSTS.NRDY clears" wait_for 60 bit_clear 0xe08 0x100
+step "write the marker at the PMR's start and end through the guest's mapping" sh -c "
+	bar 4 0 write $marker && bar 4 $((0x400000 - 4096)) write $marker &&
+	[ \"\$(bar 4 0 read ${#marker})\" = $marker ]"
+step "set-reg PMRCTL 0" nvme set-reg $dev --pmrctl=0
+step "PMRSTS.NRDY sets: the PMR is persistent" wait_for 60 bit_set 0xe08 0x100
+step "PMRSTS: healthy, no error" sh -c "[ \$(( $(reg 0xe08) & 0xeff )) -eq 0 ]"
+echo "$marker" > "$out/pmr-marker"
+step "fio verify on the namespace" fio --name=v --filename=$ns --direct=1 --rw=randwrite \
+	--bs=4k --size=8M --iodepth=8 --ioengine=libaio --verify=crc32c --do_verify=1 \
+	--output=/tmp/fio.txt
+guest_finish
