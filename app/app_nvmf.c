@@ -456,30 +456,17 @@ static void app_listener_finish_pending(struct app_listener *l)
 /* Creates and starts l's controller on fn's socket, a member of the subsystem with every
  * namespace attached. On failure it returns the error and has started the listener's teardown,
  * which reports it through l->done. */
-/* The Persistent Event Log state file of l's controller: the subsystem's file for the first
- * CNTLID, FILE.<cntlid> for the others (each controller keeps its own log), NULL: none. */
-static const char *app_listener_event_log(const struct app_listener *l, char *buf, size_t len)
+/* A state file of l's controller named after the subsystem's `file` (its Persistent Event Log,
+ * its Persistent Memory Region): the file itself for the first CNTLID, FILE.<cntlid> for the
+ * others (each controller keeps its own), NULL: none. */
+static const char *app_listener_file(const struct app_listener *l, const char *file, char *buf,
+				     size_t len)
 {
-	const struct app_subsys *s = l->s;
-
-	if (!s->event_log_file)
+	if (!file)
 		return NULL;
-	if (l->cntlid == s->min_cntlid)
-		return s->event_log_file;
-	snprintf(buf, len, "%s.%u", s->event_log_file, l->cntlid);
-	return buf;
-}
-
-/* Its Persistent Memory Region file, named as the event log's (each controller has its own). */
-static const char *app_listener_pmr_file(const struct app_listener *l, char *buf, size_t len)
-{
-	const struct app_subsys *s = l->s;
-
-	if (!s->pmr_file)
-		return NULL;
-	if (l->cntlid == s->min_cntlid)
-		return s->pmr_file;
-	snprintf(buf, len, "%s.%u", s->pmr_file, l->cntlid);
+	if (l->cntlid == l->s->min_cntlid)
+		return file;
+	snprintf(buf, len, "%s.%u", file, l->cntlid);
 	return buf;
 }
 
@@ -504,7 +491,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 		    .mdts = app_transport_mdts(t),
 		    .sgl = t->tr.sgl,
 		    .no_dbbuf = t->tr.no_dbbuf,
-		    .pel_file = app_listener_event_log(l, pel_path, sizeof(pel_path)),
+		    .pel_file = app_listener_file(l, s->event_log_file, pel_path, sizeof(pel_path)),
 		},
 	    .vendor_id = t->tr.vendor_id,
 	    .device_id = t->tr.device_id,
@@ -514,7 +501,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 	    .max_dma_bytes = t->tr.max_dma_bytes,
 	    .allow_any_dma_fd = t->tr.allow_any_dma_fd,
 	    .cmb_size = s->cmb_size,
-	    .pmr_file = app_listener_pmr_file(l, pmr_path, sizeof(pmr_path)),
+	    .pmr_file = app_listener_file(l, s->pmr_file, pmr_path, sizeof(pmr_path)),
 	    .pmr_size = s->pmr_size,
 	};
 	int rc;

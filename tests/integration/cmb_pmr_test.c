@@ -36,13 +36,7 @@ static bool reg_wait(struct nvme_itest *t, uint32_t off, uint32_t want)
 
 static bool daemon_up(struct nvme_itest *t, const char *build, const char *const *args)
 {
-	if (!CHECK(nvme_itest_start(t, build, args) == 0))
-		return false;
-	if (!CHECK(nvme_itest_attach(t, 2) == 0) || !CHECK(nvme_host_enable(&t->h, 32) == 0)) {
-		nvme_itest_stop(t, true);
-		return false;
-	}
-	return true;
+	return CHECK(nvme_itest_up(t, build, args, 2, 32) == 0);
 }
 
 /* The BAR's mapping as the client got it (region info with its sparse area and fd). */

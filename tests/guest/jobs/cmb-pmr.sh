@@ -50,27 +50,46 @@ step "show-regs: CAP.CMBS and CAP.PMRS, the PMR registers" sh -c "
 	cat /tmp/regs.txt
 	grep -qi 'Controller Memory Buffer is Supported' /tmp/regs.txt &&
 	grep -qi 'Persistent Memory Region is Supported' /tmp/regs.txt"
-step "CAP (dword 1): CMBS (bit 57) and PMRS (bit 56)" sh -c "[ \$(( $(reg 4) >> 24 & 3 )) -eq 3 ]"
+cap_bits() {
+	v=$(reg 4)
+	echo "CAP[63:32] $v"
+	[ $((v >> 24 & 3)) -eq 3 ]
+}
+step "CAP (dword 1): CMBS (bit 57) and PMRS (bit 56)" cap_bits
 step "the driver tried the CMB: no PCI P2PDMA in this kernel, CMB given back" sh -c "
 	dmesg | grep -i cmb; dmesg | grep -q 'failed to register the CMB'"
 step "set-reg CMBMSC.CRE" nvme set-reg $dev --cmbmsc=1
-step "CMBSZ: 16 MiB (SZ 16, SZU 1 MiB), SQS CQS LISTS RDS WDS" sh -c "
-	v=\$(reg 0x3c); echo \"CMBSZ \$v\"; [ \"\$v\" = \$((0x1021f)) ]"
-step "CMBLOC: BAR2 at offset 0" sh -c "[ \$(( $(reg 0x38) & 7 )) -eq 2 ]"
-step "BAR2 is the CMB, mapped by the guest" sh -c "
-	bar 2 0x1000 write cmb-in-the-guest && [ \"\$(bar 2 0x1000 read 16)\" = cmb-in-the-guest ]"
+cmbsz_16m() {
+	v=$(reg 0x3c)
+	echo "CMBSZ $v"
+	[ "$v" = $((0x1021f)) ]
+}
+cmbloc_bar2() {
+	v=$(reg 0x38)
+	echo "CMBLOC $v"
+	[ $((v & 7)) -eq 2 ] && [ $((v >> 12)) -eq 0 ]
+}
+cmb_mapped() {
+	bar 2 0x1000 write cmb-in-the-guest && [ "$(bar 2 0x1000 read 16)" = cmb-in-the-guest ]
+}
+step "CMBSZ: 16 MiB (SZ 16, SZU 1 MiB), SQS CQS LISTS RDS WDS" cmbsz_16m
+step "CMBLOC: BAR2 at offset 0" cmbloc_bar2
+step "BAR2 is the CMB, mapped by the guest" cmb_mapped
 step "set-reg CMBMSC 0 (as the driver left it)" nvme set-reg $dev --cmbmsc=0
 
 marker="pmr-$(cat /proc/sys/kernel/random/uuid)"
 step "PMRSTS.NRDY set while the PMR is disabled" bit_set 0xe08 0x100
 step "set-reg PMRCTL.EN" nvme set-reg $dev --pmrctl=1
 step "PMRSTS.NRDY clears" wait_for 60 bit_clear 0xe08 0x100
-step "write the marker at the PMR's start and end through the guest's mapping" sh -c "
-	bar 4 0 write $marker && bar 4 $((0x400000 - 4096)) write $marker &&
-	[ \"\$(bar 4 0 read ${#marker})\" = $marker ]"
+pmr_write() {
+	bar 4 0 write "$marker" && bar 4 $((0x400000 - 4096)) write "$marker" &&
+		[ "$(bar 4 0 read ${#marker})" = "$marker" ]
+}
+step "write the marker at the PMR's start and end through the guest's mapping" pmr_write
 step "set-reg PMRCTL 0" nvme set-reg $dev --pmrctl=0
 step "PMRSTS.NRDY sets: the PMR is persistent" wait_for 60 bit_set 0xe08 0x100
-step "PMRSTS: healthy, no error" sh -c "[ \$(( $(reg 0xe08) & 0xeff )) -eq 0 ]"
+pmr_healthy() { [ $(($(reg 0xe08) & 0xeff)) -eq 0 ]; }
+step "PMRSTS: healthy, no error" pmr_healthy
 echo "$marker" > "$out/pmr-marker"
 step "fio verify on the namespace" fio --name=v --filename=$ns --direct=1 --rw=randwrite \
 	--bs=4k --size=8M --iodepth=8 --ioengine=libaio --verify=crc32c --do_verify=1 \
