@@ -129,6 +129,15 @@ static void test_cmb(const char *build)
 	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_CMBSZ) == 0);
 	CHECK(nvme_host_reg_write64(&t.h, NVME_REG_CMBMSC, NVME_CMBMSC_CRE) == 0);
 	CHECK(reg_wait(&t, NVME_REG_CMBSZ, 0x0000221fu)); /* SZ 2, SZU 1 MiB, SQS..WDS */
+	/* Read-only registers and the reserved space after ACQ are restored after a write. */
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_CMBSZ, ~0u) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_CMBLOC, ~0u) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_CMBSTS, ~0u) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, 0x80, ~0u) == 0);
+	CHECK(reg_wait(&t, NVME_REG_CMBSZ, 0x0000221fu));
+	CHECK(reg_wait(&t, 0x80, 0));
+	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_CMBSTS) == 0);
+	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_CMBLOC) == 0xe2);
 	sz.raw = nvme_host_reg_read32(&t.h, NVME_REG_CMBSZ);
 	loc.raw = nvme_host_reg_read32(&t.h, NVME_REG_CMBLOC);
 	CHECK(sz.bits.sqs && sz.bits.cqs && sz.bits.lists && sz.bits.rds && sz.bits.wds);
@@ -281,6 +290,17 @@ static void test_pmr(const char *build)
 	pmr = bar_map(&t, 4, PMR_SIZE);
 	if (!CHECK(pmr != NULL))
 		goto out;
+	/* Read-only PMR registers and the reserved space after them are restored after a write. */
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_PMRCAP, 0) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_PMRSTS, 0) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_PMREBS, 0) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_PMRSWTP, 0) == 0);
+	CHECK(nvme_host_reg_write32(&t.h, 0xe40, ~0u) == 0);
+	CHECK(reg_wait(&t, NVME_REG_PMRCAP, cap.raw));
+	CHECK(reg_wait(&t, 0xe40, 0));
+	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_PMRSTS) == sts.raw);
+	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_PMREBS) == (2u | 1u << 8));
+	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_PMRSWTP) == (2u | 1024u << 8));
 	/* Enabled (reserved PMRCTL bits dropped): ready. */
 	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_PMRCTL, 0xffffffffu) == 0);
 	CHECK(reg_wait(&t, NVME_REG_PMRSTS, 0));
