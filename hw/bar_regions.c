@@ -225,6 +225,15 @@ int hw_bar_access(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf
 
 	switch (r->kind) {
 	case HW_REGION_STATEFUL:
+		if (!is_write && dev->ops && dev->ops->stateful_read &&
+		    dev->ops->stateful_read(dev, bar_id, offset, len, dev->arg) == HW_EVENT_ASYNC) {
+			dev->rd.held = true;
+			dev->rd.ridx = ridx;
+			dev->rd.rel = rel;
+			dev->rd.buf = buf;
+			dev->rd.len = len;
+			return HW_EVENT_ASYNC;
+		}
 		return hw_stateful_guest_access(dev, ridx, rel, buf, len, is_write);
 	case HW_REGION_DB_BY_OFFSET:
 		if (is_write)
@@ -249,6 +258,16 @@ int hw_bar_access(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf
 		return 0;
 	}
 	return -EINVAL;
+}
+
+void hw_dev_read_done(struct hw_dev *dev)
+{
+	if (!dev->rd.held)
+		return;
+	dev->rd.held = false;
+	hw_stateful_guest_access(dev, dev->rd.ridx, dev->rd.rel, dev->rd.buf, dev->rd.len, false);
+	if (dev->ep)
+		vfu_endpoint_resume(dev->ep, 0);
 }
 
 void *hw_dev_memory(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start, uint64_t *size)

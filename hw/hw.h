@@ -173,6 +173,13 @@ struct hw_dev_ops {
 	 * warning (a handler ignoring it must not spin the loop). */
 	void (*stateful_write)(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
 			       void *arg);
+	/* The driver reads [offset, offset+len) of BAR bar_id, inside a stateful region (a
+	 * trapped access: the client waits for the data). 0: the values are read now;
+	 * HW_EVENT_ASYNC: the read returns the values as they are when the handler calls
+	 * hw_dev_read_done(), and the client's next message waits until then (a register read
+	 * that is a barrier, e.g. an NVMe PMRSTS read). May be NULL. */
+	int (*stateful_read)(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, uint32_t len,
+			     void *arg);
 	/* Function level reset (PCIe FLR, vfio-user DEVICE_RESET, or the client
 	 * going away with reason `client_gone`). The handler must stop using host
 	 * memory, destroy its doorbells, MSI-X vectors and mmaps; it returns 0 when
@@ -265,6 +272,10 @@ enum hw_db_mode hw_dev_db_mode(const struct hw_dev *dev);
  * reset after an flr, then sends the held reply. May also be called from
  * inside the handler before it returns HW_EVENT_ASYNC. */
 void hw_dev_event_done(struct hw_dev *dev);
+
+/* Ends a read held by stateful_read (HW_EVENT_ASYNC): the client gets the region's values now.
+ * Nothing happens when none is held (the client went away meanwhile). */
+void hw_dev_read_done(struct hw_dev *dev);
 
 /* Stateful region access. offset is inside the BAR and [offset, offset+len)
  * must lie in one stateful region (-EINVAL otherwise). A query or modify

@@ -156,6 +156,15 @@ struct hw_dev {
 	int bar_memfd[HW_NUM_BARS];
 	uint8_t *bar_map[HW_NUM_BARS];
 	bool db_mapped; /* a doorbell page is offered as a sparse-mmap area (mmap mode) */
+	/* A driver read of a stateful region held by ops->stateful_read: where the data goes (the
+	 * endpoint's held reply, valid until the client goes: detach clears `held`). */
+	struct {
+		bool held;
+		int ridx;
+		uint64_t rel;
+		void *buf;
+		uint32_t len;
+	} rd;
 
 	struct hw_db **by_data; /* DB objects of by-data ids */
 	unsigned int nr_by_data, cap_by_data;

@@ -414,6 +414,8 @@ static int hw_dev_ep_detach(void *arg)
 {
 	struct hw_dev *dev = arg;
 
+	/* A held read's reply went with the client. */
+	dev->rd.held = false;
 	/* Everything the client gave goes first: doorbells stop notifying,
 	 * eventfds are closed. Its memory stays mapped until the FLR handler
 	 * has stopped every use of it (then the endpoint unmaps it). */

@@ -332,6 +332,13 @@ static void pcie_stateful_write(struct hw_dev *dev, uint8_t bar_id, uint64_t reg
 	pcie_cmb_regs_written(pc, regs);
 }
 
+/* A register read: a PMRSTS read is the PMR's write barrier. */
+static int pcie_stateful_read(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, uint32_t len,
+			      void *arg)
+{
+	return bar_id == 0 ? pcie_pmr_read(arg, offset, len) : 0;
+}
+
 /* Main: the PMR's contents are in its file. */
 static void pcie_flr_pmr_done(void *arg)
 {
@@ -443,6 +450,7 @@ static void pcie_db_unowned_write(struct hw_dev *dev, uint8_t bar_id, uint64_t r
 static const struct hw_dev_ops pcie_dev_ops = {
 	.hotplug_state_changed = pcie_hotplug_state_changed,
 	.stateful_write = pcie_stateful_write,
+	.stateful_read = pcie_stateful_read,
 	.flr = pcie_flr,
 	.dma_unmap = pcie_dma_unmap,
 	.dma_map = pcie_dma_map,

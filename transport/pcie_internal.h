@@ -271,6 +271,9 @@ int pcie_pmr_open(struct pcie_ctrlr *pc, const char *path, uint64_t size, char *
 int pcie_pmr_attach(struct pcie_ctrlr *pc);
 uint64_t pcie_pmr_size(const struct pcie_ctrlr *pc);
 void pcie_pmr_regs_written(struct pcie_ctrlr *pc);
+/* A driver read of BAR0 [offset, +len): 0, or HW_EVENT_ASYNC when it is a PMRSTS read that must
+ * wait for a flush (hw_dev_read_done then). */
+int pcie_pmr_read(struct pcie_ctrlr *pc, uint64_t offset, uint32_t len);
 /* The PMR is disabled (FLR, destroy) and made persistent; done(arg) runs on the main thread
  * once its contents are in the file (maybe from inside this call: nothing to write). */
 void pcie_pmr_quiesce(struct pcie_ctrlr *pc, void (*done)(void *arg), void *arg);

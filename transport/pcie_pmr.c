@@ -4,14 +4,17 @@
  *
  * What the host is promised, and how: the memory the client maps is the function's own sealed
  * memfd (hw/), never the operator's file, so a client cannot truncate the file under us nor
- * shrink it; the file is written from the memory by a flush. PMRCAP.PMRWBM is 0: no read is a
- * write barrier (a load from a mapped page reaches nobody, and a PMRSTS read would have to wait
- * for the disk). Persistence is reported through the register state machine instead: when the
- * host clears PMRCTL.EN, PMRSTS.NRDY stays 0 until every byte the memory held at that moment is
- * in the file (pwrite of the region, then fdatasync, on a thread of its own so the main loop and
- * every other function go on), and becomes 1 then; a failed flush sets PMRSTS.HSTS to 3
- * (unreliable) and ERR. An FLR and the function's destroy disable the PMR the same way and wait
- * for the flush. The file is read into the memory when the function is created, so a restarted
+ * shrink it; the file is written from the memory by a flush (pwrite of the region, then
+ * fdatasync) on a thread of its own, so the main loop and every other function go on. Two ways
+ * tell the host its writes are persistent:
+ * - PMRCAP.PMRWBM bit 1: a read of PMRSTS while the PMR is enabled completes once every byte
+ *   written before it is in the file (the read is held: hw/'s stateful_read, vfu's held
+ *   REGION_READ reply; only this client's vCPU waits). A load from a mapped page reaches nobody,
+ *   so bit 0 (any PMR read is a barrier) cannot be offered.
+ * - the register state machine: when the host clears PMRCTL.EN, PMRSTS.NRDY stays 0 until the
+ *   flush asked at that moment is done, and becomes 1 then.
+ * A failed flush sets PMRSTS.HSTS to 3 (unreliable) and ERR. An FLR and the function's destroy
+ * disable the PMR the same way and wait for the flush. The file is read into the memory when the function is created, so a restarted
  * daemon offers what was last made persistent. Main thread unless noted. */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +51,8 @@ struct pcie_pmr {
 	void (*waiter)(void *arg); /* pcie_pmr_quiesce's, once done reaches waiter_req */
 	void *waiter_arg;
 	uint64_t waiter_req;
+	/* A PMRSTS read held as a write barrier (0: none): released once done reaches it. */
+	uint64_t read_req;
 };
 
 void *pcie_pmr_map(struct pcie_ctrlr *pc, uint64_t addr, uint64_t len, bool *hit)
@@ -173,7 +178,7 @@ int pcie_pmr_attach(struct pcie_ctrlr *pc)
 	cap.bits.wds = 1;
 	cap.bits.bir = PCIE_PMR_BAR;
 	cap.bits.pmrtu = 0;
-	cap.bits.pmrwbm = 0;
+	cap.bits.pmrwbm = NVME_PMRWBM_PMRSTS_READ;
 	cap.bits.pmrto = PCIE_PMR_TIMEOUT;
 	cap.bits.cmss = 1;
 	pmr->cap = cap.raw;
@@ -267,6 +272,10 @@ static void pcie_pmr_flush_done_msg(void *arg)
 		pcie_pmr_write_back(pmr, NULL);
 	}
 	pcie_pmr_flush_start(pmr); /* asked again meanwhile */
+	if (pmr->read_req && pmr->done >= pmr->read_req) {
+		pmr->read_req = 0;
+		hw_dev_read_done(pmr->pc->dev);
+	}
 	if (pmr->waiter && pmr->done >= pmr->waiter_req) {
 		void (*fn)(void *arg) = pmr->waiter;
 
@@ -339,6 +348,18 @@ void pcie_pmr_regs_written(struct pcie_ctrlr *pc)
 	pmr->msc = msc;
 	pcie_pmr_window(pmr);
 	pcie_pmr_write_back(pmr, regs);
+}
+
+int pcie_pmr_read(struct pcie_ctrlr *pc, uint64_t offset, uint32_t len)
+{
+	struct pcie_pmr *pmr = pc->pmr;
+
+	/* Only a read that covers PMRSTS, of an enabled PMR, is a barrier (PMRWBM bit 1). */
+	if (!pmr || !(pmr->ctl & NVME_PMRCTL_EN) || offset >= NVME_REG_PMRSTS + 4 ||
+	    offset + len <= NVME_REG_PMRSTS)
+		return 0;
+	pmr->read_req = pcie_pmr_flush_ask(pmr);
+	return HW_EVENT_ASYNC;
 }
 
 void pcie_pmr_quiesce(struct pcie_ctrlr *pc, void (*done)(void *arg), void *arg)

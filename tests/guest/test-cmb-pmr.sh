@@ -44,6 +44,10 @@ if host_step "nvme-emu -c serves the socket" gt_wait_sockets "$GT_DIR/nvme.sock"
 	host_step "after SIGKILL the PMR file holds it at the start and the end" sh -c "
 		[ \"\$(head -c ${#marker} '$GT_DIR/pmr.bin')\" = '$marker' ] &&
 		[ \"\$(tail -c 4096 '$GT_DIR/pmr.bin' | head -c ${#marker})\" = '$marker' ]"
+	marker2=$(cat "$GT_DIR/run/out/pmr-marker2" 2> /dev/null)
+	host_step "... and the marker the PMRSTS read made persistent" sh -c "
+		[ -n '$marker2' ] &&
+		[ \"\$(dd if='$GT_DIR/pmr.bin' bs=1 skip=8192 count=${#marker2} 2> /dev/null)\" = '$marker2' ]"
 fi
 [ "$host_failed" -eq 0 ] || tail -n 30 "$GT_DIR/nvme-emu.log"
 gt_report_with_host "$rc"

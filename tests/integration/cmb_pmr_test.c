@@ -284,7 +284,7 @@ static void test_pmr(const char *build)
 	CHECK(ccap.bits.pmrs && !ccap.bits.cmbs);
 	cap.raw = nvme_host_reg_read32(&t.h, NVME_REG_PMRCAP);
 	CHECK(cap.bits.bir == 4 && cap.bits.rds && cap.bits.wds && cap.bits.cmss);
-	CHECK(cap.bits.pmrwbm == 0 && cap.bits.pmrto > 0);
+	CHECK(cap.bits.pmrwbm == NVME_PMRWBM_PMRSTS_READ && cap.bits.pmrto > 0);
 	sts.raw = nvme_host_reg_read32(&t.h, NVME_REG_PMRSTS);
 	CHECK(sts.bits.nrdy == 1 && sts.bits.hsts == 0);
 	pmr = bar_map(&t, 4, PMR_SIZE);
@@ -308,11 +308,16 @@ static void test_pmr(const char *build)
 	fill(pat, sizeof(pat), 3);
 	memcpy(pmr, pat, 4096);
 	memcpy(pmr + PMR_SIZE - 4096, pat + 4096, 4096);
+	/* A PMRSTS read is a write barrier: when it completes the file holds what came before. */
+	CHECK(!file_has(file, 0, pat, 4096));
+	CHECK(nvme_host_reg_read32(&t.h, NVME_REG_PMRSTS) == 0);
+	CHECK(file_has(file, 0, pat, 4096));
+	CHECK(file_has(file, PMR_SIZE - 4096, pat + 4096, 4096));
+	memcpy(pmr + 0x2000, pat, 4096);
 	/* Disabled: NRDY once the file holds it all. */
 	CHECK(nvme_host_reg_write32(&t.h, NVME_REG_PMRCTL, 0) == 0);
 	CHECK(reg_wait(&t, NVME_REG_PMRSTS, 0x100));
-	CHECK(file_has(file, 0, pat, 4096));
-	CHECK(file_has(file, PMR_SIZE - 4096, pat + 4096, 4096));
+	CHECK(file_has(file, 0x2000, pat, 4096));
 
 	/* PMRMSC: an invalid CBA sets CBAI; then the right one, and commands move data in and
 	 * out of the PMR (RDS, WDS). */

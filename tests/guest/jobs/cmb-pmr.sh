@@ -3,8 +3,9 @@
 # CONFIG_PCI_P2PDMA, so it gives the CMB back: "failed to register the CMB", CMBMSC 0); nvme
 # set-reg turns CMBMSC.CRE on and CMBSZ/CMBLOC show the 16 MiB CMB in BAR2, which the guest maps
 # and reads back; the PMR is enabled with set-reg, written through the guest's own mapping of
-# BAR4 (sysfs resource4), disabled, and PMRSTS.NRDY says the data is persistent: the host then
-# kills the daemon (SIGKILL) and finds it in the PMR file. fio verify runs on the namespace
+# BAR4 (sysfs resource4), a PMRSTS read makes a second write persistent (PMRWBM bit 1), the PMR
+# is disabled and PMRSTS.NRDY says all of it is persistent: the host then kills the daemon
+# (SIGKILL) and finds both in the PMR file. fio verify runs on the namespace
 # meanwhile (mapped BARs turn QEMU's posted writes off for the whole function).
 . "$GUEST_LIB"
 
@@ -86,6 +87,12 @@ pmr_write() {
 		[ "$(bar 4 0 read ${#marker})" = "$marker" ]
 }
 step "write the marker at the PMR's start and end through the guest's mapping" pmr_write
+marker2="barrier-$(cat /proc/sys/kernel/random/uuid)"
+pmr_barrier() {
+	bar 4 8192 write "$marker2" && reg 0xe08 > /dev/null
+}
+step "a second marker, then a PMRSTS read (PMRWBM bit 1: a write barrier)" pmr_barrier
+echo "$marker2" > "$out/pmr-marker2"
 step "set-reg PMRCTL 0" nvme set-reg $dev --pmrctl=0
 step "PMRSTS.NRDY sets: the PMR is persistent" wait_for 60 bit_set 0xe08 0x100
 pmr_healthy() { [ $(($(reg 0xe08) & 0xeff)) -eq 0 ]; }
