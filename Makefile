@@ -122,7 +122,7 @@ soak: deps
 	    scripts/run-tests.sh \
 	    "soak:torture=env TORTURE_STEPS=$(SOAK_TORTURE_STEPS) build-asan/bin/nvme_torture_test build-asan" \
 	    "soak:libfuzzer=env FUZZ_CHECK_TIME=$(SOAK_FUZZ_TIME) tests/fuzz/libfuzzer-check.sh build" \
-	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) tests/guest/test-soak.sh" \
+	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) SOAK_MAX_LAT_US=2000000 tests/guest/test-soak.sh" \
 	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
 
 clean:

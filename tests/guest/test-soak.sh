@@ -4,8 +4,8 @@
 # the remaining one, the victim in guest A, is reset (nvme reset) and function-level reset
 # (sysfs) in a loop by the guest and hot-unplugged and re-plugged by the host
 # (nvmf_subsystem_remove_listener / add_listener on a QEMU manager). Passes with 0 verify
-# errors and no stall of any other function longer than one second (fio's max completion
-# latency), and a daemon that exits cleanly.
+# errors, no completion of any other function slower than SOAK_MAX_LAT_US (fio's max completion
+# latency: 25 s in make test, a hang guard; 2 s in make soak), and a daemon that exits cleanly.
 #
 # The listener churn needs a QEMU with the vfio-user-pci unplug fix (make qemu-binfix, run by
 # make test; see tests/guest/test-rpc-hotplug.sh); with the stock QEMU the victim is only reset
@@ -15,9 +15,13 @@ set -uo pipefail
 
 BIN=$GT_TOP/build/bin
 SOAK_TIME=${SOAK_TIME:-60}
-# A function stalled by another one's reset or FLR stops for seconds or for ever; a TCG guest on a
-# saturated 2-core host shows single completions of 1.1 s with nothing stalled. 2 s separates them.
-MAX_LAT_US=${SOAK_MAX_LAT_US:-2000000}
+# A function stalled by another one's reset or FLR stops for seconds or for ever. How long a
+# single completion takes with nothing stalled depends on the machine: a TCG guest on a
+# saturated 2-core host shows 1.1 s, and 6-7 s beside two other test suites. So make test only
+# guards against a hang, below Linux's 30 s I/O timeout (after which the guest would reset the
+# function, which the verify would also see); `make soak` (quiet machine, an hour) holds the 2 s
+# that separates a stall from a slow machine.
+MAX_LAT_US=${SOAK_MAX_LAT_US:-25000000}
 gt_setup soak
 rpc_sock=$GT_DIR/rpc.sock
 qmp_sock=$GT_DIR/qmp-a.sock
