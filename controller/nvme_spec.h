@@ -1427,4 +1427,44 @@ struct nvme_id_ns_nvm {
 NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns_nvm) == 4096, "identify namespace NVM");
 NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ns_nvm, elbaf) == 12, "ELBAF offset");
 
+
+/* ---- Endurance Groups (Base 2.0 sections 3.2.3, 5.16.1.10, 5.16.1.15, 5.17.2.20, 5.27.1.16) ---- */
+#define NVME_CTRATT_EGS (1u << 4)	  /* Endurance Groups supported */
+#define NVME_CNS_ENDGRP_LIST 0x19
+#define NVME_ENDGRP_LIST_MAX 2047	  /* identifiers in an Endurance Group List */
+#define NVME_LOG_ENDGRP 0x09		  /* Endurance Group Information, LSI = ENDGID */
+#define NVME_LOG_ENDGRP_EVENTS 0x0f	  /* Endurance Group Event Aggregate */
+#define NVME_FEAT_ENDGRP_EVENT 0x18	  /* Endurance Group Event Configuration */
+#define NVME_OAES_ENDGRP_EVENTS (1u << 14) /* EG Event Aggregate Log Change notices */
+#define NVME_AEC_ENDGRP_EVENTS (1u << 14)
+#define NVME_AER_NOTICE_ENDGRP_EVENTS 0x06
+/* Endurance Group Critical Warning bits (log 09h byte 0, SMART byte 6 as a summary). */
+#define NVME_EGCW_SPARE (1u << 0)
+#define NVME_EGCW_RELIABILITY (1u << 2)
+#define NVME_EGCW_READ_ONLY (1u << 3)
+#define NVME_EGCW_ALL (NVME_EGCW_SPARE | NVME_EGCW_RELIABILITY | NVME_EGCW_READ_ONLY)
+
+struct nvme_endgrp_log {
+	uint8_t critical_warning;
+	uint8_t rsvd1[2];
+	uint8_t avail_spare;
+	uint8_t spare_thresh;
+	uint8_t percent_used;
+	uint8_t rsvd6[26];
+	uint8_t endurance_estimate[16]; /* units of 1,000,000,000 bytes */
+	uint8_t data_units_read[16];	/* units of 1,000,000,000 bytes, rounded up */
+	uint8_t data_units_written[16];
+	uint8_t media_units_written[16];
+	uint8_t host_reads[16];
+	uint8_t host_writes[16];
+	uint8_t media_errors[16];
+	uint8_t num_err_log_entries[16];
+	uint8_t tegcap[16]; /* bytes */
+	uint8_t uegcap[16];
+	uint8_t rsvd192[320];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_endgrp_log) == 512, "endurance group log");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_endgrp_log, endurance_estimate) == 32, "EE");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_endgrp_log, tegcap) == 160, "TEGCAP");
+
 #endif
