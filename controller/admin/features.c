@@ -1,8 +1,8 @@
 /* controller/admin/features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
  * management, temperature threshold, error recovery, volatile write cache, number of queues,
  * interrupt coalescing and vector configuration, write atomicity, async event configuration,
- * APST, timestamp, Host Behavior Support, Host Identifier, Reservation Notification Mask and
- * Persistence; SEL current/default/saved/supported. Admin thread. */
+ * APST, timestamp, Host Behavior Support, Endurance Group Event Configuration, Host Identifier,
+ * Reservation Notification Mask and Persistence; SEL current/default/saved/supported. Admin thread. */
 #include <string.h>
 
 #include "common/evloop.h"

@@ -1,10 +1,10 @@
 /* controller/device/device.h - what the device does for itself, as one module of the controller
  * (CTRLR_MOD_DEVICE, module.c): the SMART / Health model (health.c) and its endurance group
- * (endgrp.c), firmware slots (fw.c), the
- * Persistent Event Log (pel.c), Telemetry (telemetry.c), and the background operations Device
- * Self-test (selftest.c) and Sanitize (sanitize.c) with their bdev request (bg.c). It uses the
- * core and the command sets below it (nvm/, zns/); admin/ uses it for Identify and Get Log Page.
- * Not for use outside controller/. Admin thread unless said otherwise. */
+ * (endgrp.c), firmware slots (fw.c), the Persistent Event Log (pel.c), Telemetry
+ * (telemetry.c), and the background operations Device Self-test (selftest.c) and Sanitize
+ * (sanitize.c) with their bdev request (bg.c). It uses the core and the command sets below it
+ * (nvm/, zns/); admin/ uses it for Identify and Get Log Page. Not for use outside controller/.
+ * Admin thread unless said otherwise. */
 #ifndef NVME_EMU_CONTROLLER_DEVICE_DEVICE_H
 #define NVME_EMU_CONTROLLER_DEVICE_DEVICE_H
 

@@ -101,4 +101,43 @@ echo "$marker" > "$out/pmr-marker"
 step "fio verify on the namespace" fio --name=v --filename=$ns --direct=1 --rw=randwrite \
 	--bs=4k --size=8M --iodepth=8 --ioengine=libaio --verify=crc32c --do_verify=1 \
 	--output=/tmp/fio.txt
+
+# Endurance groups with nvme-cli (binary output, parsed here): group 1 in Identify, its log
+# against the namespace's SMART counters after the fio run, no event in the aggregate log.
+eg_identify() {
+	nvme id-ctrl $dev -b > /tmp/idc.bin && nvme list-endgrp $dev -o binary > /tmp/egl.bin &&
+	python3 - <<'PY'
+import struct
+idc = open("/tmp/idc.bin", "rb").read()
+egl = open("/tmp/egl.bin", "rb").read()
+ctratt, = struct.unpack_from("<I", idc, 96)
+endgidmax, = struct.unpack_from("<H", idc, 340)
+n, first = struct.unpack_from("<HH", egl, 0)
+print("CTRATT %#x ENDGIDMAX %d list %d: %d" % (ctratt, endgidmax, n, first))
+assert ctratt & 0x10 and endgidmax == 1 and n == 1 and first == 1
+PY
+}
+step "Identify: CTRATT.EGS, ENDGIDMAX 1, nvme list-endgrp lists group 1" eg_identify
+eg_log() {
+	nvme endurance-log $dev --group-id=1 || return 1
+	nvme endurance-log $dev --group-id=1 -o binary > /tmp/eg.bin &&
+	nvme smart-log $dev --namespace-id=1 -o binary > /tmp/smart.bin &&
+	nvme endurance-event-agg-log $dev -o binary > /tmp/egagg.bin &&
+	python3 - <<'PY'
+import struct
+eg = open("/tmp/eg.bin", "rb").read()
+sm = open("/tmp/smart.bin", "rb").read()
+agg = open("/tmp/egagg.bin", "rb").read()
+wr_eg, = struct.unpack_from("<Q", eg, 112)
+wr_sm, = struct.unpack_from("<Q", sm, 80)
+tegcap, = struct.unpack_from("<Q", eg, 160)
+duw, = struct.unpack_from("<Q", eg, 64)
+print("spare %d/%d used %d host writes %d (SMART %d) DUW %d TEGCAP %d aggregate %d" %
+      (eg[3], eg[4], eg[5], wr_eg, wr_sm, duw, tegcap, struct.unpack_from("<Q", agg, 0)[0]))
+assert len(eg) >= 512 and eg[0] == 0 and eg[3] == 100 and eg[4] == 10 and eg[5] == sm[5]
+assert wr_eg == wr_sm and wr_eg > 0 and duw >= 1 and tegcap == 64 << 20
+assert struct.unpack_from("<Q", agg, 0)[0] == 0
+PY
+}
+step "nvme endurance-log: group 1 against the namespace's SMART log, aggregate log empty" eg_log
 guest_finish
