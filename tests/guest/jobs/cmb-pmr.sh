@@ -6,7 +6,9 @@
 # BAR4 (sysfs resource4), a PMRSTS read makes a second write persistent (PMRWBM bit 1), the PMR
 # is disabled and PMRSTS.NRDY says all of it is persistent: the host then kills the daemon
 # (SIGKILL) and finds both in the PMR file. fio verify runs on the namespace
-# meanwhile (mapped BARs turn QEMU's posted writes off for the whole function).
+# meanwhile (mapped BARs turn QEMU's posted writes off for the whole function). Then the
+# endurance group with nvme-cli: id-ctrl, list-endgrp, endurance-log against smart-log after fio,
+# endurance-event-agg-log.
 . "$GUEST_LIB"
 
 dev=/dev/nvme0
