@@ -172,6 +172,12 @@ struct app_subsys {
 	/* The controller's Persistent Event Log state file (controller/pel.c), or NULL. */
 	char *event_log_file;
 	char *state_file; /* the controllers' state files (FILE, FILE.<cntlid>), or NULL */
+	/* Each controller's Controller Memory Buffer (bytes, 0: none) and Persistent Memory
+	 * Region file (NULL: none; FILE.<cntlid> for all but the first CNTLID) and size (0: the
+	 * file's). */
+	uint64_t cmb_size;
+	char *pmr_file;
+	uint64_t pmr_size;
 	struct app_subsys *next;
 };
 
@@ -264,6 +270,13 @@ struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
  * added). 0 or -ENOMEM (err set). */
 /* Sets one of a subsystem's file paths (event_log_file, state_file) to a copy of path. */
 int app_subsys_set_path(char **slot, const char *path, char *err);
+/* Its controllers' CMB size and PMR file and size (before a listener is added): 0, or -EINVAL
+ * (a size that is not a power of two from 1 MiB to 1 GiB), -EBUSY (a listener exists),
+ * -ENOMEM, with err. */
+int app_subsys_set_devmem(struct app_subsys *s, uint64_t cmb_size, const char *pmr_file,
+			  uint64_t pmr_size, char *err);
+/* The same checks alone (nothing set). */
+int app_devmem_check(uint64_t cmb_size, const char *pmr_file, uint64_t pmr_size, char *err);
 int app_subsys_create(struct app_target *t, const char *nqn, const char *serial, const char *model,
 		      uint32_t max_namespaces, bool allow_any_host, uint32_t min_cntlid,
 		      uint32_t max_cntlid, char *err);

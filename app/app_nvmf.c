@@ -456,9 +456,9 @@ static void app_listener_finish_pending(struct app_listener *l)
 /* Creates and starts l's controller on fn's socket, a member of the subsystem with every
  * namespace attached. On failure it returns the error and has started the listener's teardown,
  * which reports it through l->done. */
-/* A state file of l's controller (the event log, the controller state) from the subsystem's
- * FILE: FILE itself for the first CNTLID, FILE.<cntlid> for the others (each controller keeps
- * its own), NULL: none. */
+/* A state file of l's controller named after the subsystem's `file` (its Persistent Event Log,
+ * its controller state, its Persistent Memory Region): the file itself for the first CNTLID,
+ * FILE.<cntlid> for the others (each controller keeps its own), NULL: none. */
 static const char *app_listener_file(const struct app_listener *l, const char *file, char *buf,
 				     size_t len)
 {
@@ -474,7 +474,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 			      struct app_function *fn, char *err)
 {
 	struct app_subsys *s = l->s;
-	char pel_path[PATH_MAX], state_path[PATH_MAX];
+	char pel_path[PATH_MAX], state_path[PATH_MAX], pmr_path[PATH_MAX];
 	struct pcie_ctrlr_opts po = {
 	    .vuid = fn->vuid,
 	    .socket_path = fn->socket_path,
@@ -502,6 +502,9 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 	    .max_dma_regions = t->tr.max_dma_regions,
 	    .max_dma_bytes = t->tr.max_dma_bytes,
 	    .allow_any_dma_fd = t->tr.allow_any_dma_fd,
+	    .cmb_size = s->cmb_size,
+	    .pmr_file = app_listener_file(l, s->pmr_file, pmr_path, sizeof(pmr_path)),
+	    .pmr_size = s->pmr_size,
 	};
 	int rc;
 
@@ -556,6 +559,49 @@ int app_subsys_set_path(char **slot, const char *path, char *err)
 	return 0;
 }
 
+static bool app_devmem_size_ok(uint64_t size)
+{
+	return !size || (size >= (1ull << 20) && size <= (1ull << 30) && !(size & (size - 1)));
+}
+
+int app_devmem_check(uint64_t cmb_size, const char *pmr_file, uint64_t pmr_size, char *err)
+{
+	if (!app_devmem_size_ok(cmb_size) || !app_devmem_size_ok(pmr_size)) {
+		snprintf(err, APP_ERR_LEN,
+			 "a CMB or PMR size is a power of two from 1 MiB to 1 GiB");
+		return -EINVAL;
+	}
+	if (pmr_size && !pmr_file) {
+		snprintf(err, APP_ERR_LEN, "a PMR size needs a PMR file");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int app_subsys_set_devmem(struct app_subsys *s, uint64_t cmb_size, const char *pmr_file,
+			  uint64_t pmr_size, char *err)
+{
+	char *p = NULL;
+	int rc;
+
+	if (s->listeners) {
+		snprintf(err, APP_ERR_LEN, "%s has a listener: its CMB and PMR are fixed", s->nqn);
+		return -EBUSY;
+	}
+	rc = app_devmem_check(cmb_size, pmr_file, pmr_size, err);
+	if (rc)
+		return rc;
+	if (pmr_file && !(p = strdup(pmr_file))) {
+		snprintf(err, APP_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	free(s->pmr_file);
+	s->pmr_file = p;
+	s->pmr_size = pmr_size;
+	s->cmb_size = cmb_size;
+	return 0;
+}
+
 static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 {
 	struct app_subsys **pp;
@@ -577,6 +623,7 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 	free(s->hosts);
 	free(s->event_log_file);
 	free(s->state_file);
+	free(s->pmr_file);
 	free(s->nqn);
 	free(s->serial);
 	free(s->model);

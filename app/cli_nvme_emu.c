@@ -70,6 +70,15 @@ static const struct cli_opt app_cli_opts[] = {
      "keep the controller's firmware slots and the features saved with SV in FILE (read at "
      "start, written before each change completes).",
      0},
+    {"cmb", APP_O_CMB, "SIZE",
+     "a Controller Memory Buffer of SIZE (a power of two, 1M..1G; Linux needs 2M or more) in "
+     "BAR2: queues, PRP lists and data may live in it.",
+     0},
+    {"pmr", APP_O_PMR, "FILE[:SIZE]",
+     "a Persistent Memory Region in BAR4 kept in FILE (created or extended to SIZE, a power of "
+     "two 1M..1G; without SIZE the file's size); what the host made persistent (PMRCTL.EN "
+     "cleared, PMRSTS.NRDY set) survives a kill of the daemon.",
+     0},
     {NULL, 0, NULL, "Transport (nvmf_create_transport's defaults in target mode)", 0},
     {"poll-groups", 'm', "N|0xMASK",
      "poll-group threads owning the I/O queues (default 1), not pinned; a mask (0x6) makes one "

@@ -31,6 +31,8 @@ enum app_cli_code {
 	APP_O_ZONED,
 	APP_O_EVENT_LOG,
 	APP_O_STATE_FILE,
+	APP_O_CMB,
+	APP_O_PMR,
 	APP_O_METRICS,
 	APP_O_READ_ZEROES,
 };

@@ -62,6 +62,8 @@ struct app_opts {
 	const char *config_file;
 	bool wait_for_rpc;
 	const char *metrics_addr; /* --metrics */
+	uint64_t cmb_size;	  /* --cmb */
+	const char *pmr;	  /* --pmr FILE[:SIZE] */
 };
 
 static void app_usage(FILE *out)
@@ -395,6 +397,19 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case APP_O_MODEL:
 			o->ctrlr.model = optarg;
 			break;
+		case APP_O_CMB:
+			if (app_parse_size(optarg, &o->cmb_size)) {
+				fprintf(stderr, "nvme-emu: bad --cmb '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case APP_O_PMR:
+			if (!*optarg || *optarg == ':') {
+				fprintf(stderr, "nvme-emu: --pmr needs a file\n");
+				return -EINVAL;
+			}
+			o->pmr = optarg;
+			break;
 		case 'l':
 			lvl = log_level_parse(optarg);
 			if (lvl < 0) {
@@ -420,11 +435,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	}
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
-		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->ctrlr.state_file) {
+		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->ctrlr.state_file ||
+		    o->cmb_size || o->pmr) {
 			fprintf(stderr,
 				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool/"
-				"--event-log/--state-file need --socket (over RPC: "
-				"nvmf_create_subsystem's event_log_file, state_file)\n");
+				"--event-log/--state-file/--cmb/--pmr need --socket (over RPC: "
+				"nvmf_create_subsystem's event_log_file, state_file, cmb_size_mib, "
+				"pmr_file)\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -819,6 +836,18 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o, struct 
 	if (o->ctrlr.state_file &&
 	    (rc = app_subsys_set_path(&st->s->state_file, o->ctrlr.state_file, err)))
 		goto out_err;
+	if (o->cmb_size || o->pmr) {
+		char file[PATH_MAX], *colon;
+		uint64_t pmr_size = 0;
+
+		snprintf(file, sizeof(file), "%s", o->pmr ? o->pmr : "");
+		colon = strrchr(file, ':');
+		if (colon && app_parse_size(colon + 1, &pmr_size) == 0)
+			*colon = '\0';
+		rc = app_subsys_set_devmem(st->s, o->cmb_size, o->pmr ? file : NULL, pmr_size, err);
+		if (rc)
+			goto out_err;
+	}
 	return app_setup_continue(st);
 
 out_err:

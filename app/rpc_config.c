@@ -193,6 +193,12 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			rpc_config_str(p, "event_log_file", s->event_log_file);
 		if (s->state_file)
 			rpc_config_str(p, "state_file", s->state_file);
+		if (s->cmb_size)
+			rpc_config_int(p, "cmb_size_mib", (int64_t)(s->cmb_size >> 20));
+		if (s->pmr_file)
+			rpc_config_str(p, "pmr_file", s->pmr_file);
+		if (s->pmr_size)
+			rpc_config_int(p, "pmr_size_mib", (int64_t)(s->pmr_size >> 20));
 		rpc_config_add(config, "nvmf_create_subsystem", p);
 		for (unsigned int i = 0; i < s->nr_hosts; i++) {
 			p = json_object_new_object();

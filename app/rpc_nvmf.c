@@ -280,7 +280,8 @@ static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object 
 
 struct rpc_subsys {
 	const char *nqn, *serial_number, *model_number, *tgt_name, *event_log_file, *state_file;
-	uint32_t max_namespaces, min_cntlid, max_cntlid;
+	const char *pmr_file;
+	uint32_t max_namespaces, min_cntlid, max_cntlid, cmb_size_mib, pmr_size_mib;
 	bool allow_any_host;
 };
 
@@ -298,6 +299,11 @@ static const struct rpc_decoder rpc_create_subsys_dec[] = {
     /* nvme-emu's: the Persistent Event Log's state file (controller/pel.c). */
     RPC_DEC(rpc_subsys, event_log_file, RPC_T_STRING, true),
     RPC_DEC(rpc_subsys, state_file, RPC_T_STRING, true),
+    /* nvme-emu's: each controller's Controller Memory Buffer and Persistent Memory Region
+     * (transport/pcie_cmb.c, pcie_pmr.c). */
+    RPC_DEC(rpc_subsys, cmb_size_mib, RPC_T_U32, true),
+    RPC_DEC(rpc_subsys, pmr_file, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, pmr_size_mib, RPC_T_U32, true),
     RPC_IGNORED("dmrsl", RPC_T_U32),
     RPC_IGNORED("wzsl", RPC_T_U32),
     RPC_IGNORED("admin_label", RPC_T_STRING),
@@ -330,6 +336,11 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 	if ((p.event_log_file && !*p.event_log_file) || (p.state_file && !*p.state_file))
 		return rpc_request_error(req, -EINVAL,
 					 "event_log_file and state_file must not be empty");
+	if (p.pmr_file && !*p.pmr_file)
+		return rpc_request_error(req, -EINVAL, "pmr_file must not be empty");
+	if (app_devmem_check((uint64_t)p.cmb_size_mib << 20, p.pmr_file,
+			     (uint64_t)p.pmr_size_mib << 20, err))
+		return rpc_request_error(req, -EINVAL, "%s", err);
 	rc = app_subsys_create(ctx, p.nqn, p.serial_number, p.model_number, p.max_namespaces,
 			       p.allow_any_host, p.min_cntlid, p.max_cntlid, err);
 	if (!rc && p.event_log_file)
@@ -338,6 +349,9 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 	if (!rc && p.state_file)
 		rc = app_subsys_set_path(&app_subsys_find(ctx, p.nqn)->state_file, p.state_file,
 					 err);
+	if (!rc && (p.cmb_size_mib || p.pmr_file || p.pmr_size_mib))
+		rc = app_subsys_set_devmem(app_subsys_find(ctx, p.nqn), (uint64_t)p.cmb_size_mib << 20,
+					   p.pmr_file, (uint64_t)p.pmr_size_mib << 20, err);
 	if (rc)
 		rpc_request_error(req, rc, "%s", err);
 	else

@@ -35,6 +35,9 @@ struct ctrlr_config {
 	bool no_dbbuf;		    /* do not offer Doorbell Buffer Config (OACS bit 8) */
 	/* Identify Controller VID and SSVID: the function's PCI vendor and subsystem vendor IDs. */
 	uint16_t pci_vid, pci_ssvid;
+	/* CAP.CMBS and CAP.PMRS: the transport has a Controller Memory Buffer (with CMBMSC) and a
+	 * Persistent Memory Region, whose registers it keeps itself. */
+	bool cap_cmbs, cap_pmrs;
 	/* The Persistent Event Log's state file (NULL: the log lives in memory only): read at
 	 * creation, appended to with every event, so the log outlives a daemon restart. */
 	const char *pel_file;

@@ -21,8 +21,95 @@ enum nvme_reg_offset {
 	NVME_REG_ASQ = 0x28,
 	NVME_REG_ACQ = 0x30,
 	NVME_REG_END = 0x38,
+	/* NVMe over PCIe Transport 1.0 section 3.8: the Controller Memory Buffer and the
+	 * Persistent Memory Region (transport/pcie_cmb.c, pcie_pmr.c). */
+	NVME_REG_CMBLOC = 0x38,
+	NVME_REG_CMBSZ = 0x3c,
+	NVME_REG_CMBMSC = 0x50,
+	NVME_REG_CMBSTS = 0x58,
+	NVME_REG_CMB_END = 0x5c,
+	NVME_REG_PMRCAP = 0xe00,
+	NVME_REG_PMRCTL = 0xe04,
+	NVME_REG_PMRSTS = 0xe08,
+	NVME_REG_PMREBS = 0xe0c,
+	NVME_REG_PMRSWTP = 0xe10,
+	NVME_REG_PMRMSCL = 0xe14,
+	NVME_REG_PMRMSCU = 0xe18,
+	NVME_REG_PMR_END = 0xe1c,
 	NVME_REG_DBS = 0x1000,
 };
+
+/* CMBLOC, CMBSZ (size = SZ units of 4 KiB << 4 * SZU), CMBMSC, CMBSTS. */
+union nvme_cmbloc {
+	uint32_t raw;
+	struct {
+		uint32_t bir : 3;
+		uint32_t cqmms : 1;  /* CQ mixed memory support */
+		uint32_t cqpds : 1;  /* CQ physically discontiguous support */
+		uint32_t cdpmls : 1; /* data pointer mixed locations support */
+		uint32_t cdpcils : 1; /* data pointer and command independent locations support */
+		uint32_t cdmmms : 1; /* data and metadata mixed memory support */
+		uint32_t cqda : 1;   /* CQ dword alignment */
+		uint32_t rsvd9 : 3;
+		uint32_t ofst : 20; /* in CMBSZ.SZU units */
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cmbloc) == 4, "CMBLOC");
+
+union nvme_cmbsz {
+	uint32_t raw;
+	struct {
+		uint32_t sqs : 1;   /* submission queues */
+		uint32_t cqs : 1;   /* completion queues */
+		uint32_t lists : 1; /* PRP lists and SGL segments */
+		uint32_t rds : 1;   /* data of reads (the controller writes it) */
+		uint32_t wds : 1;   /* data of writes */
+		uint32_t rsvd5 : 3;
+		uint32_t szu : 4; /* 0: 4 KiB, 1: 64 KiB, 2: 1 MiB, ... */
+		uint32_t sz : 20;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_cmbsz) == 4, "CMBSZ");
+
+#define NVME_CMBMSC_CRE (1ull << 0)  /* capabilities registers enabled */
+#define NVME_CMBMSC_CMSE (1ull << 1) /* controller memory space enabled */
+#define NVME_CMBMSC_CBA_MASK (~0xfffull)
+#define NVME_CMBSTS_CBAI (1u << 0) /* controller base address invalid */
+
+/* PMRCAP, PMRCTL, PMRSTS, PMREBS, PMRSWTP, PMRMSCL/U. */
+union nvme_pmrcap {
+	uint32_t raw;
+	struct {
+		uint32_t rsvd0 : 3;
+		uint32_t rds : 1;
+		uint32_t wds : 1;
+		uint32_t bir : 3;
+		uint32_t pmrtu : 2;  /* PMRTO units: 0 500 ms, 1 minutes */
+		uint32_t pmrwbm : 4; /* write barrier mechanisms */
+		uint32_t rsvd14 : 2;
+		uint32_t pmrto : 8;
+		uint32_t cmss : 1; /* controller memory space supported (PMRMSC) */
+		uint32_t rsvd25 : 7;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_pmrcap) == 4, "PMRCAP");
+/* PMRWBM bit 1: the completion of a read of PMRSTS makes earlier PMR writes persistent. */
+#define NVME_PMRWBM_PMRSTS_READ 0x2
+
+union nvme_pmrsts {
+	uint32_t raw;
+	struct {
+		uint32_t err : 8;
+		uint32_t nrdy : 1;
+		uint32_t hsts : 3; /* 0 normal, 1 restore error, 2 read only, 3 unreliable */
+		uint32_t cbai : 1;
+		uint32_t rsvd13 : 19;
+	} bits;
+};
+NVME_STATIC_ASSERT(sizeof(union nvme_pmrsts) == 4, "PMRSTS");
+#define NVME_PMRCTL_EN (1u << 0)
+#define NVME_PMRMSC_CMSE (1ull << 1)
+#define NVME_PMRMSC_CBA_MASK (~0xfffull)
 
 union nvme_cap {
 	uint64_t raw;
@@ -1346,5 +1433,45 @@ struct nvme_id_ns_nvm {
 } __attribute__((packed));
 NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns_nvm) == 4096, "identify namespace NVM");
 NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_id_ns_nvm, elbaf) == 12, "ELBAF offset");
+
+
+/* ---- Endurance Groups (Base 2.0 sections 3.2.3, 5.16.1.10, 5.16.1.15, 5.17.2.20, 5.27.1.16) ---- */
+#define NVME_CTRATT_EGS (1u << 4)	  /* Endurance Groups supported */
+#define NVME_CNS_ENDGRP_LIST 0x19
+#define NVME_ENDGRP_LIST_MAX 2047	  /* identifiers in an Endurance Group List */
+#define NVME_LOG_ENDGRP 0x09		  /* Endurance Group Information, LSI = ENDGID */
+#define NVME_LOG_ENDGRP_EVENTS 0x0f	  /* Endurance Group Event Aggregate */
+#define NVME_FEAT_ENDGRP_EVENT 0x18	  /* Endurance Group Event Configuration */
+#define NVME_OAES_ENDGRP_EVENTS (1u << 14) /* EG Event Aggregate Log Change notices */
+#define NVME_AEC_ENDGRP_EVENTS (1u << 14)
+#define NVME_AER_NOTICE_ENDGRP_EVENTS 0x06
+/* Endurance Group Critical Warning bits (log 09h byte 0, SMART byte 6 as a summary). */
+#define NVME_EGCW_SPARE (1u << 0)
+#define NVME_EGCW_RELIABILITY (1u << 2)
+#define NVME_EGCW_READ_ONLY (1u << 3)
+#define NVME_EGCW_ALL (NVME_EGCW_SPARE | NVME_EGCW_RELIABILITY | NVME_EGCW_READ_ONLY)
+
+struct nvme_endgrp_log {
+	uint8_t critical_warning;
+	uint8_t rsvd1[2];
+	uint8_t avail_spare;
+	uint8_t spare_thresh;
+	uint8_t percent_used;
+	uint8_t rsvd6[26];
+	uint8_t endurance_estimate[16]; /* units of 1,000,000,000 bytes */
+	uint8_t data_units_read[16];	/* units of 1,000,000,000 bytes, rounded up */
+	uint8_t data_units_written[16];
+	uint8_t media_units_written[16];
+	uint8_t host_reads[16];
+	uint8_t host_writes[16];
+	uint8_t media_errors[16];
+	uint8_t num_err_log_entries[16];
+	uint8_t tegcap[16]; /* bytes */
+	uint8_t uegcap[16];
+	uint8_t rsvd192[320];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_endgrp_log) == 512, "endurance group log");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_endgrp_log, endurance_estimate) == 32, "EE");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_endgrp_log, tegcap) == 160, "TEGCAP");
 
 #endif

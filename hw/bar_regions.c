@@ -1,5 +1,5 @@
-/* hw/bar_regions.c - BAR backing (memfd for mmap'd doorbell pages) and the
- * dispatch of driver BAR accesses to the five region kinds. */
+/* hw/bar_regions.c - BAR backing (a memfd for mmap'd doorbell pages and device memory) and the
+ * dispatch of driver BAR accesses to the region kinds. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,17 +12,22 @@
 #include "vfu/vfu.h"
 
 /* A DB-by-offset region can be a sparse-mmap area only if it covers whole
- * host pages (QEMU maps areas with page granularity). */
-static bool hw_region_mappable(const struct hw_region *r)
+ * host pages (QEMU maps areas with page granularity), and is one only in mmap
+ * mode; device memory (page aligned by construction) always is. */
+bool hw_region_mappable(const struct hw_dev *dev, const struct hw_region *r)
 {
-	return r->kind == HW_REGION_DB_BY_OFFSET && !(r->start % HW_PAGE_SIZE) &&
-	       !(r->size % HW_PAGE_SIZE);
+	if (r->kind == HW_REGION_MEMORY)
+		return true;
+	return dev->db_mode == HW_DB_MODE_MMAP && r->kind == HW_REGION_DB_BY_OFFSET &&
+	       !(r->start % HW_PAGE_SIZE) && !(r->size % HW_PAGE_SIZE);
 }
 
-static bool hw_bar_has_mappable(const struct hw_pci_type *type, uint8_t bar_id)
+static bool hw_bar_has_mappable(const struct hw_dev *dev, uint8_t bar_id)
 {
+	const struct hw_pci_type *type = dev->type;
+
 	for (unsigned int i = 0; i < type->nr_regions; i++)
-		if (type->regions[i].bar_id == bar_id && hw_region_mappable(&type->regions[i]))
+		if (type->regions[i].bar_id == bar_id && hw_region_mappable(dev, &type->regions[i]))
 			return true;
 	return false;
 }
@@ -67,8 +72,9 @@ int hw_bars_init(struct hw_dev *dev)
 		dev->bar_memfd[b] = -1;
 		dev->bar_map[b] = NULL;
 	}
+	dev->db_mapped = false;
 	for (unsigned int b = 0; b < HW_NUM_BARS; b++) {
-		if (dev->db_mode != HW_DB_MODE_MMAP || !hw_bar_has_mappable(type, (uint8_t)b))
+		if (!type->bars[b].size || !hw_bar_has_mappable(dev, (uint8_t)b))
 			continue;
 		rc = hw_bar_map_create(dev, (uint8_t)b);
 		if (rc)
@@ -78,6 +84,12 @@ int hw_bars_init(struct hw_dev *dev)
 		const struct hw_region *r = &type->regions[i];
 		struct hw_dev_region *rs = &dev->rs[i];
 
+		if (r->kind == HW_REGION_MEMORY) {
+			/* The BAR's memfd is fresh (zeroed) and lives as long as the device. */
+			rs->mem = dev->bar_map[r->bar_id] + r->start;
+			rs->mem_in_bar_map = true;
+			continue;
+		}
 		if (r->kind != HW_REGION_DB_BY_OFFSET)
 			continue;
 		rs->nr_slots = (uint32_t)(r->size >> r->log_stride);
@@ -86,9 +98,10 @@ int hw_bars_init(struct hw_dev *dev)
 			rc = -ENOMEM;
 			goto out_fini;
 		}
-		if (dev->bar_map[r->bar_id] && hw_region_mappable(r)) {
+		if (dev->bar_map[r->bar_id] && hw_region_mappable(dev, r)) {
 			rs->mem = dev->bar_map[r->bar_id] + r->start;
 			rs->mem_in_bar_map = true;
+			dev->db_mapped = true;
 		} else {
 			rs->mem = calloc(1, r->size);
 			if (!rs->mem) {
@@ -111,6 +124,11 @@ void hw_bars_fini(struct hw_dev *dev)
 	for (unsigned int i = 0; i < type->nr_regions; i++) {
 		struct hw_dev_region *rs = &dev->rs[i];
 
+		if (type->regions[i].kind == HW_REGION_MEMORY) {
+			rs->mem = NULL;
+			rs->mem_in_bar_map = false;
+			continue;
+		}
 		if (type->regions[i].kind != HW_REGION_DB_BY_OFFSET)
 			continue;
 		if (!rs->mem_in_bar_map)
@@ -150,12 +168,12 @@ void hw_bar_region_desc(struct hw_dev *dev, uint8_t bar_id, struct vfu_region_de
 	desc->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
 	if (dev->bar_memfd[bar_id] < 0)
 		return;
-	/* Sparse areas: exactly the page-aligned DB-by-offset regions, never the
-	 * MSI-X table or PBA (QEMU does not trim sparse areas). */
+	/* Sparse areas: exactly the mappable regions (page-aligned DB-by-offset regions in mmap
+	 * mode, device memory), never the MSI-X table or PBA (QEMU does not trim sparse areas). */
 	for (unsigned int i = 0; i < type->nr_regions; i++) {
 		const struct hw_region *r = &type->regions[i];
 
-		if (r->bar_id != bar_id || !hw_region_mappable(r))
+		if (r->bar_id != bar_id || !hw_region_mappable(dev, r))
 			continue;
 		if (desc->nr_sparse == sizeof(desc->sparse) / sizeof(desc->sparse[0]))
 			break;
@@ -207,6 +225,15 @@ int hw_bar_access(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf
 
 	switch (r->kind) {
 	case HW_REGION_STATEFUL:
+		if (!is_write && dev->ops && dev->ops->stateful_read &&
+		    dev->ops->stateful_read(dev, bar_id, offset, len, dev->arg) == HW_EVENT_ASYNC) {
+			dev->rd.held = true;
+			dev->rd.ridx = ridx;
+			dev->rd.rel = rel;
+			dev->rd.buf = buf;
+			dev->rd.len = len;
+			return HW_EVENT_ASYNC;
+		}
 		return hw_stateful_guest_access(dev, ridx, rel, buf, len, is_write);
 	case HW_REGION_DB_BY_OFFSET:
 		if (is_write)
@@ -222,6 +249,39 @@ int hw_bar_access(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf
 		return hw_msix_table_access(&dev->msix, rel, buf, len, is_write);
 	case HW_REGION_MSIX_PBA:
 		return hw_msix_pba_access(&dev->msix, rel, buf, len, is_write);
+	case HW_REGION_MEMORY:
+		/* Plain memory, as the client's own mapping sees it. */
+		if (is_write)
+			memcpy(dev->rs[ridx].mem + rel, buf, len);
+		else
+			memcpy(buf, dev->rs[ridx].mem + rel, len);
+		return 0;
 	}
 	return -EINVAL;
+}
+
+void hw_dev_read_done(struct hw_dev *dev)
+{
+	if (!dev->rd.held)
+		return;
+	dev->rd.held = false;
+	hw_stateful_guest_access(dev, dev->rd.ridx, dev->rd.rel, dev->rd.buf, dev->rd.len, false);
+	if (dev->ep)
+		vfu_endpoint_resume(dev->ep, 0);
+}
+
+void *hw_dev_memory(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start, uint64_t *size)
+{
+	const struct hw_pci_type *type = dev->type;
+
+	for (unsigned int i = 0; i < type->nr_regions; i++) {
+		const struct hw_region *r = &type->regions[i];
+
+		if (r->kind == HW_REGION_MEMORY && r->bar_id == bar_id && r->start == region_start) {
+			*size = r->size;
+			return dev->rs[i].mem;
+		}
+	}
+	errno = EINVAL;
+	return NULL;
 }

@@ -53,6 +53,9 @@ struct hw_profile {
 	uint32_t max_db_regions_per_bar, max_db_regions_per_type; /* both DB kinds */
 	uint32_t msix_table_block_size, msix_table_max_blocks, msix_table_align;
 	uint32_t msix_pba_block_size, msix_pba_max_blocks, msix_pba_align;
+	/* Memory regions (device memory the client maps, e.g. an NVMe CMB or PMR): how many a
+	 * type may have (0: none, DOCA DevEmu has no such region kind); always page aligned. */
+	uint32_t max_mem_regions_per_type;
 };
 
 /* "bf3" or "unlimited"; NULL if unknown. The profile is static (never freed).
@@ -76,6 +79,7 @@ enum hw_region_kind {
 	HW_REGION_DB_BY_DATA,
 	HW_REGION_MSIX_TABLE,
 	HW_REGION_MSIX_PBA,
+	HW_REGION_MEMORY, /* device memory: offered to the client as a sparse-mmap area */
 };
 
 struct hw_pci_ids {
@@ -113,6 +117,14 @@ int hw_pci_type_add_msix_table_region(struct hw_pci_type *type, uint8_t bar_id, 
 				      uint64_t size);
 int hw_pci_type_add_msix_pba_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
 				    uint64_t size);
+/* Device memory (an NVMe Controller Memory Buffer or Persistent Memory Region): each device
+ * gets its own sealed memfd of `size` bytes, zeroed at creation and kept until the device is
+ * destroyed (client changes, FLRs and hotplugs leave it as it is). The client maps it as a
+ * sparse-mmap area of the BAR in either doorbell mode, so its loads and stores reach the memory
+ * with no message (with QEMU this turns posted writes off for the whole device); trapped
+ * accesses read and write the same memory. start and size must be multiples of 4 KiB. */
+int hw_pci_type_add_memory_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+				  uint64_t size);
 /* Type-level default for bytes of a stateful region (read order: last
  * written, device default, type default, 0). -EINVAL unless [offset,
  * offset+len) lies in one stateful region added before; -EBUSY while devices
@@ -161,6 +173,13 @@ struct hw_dev_ops {
 	 * warning (a handler ignoring it must not spin the loop). */
 	void (*stateful_write)(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start,
 			       void *arg);
+	/* The driver reads [offset, offset+len) of BAR bar_id, inside a stateful region (a
+	 * trapped access: the client waits for the data). 0: the values are read now;
+	 * HW_EVENT_ASYNC: the read returns the values as they are when the handler calls
+	 * hw_dev_read_done(), and the client's next message waits until then (a register read
+	 * that is a barrier, e.g. an NVMe PMRSTS read). May be NULL. */
+	int (*stateful_read)(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, uint32_t len,
+			     void *arg);
 	/* Function level reset (PCIe FLR, vfio-user DEVICE_RESET, or the client
 	 * going away with reason `client_gone`). The handler must stop using host
 	 * memory, destroy its doorbells, MSI-X vectors and mmaps; it returns 0 when
@@ -254,6 +273,10 @@ enum hw_db_mode hw_dev_db_mode(const struct hw_dev *dev);
  * inside the handler before it returns HW_EVENT_ASYNC. */
 void hw_dev_event_done(struct hw_dev *dev);
 
+/* Ends a read held by stateful_read (HW_EVENT_ASYNC): the client gets the region's values now.
+ * Nothing happens when none is held (the client went away meanwhile). */
+void hw_dev_read_done(struct hw_dev *dev);
+
 /* Stateful region access. offset is inside the BAR and [offset, offset+len)
  * must lie in one stateful region (-EINVAL otherwise). A query or modify
  * that overlaps the bytes of a pending driver write marks it handled.
@@ -265,6 +288,11 @@ int hw_dev_stateful_modify(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, 
 /* Device-level default; takes effect at the next FLR or hotplug. */
 int hw_dev_set_stateful_default(struct hw_dev *dev, uint8_t bar_id, uint64_t offset,
 				const void *data, size_t len);
+
+/* The local mapping of the memory region starting at region_start of BAR bar_id (its size in
+ * *size), or NULL with errno EINVAL when there is none. Valid until hw_dev_destroy; the client
+ * may change the bytes at any time (copy before validating). Any thread. */
+void *hw_dev_memory(struct hw_dev *dev, uint8_t bar_id, uint64_t region_start, uint64_t *size);
 
 /* Counters of the vfio-user endpoint and the BAR, for stats and tests; read on the device's thread. */
 struct hw_dev_stats {

@@ -113,7 +113,7 @@ void hw_msix_reset(struct hw_msix *m);
 
 /* Per-region runtime state of a device, parallel to type->regions. */
 struct hw_dev_region {
-	uint8_t *mem;	     /* stateful values, or the DB-by-offset doorbell slots */
+	uint8_t *mem;	     /* stateful values, the DB-by-offset doorbell slots, device memory */
 	bool mem_in_bar_map; /* mem points into the BAR's memfd mapping */
 	/* DB by offset: created DB objects by slot. */
 	struct hw_db **slots;
@@ -155,6 +155,16 @@ struct hw_dev {
 	struct hw_dev_region *rs;
 	int bar_memfd[HW_NUM_BARS];
 	uint8_t *bar_map[HW_NUM_BARS];
+	bool db_mapped; /* a doorbell page is offered as a sparse-mmap area (mmap mode) */
+	/* A driver read of a stateful region held by ops->stateful_read: where the data goes (the
+	 * endpoint's held reply, valid until the client goes: detach clears `held`). */
+	struct {
+		bool held;
+		int ridx;
+		uint64_t rel;
+		void *buf;
+		uint32_t len;
+	} rd;
 
 	struct hw_db **by_data; /* DB objects of by-data ids */
 	unsigned int nr_by_data, cap_by_data;
@@ -179,7 +189,10 @@ int hw_bar_access(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, void *buf
 /* Fills size/flags/mmap for BAR region index bar_id (vfu region_info). */
 struct vfu_region_desc;
 void hw_bar_region_desc(struct hw_dev *dev, uint8_t bar_id, struct vfu_region_desc *desc);
-/* FLR: doorbell slots back to 0. */
+/* A region the client may map: a page-aligned DB-by-offset region in mmap mode, device memory
+ * always. */
+bool hw_region_mappable(const struct hw_dev *dev, const struct hw_region *r);
+/* FLR: doorbell slots back to 0 (device memory is left as it is). */
 void hw_bars_reset(struct hw_dev *dev);
 
 /* stateful.c */

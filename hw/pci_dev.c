@@ -241,10 +241,7 @@ enum hw_db_mode hw_dev_db_mode(const struct hw_dev *dev)
 {
 	if (dev->state != HW_HOTPLUG_POWER_ON)
 		return HW_DB_MODE_TRAP;
-	for (unsigned int b = 0; b < HW_NUM_BARS; b++)
-		if (dev->bar_memfd[b] >= 0)
-			return HW_DB_MODE_MMAP;
-	return HW_DB_MODE_TRAP;
+	return dev->db_mapped ? HW_DB_MODE_MMAP : HW_DB_MODE_TRAP;
 }
 
 void hw_dev_get_stats(const struct hw_dev *dev, struct hw_dev_stats *st)
@@ -417,6 +414,8 @@ static int hw_dev_ep_detach(void *arg)
 {
 	struct hw_dev *dev = arg;
 
+	/* A held read's reply went with the client. */
+	dev->rd.held = false;
 	/* Everything the client gave goes first: doorbells stop notifying,
 	 * eventfds are closed. Its memory stays mapped until the FLR handler
 	 * has stopped every use of it (then the endpoint unmaps it). */

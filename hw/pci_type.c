@@ -186,6 +186,15 @@ int hw_pci_type_add_msix_pba_region(struct hw_pci_type *type, uint8_t bar_id, ui
 	return hw_pci_type_add_region(type, HW_REGION_MSIX_PBA, bar_id, start, size) ? 0 : -errno;
 }
 
+int hw_pci_type_add_memory_region(struct hw_pci_type *type, uint8_t bar_id, uint64_t start,
+				  uint64_t size)
+{
+	/* QEMU maps sparse areas with page granularity. */
+	if ((start | size) % HW_PAGE_SIZE)
+		return -EINVAL;
+	return hw_pci_type_add_region(type, HW_REGION_MEMORY, bar_id, start, size) ? 0 : -errno;
+}
+
 int hw_pci_type_find_region(const struct hw_pci_type *type, uint8_t bar_id, uint64_t offset,
 			    uint64_t len)
 {
@@ -379,6 +388,9 @@ static int hw_type_check_region(struct hw_type_check *c, unsigned int idx)
 	case HW_REGION_MSIX_PBA:
 		return hw_type_check_blocks(c, r, "msix_pba", p->msix_pba_block_size,
 					    p->msix_pba_max_blocks, p->msix_pba_align);
+	case HW_REGION_MEMORY:
+		/* Page aligned by construction: never inside an I/O BAR (256 bytes at most). */
+		return 0;
 	}
 	return hw_type_fail(c, "region %u: unknown kind", idx);
 }
@@ -390,7 +402,7 @@ static int hw_type_check_counts(struct hw_type_check *c, int *table_idx, int *pb
 	const struct hw_pci_type *t = c->type;
 	const struct hw_profile *p = c->p;
 	unsigned int all[HW_NUM_BARS] = {0}, st[HW_NUM_BARS] = {0}, db[HW_NUM_BARS] = {0};
-	unsigned int st_total = 0, db_total = 0, tables = 0, pbas = 0;
+	unsigned int st_total = 0, db_total = 0, mem_total = 0, tables = 0, pbas = 0;
 
 	for (unsigned int i = 0; i < t->nr_regions; i++) {
 		const struct hw_region *r = &t->regions[i];
@@ -402,6 +414,7 @@ static int hw_type_check_counts(struct hw_type_check *c, int *table_idx, int *pb
 		db[r->bar_id] += is_db;
 		st_total += is_st;
 		db_total += is_db;
+		mem_total += r->kind == HW_REGION_MEMORY;
 		if (r->kind == HW_REGION_MSIX_TABLE) {
 			tables++;
 			*table_idx = (int)i;
@@ -434,6 +447,9 @@ static int hw_type_check_counts(struct hw_type_check *c, int *table_idx, int *pb
 	if (db_total > p->max_db_regions_per_type)
 		return hw_type_fail(c, "%u DB regions above type_max_bar_db_regions %u", db_total,
 				    p->max_db_regions_per_type);
+	if (mem_total > p->max_mem_regions_per_type)
+		return hw_type_fail(c, "%u memory regions above type_max_bar_mem_regions %u",
+				    mem_total, p->max_mem_regions_per_type);
 	if (tables > 1 || pbas > 1)
 		return hw_type_fail(
 		    c,

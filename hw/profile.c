@@ -39,6 +39,7 @@ static const struct hw_profile hw_profile_bf3 = {
     .msix_pba_block_size = 4096,
     .msix_pba_max_blocks = 1,
     .msix_pba_align = 4096,
+    .max_mem_regions_per_type = 0,
 };
 
 /* Only what PCI itself imposes: 6 BARs, memory BARs of at least 16 bytes,
@@ -77,6 +78,7 @@ static const struct hw_profile hw_profile_unlimited = {
     .msix_pba_block_size = 1,
     .msix_pba_max_blocks = 1u << 20,
     .msix_pba_align = 8,
+    .max_mem_regions_per_type = 64,
 };
 
 static const struct hw_profile *const hw_profiles[] = {
@@ -133,4 +135,5 @@ void hw_profile_print(const struct hw_profile *p, FILE *out)
 	fprintf(out, "bar_msix_pba_region_block_size %u\n", p->msix_pba_block_size);
 	fprintf(out, "bar_msix_pba_region_max_num_region_blocks %u\n", p->msix_pba_max_blocks);
 	fprintf(out, "bar_msix_pba_region_start_addr_alignment %u\n", p->msix_pba_align);
+	fprintf(out, "type_max_bar_mem_regions %u\n", p->max_mem_regions_per_type);
 }

@@ -63,11 +63,13 @@ void pcie_nvme_pci_ids(const struct pcie_ctrlr_opts *opts, struct hw_pci_ids *id
 /* Builds and starts the NVMe PCI type of DESIGN.md section 6 (BAR0 16 KiB,
  * 64-bit: registers 0x0000 stateful, doorbells 0x1000 by offset with
  * CAP.DSTRD 0, MSI-X table 0x2000, PBA 0x3000; class 0x010802) with
- * `num_msix` vectors and `ids`, validated against `profile`. Returns NULL with
- * the reason in err. */
+ * `num_msix` vectors and `ids`, validated against `profile`; with cmb_size a Controller
+ * Memory Buffer filling BAR2, with pmr_size a Persistent Memory Region filling BAR4 and its
+ * registers at BAR0 0xE00 (both 64-bit prefetchable memory regions; 0: none). Returns NULL
+ * with the reason in err. */
 struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint16_t num_msix,
-					  const struct hw_pci_ids *ids, char *err,
-					  size_t err_len);
+					  const struct hw_pci_ids *ids, uint64_t cmb_size,
+					  uint64_t pmr_size, char *err, size_t err_len);
 /* Vectors the NVMe type may have under `profile` (64 at most by default:
  * Windows' driver fails with more). */
 uint16_t pcie_nvme_max_vectors(const struct hw_profile *profile);
@@ -86,7 +88,19 @@ struct pcie_ctrlr_opts {
 	bool allow_any_dma_fd;
 	/* PCI identity (0: the defaults, see pcie_nvme_pci_ids); Identify's VID/SSVID follow. */
 	uint16_t vendor_id, device_id, subsys_vendor_id, subsys_id;
+	/* A Controller Memory Buffer of cmb_size bytes in BAR2 (0: none): a power of two from
+	 * PCIE_DEVMEM_MIN to PCIE_DEVMEM_MAX; SQs, CQs, PRP lists, SGL segments and data may live
+	 * in it (transport/pcie_cmb.c). */
+	uint64_t cmb_size;
+	/* A Persistent Memory Region in BAR4 kept in the file pmr_file (NULL: none): created with
+	 * pmr_size bytes when missing, extended to pmr_size when shorter; pmr_size 0 takes the
+	 * file's size. Same size rule as the CMB (transport/pcie_pmr.c). */
+	const char *pmr_file;
+	uint64_t pmr_size;
 };
+/* Sizes a CMB or a PMR may have (powers of two). */
+#define PCIE_DEVMEM_MIN (1ull << 20)
+#define PCIE_DEVMEM_MAX (1ull << 30)
 
 /* Creates the controller and its emulated function (powered off). */
 int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct dpa *dpa,

@@ -69,13 +69,28 @@ static void pcie_keep_alive_changed(void *tctx)
 /* Any thread: command data. The translation takes no lock (hw/vfu snapshots);
  * the map object lives while a client is attached, and every thread that uses
  * it is visited (quiesced) before the FLR that frees it ends. */
+/* Addresses in the CMB or PMR window are the function's own memory: no DMA window, no pin. */
+static void *pcie_devmem_lookup(struct pcie_ctrlr *pc, uint64_t addr, uint64_t len, bool *hit)
+{
+	void *p = pcie_cmb_map(pc, addr, len, hit);
+
+	if (*hit)
+		return p;
+	return pcie_pmr_map(pc, addr, len, hit);
+}
+
 static void *pcie_mem_map(void *tctx, uint64_t addr, uint64_t len, unsigned int dir)
 {
 	struct pcie_ctrlr *pc = tctx;
 	struct hw_mmap *map = __atomic_load_n(&pc->map, __ATOMIC_ACQUIRE);
+	bool hit = false;
+	void *p;
 
 	if (__atomic_load_n(&pc->dma_off, __ATOMIC_ACQUIRE))
 		return NULL;
+	p = pcie_devmem_lookup(pc, addr, len, &hit);
+	if (hit)
+		return p;
 	return map ? hw_mmap_translate(map, addr, len, dir) : NULL;
 }
 
@@ -84,10 +99,15 @@ static void *pcie_mem_pin(void *tctx, uint64_t addr, uint64_t len, unsigned int 
 	struct pcie_ctrlr *pc = tctx;
 	struct hw_mmap *map = __atomic_load_n(&pc->map, __ATOMIC_ACQUIRE);
 	void *ptr = NULL;
+	bool hit = false;
 
-	if (__atomic_load_n(&pc->dma_off, __ATOMIC_ACQUIRE)) {
-		*pin = NULL;
+	*pin = NULL;
+	if (__atomic_load_n(&pc->dma_off, __ATOMIC_ACQUIRE))
 		return NULL;
+	ptr = pcie_devmem_lookup(pc, addr, len, &hit);
+	if (hit) {
+		*pin = ptr ? PCIE_DEVMEM_PIN : NULL;
+		return ptr;
 	}
 	*pin = map ? hw_mmap_pin(map, addr, len, dir, &ptr) : NULL;
 	return *pin ? ptr : NULL;
@@ -95,7 +115,8 @@ static void *pcie_mem_pin(void *tctx, uint64_t addr, uint64_t len, unsigned int 
 
 static void pcie_mem_unpin(void *tctx, void *pin)
 {
-	hw_mem_pin_put(pin);
+	if (pin != PCIE_DEVMEM_PIN)
+		hw_mem_pin_put(pin);
 }
 
 static void pcie_write_regs(void *tctx, uint32_t offset, const void *buf, size_t len)
@@ -287,10 +308,14 @@ static void pcie_stateful_write(struct hw_dev *dev, uint8_t bar_id, uint64_t reg
 				void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
-	uint8_t regs[NVME_REG_END];
+	uint8_t regs[PCIE_REGS_SIZE];
 	uint32_t cc;
 	int rc;
 
+	if (region_start == PCIE_PMR_REGS_START) {
+		pcie_pmr_regs_written(pc);
+		return;
+	}
 	rc = hw_dev_stateful_query(dev, 0, PCIE_REGS_START, regs, sizeof(regs));
 	if (rc) {
 		LOG_ERR(PCIE_LOG, "%s: register query failed: %d", pc->vuid, rc);
@@ -304,17 +329,35 @@ static void pcie_stateful_write(struct hw_dev *dev, uint8_t bar_id, uint64_t reg
 		pcie_admin_db_reset(pc);
 	pc->cc_en = cc & 1;
 	ctrlr_regs_written(pc->ctrlr, regs);
+	pcie_cmb_regs_written(pc, regs);
 }
 
-/* Main: the core's reset finished: no queue, no request, no pointer into the
- * client's memory is left. */
-static void pcie_flr_done(void *arg)
+/* A register read: a PMRSTS read is the PMR's write barrier. */
+static int pcie_stateful_read(struct hw_dev *dev, uint8_t bar_id, uint64_t offset, uint32_t len,
+			      void *arg)
+{
+	return bar_id == 0 ? pcie_pmr_read(arg, offset, len) : 0;
+}
+
+/* Main: the PMR's contents are in its file. */
+static void pcie_flr_pmr_done(void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
 
 	EVLOOP_ASSERT_OWNER(pc->loop);
 	pcie_release_resources(pc);
 	hw_dev_event_done(pc->dev);
+}
+
+/* Main: the core's reset finished: no queue, no request, no pointer into the
+ * client's memory is left. The reset disables the PMR, which is made persistent first. */
+static void pcie_flr_done(void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	pcie_cmb_reset(pc);
+	pcie_pmr_quiesce(pc, pcie_flr_pmr_done, pc);
 }
 
 /* FLR, DEVICE_RESET, or the client gone: the core deletes every queue through
@@ -407,6 +450,7 @@ static void pcie_db_unowned_write(struct hw_dev *dev, uint8_t bar_id, uint64_t r
 static const struct hw_dev_ops pcie_dev_ops = {
 	.hotplug_state_changed = pcie_hotplug_state_changed,
 	.stateful_write = pcie_stateful_write,
+	.stateful_read = pcie_stateful_read,
 	.flr = pcie_flr,
 	.dma_unmap = pcie_dma_unmap,
 	.dma_map = pcie_dma_map,
@@ -418,6 +462,8 @@ static const struct hw_dev_ops pcie_dev_ops = {
 
 static void pcie_ctrlr_free(struct pcie_ctrlr *pc)
 {
+	pcie_cmb_destroy(pc);
+	pcie_pmr_close(pc);
 	for (unsigned int k = 0; k < CTRLR_VISIT_SLOTS_MAX; k++)
 		free(pc->visit_parts[k]);
 	free(pc->vectors);
@@ -486,7 +532,24 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 	pcie_nvme_pci_ids(opts, &ids);
 	ccfg.pci_vid = ids.vendor_id;
 	ccfg.pci_ssvid = ids.subsys_vendor_id;
-	pc->type = pcie_nvme_type_create(opts->profile, pc->num_msix, &ids, err, sizeof(err));
+	if (opts->cmb_size && (opts->cmb_size < PCIE_DEVMEM_MIN || opts->cmb_size > PCIE_DEVMEM_MAX ||
+			       (opts->cmb_size & (opts->cmb_size - 1)))) {
+		LOG_ERR(PCIE_LOG, "%s: a CMB of %llu bytes: a power of two from 1 MiB to 1 GiB",
+			opts->vuid, (unsigned long long)opts->cmb_size);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	if (opts->pmr_file) {
+		rc = pcie_pmr_open(pc, opts->pmr_file, opts->pmr_size, err, sizeof(err));
+		if (rc) {
+			LOG_ERR(PCIE_LOG, "%s: %s", opts->vuid, err);
+			goto out_free;
+		}
+	}
+	ccfg.cap_cmbs = opts->cmb_size != 0;
+	ccfg.cap_pmrs = pc->pmr != NULL;
+	pc->type = pcie_nvme_type_create(opts->profile, pc->num_msix, &ids, opts->cmb_size,
+					 pcie_pmr_size(pc), err, sizeof(err));
 	if (!pc->type) {
 		LOG_ERR(PCIE_LOG, "%s: NVMe type does not fit profile %s: %s", opts->vuid,
 			opts->profile->name, err);
@@ -505,6 +568,10 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 	 * write, and restored by every FLR. */
 	ctrlr_regs_read(pc->ctrlr, 0, regs, sizeof(regs));
 	rc = hw_dev_set_stateful_default(pc->dev, 0, PCIE_REGS_START, regs, sizeof(regs));
+	if (!rc && opts->cmb_size)
+		rc = pcie_cmb_create(pc, opts->cmb_size);
+	if (!rc && pc->pmr)
+		rc = pcie_pmr_attach(pc);
 	if (rc)
 		goto out_dev;
 	*out = pc;
@@ -546,8 +613,8 @@ int pcie_ctrlr_start(struct pcie_ctrlr *pc)
 	return rc;
 }
 
-/* Main, the core freed: what is left is ours. */
-static void pcie_ctrlr_destroy_finish(void *arg)
+/* Main, the PMR persistent: what is left is ours. */
+static void pcie_ctrlr_destroy_free(void *arg)
 {
 	struct pcie_ctrlr *pc = arg;
 	void (*done)(void *arg) = pc->destroy_done;
@@ -562,6 +629,15 @@ static void pcie_ctrlr_destroy_finish(void *arg)
 	pcie_ctrlr_free(pc);
 	if (done)
 		done(done_arg);
+}
+
+/* Main, the core freed: the PMR is written to its file before the function's memory goes. */
+static void pcie_ctrlr_destroy_finish(void *arg)
+{
+	struct pcie_ctrlr *pc = arg;
+
+	EVLOOP_ASSERT_OWNER(pc->loop);
+	pcie_pmr_quiesce(pc, pcie_ctrlr_destroy_free, pc);
 }
 
 /* Main, the function is unplugged (its client's reset done): the core goes,

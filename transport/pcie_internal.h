@@ -37,6 +37,12 @@
 #define PCIE_MSIX_TABLE_SIZE 0x1000
 #define PCIE_MSIX_PBA_START 0x3000
 #define PCIE_MSIX_PBA_SIZE 0x1000
+/* Controller Memory Buffer and Persistent Memory Region (NVMe over PCIe Transport 1.0 3.8):
+ * each fills a 64-bit prefetchable BAR; the PMR registers are a stateful region of BAR0. */
+#define PCIE_CMB_BAR 2
+#define PCIE_PMR_BAR 4
+#define PCIE_PMR_REGS_START 0x0e00
+#define PCIE_PMR_REGS_SIZE 0x100
 
 /* Messages each DPA channel queue holds. */
 #define PCIE_CHAN_DEPTH 256
@@ -87,6 +93,39 @@ struct pcie_bind {
 };
 
 struct pcie_cq;
+
+/* Controller memory the host addresses by a base address it set (CMBMSC.CBA, PMRMSC.CBA): the
+ * device's own memory (hw_dev_memory), reached without a DMA window. `win` is the base | 1
+ * while the controller decodes it, 0 otherwise: written on the main thread, read by any. */
+struct pcie_devmem {
+	uint8_t *mem;
+	uint64_t size;
+	uint64_t win;
+};
+
+/* The pin handle of a ring or shadow page in controller memory: nothing to release (the memory
+ * lives as long as the function). */
+extern char pcie_devmem_pin_tag;
+#define PCIE_DEVMEM_PIN ((void *)&pcie_devmem_pin_tag)
+
+/* A pointer into m for [addr, addr + len) when addr falls inside its enabled window (*hit set),
+ * NULL when the range runs past its end (*hit set too: the access is an error, not host
+ * memory). Any thread. */
+static inline void *pcie_devmem_map(const struct pcie_devmem *m, uint64_t addr, uint64_t len,
+				    bool *hit)
+{
+	uint64_t w = __atomic_load_n(&m->win, __ATOMIC_ACQUIRE), base = w & ~1ull;
+
+	if (!(w & 1) || addr < base || addr - base >= m->size)
+		return NULL;
+	*hit = true;
+	if (len > m->size - (addr - base))
+		return NULL;
+	return m->mem + (addr - base);
+}
+
+struct pcie_cmb;
+struct pcie_pmr;
 
 struct pcie_sq {
 	enum pcie_q_kind kind; /* first: the cookie's tag */
@@ -174,6 +213,9 @@ struct pcie_ctrlr {
 	bool dma_off;
 	/* Preallocated parts of each kind of visit (one per poll group). */
 	struct pcie_visit_part *visit_parts[CTRLR_VISIT_SLOTS_MAX];
+	/* Controller Memory Buffer, Persistent Memory Region (NULL: none). */
+	struct pcie_cmb *cmb;
+	struct pcie_pmr *pmr;
 	/* Teardown (pcie_ctrlr_destroy): unplug, then the core, then the rest. */
 	bool destroying, destroy_continued;
 	void (*destroy_done)(void *arg);
@@ -209,6 +251,34 @@ void pcie_thread_put_all(struct pcie_thread *t);
 /* Transport op put_bdev: every poll group drops its channels on bdev, then the
  * main thread's, then done(arg). 0 or -ENOMEM. */
 int pcie_put_bdev(void *tctx, struct bdev *bdev, void (*done)(void *arg), void *arg);
+
+/* pcie_cmb.c: the Controller Memory Buffer (main thread unless said). */
+int pcie_cmb_create(struct pcie_ctrlr *pc, uint64_t size);
+void pcie_cmb_destroy(struct pcie_ctrlr *pc);
+/* The register file 0x00..PCIE_REGS_SIZE as queried after a guest write: CMBMSC acted on,
+ * CMBLOC/CMBSZ/CMBSTS and the reserved registers after ACQ restored. */
+void pcie_cmb_regs_written(struct pcie_ctrlr *pc, const uint8_t *regs);
+/* FLR: CMBMSC back to 0 (the register file is reset by hw/). */
+void pcie_cmb_reset(struct pcie_ctrlr *pc);
+/* Any thread: as pcie_devmem_map for the CMB (NULL, *hit untouched, without one). */
+void *pcie_cmb_map(struct pcie_ctrlr *pc, uint64_t addr, uint64_t len, bool *hit);
+
+/* pcie_pmr.c: the Persistent Memory Region (main thread unless said). */
+/* Opens (creating or extending) the file and learns the size: before the type is built. */
+int pcie_pmr_open(struct pcie_ctrlr *pc, const char *path, uint64_t size, char *err,
+		  size_t err_len);
+/* Once the function exists: loads the file into its memory, sets the register defaults. */
+int pcie_pmr_attach(struct pcie_ctrlr *pc);
+uint64_t pcie_pmr_size(const struct pcie_ctrlr *pc);
+void pcie_pmr_regs_written(struct pcie_ctrlr *pc);
+/* A driver read of BAR0 [offset, +len): 0, or HW_EVENT_ASYNC when it is a PMRSTS read that must
+ * wait for a flush (hw_dev_read_done then). */
+int pcie_pmr_read(struct pcie_ctrlr *pc, uint64_t offset, uint32_t len);
+/* The PMR is disabled (FLR, destroy) and made persistent; done(arg) runs on the main thread
+ * once its contents are in the file (maybe from inside this call: nothing to write). */
+void pcie_pmr_quiesce(struct pcie_ctrlr *pc, void (*done)(void *arg), void *arg);
+void pcie_pmr_close(struct pcie_ctrlr *pc);
+void *pcie_pmr_map(struct pcie_ctrlr *pc, uint64_t addr, uint64_t len, bool *hit);
 
 /* pcie_ctrlr.c */
 struct hw_msix_vector *pcie_vector_get(struct pcie_ctrlr *pc, uint16_t vector);

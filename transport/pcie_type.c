@@ -38,8 +38,8 @@ void pcie_nvme_pci_ids(const struct pcie_ctrlr_opts *opts, struct hw_pci_ids *id
 }
 
 struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint16_t num_msix,
-					  const struct hw_pci_ids *ids_in, char *err,
-					  size_t err_len)
+					  const struct hw_pci_ids *ids_in, uint64_t cmb_size,
+					  uint64_t pmr_size, char *err, size_t err_len)
 {
 	struct hw_pci_ids ids = *ids_in;
 	struct hw_pci_type *type = hw_pci_type_create("nvme");
@@ -65,6 +65,19 @@ struct hw_pci_type *pcie_nvme_type_create(const struct hw_profile *profile, uint
 	if (!rc)
 		rc = hw_pci_type_add_msix_pba_region(type, 0, PCIE_MSIX_PBA_START,
 						     PCIE_MSIX_PBA_SIZE);
+	/* Device memory fills its BAR (CMBLOC.OFST 0, PMR at offset 0): prefetchable, 64-bit. */
+	if (!rc && cmb_size)
+		rc = hw_pci_type_set_memory_bar(type, PCIE_CMB_BAR, (uint8_t)__builtin_ctzll(cmb_size),
+						HW_BAR_MEM_64, true);
+	if (!rc && cmb_size)
+		rc = hw_pci_type_add_memory_region(type, PCIE_CMB_BAR, 0, cmb_size);
+	if (!rc && pmr_size)
+		rc = hw_pci_type_set_memory_bar(type, PCIE_PMR_BAR, (uint8_t)__builtin_ctzll(pmr_size),
+						HW_BAR_MEM_64, true);
+	if (!rc && pmr_size)
+		rc = hw_pci_type_add_memory_region(type, PCIE_PMR_BAR, 0, pmr_size);
+	if (!rc && pmr_size)
+		rc = hw_pci_type_add_stateful_region(type, 0, PCIE_PMR_REGS_START, PCIE_PMR_REGS_SIZE);
 	if (rc) {
 		snprintf(err, err_len, "building the NVMe type failed: %d", rc);
 		goto out_destroy;

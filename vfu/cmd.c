@@ -476,8 +476,15 @@ static int vfu_cmd_region_read(struct vfu_endpoint *ep, const uint8_t *p, size_t
 	if (!reply)
 		return ENOMEM;
 	rc = ep->ops->region_access(ep->arg, a.region, a.offset, reply + sizeof(a), a.count, false);
-	if (rc == VFU_ASYNC)
-		rc = -EIO; /* reads complete synchronously by contract */
+	if (rc == VFU_ASYNC) {
+		/* The device fills the data in before it resumes (a read that is a barrier). */
+		memcpy(reply, &a, sizeof(a));
+		ep->held = VFU_HELD_REGION_READ;
+		ep->held_hdr = ep->rx_hdr;
+		ep->held_access = a;
+		ep->held_read = reply;
+		return 0;
+	}
 	if (!rc) {
 		memcpy(reply, &a, sizeof(a));
 		vfu_ep_reply(ep, &ep->rx_hdr, 0, reply, sizeof(a) + a.count);
@@ -724,6 +731,15 @@ void vfu_cmd_resume(struct vfu_endpoint *ep, int status)
 	case VFU_HELD_RESET:
 	case VFU_HELD_UNMAP:
 		vfu_ep_reply(ep, &ep->held_hdr, vfu_cmd_errno(status), NULL, 0);
+		break;
+	case VFU_HELD_REGION_READ:
+		if (status)
+			vfu_ep_reply(ep, &ep->held_hdr, vfu_cmd_errno(status), NULL, 0);
+		else
+			vfu_ep_reply(ep, &ep->held_hdr, 0, ep->held_read,
+				     sizeof(ep->held_access) + ep->held_access.count);
+		free(ep->held_read);
+		ep->held_read = NULL;
 		break;
 	default:
 		break;

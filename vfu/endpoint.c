@@ -127,6 +127,8 @@ static void vfu_ep_teardown(struct vfu_endpoint *ep)
 	ep->negotiated = false;
 	ep->write_multi = false;
 	ep->held = VFU_HELD_NONE;
+	free(ep->held_read);
+	ep->held_read = NULL;
 	ep->wm_entries = NULL;
 	ep->resume_early = false;
 	ep->dead = false;

@@ -149,8 +149,10 @@ struct vfu_endpoint_ops {
 	/* REGION_READ / REGION_WRITE of count bytes at offset in region index
 	 * (bounds already checked against the region size and READ/WRITE flag);
 	 * each write of a REGION_WRITE_MULTI comes here as its own REGION_WRITE.
-	 * 0, -errno, or VFU_ASYNC (writes only: reply and next message
-	 * wait for vfu_endpoint_resume; a read returning it fails with EIO). */
+	 * 0, -errno, or VFU_ASYNC: the reply and the next message wait for
+	 * vfu_endpoint_resume; a read's buf stays valid until then (or until
+	 * the client goes: the detach op runs first), the device fills it in
+	 * before it resumes with 0. */
 	int (*region_access)(void *arg, uint32_t index, uint64_t offset, void *buf, uint32_t count,
 			     bool is_write);
 	/* DEVICE_GET_IRQ_INFO: 0 or -EINVAL */

@@ -65,6 +65,7 @@ enum vfu_held_kind {
 	VFU_HELD_UNMAP,	    /* quiesce the table, then reply */
 	VFU_HELD_UNMAP_ALL, /* quiesce, then continue with the next window */
 	VFU_HELD_WRITE_MULTI, /* one write was async: continue with the next */
+	VFU_HELD_REGION_READ, /* reply with held_read (the data the device filled in) */
 };
 
 struct vfu_endpoint {
@@ -129,6 +130,9 @@ struct vfu_endpoint {
 	enum vfu_held_kind held;
 	struct vfio_user_header held_hdr;
 	struct vfio_user_region_access held_access;
+	/* A held REGION_READ's reply (access header, then count bytes the device fills before it
+	 * resumes); freed when sent or when the client goes. */
+	uint8_t *held_read;
 	bool resume_early; /* resume called before the handler returned */
 	int resume_status;
 	/* A REGION_WRITE_MULTI in progress (held_hdr is its header): entries

@@ -1,8 +1,8 @@
 /* controller/admin/features.c - Get/Set Features (NVMe Base 2.0 section 5.27): arbitration, power
  * management, temperature threshold, error recovery, volatile write cache, number of queues,
  * interrupt coalescing and vector configuration, write atomicity, async event configuration,
- * APST, timestamp, Host Behavior Support, Host Identifier, Reservation Notification Mask and
- * Persistence; SEL current/default/saved/supported. Admin thread. */
+ * APST, timestamp, Host Behavior Support, Endurance Group Event Configuration, Host Identifier,
+ * Reservation Notification Mask and Persistence; SEL current/default/saved/supported. Admin thread. */
 #include <errno.h>
 #include <string.h>
 
@@ -39,6 +39,7 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_RESV_MASK] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_IOCS_PROFILE] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ENDGRP_EVENT] = NVME_FEAT_CAP_CHANGE,
 };
 
 /* ---- Host Behavior Support (FID 16h; NVMe Base 2.1, Features) ---- */
@@ -242,6 +243,7 @@ static void ctrlr_features_defaults(struct ctrlr *ctrlr)
 	f->write_atomic = 0;
 	f->err_recovery_all = 0;
 	f->async_event = 0;
+	f->endgrp_event = 0;
 	f->apst = 0;
 	memset(f->apst_table, 0, sizeof(f->apst_table));
 	f->timestamp_ms = 0;
@@ -486,6 +488,12 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		/* Index 0 of Identify CNS 1Ch, the only combination (NVM + Zoned Namespace). */
 		*cdw0 = 0;
 		return NVME_SC_SUCCESS;
+	case NVME_FEAT_ENDGRP_EVENT:
+		/* CDW11 bits 15:0 name the group; Dword 0 as Set's CDW11 (EGCW in 23:16). */
+		if ((cdw11 & 0xffff) != CTRLR_ENDGID)
+			return NVME_SC_INVALID_FIELD;
+		*cdw0 = CTRLR_ENDGID | (dflt ? 0u : (uint32_t)f->endgrp_event << 16);
+		return NVME_SC_SUCCESS;
 	default:
 		return NVME_SC_INVALID_FIELD;
 	}
@@ -656,7 +664,7 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_ASYNC_EVENT:
 		f->async_event = cdw11 & (NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR | NVME_AEC_FW_ACT |
-					  NVME_AEC_TELEMETRY | NVME_AEC_ZDCN);
+					  NVME_AEC_TELEMETRY | NVME_AEC_ZDCN | NVME_AEC_ENDGRP_EVENTS);
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_AUTO_PST:
 		st = ctrlr_req_copy_from_host(req, f->apst_table, NVME_APST_DATA_SIZE);
@@ -691,6 +699,16 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	case NVME_FEAT_IOCS_PROFILE:
 		/* IOCSCI (bits 8:0) must name a combination of CNS 1Ch: only index 0 exists. */
 		return (cdw11 & 0x1ff) ? NVME_SC_IOCS_COMBINATION_REJECTED : NVME_SC_SUCCESS;
+	case NVME_FEAT_ENDGRP_EVENT: {
+		uint32_t egcw = (cdw11 >> 16) & 0xff;
+
+		/* Only group 1; warnings it can raise (spare, reliability, read only), no
+		 * reserved bit. A warning already standing makes no event: one that appears. */
+		if ((cdw11 & 0xffff) != CTRLR_ENDGID || (egcw & ~NVME_EGCW_ALL) || (cdw11 >> 24))
+			return NVME_SC_INVALID_FIELD;
+		f->endgrp_event = (uint8_t)egcw;
+		return NVME_SC_SUCCESS;
+	}
 	default:
 		return NVME_SC_INVALID_FIELD;
 	}

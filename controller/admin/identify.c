@@ -1,6 +1,7 @@
 /* controller/admin/identify.c - Identify (NVMe Base 2.0 section 5.17): CNS 00h namespace, 01h
  * controller, 02h/07h active namespace lists, 03h namespace identification descriptors, 05h/06h
- * NVM command set specific namespace/controller, 08h command set independent namespace. */
+ * NVM command set specific namespace/controller, 08h command set independent namespace, 19h
+ * endurance group list (endgrp.c: every namespace is in group 1). */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +34,8 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	id->ver = ctrlr->vs;
 	id->rtd3r = CTRLR_RTD3E_US;
 	id->rtd3e = CTRLR_RTD3E_US;
-	id->oaes = NVME_OAES_NS_ATTR | NVME_OAES_FW_ACT | NVME_OAES_TELEMETRY | NVME_OAES_ZDCN;
+	id->oaes = NVME_OAES_NS_ATTR | NVME_OAES_FW_ACT | NVME_OAES_TELEMETRY | NVME_OAES_ZDCN |
+		   NVME_OAES_ENDGRP_EVENTS;
 	id->cntrltype = NVME_CTRL_TYPE_IO;
 	id->oacs = NVME_OACS_FORMAT | NVME_OACS_GET_LBA_STATUS | NVME_OACS_FW | NVME_OACS_SELF_TEST |
 		   (ctrlr->cfg.no_dbbuf ? 0 : NVME_OACS_DBBUF);
@@ -75,6 +77,9 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 			   NVME_SGLS_MD_BYTE_ALIGNED | NVME_SGLS_MD_SGL;
 	/* Extended LBA formats: the protection information format of each is in CNS 05h. */
 	id->ctratt |= NVME_CTRATT_ELBAS;
+	/* One endurance group (endgrp.c). */
+	id->ctratt |= NVME_CTRATT_EGS;
+	id->endgidmax = CTRLR_ENDGID;
 	snprintf(id->subnqn, sizeof(id->subnqn), "%s", ctrlr->subnqn);
 	id->psd[0].mp = CTRLR_PS0_CENTIWATTS;
 	ctrlr_nsm_identify_ctrl(ctrlr, id);
@@ -170,6 +175,7 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	id->mssrl = CTRLR_COPY_MSSRL;
 	id->mcl = CTRLR_COPY_MCL;
 	id->msrc = CTRLR_COPY_MAX_RANGES - 1;
+	id->endgid = CTRLR_ENDGID;
 }
 
 /* Active NSIDs greater than `after`, ascending, up to 1024 entries. */
@@ -207,6 +213,7 @@ static void ctrlr_identify_ns_indep(const struct ctrlr_ns *ns, struct nvme_id_ns
 	id->nsfeat = ns->has_unmap ? NVME_NSFEAT_THIN : 0;
 	id->nmic = ns->nmic;
 	id->nstat = NVME_NSTAT_READY;
+	id->endgid = CTRLR_ENDGID;
 }
 
 /* CNS 10h allocated NSIDs, 11h Identify Namespace of an allocated NSID (attached or not): only
@@ -337,6 +344,10 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 	case NVME_CNS_NS_CTRL_LIST:
 	case NVME_CNS_CTRL_LIST:
 		st = ctrlr_identify_nsm(ctrlr, cns, nsid, req->sqe.cdw10 >> 16, buf.raw);
+		break;
+	case NVME_CNS_ENDGRP_LIST:
+		/* Groups from CDW11's CNS Specific Identifier on (an ENDGID, bits 15:0). */
+		ctrlr_identify_endgrp_list(ctrlr, req->sqe.cdw11 & 0xffff, (uint16_t *)buf.raw);
 		break;
 	default:
 		st = NVME_SC_INVALID_FIELD;

@@ -1,7 +1,8 @@
 /* controller/admin/log.c - Get Log Page (NVMe Base 2.0 section 5.16): supported log pages, error
  * information ring, SMART / health with live counters, firmware slot, changed namespace list,
  * commands supported and effects (generated from the opcode tables), LBA status information
- * (lba_status.c), the ZNS Changed Zone List (zns_cmd.c). Admin thread. */
+ * (lba_status.c), the ZNS Changed Zone List (zns_cmd.c), Endurance Group Information and Event
+ * Aggregate (endgrp.c). Admin thread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ static const uint8_t ctrlr_log_ids[] = {
     NVME_LOG_SUPPORTED, NVME_LOG_ERROR,	     NVME_LOG_SMART,
     NVME_LOG_FW_SLOT,	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
     NVME_LOG_LBA_STATUS, NVME_LOG_RESV_NOTIFY, NVME_LOG_SELF_TEST, NVME_LOG_TELEMETRY_HOST,
-    NVME_LOG_TELEMETRY_CTRL, NVME_LOG_PERSISTENT_EVENT, NVME_LOG_SANITIZE,
+    NVME_LOG_TELEMETRY_CTRL, NVME_LOG_PERSISTENT_EVENT, NVME_LOG_SANITIZE, NVME_LOG_ENDGRP,
+    NVME_LOG_ENDGRP_EVENTS,
 };
 
 /* Per I/O command set (CSI in CDW14): the Zoned Namespace set adds its Changed Zone List. */
@@ -133,6 +135,17 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		break;
 	case NVME_LOG_LBA_STATUS:
 		size = ctrlr_log_lba_status(ctrlr, buf, CTRLR_LOG_MAX_SIZE);
+		break;
+	case NVME_LOG_ENDGRP: /* the group in the Log Specific Identifier (CDW11 bits 31:16) */
+		size = ctrlr_log_endgrp(ctrlr, sqe->cdw11 >> 16, buf);
+		if (!size) {
+			free(buf);
+			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+						      offsetof(struct nvme_sqe, cdw11) + 2);
+		}
+		break;
+	case NVME_LOG_ENDGRP_EVENTS:
+		size = ctrlr_log_endgrp_events(ctrlr, buf, rae);
 		break;
 	case NVME_LOG_ZNS_CHANGED_ZONES: { /* zns_cmd.c */
 		uint32_t loc = 0;

@@ -69,6 +69,8 @@ static uint32_t ctrlr_aer_notice_aec(uint8_t info)
 		return NVME_AEC_TELEMETRY;
 	case NVME_AER_NOTICE_ZONE_CHANGED:
 		return NVME_AEC_ZDCN;
+	case NVME_AER_NOTICE_ENDGRP_EVENTS:
+		return NVME_AEC_ENDGRP_EVENTS;
 	default:
 		return NVME_AEC_NS_ATTR;
 	}
@@ -136,7 +138,7 @@ void ctrlr_aer_log_read(struct ctrlr *ctrlr, uint8_t lid)
 	else if (lid == NVME_LOG_SMART)
 		unmask = 1u << NVME_AER_TYPE_SMART;
 	else if (lid == NVME_LOG_CHANGED_NS || lid == NVME_LOG_TELEMETRY_CTRL ||
-		 lid == NVME_LOG_ZNS_CHANGED_ZONES)
+		 lid == NVME_LOG_ZNS_CHANGED_ZONES || lid == NVME_LOG_ENDGRP_EVENTS)
 		unmask = 1u << NVME_AER_TYPE_NOTICE;
 	else if (lid == NVME_LOG_RESV_NOTIFY)
 		unmask = 1u << NVME_AER_TYPE_IO_SPECIFIC;

@@ -441,6 +441,8 @@ struct ctrlr_features {
 	 * the Copy descriptor formats it enabled (atomic: read by the owner threads, io_copy.c). */
 	uint8_t hbs_acre, hbs_lbafee;
 	uint16_t hbs_cdfe;
+	/* Endurance Group Event Configuration (18h) of group 1: the warnings that make events. */
+	uint8_t endgrp_event;
 };
 
 

@@ -19,6 +19,8 @@ void ctrlr_regs_init(struct ctrlr *ctrlr)
 	ctrlr->cap.bits.css = NVME_CAP_CSS_NVM | NVME_CAP_CSS_IOCS;
 	ctrlr->cap.bits.mpsmin = CTRLR_MPSMIN;
 	ctrlr->cap.bits.mpsmax = CTRLR_MPSMAX;
+	ctrlr->cap.bits.cmbs = ctrlr->cfg.cap_cmbs;
+	ctrlr->cap.bits.pmrs = ctrlr->cfg.cap_pmrs;
 	ctrlr->vs = NVME_VERSION(1, 4, 0);
 	ctrlr->intm = 0;
 	ctrlr->cc.raw = 0;

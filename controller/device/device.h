@@ -1,9 +1,10 @@
 /* controller/device/device.h - what the device does for itself, as one module of the controller
- * (CTRLR_MOD_DEVICE, module.c): the SMART / Health model (health.c), firmware slots (fw.c), the
- * Persistent Event Log (pel.c), Telemetry (telemetry.c), and the background operations Device
- * Self-test (selftest.c) and Sanitize (sanitize.c) with their bdev request (bg.c). It uses the
- * core and the command sets below it (nvm/, zns/); admin/ uses it for Identify and Get Log Page.
- * Not for use outside controller/. Admin thread unless said otherwise. */
+ * (CTRLR_MOD_DEVICE, module.c): the SMART / Health model (health.c) and its endurance group
+ * (endgrp.c), firmware slots (fw.c), the Persistent Event Log (pel.c), Telemetry
+ * (telemetry.c), and the background operations Device Self-test (selftest.c) and Sanitize
+ * (sanitize.c) with their bdev request (bg.c). It uses the core and the command sets below it
+ * (nvm/, zns/); admin/ uses it for Identify and Get Log Page. Not for use outside controller/.
+ * Admin thread unless said otherwise. */
 #ifndef NVME_EMU_CONTROLLER_DEVICE_DEVICE_H
 #define NVME_EMU_CONTROLLER_DEVICE_DEVICE_H
 
@@ -41,6 +42,10 @@ struct ctrlr_health {
 	uint64_t last_us, last_cmds; /* the previous evaluation */
 	uint64_t media_errors;	     /* injected ranges' blocks read since (counted as errors) */
 	uint8_t critical_warning;    /* SMART Critical Warning bits raised */
+	/* Endurance group 1 (endgrp.c): its critical warning bits as last evaluated, and whether
+	 * it has an entry in the Endurance Group Event Aggregate log. */
+	uint8_t eg_warning;
+	bool eg_aggregate;
 };
 #define CTRLR_HEALTH_IDLE_K 313	   /* 40 C */
 #define CTRLR_HEALTH_LOAD_MAX_K 30 /* at most +30 K under load */
@@ -321,6 +326,19 @@ void ctrlr_saved_feat_del(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub);
  * by the syncer thread, then done(req, status) on the admin thread: Internal Error if it could
  * not be written (the caller undoes its change). Without a file: done at once. Admin thread. */
 void ctrlr_state_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req *req, uint16_t st));
+
+/* ---- endgrp.c: the controller's one Endurance Group (ENDGID 1), holding every namespace it
+ * has; its warnings are the health model's (spare, reliability). ---- */
+#define CTRLR_ENDGID 1
+/* Re-evaluates the group's critical warnings (from ctrlr_health_eval): a warning that appears
+ * and Feature 18h enables adds the group to the Event Aggregate log, with its notice. */
+void ctrlr_endgrp_eval(struct ctrlr *ctrlr);
+/* Endurance Group Information (09h) of `endgid`: its length, 0 for an unknown group. */
+size_t ctrlr_log_endgrp(struct ctrlr *ctrlr, uint16_t endgid, uint8_t *buf);
+/* Endurance Group Event Aggregate (0Fh): its length; read without RAE, the entries go. */
+size_t ctrlr_log_endgrp_events(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
+/* Identify CNS 19h: the groups from `from` on. */
+void ctrlr_identify_endgrp_list(struct ctrlr *ctrlr, uint16_t from, uint16_t *list);
 
 /* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
  * image; the Firmware Slot log; the two commands. ---- */

@@ -136,6 +136,7 @@ void ctrlr_health_eval(struct ctrlr *ctrlr)
 	ctrlr_health_warn(ctrlr, NVME_SMART_CRIT_RELIABILITY,
 			  ctrlr_health_used(ctrlr) >= 100 || h->media_errors,
 			  NVME_AER_SMART_RELIABILITY);
+	ctrlr_endgrp_eval(ctrlr);
 }
 
 uint64_t ctrlr_health_tick(struct ctrlr *ctrlr)
@@ -234,6 +235,8 @@ size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf)
 	ctrlr_health_eval(ctrlr);
 	st.media_errors += ctrlr_dev(ctrlr)->health.media_errors;
 	s->critical_warning = ctrlr_dev(ctrlr)->health.critical_warning;
+	/* Endurance Group Critical Warning Summary: the bits of any group (the one, endgrp.c). */
+	s->endu_grp_crit = ctrlr_dev(ctrlr)->health.eg_warning;
 	s->temperature = ctrlr_health_temp(ctrlr);
 	s->avail_spare = ctrlr_health_spare(ctrlr);
 	s->spare_thresh = CTRLR_HEALTH_SPARE_THRESH;

@@ -74,6 +74,8 @@ static void ctrlr_device_reset_done(struct ctrlr *ctrlr)
 {
 	ctrlr_fw_reset(ctrlr);
 	ctrlr_dev(ctrlr)->health.critical_warning = 0;
+	ctrlr_dev(ctrlr)->health.eg_warning = 0;
+	ctrlr_dev(ctrlr)->health.eg_aggregate = false;
 }
 
 static void ctrlr_device_enabled(struct ctrlr *ctrlr)

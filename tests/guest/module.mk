@@ -13,6 +13,9 @@ GUEST_TESTS += tests/guest/test-nbd-restart.sh
 GUEST_TESTS += tests/guest/test-rbd-resize.sh
 # bdev_error / bdev_delay under a namespace of a running guest.
 GUEST_TESTS += tests/guest/test-error-inject.sh
+# The Controller Memory Buffer and the Persistent Memory Region: show-regs, set-reg, the guest's
+# own mappings of BAR2 and BAR4, PMR persistence across SIGKILL of the daemon.
+GUEST_TESTS += tests/guest/test-cmb-pmr.sh
 # Device self-test, sanitize, telemetry and the persistent event log with nvme-cli.
 GUEST_TESTS += tests/guest/test-admin-ext.sh
 # Zoned Namespaces: nvme-cli zns commands and fio zonemode=zbd on --zoned and RPC-made namespaces.

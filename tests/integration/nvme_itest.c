@@ -63,6 +63,21 @@ int nvme_itest_start(struct nvme_itest *t, const char *build, const char *const 
 	return -ETIMEDOUT;
 }
 
+int nvme_itest_up(struct nvme_itest *t, const char *build, const char *const *extra,
+		  uint32_t vectors, uint16_t depth)
+{
+	int rc = nvme_itest_start(t, build, extra);
+
+	if (rc)
+		return rc;
+	rc = nvme_itest_attach(t, vectors);
+	if (!rc)
+		rc = nvme_host_enable(&t->h, depth);
+	if (rc)
+		nvme_itest_stop(t, true);
+	return rc;
+}
+
 bool nvme_itest_alive(struct nvme_itest *t)
 {
 	int status;

@@ -29,6 +29,10 @@ int nvme_itest_start(struct nvme_itest *t, const char *build, const char *const 
  * the host driver (controller not enabled). 0 or -errno. */
 int nvme_itest_attach(struct nvme_itest *t, uint32_t vectors);
 void nvme_itest_detach(struct nvme_itest *t);
+/* nvme_itest_start, then nvme_itest_attach with `vectors` and the controller enabled with an
+ * admin queue of `depth`; the daemon is stopped (its log shown) on failure. 0 or -errno. */
+int nvme_itest_up(struct nvme_itest *t, const char *build, const char *const *extra,
+		  uint32_t vectors, uint16_t depth);
 /* True while the daemon runs. */
 bool nvme_itest_alive(struct nvme_itest *t);
 /* Stops the daemon (SIGTERM, then SIGKILL after a bound); returns its exit

@@ -69,13 +69,7 @@ static bool pel_daemon(struct nvme_itest *t, const char *build, const char *file
 {
 	const char *args[] = { "--malloc", "1M", "--serial", "PEL-1", "--event-log", file, NULL };
 
-	if (!CHECK(nvme_itest_start(t, build, args) == 0))
-		return false;
-	if (!CHECK(nvme_itest_attach(t, 2) == 0) || !CHECK(nvme_host_enable(&t->h, 32) == 0)) {
-		nvme_itest_stop(t, true);
-		return false;
-	}
-	return true;
+	return CHECK(nvme_itest_up(t, build, args, 2, 32) == 0);
 }
 
 static void test_pel_restart(const char *build)

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/hw.h"
+#include "common/evloop.h"
+#include "hw/hw_internal.h"
 #include "tests/unit/cunit_runner.h"
 #include "tests/unit/hw/hw_test_util.h"
 
@@ -333,6 +334,61 @@ static void test_type_stateful_default(void)
 	hw_pci_type_destroy(t);
 }
 
+/* Device memory: page aligned (so never in an I/O BAR), none under bf3 (DOCA DevEmu has no such
+ * region kind); a device's is mapped by the client in trap mode too, and trapped accesses
+ * reach the same bytes. */
+static void test_memory_region(void)
+{
+	struct hw_pci_type *t = hw_test_nvme_type(4);
+	struct vfu_region_desc desc;
+	struct evloop *loop;
+	struct hw_dev *dev;
+	uint64_t size = 0;
+	uint8_t *mem;
+	uint32_t v = 0x12345678, r = 0;
+
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT_EQUAL(hw_pci_type_add_memory_region(t, 2, 0x800, 0x1000), -EINVAL);
+	CU_ASSERT_EQUAL(hw_pci_type_add_memory_region(t, 2, 0, 0x1800), -EINVAL);
+	CU_ASSERT_EQUAL(hw_pci_type_set_memory_bar(t, 2, 21, HW_BAR_MEM_64, true), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_memory_region(t, 2, 0, 2u << 20), 0);
+	hw_type_test_fail(t, bf3, "type_max_bar_mem_regions 0");
+	t = hw_test_nvme_type(4);
+	CU_ASSERT_EQUAL(hw_pci_type_set_io_bar(t, 2, 8), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_memory_region(t, 2, 0, 0x1000), 0);
+	hw_type_test_fail(t, unlim, "outside the BAR size");
+
+	t = hw_test_nvme_type(4);
+	CU_ASSERT_EQUAL(hw_pci_type_set_memory_bar(t, 2, 21, HW_BAR_MEM_64, true), 0);
+	CU_ASSERT_EQUAL(hw_pci_type_add_memory_region(t, 2, 0, 2u << 20), 0);
+	CU_ASSERT_FATAL(hw_pci_type_start(t, unlim, NULL, 0) == 0);
+	loop = evloop_create();
+	CU_ASSERT_FATAL(loop != NULL);
+	dev = hw_test_dev(t, loop, NULL, NULL, HW_DB_MODE_TRAP);
+	CU_ASSERT_FATAL(dev != NULL);
+	mem = hw_dev_memory(dev, 2, 0, &size);
+	CU_ASSERT_FATAL(mem != NULL);
+	CU_ASSERT_EQUAL(size, 2u << 20);
+	CU_ASSERT_PTR_NULL(hw_dev_memory(dev, 0, 0, &size));
+	/* BAR2 is one sparse area with its fd; BAR0's doorbells stay trapped. */
+	hw_bar_region_desc(dev, 2, &desc);
+	CU_ASSERT(desc.flags & VFIO_REGION_INFO_FLAG_MMAP);
+	CU_ASSERT(desc.mmap_fd >= 0 && desc.nr_sparse == 1 && desc.sparse[0].size == 2u << 20);
+	hw_bar_region_desc(dev, 0, &desc);
+	CU_ASSERT_FALSE(desc.flags & VFIO_REGION_INFO_FLAG_MMAP);
+	CU_ASSERT_EQUAL(hw_bar_access(dev, 2, 0x1000, &v, 4, true), 0);
+	CU_ASSERT_EQUAL(memcmp(mem + 0x1000, &v, 4), 0);
+	mem[0x2000] = 0xab;
+	CU_ASSERT_EQUAL(hw_bar_access(dev, 2, 0x2000, &r, 1, false), 0);
+	CU_ASSERT_EQUAL(r, 0xab);
+	/* An FLR leaves device memory alone. */
+	hw_bars_reset(dev);
+	CU_ASSERT_EQUAL(mem[0x2000], 0xab);
+	CU_ASSERT_EQUAL(hw_dev_destroy(dev), 0);
+	hw_pci_type_destroy(t);
+	evloop_destroy(loop);
+}
+
 static void test_profile_print(void)
 {
 	char *buf = NULL;
@@ -368,4 +424,5 @@ CUNIT_SUITE(
     {"limit_db_region_counts", test_limit_db_region_counts},
     {"limit_stateful", test_limit_stateful}, {"limit_msix_regions", test_limit_msix_regions},
     {"limit_region_counts", test_limit_region_counts}, {"region_placement", test_region_placement},
-    {"type_stateful_default", test_type_stateful_default}, {"profile_print", test_profile_print})
+    {"type_stateful_default", test_type_stateful_default}, {"memory_region", test_memory_region},
+    {"profile_print", test_profile_print})
