@@ -147,6 +147,12 @@ static struct {
 	pid_t nbd_pid[2];
 	uint64_t zdur[CT_NZONES], ddur[CT_DBLOCKS];
 	uint64_t lost; /* acknowledged writes a power loss took (allowed: never flushed) */
+	/* Power mode: the event log. Each Set Features Volatile Write Cache carries a token in
+	 * CDW15 (the Set Feature event keeps CDW10-CDW15); the last acknowledged one must be in
+	 * the file after the power cut, which the fault layer (synced_watch.c) makes lose what
+	 * was not synced. */
+	uint32_t pel_token, pel_acked;
+	uint64_t pel_cut, pel_cuts;
 	/* Power mode: the data writes of this life (acknowledged or in doubt): what a block may
 	 * hold after a power loss is any of them newer than its durable value (a Flush in doubt
 	 * may have made one durable). */
@@ -349,6 +355,20 @@ static int ct_start(unsigned int round)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
+		if (ct.power) {
+			char so[4096], abs[4096];
+			const char *asan = getenv("ASAN_OPTIONS");
+			char aopt[1024];
+
+			snprintf(so, sizeof(so), "%s/lib/nvme_synced_watch.so", ct.build);
+			if (!realpath(so, abs))
+				_exit(125);
+			snprintf(aopt, sizeof(aopt), "%s%sverify_asan_link_order=0", asan ? asan : "",
+				 asan && *asan ? ":" : "");
+			setenv("LD_PRELOAD", abs, 1);
+			setenv("ASAN_OPTIONS", aopt, 1);
+			setenv("NVME_EMU_SYNCED_WATCH", ct.pel, 1);
+		}
 		execl(prog, prog, "-r", ct.rpc, "-c", ct.cfg, "-m", "2", (char *)NULL);
 		_exit(127);
 	}
@@ -399,6 +419,72 @@ static int ct_start(unsigned int round)
 	return ct.rbuf_iova ? 0 : -ENOMEM;
 }
 
+/* Power mode, the daemon dead: the event log loses what was not synced (the fault layer's
+ * record), then must hold the last acknowledged Set Features' event. */
+static void ct_pel_power_cut(void)
+{
+	char rec[160], line[64];
+	unsigned long long ino = 0;
+	long long keep = 0;
+	uint32_t best = 0;
+	struct stat st;
+	FILE *f;
+	uint8_t *raw;
+	size_t off;
+
+	snprintf(rec, sizeof(rec), "%s.synced", ct.pel);
+	f = fopen(rec, "r");
+	if (f) {
+		if (!fgets(line, sizeof(line), f) || sscanf(line, "%llu %lld", &ino, &keep) != 2)
+			ino = 0, keep = 0;
+		fclose(f);
+	}
+	if (stat(ct.pel, &st))
+		return;
+	if (st.st_ino != ino)
+		keep = 0; /* renamed into place and never synced since */
+	if (st.st_size > keep) {
+		if (truncate(ct.pel, keep)) {
+			ct_fail("cannot cut %s: %s", ct.pel, strerror(errno));
+			return;
+		}
+		ct.pel_cut += (uint64_t)(st.st_size - keep);
+		ct.pel_cuts++;
+	}
+	if (!ct.pel_acked)
+		return;
+	raw = malloc((size_t)keep + 1);
+	f = fopen(ct.pel, "r");
+	if (!raw || !f || fread(raw, 1, (size_t)keep, f) != (size_t)keep) {
+		ct_fail("cannot read %s", ct.pel);
+		goto out;
+	}
+	/* "NVMEPEL1", then 24-byte event headers (type at 0, data length at 22) and data; a Set
+	 * Feature's data: a dword count, then CDW10-CDW15. */
+	for (off = 8; off + 24 <= (size_t)keep;) {
+		uint16_t el;
+		uint32_t cdw10, cdw15;
+
+		memcpy(&el, raw + off + 22, 2);
+		if (off + 24 + el > (size_t)keep)
+			break;
+		if (raw[off] == 0x0b && el >= 28) {
+			memcpy(&cdw10, raw + off + 24 + 4, 4);
+			memcpy(&cdw15, raw + off + 24 + 24, 4);
+			if ((cdw10 & 0xff) == NVME_FEAT_VOLATILE_WC && cdw15 > best)
+				best = cdw15;
+		}
+		off += 24 + el;
+	}
+	if (best < ct.pel_acked)
+		ct_fail("event log after the power loss: the newest Set Features VWC event is token "
+			"%u, %u was acknowledged", best, ct.pel_acked);
+out:
+	if (f)
+		fclose(f);
+	free(raw);
+}
+
 static void ct_kill(void)
 {
 	/* Power mode: the backend's cache goes with the power, before the daemon can do more. */
@@ -415,6 +501,8 @@ static void ct_kill(void)
 		ct.pid = -1;
 		ct.kills++;
 	}
+	if (ct.power && ct.kills)
+		ct_pel_power_cut();
 	if (ct.power) {
 		/* The page cache went too: the zone state file was written by an earlier boot. */
 		int fd = open(ct.zstate, O_WRONLY);
@@ -1463,10 +1551,12 @@ static bool ct_submit_one(void)
 		sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
 		sqe.cdw10 = NVME_FEAT_VOLATILE_WC;
 		sqe.cdw11 = ct.vwc_off ? 1 : 0;
+		sqe.cdw15 = ++ct.pel_token;
 		if (ct_cmd(0, &sqe)) {
 			ct_fail("Set Features Volatile Write Cache %u failed", sqe.cdw11);
 			return false;
 		}
+		ct.pel_acked = sqe.cdw15;
 		if (!ct.vwc_off) {
 			/* Everything acknowledged before is durable now, zones included. */
 			for (uint32_t b = 0; b < CT_DBLOCKS; b++)
@@ -1657,6 +1747,10 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 		rounds, ct.kills, ct.acked, ct.in_doubt, ct.whole, ct.absent, ct.checked_blocks);
 	if (power)
 		fprintf(stderr, ", %" PRIu64 " acknowledged blocks never flushed and lost", ct.lost);
+	if (power)
+		fprintf(stderr, ", event log: %" PRIu64 " unsynced bytes lost in %" PRIu64
+			" cuts, last Set Features token acknowledged %u", ct.pel_cut, ct.pel_cuts,
+			ct.pel_acked);
 	fprintf(stderr, "\n  admin strand acknowledged: %" PRIu64 " firmware commits, %" PRIu64
 		" Set Features SV, %" PRIu64 " namespace creates, %" PRIu64 " deletes, %" PRIu64
 		" attaches, %" PRIu64 " detaches, %" PRIu64 " Formats, %" PRIu64
