@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1810,24 +1811,20 @@ static bool ct_spew(const char *path, const char *buf, size_t len)
 	return ok;
 }
 
-/* A state file cut to len bytes (a full disk): the daemon must refuse to start, with a message
- * naming the file and saying why (expect); the file put back, it starts again. */
-static void ct_refused(const char *file, off_t len, const char *expect)
+/* Something was done to the files (what): the daemon must refuse to start, with a message naming
+ * file and saying why (expect). */
+static void ct_expect_refusal(const char *what, const char *file, const char *expect)
 {
-	char *keep = NULL, *log = NULL, logpath[160];
-	ssize_t n = ct_slurp(file, &keep), ln;
+	char *log = NULL, logpath[160];
+	ssize_t ln;
 	int rc;
 
-	if (!CHECK(n > len))
-		goto out;
-	if (!CHECK(truncate(file, len) == 0))
-		goto out;
 	rc = ct_start(0);
 	snprintf(logpath, sizeof(logpath), "%s/daemon-0.log", ct.dir);
 	ln = ct_slurp(logpath, &log);
 	if (log && ln >= 0)
 		log[ln] = 0;
-	fprintf(stderr, "  %s cut to %lld bytes: %s\n", file, (long long)len,
+	fprintf(stderr, "  %s: %s\n", what,
 		rc == -ESRCH ? "the daemon refused to start" : "the daemon started");
 	/* The message names the file (a pool: its bdev, whose file the log names). */
 	if (!CHECK(rc == -ESRCH) || !CHECK(log && strstr(log, file) && strstr(log, expect))) {
@@ -1842,10 +1839,50 @@ static void ct_refused(const char *file, off_t len, const char *expect)
 	}
 	ct_kill();
 	ct_detach();
+	free(log);
+}
+
+/* The zone state file belongs to its image: the data file carries the state file's image id as
+ * a stamp (an extended attribute); with another stamp (the state file put next to another image
+ * of the same geometry), or none (an image copied without its attributes), it is refused. */
+static void ct_stamp_checks(void)
+{
+	static const char name[] = "user.nvme_emu.zone_stamp";
+	char keep[32], what[200];
+	ssize_t kn = getxattr(ct.zimg, name, keep, sizeof(keep));
+
+	if (!CHECK(kn == 16)) {
+		fprintf(stderr, "  %s: no zone stamp (%s)\n", ct.zimg, kn < 0 ? strerror(errno) : "");
+		return;
+	}
+	fprintf(stderr, "  %s carries %s %.16s\n", ct.zimg, name, keep);
+	if (CHECK(setxattr(ct.zimg, name, "0123456789abcdef", 16, 0) == 0)) {
+		snprintf(what, sizeof(what), "%s stamped by another state file", ct.zimg);
+		ct_expect_refusal(what, ct.zstate, "made for another image");
+	}
+	if (CHECK(removexattr(ct.zimg, name) == 0)) {
+		snprintf(what, sizeof(what), "%s without its stamp", ct.zimg);
+		ct_expect_refusal(what, ct.zstate, "carries no stamp");
+	}
+	CHECK(setxattr(ct.zimg, name, keep, 16, 0) == 0);
+}
+
+/* A state file cut to len bytes (a full disk): the daemon must refuse to start, with a message
+ * naming the file and saying why (expect); the file put back, it starts again. */
+static void ct_refused(const char *file, off_t len, const char *expect)
+{
+	char *keep = NULL, what[200];
+	ssize_t n = ct_slurp(file, &keep);
+
+	if (!CHECK(n > len))
+		goto out;
+	if (!CHECK(truncate(file, len) == 0))
+		goto out;
+	snprintf(what, sizeof(what), "%s cut to %lld bytes", file, (long long)len);
+	ct_expect_refusal(what, file, expect);
 	CHECK(ct_spew(file, keep, (size_t)n));
 out:
 	free(keep);
-	free(log);
 }
 
 /* The start-up checks: a short torture leaves state in every file, each is damaged in turn
@@ -1866,6 +1903,7 @@ static void test_startup_checks(const char *build)
 		return;
 	ct_refused(ct.zstate, 100, "zone state file");
 	ct_refused(ct.zstate, 8192, "zone state file");
+	ct_stamp_checks();
 	ct_refused(ct.cstate, 10, "controller state file");
 	ct_refused(ct.pimg, 4u << 20, "namespace pool header is for 7340032 bytes");
 	if (access(ct.ptpl, F_OK) == 0)
