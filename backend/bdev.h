@@ -121,6 +121,10 @@ struct bdev_zone_geom {
 	/* Where the controller keeps the zone states across restarts (owned by the bdev), or
 	 * NULL: the zones start Empty each time. */
 	const char *state_file;
+	/* The file holding the zones' blocks when the base is an aio or io_uring bdev (its
+	 * filename, valid while the bdev exists), else NULL: the state file's identity stamp goes
+	 * there as an extended attribute (docs/durability.md). */
+	const char *data_file;
 };
 
 /* Description of a bdev for bdev_get_bdevs-style listings. */

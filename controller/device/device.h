@@ -142,11 +142,26 @@ struct ctrlr_pel {
 	uint16_t gen;
 	uint64_t power_cycles;
 	/* The state file (ctrlr_config.pel_file), NULL: none. Events are appended as they come;
-	 * it is rewritten from buf when it grows past twice the log. */
+	 * it is replaced by buf's events (by the syncer) when it grows past twice the log. */
 	char *path;
 	int fd;
 	size_t file_len;
 	bool file_failed; /* a write failed (logged once); the log goes on in memory */
+	/* Durability (pel.c): events counted since the controller was made: added to the log,
+	 * written to the file (behind `added` only while a replacement is wanted or running),
+	 * synced. An admin command ends once every event added before its end is synced: its
+	 * completion waits in waiters (req->hold, its mark in hold.lba) for the syncer's job
+	 * (one at a time: an fdatasync of a duplicate of fd, or the file replaced whole with the
+	 * snapshot in `snap`), whose end comes back as msg. */
+	uint64_t added, written, synced;
+	bool replace_wanted, busy;
+	struct ctrlr_req *wait_head, *wait_tail;
+	struct syncer_job job;
+	struct iovec iov[2];
+	uint8_t *snap;
+	uint64_t job_mark;
+	size_t job_len; /* a replacement: the new file's length */
+	struct evloop_msg msg;
 	/* Media and Data Integrity errors counted by owner threads (atomic), reported as one
 	 * Hardware Error event at most every second. */
 	uint32_t media_errors;
@@ -265,6 +280,9 @@ void ctrlr_telemetry_event(struct ctrlr *ctrlr, const char *reason);
 /* ---- pel.c ---- */
 int ctrlr_pel_init(struct ctrlr *ctrlr);
 void ctrlr_pel_fini(struct ctrlr *ctrlr);
+/* The device module's gate for every admin command: its completion waits for the events logged
+ * before it to be synced (pel.c). */
+void ctrlr_pel_admin_begin(struct ctrlr_req *req);
 /* Appends an event of `type` with `len` bytes of type-specific data. */
 void ctrlr_pel_add(struct ctrlr *ctrlr, uint8_t type, const void *data, uint16_t len);
 /* Firmware Commit of revision `rev` with action `ca` to slot `fs` (the revision running before

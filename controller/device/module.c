@@ -100,6 +100,14 @@ static void ctrlr_device_media_error(struct ctrlr *ctrlr, uint16_t status)
 	ctrlr_pel_media_error_async(ctrlr, status);
 }
 
+/* Every admin command: its end waits for the events logged before it to be durable; Sanitize
+ * lets only a few through (8.21). */
+static uint16_t ctrlr_device_admin_gate(struct ctrlr_req *req)
+{
+	ctrlr_pel_admin_begin(req);
+	return ctrlr_san_admin_check(req);
+}
+
 /* A sanitize drain waits for the commands that took a namespace before it. */
 static void ctrlr_device_ns_quiet(struct ctrlr *ctrlr)
 {
@@ -159,6 +167,6 @@ const struct ctrlr_module ctrlr_device_module = {
     .media_error = ctrlr_device_media_error,
     .subsys_joined = ctrlr_san_joined,
     .subsys_left = ctrlr_san_left,
-    .admin_gate = ctrlr_san_admin_check,
+    .admin_gate = ctrlr_device_admin_gate,
     .ns_quiet = ctrlr_device_ns_quiet,
 };

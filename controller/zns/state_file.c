@@ -15,14 +15,20 @@
  * Layout (little endian, as the hosts we run on):
  *   [0, 4 KiB)       header: magic "NVMEZNS2", version 2, zone descriptor extension size, zone
  *                    size, zone capacity, zone count, a random image id, the CRC-32C of those
- *                    fields; the boot id of the live words' kernel (not in the CRC)
+ *                    fields; the boot id of the live words' kernel and the image id again
+ *                    once the data file carries it as its stamp (neither in the CRC)
  *   live words       at 4 KiB, nr_zones x 8 bytes, padded to 4 KiB
  *   extensions       nr_zones x ZDES x 64 bytes, padded to 4 KiB (a zone's bytes are valid while
  *                    its ZDEV bit is set)
  *   checkpoint 0, 1  each a 32-byte header (magic "NVMEZCK2", sequence, image id, zone count,
  *                    CRC-32C of the slot) and nr_zones words, padded to 4 KiB
  * A word: bit 63 valid, bit 60 ZDEV, bits 59:56 the zone state, bits 55:0 the write pointer.
- * The version 1 file (written whole at a clean stop) is read once and converted. */
+ * The version 1 file (written whole at a clean stop) is read once and converted.
+ *
+ * The data's identity: when the zones' blocks are in a regular file (an aio or io_uring base),
+ * the image id is also its extended attribute user.nvme_emu.zone_stamp; a state file whose data
+ * file carries another stamp, or none once it was stamped, describes other data and is refused.
+ * A copy of the state file alone cannot carry the stamp to another image. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/crc32c.h"
@@ -61,6 +68,7 @@ struct ctrlr_zns_file_hdr {
 	uint32_t crc; /* of the bytes before boot_id, this field zero */
 	uint64_t image_id;
 	char boot_id[ZNS_BOOT_ID_LEN];
+	uint64_t stamped; /* image_id once the data file carries it (its stamp), else not */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ctrlr_zns_file_hdr) <= ZNS_PAGE, "zone file header");
 
@@ -379,10 +387,82 @@ static int zns_ckpt_pick(struct ctrlr_zns *zns, int fd, const char *path,
 	return rc;
 }
 
+#define ZNS_STAMP_XATTR "user.nvme_emu.zone_stamp"
+
+/* The data file's stamp: 0, -ENODATA (none), or another -errno (-ENOTSUP: the file system keeps
+ * no user extended attributes). */
+static int zns_stamp_read(const char *data_file, uint64_t *stamp)
+{
+	char v[24];
+	ssize_t n = getxattr(data_file, ZNS_STAMP_XATTR, v, sizeof(v) - 1);
+	char *end;
+
+	if (n < 0)
+		return -errno;
+	v[n] = '\0';
+	*stamp = strtoull(v, &end, 16);
+	if (n != 16 || *end)
+		*stamp = 0; /* not one of ours: another image's all the same */
+	return 0;
+}
+
+/* Ties the state file to its data (the header h, `fresh`: made by this start, so a stamp the
+ * data file has belongs to a state file moved away). Sets h->stamped once the data file carries
+ * the image id. 0, or -EINVAL with the reason logged: the state file describes other data. */
+static int zns_stamp_check(const char *path, const char *data_file,
+			   struct ctrlr_zns_file_hdr *h, bool fresh)
+{
+	bool was_stamped = h->stamped == h->image_id;
+	struct stat st;
+	uint64_t stamp = 0;
+	char v[24];
+	int rc;
+
+	if (!data_file || stat(data_file, &st) || !S_ISREG(st.st_mode))
+		return 0; /* a block device, NBD, RBD: no place for a stamp (durability.md) */
+	rc = zns_stamp_read(data_file, &stamp);
+	if (!rc && stamp == h->image_id) {
+		h->stamped = h->image_id;
+		return 0;
+	}
+	if (!rc && (was_stamped || !fresh)) {
+		LOG_ERR(CTRLR_LOG,
+			"zone state file %s: made for another image: %s carries the stamp of "
+			"another zone state file (%s %016" PRIx64 ", this file's image %016" PRIx64
+			"): refused (put the image's own state file back, or move this one away to "
+			"start with every zone empty)",
+			path, data_file, ZNS_STAMP_XATTR, stamp, h->image_id);
+		return -EINVAL;
+	}
+	if (rc == -ENODATA && was_stamped) {
+		LOG_ERR(CTRLR_LOG,
+			"zone state file %s: made for another image: %s carries no stamp (%s), the "
+			"image this file describes did (another image, or a copy made without its "
+			"extended attributes): refused (move this file away to start with every zone "
+			"empty, or copy the image with its attributes: cp --preserve=xattr, rsync -X)",
+			path, data_file, ZNS_STAMP_XATTR);
+		return -EINVAL;
+	}
+	if (rc && rc != -ENODATA) {
+		LOG_WARN(CTRLR_LOG, "zone state file %s: cannot read the stamp of %s: %s (the data's "
+				    "identity is not checked)", path, data_file, strerror(-rc));
+		return 0;
+	}
+	/* Not stamped yet (a new state file, or one from before stamps): the data is stamped. */
+	snprintf(v, sizeof(v), "%016" PRIx64, h->image_id);
+	if (setxattr(data_file, ZNS_STAMP_XATTR, v, 16, 0)) {
+		LOG_WARN(CTRLR_LOG, "zone state file %s: cannot stamp %s: %s (the data's identity "
+				    "is not checked)", path, data_file, strerror(errno));
+		return 0;
+	}
+	h->stamped = h->image_id;
+	return 0;
+}
+
 /* Maps the file and makes the zones and the live words one: the words as the zones are now, the
- * boot id ours, a checkpoint of it written and everything synced. */
+ * boot id ours (and `stamped`), a checkpoint of it written and everything synced. */
 static int zns_file_map(struct ctrlr_zns *zns, struct ctrlr_zns_file *f, const struct zns_layout *l,
-			const char *boot_id)
+			const char *boot_id, uint64_t stamped)
 {
 	struct ctrlr_zns_file_hdr h;
 	struct syncer_job job;
@@ -407,6 +487,7 @@ static int zns_file_map(struct ctrlr_zns *zns, struct ctrlr_zns_file *f, const s
 	}
 	memcpy(&h, f->map, sizeof(h));
 	memcpy(h.boot_id, boot_id, ZNS_BOOT_ID_LEN);
+	h.stamped = stamped;
 	memcpy(f->map, &h, sizeof(h));
 	/* A checkpoint of the zones as loaded: the state the next boot falls back to is this one
 	 * (data written before this start is on disk or not, as the last life left it). */
@@ -424,8 +505,9 @@ static int zns_file_map(struct ctrlr_zns *zns, struct ctrlr_zns_file *f, const s
 	return 0;
 }
 
-int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path)
+int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path, const char *data_file)
 {
+	bool fresh = false;
 	struct ctrlr_zns_file *f = calloc(1, sizeof(*f));
 	char boot_id[ZNS_BOOT_ID_LEN];
 	struct ctrlr_zns_file_hdr h;
@@ -450,6 +532,7 @@ int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path)
 	f->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (f->fd < 0 && errno == ENOENT) {
 		/* A first start: every zone Empty (as made). */
+		fresh = true;
 		rc = zns_file_create(zns, path, &l, NULL, boot_id);
 		if (rc) {
 			LOG_ERR(CTRLR_LOG, "zone state file %s: cannot create it: %s", path,
@@ -500,6 +583,7 @@ int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path)
 			goto out_free;
 		}
 		f->seq = 1;
+		fresh = true;
 		goto out_map;
 	}
 	if (memcmp(h.magic, ZNS_FILE_MAGIC, 8) || h.version != ZNS_FILE_VERSION ||
@@ -547,9 +631,12 @@ int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path)
 		goto out_free;
 	zns_words_apply(zns, w);
 out_map:
+	rc = zns_stamp_check(path, data_file, &h, fresh);
+	if (rc)
+		goto out_free;
 	f->image_id = h.image_id;
 	zns->file = f;
-	rc = zns_file_map(zns, f, &l, boot_id);
+	rc = zns_file_map(zns, f, &l, boot_id, h.stamped);
 	if (rc) {
 		LOG_ERR(CTRLR_LOG, "zone state file %s: cannot map and sync it: %s", path,
 			strerror(-rc));

@@ -81,7 +81,7 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out);
 void ctrlr_zns_destroy(struct ctrlr_zns *zns);
 /* state_file.c: opens (or creates) the file, takes the zones from it and maps it; closes it.
  * 0 or -errno (the reason logged). */
-int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path);
+int ctrlr_zns_file_open(struct ctrlr_zns *zns, const char *path, const char *data_file);
 void ctrlr_zns_file_close(struct ctrlr_zns *zns);
 /* Zone zi changed: its live word follows (lock held; nothing without a file). */
 void ctrlr_zns_file_record(struct ctrlr_zns *zns, uint32_t zi);

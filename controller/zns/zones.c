@@ -45,7 +45,7 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out)
 		zns->zones[i].state = NVME_ZS_EMPTY;
 	}
 	/* The extensions live in the state file's map when there is one. */
-	rc = geom->state_file ? ctrlr_zns_file_open(zns, geom->state_file) : 0;
+	rc = geom->state_file ? ctrlr_zns_file_open(zns, geom->state_file, geom->data_file) : 0;
 	if (!rc && !zns->file && zns->zdes_bytes) {
 		zns->zde = calloc(geom->num_zones, zns->zdes_bytes);
 		if (!zns->zde)

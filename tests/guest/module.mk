@@ -23,6 +23,9 @@ GUEST_TESTS += tests/guest/test-zns.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh
+# f2fs on a zoned namespace (mkfs.f2fs -m -c), SIGKILL of the daemon while it writes, restart,
+# a second boot: fsck.f2fs clean, every synced file whole.
+GUEST_TESTS += tests/guest/test-zoned-fs.sh
 # The same compliance job on a function made with SPDK's own rpc.py (VFIOUSER listener).
 GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Reservations with nvme-cli, and Persist Through Power Loss across a daemon restart.

@@ -9,3 +9,9 @@ nvme_crash_test_LIBS := host common
 nvme_powerloss_test_SRCS := $(nvme_crash_test_SRCS)
 nvme_powerloss_test_LIBS := host common
 $(BUILD)/bin/nvme_crash_test $(BUILD)/bin/nvme_powerloss_test: $(BUILD)/bin/nvme-emu
+# The power-loss run's fault layer, preloaded into the daemon (no sanitizer: the ASan daemon is
+# told not to mind the order).
+$(BUILD)/lib/nvme_synced_watch.so: tests/integration/synced_watch.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+$(BUILD)/bin/nvme_powerloss_test: $(BUILD)/lib/nvme_synced_watch.so

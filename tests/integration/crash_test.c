@@ -44,9 +44,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +65,7 @@
 #define CT_ZBLOCKS (CT_ZSZE * CT_NZONES)
 #define CT_DBLOCKS 8192u
 #define CT_MAX_NLB 32u
+#define CT_RBLOCKS 256u /* blocks per read when checking: 128 KiB, the daemon's MDTS */
 #define CT_QUEUES 2u
 #define CT_QD 32u
 #define CT_SLOTS 48u /* operations in flight at once, at most */
@@ -147,6 +153,17 @@ static struct {
 	pid_t nbd_pid[2];
 	uint64_t zdur[CT_NZONES], ddur[CT_DBLOCKS];
 	uint64_t lost; /* acknowledged writes a power loss took (allowed: never flushed) */
+	/* Power mode: the event log. Each Set Features Volatile Write Cache carries a token in
+	 * CDW15 (the Set Feature event keeps CDW10-CDW15); the last acknowledged one must be in
+	 * the file after the power cut, which the fault layer (synced_watch.c) makes lose what
+	 * was not synced. */
+	uint32_t pel_token, pel_acked;
+	uint64_t pel_cut, pel_cuts;
+	/* figures: microseconds spent per phase of the rounds */
+	uint64_t us_start, us_verify, us_work, us_kill;
+	/* The daemon's NOTIFY_SOCKET: it says READY=1 there once it serves. */
+	char notify[128];
+	int notify_fd;
 	/* Power mode: the data writes of this life (acknowledged or in doubt): what a block may
 	 * hold after a power loss is any of them newer than its durable value (a Flush in doubt
 	 * may have made one durable). */
@@ -262,6 +279,14 @@ static int ct_write_config(void)
 	return fclose(f) ? -errno : 0;
 }
 
+static uint64_t ct_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static bool ct_alive(void)
 {
 	int status;
@@ -318,12 +343,51 @@ static int ct_nbd_start(int i, const char *sock, const char *file)
 	return 0;
 }
 
+/* Waits for the daemon started as ct.pid: READY=1 on ct.notify_fd (0), or its death (-ESRCH,
+ * reaped), or 30 s (-ETIMEDOUT). */
+static int ct_wait_ready(void)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, ct.pid, 0);
+	uint64_t end = ct_now_us() + 30000000u;
+	int rc = -ETIMEDOUT;
+
+	if (pfd < 0)
+		return -errno;
+	while (ct_now_us() < end) {
+		struct pollfd p[2] = {{.fd = ct.notify_fd, .events = POLLIN},
+				      {.fd = pfd, .events = POLLIN}};
+		char msg[512];
+		ssize_t n;
+
+		if (poll(p, 2, (int)((end - ct_now_us()) / 1000) + 1) < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			n = recv(ct.notify_fd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
+			if (n > 0) {
+				msg[n] = '\0';
+				if (!strncmp(msg, "READY=1", 7) || strstr(msg, "\nREADY=1")) {
+					rc = 0;
+					break;
+				}
+			}
+		}
+		if (p[1].revents & POLLIN) {
+			ct_alive(); /* reaps it, says how it ended */
+			rc = -ESRCH;
+			break;
+		}
+	}
+	close(pfd);
+	return rc;
+}
+
 /* Starts the daemon on the files and attaches the host: controller enabled with every command
  * set, CT_QUEUES I/O queue pairs. */
 static int ct_start(unsigned int round)
 {
 	char log[128], prog[256];
-	struct stat st;
 	pid_t parent;
 	int rc;
 
@@ -349,15 +413,29 @@ static int ct_start(unsigned int round)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
+		if (ct.power) {
+			char so[4096], abs[4096];
+			const char *asan = getenv("ASAN_OPTIONS");
+			char aopt[1024];
+
+			snprintf(so, sizeof(so), "%s/lib/nvme_synced_watch.so", ct.build);
+			if (!realpath(so, abs))
+				_exit(125);
+			snprintf(aopt, sizeof(aopt), "%s%sverify_asan_link_order=0", asan ? asan : "",
+				 asan && *asan ? ":" : "");
+			setenv("LD_PRELOAD", abs, 1);
+			setenv("ASAN_OPTIONS", aopt, 1);
+			setenv("NVME_EMU_SYNCED_WATCH", ct.pel, 1);
+		}
+		setenv("NOTIFY_SOCKET", ct.notify, 1);
 		execl(prog, prog, "-r", ct.rpc, "-c", ct.cfg, "-m", "2", (char *)NULL);
 		_exit(127);
 	}
-	/* A hang guard only: the daemon normally listens within a second. */
-	for (int i = 0; i < 3000 && stat(ct.sock, &st); i++) {
-		if (!ct_alive())
-			return -ESRCH;
-		usleep(10000);
-	}
+	/* READY=1 on the notify socket once every listener is up, or the daemon's end (its pidfd):
+	 * no polling; 30 s is a hang guard only. */
+	rc = ct_wait_ready();
+	if (rc)
+		return rc;
 	ct.c = vfu_client_connect(ct.sock, 10000);
 	if (!ct.c)
 		return -errno;
@@ -373,7 +451,7 @@ static int ct_start(unsigned int round)
 		rc = nvme_host_create_io_queues(&ct.h, q, CT_QD, false, 0);
 	if (rc)
 		return rc < 0 ? rc : -EIO;
-	ct.rbuf_iova = nvme_host_alloc(&ct.h, 64 * 1024, (void **)&ct.rbuf);
+	ct.rbuf_iova = nvme_host_alloc(&ct.h, CT_RBLOCKS * CT_BS, (void **)&ct.rbuf);
 	ct.aop.iova = nvme_host_alloc(&ct.h, 4096, (void **)&ct.aop.buf);
 	if (!ct.rbuf_iova || !ct.aop.iova)
 		return -ENOMEM;
@@ -399,8 +477,76 @@ static int ct_start(unsigned int round)
 	return ct.rbuf_iova ? 0 : -ENOMEM;
 }
 
+/* Power mode, the daemon dead: the event log loses what was not synced (the fault layer's
+ * record), then must hold the last acknowledged Set Features' event. */
+static void ct_pel_power_cut(void)
+{
+	char rec[160], line[64];
+	unsigned long long ino = 0;
+	long long keep = 0;
+	uint32_t best = 0;
+	struct stat st;
+	FILE *f;
+	uint8_t *raw;
+	size_t off;
+
+	snprintf(rec, sizeof(rec), "%s.synced", ct.pel);
+	f = fopen(rec, "r");
+	if (f) {
+		if (!fgets(line, sizeof(line), f) || sscanf(line, "%llu %lld", &ino, &keep) != 2)
+			ino = 0, keep = 0;
+		fclose(f);
+	}
+	if (stat(ct.pel, &st))
+		return;
+	if (st.st_ino != ino)
+		keep = 0; /* renamed into place and never synced since */
+	if (st.st_size > keep) {
+		if (truncate(ct.pel, keep)) {
+			ct_fail("cannot cut %s: %s", ct.pel, strerror(errno));
+			return;
+		}
+		ct.pel_cut += (uint64_t)(st.st_size - keep);
+		ct.pel_cuts++;
+	}
+	if (!ct.pel_acked)
+		return;
+	raw = malloc((size_t)keep + 1);
+	f = fopen(ct.pel, "r");
+	if (!raw || !f || fread(raw, 1, (size_t)keep, f) != (size_t)keep) {
+		ct_fail("cannot read %s", ct.pel);
+		goto out;
+	}
+	/* "NVMEPEL1", then 24-byte event headers (type at 0, data length at 22) and data; a Set
+	 * Feature's data: a dword count, then CDW10-CDW15. */
+	for (off = 8; off + 24 <= (size_t)keep;) {
+		uint16_t el;
+		uint32_t cdw10, cdw15;
+
+		memcpy(&el, raw + off + 22, 2);
+		if (off + 24 + el > (size_t)keep)
+			break;
+		if (raw[off] == 0x0b && el >= 28) {
+			memcpy(&cdw10, raw + off + 24 + 4, 4);
+			memcpy(&cdw15, raw + off + 24 + 24, 4);
+			if ((cdw10 & 0xff) == NVME_FEAT_VOLATILE_WC && cdw15 > best)
+				best = cdw15;
+		}
+		off += 24 + el;
+	}
+	if (best < ct.pel_acked)
+		ct_fail("event log after the power loss: the newest Set Features VWC event is token "
+			"%u, %u was acknowledged", best, ct.pel_acked);
+out:
+	if (f)
+		fclose(f);
+	free(raw);
+}
+
 static void ct_kill(void)
 {
+	uint64_t t0 = ct_now_us();
+
 	/* Power mode: the backend's cache goes with the power, before the daemon can do more. */
 	for (int i = 0; ct.power && i < 2; i++) {
 		if (ct.nbd_pid[i] > 0) {
@@ -415,6 +561,8 @@ static void ct_kill(void)
 		ct.pid = -1;
 		ct.kills++;
 	}
+	if (ct.power && ct.kills)
+		ct_pel_power_cut();
 	if (ct.power) {
 		/* The page cache went too: the zone state file was written by an earlier boot. */
 		int fd = open(ct.zstate, O_WRONLY);
@@ -425,6 +573,7 @@ static void ct_kill(void)
 			close(fd);
 		}
 	}
+	ct.us_kill += ct_now_us() - t0;
 }
 
 static void ct_detach(void)
@@ -442,7 +591,7 @@ static int ct_cmd(uint16_t qid, struct nvme_sqe *sqe)
 	return nvme_host_cmd(&ct.h, qid, sqe, NULL);
 }
 
-/* Reads nlb blocks of nsid at slba into ct.rbuf (64 KiB at most). */
+/* Reads nlb blocks of nsid at slba into ct.rbuf (CT_RBLOCKS at most). */
 static int ct_read(uint32_t nsid, uint64_t slba, uint32_t nlb)
 {
 	struct nvme_sqe sqe = {0};
@@ -1077,8 +1226,8 @@ static void ct_verify_zone(uint32_t zi, const struct nvme_zone_desc *d)
 		else if (o->kind == CT_ZWRITE || o->kind == CT_APPEND)
 			doubt_blocks += o->nlb;
 	}
-	for (uint64_t off = 0; off < CT_ZCAP; off += 128) {
-		uint32_t n = CT_ZCAP - off < 128 ? (uint32_t)(CT_ZCAP - off) : 128;
+	for (uint64_t off = 0; off < CT_ZCAP; off += CT_RBLOCKS) {
+		uint32_t n = CT_ZCAP - off < CT_RBLOCKS ? (uint32_t)(CT_ZCAP - off) : CT_RBLOCKS;
 
 		if (ct_read(1, zslba + off, n)) {
 			ct_fail("zone %u: read failed", zi);
@@ -1175,12 +1324,12 @@ static bool ct_dlog_has(uint64_t lba, uint64_t tag)
  * doubt, that write's block (one block is the unit of atomicity: AWUPF 0). */
 static void ct_verify_data(void)
 {
-	for (uint64_t off = 0; off < CT_DBLOCKS; off += 128) {
-		if (ct_read(2, off, 128)) {
+	for (uint64_t off = 0; off < CT_DBLOCKS; off += CT_RBLOCKS) {
+		if (ct_read(2, off, CT_RBLOCKS)) {
 			ct_fail("data namespace: read failed");
 			return;
 		}
-		for (uint32_t b = 0; b < 128; b++) {
+		for (uint32_t b = 0; b < CT_RBLOCKS; b++) {
 			uint64_t lba = off + b, tag = ct_block_tag(ct.rbuf + b * CT_BS);
 			/* After a power loss: what was durable, or anything written since. */
 			bool ok = tag == ct.dtag[lba] || (ct.power && tag == ct.ddur[lba]) ||
@@ -1463,10 +1612,12 @@ static bool ct_submit_one(void)
 		sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
 		sqe.cdw10 = NVME_FEAT_VOLATILE_WC;
 		sqe.cdw11 = ct.vwc_off ? 1 : 0;
+		sqe.cdw15 = ++ct.pel_token;
 		if (ct_cmd(0, &sqe)) {
 			ct_fail("Set Features Volatile Write Cache %u failed", sqe.cdw11);
 			return false;
 		}
+		ct.pel_acked = sqe.cdw15;
 		if (!ct.vwc_off) {
 			/* Everything acknowledged before is durable now, zones included. */
 			for (uint32_t b = 0; b < CT_DBLOCKS; b++)
@@ -1589,6 +1740,8 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 
 	for (unsigned int i = 0; i < CT_SLOTS; i++)
 		ct_op_clear(&ct.ops[i]);
+	if (ct.notify_fd > 2)
+		close(ct.notify_fd); /* a kept run's (the start-up checks used it) */
 	memset(&ct, 0, sizeof(ct));
 	ct.keep = keep;
 	ct.build = build;
@@ -1611,6 +1764,18 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 	snprintf(ct.pimg, sizeof(ct.pimg), "%s/pool.img", ct.dir);
 	snprintf(ct.cstate, sizeof(ct.cstate), "%s/ctrlr.state", ct.dir);
 	snprintf(ct.pel, sizeof(ct.pel), "%s/event.log", ct.dir);
+	snprintf(ct.notify, sizeof(ct.notify), "%s/notify.sock", ct.dir);
+	ct.notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	{
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+		if (!CHECK(strlen(ct.notify) < sizeof(sa.sun_path)))
+			return;
+		memcpy(sa.sun_path, ct.notify, strlen(ct.notify) + 1);
+		if (!CHECK(ct.notify_fd >= 0 &&
+			   bind(ct.notify_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0))
+			return;
+	}
 	snprintf(ct.ptpl, sizeof(ct.ptpl), "%s/ns2.ptpl", ct.dir);
 	fd = open(ct.pimg, O_CREAT | O_WRONLY, 0600);
 	CHECK(fd >= 0 && ftruncate(fd, (off_t)CT_POOL_BLOCKS * 512) == 0);
@@ -1628,7 +1793,11 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 		ct.zdur[zi] = ct_zslba(zi);
 	}
 	for (unsigned int round = 0; round < rounds && !ct.failed; round++) {
+		uint64_t t0 = ct_now_us(), t1;
 		int rc = ct_start(round);
+
+		t1 = ct_now_us();
+		ct.us_start += t1 - t0;
 
 		if (rc) {
 			ct_fail("round %u: the daemon did not come up: %s", round, strerror(-rc));
@@ -1639,6 +1808,8 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 			ct_verify();
 		else if (ct_adm_read(&ct.adm) == 0)
 			ct_adm_show("the device's state when new", &ct.adm);
+		t0 = ct_now_us();
+		ct.us_verify += t0 - t1;
 		if (ct.failed) {
 			fprintf(stderr, "  round %u (seed %" PRIu64 ")\n", round, seed);
 			ct_show_log(round);
@@ -1647,6 +1818,7 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 		}
 		ct_work((unsigned int)(1 + ct_below(60)), (unsigned int)(1 + ct_below(CT_SLOTS)));
 		ct_detach();
+		ct.us_work += ct_now_us() - t0;
 	}
 	ct_kill();
 	ct_detach();
@@ -1657,6 +1829,14 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 		rounds, ct.kills, ct.acked, ct.in_doubt, ct.whole, ct.absent, ct.checked_blocks);
 	if (power)
 		fprintf(stderr, ", %" PRIu64 " acknowledged blocks never flushed and lost", ct.lost);
+	if (power)
+		fprintf(stderr, ", event log: %" PRIu64 " unsynced bytes lost in %" PRIu64
+			" cuts, last Set Features token acknowledged %u", ct.pel_cut, ct.pel_cuts,
+			ct.pel_acked);
+	fprintf(stderr, "\n  time per round: %" PRIu64 " us starting the daemon and attaching, %" PRIu64
+		" us checking, %" PRIu64 " us working (%" PRIu64 " us of it killing the daemon)",
+		ct.us_start / (rounds ? rounds : 1), ct.us_verify / (rounds ? rounds : 1),
+		ct.us_work / (rounds ? rounds : 1), ct.us_kill / (rounds ? rounds : 1));
 	fprintf(stderr, "\n  admin strand acknowledged: %" PRIu64 " firmware commits, %" PRIu64
 		" Set Features SV, %" PRIu64 " namespace creates, %" PRIu64 " deletes, %" PRIu64
 		" attaches, %" PRIu64 " detaches, %" PRIu64 " Formats, %" PRIu64
@@ -1671,6 +1851,10 @@ static void ct_run(const char *build, bool power, const char *rounds_env, unsign
 	if (power && rounds >= 5 && !ct.failed && !CHECK(ct.lost > 0))
 		fprintf(stderr, "  nbdkit's writeback cache lost nothing: no power loss was simulated\n");
 	CHECK(!ct.failed);
+	if (!ct.keep) {
+		close(ct.notify_fd);
+		ct.notify_fd = -1;
+	}
 	if (!ct.failed && !ct.keep) {
 		char cmd[128];
 
@@ -1716,24 +1900,20 @@ static bool ct_spew(const char *path, const char *buf, size_t len)
 	return ok;
 }
 
-/* A state file cut to len bytes (a full disk): the daemon must refuse to start, with a message
- * naming the file and saying why (expect); the file put back, it starts again. */
-static void ct_refused(const char *file, off_t len, const char *expect)
+/* Something was done to the files (what): the daemon must refuse to start, with a message naming
+ * file and saying why (expect). */
+static void ct_expect_refusal(const char *what, const char *file, const char *expect)
 {
-	char *keep = NULL, *log = NULL, logpath[160];
-	ssize_t n = ct_slurp(file, &keep), ln;
+	char *log = NULL, logpath[160];
+	ssize_t ln;
 	int rc;
 
-	if (!CHECK(n > len))
-		goto out;
-	if (!CHECK(truncate(file, len) == 0))
-		goto out;
 	rc = ct_start(0);
 	snprintf(logpath, sizeof(logpath), "%s/daemon-0.log", ct.dir);
 	ln = ct_slurp(logpath, &log);
 	if (log && ln >= 0)
 		log[ln] = 0;
-	fprintf(stderr, "  %s cut to %lld bytes: %s\n", file, (long long)len,
+	fprintf(stderr, "  %s: %s\n", what,
 		rc == -ESRCH ? "the daemon refused to start" : "the daemon started");
 	/* The message names the file (a pool: its bdev, whose file the log names). */
 	if (!CHECK(rc == -ESRCH) || !CHECK(log && strstr(log, file) && strstr(log, expect))) {
@@ -1748,10 +1928,50 @@ static void ct_refused(const char *file, off_t len, const char *expect)
 	}
 	ct_kill();
 	ct_detach();
+	free(log);
+}
+
+/* The zone state file belongs to its image: the data file carries the state file's image id as
+ * a stamp (an extended attribute); with another stamp (the state file put next to another image
+ * of the same geometry), or none (an image copied without its attributes), it is refused. */
+static void ct_stamp_checks(void)
+{
+	static const char name[] = "user.nvme_emu.zone_stamp";
+	char keep[32], what[200];
+	ssize_t kn = getxattr(ct.zimg, name, keep, sizeof(keep));
+
+	if (!CHECK(kn == 16)) {
+		fprintf(stderr, "  %s: no zone stamp (%s)\n", ct.zimg, kn < 0 ? strerror(errno) : "");
+		return;
+	}
+	fprintf(stderr, "  %s carries %s %.16s\n", ct.zimg, name, keep);
+	if (CHECK(setxattr(ct.zimg, name, "0123456789abcdef", 16, 0) == 0)) {
+		snprintf(what, sizeof(what), "%s stamped by another state file", ct.zimg);
+		ct_expect_refusal(what, ct.zstate, "made for another image");
+	}
+	if (CHECK(removexattr(ct.zimg, name) == 0)) {
+		snprintf(what, sizeof(what), "%s without its stamp", ct.zimg);
+		ct_expect_refusal(what, ct.zstate, "carries no stamp");
+	}
+	CHECK(setxattr(ct.zimg, name, keep, 16, 0) == 0);
+}
+
+/* A state file cut to len bytes (a full disk): the daemon must refuse to start, with a message
+ * naming the file and saying why (expect); the file put back, it starts again. */
+static void ct_refused(const char *file, off_t len, const char *expect)
+{
+	char *keep = NULL, what[200];
+	ssize_t n = ct_slurp(file, &keep);
+
+	if (!CHECK(n > len))
+		goto out;
+	if (!CHECK(truncate(file, len) == 0))
+		goto out;
+	snprintf(what, sizeof(what), "%s cut to %lld bytes", file, (long long)len);
+	ct_expect_refusal(what, file, expect);
 	CHECK(ct_spew(file, keep, (size_t)n));
 out:
 	free(keep);
-	free(log);
 }
 
 /* The start-up checks: a short torture leaves state in every file, each is damaged in turn
@@ -1772,6 +1992,7 @@ static void test_startup_checks(const char *build)
 		return;
 	ct_refused(ct.zstate, 100, "zone state file");
 	ct_refused(ct.zstate, 8192, "zone state file");
+	ct_stamp_checks();
 	ct_refused(ct.cstate, 10, "controller state file");
 	ct_refused(ct.pimg, 4u << 20, "namespace pool header is for 7340032 bytes");
 	if (access(ct.ptpl, F_OK) == 0)
