@@ -9,15 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes every byte of the pieces (short writes continued). 0 or -errno. */
-static int file_replace_write_all(int fd, const struct iovec *iov, int iovcnt)
+int file_pwrite_all(int fd, const struct iovec *iov, int iovcnt, uint64_t off)
 {
 	for (int i = 0; i < iovcnt; i++) {
 		const char *p = iov[i].iov_base;
 		size_t left = iov[i].iov_len;
 
 		while (left) {
-			ssize_t n = write(fd, p, left);
+			ssize_t n = pwrite(fd, p, left, (off_t)off);
 
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -25,6 +24,7 @@ static int file_replace_write_all(int fd, const struct iovec *iov, int iovcnt)
 				return n < 0 ? -errno : -EIO;
 			p += n;
 			left -= (size_t)n;
+			off += (uint64_t)n;
 		}
 	}
 	return 0;
@@ -63,7 +63,7 @@ int file_replace(const char *path, const struct iovec *iov, int iovcnt)
 		free(tmp);
 		return rc;
 	}
-	rc = file_replace_write_all(fd, iov, iovcnt);
+	rc = file_pwrite_all(fd, iov, iovcnt, 0);
 	if (!rc && fdatasync(fd))
 		rc = -errno;
 	if (close(fd) && !rc)

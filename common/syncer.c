@@ -24,28 +24,6 @@ static struct {
     .ended = PTHREAD_COND_INITIALIZER,
 };
 
-/* Writes every byte of iov at off (short writes continued). 0 or -errno. */
-static int syncer_pwrite_all(int fd, const struct iovec *iov, int iovcnt, uint64_t off)
-{
-	for (int i = 0; i < iovcnt; i++) {
-		const char *p = iov[i].iov_base;
-		size_t left = iov[i].iov_len;
-
-		while (left) {
-			ssize_t n = pwrite(fd, p, left, (off_t)off);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				return n < 0 ? -errno : -EIO;
-			p += n;
-			left -= (size_t)n;
-			off += (uint64_t)n;
-		}
-	}
-	return 0;
-}
-
 static int syncer_fdatasync(int fd)
 {
 	return fdatasync(fd) ? -errno : 0;
@@ -58,7 +36,7 @@ static int syncer_write_part(const struct syncer_job *job)
 	case SYNCER_REPLACE:
 		return file_replace(job->path, job->iov, job->iovcnt);
 	case SYNCER_PWRITE:
-		return syncer_pwrite_all(job->fd, job->iov, job->iovcnt, job->off);
+		return file_pwrite_all(job->fd, job->iov, job->iovcnt, job->off);
 	case SYNCER_FSYNC:
 		return 0;
 	}
