@@ -53,6 +53,16 @@ nvme_ctrl_by_serial() {
 	return 1
 }
 
+# nvme_ns_dev CTRL NSID: prints /dev/<block device> of namespace NSID of controller CTRL
+# (nvme0) by its NSID, since Linux names namespaces in the order its parallel scan
+# finds them; 1 when there is none.
+nvme_ns_dev() {
+	for _b in /sys/block/"$1"n*; do
+		[ "$(cat "$_b/nsid" 2> /dev/null)" = "$2" ] && { echo "/dev/${_b##*/}"; return 0; }
+	done
+	return 1
+}
+
 # nvme_ns_by_serial SERIAL: prints /dev/<namespace 1 block device> of the
 # controller with serial SERIAL once it exists; 1 when there is none.
 nvme_ns_by_serial() {

@@ -7,10 +7,7 @@
 serial=NVMEEMU-ZFS
 step "nvme driver bound nvme-emu" wait_for 30 nvme_ns_by_serial "$serial"
 c=$(nvme_ctrl_by_serial "$serial")
-# The block device of namespace $2 of controller $1 (Linux names namespaces in the order its
-# parallel scan finds them, not by NSID).
-ns_dev() { for _b in /sys/block/"$1"n*; do [ "$(cat "$_b/nsid" 2> /dev/null)" = "$2" ] && { echo "/dev/${_b##*/}"; return 0; }; done; return 1; }
-zoned_ready() { zoned=$(ns_dev "$c" 2) && meta=$(ns_dev "$c" 1) && [ -b "$zoned" ] &&
+zoned_ready() { zoned=$(nvme_ns_dev "$c" 2) && meta=$(nvme_ns_dev "$c" 1) && [ -b "$zoned" ] &&
 	[ "$(cat /sys/block/${zoned#/dev/}/queue/zoned)" = host-managed ]; }
 synced=${ZFS_SYNCED:-0}
 echo "files synced before the kill: $synced"
