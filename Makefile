@@ -34,7 +34,7 @@ SERVICE_TESTS :=
 BENCHES :=
 
 # Fragments, lower layers first.
-include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk \
+include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk cluster/module.mk \
           controller/module.mk transport/module.mk app/module.mk host/module.mk tools/module.mk \
           packaging/module.mk)
 include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk qemu-configs/qemu.mk))
