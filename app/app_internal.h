@@ -110,6 +110,8 @@ struct app_ns {
 	/* Reservations (controller/io_resv.c): the state the namespace keeps across listener
 	 * changes, and its Persist Through Power Loss file (SPDK's ptpl_file; NULL: none). */
 	char *ptpl_file;
+	/* Reservations shared with every daemon exporting the same RBD image (app_shared_resv.c). */
+	bool shared_resv;
 	struct ctrlr_ns_shared *shared;
 	bool has_uuid, has_nguid, has_eui64;
 	uint8_t uuid[16], nguid[16], eui64[8];
@@ -295,7 +297,12 @@ struct app_ns_opts {
 	uint32_t nsid;			  /* 0: lowest free */
 	const char *uuid, *nguid, *eui64; /* text or NULL */
 	const char *ptpl_file;		  /* reservation state file or NULL */
+	bool shared_resv;		  /* reservations kept in RADOS beside the RBD image */
 };
+/* Binds ns's reservations to a RADOS object beside its RBD image, shared by every daemon that
+ * exports the image (app_shared_resv.c); the namespace's identifiers, unless given, are derived
+ * from the image so every host sees the same. 0 or -errno with err. */
+int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err);
 /* Returns the nsid (> 0) or -errno. */
 int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
 		      char *err);

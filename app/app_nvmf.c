@@ -319,6 +319,13 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		app_ns_free(ns);
 		return -EINVAL;
 	}
+	if (o->ptpl_file && o->shared_resv) {
+		snprintf(err, APP_ERR_LEN,
+			 "ptpl_file and shared_reservations exclude each other: shared reservations "
+			 "are kept in the cluster");
+		app_ns_free(ns);
+		return -EINVAL;
+	}
 	if (o->ptpl_file && !(ns->ptpl_file = strdup(o->ptpl_file))) {
 		snprintf(err, APP_ERR_LEN, "out of memory");
 		app_ns_free(ns);
@@ -332,6 +339,14 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		ns->shared = NULL;
 		app_ns_free(ns);
 		return rc;
+	}
+	if (o->shared_resv) {
+		ns->shared_resv = true;
+		rc = app_ns_share_resv(t, ns, err);
+		if (rc) {
+			app_ns_free(ns);
+			return rc;
+		}
 	}
 	for (struct app_listener *l = s->listeners; l; l = l->next) {
 		if (!l->pc)

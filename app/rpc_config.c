@@ -238,6 +238,9 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			}
 			if (ns->ptpl_file)
 				rpc_config_str(n, "ptpl_file", ns->ptpl_file);
+			if (ns->shared_resv)
+				json_object_object_add(n, "shared_reservations",
+						       json_object_new_boolean(true));
 			json_object_object_add(p, "namespace", n);
 			rpc_config_add(config, "nvmf_subsystem_add_ns", p);
 		}

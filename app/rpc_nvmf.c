@@ -409,6 +409,8 @@ static struct json_object *rpc_ns_describe(const struct app_ns *ns)
 		rpc_hex(o, "eui64", ns->eui64, 8);
 	if (ns->ptpl_file)
 		json_object_object_add(o, "ptpl_file", json_object_new_string(ns->ptpl_file));
+	if (ns->shared_resv)
+		json_object_object_add(o, "shared_reservations", json_object_new_boolean(true));
 	return o;
 }
 
@@ -524,6 +526,7 @@ static const struct rpc_decoder rpc_add_ns_dec[] = {
 struct rpc_ns {
 	const char *bdev_name, *uuid, *nguid, *eui64, *ptpl_file;
 	uint32_t nsid;
+	bool shared_reservations;
 };
 
 static const struct rpc_decoder rpc_ns_dec[] = {
@@ -538,6 +541,8 @@ static const struct rpc_decoder rpc_ns_dec[] = {
 	    "a namespace is visible to the subsystem's controller; per-host visibility is not "
 	    "supported"),
     RPC_DEC(rpc_ns, ptpl_file, RPC_T_STRING, true),
+    /* nvme-emu's: reservations shared by every daemon exporting the RBD image (RADOS). */
+    RPC_DEC(rpc_ns, shared_reservations, RPC_T_BOOL, true),
     RPC_OFF("anagrpid", RPC_T_U32, 0, "there is one path to a PCIe function: no ANA"),
 };
 
@@ -562,6 +567,7 @@ static void rpc_nvmf_subsystem_add_ns(struct rpc_request *req, struct json_objec
 	    .nguid = n.nguid,
 	    .eui64 = n.eui64,
 	    .ptpl_file = n.ptpl_file,
+	    .shared_resv = n.shared_reservations,
 	};
 	rc = app_subsys_add_ns(ctx, s, &o, err);
 	if (rc < 0)

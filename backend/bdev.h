@@ -330,6 +330,12 @@ struct bdev_rbd_opts {
  */
 int bdev_rbd_create(const char *name, const struct bdev_rbd_opts *opts, struct evloop *loop,
 		    bdev_create_cb done, void *arg);
+/* The RADOS client (rados_t) and pool I/O context (rados_ioctx_t) an RBD bdev reaches its image
+ * through, and the image's id (unique in its pool, the same for every client), for what daemons
+ * sharing the image keep beside it (cluster/). The handles live as long as the bdev. 0, -ENOTSUP
+ * (not an RBD bdev), -ENAMETOOLONG. Main thread. */
+int bdev_rbd_rados(const struct bdev *bdev, void **cluster, void **ioctx, char *image_id,
+		   size_t len);
 /* Result of bdev_rbd_resize: rc 0, or -errno with a message. Main thread. */
 typedef void (*bdev_rbd_resize_cb)(void *arg, int rc, const char *message);
 /* Grows the RBD bdev `name`'s image to new_size bytes (rbd_resize on the bdev's thread), then

@@ -471,6 +471,24 @@ static void bdev_rbd_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->rbd_nconfig = rbd->nconfig;
 }
 
+int bdev_rbd_rados(const struct bdev *bdev, void **cluster, void **ioctx, char *image_id,
+		   size_t len)
+{
+	const struct bdev_rbd *rbd;
+	int rc;
+
+	if (bdev->ops != &bdev_rbd_ops)
+		return -ENOTSUP;
+	rbd = bdev->ctx;
+	/* The id is the open image's, in memory: no round trip. */
+	rc = rbd_get_id(rbd->img, image_id, len);
+	if (rc)
+		return rc == -ERANGE ? -ENAMETOOLONG : rc;
+	*cluster = rbd->cluster;
+	*ioctx = rbd->ioctx;
+	return 0;
+}
+
 /* ---- resize ---- */
 
 static void bdev_rbd_next_size_job(struct bdev_rbd *rbd);

@@ -8,6 +8,7 @@
 #include "cluster/rados_obj.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ enum rados_obj_op_kind {
 	RADOS_OBJ_OP_WRITE,
 	RADOS_OBJ_OP_NOTIFY,
 	RADOS_OBJ_OP_FLUSH,
+	RADOS_OBJ_OP_DIR_SET,
+	RADOS_OBJ_OP_DIR_GET,
 };
 
 struct rados_obj_op {
@@ -70,7 +73,10 @@ struct rados_obj_op {
 		rados_obj_read_cb read;
 		rados_obj_write_cb write;
 		rados_obj_notify_cb notify;
+		rados_obj_get_cb get;
 	} cb;
+	rados_omap_iter_t iter;
+	char *key;
 	void *arg;
 	rados_read_op_t rop;
 	rados_write_op_t wop;
@@ -121,6 +127,9 @@ static void rados_obj_op_free(struct rados_obj_op *op)
 		rados_release_write_op(op->wop);
 	if (op->reply)
 		rados_buffer_free(op->reply);
+	if (op->iter)
+		rados_omap_get_end(op->iter);
+	free(op->key);
 	free(op->buf);
 	free(op);
 }
@@ -302,6 +311,22 @@ static void rados_obj_notify_done(struct rados_obj_op *op, int rc)
 	op->cb.notify(op->arg, rc, &res);
 }
 
+static void rados_obj_dir_got(struct rados_obj_op *op, int rc)
+{
+	char *key = NULL, *val = NULL, *copy;
+	size_t len = 0;
+
+	if (rc < 0)
+		return op->cb.get(op->arg, rc, NULL);
+	if (rados_omap_get_next2(op->iter, &key, &val, NULL, &len) < 0 || !key)
+		return op->cb.get(op->arg, -ENOENT, NULL);
+	copy = strndup(val ? val : "", len);
+	if (!copy)
+		return op->cb.get(op->arg, -ENOMEM, NULL);
+	op->cb.get(op->arg, 0, copy);
+	free(copy);
+}
+
 static void rados_obj_op_done(void *arg)
 {
 	struct rados_obj_op *op = arg;
@@ -415,6 +440,17 @@ static void rados_obj_op_done(void *arg)
 	case RADOS_OBJ_OP_NOTIFY:
 		if (!o->closing)
 			rados_obj_notify_done(op, rc < 0 ? rc : 0);
+		break;
+	case RADOS_OBJ_OP_DIR_SET:
+		if (!o->closing)
+			op->cb.write(op->arg, rc < 0 ? rc : 0, rc < 0 ? 0 : version);
+		break;
+	case RADOS_OBJ_OP_DIR_GET:
+		if (o->closing)
+			break;
+		if (rc >= 0 && op->prval < 0)
+			rc = op->prval;
+		rados_obj_dir_got(op, rc);
 		break;
 	case RADOS_OBJ_OP_FLUSH:
 		break;
@@ -566,6 +602,132 @@ int rados_obj_notify(struct rados_obj *o, uint64_t timeout_ms, rados_obj_notify_
 		return rc;
 	}
 	rados_obj_op_started(op);
+	return 0;
+}
+
+int rados_obj_dir_set(struct rados_obj *o, const char *key, const char *value,
+		      rados_obj_write_cb cb, void *arg)
+{
+	struct rados_obj_op *op;
+	size_t vlen = strlen(value);
+	int rc;
+
+	EVLOOP_ASSERT_OWNER(o->loop);
+	if (o->closing)
+		return -ESHUTDOWN;
+	op = rados_obj_op_new(o, RADOS_OBJ_OP_DIR_SET);
+	if (!op)
+		return -ENOMEM;
+	op->cb.write = cb;
+	op->arg = arg;
+	op->key = strdup(key);
+	op->buf = strdup(value);
+	op->wop = rados_create_write_op();
+	if (!op->key || !op->buf || !op->wop) {
+		rados_obj_op_free(op);
+		return -ENOMEM;
+	}
+	{
+		const char *keys[1] = {op->key};
+		const char *vals[1] = {op->buf};
+
+		rados_write_op_omap_set2(op->wop, keys, vals, &(size_t){strlen(op->key)}, &vlen, 1);
+	}
+	rc = rados_aio_write_op_operate(op->wop, o->io, op->c, o->oid, NULL, 0);
+	if (rc < 0) {
+		rados_obj_op_free(op);
+		return rc;
+	}
+	rados_obj_op_started(op);
+	return 0;
+}
+
+int rados_obj_dir_get(struct rados_obj *o, const char *key, rados_obj_get_cb cb, void *arg)
+{
+	struct rados_obj_op *op;
+	int rc;
+
+	EVLOOP_ASSERT_OWNER(o->loop);
+	if (o->closing)
+		return -ESHUTDOWN;
+	op = rados_obj_op_new(o, RADOS_OBJ_OP_DIR_GET);
+	if (!op)
+		return -ENOMEM;
+	op->cb.get = cb;
+	op->arg = arg;
+	op->key = strdup(key);
+	op->rop = rados_create_read_op();
+	if (!op->key || !op->rop) {
+		rados_obj_op_free(op);
+		return -ENOMEM;
+	}
+	{
+		const char *keys[1] = {op->key};
+		size_t klen = strlen(op->key);
+
+		rados_read_op_omap_get_vals_by_keys2(op->rop, keys, 1, &klen, &op->iter, &op->prval);
+	}
+	rc = rados_aio_read_op_operate(op->rop, o->io, op->c, o->oid, 0);
+	if (rc < 0) {
+		rados_obj_op_free(op);
+		return rc;
+	}
+	rados_obj_op_started(op);
+	return 0;
+}
+
+/* The blocklist's thread: the monitor command, then a message to the loop. */
+struct rados_obj_fence {
+	struct evloop *loop;
+	rados_t cluster;
+	char *addr;
+	uint32_t expire_s;
+	int rc;
+	void (*done)(void *arg, int rc);
+	void *arg;
+	pthread_t thread;
+	struct evloop_msg msg;
+};
+
+static void rados_obj_fence_done(void *arg)
+{
+	struct rados_obj_fence *f = arg;
+
+	pthread_join(f->thread, NULL);
+	if (f->rc)
+		LOG_ERR(RADOS_OBJ_LOG, "cannot blocklist %s: %s", f->addr, strerror(-f->rc));
+	else
+		LOG_INFO(RADOS_OBJ_LOG, "blocklisted %s for %u s", f->addr, f->expire_s);
+	f->done(f->arg, f->rc);
+	free(f->addr);
+	free(f);
+}
+
+static void *rados_obj_fence_main(void *arg)
+{
+	struct rados_obj_fence *f = arg;
+
+	f->rc = rados_blocklist_add(f->cluster, f->addr, f->expire_s);
+	evloop_post(f->loop, &f->msg, rados_obj_fence_done, f);
+	return NULL;
+}
+
+int rados_obj_blocklist(struct rados_obj *o, const char *addr, uint32_t expire_s,
+			void (*done)(void *arg, int rc), void *arg)
+{
+	struct rados_obj_fence *f;
+
+	EVLOOP_ASSERT_OWNER(o->loop);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	*f = (struct rados_obj_fence){.loop = o->loop, .cluster = o->cluster, .addr = strdup(addr),
+				      .expire_s = expire_s, .done = done, .arg = arg};
+	if (!f->addr || pthread_create(&f->thread, NULL, rados_obj_fence_main, f)) {
+		free(f->addr);
+		free(f);
+		return -ENOMEM;
+	}
 	return 0;
 }
 

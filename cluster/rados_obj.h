@@ -81,6 +81,21 @@ int rados_obj_write(struct rados_obj *o, uint64_t version, const void *data, siz
  * Returns 0 or -errno (then no callback). */
 int rados_obj_notify(struct rados_obj *o, uint64_t timeout_ms, rados_obj_notify_cb cb, void *arg);
 
+/* A directory kept beside the register (the object's omap): set `key` to `value`, or read the
+ * value of `key` (cb(arg, 0, value) with a NUL-terminated copy valid during the call; -ENOENT).
+ * A set moves the object's version too (a concurrent write then retries). Returns 0 or -errno
+ * (then no callback). */
+typedef void (*rados_obj_get_cb)(void *arg, int rc, const char *value);
+int rados_obj_dir_set(struct rados_obj *o, const char *key, const char *value,
+		      rados_obj_write_cb cb, void *arg);
+int rados_obj_dir_get(struct rados_obj *o, const char *key, rados_obj_get_cb cb, void *arg);
+
+/* Fences the client at `addr` (as rados_getaddrs gives it): Ceph's OSD blocklist, for `expire_s`
+ * seconds, so no operation of it lands any more. The monitor command is a blocking call in
+ * librados: it runs on a thread of its own, done(arg, rc) on the loop. Returns 0 or -errno. */
+int rados_obj_blocklist(struct rados_obj *o, const char *addr, uint32_t expire_s,
+			void (*done)(void *arg, int rc), void *arg);
+
 /* Acknowledges notify_id (from ops->changed). Fire and forget: the OSD relays it. */
 void rados_obj_ack(struct rados_obj *o, uint64_t notify_id);
 

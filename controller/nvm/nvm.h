@@ -72,6 +72,25 @@ struct ctrlr_nvm_shared {
 	struct syncer_job resv_job;
 	void (*resv_saved)(struct ctrlr_req *req, int rc);
 	struct ctrlr_req *resv_wait_head, *resv_wait_tail;
+	/* Reservations in a store shared with daemons on other hosts (resv_remote.c; NULL: this
+	 * daemon's own). Admin thread. While an operation runs through it, resv_saving is set and
+	 * the namespace's reservation commands wait as for the PTPL file. */
+	const struct ctrlr_resv_store_ops *store;
+	void *store_ctx;
+	struct ctrlr_ns_shared *store_ns; /* the namespace this state belongs to */
+	bool store_watched;	/* the store tells of every change (its watch is up) */
+	uint64_t store_version; /* of the record resv came from */
+	uint64_t cmd_version;	/* of the record the running command read */
+	uint64_t store_seq;	/* its last change applied here */
+	bool store_stale;	/* no current record (not read yet, watch lost): writes refused */
+	bool store_refreshing;	/* a read of the record to apply others' changes is under way */
+	bool store_refresh;	/* ... and another must follow it */
+	struct ctrlr_resv_record *store_rec; /* the record a command is changing */
+	struct ctrlr_resv_record *refresh_rec; /* the record a refresh applies */
+	struct ctrlr_req *store_req;	     /* the command running through the store, or NULL */
+	uint64_t *store_tokens;		     /* changes to acknowledge once applied */
+	uint64_t store_tokens_upto;	     /* store_tokens[0, this) are in the running refresh */
+	uint32_t store_ntokens, store_tokens_cap;
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (fused.c) */
 	struct ctrlr_uncor uncor;    /* unreadable blocks (uncor.c), whoever marked them */
 };
@@ -198,6 +217,24 @@ bool ctrlr_caw_write_begin(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
 
 /* ---- resv.c: reservation commands, notifications, state shared by controllers ---- */
 void ctrlr_io_resv(struct ctrlr_req *req);
+/* The access word of host `hostid` on the shared namespace: what its reservation allows, and no
+ * writes while a shared store's record is not current. */
+uint32_t ctrlr_resv_host_access(const struct ctrlr_nvm_shared *sh, const uint8_t hostid[16]);
+/* Shared by resv.c and resv_remote.c (admin thread): Report into req; the change's effects here
+ * (access words, notifications, Preempt and Abort's fences: then(req, 0) once they are up);
+ * completing a reservation command; the waiting commands' turn. */
+uint16_t ctrlr_resv_report(struct ctrlr_req *req);
+void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool abort,
+			const struct ctrlr_resv_events *ev,
+			void (*then)(void *arg), void *arg);
+void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st);
+void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh);
+void ctrlr_resv_exec(struct ctrlr_req *req);
+void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);
+/* resv_remote.c: a command (or Set Features PTPL, req->sqe.cdw0.bits.opc the admin one) run
+ * through the shared store; the store's teardown. */
+void ctrlr_resv_remote_exec(struct ctrlr_req *req);
+void ctrlr_resv_remote_fini(struct ctrlr_nvm_shared *sh);
 /* Recomputes the access words of every controller namespace of s (after a change). */
 void ctrlr_resv_update_access(struct ctrlr_ns_shared *s);
 /* After a Host Identifier change: recompute the controller's access words. */

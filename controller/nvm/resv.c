@@ -13,12 +13,17 @@
 
 /* ---- the access words ---- */
 
+uint32_t ctrlr_resv_host_access(const struct ctrlr_nvm_shared *sh, const uint8_t hostid[16])
+{
+	return ctrlr_resv_access(&sh->resv, hostid) | (sh->store_stale ? CTRLR_RESV_BLOCK_WRITE : 0);
+}
+
 void ctrlr_resv_update_access(struct ctrlr_ns_shared *s)
 {
-	const struct ctrlr_resv *r = &ctrlr_nvm_shared(s)->resv;
+	const struct ctrlr_nvm_shared *sh = ctrlr_nvm_shared(s);
 
 	for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next)
-		CTRLR_STORE(ns->io_block, ctrlr_resv_access(r, ns->ctrlr->hostid));
+		CTRLR_STORE(ns->io_block, ctrlr_resv_host_access(sh, ns->ctrlr->hostid));
 }
 
 void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr)
@@ -28,7 +33,7 @@ void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr)
 
 		if (ns && ns->shared)
 			CTRLR_STORE(ns->io_block,
-				    ctrlr_resv_access(&ctrlr_nvm_ns(ns)->sh->resv, ctrlr->hostid));
+				    ctrlr_resv_host_access(ctrlr_nvm_ns(ns)->sh, ctrlr->hostid));
 	}
 }
 
@@ -135,7 +140,7 @@ static void ctrlr_resv_done_owner(void *arg)
 	ctrlr_req_complete(req, st);
 }
 
-static void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st)
+void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 
@@ -146,7 +151,7 @@ static void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st)
 /* Reservation Report (section 7.4): header, then one entry per controller of the subsystem
  * attached to this namespace whose host is a registrant; a registrant with no such controller
  * (restored from the PTPL file) is listed once with CNTLID FFFFh. */
-static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
+uint16_t ctrlr_resv_report(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_ns_shared *s = req->ns->shared;
@@ -241,18 +246,19 @@ static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
 /* A Reservation Acquire (Preempt and Abort) waiting for the preempted controllers' SQs to put up
  * their fences (core/abort.c) before it completes. Admin thread. */
 struct ctrlr_preempt_op {
-	struct ctrlr_req *req;
+	void (*then)(void *arg);
+	void *arg;
 	uint32_t pending; /* fences not up yet, + 1 while they are being posted */
 };
 
-/* One fence is up (or the posting ended): the last one completes the Acquire. */
+/* One fence is up (or the posting ended): the last one lets the change's caller go on. */
 static void ctrlr_resv_preempt_put(void *arg)
 {
 	struct ctrlr_preempt_op *op = arg;
 
 	if (--op->pending)
 		return;
-	ctrlr_resv_finish(op->req, NVME_SC_SUCCESS);
+	op->then(op->arg);
 	free(op);
 }
 
@@ -274,10 +280,33 @@ static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctr
 	}
 }
 
+void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool abort,
+			const struct ctrlr_resv_events *ev, void (*then)(void *arg), void *arg)
+{
+	struct ctrlr_preempt_op *op;
+
+	ctrlr_resv_update_access(s);
+	if (!abort) {
+		ctrlr_resv_notify(s, ev);
+		return then(arg);
+	}
+	op = calloc(1, sizeof(*op));
+	/* Without memory for the wait, the fences still go up; the caller just does not wait
+	 * for them. */
+	if (!op)
+		LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort goes on before its fences",
+			req ? req->ns->nsid : 0);
+	else
+		*op = (struct ctrlr_preempt_op){.then = then, .arg = arg, .pending = 1};
+	ctrlr_resv_preempt_abort(s, ev, op);
+	ctrlr_resv_notify(s, ev);
+	if (op)
+		return ctrlr_resv_preempt_put(op);
+	then(arg);
+}
+
 /* ---- the PTPL file: each change written (by the syncer thread) before it takes effect ---- */
 
-static void ctrlr_resv_exec(struct ctrlr_req *req);
-static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);
 
 /* Admin thread: a command of a namespace whose change is being saved waits for it, in order
  * (Report too: it must not show what is not durable yet). */
@@ -295,7 +324,7 @@ static bool ctrlr_resv_wait(struct ctrlr_nvm_shared *sh, struct ctrlr_req *req)
 }
 
 /* The save ended: the commands that waited run, until one starts a save of its own. */
-static void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh)
+void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh)
 {
 	sh->resv_saving = false;
 	while (!sh->resv_saving && sh->resv_wait_head) {
@@ -365,30 +394,17 @@ static void ctrlr_resv_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req
 }
 
 /* The change is durable (or needed no saving): it takes effect, the command completes. */
+static void ctrlr_resv_applied(void *arg)
+{
+	ctrlr_resv_finish(arg, NVME_SC_SUCCESS);
+}
+
 static void ctrlr_resv_apply(struct ctrlr_req *req, const struct ctrlr_resv_events *ev)
 {
-	struct ctrlr_ns_shared *s = req->ns->shared;
+	bool abort = req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
+		     (req->sqe.cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT;
 
-	ctrlr_resv_update_access(s);
-	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
-	    (req->sqe.cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT) {
-		struct ctrlr_preempt_op *op = calloc(1, sizeof(*op));
-
-		/* Without memory for the wait, the fences still go up; the Acquire just does not
-		 * wait for them. */
-		if (!op)
-			LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort completes before its fences",
-				req->ns->nsid);
-		else
-			*op = (struct ctrlr_preempt_op){.req = req, .pending = 1};
-		ctrlr_resv_preempt_abort(s, ev, op);
-		ctrlr_resv_notify(s, ev);
-		if (op)
-			return ctrlr_resv_preempt_put(op);
-		return ctrlr_resv_finish(req, NVME_SC_SUCCESS);
-	}
-	ctrlr_resv_notify(s, ev);
-	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+	ctrlr_resv_effects(req->ns->shared, req, abort, ev, ctrlr_resv_applied, req);
 }
 
 static void ctrlr_resv_exec_saved(struct ctrlr_req *req, int rc)
@@ -404,7 +420,7 @@ static void ctrlr_resv_exec_saved(struct ctrlr_req *req, int rc)
 }
 
 /* On the admin thread: run the state machine against the shared namespace. */
-static void ctrlr_resv_exec(struct ctrlr_req *req)
+void ctrlr_resv_exec(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_ns(req->ns)->sh;
@@ -414,6 +430,8 @@ static void ctrlr_resv_exec(struct ctrlr_req *req)
 	uint32_t cdw10 = req->sqe.cdw10;
 	uint16_t st;
 
+	if (ns_sh->store)
+		return ctrlr_resv_remote_exec(req);
 	if (req->sqe.cdw0.bits.opc != NVME_CMD_RESV_REPORT)
 		ns_sh->resv_before = ns_sh->resv;
 	switch (req->sqe.cdw0.bits.opc) {
@@ -512,10 +530,13 @@ static void ctrlr_resv_set_ptpl_saved(struct ctrlr_req *req, int rc)
 	req->hold.cont(req, rc ? NVME_SC_INTERNAL : NVME_SC_SUCCESS);
 }
 
-static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req)
+void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req)
 {
 	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
 	bool on = req->hold.lba;
+
+	if (sh->store)
+		return ctrlr_resv_remote_exec(req);
 
 	if (on == sh->resv.ptpl)
 		return req->hold.cont(req, NVME_SC_SUCCESS);
