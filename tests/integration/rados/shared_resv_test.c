@@ -153,6 +153,14 @@ static bool host_up(struct host *x, const char *name, uint64_t hostid)
 		    !CHECK(host_rpc(x, m3) == 0) || !CHECK(host_rpc(x, m4) == 0))
 			return false;
 	}
+	{
+		/* save_config keeps the parameter (a restart from it shares again). */
+		static char out[65536];
+		const char *sc[] = {"save_config", NULL};
+
+		CHECK(nvme_itest_rpc(g_build, x->rpc, sc, out, sizeof(out)) == 0 &&
+		      strstr(out, "\"shared_reservations\": true"));
+	}
 	snprintf(x->t.sock, sizeof(x->t.sock), "%s", x->fn);
 	if (!CHECK(nvme_itest_attach(&x->t, 2) == 0) || !CHECK(nvme_host_enable(&x->t.h, 32) == 0) ||
 	    !CHECK(nvme_host_create_io_queues(&x->t.h, 1, 32, true, 1) == 0))
