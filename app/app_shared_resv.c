@@ -42,6 +42,7 @@ struct app_sr {
 	void *publish_arg;
 	uint32_t fences;
 	int fence_rc;
+	struct app_sr_op *ops; /* in flight: freed here if the object closes before they end */
 };
 
 /* An operation of the store: the controller's callback, dropped once the store is released. */
@@ -50,11 +51,42 @@ struct app_sr_op {
 	void (*read_cb)(void *arg, int rc, const void *data, size_t len, uint64_t version);
 	void (*write_cb)(void *arg, int rc, uint64_t version);
 	void *arg;
+	struct app_sr_op *prev, *next;
 };
 
+static struct app_sr_op *app_sr_op_new(struct app_sr *sr)
+{
+	struct app_sr_op *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		return NULL;
+	op->sr = sr;
+	op->next = sr->ops;
+	if (sr->ops)
+		sr->ops->prev = op;
+	sr->ops = op;
+	return op;
+}
+
+static void app_sr_op_free(struct app_sr_op *op)
+{
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		op->sr->ops = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	free(op);
+}
+
+/* The object is closed: rados_obj calls none of the callbacks still pending. */
 static void app_sr_closed(void *arg)
 {
-	free(arg);
+	struct app_sr *sr = arg;
+
+	while (sr->ops)
+		app_sr_op_free(sr->ops);
+	free(sr);
 }
 
 /* ---- the store ops ---- */
@@ -65,7 +97,7 @@ static void app_sr_read_done(void *arg, int rc, const void *data, size_t len, ui
 
 	if (op->sr->shared)
 		op->read_cb(op->arg, rc, data, len, version);
-	free(op);
+	app_sr_op_free(op);
 }
 
 static int app_sr_read(void *ctx, void (*cb)(void *arg, int rc, const void *data, size_t len,
@@ -78,13 +110,14 @@ static int app_sr_read(void *ctx, void (*cb)(void *arg, int rc, const void *data
 
 	if (!sr->obj)
 		return -EAGAIN; /* not open yet: the record is read once it is */
-	op = calloc(1, sizeof(*op));
+	op = app_sr_op_new(sr);
 	if (!op)
 		return -ENOMEM;
-	*op = (struct app_sr_op){.sr = sr, .read_cb = cb, .arg = arg};
+	op->read_cb = cb;
+	op->arg = arg;
 	rc = rados_obj_read(sr->obj, app_sr_read_done, op);
 	if (rc)
-		free(op);
+		app_sr_op_free(op);
 	return rc;
 }
 
@@ -94,7 +127,7 @@ static void app_sr_write_done(void *arg, int rc, uint64_t version)
 
 	if (op->sr->shared)
 		op->write_cb(op->arg, rc, version);
-	free(op);
+	app_sr_op_free(op);
 }
 
 static int app_sr_write(void *ctx, uint64_t version, const void *data, size_t len,
@@ -106,13 +139,14 @@ static int app_sr_write(void *ctx, uint64_t version, const void *data, size_t le
 
 	if (!sr->obj)
 		return -EAGAIN;
-	op = calloc(1, sizeof(*op));
+	op = app_sr_op_new(sr);
 	if (!op)
 		return -ENOMEM;
-	*op = (struct app_sr_op){.sr = sr, .write_cb = cb, .arg = arg};
+	op->write_cb = cb;
+	op->arg = arg;
 	rc = rados_obj_write(sr->obj, version, data, len, app_sr_write_done, op);
 	if (rc)
-		free(op);
+		app_sr_op_free(op);
 	return rc;
 }
 
@@ -133,6 +167,8 @@ static void app_sr_fenced(void *arg, int rc)
 		sr->fence_rc = rc;
 	if (--sr->fences)
 		return;
+	if (!sr->shared) /* released meanwhile: the close waited for the fences */
+		return rados_obj_close(sr->obj, app_sr_closed, sr);
 	app_sr_publish_end(sr, sr->fence_rc);
 }
 
@@ -141,7 +177,9 @@ static void app_sr_fence_addr(void *arg, int rc, const char *addr)
 {
 	struct app_sr *sr = arg;
 
-	if (!rc && sr->shared) {
+	if (!sr->shared)
+		return app_sr_fenced(sr, -ESHUTDOWN); /* the namespace is gone */
+	if (!rc) {
 		LOG_ERR(APP_SR_LOG, "%s: a daemon (%s) did not take the change in %u ms: fencing it",
 			sr->oid, addr, APP_SR_NOTIFY_TIMEOUT_MS);
 		rc = rados_obj_blocklist(sr->obj, addr, APP_SR_BLOCKLIST_S, app_sr_fenced, sr);
@@ -204,6 +242,8 @@ static void app_sr_release(void *ctx)
 	struct app_sr *sr = ctx;
 
 	sr->shared = NULL;
+	if (sr->fences)
+		return; /* a fence's thread still reports here: the last one closes */
 	if (sr->obj)
 		rados_obj_close(sr->obj, app_sr_closed, sr);
 	else if (!sr->opening)

@@ -23,7 +23,9 @@
 #include "controller/nvme_spec.h"
 #include "tests/integration/nvme_itest.h"
 
-#define CHECK ITEST_CHECK
+/* A failed check also has the daemons' logs shown when they stop. */
+static bool g_fail;
+#define CHECK(cond) (ITEST_CHECK(cond) || (g_fail = true, false))
 #define ST_MASK 0x7ff
 #define NQN "nqn.2026-11.io.nvme-emu:shared-resv"
 
@@ -185,7 +187,7 @@ static int host_down(struct host *x, bool show_log)
 	int rc;
 
 	nvme_itest_detach(&x->t);
-	rc = nvme_itest_stop(&x->t, show_log);
+	rc = nvme_itest_stop(&x->t, show_log || g_fail);
 	unlink(x->rpc);
 	return rc;
 }
