@@ -52,3 +52,6 @@ GUEST_TESTS += tests/guest/test-systemd-unit.sh
 GUEST_TESTS += tests/guest/test-nvme-params.sh
 # nvme-cli's own tests/e2e (tests/guest/test-nvme-cli-e2e.sh, about 20 minutes) runs in `make
 # soak`, against nvme-emu and QEMU's NVMe: see the Makefile.
+# One RBD image exported by two daemons with shared_reservations (the state in RADOS): one guest
+# with a function of each, nvme-cli's reservations across them, a daemon killed and restarted.
+GUEST_TESTS += tests/guest/test-shared-resv.sh
