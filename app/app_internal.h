@@ -112,6 +112,7 @@ struct app_ns {
 	char *ptpl_file;
 	/* Reservations shared with every daemon exporting the same RBD image (app_shared_resv.c). */
 	bool shared_resv;
+	struct app_sr *resv_store; /* its store (freed with the shared namespace, not with this) */
 	struct ctrlr_ns_shared *shared;
 	bool has_uuid, has_nguid, has_eui64;
 	uint8_t uuid[16], nguid[16], eui64[8];
@@ -303,6 +304,8 @@ struct app_ns_opts {
  * exports the image (app_shared_resv.c); the namespace's identifiers, unless given, are derived
  * from the image so every host sees the same. 0 or -errno with err. */
 int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err);
+/* Test fault: the namespace's watch on its record breaks for hold_ms (-ENOENT: not watching). */
+int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms);
 /* Returns the nsid (> 0) or -errno. */
 int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
 		      char *err);
@@ -417,9 +420,11 @@ int app_service_reload(struct app_target *t, const char *path, app_done_fn done,
 /* STOPPING=1: the clean shutdown has begun. */
 void app_service_stopping(struct app_target *t);
 void app_service_fini(struct app_target *t);
-/* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg).
+/* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg),
+ * "lose_cluster_watch" (shared-reservation namespaces lose their RADOS watch for hold_ms).
  * 0, -EPERM (not enabled), -EINVAL, -ENOENT with err. */
-int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg, char *err);
+int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
+			   uint32_t hold_ms, char *err);
 
 /* ---- reloading the configuration (config_reload.c) ---- */
 

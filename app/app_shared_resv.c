@@ -421,5 +421,16 @@ int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err)
 	/* Stale (writes refused) until the record is read; the store is released with the
 	 * namespace. */
 	ctrlr_ns_shared_set_resv_store(ns->shared, &app_sr_store_ops, sr);
+	ns->resv_store = sr;
+	return 0;
+}
+
+int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms)
+{
+	struct app_sr *sr = ns->resv_store;
+
+	if (!sr || !sr->obj || !sr->shared)
+		return -ENOENT;
+	rados_obj_inject_watch_error(sr->obj, -ENOTCONN, hold_ms);
 	return 0;
 }

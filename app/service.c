@@ -220,7 +220,8 @@ static void app_service_hang(void *arg)
 		pause();
 }
 
-int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg, char *err)
+int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
+			   uint32_t hold_ms, char *err)
 {
 	static struct evloop_msg hang_msg;
 	static char pg_name[32];
@@ -253,7 +254,22 @@ int app_service_test_fault(struct app_target *t, const char *fault, unsigned int
 		evloop_post(pcie_poll_group_loop(t->pgs, pg), &hang_msg, app_service_hang, pg_name);
 		return 0;
 	}
-	snprintf(err, APP_ERR_LEN, "unknown fault '%s' (hang_main_loop, hang_poll_group)", fault);
+	if (!strcmp(fault, "lose_cluster_watch")) {
+		/* Every shared-reservation namespace loses its watch for hold_ms. */
+		unsigned int n = 0;
+
+		for (struct app_subsys *s = t->subsystems; s; s = s->next)
+			for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+				if (s->ns[i] && s->ns[i]->shared_resv)
+					n += app_ns_shared_resv_lose_watch(s->ns[i], hold_ms) == 0;
+		if (!n) {
+			snprintf(err, APP_ERR_LEN, "no namespace with shared_reservations is watching");
+			return -ENOENT;
+		}
+		return 0;
+	}
+	snprintf(err, APP_ERR_LEN,
+		 "unknown fault '%s' (hang_main_loop, hang_poll_group, lose_cluster_watch)", fault);
 	return -EINVAL;
 }
 

@@ -92,6 +92,7 @@ struct rados_obj_op {
 static void rados_obj_op_done(void *arg);
 static int rados_obj_watch_start(struct rados_obj *o, rados_obj_open_cb done, void *done_arg);
 static void rados_obj_rewatch(struct rados_obj *o);
+static void rados_obj_rewatch_after(struct rados_obj *o, uint64_t usec);
 
 /* librados thread: hand the completion to the loop. */
 static void rados_obj_complete(rados_completion_t c, void *arg)
@@ -163,8 +164,10 @@ static void rados_obj_notify_msg(void *arg)
 	struct rados_obj_notify_msg *m = arg;
 	struct rados_obj *o = m->o;
 
-	/* A closing owner no longer acts on changes; the writer sees the timeout or the unwatch. */
-	if (!o->closing)
+	/* A closing owner no longer acts on changes, nor one whose watch broke (a notify still
+	 * queued then is not trusted: the writer sees a timeout); the writer sees the timeout or
+	 * the unwatch. */
+	if (!o->closing && o->watch == RADOS_OBJ_WATCHING)
 		o->ops->changed(o->arg, m->notify_id, m->notifier_gid);
 	free(m);
 }
@@ -188,12 +191,10 @@ static void rados_obj_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, u
 		free(m);
 }
 
-static void rados_obj_err_msg(void *arg)
+/* The watch broke with err: the owner is told; the watch comes back (after hold_us, a test's
+ * injected outage, or at once) unless the client is fenced. */
+static void rados_obj_watch_broke(struct rados_obj *o, int err, uint64_t hold_us)
 {
-	struct rados_obj *o = arg;
-	int err = o->err;
-
-	__atomic_store_n(&o->err_posted, 0, __ATOMIC_RELEASE);
 	if (o->closing || o->watch != RADOS_OBJ_WATCHING)
 		return;
 	LOG_ERR(RADOS_OBJ_LOG, "%s: watch lost: %s", o->oid, strerror(-err));
@@ -204,7 +205,26 @@ static void rados_obj_err_msg(void *arg)
 	}
 	o->watch = RADOS_OBJ_UNWATCHED;
 	o->ops->watch_lost(o->arg, err);
+	if (hold_us)
+		return rados_obj_rewatch_after(o, hold_us);
 	rados_obj_rewatch(o);
+}
+
+static void rados_obj_err_msg(void *arg)
+{
+	struct rados_obj *o = arg;
+	int err = o->err;
+
+	__atomic_store_n(&o->err_posted, 0, __ATOMIC_RELEASE);
+	rados_obj_watch_broke(o, err, 0);
+}
+
+void rados_obj_inject_watch_error(struct rados_obj *o, int err, uint32_t hold_ms)
+{
+	EVLOOP_ASSERT_OWNER(o->loop);
+	LOG_ERR(RADOS_OBJ_LOG, "%s: test fault: the watch breaks (%s) for %u ms", o->oid,
+		strerror(-err), hold_ms);
+	rados_obj_watch_broke(o, err, (uint64_t)hold_ms * 1000);
 }
 
 /* librados thread: the watch session broke. A second error before the first reached the loop
@@ -229,15 +249,20 @@ static void rados_obj_rewatch_timer(void *arg)
 	rados_obj_rewatch(o);
 }
 
-static void rados_obj_rewatch_later(struct rados_obj *o)
+static void rados_obj_rewatch_after(struct rados_obj *o, uint64_t usec)
 {
 	o->rewatching = true;
-	o->rewatch_timer = evloop_timer_add(o->loop, RADOS_OBJ_REWATCH_US, rados_obj_rewatch_timer, o);
+	o->rewatch_timer = evloop_timer_add(o->loop, usec, rados_obj_rewatch_timer, o);
 	if (!o->rewatch_timer) {
 		/* No timer without memory: the object stays unwatched, its owner knows it is. */
 		o->rewatching = false;
 		LOG_ERR(RADOS_OBJ_LOG, "%s: cannot schedule a new watch: out of memory", o->oid);
 	}
+}
+
+static void rados_obj_rewatch_later(struct rados_obj *o)
+{
+	rados_obj_rewatch_after(o, RADOS_OBJ_REWATCH_US);
 }
 
 /* Ends the broken watch (librados keeps its handle until unwatched), then watches again. */

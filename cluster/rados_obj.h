@@ -99,6 +99,10 @@ int rados_obj_blocklist(struct rados_obj *o, const char *addr, uint32_t expire_s
 /* Acknowledges notify_id (from ops->changed). Fire and forget: the OSD relays it. */
 void rados_obj_ack(struct rados_obj *o, uint64_t notify_id);
 
+/* For tests (the daemon's test faults): as if librados reported err on the watch; the watch is
+ * re-established after hold_ms (0: at once), as after a real loss. */
+void rados_obj_inject_watch_error(struct rados_obj *o, int err, uint32_t hold_ms);
+
 /* This client's global id (what other daemons' notify results name). */
 uint64_t rados_obj_gid(const struct rados_obj *o);
 

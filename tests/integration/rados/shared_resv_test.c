@@ -332,6 +332,25 @@ static void test_shared(const char *build)
 	CHECK(host_report(&b, &gen_b, &rt_b, &n_b) == 0);
 	CHECK(rt_b == NVME_RESV_WRITE_EXCLUSIVE && n_b == 1);
 	CHECK(host_write(&b, 13, 0xbb) == 0);
+
+	/* B's daemon loses its watch for 3 s (a test fault): it may have missed changes, so it
+	 * refuses B's writes until the watch is back and it has read the record again. */
+	{
+		const char *f[] = {"nvmf_emu_test_fault", "--fault", "lose_cluster_watch",
+				   "--hold_ms", "3000", NULL};
+		uint64_t t1;
+		int st;
+
+		CHECK(host_rpc(&b, f) == 0);
+		CHECK(host_write(&b, 14, 0xbb) == NVME_SC_RESV_CONFLICT);
+		t1 = now_us();
+		while ((st = host_write(&b, 14, 0xbb)) == NVME_SC_RESV_CONFLICT &&
+		       now_us() - t1 < 20000000)
+			usleep(50000);
+		printf("# writes refused for %.1f s more after the watch was lost\n",
+		       (now_us() - t1) / 1e6);
+		CHECK(st == 0);
+	}
 	/* The fenced daemon's end is its own business; the other stops cleanly. */
 	host_down(&a, false);
 	CHECK(host_down(&b, false) == 0);
@@ -351,6 +370,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	g_build = argv[1];
+	/* The daemons take test faults (lose_cluster_watch). */
+	setenv("NVME_EMU_TEST_FAULTS", "1", 1);
 	memcpy(pool, argv[2], (size_t)(slash - argv[2]));
 	g_pool = pool;
 	g_image = slash + 1;
