@@ -7,7 +7,8 @@ rados_obj_test_LIBS := cluster common
 SCRIPT_TESTS += tests/integration/rados/rados-obj.sh
 # Two daemons sharing one RBD image's reservations (shared-resv.sh starts the cluster).
 PROGRAMS += shared_resv_test
-shared_resv_test_SRCS := tests/integration/rados/shared_resv_test.c tests/integration/nvme_itest.c \
+shared_resv_test_SRCS := tests/integration/rados/shared_resv_test.c tests/integration/rados/resv_host.c \
+			 tests/integration/nvme_itest.c \
 			 tests/integration/itest.c
 shared_resv_test_LIBS := host common
 $(BUILD)/bin/shared_resv_test: $(BUILD)/bin/nvme-emu $(BUILD)/bin/nvme-emu-rpc

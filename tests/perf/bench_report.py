@@ -471,6 +471,12 @@ class Report:
             md.append("#" + open(backends, encoding="utf-8").read())
         elif "backends" in parts:
             self.errors.append("the backends part left no results")
+        cluster = os.path.join(self.dir, "raw", "cluster.md")
+        if "cluster" in parts and os.path.exists(cluster):
+            # cluster-bench.sh writes its own section too.
+            md.append("#" + open(cluster, encoding="utf-8").read())
+        elif "cluster" in parts:
+            self.errors.append("the cluster part left no results")
         spdk = os.path.join(self.dir, "raw", "spdk.md")
         if "spdk" in parts and os.path.exists(spdk):
             # spdk-peer-bench.py writes its own section too.
