@@ -70,6 +70,10 @@ static void ctrlr_remote_take(struct ctrlr_nvm_shared *sh, const struct ctrlr_re
 		}
 		return then(sh);
 	}
+	/* The first record this daemon reads is where it starts: the changes it lists happened
+	 * before, to hosts this daemon did not serve then. */
+	if (!sh->store_version)
+		sh->store_seq = rec->seq;
 	if (sh->store_seq && rec->nchanges && rec->changes[0].seq > sh->store_seq + 1)
 		LOG_ERR(CTRLR_LOG,
 			"shared reservations: changes %llu-%llu were missed, their notifications lost",
