@@ -61,7 +61,17 @@ static uint32_t ctrlr_abort_preempted(struct ctrlr_sq *sq, uint32_t nsid)
 		struct ctrlr_req *r = &sq->reqs[i];
 		uint32_t tag = r->abort_tag;
 
-		if (!tag || (tag & CTRLR_ABORT_MARKS) || r->sqe.nsid != nsid)
+		if (!tag || r->sqe.nsid != nsid)
+			continue;
+		/* A write still running may yet land, whatever marked it first: the Acquire
+		 * waits for it to end. */
+		if (!r->preempt_drain && r->ns &&
+		    (ctrlr_io_effects(sq->ctrlr, r->ns->csi, r->sqe.cdw0.bits.opc) &
+		     NVME_CMD_EFFECTS_LBCC)) {
+			r->preempt_drain = true;
+			sq->preempt_writes++;
+		}
+		if (tag & CTRLR_ABORT_MARKS)
 			continue;
 		r->abort_tag = tag | CTRLR_ABORT_MARK_PREEMPT;
 		n++;
@@ -190,6 +200,7 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot)
 
 /* A preempt fence to put up on an SQ's owner thread. */
 struct ctrlr_preempt_fence {
+	struct ctrlr_preempt_fence *next; /* in sq->preempt_waiters */
 	struct evloop_msg msg;
 	struct ctrlr_sq *sq;
 	struct ctrlr *ctrlr;
@@ -260,7 +271,34 @@ out:
 		free(f);
 		return;
 	}
+	/* Writes of the preempted host still running: the Acquire waits for them. */
+	if (CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE && sq->preempt_writes) {
+		f->next = sq->preempt_waiters;
+		sq->preempt_waiters = f;
+		return;
+	}
 	f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
+}
+
+/* The fences waiting on sq are up: each Acquire hears so. */
+static void ctrlr_preempt_release(struct ctrlr_sq *sq)
+{
+	struct ctrlr_preempt_fence *f = sq->preempt_waiters, *next;
+
+	sq->preempt_waiters = NULL;
+	for (; f; f = next) {
+		next = f->next;
+		f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
+	}
+}
+
+void ctrlr_abort_preempt_drained(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+
+	req->preempt_drain = false;
+	if (sq->preempt_writes && !--sq->preempt_writes)
+		ctrlr_preempt_release(sq);
 }
 
 uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
@@ -295,6 +333,10 @@ uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*u
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq)
 {
 	struct ctrlr_abort_rec *rec = sq->abort_armed, *next;
+
+	/* Its commands are over: an Acquire still waiting on it goes on. */
+	sq->preempt_writes = 0;
+	ctrlr_preempt_release(sq);
 
 	for (; rec; rec = next) {
 		next = rec->next;

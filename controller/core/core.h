@@ -300,6 +300,10 @@ struct ctrlr_sq {
 	uint32_t preempt_head;
 	uint32_t preempt_nsid[CTRLR_PREEMPT_NSIDS];
 	uint32_t preempt_n;
+	/* Writes of preempted hosts still running (their bdev I/O may yet land), and the fences
+	 * whose Acquire waits until there are none (abort.c), owner thread. */
+	uint32_t preempt_writes;
+	struct ctrlr_preempt_fence *preempt_waiters;
 	/* Per-command counters of this queue (CTRLR_SQ_STAT_ADD), on the controller's stat_sqs
 	 * from ctrlr_sq_init to ctrlr_sq_fini, which adds them to ctrlr.cnt (common/counter.h). */
 	struct ctrlr_counters cnt;
@@ -376,6 +380,7 @@ struct ctrlr_req {
 	struct ctrlr_req *caw_next;
 	uint32_t abort_tag; /* generation << 16 | CID while abortable (abort.c); owner thread */
 	uint16_t abort_gen;
+	bool preempt_drain; /* a write a Preempt and Abort waits for (sq->preempt_writes) */
 	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
 	 * vendor). */
 	struct {
@@ -875,11 +880,15 @@ void ctrlr_abort_arm(struct ctrlr_req *req);
  * (Command Abort Requested) or a Preempt and Abort (Command Aborted due to Preempt and Abort)
  * marked it, else 0. Its owner thread. */
 uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
+/* A write a Preempt and Abort waits for ended (called by ctrlr_abort_seal). Owner thread. */
+void ctrlr_abort_preempt_drained(struct ctrlr_req *req);
 /* Reservation Acquire, Preempt and Abort: on each of ctrlr's live I/O SQs, its owner thread
  * marks every command on namespace nsid that started and has not completed (each ends with
  * Command Aborted due to Preempt and Abort, after its bdev I/O, if any, returned) and puts up a
  * fence over the SQEs between its head and the tail it has seen (those end the same way when
- * fetched); then up(arg) runs on the admin thread (up NULL: nobody waits). Returns how many
+ * fetched); then, once none of the marked commands that write (LBCC effects) is still running,
+ * so that no write of the preempted host can land after the Acquire completes, up(arg) runs on
+ * the admin thread (up NULL: nobody waits). Returns how many
  * fences were posted (up runs that many times, never from inside this call). Admin thread. */
 uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
 				    void *arg);

@@ -364,11 +364,11 @@ uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
 	uint32_t tag = req->abort_tag;
 
 	req->abort_tag = 0;
-	if (tag & CTRLR_ABORT_MARK)
-		return NVME_SC_ABORT_REQ;
-	if (tag & CTRLR_ABORT_MARK_PREEMPT)
-		return NVME_SC_PREEMPT_ABORT;
-	return NVME_SC_SUCCESS;
+	if (!(tag & CTRLR_ABORT_MARKS))
+		return NVME_SC_SUCCESS;
+	if (req->preempt_drain)
+		ctrlr_abort_preempt_drained(req);
+	return tag & CTRLR_ABORT_MARK ? NVME_SC_ABORT_REQ : NVME_SC_PREEMPT_ABORT;
 }
 
 /* ---- vendor-specific commands: the table (ctrlr.h) ---- */
