@@ -4,10 +4,11 @@
 # (a throwaway cluster started here). The guest gets a function of each daemon: one subsystem NQN,
 # CNTLIDs 1 (daemon A) and 2 (daemon B), one namespace with the same identifiers on both, so
 # Linux joins them into one subsystem with two paths, and each controller plays a host with its
-# own Host Identifier. nvme-cli registers, acquires, reports, conflicts, preempts (with abort)
-# and releases across the two daemons (jobs/shared-resv.sh); the host checks the marker host B
-# wrote in the image (rbd export) and that B's daemon killed with SIGKILL and started again finds
-# the state (nvme-emu-perf is not needed: the RPC's view is enough).
+# own Host Identifier. nvme-cli registers, acquires, reports, conflicts and releases across the
+# two daemons, and B preempts A (with abort) while A keeps writing through daemon A
+# (jobs/shared-resv.sh). The host reads the image with rbd export: B's marker, and B's blocks where
+# A's write loop ran (none of A's writes landed after B's preempt); then B's daemon, killed with
+# SIGKILL and started again, finds the state, and the record in RADOS is checked.
 set -uo pipefail
 . "$(dirname "$0")/host-lib.sh"
 
@@ -52,6 +53,8 @@ if host_step "two daemons serve the image's namespace (CNTLIDs 1 and 2)" sockets
 	host_step "the marker host B wrote through daemon B is in the image (rbd export)" sh -c \
 		"rbd export rbd/shared '$GT_DIR/img' > /dev/null 2>&1 &&
 		 dd if='$GT_DIR/img' bs=512 skip=4096 count=1 status=none | grep -q 'written by host B'"
+	host_step "blocks 8192-8199 in the image hold B's data, none of A's write loop (rbd export)" bash -c \
+		"dd if='$GT_DIR/img' bs=512 skip=8192 count=8 status=none | cmp - <(head -c 4096 /dev/zero | tr '\\0' b)"
 	host_step "save_config of daemon A keeps shared_reservations" sh -c \
 		"$BIN/nvme-emu-rpc -s $GT_DIR/a.rpc save_config | tr -d ' \n' | grep -q '\"shared_reservations\":true'"
 	# Daemon B dies; started again it reads the state from the cluster: the guest left B

@@ -54,8 +54,17 @@ step "resv-report --eds through A: Write Exclusive, two registrants, A holds it"
 	"nvme resv-report $A -n 1 --eds -o json | tr -d ' \n' > /tmp/r && cat /tmp/r && echo &&
 	 grep -q '\"rtype\":1,' /tmp/r && grep -q '\"regctl\":2,' /tmp/r &&
 	 grep -qi 'a1a1a1a1000000000000000000000001' /tmp/r && grep -qi 'b2b2b2b2000000000000000000000002' /tmp/r"
+# A keeps writing blocks 8192-8199 through daemon A until it is refused; B preempts it meanwhile.
+( while nvme write "$A" -n 1 -s 8192 -c 7 -z 4096 -d /tmp/wa > /dev/null 2>&1; do :; done ) &
+loop=$!
+a_writing() { nvme read "$B" -n 1 -s 8192 -c 7 -z 4096 -d /tmp/r8 2> /dev/null && cmp -s /tmp/r8 /tmp/wa; }
+step "A's write loop is landing (read back through B)" wait_for 30 a_writing
 step "B preempts A and aborts its commands (racqa 2)" \
 	nvme resv-acquire "$B" -n 1 --crkey=0xb --prkey=0xa --rtype=1 --racqa=2
+step "B writes blocks 8192-8199 at once" nvme write "$B" -n 1 -s 8192 -c 7 -z 4096 -d /tmp/wb
+wait "$loop"
+step "A's loop was stopped, and none of A's writes landed after B's preempt: B's data stays" sh -c \
+	"nvme read $B -n 1 -s 8192 -c 7 -z 4096 -d /tmp/r8 && cmp /tmp/r8 /tmp/wb"
 step "A's write fails with Reservation Conflict at once: daemon A took the change" sh -c \
 	"! nvme write $A -n 1 -s 2048 -c 7 -z 4096 -d /tmp/wa 2>&1 | tee /tmp/e; grep -qi conflict /tmp/e"
 step "now B writes (marker at LBA 4096)" sh -c \
