@@ -3,7 +3,7 @@
 # started again; CRASH_ROUNDS, CRASH_SEED; `make soak` runs it long. nvme_powerloss_test, the
 # same program: the power-loss run (nbdkit's writeback cache) and the start-up checks.
 INTEG_TESTS += nvme_crash_test nvme_powerloss_test
-nvme_crash_test_SRCS := tests/integration/crash_test.c tests/integration/nvme_itest.c \
+nvme_crash_test_SRCS := $(wildcard tests/integration/crash/*.c) tests/integration/nvme_itest.c \
 			tests/integration/itest.c
 nvme_crash_test_LIBS := host common
 nvme_powerloss_test_SRCS := $(nvme_crash_test_SRCS)
