@@ -541,34 +541,49 @@ int rados_obj_open(struct evloop *loop, rados_t cluster, rados_ioctx_t io, const
 	return 0;
 }
 
-int rados_obj_read(struct rados_obj *o, rados_obj_read_cb cb, void *arg)
+/* The start of a call on an open object: a new operation of `kind` for cb's arg, or NULL with
+ * *rc (-ESHUTDOWN once closing, -ENOMEM). */
+static struct rados_obj_op *rados_obj_begin(struct rados_obj *o, enum rados_obj_op_kind kind,
+					    void *arg, int *rc)
 {
 	struct rados_obj_op *op;
-	int rc;
 
 	EVLOOP_ASSERT_OWNER(o->loop);
+	*rc = o->closing ? -ESHUTDOWN : -ENOMEM;
 	if (o->closing)
-		return -ESHUTDOWN;
-	op = rados_obj_op_new(o, RADOS_OBJ_OP_READ);
-	if (!op)
-		return -ENOMEM;
-	op->cb.read = cb;
-	op->arg = arg;
-	/* One byte more than allowed: a read that fills it found an object too large. */
-	op->buf = malloc(RADOS_OBJ_MAX_SIZE + 1);
-	op->rop = rados_create_read_op();
-	if (!op->buf || !op->rop) {
-		rados_obj_op_free(op);
-		return -ENOMEM;
-	}
-	rados_read_op_read(op->rop, 0, RADOS_OBJ_MAX_SIZE + 1, op->buf, &op->bytes_read, &op->prval);
-	rc = rados_aio_read_op_operate(op->rop, o->io, op->c, o->oid, 0);
+		return NULL;
+	op = rados_obj_op_new(o, kind);
+	if (op)
+		op->arg = arg;
+	return op;
+}
+
+/* librados took the operation (rc >= 0: its completion will come) or refused it. */
+static int rados_obj_launched(struct rados_obj_op *op, int rc)
+{
 	if (rc < 0) {
 		rados_obj_op_free(op);
 		return rc;
 	}
 	rados_obj_op_started(op);
 	return 0;
+}
+
+int rados_obj_read(struct rados_obj *o, rados_obj_read_cb cb, void *arg)
+{
+	int rc;
+	struct rados_obj_op *op = rados_obj_begin(o, RADOS_OBJ_OP_READ, arg, &rc);
+
+	if (!op)
+		return rc;
+	op->cb.read = cb;
+	/* One byte more than allowed: a read that fills it found an object too large. */
+	op->buf = malloc(RADOS_OBJ_MAX_SIZE + 1);
+	op->rop = rados_create_read_op();
+	if (!op->buf || !op->rop)
+		return rados_obj_launched(op, -ENOMEM);
+	rados_read_op_read(op->rop, 0, RADOS_OBJ_MAX_SIZE + 1, op->buf, &op->bytes_read, &op->prval);
+	return rados_obj_launched(op, rados_aio_read_op_operate(op->rop, o->io, op->c, o->oid, 0));
 }
 
 int rados_obj_write(struct rados_obj *o, uint64_t version, const void *data, size_t len,
@@ -577,128 +592,78 @@ int rados_obj_write(struct rados_obj *o, uint64_t version, const void *data, siz
 	struct rados_obj_op *op;
 	int rc;
 
-	EVLOOP_ASSERT_OWNER(o->loop);
-	if (o->closing)
-		return -ESHUTDOWN;
 	if (len > RADOS_OBJ_MAX_SIZE)
 		return -EFBIG;
 	if (!version) /* open made the object: it always has a version */
 		return -EINVAL;
-	op = rados_obj_op_new(o, RADOS_OBJ_OP_WRITE);
+	op = rados_obj_begin(o, RADOS_OBJ_OP_WRITE, arg, &rc);
 	if (!op)
-		return -ENOMEM;
+		return rc;
 	op->cb.write = cb;
-	op->arg = arg;
 	op->buf = malloc(len ? len : 1);
 	op->wop = rados_create_write_op();
-	if (!op->buf || !op->wop) {
-		rados_obj_op_free(op);
-		return -ENOMEM;
-	}
+	if (!op->buf || !op->wop)
+		return rados_obj_launched(op, -ENOMEM);
 	memcpy(op->buf, data, len);
 	/* The OSD checks the version and replaces the data in one operation. */
 	rados_write_op_assert_version(op->wop, version);
 	rados_write_op_write_full(op->wop, op->buf, len);
-	rc = rados_aio_write_op_operate(op->wop, o->io, op->c, o->oid, NULL, 0);
-	if (rc < 0) {
-		rados_obj_op_free(op);
-		return rc;
-	}
-	rados_obj_op_started(op);
-	return 0;
+	return rados_obj_launched(op, rados_aio_write_op_operate(op->wop, o->io, op->c, o->oid,
+								  NULL, 0));
 }
 
 int rados_obj_notify(struct rados_obj *o, uint64_t timeout_ms, rados_obj_notify_cb cb, void *arg)
 {
-	struct rados_obj_op *op;
 	int rc;
+	struct rados_obj_op *op = rados_obj_begin(o, RADOS_OBJ_OP_NOTIFY, arg, &rc);
 
-	EVLOOP_ASSERT_OWNER(o->loop);
-	if (o->closing)
-		return -ESHUTDOWN;
-	op = rados_obj_op_new(o, RADOS_OBJ_OP_NOTIFY);
 	if (!op)
-		return -ENOMEM;
-	op->cb.notify = cb;
-	op->arg = arg;
-	rc = rados_aio_notify(o->io, o->oid, op->c, NULL, 0, timeout_ms, &op->reply, &op->reply_len);
-	if (rc < 0) {
-		rados_obj_op_free(op);
 		return rc;
-	}
-	rados_obj_op_started(op);
-	return 0;
+	op->cb.notify = cb;
+	return rados_obj_launched(op, rados_aio_notify(o->io, o->oid, op->c, NULL, 0, timeout_ms,
+						       &op->reply, &op->reply_len));
 }
 
 int rados_obj_dir_set(struct rados_obj *o, const char *key, const char *value,
 		      rados_obj_write_cb cb, void *arg)
 {
-	struct rados_obj_op *op;
-	size_t vlen = strlen(value);
 	int rc;
+	struct rados_obj_op *op = rados_obj_begin(o, RADOS_OBJ_OP_DIR_SET, arg, &rc);
+	size_t klen, vlen;
 
-	EVLOOP_ASSERT_OWNER(o->loop);
-	if (o->closing)
-		return -ESHUTDOWN;
-	op = rados_obj_op_new(o, RADOS_OBJ_OP_DIR_SET);
 	if (!op)
-		return -ENOMEM;
+		return rc;
 	op->cb.write = cb;
-	op->arg = arg;
 	op->key = strdup(key);
 	op->buf = strdup(value);
 	op->wop = rados_create_write_op();
-	if (!op->key || !op->buf || !op->wop) {
-		rados_obj_op_free(op);
-		return -ENOMEM;
-	}
-	{
-		const char *keys[1] = {op->key};
-		const char *vals[1] = {op->buf};
-
-		rados_write_op_omap_set2(op->wop, keys, vals, &(size_t){strlen(op->key)}, &vlen, 1);
-	}
-	rc = rados_aio_write_op_operate(op->wop, o->io, op->c, o->oid, NULL, 0);
-	if (rc < 0) {
-		rados_obj_op_free(op);
-		return rc;
-	}
-	rados_obj_op_started(op);
-	return 0;
+	if (!op->key || !op->buf || !op->wop)
+		return rados_obj_launched(op, -ENOMEM);
+	klen = strlen(op->key);
+	vlen = strlen(op->buf);
+	rados_write_op_omap_set2(op->wop, (const char *const[]){op->key},
+				 (const char *const[]){op->buf}, &klen, &vlen, 1);
+	return rados_obj_launched(op, rados_aio_write_op_operate(op->wop, o->io, op->c, o->oid,
+								  NULL, 0));
 }
 
 int rados_obj_dir_get(struct rados_obj *o, const char *key, rados_obj_get_cb cb, void *arg)
 {
-	struct rados_obj_op *op;
 	int rc;
+	struct rados_obj_op *op = rados_obj_begin(o, RADOS_OBJ_OP_DIR_GET, arg, &rc);
+	size_t klen;
 
-	EVLOOP_ASSERT_OWNER(o->loop);
-	if (o->closing)
-		return -ESHUTDOWN;
-	op = rados_obj_op_new(o, RADOS_OBJ_OP_DIR_GET);
 	if (!op)
-		return -ENOMEM;
+		return rc;
 	op->cb.get = cb;
-	op->arg = arg;
 	op->key = strdup(key);
 	op->rop = rados_create_read_op();
-	if (!op->key || !op->rop) {
-		rados_obj_op_free(op);
-		return -ENOMEM;
-	}
-	{
-		const char *keys[1] = {op->key};
-		size_t klen = strlen(op->key);
-
-		rados_read_op_omap_get_vals_by_keys2(op->rop, keys, 1, &klen, &op->iter, &op->prval);
-	}
-	rc = rados_aio_read_op_operate(op->rop, o->io, op->c, o->oid, 0);
-	if (rc < 0) {
-		rados_obj_op_free(op);
-		return rc;
-	}
-	rados_obj_op_started(op);
-	return 0;
+	if (!op->key || !op->rop)
+		return rados_obj_launched(op, -ENOMEM);
+	klen = strlen(op->key);
+	rados_read_op_omap_get_vals_by_keys2(op->rop, (const char *const[]){op->key}, 1, &klen,
+					     &op->iter, &op->prval);
+	return rados_obj_launched(op, rados_aio_read_op_operate(op->rop, o->io, op->c, o->oid, 0));
 }
 
 /* The blocklist's thread: the monitor command, then a message to the loop. */

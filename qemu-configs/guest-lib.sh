@@ -53,6 +53,23 @@ nvme_ctrl_by_serial() {
 	return 1
 }
 
+# nvme_ctrls_by_serial SERIAL: prints the name of every controller (nvme0...) whose serial
+# number is SERIAL, one per line (several: paths of one subsystem).
+nvme_ctrls_by_serial() {
+	for _c in /sys/class/nvme/nvme*; do
+		[ "$(sed 's/ *$//' "$_c/serial" 2> /dev/null)" = "$1" ] && basename "$_c"
+	done
+	return 0
+}
+
+# nvme_same_subsys CTRL CTRL: true when Linux put both controllers (nvme0, nvme1) in one NVMe
+# subsystem.
+nvme_same_subsys() {
+	_sa=$(ls -d /sys/class/nvme-subsystem/*/"$1" 2> /dev/null)
+	_sb=$(ls -d /sys/class/nvme-subsystem/*/"$2" 2> /dev/null)
+	[ -n "$_sa" ] && [ "$(dirname "$_sa")" = "$(dirname "$_sb")" ]
+}
+
 # nvme_ns_dev CTRL NSID: prints /dev/<block device> of namespace NSID of controller CTRL
 # (nvme0), found by the NSID each namespace node reports, since Linux names namespaces
 # in the order its parallel scan finds them (nvme0n1 can be NSID 2); 1 when there is none.

@@ -276,6 +276,38 @@ static int pa_resv(struct nvme_host *h, uint8_t *buf, uint64_t iova, uint8_t opc
 	return st < 0 ? st : st & ST_MASK;
 }
 
+/* Host B: a second controller of the subsystem (its own listener) attached, enabled, with an I/O
+ * queue pair; host identifiers 0xaaaa (x) and 0xbbbb (B), keys 0xa and 0xb registered, and A
+ * holding Write Exclusive - Registrants Only. b is detached by the caller either way. */
+static bool pa_second_host(struct ab *x, struct nvme_itest *b, uint8_t **bbuf, uint64_t *biova)
+{
+	char bsock[128];
+
+	memset(b, 0, sizeof(*b));
+	snprintf(bsock, sizeof(bsock), "%.64s/abort-b.sock", x->t.dir);
+	{
+		const char *m[] = { "nvmf_subsystem_add_listener", "--nqn", AB_NQN,
+				    "--listen_address.trtype", "PCIE_EMU", "--listen_address.traddr",
+				    bsock, NULL };
+
+		if (!CHECK(ab_rpc(x, m) == 0))
+			return false;
+	}
+	snprintf(b->sock, sizeof(b->sock), "%s", bsock);
+	if (!CHECK(nvme_itest_attach(b, 2) == 0) || !CHECK(nvme_host_enable(&b->h, 32) == 0) ||
+	    !CHECK(nvme_host_create_io_queues(&b->h, 1, 32, true, 1) == 0))
+		return false;
+	*biova = nvme_host_alloc(&b->h, 4096, (void **)bbuf);
+	return CHECK(pa_hostid(&x->t.h, x->buf, x->buf_iova, 0xaaaa) == 0) &&
+	       CHECK(pa_hostid(&b->h, *bbuf, *biova, 0xbbbb) == 0) &&
+	       CHECK(pa_resv(&x->t.h, x->buf, x->buf_iova, NVME_CMD_RESV_REGISTER,
+			     NVME_RREGA_REGISTER, 0, 0xa) == 0) &&
+	       CHECK(pa_resv(&b->h, *bbuf, *biova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0,
+			     0xb) == 0) &&
+	       CHECK(pa_resv(&x->t.h, x->buf, x->buf_iova, NVME_CMD_RESV_ACQUIRE,
+			     NVME_RESV_WE_REG_ONLY << 8, 0xa, 0) == 0);
+}
+
 /* Host B's read held in the bdev when host A (the other controller) preempts B's registration
  * with Preempt and Abort ends with Command Aborted due to Preempt and Abort (1Bh) once the bdev
  * lets it go; B's writes then conflict; a read of A held the same way is not touched. */
@@ -286,7 +318,6 @@ static void test_preempt_abort_two_ctrls(const char *build)
 					      "--num", "2", NULL };
 	static const char *const resume[] = { "bdev_error_resume_pending", "--name", "EE_AB0",
 					      NULL };
-	char bsock[128];
 	struct nvme_itest b;
 	struct ab x;
 	uint8_t *bbuf;
@@ -296,29 +327,9 @@ static void test_preempt_abort_two_ctrls(const char *build)
 	g_build = build;
 	if (!ab_start(&x))
 		return;
-	memset(&b, 0, sizeof(b));
 	memset(got, 0xff, sizeof(got));
-	snprintf(bsock, sizeof(bsock), "%.64s/abort-b.sock", x.t.dir);
-	{
-		const char *m[] = { "nvmf_subsystem_add_listener", "--nqn", AB_NQN,
-				    "--listen_address.trtype", "PCIE_EMU", "--listen_address.traddr",
-				    bsock, NULL };
-
-		if (!CHECK(ab_rpc(&x, m) == 0))
-			goto out;
-	}
-	snprintf(b.sock, sizeof(b.sock), "%s", bsock);
-	if (!CHECK(nvme_itest_attach(&b, 2) == 0) || !CHECK(nvme_host_enable(&b.h, 32) == 0) ||
-	    !CHECK(nvme_host_create_io_queues(&b.h, 1, 32, true, 1) == 0))
+	if (!pa_second_host(&x, &b, &bbuf, &biova))
 		goto out;
-	biova = nvme_host_alloc(&b.h, 4096, (void **)&bbuf);
-	CHECK(pa_hostid(&x.t.h, x.buf, x.buf_iova, 0xaaaa) == 0);
-	CHECK(pa_hostid(&b.h, bbuf, biova, 0xbbbb) == 0);
-	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0,
-		      0xa) == 0);
-	CHECK(pa_resv(&b.h, bbuf, biova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb) == 0);
-	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_ACQUIRE,
-		      NVME_RESV_WE_REG_ONLY << 8, 0xa, 0) == 0);
 	CHECK(ab_rpc(&x, inject) == 0);
 	{
 		struct nvme_sqe sqe;
@@ -368,7 +379,6 @@ static void test_preempt_abort_waits_writes(const char *build)
 					      "--num", "1", NULL };
 	static const char *const resume[] = { "bdev_error_resume_pending", "--name", "EE_AB0",
 					      NULL };
-	char bsock[128];
 	struct nvme_itest b;
 	struct ab x;
 	uint8_t *bbuf;
@@ -378,29 +388,9 @@ static void test_preempt_abort_waits_writes(const char *build)
 	g_build = build;
 	if (!ab_start(&x))
 		return;
-	memset(&b, 0, sizeof(b));
-	snprintf(bsock, sizeof(bsock), "%.64s/abort-b.sock", x.t.dir);
-	{
-		const char *m[] = { "nvmf_subsystem_add_listener", "--nqn", AB_NQN,
-				    "--listen_address.trtype", "PCIE_EMU", "--listen_address.traddr",
-				    bsock, NULL };
-
-		if (!CHECK(ab_rpc(&x, m) == 0))
-			goto out;
-	}
-	snprintf(b.sock, sizeof(b.sock), "%s", bsock);
-	if (!CHECK(nvme_itest_attach(&b, 2) == 0) || !CHECK(nvme_host_enable(&b.h, 32) == 0) ||
-	    !CHECK(nvme_host_create_io_queues(&b.h, 1, 32, true, 1) == 0))
-		goto out;
-	biova = nvme_host_alloc(&b.h, 4096, (void **)&bbuf);
-	CHECK(pa_hostid(&x.t.h, x.buf, x.buf_iova, 0xaaaa) == 0);
-	CHECK(pa_hostid(&b.h, bbuf, biova, 0xbbbb) == 0);
-	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0,
-		      0xa) == 0);
-	CHECK(pa_resv(&b.h, bbuf, biova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb) == 0);
 	/* Write Exclusive - Registrants Only: B, a registrant, may write until it is preempted. */
-	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_ACQUIRE,
-		      NVME_RESV_WE_REG_ONLY << 8, 0xa, 0) == 0);
+	if (!pa_second_host(&x, &b, &bbuf, &biova))
+		goto out;
 	CHECK(ab_rpc(&x, inject) == 0);
 	{
 		struct nvme_sqe sqe;

@@ -6,11 +6,7 @@
 . "$GUEST_LIB"
 
 serial=NVMEEMU-SHARED
-ctrls() {
-	for _c in /sys/class/nvme/nvme*; do
-		[ "$(sed 's/ *$//' "$_c/serial" 2>/dev/null)" = "$serial" ] && basename "$_c"
-	done
-}
+ctrls() { nvme_ctrls_by_serial "$serial"; }
 two_ctrls() { [ "$(ctrls | wc -l)" -eq 2 ]; }
 step "both controllers bound" wait_for 60 two_ctrls
 step "the shared namespace has a block device" wait_for 30 nvme_ns_by_serial "$serial"
@@ -23,11 +19,7 @@ for c in $(ctrls); do
 done
 echo "namespace $dev, A=$A B=$B"
 step "CNTLIDs 1 (daemon A) and 2 (daemon B)" test -n "${A:-}" -a -n "${B:-}"
-same_subsys() {
-	_sa=$(ls -d /sys/class/nvme-subsystem/*/"$(basename "$A")" 2>/dev/null)
-	_sb=$(ls -d /sys/class/nvme-subsystem/*/"$(basename "$B")" 2>/dev/null)
-	[ -n "$_sa" ] && [ "$(dirname "$_sa")" = "$(dirname "$_sb")" ]
-}
+same_subsys() { nvme_same_subsys "$(basename "$A")" "$(basename "$B")"; }
 step "one NVMe subsystem holds both daemons' controllers" same_subsys
 step "id-ns through each: the same NGUID (derived from the image), NMIC bit 0" sh -c \
 	"[ -n \"\$(nvme id-ns $A -n 1 | sed -n 's/^nguid *: *//p')\" ] &&
