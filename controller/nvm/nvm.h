@@ -228,6 +228,11 @@ void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool a
 			const struct ctrlr_resv_events *ev,
 			void (*then)(void *arg), void *arg);
 void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st);
+/* Register, Acquire or Release (req's command, its keys in req->step.buf, its host the
+ * controller's) run on r: the NVMe status (error location set); ev and persist as the state
+ * machine's. */
+uint16_t ctrlr_resv_change(struct ctrlr_resv *r, struct ctrlr_req *req,
+			   struct ctrlr_resv_events *ev, bool *persist);
 void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh);
 void ctrlr_resv_exec(struct ctrlr_req *req);
 void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);

@@ -419,40 +419,50 @@ static void ctrlr_resv_exec_saved(struct ctrlr_req *req, int rc)
 	ctrlr_resv_apply(req, &sh->resv_ev);
 }
 
+uint16_t ctrlr_resv_change(struct ctrlr_resv *r, struct ctrlr_req *req,
+			   struct ctrlr_resv_events *ev, bool *persist)
+{
+	const uint8_t *hostid = req->sq->ctrlr->hostid;
+	const struct ctrlr_resv_keys *k = req->step.buf;
+	uint32_t cdw10 = req->sqe.cdw10;
+	uint16_t st;
+
+	switch (req->sqe.cdw0.bits.opc) {
+	case NVME_CMD_RESV_REGISTER:
+		st = ctrlr_resv_register(r, hostid, cdw10, k, ev, persist);
+		break;
+	case NVME_CMD_RESV_ACQUIRE:
+		st = ctrlr_resv_acquire(r, hostid, cdw10, k, ev, persist);
+		break;
+	default:
+		st = ctrlr_resv_release(r, hostid, cdw10, k, ev, persist);
+		break;
+	}
+	if (st == NVME_SC_INVALID_FIELD)
+		req->error_loc = offsetof(struct nvme_sqe, cdw10);
+	return st;
+}
+
 /* On the admin thread: run the state machine against the shared namespace. */
 void ctrlr_resv_exec(struct ctrlr_req *req)
 {
-	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_ns(req->ns)->sh;
-	struct ctrlr_resv_keys *k = req->step.buf;
 	struct ctrlr_resv_events ev = {0};
 	bool persist = false, was_ptpl = ns_sh->resv.ptpl;
-	uint32_t cdw10 = req->sqe.cdw10;
 	uint16_t st;
 
 	if (ns_sh->store)
 		return ctrlr_resv_remote_exec(req);
 	if (req->sqe.cdw0.bits.opc != NVME_CMD_RESV_REPORT)
 		ns_sh->resv_before = ns_sh->resv;
-	switch (req->sqe.cdw0.bits.opc) {
-	case NVME_CMD_RESV_REGISTER:
-		st = ctrlr_resv_register(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
-		break;
-	case NVME_CMD_RESV_ACQUIRE:
-		st = ctrlr_resv_acquire(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
-		break;
-	case NVME_CMD_RESV_RELEASE:
-		st = ctrlr_resv_release(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
-		break;
-	default:
+	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_REPORT) {
 		free(req->step.buf);
 		req->step.buf = NULL;
 		return ctrlr_resv_finish(req, ctrlr_resv_report(req));
 	}
+	st = ctrlr_resv_change(&ns_sh->resv, req, &ev, &persist);
 	free(req->step.buf);
 	req->step.buf = NULL;
-	if (st == NVME_SC_INVALID_FIELD)
-		req->error_loc = offsetof(struct nvme_sqe, cdw10);
 	if (st)
 		return ctrlr_resv_finish(req, st);
 	/* With PTPL on (or just turned off) the file takes the change before it takes effect

@@ -195,9 +195,7 @@ static void ctrlr_remote_written(void *arg, int rc, uint64_t version)
 static void ctrlr_remote_run(struct ctrlr_nvm_shared *sh)
 {
 	struct ctrlr_req *req = sh->store_req;
-	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_resv_record *rec = sh->store_rec;
-	struct ctrlr_resv_keys *k = req->step.buf;
 	struct ctrlr_resv_events ev = {0};
 	bool persist = false;
 	uint16_t st;
@@ -210,24 +208,10 @@ static void ctrlr_remote_run(struct ctrlr_nvm_shared *sh)
 			return ctrlr_remote_complete(sh, NVME_SC_SUCCESS);
 		rec->r.ptpl = req->hold.lba;
 	} else {
-		uint32_t cdw10 = req->sqe.cdw10;
-
-		switch (req->sqe.cdw0.bits.opc) {
-		case NVME_CMD_RESV_REGISTER:
-			st = ctrlr_resv_register(&rec->r, ctrlr->hostid, cdw10, k, &ev, &persist);
-			break;
-		case NVME_CMD_RESV_ACQUIRE:
-			st = ctrlr_resv_acquire(&rec->r, ctrlr->hostid, cdw10, k, &ev, &persist);
-			break;
-		case NVME_CMD_RESV_RELEASE:
-			st = ctrlr_resv_release(&rec->r, ctrlr->hostid, cdw10, k, &ev, &persist);
-			break;
-		default:
-			/* The report's buffer (req->step.buf) goes back with the completion. */
+		/* The report's buffer (req->step.buf) goes back with the completion. */
+		if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_REPORT)
 			return ctrlr_remote_complete(sh, ctrlr_resv_report(req));
-		}
-		if (st == NVME_SC_INVALID_FIELD)
-			req->error_loc = offsetof(struct nvme_sqe, cdw10);
+		st = ctrlr_resv_change(&rec->r, req, &ev, &persist);
 		if (st)
 			return ctrlr_remote_complete(sh, st);
 		if (!persist && !ev.n)
