@@ -295,6 +295,17 @@ def main():
             bad("%d free 2 MiB hugepages (got %d)" % (HUGEPAGES, meminfo("HugePages_Free")))
             return
     work = tempfile.mkdtemp(prefix="nvme-emu-spdk-bench.")
+    # DPDK finds its hugepages through a hugetlbfs mount: one is made for the run when none exists.
+    mounted = None
+    if " hugetlbfs " not in open("/proc/mounts").read():
+        huge = os.path.join(work, "huge")
+        os.mkdir(huge)
+        if subprocess.run(["mount", "-t", "hugetlbfs", "nodev", huge]).returncode == 0:
+            mounted = huge
+        else:
+            bad("a hugetlbfs mount for DPDK (mount -t hugetlbfs failed)")
+            shutil.rmtree(work, ignore_errors=True)
+            return
     rows, idle = [], {}
     total = runs * 2 * len(points) * 2
     done = 0
@@ -356,6 +367,8 @@ def main():
                     srv.stop()
     finally:
         jsonl.close()
+        if mounted:
+            subprocess.run(["umount", mounted])
         shutil.rmtree(work, ignore_errors=True)
         if saved_pages is not None:
             with open("/proc/sys/vm/nr_hugepages", "w") as f:
