@@ -31,7 +31,6 @@
 
 struct app_sr {
 	struct ctrlr_ns_shared *shared; /* NULL once released */
-	struct evloop *loop;
 	rados_t cluster;
 	rados_ioctx_t io;
 	struct rados_obj *obj; /* NULL until open */
@@ -408,7 +407,7 @@ int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err)
 		snprintf(err, APP_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
-	*sr = (struct app_sr){.shared = ns->shared, .loop = t->loop, .cluster = cluster, .io = io};
+	*sr = (struct app_sr){.shared = ns->shared, .cluster = cluster, .io = io};
 	snprintf(sr->oid, sizeof(sr->oid), "nvme-emu.resv.%s", id);
 	sr->opening = true;
 	rc = rados_obj_open(t->loop, cluster, io, sr->oid, APP_SR_WATCH_TIMEOUT_S, &app_sr_obj_ops,

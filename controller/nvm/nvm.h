@@ -89,7 +89,7 @@ struct ctrlr_nvm_shared {
 	struct ctrlr_resv_record *refresh_rec; /* the record a refresh applies */
 	struct ctrlr_req *store_req;	     /* the command running through the store, or NULL */
 	uint64_t *store_tokens;		     /* changes to acknowledge once applied */
-	uint64_t store_tokens_upto;	     /* store_tokens[0, this) are in the running refresh */
+	uint32_t store_tokens_upto;	     /* store_tokens[0, this) are in the running refresh */
 	uint32_t store_ntokens, store_tokens_cap;
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (fused.c) */
 	struct ctrlr_uncor uncor;    /* unreadable blocks (uncor.c), whoever marked them */
@@ -221,7 +221,7 @@ void ctrlr_io_resv(struct ctrlr_req *req);
  * writes while a shared store's record is not current. */
 uint32_t ctrlr_resv_host_access(const struct ctrlr_nvm_shared *sh, const uint8_t hostid[16]);
 /* Shared by resv.c and resv_remote.c (admin thread): Report into req; the change's effects here
- * (access words, notifications, Preempt and Abort's fences: then(req, 0) once they are up);
+ * (access words, notifications, Preempt and Abort's fences: then(arg) once they are up);
  * completing a reservation command; the waiting commands' turn. */
 uint16_t ctrlr_resv_report(struct ctrlr_req *req);
 void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool abort,
@@ -234,8 +234,6 @@ void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st);
 uint16_t ctrlr_resv_change(struct ctrlr_resv *r, struct ctrlr_req *req,
 			   struct ctrlr_resv_events *ev, bool *persist);
 void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh);
-void ctrlr_resv_exec(struct ctrlr_req *req);
-void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);
 /* resv_remote.c: a command (or Set Features PTPL, req->sqe.cdw0.bits.opc the admin one) run
  * through the shared store; the store's teardown. */
 void ctrlr_resv_remote_exec(struct ctrlr_req *req);

@@ -307,6 +307,9 @@ void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool a
 
 /* ---- the PTPL file: each change written (by the syncer thread) before it takes effect ---- */
 
+static void ctrlr_resv_exec(struct ctrlr_req *req);
+static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);
+
 
 /* Admin thread: a command of a namespace whose change is being saved waits for it, in order
  * (Report too: it must not show what is not durable yet). */
@@ -444,7 +447,7 @@ uint16_t ctrlr_resv_change(struct ctrlr_resv *r, struct ctrlr_req *req,
 }
 
 /* On the admin thread: run the state machine against the shared namespace. */
-void ctrlr_resv_exec(struct ctrlr_req *req)
+static void ctrlr_resv_exec(struct ctrlr_req *req)
 {
 	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_ns(req->ns)->sh;
 	struct ctrlr_resv_events ev = {0};
@@ -540,7 +543,7 @@ static void ctrlr_resv_set_ptpl_saved(struct ctrlr_req *req, int rc)
 	req->hold.cont(req, rc ? NVME_SC_INTERNAL : NVME_SC_SUCCESS);
 }
 
-void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req)
+static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req)
 {
 	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
 	bool on = req->hold.lba;

@@ -60,7 +60,6 @@ static void ctrlr_remote_take(struct ctrlr_nvm_shared *sh, const struct ctrlr_re
 			      uint64_t version, void (*then)(struct ctrlr_nvm_shared *sh))
 {
 	struct ctrlr_remote_catchup *c;
-	bool ptpl_capable = sh->resv.ptpl_capable;
 
 	if (sh->store_version && version <= sh->store_version) {
 		/* Nothing newer than what is here; still current if watched. */
@@ -79,8 +78,7 @@ static void ctrlr_remote_take(struct ctrlr_nvm_shared *sh, const struct ctrlr_re
 			"shared reservations: changes %llu-%llu were missed, their notifications lost",
 			(unsigned long long)sh->store_seq + 1,
 			(unsigned long long)rec->changes[0].seq - 1);
-	sh->resv = rec->r;
-	sh->resv.ptpl_capable = ptpl_capable;
+	sh->resv = rec->r; /* ptpl_capable: true in every record read here (the store keeps all) */
 	sh->store_version = version;
 	/* Current until the next change, if the store will tell of it. */
 	sh->store_stale = !sh->store_watched;
@@ -171,7 +169,6 @@ static void ctrlr_remote_written(void *arg, int rc, uint64_t version)
 	struct ctrlr_req *req = sh->store_req;
 	const struct ctrlr_resv_record *rec = sh->store_rec;
 	const struct ctrlr_resv_change *ch;
-	bool ptpl_capable = sh->resv.ptpl_capable;
 
 	if (rc == -ECANCELED)
 		return ctrlr_remote_read(sh); /* another daemon came first: again on its record */
@@ -184,7 +181,6 @@ static void ctrlr_remote_written(void *arg, int rc, uint64_t version)
 	 * dropped by the version. */
 	ch = &rec->changes[rec->nchanges - 1];
 	sh->resv = rec->r;
-	sh->resv.ptpl_capable = ptpl_capable;
 	if (version > sh->store_version)
 		sh->store_version = version;
 	sh->store_seq = rec->seq;
@@ -268,7 +264,7 @@ static void ctrlr_remote_refresh(struct ctrlr_nvm_shared *sh);
 /* Applied: the changes told before the read started are acknowledged. */
 static void ctrlr_remote_refreshed(struct ctrlr_nvm_shared *sh)
 {
-	uint32_t n = (uint32_t)sh->store_tokens_upto;
+	uint32_t n = sh->store_tokens_upto;
 
 	if (n) {
 		for (uint32_t i = 0; i < n; i++)
