@@ -92,6 +92,17 @@ struct app_manager {
 };
 
 struct app_subsys;
+struct app_secondaries;
+struct app_secondary;
+
+/* A primary controller's secondary controllers (app_secondary.c): how many, the flexible
+ * resources it shares with them (0: the defaults), where their sockets go. */
+struct app_sec_opts {
+	uint32_t count;		       /* 0: none; at most CTRLR_VIRT_MAX_SECONDARIES */
+	uint32_t vq_flexible, vi_flexible; /* VQFRT, VIFRT */
+	uint32_t max_vq, max_vi;	   /* VQFRSM, VIFRSM: most one secondary may have */
+	const char *dir; /* the sockets DIR/sec<CNTLID> (NULL: <the primary's socket>.sec<CNTLID>) */
+};
 
 /* An emulated PCIe function: a VUID, its vfio-user socket, the manager that plugs it. */
 struct app_function {
@@ -145,6 +156,11 @@ struct app_listener {
 	/* As it was asked for (VFIOUSER's traddr is the directory of the socket). */
 	char listen_trtype[16];
 	char *listen_traddr;
+	/* A primary controller's secondary controllers, or NULL (app_secondary.c). */
+	struct app_secondaries *secs;
+	/* A secondary controller's listener (made by Virtualization Management, not by RPC):
+	 * its place among its primary's secondaries; NULL for the others. */
+	struct app_secondary *sec;
 	struct app_listener *next;
 };
 
@@ -322,13 +338,54 @@ int app_subsys_remove_host(struct app_subsys *s, const char *host, char *err);
  * the QEMU port (NULL: the manager's first free one). With a QEMU manager the function is
  * hot-plugged (device_add) before done runs. */
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
-		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
-		      void *arg);
+		      const char *traddr, const char *manager, const char *bus,
+		      const struct app_sec_opts *sec, app_done_fn done, void *arg);
+/* A secondary controller going online: a listener with its CNTLID and resources on a new
+ * function at its socket (the primary's manager; hot-plugged when that has a QMP socket).
+ * done once it is live, or with the error after its teardown. */
+void app_listener_add_secondary(struct app_target *t, struct app_listener *primary,
+				struct app_secondary *sec, const char *socket, app_done_fn done,
+				void *arg);
+/* Unplugs and closes a live listener (device_del first with a QEMU manager); done runs once,
+ * after its teardown. */
+void app_listener_detach(struct app_target *t, struct app_listener *l, app_done_fn done,
+			 void *arg);
 /* Removes the listener at traddr (its VUID, socket path or the traddr it was added with; NULL:
  * the first one): device_del and wait for DEVICE_DELETED with a QEMU manager, then closes the
  * endpoint. */
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg);
+
+/* ---- secondary controllers (app_secondary.c) ---- */
+
+/* Checks o against the transport and s, and picks the secondaries' CNTLIDs: the lowest free ones
+ * of s's range after the primary's (primary_cntlid). *out NULL when o asks for none. 0, or
+ * -EINVAL/-ENOSPC/-ENOMEM with err. */
+int app_secondaries_create(struct app_target *t, struct app_subsys *s, uint16_t primary_cntlid,
+			   const struct app_sec_opts *o, struct app_secondaries **out, char *err);
+void app_secondaries_free(struct app_secondaries *secs);
+/* True when a primary of s keeps CNTLID id for a secondary. */
+bool app_secondaries_cntlid_taken(const struct app_subsys *s, uint16_t id);
+/* The primary l's controller is made: it becomes the primary (the state file's assignment read).
+ * 0 or -errno with err. */
+int app_secondaries_bind(struct app_listener *l, char *err);
+/* The primary l is live: the secondaries its state says are online come online again. */
+void app_secondaries_resume(struct app_listener *l);
+/* l is going: its live secondaries go first (unplugged, closed; their state kept). true when
+ * that is under way: app_listener_detach(t, l, done, arg) runs again once they are gone. */
+bool app_secondaries_close(struct app_listener *l, app_done_fn done, void *arg);
+/* A secondary's controller config (queues and vectors from its resources) / its controller is
+ * made (CNS 14h on it) / its listener is gone. */
+void app_secondary_config(const struct app_listener *l, struct ctrlr_config *c);
+int app_secondary_started(struct app_listener *l, char *err);
+void app_secondary_gone(struct app_listener *l);
+/* The primary CNTLID of a secondary's listener; a secondary's CNTLID. */
+uint16_t app_secondary_pcid(const struct app_listener *l);
+uint16_t app_secondary_scid(const struct app_secondary *sec);
+/* The options a primary was added with (save_config, nvmf_get_subsystems), and its secondaries'
+ * state. */
+void app_secondaries_opts(const struct app_listener *l, struct app_sec_opts *o);
+struct json_object *app_secondaries_describe(const struct app_listener *l);
 
 /* ---- managers and functions (app_emu.c) ---- */
 

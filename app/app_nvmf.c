@@ -394,6 +394,7 @@ int app_subsys_remove_ns(struct app_target *t, struct app_subsys *s, uint32_t ns
 
 static void app_listener_free(struct app_listener *l)
 {
+	app_secondaries_free(l->secs);
 	free(l->listen_traddr);
 	free(l);
 }
@@ -409,6 +410,8 @@ static void app_listener_torn_down(void *arg)
 	void (*cont)(struct app_listener *l) = l->teardown_cont;
 	char err[APP_ERR_LEN];
 
+	if (l->sec)
+		app_secondary_gone(l);
 	l->pc = NULL;
 	l->state = APP_LISTENER_NONE;
 	l->fn = NULL;
@@ -523,6 +526,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 	};
 	int rc;
 
+	app_secondary_config(l, &po.ctrlr);
 	l->fn = fn;
 	fn->listener = l;
 	rc = pcie_ctrlr_create(t->loop, t->pgs, t->dpa, &po, &l->pc);
@@ -547,6 +551,9 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 			 strerror(-rc));
 		goto out_teardown;
 	}
+	if ((l->secs && (rc = app_secondaries_bind(l, err))) ||
+	    (l->sec && (rc = app_secondary_started(l, err))))
+		goto out_teardown;
 	rc = pcie_ctrlr_start(l->pc);
 	if (rc) {
 		snprintf(err, APP_ERR_LEN, "cannot listen on %s: %s", fn->socket_path,
@@ -661,6 +668,7 @@ static void app_listener_plugged(void *arg, int rc, const char *message)
 	l->state = APP_LISTENER_LIVE;
 	LOG_INFO(APP_LOG, "%s: controller %u (%s) hot-plugged into manager %s port %s", l->s->nqn,
 		 l->cntlid, l->fn->vuid, l->fn->mgr->name, l->fn->bus);
+	app_secondaries_resume(l);
 	app_listener_finish(l, 0, NULL);
 }
 
@@ -824,16 +832,18 @@ static int app_vfiouser_socket(const char *traddr, char *path, size_t len, char 
 static uint16_t app_free_cntlid(const struct app_subsys *s)
 {
 	for (uint32_t id = s->min_cntlid; id <= s->max_cntlid; id++)
-		if (!app_subsys_listener_by_cntlid(s, (uint16_t)id))
+		if (!app_subsys_listener_by_cntlid(s, (uint16_t)id) &&
+		    !app_secondaries_cntlid_taken(s, (uint16_t)id))
 			return (uint16_t)id;
 	return 0;
 }
 
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
-		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
-		      void *arg)
+		      const char *traddr, const char *manager, const char *bus,
+		      const struct app_sec_opts *sec, app_done_fn done, void *arg)
 {
 	const char *canon = app_trtype_canonical(trtype);
+	struct app_secondaries *secs = NULL;
 	struct app_function *fn;
 	struct app_listener *l, **tail;
 	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
@@ -881,14 +891,20 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		}
 		where = path;
 	}
+	if (sec && (rc = app_secondaries_create(t, s, cntlid, sec, &secs, err))) {
+		done(arg, rc, err);
+		return;
+	}
 	rc = app_listener_function(t, where, manager, &fn, err);
 	if (rc) {
+		app_secondaries_free(secs);
 		done(arg, rc, err);
 		return;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l || !(l->listen_traddr = strdup(traddr))) {
 		free(l);
+		app_secondaries_free(secs);
 		if (fn->implicit && app_function_destroy(t, fn, err))
 			LOG_ERR(APP_LOG, "%s: %s", s->nqn, err);
 		done(arg, -ENOMEM, "out of memory");
@@ -896,6 +912,7 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 	}
 	l->s = s;
 	l->cntlid = cntlid;
+	l->secs = secs;
 	snprintf(l->listen_trtype, sizeof(l->listen_trtype), "%s", canon);
 	for (tail = &s->listeners; *tail; tail = &(*tail)->next)
 		;
@@ -908,10 +925,62 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		return;
 	if (!fn->mgr->qmp_socket) {
 		l->state = APP_LISTENER_LIVE;
+		app_secondaries_resume(l);
 		app_listener_finish(l, 0, NULL);
 		return;
 	}
 	rc = app_listener_plug(t, l, bus, err);
+	if (rc) {
+		app_listener_pend(l, rc, err);
+		app_listener_teardown(l, app_listener_finish_pending);
+	}
+}
+
+void app_listener_add_secondary(struct app_target *t, struct app_listener *primary,
+				struct app_secondary *sec, const char *socket, app_done_fn done,
+				void *arg)
+{
+	struct app_subsys *s = primary->s;
+	struct app_function *fn;
+	struct app_listener *l, **tail;
+	char err[APP_ERR_LEN];
+	int rc;
+	if (s->deleting || s->pool || s->pool_creating || t->shutting_down) {
+		snprintf(err, APP_ERR_LEN, "subsystem %s cannot take a secondary controller now",
+			 s->nqn);
+		done(arg, -EBUSY, err);
+		return;
+	}
+	rc = app_function_create(t, primary->fn->mgr, NULL, socket, true, &fn, err);
+	if (rc) {
+		done(arg, rc, err);
+		return;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->listen_traddr = strdup(socket))) {
+		free(l);
+		if (app_function_destroy(t, fn, err))
+			LOG_ERR(APP_LOG, "%s: %s", s->nqn, err);
+		done(arg, -ENOMEM, "out of memory");
+		return;
+	}
+	l->s = s;
+	l->cntlid = app_secondary_scid(sec);
+	l->sec = sec;
+	snprintf(l->listen_trtype, sizeof(l->listen_trtype), "%s", primary->listen_trtype);
+	for (tail = &s->listeners; *tail; tail = &(*tail)->next)
+		;
+	*tail = l;
+	l->done = done;
+	l->done_arg = arg;
+	if (app_listener_start(t, l, fn, err))
+		return;
+	if (!fn->mgr->qmp_socket) {
+		l->state = APP_LISTENER_LIVE;
+		app_listener_finish(l, 0, NULL);
+		return;
+	}
+	rc = app_listener_plug(t, l, NULL, err);
 	if (rc) {
 		app_listener_pend(l, rc, err);
 		app_listener_teardown(l, app_listener_finish_pending);
@@ -944,14 +1013,17 @@ static void app_listener_unplugged(void *arg, int rc, const char *message)
 }
 
 /* Starts the unplug of a live listener; done runs once, after its teardown. */
-static void app_listener_detach(struct app_target *t, struct app_listener *l, app_done_fn done,
-				void *arg)
+void app_listener_detach(struct app_target *t, struct app_listener *l, app_done_fn done,
+			 void *arg)
 {
 	struct json_object *cmd, *args;
 	struct ctrlr_stats st;
 	char id[128], err[APP_ERR_LEN];
 	int rc;
 
+	/* A primary's secondaries go first; this runs again once they are gone. */
+	if (l->secs && app_secondaries_close(l, done, arg))
+		return;
 	l->done = done;
 	l->done_arg = arg;
 	if (!l->fn->bus || t->shutting_down) {
@@ -1013,6 +1085,14 @@ void app_listener_remove(struct app_target *t, struct app_subsys *s, const char 
 		snprintf(err, APP_ERR_LEN, "subsystem %s: a hotplug is in progress at %s", s->nqn,
 			 l->fn->vuid);
 		done(arg, -EBUSY, err);
+		return;
+	}
+	if (l->sec) {
+		snprintf(err, APP_ERR_LEN,
+			 "controller %u is a secondary controller of controller %u: the primary's "
+			 "host takes it offline (Virtualization Management)",
+			 l->cntlid, app_secondary_pcid(l));
+		done(arg, -EPERM, err);
 		return;
 	}
 	app_listener_detach(t, l, done, arg);

@@ -79,6 +79,15 @@ static const struct cli_opt app_cli_opts[] = {
      "two 1M..1G; without SIZE the file's size); what the host made persistent (PMRCTL.EN "
      "cleared, PMRSTS.NRDY set) survives a kill of the daemon.",
      0},
+    {"secondaries", APP_O_SECONDARIES, "N[:VQ:VI[:MAXVQ:MAXVI]]",
+     "the controller is a primary controller with N secondary controllers (CNTLIDs after its "
+     "own), sharing VQ queue pairs and VI vectors of its own with them (flexible resources; "
+     "default 4N and 2N, as far as its queues go), at most MAXVQ and MAXVI to one secondary "
+     "(default VQ/N, VI/N); its host assigns them and brings secondaries online (nvme virt-mgmt), "
+     "each then a function of its own at <socket>.sec<CNTLID>. Kept in --state-file.",
+     0},
+    {"secondary-dir", APP_O_SECONDARY_DIR, "DIR",
+     "the secondary controllers' sockets are DIR/sec<CNTLID>.", 0},
     {NULL, 0, NULL, "Transport (nvmf_create_transport's defaults in target mode)", 0},
     {"poll-groups", 'm', "N|0xMASK",
      "poll-group threads owning the I/O queues (default 1), not pinned; a mask (0x6) makes one "

@@ -35,6 +35,8 @@ enum app_cli_code {
 	APP_O_PMR,
 	APP_O_METRICS,
 	APP_O_READ_ZEROES,
+	APP_O_SECONDARIES,
+	APP_O_SECONDARY_DIR,
 };
 
 extern const struct cli_prog app_cli_prog;

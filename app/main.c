@@ -64,6 +64,7 @@ struct app_opts {
 	const char *metrics_addr; /* --metrics */
 	uint64_t cmb_size;	  /* --cmb */
 	const char *pmr;	  /* --pmr FILE[:SIZE] */
+	struct app_sec_opts sec;  /* --secondaries, --secondary-dir */
 };
 
 static void app_usage(FILE *out)
@@ -210,9 +211,50 @@ static int app_caps(int argc, char **argv)
 			return 2;
 		}
 		hw_profile_print(p, stdout);
-		printf("nvme_max_msix %u\nnvme_max_io_queues %u\n\n", pcie_nvme_max_vectors(p),
+		printf("nvme_max_msix %u\nnvme_max_io_queues %u\n", pcie_nvme_max_vectors(p),
 		       pcie_nvme_max_vectors(p) - 1u);
+		/* Secondary controllers (issue 35): per primary (each online one is a function:
+		 * with the primary, at most the functions the profile plugs at once), and the
+		 * flexible resources it may share (it keeps its admin queue, one I/O queue pair
+		 * and one vector); a secondary needs 2 VQ (admin and one I/O queue pair) and 1 VI
+		 * to go online. */
+		printf("nvme_max_secondaries %u\nnvme_max_vq_flexible %u\n"
+		       "nvme_max_vi_flexible %u\nnvme_secondary_min_vq 2\n"
+		       "nvme_secondary_min_vi 1\n\n",
+		       p->max_hotplug_devices - 1u < CTRLR_VIRT_MAX_SECONDARIES
+			   ? p->max_hotplug_devices - 1u
+			   : CTRLR_VIRT_MAX_SECONDARIES,
+		       pcie_nvme_max_vectors(p) - 2u, pcie_nvme_max_vectors(p) - 1u);
 	}
+	return 0;
+}
+
+/* --secondaries N[:VQ:VI[:MAXVQ:MAXVI]]: how many, the flexible VQ and VI resources, the most
+ * one secondary may have (0 or absent: the defaults). */
+static int app_parse_secondaries(const char *s, struct app_sec_opts *o)
+{
+	uint32_t *f[] = {&o->count, &o->vq_flexible, &o->vi_flexible, &o->max_vq, &o->max_vi};
+	unsigned int n = 0;
+
+	while (n < 5) {
+		char *end;
+		unsigned long v;
+
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = strtoul(s, &end, 10);
+		if (v > 65535)
+			return -EINVAL;
+		*f[n++] = (uint32_t)v;
+		if (!*end)
+			break;
+		if (*end != ':')
+			return -EINVAL;
+		s = end + 1;
+	}
+	/* N, N:VQ:VI or all five; at least one secondary. */
+	if ((n != 1 && n != 3 && n != 5) || !o->count)
+		return -EINVAL;
 	return 0;
 }
 
@@ -403,6 +445,21 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			break;
+		case APP_O_SECONDARIES:
+			if (app_parse_secondaries(optarg, &o->sec)) {
+				fprintf(stderr, "nvme-emu: bad --secondaries '%s' (N[:VQ:VI[:MAXVQ:"
+						"MAXVI]])\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case APP_O_SECONDARY_DIR:
+			if (!*optarg) {
+				fprintf(stderr, "nvme-emu: --secondary-dir needs a directory\n");
+				return -EINVAL;
+			}
+			o->sec.dir = optarg;
+			break;
 		case APP_O_PMR:
 			if (!*optarg || *optarg == ':') {
 				fprintf(stderr, "nvme-emu: --pmr needs a file\n");
@@ -436,12 +493,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
 		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->ctrlr.state_file ||
-		    o->cmb_size || o->pmr) {
+		    o->cmb_size || o->pmr || o->sec.count || o->sec.dir) {
 			fprintf(stderr,
 				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool/"
-				"--event-log/--state-file/--cmb/--pmr need --socket (over RPC: "
-				"nvmf_create_subsystem's event_log_file, state_file, cmb_size_mib, "
-				"pmr_file)\n");
+				"--event-log/--state-file/--cmb/--pmr/--secondaries need --socket "
+				"(over RPC: nvmf_create_subsystem's event_log_file, state_file, "
+				"cmb_size_mib, pmr_file; nvmf_subsystem_add_listener's "
+				"secondaries)\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -677,7 +735,7 @@ static int app_setup_finish(struct app_setup *st)
 	/* A local manager completes at once when it works; a failure is reported once the
 	 * listener is torn down (still pending here: -EINPROGRESS). */
 	t->setup_rc = -EINPROGRESS;
-	app_listener_add(t, st->s, APP_TRTYPE, fn->vuid, NULL, NULL, app_setup_done, t);
+	app_listener_add(t, st->s, APP_TRTYPE, fn->vuid, NULL, NULL, &o->sec, app_setup_done, t);
 	if (t->setup_rc)
 		return t->setup_rc;
 	t->initialized = true;

@@ -64,6 +64,22 @@ static struct json_object *rpc_config_emu(struct app_target *t)
 	return config;
 }
 
+/* A primary's secondary controllers, as nvmf_subsystem_add_listener takes them (the defaults
+ * as they were resolved: the same CNTLIDs and resources after a reload). */
+static void rpc_config_secondaries(struct json_object *p, const struct app_listener *l)
+{
+	struct app_sec_opts o;
+
+	app_secondaries_opts(l, &o);
+	json_object_object_add(p, "secondaries", json_object_new_int64(o.count));
+	json_object_object_add(p, "vq_flexible", json_object_new_int64(o.vq_flexible));
+	json_object_object_add(p, "vi_flexible", json_object_new_int64(o.vi_flexible));
+	json_object_object_add(p, "max_vq_per_secondary", json_object_new_int64(o.max_vq));
+	json_object_object_add(p, "max_vi_per_secondary", json_object_new_int64(o.max_vi));
+	if (o.dir)
+		rpc_config_str(p, "secondary_dir", o.dir);
+}
+
 static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 {
 	struct json_object *p = json_object_new_object();
@@ -251,7 +267,9 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		for (struct app_listener *l = s->listeners; l; l = l->next) {
 			struct json_object *a;
 
-			if (!l->fn ||
+			/* A secondary controller comes back with its primary (its state file
+			 * says it was online), not from here. */
+			if (!l->fn || l->sec ||
 			    (l->state != APP_LISTENER_LIVE && l->state != APP_LISTENER_ATTACHING))
 				continue;
 			a = json_object_new_object();
@@ -273,6 +291,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			}
 			json_object_object_add(p, "listen_address", a);
 			rpc_config_str(p, "manager", l->fn->mgr->name);
+			if (l->secs)
+				rpc_config_secondaries(p, l);
 			rpc_config_add(config, "nvmf_subsystem_add_listener", p);
 		}
 	}

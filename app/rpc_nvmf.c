@@ -469,6 +469,11 @@ static struct json_object *rpc_subsys_describe(const struct app_subsys *s)
 		json_object_object_add(a, "state",
 				       json_object_new_string(rpc_listener_state_name(l->state)));
 		json_object_object_add(a, "cntlid", json_object_new_int64(l->cntlid));
+		if (l->sec)
+			json_object_object_add(a, "primary_cntlid",
+					       json_object_new_int64(app_secondary_pcid(l)));
+		if (l->secs)
+			json_object_object_add(a, "secondaries", app_secondaries_describe(l));
 		json_object_array_add(la, a);
 	}
 	json_object_object_add(o, "listen_addresses", la);
@@ -610,6 +615,9 @@ static void rpc_nvmf_subsystem_remove_ns(struct rpc_request *req, struct json_ob
 struct rpc_listener {
 	const char *nqn, *tgt_name, *manager, *bus;
 	struct json_object *listen_address;
+	/* The controller's secondary controllers (add_listener only). */
+	uint32_t secondaries, vq_flexible, vi_flexible, max_vq_per_secondary, max_vi_per_secondary;
+	const char *secondary_dir;
 };
 
 static const struct rpc_decoder rpc_listener_dec[] = {
@@ -617,6 +625,12 @@ static const struct rpc_decoder rpc_listener_dec[] = {
     RPC_DEC(rpc_listener, listen_address, RPC_T_OBJECT, false),
     RPC_DEC(rpc_listener, manager, RPC_T_STRING, true),
     RPC_DEC(rpc_listener, bus, RPC_T_STRING, true),
+    RPC_DEC(rpc_listener, secondaries, RPC_T_U32, true),
+    RPC_DEC(rpc_listener, vq_flexible, RPC_T_U32, true),
+    RPC_DEC(rpc_listener, vi_flexible, RPC_T_U32, true),
+    RPC_DEC(rpc_listener, max_vq_per_secondary, RPC_T_U32, true),
+    RPC_DEC(rpc_listener, max_vi_per_secondary, RPC_T_U32, true),
+    RPC_DEC(rpc_listener, secondary_dir, RPC_T_STRING, true),
     RPC_DEC(rpc_listener, tgt_name, RPC_T_STRING, true),
     RPC_OFF("secure_channel", RPC_T_BOOL, 0, "a secure channel is a TCP option"),
     RPC_OFF("ana_state", RPC_T_STRING, 0, "there is one path to a PCIe function: no ANA"),
@@ -652,9 +666,26 @@ static void rpc_nvmf_subsystem_add_listener(struct rpc_request *req, struct json
 	struct rpc_listener p = {0};
 	struct rpc_address a = {0};
 	struct app_subsys *s = rpc_listener_decode(req, params, ctx, &p, &a);
+	struct app_sec_opts sec = {
+	    .count = p.secondaries,
+	    .vq_flexible = p.vq_flexible,
+	    .vi_flexible = p.vi_flexible,
+	    .max_vq = p.max_vq_per_secondary,
+	    .max_vi = p.max_vi_per_secondary,
+	    .dir = p.secondary_dir,
+	};
 
-	if (s)
-		app_listener_add(ctx, s, a.trtype, a.traddr, p.manager, p.bus, rpc_nvmf_done, req);
+	if (!s)
+		return;
+	/* The resource options mean nothing without secondaries: a mistake, said so. */
+	if (!p.secondaries && (p.vq_flexible || p.vi_flexible || p.max_vq_per_secondary ||
+			       p.max_vi_per_secondary || p.secondary_dir)) {
+		rpc_request_error(req, -EINVAL,
+				  "vq_flexible, vi_flexible, max_vq_per_secondary, "
+				  "max_vi_per_secondary and secondary_dir need secondaries");
+		return;
+	}
+	app_listener_add(ctx, s, a.trtype, a.traddr, p.manager, p.bus, &sec, rpc_nvmf_done, req);
 }
 
 static void rpc_nvmf_subsystem_remove_listener(struct rpc_request *req, struct json_object *params,

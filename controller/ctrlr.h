@@ -300,6 +300,72 @@ void ctrlr_ns_pool_get_info(const struct ctrlr_ns_pool *pool, struct ctrlr_ns_po
 bool ctrlr_ns_pool_get_ns(const struct ctrlr_ns_pool *pool, uint32_t nsid,
 			  struct ctrlr_ns_pool_ns_info *out);
 
+/* ---- Secondary controllers (Virtualization Enhancements, controller/virt/) ---- */
+
+/*
+ * A primary controller shares flexible resources with its secondary controllers (NVMe Base 2.0
+ * section 8.26): VQ resources (a submission and completion queue pair; a controller's admin
+ * queue takes one) and VI resources (an MSI-X vector). The host assigns them with
+ * Virtualization Management (OACS bit 7) and brings a secondary online, which the transport
+ * does by serving it as a controller of its own (over vfio-user a function of its own). The
+ * assignment is device state: kept in the primary's state file (ctrlr_config.state_file),
+ * written before the command that changed it completes.
+ */
+#define CTRLR_VIRT_MAX_SECONDARIES 127 /* a Secondary Controller List holds 127 entries */
+
+struct ctrlr_virt_config {
+	uint16_t nr_secondaries;			/* 1..CTRLR_VIRT_MAX_SECONDARIES */
+	uint16_t scid[CTRLR_VIRT_MAX_SECONDARIES];	/* their CNTLIDs, distinct, not the primary's */
+	/* VQFRT, VIFRT: the primary's queue pairs and vectors it may give away (it keeps the
+	 * rest as private resources, at least its admin queue and one I/O queue pair, and one
+	 * vector). */
+	uint16_t vq_flexible, vi_flexible;
+	/* VQFRSM, VIFRSM: most one secondary may have (VQ: at least 2, the admin queue and one I/O
+	 * queue pair; VI: at least 1). */
+	uint16_t max_vq, max_vi;
+};
+
+/* The transport's side: brings secondary scid online with nvq VQ resources (nvq - 1 I/O queue
+ * pairs) and nvi VI resources (nvi MSI-X vectors), or offline (nvq, nvi 0); calls done(arg, 0)
+ * once it is (its function serving, plugged where a manager plugs it; or unplugged and closed),
+ * or done(arg, -errno). done runs on the admin thread, maybe from inside the call. */
+struct ctrlr_virt_ops {
+	void (*set_online)(void *ctx, uint16_t scid, bool online, uint16_t nvq, uint16_t nvi,
+			   void (*done)(void *arg, int rc), void *arg);
+};
+
+/*
+ * Makes ctrlr a primary controller with cfg's secondaries (before its host may reach it): reads
+ * the assignment its state file keeps (a file that does not fit cfg is refused: -EINVAL and the
+ * reason in why), and brings the secondaries the file says are online back online through ops
+ * (from a later turn of the admin thread's loop: the caller finishes first). 0, -EINVAL (bad cfg
+ * or file; why says which), -EBUSY (bound already, or a secondary). why: at least 128 bytes.
+ */
+int ctrlr_virt_bind(struct ctrlr *ctrlr, const struct ctrlr_virt_config *cfg,
+		    const struct ctrlr_virt_ops *ops, void *ctx, char *why, size_t why_len);
+/* Makes ctrlr the secondary controller of primary CNTLID pcid, created with nvq VQ and nvi VI
+ * resources (its max_io_queues nvq - 1 and its vectors nvi): Identify CNS 14h reports them.
+ * 0 or -EBUSY (a primary already). */
+int ctrlr_virt_set_secondary(struct ctrlr *ctrlr, uint16_t pcid, uint16_t nvq, uint16_t nvi);
+
+/* The transport could not bring secondary scid of primary ctrlr back online (after a restart):
+ * it is offline, its resources still assigned (the state file says so with its next write). */
+void ctrlr_virt_set_offline(struct ctrlr *ctrlr, uint16_t scid);
+
+/* What a primary has, as CNS 14h and 15h report it. */
+struct ctrlr_virt_info {
+	bool primary;
+	uint16_t vqprt, viprt, vqrfap, virfap, vqrfap_next, virfap_next;
+	uint32_t vqrfa, virfa;
+	uint16_t io_queues, vectors; /* what the primary has now */
+	struct ctrlr_virt_config cfg;
+	struct {
+		uint16_t nvq, nvi;
+		bool online;
+	} sec[CTRLR_VIRT_MAX_SECONDARIES];
+};
+void ctrlr_virt_get_info(const struct ctrlr *ctrlr, struct ctrlr_virt_info *out);
+
 /* ---- Vendor-specific commands (admin 0xC0-0xFF, I/O 0x80-0xFF) ---- */
 
 /*

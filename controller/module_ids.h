@@ -11,6 +11,7 @@ enum ctrlr_module_id {
 	CTRLR_MOD_ZNS,	    /* zns/: the Zoned Namespace Command Set */
 	CTRLR_MOD_DEVICE,   /* device/: health, firmware, event log, telemetry, self-test, sanitize */
 	CTRLR_MOD_POOL,	    /* pool/: Namespace Management and Attachment over a capacity pool */
+	CTRLR_MOD_VIRT,	    /* virt/: secondary controllers and Virtualization Management */
 	CTRLR_MOD_ADMIN,    /* admin/: Identify, Get Log Page, Features, Format NVM */
 	CTRLR_MOD_COUNT,
 };

@@ -7,6 +7,7 @@
 #include "controller/module_ids.h"
 #include "controller/nvm/nvm.h"
 #include "controller/pool/pool.h"
+#include "controller/virt/virt.h"
 #include "controller/zns/zns.h"
 
 _Static_assert(CTRLR_MOD_COUNT <= CTRLR_MODULES_MAX, "more modules than a controller holds");
@@ -17,6 +18,7 @@ static const struct ctrlr_module *const ctrlr_modules[CTRLR_MOD_COUNT] = {
     [CTRLR_MOD_ZNS] = &ctrlr_zns_module,
     [CTRLR_MOD_DEVICE] = &ctrlr_device_module,
     [CTRLR_MOD_POOL] = &ctrlr_pool_module,
+    [CTRLR_MOD_VIRT] = &ctrlr_virt_module,
     [CTRLR_MOD_ADMIN] = &ctrlr_admin_module,
 };
 

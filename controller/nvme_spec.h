@@ -1474,4 +1474,69 @@ NVME_STATIC_ASSERT(sizeof(struct nvme_endgrp_log) == 512, "endurance group log")
 NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_endgrp_log, endurance_estimate) == 32, "EE");
 NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_endgrp_log, tegcap) == 160, "TEGCAP");
 
+/* ---- Virtualization Enhancements (Base 2.0 sections 5.26 (Virtualization Management), 5.17.2.14
+ * and 5.17.2.15 (Identify CNS 14h/15h), 8.26): secondary controllers and flexible resources ---- */
+#define NVME_ADM_VIRT_MGMT 0x1c
+#define NVME_OACS_VIRT_MGMT (1u << 7)	   /* Virtualization Management supported */
+#define NVME_CNS_PRI_CTRL_CAP 0x14	   /* Primary Controller Capabilities */
+#define NVME_CNS_SEC_CTRL_LIST 0x15	   /* Secondary Controller List */
+#define NVME_SEC_CTRL_LIST_MAX 127	   /* entries a Secondary Controller List holds */
+/* Virtualization Management CDW10: action (bits 3:0), resource type (10:8), CNTLID (31:16). */
+#define NVME_VIRT_ACT_PRI_FLEX_ALLOC 0x1  /* Primary Controller Flexible Allocation */
+#define NVME_VIRT_ACT_SEC_OFFLINE 0x7	  /* Secondary Controller Offline */
+#define NVME_VIRT_ACT_SEC_ASSIGN 0x8	  /* Secondary Controller Assign */
+#define NVME_VIRT_ACT_SEC_ONLINE 0x9	  /* Secondary Controller Online */
+#define NVME_VIRT_RT_VQ 0x0		  /* VQ resources: a submission and completion queue pair */
+#define NVME_VIRT_RT_VI 0x1		  /* VI resources: an interrupt vector */
+#define NVME_CRT_VQ (1u << 0)		  /* Controller Resource Types (CNS 14h byte 4) */
+#define NVME_CRT_VI (1u << 1)
+#define NVME_SC_INVALID_CTRL_ID 0x011f	  /* Invalid Controller Identifier */
+#define NVME_SC_INVALID_SEC_CTRL_STATE 0x0120 /* Invalid Secondary Controller State */
+#define NVME_SC_INVALID_NUM_CTRL_RES 0x0121   /* Invalid Number of Controller Resources */
+#define NVME_SC_INVALID_RESOURCE_ID 0x0122    /* Invalid Resource Identifier */
+
+/* CNS 14h: Primary Controller Capabilities. */
+struct nvme_pri_ctrl_cap {
+	uint16_t cntlid;
+	uint16_t portid;
+	uint8_t crt;
+	uint8_t rsvd5[27];
+	uint32_t vqfrt;	 /* VQ Resources Flexible Total */
+	uint32_t vqrfa;	 /* VQ Resources Flexible Assigned (to secondary controllers) */
+	uint16_t vqrfap; /* VQ Resources Flexible Allocated to Primary */
+	uint16_t vqprt;	 /* VQ Resources Private Total */
+	uint16_t vqfrsm; /* VQ Resources Flexible Secondary Maximum */
+	uint16_t vqgran; /* VQ Flexible Resource Preferred Granularity */
+	uint8_t rsvd48[16];
+	uint32_t vifrt;
+	uint32_t virfa;
+	uint16_t virfap;
+	uint16_t viprt;
+	uint16_t vifrsm;
+	uint16_t vigran;
+	uint8_t rsvd80[4016];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_pri_ctrl_cap) == 4096, "primary controller capabilities");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_pri_ctrl_cap, vqfrt) == 32, "VQFRT");
+NVME_STATIC_ASSERT(__builtin_offsetof(struct nvme_pri_ctrl_cap, vifrt) == 64, "VIFRT");
+
+/* CNS 15h: a Secondary Controller Entry, and the list (entries from CDW10.CNTID up). */
+struct nvme_sec_ctrl_entry {
+	uint16_t scid; /* Secondary Controller Identifier */
+	uint16_t pcid; /* Primary Controller Identifier */
+	uint8_t scs;   /* Secondary Controller State: bit 0 online */
+	uint8_t rsvd5[3];
+	uint16_t vfn; /* Virtual Function Number (0: not an SR-IOV VF) */
+	uint16_t nvq; /* VQ flexible resources assigned */
+	uint16_t nvi; /* VI flexible resources assigned */
+	uint8_t rsvd14[18];
+} __attribute__((packed));
+struct nvme_sec_ctrl_list {
+	uint8_t num;
+	uint8_t rsvd1[31];
+	struct nvme_sec_ctrl_entry e[NVME_SEC_CTRL_LIST_MAX];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_sec_ctrl_entry) == 32, "secondary controller entry");
+NVME_STATIC_ASSERT(sizeof(struct nvme_sec_ctrl_list) == 4096, "secondary controller list");
+
 #endif

@@ -81,7 +81,9 @@ struct pcie_ctrlr_opts {
 	const char *socket_path;   /* vfio-user socket */
 	enum hw_db_mode db_mode;   /* trap or mmap doorbells */
 	const struct hw_profile *profile;
-	struct ctrlr_config ctrlr; /* serial, model, queues, MDTS ... */
+	/* serial, model, queues, MDTS ...; ctrlr.num_vectors: the function's MSI-X vectors (0:
+	 * max_io_queues + 1, at most that). */
+	struct ctrlr_config ctrlr;
 	/* Per-client limits (0: defaults) and trust, see struct hw_dev_config. */
 	uint32_t max_dma_regions;
 	uint64_t max_dma_bytes;

@@ -523,7 +523,15 @@ int pcie_ctrlr_create(struct evloop *loop, struct pcie_poll_groups *pgs, struct 
 		rc = -EINVAL;
 		goto out_free;
 	}
-	pc->num_msix = ccfg.max_io_queues + 1;
+	/* As many vectors as queues, unless the configuration gives fewer (a secondary
+	 * controller's VI resources). */
+	if (ccfg.num_vectors > ccfg.max_io_queues + 1u) {
+		LOG_ERR(PCIE_LOG, "%s: %u MSI-X vectors for %u I/O queues: %u at most", opts->vuid,
+			ccfg.num_vectors, ccfg.max_io_queues, ccfg.max_io_queues + 1u);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	pc->num_msix = ccfg.num_vectors ? ccfg.num_vectors : ccfg.max_io_queues + 1u;
 	ccfg.num_vectors = pc->num_msix;
 	pc->vectors = calloc(pc->num_msix, sizeof(*pc->vectors));
 	if (!pc->vectors)

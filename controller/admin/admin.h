@@ -1,7 +1,7 @@
 /* controller/admin/admin.h - the admin commands that read or set the whole controller, as the
  * top module of the controller (CTRLR_MOD_ADMIN): Identify (identify.c), Get Log Page (log.c),
  * Get/Set Features (features.c), Format NVM (format.c), and the shipped vendor commands
- * (vendor_cmds.c). Each gathers what the modules below it (core, nvm/, zns/, device/, pool/)
+ * (vendor_cmds.c). Each gathers what the modules below it (core, nvm/, zns/, device/, pool/, virt/)
  * hold; none of them calls it. Not for use outside controller/. Admin thread. */
 #ifndef NVME_EMU_CONTROLLER_ADMIN_ADMIN_H
 #define NVME_EMU_CONTROLLER_ADMIN_ADMIN_H

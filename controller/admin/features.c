@@ -221,7 +221,7 @@ static uint16_t ctrlr_feat_resv_ns(struct ctrlr_req *req, uint8_t fid, bool set,
 
 static uint32_t ctrlr_num_queues_default(const struct ctrlr *ctrlr)
 {
-	uint32_t n = ctrlr->cfg.max_io_queues - 1u;
+	uint32_t n = ctrlr->res_io_queues - 1u;
 
 	return n | n << 16;
 }
@@ -433,7 +433,9 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		*cdw0 = dflt ? 1 : f->vwc;
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_NUM_QUEUES:
-		*cdw0 = dflt ? ctrlr_num_queues_default(ctrlr) : f->num_queues;
+		/* Until the host sets it: what the controller has now (a primary's flexible
+		 * resources may have changed it since the reset, virt/). */
+		*cdw0 = dflt || !f->num_queues_set ? ctrlr_num_queues_default(ctrlr) : f->num_queues;
 		return NVME_SC_SUCCESS;
 	case NVME_FEAT_IRQ_COALESCE:
 		*cdw0 = dflt ? 0 : CTRLR_LOAD(f->irq_coalesce);
@@ -441,7 +443,7 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 	case NVME_FEAT_IRQ_CONFIG: {
 		uint32_t iv = cdw11 & 0xffff;
 
-		if (iv >= ctrlr->cfg.num_vectors)
+		if (iv >= ctrlr->res_vectors)
 			return NVME_SC_INVALID_FIELD;
 		*cdw0 = iv | (!dflt && CTRLR_LOAD(f->irq_cd[iv]) ? NVME_IRQ_CONFIG_CD : 0);
 		return NVME_SC_SUCCESS;
@@ -636,7 +638,7 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	}
 	case NVME_FEAT_NUM_QUEUES: {
 		uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16,
-			 max = ctrlr->cfg.max_io_queues - 1u;
+			 max = ctrlr->res_io_queues - 1u;
 
 		if (nsq == 0xffff || ncq == 0xffff)
 			return NVME_SC_INVALID_FIELD;
@@ -654,7 +656,7 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	case NVME_FEAT_IRQ_CONFIG: {
 		uint32_t iv = cdw11 & 0xffff;
 
-		if (iv >= ctrlr->cfg.num_vectors)
+		if (iv >= ctrlr->res_vectors)
 			return NVME_SC_INVALID_FIELD;
 		CTRLR_STORE(f->irq_cd[iv], (cdw11 & NVME_IRQ_CONFIG_CD) ? 1 : 0);
 		return NVME_SC_SUCCESS;

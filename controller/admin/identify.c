@@ -1,7 +1,8 @@
 /* controller/admin/identify.c - Identify (NVMe Base 2.0 section 5.17): CNS 00h namespace, 01h
  * controller, 02h/07h active namespace lists, 03h namespace identification descriptors, 05h/06h
  * NVM command set specific namespace/controller, 08h command set independent namespace, 19h
- * endurance group list (endgrp.c: every namespace is in group 1). */
+ * endurance group list (endgrp.c: every namespace is in group 1), 14h/15h primary controller
+ * capabilities and secondary controller list (virt/). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "controller/nvm/pi.h"
 #include "controller/nvm/nvm.h"
 #include "controller/pool/pool.h"
+#include "controller/virt/virt.h"
 #include "controller/zns/zns.h"
 
 #define CTRLR_RTD3E_US 1000000 /* resume/entry latency reported (1 s) */
@@ -83,6 +85,7 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	snprintf(id->subnqn, sizeof(id->subnqn), "%s", ctrlr->subnqn);
 	id->psd[0].mp = CTRLR_PS0_CENTIWATTS;
 	ctrlr_nsm_identify_ctrl(ctrlr, id);
+	ctrlr_virt_identify_ctrl(ctrlr, id);
 }
 
 static void ctrlr_le128_put(uint8_t *dst, uint64_t v)
@@ -344,6 +347,10 @@ void ctrlr_admin_identify(struct ctrlr_req *req)
 	case NVME_CNS_NS_CTRL_LIST:
 	case NVME_CNS_CTRL_LIST:
 		st = ctrlr_identify_nsm(ctrlr, cns, nsid, req->sqe.cdw10 >> 16, buf.raw);
+		break;
+	case NVME_CNS_PRI_CTRL_CAP: /* CNS 14h, 15h: secondary controllers (virt/) */
+	case NVME_CNS_SEC_CTRL_LIST:
+		st = ctrlr_virt_identify(ctrlr, cns, req->sqe.cdw10 >> 16, buf.raw);
 		break;
 	case NVME_CNS_ENDGRP_LIST:
 		/* Groups from CDW11's CNS Specific Identifier on (an ENDGID, bits 15:0). */

@@ -14,7 +14,7 @@
 static uint32_t ctrlr_max_qid(const struct ctrlr *ctrlr, bool cq)
 {
 	if (!ctrlr->feat.num_queues_set)
-		return ctrlr->cfg.max_io_queues;
+		return ctrlr->res_io_queues;
 	return (cq ? (ctrlr->feat.num_queues >> 16) : (ctrlr->feat.num_queues & 0xffff)) + 1;
 }
 
@@ -41,7 +41,7 @@ void ctrlr_admin_create_cq(struct ctrlr_req *req)
 	if (!(sqe->cdw11 & NVME_QUEUE_PC))
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw11));
-	if (iv >= ctrlr->cfg.num_vectors)
+	if (iv >= ctrlr->res_vectors)
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_VECTOR,
 					      offsetof(struct nvme_sqe, cdw11) + 2);
 	if (!addr || (addr & (ctrlr->page_size - 1)))

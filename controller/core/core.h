@@ -588,6 +588,11 @@ struct ctrlr {
 	struct ctrlr_sq **sqs;
 	struct ctrlr_cq **cqs;
 	uint32_t num_queues; /* max_io_queues + 1 */
+	/* The I/O queue pairs and interrupt vectors the controller has now (what Number of Queues
+	 * grants, the vectors Create I/O CQ takes): the configuration's, unless a module lowered
+	 * them (virt/: a primary controller's private and flexible resources, set at a reset).
+	 * Admin thread. */
+	uint16_t res_io_queues, res_vectors;
 	uint32_t io_sqs, io_cqs;
 	uint32_t queue_ops_pending; /* create/delete in the transport */
 

@@ -151,6 +151,8 @@ int ctrlr_core_create(const struct ctrlr_config *config, const struct ctrlr_tran
 	ctrlr->cfg.firmware_rev = ctrlr->fwrev;
 	ctrlr->cfg.subnqn = ctrlr->subnqn;
 	ctrlr->num_queues = ctrlr->cfg.max_io_queues + 1u;
+	ctrlr->res_io_queues = ctrlr->cfg.max_io_queues;
+	ctrlr->res_vectors = ctrlr->cfg.num_vectors;
 	ctrlr->sqs = calloc(ctrlr->num_queues, sizeof(*ctrlr->sqs));
 	ctrlr->cqs = calloc(ctrlr->num_queues, sizeof(*ctrlr->cqs));
 	ctrlr->feat.irq_cd = calloc(ctrlr->cfg.num_vectors, sizeof(*ctrlr->feat.irq_cd));

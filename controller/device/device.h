@@ -186,9 +186,21 @@ struct ctrlr_saved_feats {
 	uint32_t n;
 	struct ctrlr_saved_feat f[CTRLR_SAVED_FEATS];
 };
+/* A section of the state file a module above device/ keeps (virt/): its name and what writes
+ * it. */
+#define CTRLR_STATE_SECTIONS 4
+struct json_object;
+struct ctrlr_state_section {
+	const char *name;
+	struct json_object *(*encode)(struct ctrlr *ctrlr);
+};
 struct ctrlr_dev_state {
 	char *path; /* NULL: nothing outlives the daemon */
 	struct ctrlr_saved_feats feats;
+	/* The file as it was read (NULL: none), for the sections of the modules above. */
+	struct json_object *loaded;
+	struct ctrlr_state_section sections[CTRLR_STATE_SECTIONS];
+	uint32_t nr_sections;
 	bool busy;
 	struct ctrlr_req *cur, *next_head, *next_tail;
 	char *text;
@@ -344,6 +356,15 @@ void ctrlr_saved_feat_del(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub);
  * by the syncer thread, then done(req, status) on the admin thread: Internal Error if it could
  * not be written (the caller undoes its change). Without a file: done at once. Admin thread. */
 void ctrlr_state_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req *req, uint16_t st));
+/* Sections of the file a module above device/ keeps (virt/: the secondary controllers). get:
+ * what the file held under `name` when the controller was made (NULL: nothing; the module checks
+ * it; the object stays the state's until fini). take: from now on every write holds `name` as
+ * encode(ctrlr) returns it (a new object; NULL: no memory, the write fails); a section no module
+ * took is written back as it was read. take: 0 or -ENOSPC (CTRLR_STATE_SECTIONS taken). Admin
+ * thread, before the host may change anything. */
+struct json_object *ctrlr_state_section_get(struct ctrlr *ctrlr, const char *name);
+int ctrlr_state_section_take(struct ctrlr *ctrlr, const char *name,
+			     struct json_object *(*encode)(struct ctrlr *ctrlr));
 
 /* ---- endgrp.c: the controller's one Endurance Group (ENDGID 1), holding every namespace it
  * has; its warnings are the health model's (spare, reliability). ---- */

@@ -9,7 +9,8 @@
  * active after a restart. Admin thread.
  *
  * Format (JSON): {"version": 1, "firmware": {"slots": ["REV1", "REV2", ""], "active": 2,
- * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...]}. */
+ * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...]}, and the sections modules
+ * above keep (ctrlr_state_section_take: "virtualization", virt/state.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -144,6 +145,7 @@ int ctrlr_state_load(struct ctrlr *ctrlr)
 	    (rc = ctrlr_state_parse_feats(ctrlr, v, &why)))
 		goto out;
 	rc = 0;
+	st->loaded = json_object_get(o); /* the sections of the modules above */
 out:
 	json_object_put(o);
 	if (rc) {
@@ -162,6 +164,8 @@ void ctrlr_state_fini(struct ctrlr *ctrlr)
 
 	free(st->path);
 	free(st->text);
+	json_object_put(st->loaded);
+	st->loaded = NULL;
 	st->path = st->text = NULL;
 	ctrlr->cfg.state_file = NULL;
 }
@@ -208,7 +212,60 @@ void ctrlr_saved_feat_del(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub)
 	}
 }
 
+struct json_object *ctrlr_state_section_get(struct ctrlr *ctrlr, const char *name)
+{
+	struct json_object *o = NULL;
+
+	if (ctrlr_dev(ctrlr)->state.loaded)
+		json_object_object_get_ex(ctrlr_dev(ctrlr)->state.loaded, name, &o);
+	return o;
+}
+
+int ctrlr_state_section_take(struct ctrlr *ctrlr, const char *name,
+			     struct json_object *(*encode)(struct ctrlr *ctrlr))
+{
+	struct ctrlr_dev_state *st = &ctrlr_dev(ctrlr)->state;
+
+	if (st->nr_sections == CTRLR_STATE_SECTIONS)
+		return -ENOSPC;
+	st->sections[st->nr_sections++] = (struct ctrlr_state_section){.name = name,
+									.encode = encode};
+	return 0;
+}
+
 /* ---- writing ---- */
+
+static bool ctrlr_state_own_key(const struct ctrlr_dev_state *st, const char *key)
+{
+	if (!strcmp(key, "version") || !strcmp(key, "firmware") || !strcmp(key, "features"))
+		return true;
+	for (uint32_t i = 0; i < st->nr_sections; i++)
+		if (!strcmp(key, st->sections[i].name))
+			return true;
+	return false;
+}
+
+/* The sections of the modules above: each module's as it encodes it now, the others' as read.
+ * false without memory. */
+static bool ctrlr_state_encode_sections(struct ctrlr *ctrlr, struct json_object *o)
+{
+	const struct ctrlr_dev_state *st = &ctrlr_dev(ctrlr)->state;
+
+	if (st->loaded) {
+		json_object_object_foreach(st->loaded, key, val) {
+			if (!ctrlr_state_own_key(st, key))
+				json_object_object_add(o, key, json_object_get(val));
+		}
+	}
+	for (uint32_t i = 0; i < st->nr_sections; i++) {
+		struct json_object *s = st->sections[i].encode(ctrlr);
+
+		if (!s)
+			return false;
+		json_object_object_add(o, st->sections[i].name, s);
+	}
+	return true;
+}
 
 static char *ctrlr_state_encode(struct ctrlr *ctrlr)
 {
@@ -241,6 +298,10 @@ static char *ctrlr_state_encode(struct ctrlr *ctrlr)
 		json_object_array_add(feats, e);
 	}
 	json_object_object_add(o, "features", feats);
+	if (!ctrlr_state_encode_sections(ctrlr, o)) {
+		json_object_put(o);
+		return NULL;
+	}
 	if (asprintf(&text, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY)) < 0)
 		text = NULL;
 	json_object_put(o);
