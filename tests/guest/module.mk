@@ -30,6 +30,9 @@ GUEST_TESTS += tests/guest/test-zoned-fs.sh
 GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Reservations with nvme-cli, and Persist Through Power Loss across a daemon restart.
 GUEST_TESTS += tests/guest/test-resv.sh
+# Secondary controllers: nvme-cli's primary-ctrl-caps, list-secondary and virt-mgmt; a secondary
+# brought online is hot-plugged as a function of its own, fio verify through it, offline unplugs it.
+GUEST_TESTS += tests/guest/test-secondary.sh
 # One subsystem with two controllers in one guest: Linux multipath, reservations between the
 # controllers' two host identifiers with nvme-cli.
 GUEST_TESTS += tests/guest/test-two-hosts.sh
