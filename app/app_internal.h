@@ -306,6 +306,8 @@ struct app_ns_opts {
 int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err);
 /* Test fault: the namespace's watch on its record breaks for hold_ms (-ENOENT: not watching). */
 int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms);
+/* Test fault: the next `count` reads of the record fail with -EIO (and are tried again). */
+int app_ns_shared_resv_fail_reads(struct app_ns *ns, uint32_t count);
 /* Returns the nsid (> 0) or -errno. */
 int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
 		      char *err);
@@ -421,10 +423,11 @@ int app_service_reload(struct app_target *t, const char *path, app_done_fn done,
 void app_service_stopping(struct app_target *t);
 void app_service_fini(struct app_target *t);
 /* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg),
- * "lose_cluster_watch" (shared-reservation namespaces lose their RADOS watch for hold_ms).
+ * "lose_cluster_watch" (shared-reservation namespaces lose their RADOS watch for hold_ms),
+ * "fail_cluster_reads" (their next `count` reads of the reservation record fail with -EIO).
  * 0, -EPERM (not enabled), -EINVAL, -ENOENT with err. */
 int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
-			   uint32_t hold_ms, char *err);
+			   uint32_t hold_ms, uint32_t count, char *err);
 
 /* ---- reloading the configuration (config_reload.c) ---- */
 
