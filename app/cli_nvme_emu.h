@@ -35,6 +35,7 @@ enum app_cli_code {
 	APP_O_PMR,
 	APP_O_METRICS,
 	APP_O_READ_ZEROES,
+	APP_O_SHARED_RESV,
 };
 
 extern const struct cli_prog app_cli_prog;

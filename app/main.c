@@ -36,6 +36,7 @@ struct app_opt_ns {
 	/* --zoned: a zoned namespace (bdev_zone_block over the bdev); zone_capacity 0: not. */
 	uint64_t zone_capacity;
 	uint32_t max_open_zones, max_active_zones, zone_desc_ext_size;
+	bool shared_resv; /* --shared-reservations (an --rbd namespace) */
 };
 
 struct app_opts {
@@ -267,6 +268,14 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			o->ns_pool = optarg;
+			break;
+		case APP_O_SHARED_RESV:
+			if (!o->nr_ns || o->ns[o->nr_ns - 1].kind != APP_NS_RBD) {
+				fprintf(stderr, "nvme-emu: --shared-reservations follows an --rbd "
+						"namespace (the cluster keeps the shared state)\n");
+				return -EINVAL;
+			}
+			o->ns[o->nr_ns - 1].shared_resv = true;
 			break;
 		case APP_O_ZONED:
 			if (!o->nr_ns || app_parse_zoned(optarg, &o->ns[o->nr_ns - 1])) {
@@ -631,6 +640,7 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 		}
 	}
 	no.bdev_name = bdev_get_name(bdev);
+	no.shared_resv = ns->shared_resv;
 	rc = app_subsys_add_ns(st->t, st->s, &no, err);
 
 	if (rc < 0) {
