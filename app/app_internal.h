@@ -181,6 +181,9 @@ struct app_subsys {
 	uint64_t cmb_size;
 	char *pmr_file;
 	uint64_t pmr_size;
+	/* CNTLID claims and releases in the cluster under way (app_cluster_cntlid.c): the
+	 * subsystem is busy until they end. */
+	uint32_t cntlid_claims;
 	struct app_subsys *next;
 };
 
@@ -246,6 +249,9 @@ struct app_target {
 	void (*fini_done)(void *arg);
 	void *fini_arg;
 	bool fini_stepping, fini_again, fini_finished;
+	/* CNTLID table operations (app_cluster_cntlid.c) whose RADOS object is not closed yet:
+	 * the RBD bdevs they go through stay until then. */
+	uint32_t cntlid_ops;
 	int setup_rc; /* --socket setup's listener result */
 	struct app_metrics metrics;
 	struct app_service svc;
@@ -331,6 +337,22 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
  * endpoint. */
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg);
+
+/* ---- CNTLIDs allocated through the cluster (app_cluster_cntlid.c) ---- */
+
+/* A subsystem with a namespace of shared_reservations spans the daemons exporting the image: its
+ * CNTLIDs come from the cluster. */
+bool app_subsys_cluster_cntlid(const struct app_subsys *s);
+/* done(arg, 0, cntlid, NULL) or done(arg, -errno, 0, message), on the main loop. */
+typedef void (*app_cc_done_fn)(void *arg, int rc, uint16_t cntlid, const char *err);
+/* Claims a CNTLID of s's range for the listener at traddr (the one it held before, when this
+ * host's listener at traddr had one). 0 (done will run) or -errno with err. */
+int app_cluster_cntlid_claim(struct app_target *t, struct app_subsys *s, const char *traddr,
+			     app_cc_done_fn done, void *arg, char *err);
+/* Releases cntlid held by this host's listener at traddr (done as for a claim). 0 (done will
+ * run) or -errno with err. */
+int app_cluster_cntlid_release(struct app_target *t, struct app_subsys *s, const char *traddr,
+			       uint16_t cntlid, app_cc_done_fn done, void *arg, char *err);
 
 /* ---- managers and functions (app_emu.c) ---- */
 

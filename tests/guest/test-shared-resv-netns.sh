@@ -16,7 +16,9 @@ set -uo pipefail
 
 BIN=$GT_TOP/build/bin
 QMP=$GT_TOP/qemu-configs/qmp.py
-NQN=nqn.2026-11.io.nvme-emu:shared-netns
+# Daemon B is started with flags (its subsystem's NQN is made from its serial), daemon A from a
+# configuration with the same NQN: one NVM subsystem, CNTLIDs allocated through the cluster.
+NQN=nqn.2026-11.io.nvme-emu:NVMEEMU-NETNS
 gt_setup shared-resv-netns
 da= db= la= lb=
 cleanup() {
@@ -39,7 +41,7 @@ host_step "a Ceph cluster on the bridge ($CEPH_ADDR), two host namespaces" true
 # Layering only: exclusive-lock would make the two daemons take turns at every write.
 host_step "rbd create rbd/shared 64M" rbd create --size 64M --image-feature layering rbd/shared
 img_id=$(rbd info rbd/shared --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-# config NAME CNTLID: daemon NAME's configuration.
+# config NAME: daemon NAME's configuration.
 config() {
 	cat << JSON
 {"subsystems": [
@@ -47,21 +49,27 @@ config() {
   {"method": "bdev_rbd_create", "params": {"name": "R", "pool_name": "rbd", "rbd_name": "shared", "block_size": 512}}]},
  {"subsystem": "nvmf", "config": [
   {"method": "nvmf_create_transport", "params": {"trtype": "PCIE_EMU"}},
-  {"method": "nvmf_create_subsystem", "params": {"nqn": "$NQN", "serial_number": "NVMEEMU-NETNS", "min_cntlid": $2, "max_cntlid": $2}},
+  {"method": "nvmf_create_subsystem", "params": {"nqn": "$NQN", "serial_number": "NVMEEMU-NETNS"}},
   {"method": "nvmf_subsystem_add_ns", "params": {"nqn": "$NQN", "namespace": {"bdev_name": "R", "nsid": 1, "shared_reservations": true}}},
   {"method": "nvmf_subsystem_add_listener", "params": {"nqn": "$NQN", "listen_address": {"trtype": "PCIE_EMU", "traddr": "$GT_DIR/$1.sock"}}}]}]}
 JSON
 }
-config a 1 > "$GT_DIR/a.json"
-config b 2 > "$GT_DIR/b.json"
-# start NAME HOST: daemon NAME in host namespace HOST; its pid in $started.
+config a > "$GT_DIR/a.json"
+# start NAME HOST: daemon NAME in host namespace HOST; its pid in $started. A from its
+# configuration, B from flags.
 start() {
 	rm -f "$GT_DIR/$1.sock"
-	netns_run "$2" "$BIN/nvme-emu" -r "$GT_DIR/$1.rpc" -c "$GT_DIR/$1.json" >> "$GT_DIR/nvme-emu-$1.log" 2>&1 &
+	if [ "$1" = a ]; then
+		netns_run "$2" "$BIN/nvme-emu" -r "$GT_DIR/$1.rpc" -c "$GT_DIR/$1.json" >> "$GT_DIR/nvme-emu-$1.log" 2>&1 &
+	else
+		netns_run "$2" "$BIN/nvme-emu" -r "$GT_DIR/$1.rpc" --socket "$GT_DIR/$1.sock" \
+			--rbd rbd/shared --shared-reservations --serial NVMEEMU-NETNS >> "$GT_DIR/nvme-emu-$1.log" 2>&1 &
+	fi
 	started=$!
 }
 start a 1
 da=$started
+gt_wait_sockets "$GT_DIR/a.sock"
 start b 2
 db=$started
 # relay FROM TO FILE: waits (SECONDS) until guest FROM's job wrote FILE, then gives it to guest TO.
@@ -129,8 +137,9 @@ if host_step "daemons A and B serve the image's namespace from their own namespa
 	host_failed=$((host_failed + ${n:-0}))
 	host_step "the same NGUID in both guests (derived from the image)" sh -c \
 		"[ -s '$GT_DIR/run-a/out/nguid' ] && cmp '$GT_DIR/run-a/out/nguid' '$GT_DIR/run-b/out/nguid'"
-	host_step "different CNTLIDs in one subsystem ($(cat "$GT_DIR"/run-[ab]/out/cntlid 2> /dev/null | tr '\n' ' '))" sh -c \
-		"[ -s '$GT_DIR/run-a/out/cntlid' ] && ! cmp -s '$GT_DIR/run-a/out/cntlid' '$GT_DIR/run-b/out/cntlid'"
+	host_step "CNTLIDs 1 (A) and 2 (B) from the cluster ($(cat "$GT_DIR"/run-[ab]/out/cntlid 2> /dev/null | tr '\n' ' '))" sh -c \
+		"[ \"\$(cat '$GT_DIR/run-a/out/cntlid')\" = 1 ] && [ \"\$(cat '$GT_DIR/run-b/out/cntlid')\" = 2 ]"
+	host_step "the restarted daemon A took back CNTLID 1" sh -c "[ \"\$(cat '$GT_DIR/run-a/out/cntlid2')\" = 1 ]"
 	rbd export rbd/shared "$GT_DIR/img" > /dev/null 2>&1
 	host_step "blocks 8-16 MiB hold B's 0xbb only: none of A's fio writes landed after B's preempt (rbd export)" \
 		bash -c "dd if='$GT_DIR/img' bs=1M skip=8 count=8 status=none | cmp - <(head -c 8M /dev/zero | tr '\\0' '\\273')"

@@ -104,6 +104,7 @@ c=$(new_ctrl)
 A=/dev/$c
 dev=$(nvme_ns_dev "$c" 1)
 echo "controller $A cntlid $(cat /sys/class/nvme/"$c"/cntlid), namespace $dev"
+cat "/sys/class/nvme/$c/cntlid" > "$JOB_OUT/cntlid2"
 step "host A: Host Identifier again (a new controller)" nvme set-feature "$A" -f 0x81 -V 1 -l 16 -d /tmp/hid-a
 step "resv-report through the restarted daemon A: what B sees (B holds Registrants Only, A's key 0xa2)" \
 	report_has "$A" '"rtype":5,' '"regctl":2,' '"rkey":11,"hostid":"b2b2b2b2000000000000000000000002"' \

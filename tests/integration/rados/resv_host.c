@@ -145,9 +145,13 @@ int resv_host_up(struct resv_host *x, const char *build, const char *name, uint6
 	rc = nvme_itest_start(&x->t, build, args);
 	if (rc)
 		return rc;
-	snprintf(x->fn, sizeof(x->fn), "%.64s/shared.sock", x->t.dir);
-	snprintf(x->perf_fn, sizeof(x->perf_fn), "%.64s/perf.sock", x->t.dir);
-	snprintf(id, sizeof(id), "%u", cntlid);
+	/* The functions' sockets keep their paths across a restart of daemon `name`: they name its
+	 * controllers' CNTLIDs in the cluster, which a restarted daemon takes back. */
+	snprintf(x->fn, sizeof(x->fn), "/tmp/.shared-resv-%s-%d.fn", name, (int)getpid());
+	snprintf(x->perf_fn, sizeof(x->perf_fn), "/tmp/.shared-resv-%s-%d.perf", name, (int)getpid());
+	unlink(x->fn);
+	unlink(x->perf_fn);
+	snprintf(id, sizeof(id), "%u", cntlid ? cntlid : 1);
 	snprintf(pool_s, sizeof(pool_s), "%s", pool);
 	snprintf(image_s, sizeof(image_s), "%s", image);
 	{
@@ -155,7 +159,7 @@ int resv_host_up(struct resv_host *x, const char *build, const char *name, uint6
 				    "--rbd_name", image_s, "--block_size", "512", NULL};
 		const char *m2[] = {"nvmf_create_subsystem", "--nqn", RESV_HOST_NQN,
 				    "--serial_number", "\"SHARED-1\"", "--min_cntlid", id,
-				    "--max_cntlid", perf ? "65519" : id, NULL};
+				    "--max_cntlid", perf || !cntlid ? "65519" : id, NULL};
 		const char *m3[] = {"nvmf_subsystem_add_ns", "--nqn", RESV_HOST_NQN,
 				    "--namespace.bdev_name", "R0", "--namespace.nsid", "1",
 				    "--namespace.shared_reservations", "true", NULL};
@@ -206,6 +210,8 @@ int resv_host_down(struct resv_host *x, bool show_log)
 	nvme_itest_detach(&x->t);
 	rc = nvme_itest_stop(&x->t, show_log);
 	unlink(x->rpc);
+	unlink(x->fn);
+	unlink(x->perf_fn);
 	return rc;
 }
 

@@ -40,11 +40,11 @@ static uint64_t now_us(void)
 	return resv_host_now_us();
 }
 
-/* Daemon `name` and its host up (CNTLID 1: each daemon its own subsystem view), as a check. */
+/* Daemon `name` and its host up (its CNTLID from the cluster), as a check. */
 static bool host_up(struct resv_host *x, const char *name, uint64_t hostid)
 {
 	const char *why = "";
-	int rc = resv_host_up(x, g_build, name, hostid, 1, g_pool, g_image, false, &why);
+	int rc = resv_host_up(x, g_build, name, hostid, 0, g_pool, g_image, false, &why);
 
 	if (rc)
 		fprintf(stderr, "  daemon %s: %s: %s\n", name, why, strerror(-rc));
@@ -83,6 +83,16 @@ static int host_down(struct resv_host *x, bool show_log)
 	return resv_host_down(x, show_log || g_fail);
 }
 
+/* The controller's CNTLID (Identify Controller), or 0. */
+static uint16_t cntlid_of(struct resv_host *x)
+{
+	static uint8_t id[4096];
+
+	if (nvme_host_identify(&x->t.h, NVME_CNS_CTRL, 0, id))
+		return 0;
+	return (uint16_t)(id[78] | id[79] << 8);
+}
+
 /* Get Features Reservation Persistence of namespace 1: the PTPL bit, or -1. */
 static int get_ptpl(struct resv_host *x)
 {
@@ -119,12 +129,18 @@ static void test_shared(const char *build)
 	uint16_t n_a = 0, n_b = 0;
 	static uint8_t ida[4096], idb[4096];
 	uint64_t t0, t_fence;
+	uint16_t cntlid_a = 0, cntlid_b = 0;
 
 	(void)build;
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	if (!host_up(&a, "A", 0xaaaa) || !host_up(&b, "B", 0xbbbb))
 		goto out;
+	/* One subsystem across the daemons: CNTLIDs from the cluster, A's first. */
+	cntlid_a = cntlid_of(&a);
+	cntlid_b = cntlid_of(&b);
+	printf("# CNTLIDs from the cluster: A %u, B %u\n", cntlid_a, cntlid_b);
+	CHECK(cntlid_a == 1 && cntlid_b == 2);
 
 	/* The same identifiers on both. */
 	CHECK(nvme_host_identify(&a.t.h, NVME_CNS_NS, 1, ida) == 0);
@@ -231,6 +247,7 @@ static void test_shared(const char *build)
 	/* B's daemon killed and started again: the state is the cluster's. */
 	if (!host_restart(&b, "B", 0xbbbb))
 		goto out;
+	CHECK(cntlid_of(&b) == cntlid_b); /* taken back from the cluster */
 	CHECK(resv_host_report(&b, &gen_b, &rt_b, &n_b) == 0);
 	CHECK(rt_b == NVME_RESV_WRITE_EXCLUSIVE && n_b == 1);
 	CHECK(resv_host_write(&b, 13, 0xbb) == 0);
@@ -263,6 +280,7 @@ static void test_shared(const char *build)
 	if (!host_restart(&a, "A", 0xaaaa) || !host_restart(&b, "B", 0xbbbb))
 		goto out;
 	CHECK(get_ptpl(&a) == 1 && get_ptpl(&b) == 1);
+	CHECK(cntlid_of(&a) == cntlid_a && cntlid_of(&b) == cntlid_b);
 	CHECK(resv_host_report(&a, &gen_a, &rt_a, &n_a) == 0);
 	CHECK(resv_host_report(&b, &gen_b, &rt_b, &n_b) == 0);
 	CHECK(gen_a == gen_b && rt_a == NVME_RESV_WRITE_EXCLUSIVE && rt_b == NVME_RESV_WRITE_EXCLUSIVE &&
