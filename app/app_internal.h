@@ -197,6 +197,9 @@ struct app_subsys {
 	uint64_t cmb_size;
 	char *pmr_file;
 	uint64_t pmr_size;
+	/* CNTLID claims and releases in the cluster under way (app_cluster_cntlid.c): the
+	 * subsystem is busy until they end. */
+	uint32_t cntlid_claims;
 	struct app_subsys *next;
 };
 
@@ -262,6 +265,9 @@ struct app_target {
 	void (*fini_done)(void *arg);
 	void *fini_arg;
 	bool fini_stepping, fini_again, fini_finished;
+	/* CNTLID table operations (app_cluster_cntlid.c) whose RADOS object is not closed yet:
+	 * the RBD bdevs they go through stay until then. */
+	uint32_t cntlid_ops;
 	int setup_rc; /* --socket setup's listener result */
 	struct app_metrics metrics;
 	struct app_service svc;
@@ -322,6 +328,8 @@ struct app_ns_opts {
 int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err);
 /* Test fault: the namespace's watch on its record breaks for hold_ms (-ENOENT: not watching). */
 int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms);
+/* Test fault: the next `count` reads of the record fail with -EIO (and are tried again). */
+int app_ns_shared_resv_fail_reads(struct app_ns *ns, uint32_t count);
 /* Returns the nsid (> 0) or -errno. */
 int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
 		      char *err);
@@ -386,6 +394,21 @@ uint16_t app_secondary_scid(const struct app_secondary *sec);
  * state. */
 void app_secondaries_opts(const struct app_listener *l, struct app_sec_opts *o);
 struct json_object *app_secondaries_describe(const struct app_listener *l);
+/* ---- CNTLIDs allocated through the cluster (app_cluster_cntlid.c) ---- */
+
+/* A subsystem with a namespace of shared_reservations spans the daemons exporting the image: its
+ * CNTLIDs come from the cluster. */
+bool app_subsys_cluster_cntlid(const struct app_subsys *s);
+/* done(arg, 0, cntlid, NULL) or done(arg, -errno, 0, message), on the main loop. */
+typedef void (*app_cc_done_fn)(void *arg, int rc, uint16_t cntlid, const char *err);
+/* Claims a CNTLID of s's range for the listener at traddr (the one it held before, when this
+ * host's listener at traddr had one). 0 (done will run) or -errno with err. */
+int app_cluster_cntlid_claim(struct app_target *t, struct app_subsys *s, const char *traddr,
+			     app_cc_done_fn done, void *arg, char *err);
+/* Releases cntlid held by this host's listener at traddr (done as for a claim). 0 (done will
+ * run) or -errno with err. */
+int app_cluster_cntlid_release(struct app_target *t, struct app_subsys *s, const char *traddr,
+			       uint16_t cntlid, app_cc_done_fn done, void *arg, char *err);
 
 /* ---- managers and functions (app_emu.c) ---- */
 
@@ -478,10 +501,11 @@ int app_service_reload(struct app_target *t, const char *path, app_done_fn done,
 void app_service_stopping(struct app_target *t);
 void app_service_fini(struct app_target *t);
 /* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg),
- * "lose_cluster_watch" (shared-reservation namespaces lose their RADOS watch for hold_ms).
+ * "lose_cluster_watch" (shared-reservation namespaces lose their RADOS watch for hold_ms),
+ * "fail_cluster_reads" (their next `count` reads of the reservation record fail with -EIO).
  * 0, -EPERM (not enabled), -EINVAL, -ENOENT with err. */
 int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
-			   uint32_t hold_ms, char *err);
+			   uint32_t hold_ms, uint32_t count, char *err);
 
 /* ---- reloading the configuration (config_reload.c) ---- */
 

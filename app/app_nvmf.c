@@ -160,7 +160,7 @@ static int app_parse_hex(const char *text, uint8_t *out, size_t len)
 
 bool app_subsys_busy(const struct app_subsys *s)
 {
-	if (s->deleting)
+	if (s->deleting || s->cntlid_claims)
 		return true;
 	for (const struct app_listener *l = s->listeners; l; l = l->next)
 		if (l->state == APP_LISTENER_ATTACHING || l->state == APP_LISTENER_DETACHING)
@@ -339,6 +339,15 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		ns->shared = NULL;
 		app_ns_free(ns);
 		return rc;
+	}
+	if (o->shared_resv && s->listeners && !app_subsys_cluster_cntlid(s)) {
+		/* Its controllers' CNTLIDs would have to be claimed in the cluster after the fact,
+		 * where another daemon may hold them already. */
+		snprintf(err, APP_ERR_LEN,
+			 "subsystem %s has listeners: add a namespace with shared_reservations "
+			 "before them (their CNTLIDs are then allocated through the cluster)", s->nqn);
+		app_ns_free(ns);
+		return -EBUSY;
 	}
 	if (o->shared_resv) {
 		ns->shared_resv = true;
@@ -838,16 +847,58 @@ static uint16_t app_free_cntlid(const struct app_subsys *s)
 	return 0;
 }
 
+static void app_listener_add_at(struct app_target *t, struct app_subsys *s, const char *canon,
+				const char *traddr, const char *manager, const char *bus,
+				uint16_t cntlid, const struct app_sec_opts *sec, app_done_fn done,
+				void *arg);
+
+/* A listener add waiting for its CNTLID from the cluster: the request, copied. */
+struct app_listener_claim {
+	struct app_target *t;
+	struct app_subsys *s;
+	const char *canon;
+	char *traddr, *manager, *bus;
+	app_done_fn done;
+	void *arg;
+};
+
+static void app_listener_claim_free(struct app_listener_claim *c)
+{
+	free(c->traddr);
+	free(c->manager);
+	free(c->bus);
+	free(c);
+}
+
+static void app_listener_claimed(void *arg, int rc, uint16_t cntlid, const char *err)
+{
+	struct app_listener_claim *c = arg;
+	char msg[APP_ERR_LEN];
+
+	if (!rc && (c->t->shutting_down || c->s->deleting)) {
+		rc = -ECANCELED;
+		err = "the subsystem or the daemon is going away";
+	} else if (!rc && app_subsys_listener_by_cntlid(c->s, cntlid)) {
+		/* Another listener of this daemon at the same traddr came first. */
+		snprintf(msg, sizeof(msg), "subsystem %s: CNTLID %u (from the cluster) is in use here",
+			 c->s->nqn, cntlid);
+		rc = -EEXIST;
+		err = msg;
+	}
+	if (rc)
+		c->done(c->arg, rc, err);
+	else
+		app_listener_add_at(c->t, c->s, c->canon, c->traddr, c->manager, c->bus, cntlid,
+				    NULL, c->done, c->arg);
+	app_listener_claim_free(c);
+}
+
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
 		      const char *traddr, const char *manager, const char *bus,
 		      const struct app_sec_opts *sec, app_done_fn done, void *arg)
 {
 	const char *canon = app_trtype_canonical(trtype);
-	struct app_secondaries *secs = NULL;
-	struct app_function *fn;
-	struct app_listener *l, **tail;
-	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
-	const char *where = traddr;
+	char err[APP_ERR_LEN];
 	uint16_t cntlid;
 	int rc;
 
@@ -876,6 +927,36 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, -EBUSY, err);
 		return;
 	}
+	if (app_subsys_cluster_cntlid(s) && sec && sec->count) {
+		/* The secondaries' CNTLIDs would have to come from the cluster too. */
+		snprintf(err, APP_ERR_LEN,
+			 "subsystem %s spans daemons (a shared_reservations namespace): its "
+			 "controllers have no secondaries",
+			 s->nqn);
+		done(arg, -EINVAL, err);
+		return;
+	}
+	if (app_subsys_cluster_cntlid(s)) {
+		/* One subsystem across daemons: the CNTLID comes from the cluster. */
+		struct app_listener_claim *c = calloc(1, sizeof(*c));
+
+		if (!c || !(c->traddr = strdup(traddr)) ||
+		    (manager && !(c->manager = strdup(manager))) || (bus && !(c->bus = strdup(bus)))) {
+			if (c)
+				app_listener_claim_free(c);
+			done(arg, -ENOMEM, "out of memory");
+			return;
+		}
+		*c = (struct app_listener_claim){.t = t, .s = s, .canon = canon, .traddr = c->traddr,
+						 .manager = c->manager, .bus = c->bus, .done = done,
+						 .arg = arg};
+		rc = app_cluster_cntlid_claim(t, s, traddr, app_listener_claimed, c, err);
+		if (rc) {
+			app_listener_claim_free(c);
+			done(arg, rc, err);
+		}
+		return;
+	}
 	cntlid = app_free_cntlid(s);
 	if (!cntlid) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: every CNTLID of %u..%u is taken", s->nqn,
@@ -883,6 +964,22 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, -ENOSPC, err);
 		return;
 	}
+	app_listener_add_at(t, s, canon, traddr, manager, bus, cntlid, sec, done, arg);
+}
+
+/* The rest of a listener add, its CNTLID chosen. */
+static void app_listener_add_at(struct app_target *t, struct app_subsys *s, const char *canon,
+				const char *traddr, const char *manager, const char *bus,
+				uint16_t cntlid, const struct app_sec_opts *sec, app_done_fn done,
+				void *arg)
+{
+	struct app_secondaries *secs = NULL;
+	struct app_function *fn;
+	struct app_listener *l, **tail;
+	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
+	const char *where = traddr;
+	int rc;
+
 	if (!strcmp(canon, "VFIOUSER")) {
 		rc = app_vfiouser_socket(traddr, path, sizeof(path), err);
 		if (rc) {
@@ -945,6 +1042,7 @@ void app_listener_add_secondary(struct app_target *t, struct app_listener *prima
 	struct app_listener *l, **tail;
 	char err[APP_ERR_LEN];
 	int rc;
+
 	if (s->deleting || s->pool || s->pool_creating || t->shutting_down) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s cannot take a secondary controller now",
 			 s->nqn);
@@ -1063,6 +1161,49 @@ static bool app_listener_matches(const struct app_listener *l, const char *tradd
 	       (l->listen_traddr && !strcmp(traddr, l->listen_traddr));
 }
 
+/* A listener removal of a subsystem whose CNTLIDs come from the cluster: once the listener is
+ * gone, its CNTLID is released there, then the remover hears of it. */
+struct app_listener_release {
+	struct app_target *t;
+	struct app_subsys *s;
+	char *traddr;
+	uint16_t cntlid;
+	app_done_fn done;
+	void *arg;
+};
+
+static void app_listener_released(void *arg, int rc, uint16_t cntlid, const char *err)
+{
+	struct app_listener_release *r = arg;
+
+	(void)cntlid;
+	/* The listener is gone either way; a CNTLID left claimed is taken back by the next
+	 * listener at the same traddr of this host. */
+	if (rc)
+		LOG_ERR(APP_LOG, "%s (CNTLID %u stays claimed in the cluster)", err, r->cntlid);
+	r->done(r->arg, 0, NULL);
+	free(r->traddr);
+	free(r);
+}
+
+static void app_listener_removed(void *arg, int rc, const char *message)
+{
+	struct app_listener_release *r = arg;
+	char err[APP_ERR_LEN];
+
+	if (!rc && !r->t->shutting_down) {
+		rc = app_cluster_cntlid_release(r->t, r->s, r->traddr, r->cntlid,
+						app_listener_released, r, err);
+		if (!rc)
+			return;
+		LOG_ERR(APP_LOG, "%s (CNTLID %u stays claimed in the cluster)", err, r->cntlid);
+		rc = 0;
+	}
+	r->done(r->arg, rc, message);
+	free(r->traddr);
+	free(r);
+}
+
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg)
 {
@@ -1094,6 +1235,21 @@ void app_listener_remove(struct app_target *t, struct app_subsys *s, const char 
 			 l->cntlid, app_secondary_pcid(l));
 		done(arg, -EPERM, err);
 		return;
+	}
+	if (app_subsys_cluster_cntlid(s)) {
+		struct app_listener_release *r = calloc(1, sizeof(*r));
+
+		if (!r || !(r->traddr = strdup(l->listen_traddr))) {
+			free(r);
+			done(arg, -ENOMEM, "out of memory");
+			return;
+		}
+		r->t = t;
+		r->s = s;
+		r->cntlid = l->cntlid;
+		r->done = done;
+		r->arg = arg;
+		return app_listener_detach(t, l, app_listener_removed, r);
 	}
 	app_listener_detach(t, l, done, arg);
 }

@@ -9,6 +9,8 @@
  * writes its client address into the object's directory when it opens it, and the publisher
  * blocklists the address of every daemon the notify names. Only then does the command complete,
  * so no write of the fenced daemon lands after the host that preempted it was told it won.
+ * A read that fails for a reason that may pass (an OSD timing out or restarting) is tried again
+ * a few times within the acknowledgement window, so a daemon is not fenced for one lost read.
  * Main (admin) thread. */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,9 +30,14 @@
 #define APP_SR_NOTIFY_TIMEOUT_MS 5000
 /* A fence lasts this long: longer than any daemon takes to be restarted by an operator. */
 #define APP_SR_BLOCKLIST_S 3600
+/* A failed read is tried again after 100, 200, 400 and 800 ms: 1.5 s in all, well inside the
+ * notify timeout the other daemons wait for this one's acknowledgement. */
+#define APP_SR_READ_RETRIES 4
+#define APP_SR_READ_RETRY_US 100000
 
 struct app_sr {
 	struct ctrlr_ns_shared *shared; /* NULL once released */
+	struct evloop *loop;
 	rados_t cluster;
 	rados_ioctx_t io;
 	struct rados_obj *obj; /* NULL until open */
@@ -42,6 +49,8 @@ struct app_sr {
 	uint32_t fences;
 	int fence_rc;
 	struct app_sr_op *ops; /* in flight: freed here if the object closes before they end */
+	uint32_t fail_reads;   /* test fault: so many reads fail with -EIO before reaching RADOS */
+	uint64_t read_retries; /* reads tried again after a failure (counted for the log) */
 };
 
 /* An operation of the store: the controller's callback, dropped once the store is released. */
@@ -50,6 +59,9 @@ struct app_sr_op {
 	void (*read_cb)(void *arg, int rc, const void *data, size_t len, uint64_t version);
 	void (*write_cb)(void *arg, int rc, uint64_t version);
 	void *arg;
+	struct evloop_timer *retry; /* a read waiting to be tried again */
+	struct evloop_timer *fault; /* a read failing by the test fault */
+	uint32_t tries;
 	struct app_sr_op *prev, *next;
 };
 
@@ -69,6 +81,10 @@ static struct app_sr_op *app_sr_op_new(struct app_sr *sr)
 
 static void app_sr_op_free(struct app_sr_op *op)
 {
+	if (op->retry)
+		evloop_timer_cancel(op->retry);
+	if (op->fault)
+		evloop_timer_cancel(op->fault);
 	if (op->prev)
 		op->prev->next = op->next;
 	else
@@ -90,11 +106,72 @@ static void app_sr_closed(void *arg)
 
 /* ---- the store ops ---- */
 
-static void app_sr_read_done(void *arg, int rc, const void *data, size_t len, uint64_t version)
+/* Failures a later read may not meet: the OSD or the monitor timed out, the session broke. A
+ * fenced client (-EBLOCKLISTED), a missing or oversized object are final. */
+static bool app_sr_read_may_pass(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EIO || rc == -EAGAIN || rc == -ENOTCONN ||
+	       rc == -ECONNRESET || rc == -ESHUTDOWN;
+}
+
+static void app_sr_read_done(void *arg, int rc, const void *data, size_t len, uint64_t version);
+
+static void app_sr_read_faulted(void *arg)
 {
 	struct app_sr_op *op = arg;
 
-	if (op->sr->shared)
+	op->fault = NULL;
+	app_sr_read_done(op, -EIO, NULL, 0, 0);
+}
+
+/* Sends op's read to RADOS (or fails it, while the test fault lasts). */
+static int app_sr_read_issue(struct app_sr_op *op)
+{
+	struct app_sr *sr = op->sr;
+
+	if (sr->fail_reads) {
+		op->fault = evloop_timer_add(sr->loop, 0, app_sr_read_faulted, op);
+		if (!op->fault)
+			return -ENOMEM;
+		sr->fail_reads--;
+		return 0;
+	}
+	return rados_obj_read(sr->obj, app_sr_read_done, op);
+}
+
+static void app_sr_read_retry(void *arg)
+{
+	struct app_sr_op *op = arg;
+	int rc;
+
+	op->retry = NULL;
+	if (!op->sr->shared)
+		return; /* released: the close frees op */
+	rc = app_sr_read_issue(op);
+	if (rc)
+		app_sr_read_done(op, rc, NULL, 0, 0);
+}
+
+static void app_sr_read_done(void *arg, int rc, const void *data, size_t len, uint64_t version)
+{
+	struct app_sr_op *op = arg;
+	struct app_sr *sr = op->sr;
+
+	if (rc && sr->shared && app_sr_read_may_pass(rc) && op->tries < APP_SR_READ_RETRIES) {
+		uint64_t us = (uint64_t)APP_SR_READ_RETRY_US << op->tries;
+
+		op->retry = evloop_timer_add(sr->loop, us, app_sr_read_retry, op);
+		if (op->retry) {
+			op->tries++;
+			sr->read_retries++;
+			LOG_WARN(APP_SR_LOG, "%s: read failed (%s): try %u of %u in %" PRIu64 " ms "
+				 "(%" PRIu64 " retries so far)", sr->oid, strerror(-rc), op->tries + 1,
+				 APP_SR_READ_RETRIES + 1, us / 1000, sr->read_retries);
+			return;
+		}
+		LOG_ERR(APP_SR_LOG, "%s: no memory to read again", sr->oid);
+	}
+	if (sr->shared)
 		op->read_cb(op->arg, rc, data, len, version);
 	app_sr_op_free(op);
 }
@@ -114,7 +191,7 @@ static int app_sr_read(void *ctx, void (*cb)(void *arg, int rc, const void *data
 		return -ENOMEM;
 	op->read_cb = cb;
 	op->arg = arg;
-	rc = rados_obj_read(sr->obj, app_sr_read_done, op);
+	rc = app_sr_read_issue(op);
 	if (rc)
 		app_sr_op_free(op);
 	return rc;
@@ -407,7 +484,7 @@ int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err)
 		snprintf(err, APP_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
-	*sr = (struct app_sr){.shared = ns->shared, .cluster = cluster, .io = io};
+	*sr = (struct app_sr){.shared = ns->shared, .loop = t->loop, .cluster = cluster, .io = io};
 	snprintf(sr->oid, sizeof(sr->oid), "nvme-emu.resv.%s", id);
 	sr->opening = true;
 	rc = rados_obj_open(t->loop, cluster, io, sr->oid, APP_SR_WATCH_TIMEOUT_S, &app_sr_obj_ops,
@@ -431,5 +508,15 @@ int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms)
 	if (!sr || !sr->obj || !sr->shared)
 		return -ENOENT;
 	rados_obj_inject_watch_error(sr->obj, -ENOTCONN, hold_ms);
+	return 0;
+}
+
+int app_ns_shared_resv_fail_reads(struct app_ns *ns, uint32_t count)
+{
+	struct app_sr *sr = ns->resv_store;
+
+	if (!sr || !sr->obj || !sr->shared)
+		return -ENOENT;
+	sr->fail_reads = count;
 	return 0;
 }

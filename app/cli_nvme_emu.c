@@ -49,6 +49,11 @@ static const struct cli_opt app_cli_opts[] = {
      "a namespace on a Ceph RBD image (the cluster from $CEPH_CONF or /etc/ceph/ceph.conf, user "
      "admin).",
      0},
+    {"shared-reservations", APP_O_SHARED_RESV, NULL,
+     "the --rbd namespace just before keeps its reservations in the Ceph cluster, one state "
+     "for every daemon exporting the image (as nvmf_subsystem_add_ns shared_reservations); "
+     "give every daemon the same --serial, so that they make one NVM subsystem.",
+     0},
     {"buffered", APP_O_BUFFERED, NULL, "aio and io_uring namespaces without O_DIRECT.", 0},
     {"uring-poll", APP_O_URING_POLL, NULL,
      "io_uring reads and writes polled (IOPOLL; needs O_DIRECT).", 0},

@@ -37,6 +37,7 @@ enum app_cli_code {
 	APP_O_READ_ZEROES,
 	APP_O_SECONDARIES,
 	APP_O_SECONDARY_DIR,
+	APP_O_SHARED_RESV,
 };
 
 extern const struct cli_prog app_cli_prog;

@@ -221,7 +221,7 @@ static void app_service_hang(void *arg)
 }
 
 int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
-			   uint32_t hold_ms, char *err)
+			   uint32_t hold_ms, uint32_t count, char *err)
 {
 	static struct evloop_msg hang_msg;
 	static char pg_name[32];
@@ -254,14 +254,17 @@ int app_service_test_fault(struct app_target *t, const char *fault, unsigned int
 		evloop_post(pcie_poll_group_loop(t->pgs, pg), &hang_msg, app_service_hang, pg_name);
 		return 0;
 	}
-	if (!strcmp(fault, "lose_cluster_watch")) {
-		/* Every shared-reservation namespace loses its watch for hold_ms. */
+	if (!strcmp(fault, "lose_cluster_watch") || !strcmp(fault, "fail_cluster_reads")) {
+		/* Every shared-reservation namespace loses its watch for hold_ms, or fails its
+		 * next `count` reads of the record. */
+		bool lose = !strcmp(fault, "lose_cluster_watch");
 		unsigned int n = 0;
 
 		for (struct app_subsys *s = t->subsystems; s; s = s->next)
 			for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 				if (s->ns[i] && s->ns[i]->shared_resv)
-					n += app_ns_shared_resv_lose_watch(s->ns[i], hold_ms) == 0;
+					n += (lose ? app_ns_shared_resv_lose_watch(s->ns[i], hold_ms)
+						   : app_ns_shared_resv_fail_reads(s->ns[i], count)) == 0;
 		if (!n) {
 			snprintf(err, APP_ERR_LEN, "no namespace with shared_reservations is watching");
 			return -ENOENT;
@@ -269,7 +272,8 @@ int app_service_test_fault(struct app_target *t, const char *fault, unsigned int
 		return 0;
 	}
 	snprintf(err, APP_ERR_LEN,
-		 "unknown fault '%s' (hang_main_loop, hang_poll_group, lose_cluster_watch)", fault);
+		 "unknown fault '%s' (hang_main_loop, hang_poll_group, lose_cluster_watch, "
+		 "fail_cluster_reads)", fault);
 	return -EINVAL;
 }
 

@@ -54,6 +54,19 @@ static void ctrlr_remote_catchup_step(void *arg)
 	free(c);
 }
 
+/* Whether the copy here may be behind the store (writes refused), said in the log when it turns:
+ * an operator sees when and why a daemon refused its hosts' writes. */
+static void ctrlr_remote_set_stale(struct ctrlr_nvm_shared *sh, bool stale, const char *why)
+{
+	if (stale && !sh->store_stale)
+		LOG_WARN(CTRLR_LOG, "shared reservations: the state here may be stale (%s): writes "
+			 "refused until the record is read", why);
+	else if (!stale && sh->store_stale)
+		LOG_INFO(CTRLR_LOG, "shared reservations: state current (record version %llu): "
+			 "writes admitted", (unsigned long long)sh->store_version);
+	sh->store_stale = stale;
+}
+
 /* rec was read at `version`. If it is newer than the copy here, it becomes the copy and the
  * changes this daemon has not seen take effect in order; then(sh) either way. */
 static void ctrlr_remote_take(struct ctrlr_nvm_shared *sh, const struct ctrlr_resv_record *rec,
@@ -64,7 +77,7 @@ static void ctrlr_remote_take(struct ctrlr_nvm_shared *sh, const struct ctrlr_re
 	if (sh->store_version && version <= sh->store_version) {
 		/* Nothing newer than what is here; still current if watched. */
 		if (sh->store_watched && sh->store_stale) {
-			sh->store_stale = false;
+			ctrlr_remote_set_stale(sh, false, NULL);
 			ctrlr_resv_update_access(sh->store_ns);
 		}
 		return then(sh);
@@ -81,7 +94,7 @@ static void ctrlr_remote_take(struct ctrlr_nvm_shared *sh, const struct ctrlr_re
 	sh->resv = rec->r; /* ptpl_capable: true in every record read here (the store keeps all) */
 	sh->store_version = version;
 	/* Current until the next change, if the store will tell of it. */
-	sh->store_stale = !sh->store_watched;
+	ctrlr_remote_set_stale(sh, !sh->store_watched, "not watching the record");
 	ctrlr_resv_update_access(sh->store_ns);
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -295,7 +308,7 @@ static void ctrlr_remote_refresh_read(void *arg, int rc, const void *data, size_
 		free(sh->refresh_rec);
 		sh->refresh_rec = NULL;
 		sh->store_refreshing = false;
-		sh->store_stale = true;
+		ctrlr_remote_set_stale(sh, true, "the record could not be read");
 		ctrlr_resv_update_access(sh->store_ns);
 		if (sh->store_refresh) {
 			sh->store_refresh = false;
@@ -375,7 +388,7 @@ void ctrlr_resv_store_stale(struct ctrlr_ns_shared *s)
 	if (!sh->store)
 		return;
 	sh->store_watched = false;
-	sh->store_stale = true;
+	ctrlr_remote_set_stale(sh, true, "the watch on the record is lost");
 	ctrlr_resv_update_access(s);
 }
 

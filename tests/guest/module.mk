@@ -58,3 +58,6 @@ GUEST_TESTS += tests/guest/test-nvme-params.sh
 # One RBD image exported by two daemons with shared_reservations (the state in RADOS): one guest
 # with a function of each, nvme-cli's reservations across them, a daemon killed and restarted.
 GUEST_TESTS += tests/guest/test-shared-resv.sh
+# The same across two network namespaces ("hosts"), each with its own daemon and its own guest:
+# Preempt and Abort during fio, SIGKILL of one daemon mid-fio, a resize seen by both.
+GUEST_TESTS += tests/guest/test-shared-resv-netns.sh

@@ -4,7 +4,8 @@
 # (a throwaway cluster started here). The guest gets a function of each daemon: one subsystem NQN,
 # CNTLIDs 1 (daemon A) and 2 (daemon B), one namespace with the same identifiers on both, so
 # Linux joins them into one subsystem with two paths, and each controller plays a host with its
-# own Host Identifier. nvme-cli registers, acquires, reports, conflicts and releases across the
+# own Host Identifier. The CNTLIDs come from the cluster (daemon A starts first: 1, then B: 2),
+# not from any per-daemon range. nvme-cli registers, acquires, reports, conflicts and releases across the
 # two daemons, and B preempts A (with abort) while A keeps writing through daemon A
 # (jobs/shared-resv.sh). The host reads the image with rbd export: B's marker, and B's blocks where
 # A's write loop ran (none of A's writes landed after B's preempt); then B's daemon, killed with
@@ -18,7 +19,7 @@ gt_setup shared-resv
 gt_ceph_start
 # Layering only: exclusive-lock would make the two daemons take turns at every write.
 rbd create --size 64M --image-feature layering rbd/shared || { gt_ceph_stop; echo "0 passed, 1 failed"; exit 1; }
-# config NAME CNTLID: daemon NAME's configuration (its controller is CNTLID CNTLID).
+# config NAME: daemon NAME's configuration (the default CNTLID range: the cluster allocates).
 config() {
 	cat << JSON
 {"subsystems": [
@@ -26,16 +27,17 @@ config() {
   {"method": "bdev_rbd_create", "params": {"name": "R", "pool_name": "rbd", "rbd_name": "shared", "block_size": 512}}]},
  {"subsystem": "nvmf", "config": [
   {"method": "nvmf_create_transport", "params": {"trtype": "PCIE_EMU"}},
-  {"method": "nvmf_create_subsystem", "params": {"nqn": "$NQN", "serial_number": "NVMEEMU-SHARED", "min_cntlid": $2, "max_cntlid": $2}},
+  {"method": "nvmf_create_subsystem", "params": {"nqn": "$NQN", "serial_number": "NVMEEMU-SHARED"}},
   {"method": "nvmf_subsystem_add_ns", "params": {"nqn": "$NQN", "namespace": {"bdev_name": "R", "nsid": 1, "shared_reservations": true}}},
   {"method": "nvmf_subsystem_add_listener", "params": {"nqn": "$NQN", "listen_address": {"trtype": "PCIE_EMU", "traddr": "$GT_DIR/$1.sock"}}}]}]}
 JSON
 }
-config a 1 > "$GT_DIR/a.json"
-config b 2 > "$GT_DIR/b.json"
+config a > "$GT_DIR/a.json"
+config b > "$GT_DIR/b.json"
 start() { "$BIN/nvme-emu" -r "$GT_DIR/$1.rpc" -c "$GT_DIR/$1.json" >> "$GT_DIR/nvme-emu-$1.log" 2>&1 & }
 start a
 da=$!
+gt_wait_sockets "$GT_DIR/a.sock"
 start b
 db=$!
 launcher=

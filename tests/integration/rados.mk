@@ -13,3 +13,4 @@ shared_resv_test_SRCS := tests/integration/rados/shared_resv_test.c tests/integr
 shared_resv_test_LIBS := host common
 $(BUILD)/bin/shared_resv_test: $(BUILD)/bin/nvme-emu $(BUILD)/bin/nvme-emu-rpc
 SCRIPT_TESTS += tests/integration/rados/shared-resv.sh
+SCRIPT_TESTS += tests/integration/rados/cluster-cntlid.sh

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,9 +145,13 @@ int resv_host_up(struct resv_host *x, const char *build, const char *name, uint6
 	rc = nvme_itest_start(&x->t, build, args);
 	if (rc)
 		return rc;
-	snprintf(x->fn, sizeof(x->fn), "%.64s/shared.sock", x->t.dir);
-	snprintf(x->perf_fn, sizeof(x->perf_fn), "%.64s/perf.sock", x->t.dir);
-	snprintf(id, sizeof(id), "%u", cntlid);
+	/* The functions' sockets keep their paths across a restart of daemon `name`: they name its
+	 * controllers' CNTLIDs in the cluster, which a restarted daemon takes back. */
+	snprintf(x->fn, sizeof(x->fn), "/tmp/.shared-resv-%s-%d.fn", name, (int)getpid());
+	snprintf(x->perf_fn, sizeof(x->perf_fn), "/tmp/.shared-resv-%s-%d.perf", name, (int)getpid());
+	unlink(x->fn);
+	unlink(x->perf_fn);
+	snprintf(id, sizeof(id), "%u", cntlid ? cntlid : 1);
 	snprintf(pool_s, sizeof(pool_s), "%s", pool);
 	snprintf(image_s, sizeof(image_s), "%s", image);
 	{
@@ -154,7 +159,7 @@ int resv_host_up(struct resv_host *x, const char *build, const char *name, uint6
 				    "--rbd_name", image_s, "--block_size", "512", NULL};
 		const char *m2[] = {"nvmf_create_subsystem", "--nqn", RESV_HOST_NQN,
 				    "--serial_number", "\"SHARED-1\"", "--min_cntlid", id,
-				    "--max_cntlid", perf ? "65519" : id, NULL};
+				    "--max_cntlid", perf || !cntlid ? "65519" : id, NULL};
 		const char *m3[] = {"nvmf_subsystem_add_ns", "--nqn", RESV_HOST_NQN,
 				    "--namespace.bdev_name", "R0", "--namespace.nsid", "1",
 				    "--namespace.shared_reservations", "true", NULL};
@@ -181,13 +186,18 @@ int resv_host_up(struct resv_host *x, const char *build, const char *name, uint6
 	*why = "Set Features Host Identifier";
 	if (resv_host_hostid(x))
 		return -EIO;
-	/* Until the daemon has read the shared record it refuses writes: wait for one through
-	 * (a block nobody else uses). */
+	/* Until the daemon has read the shared record it refuses writes: wait until its log says
+	 * it admits them (a write may still conflict: another host may hold the reservation). */
 	*why = "the shared record was read: writes admitted";
-	for (uint64_t end = resv_host_now_us() + 20000000; resv_host_now_us() < end;) {
-		if (resv_host_write(x, 4000, 0x11) == 0)
-			return 0;
-		usleep(50000);
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "grep -q 'state current .*writes admitted' %s", x->t.log);
+		for (uint64_t end = resv_host_now_us() + 20000000; resv_host_now_us() < end;) {
+			if (system(cmd) == 0)
+				return 0;
+			usleep(50000);
+		}
 	}
 	return -ETIMEDOUT;
 }
@@ -200,6 +210,8 @@ int resv_host_down(struct resv_host *x, bool show_log)
 	nvme_itest_detach(&x->t);
 	rc = nvme_itest_stop(&x->t, show_log);
 	unlink(x->rpc);
+	unlink(x->fn);
+	unlink(x->perf_fn);
 	return rc;
 }
 

@@ -21,7 +21,8 @@ struct resv_host {
 };
 
 uint64_t resv_host_now_us(void);
-/* Starts daemon `name` (its controller CNTLID cntlid) on pool/image, attaches the host, sets its
+/* Starts daemon `name` (its controller CNTLID cntlid; 0: allocated through the cluster, as every
+ * daemon exporting the shared namespace does with a range of 1..65519) on pool/image, attaches the host, sets its
  * 64-bit Host Identifier, and waits until the daemon read the shared record (a write goes
  * through). With perf, a second function of the subsystem is listened on at x->perf_fn (for
  * nvme-emu-perf). 0 or -errno, `why` says which step failed. */

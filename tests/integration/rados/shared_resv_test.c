@@ -7,9 +7,13 @@
  *    gets Reservation Conflict, B reads, A writes.
  *  - B's Preempt and Abort of A: the moment B's command completes, A's daemon refuses A's
  *    writes, and A's host has a Registration Preempted notification.
+ *  - A read of the record that fails and passes is tried again: A's daemon, failing its next
+ *    three reads (a test fault), still applies and acknowledges B's change and is not fenced.
  *  - Fencing: A's daemon stopped (SIGSTOP) while B preempts A again: B's command completes after
  *    the notify timeout, with A's daemon blocklisted; resumed, none of A's writes lands.
  *  - B's daemon killed (SIGKILL) and started again: the state is intact.
+ *  - PTPL set by B's Register (CPTPL 11b); both daemons killed and started again: the
+ *    registration, the reservation and PTPL itself (Get Features 83h) are found by both.
  * Usage: shared_resv_test BUILD_DIR POOL/IMAGE. Ends with "N passed, N failed". */
 #include <errno.h>
 #include <signal.h>
@@ -36,11 +40,11 @@ static uint64_t now_us(void)
 	return resv_host_now_us();
 }
 
-/* Daemon `name` and its host up (CNTLID 1: each daemon its own subsystem view), as a check. */
+/* Daemon `name` and its host up (its CNTLID from the cluster), as a check. */
 static bool host_up(struct resv_host *x, const char *name, uint64_t hostid)
 {
 	const char *why = "";
-	int rc = resv_host_up(x, g_build, name, hostid, 1, g_pool, g_image, false, &why);
+	int rc = resv_host_up(x, g_build, name, hostid, 0, g_pool, g_image, false, &why);
 
 	if (rc)
 		fprintf(stderr, "  daemon %s: %s: %s\n", name, why, strerror(-rc));
@@ -57,9 +61,64 @@ static bool host_up(struct resv_host *x, const char *name, uint64_t hostid)
 	return true;
 }
 
+/* Lines of daemon x's log holding `text`, or -1. */
+static int log_count(const struct resv_host *x, const char *text)
+{
+	char cmd[512];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "grep -c -- '%s' %s", text, x->t.log);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
 static int host_down(struct resv_host *x, bool show_log)
 {
 	return resv_host_down(x, show_log || g_fail);
+}
+
+/* The controller's CNTLID (Identify Controller), or 0. */
+static uint16_t cntlid_of(struct resv_host *x)
+{
+	static uint8_t id[4096];
+
+	if (nvme_host_identify(&x->t.h, NVME_CNS_CTRL, 0, id))
+		return 0;
+	return (uint16_t)(id[78] | id[79] << 8);
+}
+
+/* Get Features Reservation Persistence of namespace 1: the PTPL bit, or -1. */
+static int get_ptpl(struct resv_host *x)
+{
+	struct nvme_sqe sqe = {0};
+	struct nvme_cqe cqe = {0};
+
+	sqe.cdw0.bits.opc = NVME_ADM_GET_FEATURES;
+	sqe.nsid = 1;
+	sqe.cdw10 = NVME_FEAT_RESV_PERSIST;
+	if (nvme_host_cmd(&x->t.h, 0, &sqe, &cqe))
+		return -1;
+	return (int)(cqe.dw0 & 1);
+}
+
+/* Daemon x killed with SIGKILL and started again (name, hostid as before), as a check. */
+static bool host_restart(struct resv_host *x, const char *name, uint64_t hostid)
+{
+	if (x->t.pid > 0) {
+		kill(x->t.pid, SIGKILL);
+		waitpid(x->t.pid, NULL, 0);
+	}
+	x->t.pid = -1;
+	nvme_itest_detach(&x->t);
+	unlink(x->rpc);
+	memset(x, 0, sizeof(*x));
+	return host_up(x, name, hostid);
 }
 
 static void test_shared(const char *build)
@@ -70,12 +129,18 @@ static void test_shared(const char *build)
 	uint16_t n_a = 0, n_b = 0;
 	static uint8_t ida[4096], idb[4096];
 	uint64_t t0, t_fence;
+	uint16_t cntlid_a = 0, cntlid_b = 0;
 
 	(void)build;
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	if (!host_up(&a, "A", 0xaaaa) || !host_up(&b, "B", 0xbbbb))
 		goto out;
+	/* One subsystem across the daemons: CNTLIDs from the cluster, A's first. */
+	cntlid_a = cntlid_of(&a);
+	cntlid_b = cntlid_of(&b);
+	printf("# CNTLIDs from the cluster: A %u, B %u\n", cntlid_a, cntlid_b);
+	CHECK(cntlid_a == 1 && cntlid_b == 2);
 
 	/* The same identifiers on both. */
 	CHECK(nvme_host_identify(&a.t.h, NVME_CNS_NS, 1, ida) == 0);
@@ -137,6 +202,23 @@ static void test_shared(const char *build)
 	CHECK(resv_host_resv_log(&a, &type) == 0 && type == NVME_RESV_NOTIFY_REG_PREEMPTED);
 	CHECK(resv_host_report(&a, &gen_a, &rt_a, &n_a) == 0 && n_a == 1);
 
+	/* A's daemon fails its next 3 reads of the record (a test fault): B's change makes A's
+	 * daemon read it, the read is tried again (100, 200, 400 ms) and passes, A's daemon
+	 * acknowledges, and nobody is fenced. */
+	{
+		const char *f[] = {"nvmf_emu_test_fault", "--fault", "fail_cluster_reads", "--count",
+				   "3", NULL};
+
+		CHECK(resv_host_rpc(&a, g_build, f, NULL, 0) == 0);
+		CHECK(resv_host_resv(&b, NVME_CMD_RESV_REGISTER, NVME_RREGA_REPLACE, 0xb, 0xb3) == 0);
+		CHECK(log_count(&a, "read failed (Input/output error)") == 3);
+		CHECK(log_count(&b, "blocklisted") == 0);
+		CHECK(resv_host_report(&a, &gen_a, &rt_a, &n_a) == 0 && n_a == 1);
+		CHECK(resv_host_report(&b, &gen_b, &rt_b, &n_b) == 0 && gen_a == gen_b);
+		CHECK(resv_host_resv(&b, NVME_CMD_RESV_REGISTER, NVME_RREGA_REPLACE, 0xb3, 0xb) == 0);
+		CHECK(resv_host_write(&b, 11, 0xbb) == 0);
+	}
+
 	/* Fencing: A registers again; its daemon stops answering; B's preempt fences it. */
 	CHECK(resv_host_resv(&a, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xa2) == 0);
 	kill(a.t.pid, SIGSTOP);
@@ -163,14 +245,9 @@ static void test_shared(const char *build)
 	CHECK(resv_host_read(&b, 12) == 0 && b.buf[2048] == 0xbb && b.buf[2559] == 0xbb);
 
 	/* B's daemon killed and started again: the state is the cluster's. */
-	kill(b.t.pid, SIGKILL);
-	waitpid(b.t.pid, NULL, 0);
-	b.t.pid = -1;
-	nvme_itest_detach(&b.t);
-	unlink(b.rpc);
-	memset(&b, 0, sizeof(b));
-	if (!host_up(&b, "B", 0xbbbb))
+	if (!host_restart(&b, "B", 0xbbbb))
 		goto out;
+	CHECK(cntlid_of(&b) == cntlid_b); /* taken back from the cluster */
 	CHECK(resv_host_report(&b, &gen_b, &rt_b, &n_b) == 0);
 	CHECK(rt_b == NVME_RESV_WRITE_EXCLUSIVE && n_b == 1);
 	CHECK(resv_host_write(&b, 13, 0xbb) == 0);
@@ -193,8 +270,24 @@ static void test_shared(const char *build)
 		       (now_us() - t1) / 1e6);
 		CHECK(st == 0);
 	}
-	/* The fenced daemon's end is its own business; the other stops cleanly. */
-	host_down(&a, false);
+	/* PTPL: B sets it with a Register (Replace, CPTPL 11b); then every daemon exporting the
+	 * namespace dies at once (SIGKILL: A's daemon is also still fenced) and starts again. */
+	CHECK(get_ptpl(&b) == 0);
+	/* A's daemon, fenced, does not acknowledge: B's change waits the notify timeout. */
+	b.t.h.timeout_ms = 30000;
+	CHECK(resv_host_resv(&b, NVME_CMD_RESV_REGISTER, NVME_RREGA_REPLACE | 3u << 30, 0xb, 0xb) == 0);
+	CHECK(get_ptpl(&b) == 1);
+	if (!host_restart(&a, "A", 0xaaaa) || !host_restart(&b, "B", 0xbbbb))
+		goto out;
+	CHECK(get_ptpl(&a) == 1 && get_ptpl(&b) == 1);
+	CHECK(cntlid_of(&a) == cntlid_a && cntlid_of(&b) == cntlid_b);
+	CHECK(resv_host_report(&a, &gen_a, &rt_a, &n_a) == 0);
+	CHECK(resv_host_report(&b, &gen_b, &rt_b, &n_b) == 0);
+	CHECK(gen_a == gen_b && rt_a == NVME_RESV_WRITE_EXCLUSIVE && rt_b == NVME_RESV_WRITE_EXCLUSIVE &&
+	      n_a == 1 && n_b == 1);
+	CHECK(resv_host_write(&b, 15, 0xbb) == 0);
+	CHECK(resv_host_write(&a, 15, 0xaa) == NVME_SC_RESV_CONFLICT);
+	CHECK(host_down(&a, false) == 0);
 	CHECK(host_down(&b, false) == 0);
 	return;
 out:
