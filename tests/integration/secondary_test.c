@@ -458,15 +458,62 @@ static void test_persist(const char *build)
 		FILE *f;
 
 		CHECK(nvme_itest_start(&t, g_build, small) != 0);
+		/* Sections a hostile or stale file could hold, each refused. */
+		static const char *const bad[] = {
+		    /* a CNTLID that is no secondary's */
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 9, "
+		    "\"nvq\": 2, \"nvi\": 1, \"online\": true}]}",
+		    /* the primary's CNTLID */
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 1, "
+		    "\"nvq\": 2, \"nvi\": 1, \"online\": false}]}",
+		    /* twice the same secondary */
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 2, "
+		    "\"nvq\": 2, \"nvi\": 1, \"online\": false}, {\"cntlid\": 2, \"nvq\": 1, "
+		    "\"nvi\": 1, \"online\": false}]}",
+		    /* more than one secondary may have */
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 2, "
+		    "\"nvq\": 5, \"nvi\": 1, \"online\": false}]}",
+		    /* online without an I/O queue */
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 2, "
+		    "\"nvq\": 1, \"nvi\": 1, \"online\": true}]}",
+		    /* the primary's and the secondaries' together more than there are */
+		    "{\"vq_primary\": 6, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 2, "
+		    "\"nvq\": 3, \"nvi\": 1, \"online\": false}]}",
+		    /* out of range, of the wrong type, missing */
+		    "{\"vq_primary\": 9, \"vi_primary\": 0, \"secondaries\": []}",
+		    "{\"vq_primary\": -1, \"vi_primary\": 0, \"secondaries\": []}",
+		    "{\"vq_primary\": \"2\", \"vi_primary\": 0, \"secondaries\": []}",
+		    "{\"vq_primary\": 0, \"secondaries\": []}",
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": {}}",
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 2, "
+		    "\"nvq\": 2, \"nvi\": 1, \"online\": 1}]}",
+		    "{\"vq_primary\": 0, \"vi_primary\": 0, \"secondaries\": [1, 2, 3]}",
+		    "[]",
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			f = fopen(state, "w");
+			if (!CHECK(f != NULL))
+				break;
+			fprintf(f, "{\"version\": 1, \"virtualization\": %s}\n", bad[i]);
+			fclose(f);
+			if (!CHECK(nvme_itest_start(&t, g_build, args) != 0))
+				fprintf(stderr, "  taken: %s\n", bad[i]);
+		}
+		/* And a good one, written by hand: taken. */
 		f = fopen(state, "w");
 		if (CHECK(f != NULL)) {
-			fputs("{\"version\": 1, \"virtualization\": {\"vq_primary\": 0, "
-			      "\"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 9, \"nvq\": 2, "
-			      "\"nvi\": 1, \"online\": true}]}}\n",
+			fputs("{\"version\": 1, \"virtualization\": {\"vq_primary\": 1, "
+			      "\"vi_primary\": 0, \"secondaries\": [{\"cntlid\": 3, \"nvq\": 4, "
+			      "\"nvi\": 2, \"online\": false}]}}\n",
 			      f);
 			fclose(f);
 		}
-		CHECK(nvme_itest_start(&t, g_build, args) != 0);
+		if (daemon_up(&t, args)) {
+			CHECK(identify(&t.h, NVME_CNS_PRI_CTRL_CAP, 0, &cap) == 0);
+			CHECK(cap.vqrfap == 1 && cap.vqrfa == 4 && cap.virfa == 2);
+			CHECK(nvme_itest_stop(&t, false) == 0);
+		}
 	}
 out:
 	unlink(state);
