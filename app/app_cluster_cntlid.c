@@ -322,15 +322,6 @@ bool app_subsys_cluster_cntlid(const struct app_subsys *s)
 	return false;
 }
 
-static uint64_t app_cc_fnv(const char *text)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *text; text++)
-		h = (h ^ (uint8_t)*text) * 0x100000001b3ull;
-	return h;
-}
-
 static int app_cc_start(struct app_target *t, struct app_subsys *s, const char *traddr,
 			bool release, uint16_t cntlid, app_cc_done_fn done, void *arg, char *err)
 {
@@ -383,7 +374,7 @@ static int app_cc_start(struct app_target *t, struct app_subsys *s, const char *
 	}
 	*c = (struct app_cc){.t = t, .s = s, .release = release, .cntlid = cntlid, .done = done,
 			     .arg = arg};
-	snprintf(c->oid, sizeof(c->oid), "nvme-emu.cntlid.%016" PRIx64, app_cc_fnv(s->nqn));
+	snprintf(c->oid, sizeof(c->oid), "nvme-emu.cntlid.%016" PRIx64, app_fnv1a64(s->nqn, 0xcbf29ce484222325ull));
 	snprintf(c->owner, sizeof(c->owner), "%s:%s", host, traddr);
 	rc = rados_obj_open(t->loop, cluster, io, c->oid, APP_CC_WATCH_TIMEOUT_S, &app_cc_obj_ops,
 			    c, app_cc_opened, c);

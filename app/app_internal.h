@@ -328,6 +328,9 @@ struct app_ns_opts {
 int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err);
 /* Test fault: the namespace's watch on its record breaks for hold_ms (-ENOENT: not watching). */
 int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms);
+/* 64-bit FNV-1a of text from basis (0xcbf29ce484222325: the standard offset basis): names the
+ * cluster objects and identifiers derived from text. */
+uint64_t app_fnv1a64(const char *text, uint64_t basis);
 /* Test fault: the next `count` reads of the record fail with -EIO (and are tried again). */
 int app_ns_shared_resv_fail_reads(struct app_ns *ns, uint32_t count);
 /* Returns the nsid (> 0) or -errno. */

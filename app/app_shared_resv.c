@@ -415,8 +415,7 @@ static void app_sr_opened(void *arg, struct rados_obj *o, int rc)
 	ctrlr_resv_store_changed(sr->shared, 0);
 }
 
-/* 64-bit FNV-1a of text, from basis. */
-static uint64_t app_sr_fnv(const char *text, uint64_t basis)
+uint64_t app_fnv1a64(const char *text, uint64_t basis)
 {
 	uint64_t h = basis;
 
@@ -438,8 +437,8 @@ static void app_sr_derive_ids(struct app_ns *ns, int64_t pool_id, const char *im
 	uint64_t h0, h1;
 
 	snprintf(name, sizeof(name), "nvme-emu:%" PRId64 ":%s", pool_id, image_id);
-	h0 = app_sr_fnv(name, 0xcbf29ce484222325ull);
-	h1 = app_sr_fnv(name, h0 ^ 0x9e3779b97f4a7c15ull);
+	h0 = app_fnv1a64(name, 0xcbf29ce484222325ull);
+	h1 = app_fnv1a64(name, h0 ^ 0x9e3779b97f4a7c15ull);
 	for (int i = 0; i < 8; i++) {
 		b[i] = (uint8_t)(h0 >> (56 - 8 * i));
 		b[8 + i] = (uint8_t)(h1 >> (56 - 8 * i));

@@ -91,11 +91,11 @@ if host_step "daemons A and B serve the image's namespace from their own namespa
 	gt_wait_sockets "$GT_DIR/a.sock" "$GT_DIR/b.sock"; then
 	host_step "the reservation record is watched from both hosts' addresses (rados listwatchers)" watchers
 	ln -s run-a "$GT_DIR/run"
-	"$GT_LAUNCH" --job "$GT_JOBS/shared-netns-a.sh" --add "$GT_FIO" --vfio-user "$GT_DIR/a.sock" \
+	"$GT_LAUNCH" --job "$GT_JOBS/shared-netns-a.sh" --add "$GT_JOBS/shared-netns-lib.sh" --add "$GT_FIO" --vfio-user "$GT_DIR/a.sock" \
 		--qmp "$GT_DIR/qmp-a.sock" --hotplug-ports 1 --cpus 1 --quiet \
 		--run-dir "$GT_DIR/run-a" --timeout $((GT_TIMEOUT * 3)) > "$GT_DIR/launch-a.log" 2>&1 &
 	la=$!
-	"$GT_LAUNCH" --job "$GT_JOBS/shared-netns-b.sh" --vfio-user "$GT_DIR/b.sock" --cpus 1 --quiet \
+	"$GT_LAUNCH" --job "$GT_JOBS/shared-netns-b.sh" --add "$GT_JOBS/shared-netns-lib.sh" --vfio-user "$GT_DIR/b.sock" --cpus 1 --quiet \
 		--run-dir "$GT_DIR/run-b" --timeout $((GT_TIMEOUT * 3)) > "$GT_DIR/launch-b.log" 2>&1 &
 	lb=$!
 	T=$((GT_TIMEOUT * 2))

@@ -4,16 +4,9 @@
 # overwrites the blocks A was writing, then holds Write Exclusive - Registrants Only; its state
 # stays while daemon A is killed; finally the image grows and this guest sees it.
 . "$GUEST_LIB"
+. ./shared-netns-lib.sh
 
 serial=NVMEEMU-NETNS
-host_says() { wait_for "$1" test -e "$JOB_OUT/$2"; }
-report_has() {
-	_rh_dev=$1
-	shift
-	nvme resv-report "$_rh_dev" -n 1 --eds -o json | tr -d ' \n' > /tmp/r || return 1
-	cat /tmp/r; echo
-	for _rh_p in "$@"; do grep -q "$_rh_p" /tmp/r || return 1; done
-}
 step "the controller of daemon B is bound, its namespace has a block device" \
 	wait_for 90 nvme_ns_by_serial "$serial"
 c=$(nvme_ctrl_by_serial "$serial")
