@@ -36,6 +36,7 @@ enum app_cli_code {
 	APP_O_METRICS,
 	APP_O_READ_ZEROES,
 	APP_O_SHARED_RESV,
+	APP_O_NO_SGL,
 };
 
 extern const struct cli_prog app_cli_prog;
