@@ -5,7 +5,8 @@
 # each at the same moment: six distinct CNTLIDs, 1..6, and the table in RADOS lists them; a
 # daemon killed with SIGKILL and started again from its saved configuration takes back its own;
 # a removed listener's CNTLID is released and the next claim takes it; a full range fails with
-# the error; a shared namespace added after listeners is refused. Usage: cluster-cntlid.sh
+# the error; a shared namespace added after listeners is refused, and so is a listener with
+# secondary controllers (their CNTLIDs would be the primary's to give). Usage: cluster-cntlid.sh
 # BUILD_DIR. Ends with "N passed, N failed".
 set -u
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -97,6 +98,15 @@ rc=$?
 cat "$D/full"
 check "a full range fails the listener add with the error" sh -c "[ $rc -ne 0 ] && grep -q 'every CNTLID of 1..6 is taken in the cluster' '$D/full'"
 check "no socket was made for it" test ! -e "$D/4-b.sock"
+# Secondary controllers' CNTLIDs are the primary's to give, which a subsystem spanning daemons
+# cannot: a listener with secondaries is refused there before anything is claimed.
+rpc 4 nvmf_subsystem_add_listener --nqn "$NQN" --listen_address.trtype PCIE_EMU \
+	--listen_address.traddr "$D/4-c.sock" --secondaries 2 > "$D/sec" 2>&1
+rc=$?
+cat "$D/sec"
+check "a listener with secondaries is refused in a subsystem spanning daemons" sh -c "[ $rc -ne 0 ] && grep -q 'its controllers have no secondaries' '$D/sec'"
+table > "$D/t3"
+check "no socket was made for it, the table is unchanged" sh -c "[ ! -e '$D/4-c.sock' ] && [ \$(wc -l < '$D/t3') -eq 6 ]"
 rpc 3 bdev_rbd_create --name R2 --pool_name rbd --rbd_name cntlid --block_size 512 > /dev/null
 out=$(rpc 3 nvmf_create_subsystem --nqn "$NQN-late" 2>&1 && rpc 3 nvmf_subsystem_add_listener --nqn "$NQN-late" \
 	--listen_address.trtype PCIE_EMU --listen_address.traddr "$D/late.sock" 2>&1 &&
