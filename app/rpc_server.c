@@ -64,6 +64,7 @@ struct rpc_server {
 	struct evloop_watch *lwatch;
 	struct rpc_client *clients;
 	unsigned int nr_clients;
+	bool accept_paused; /* RPC_MAX_CLIENTS open: new clients wait in the listen backlog */
 	struct rpc_method_table *tables;
 	unsigned int state;
 	struct evloop_timer *resume_timer;
@@ -131,6 +132,30 @@ unsigned int rpc_server_get_state(const struct rpc_server *srv)
 
 /* ---- output ---- */
 
+/* At RPC_MAX_CLIENTS open connections the listening socket is no longer watched, so a client
+ * that connects meanwhile waits in the backlog and is accepted as soon as one closes, rather
+ * than being accepted and closed at once: a client closing and a new one connecting in the same
+ * loop turn would otherwise race (the new one refused though a slot was freeing). */
+static void rpc_server_accept_limit(struct rpc_server *srv)
+{
+	bool full = srv->nr_clients >= RPC_MAX_CLIENTS;
+	int rc;
+
+	if (full == srv->accept_paused || !srv->lwatch)
+		return;
+	rc = evloop_watch_modify(srv->lwatch, full ? 0 : EPOLLIN);
+	if (rc) {
+		/* Still watched: a client past the limit is accepted and closed at once. */
+		LOG_ERR(RPC_LOG, "RPC socket: cannot %s accepting: %s", full ? "pause" : "resume",
+			strerror(-rc));
+		return;
+	}
+	srv->accept_paused = full;
+	if (full)
+		LOG_WARN(RPC_LOG, "%d RPC connections open: new ones wait until one closes",
+			 RPC_MAX_CLIENTS);
+}
+
 static void rpc_client_close(struct rpc_client *c)
 {
 	struct rpc_server *srv = c->srv;
@@ -143,6 +168,7 @@ static void rpc_client_close(struct rpc_client *c)
 		}
 	}
 	srv->nr_clients--;
+	rpc_server_accept_limit(srv);
 	/* The method still runs; its completion finds no client and sends nothing. */
 	if (c->pending)
 		c->pending->client = NULL;
@@ -592,6 +618,7 @@ static void rpc_server_accept(int fd, uint32_t events, void *arg)
 	c->next = srv->clients;
 	srv->clients = c;
 	srv->nr_clients++;
+	rpc_server_accept_limit(srv);
 	return;
 
 out_free:

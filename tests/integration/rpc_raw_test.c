@@ -475,8 +475,9 @@ static void test_many_clients(const char *build)
 	int fds[80];
 	unsigned int sent = 0, answered = 0, refused = 0;
 
-	/* More than RPC_MAX_CLIENTS (64) at once: 64 are served, the others are closed at
-	 * accept (or wait in the backlog until a slot frees); none hangs, the server stays. */
+	/* More than RPC_MAX_CLIENTS (64) at once: 64 are served, the others wait in the listen
+	 * backlog until a slot frees (past the backlog a connect fails); none hangs, the server
+	 * stays. */
 	for (unsigned int i = 0; i < 80; i++)
 		fds[i] = raw_connect();
 	for (unsigned int i = 0; i < 80; i++)
@@ -505,6 +506,46 @@ static void test_many_clients(const char *build)
 	       refused);
 	ITEST_CHECK(answered >= 64);
 	ITEST_CHECK(answered + refused == 80);
+	ITEST_CHECK(raw_alive() && raw_ok("spdk_get_version", NULL));
+}
+
+/* A client that connects while 64 are open waits for a slot instead of being closed: right
+ * after clients close, a new one (nvme-emu-rpc run again at once) got "no response" when the
+ * server saw its connect before their closes (a make test run failed that way). */
+static void test_client_waits_for_slot(const char *build)
+{
+	int fds[64], late;
+	struct raw_reader r;
+	struct json_object *v;
+	bool all = true;
+
+	for (unsigned int i = 0; i < 64; i++) {
+		fds[i] = raw_connect();
+		all = all && fds[i] >= 0;
+	}
+	ITEST_CHECK(all);
+	/* The 64 are the server's: each answers a request. */
+	for (unsigned int i = 0; i < 64 && all; i++) {
+		raw_reader_init(&r, fds[i]);
+		all = !raw_send_str(fds[i], "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"log_get_level\"}");
+		v = all ? raw_read(&r, RAW_TIMEOUT_MS) : NULL;
+		all = all && raw_id_is(v, 5);
+		json_object_put(v);
+		json_tokener_free(r.tok); /* the fd stays open */
+	}
+	ITEST_CHECK(all);
+	late = raw_connect();
+	ITEST_CHECK(late >= 0);
+	ITEST_CHECK(!raw_send_str(late, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"log_get_level\"}"));
+	/* One slot frees; the waiting client takes it and is answered (not closed at accept). */
+	close(fds[0]);
+	raw_reader_init(&r, late);
+	v = raw_read(&r, RAW_TIMEOUT_MS);
+	ITEST_CHECK(raw_id_is(v, 6));
+	json_object_put(v);
+	raw_reader_fini(&r);
+	for (unsigned int i = 1; i < 64; i++)
+		close(fds[i]);
 	ITEST_CHECK(raw_alive() && raw_ok("spdk_get_version", NULL));
 }
 
@@ -813,6 +854,7 @@ int main(int argc, char **argv)
 	itest_run("huge_request", test_huge_request, build);
 	itest_run("disconnects", test_disconnects, build);
 	itest_run("many_clients", test_many_clients, build);
+	itest_run("client_waits_for_slot", test_client_waits_for_slot, build);
 	itest_run("qmp_hotplug", test_qmp_hotplug, build);
 	itest_run("daemon_exit", test_daemon_exit, build);
 	rc = itest_summary();
