@@ -41,7 +41,13 @@ struct ctrlr_config {
 	/* The Persistent Event Log's state file (NULL: the log lives in memory only): read at
 	 * creation, appended to with every event, so the log outlives a daemon restart. */
 	const char *pel_file;
+	/* Flexible Data Placement (device/fdp.c): reclaim unit handles of the endurance group's one
+	 * configuration (0: no FDP, up to CTRLR_FDP_MAX_RUH) and the reclaim unit size in bytes
+	 * (0: 16 MiB). FDP starts disabled; Set Features 1Dh enables it. */
+	uint16_t fdp_nruh;
+	uint64_t fdp_runs;
 };
+#define CTRLR_FDP_MAX_RUH 128
 
 /*
  * Creates a controller, disabled (CSTS.RDY 0), with no namespace. `ops`/`tctx` are the transport

@@ -36,6 +36,9 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_IOCS_PROFILE] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_ENDGRP_EVENT] = NVME_FEAT_CAP_CHANGE,
+    /* Flexible Data Placement (fdp.c; Invalid Field without an FDP configuration). */
+    [NVME_FEAT_FDP] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_FDP_EVENTS] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
 };
 
 /* ---- Host Behavior Support (FID 16h; NVMe Base 2.1, Features) ---- */
@@ -336,6 +339,9 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		/* Index 0 of Identify CNS 1Ch, the only combination (NVM + Zoned Namespace). */
 		*cdw0 = 0;
 		return NVME_SC_SUCCESS;
+	case NVME_FEAT_FDP:
+	case NVME_FEAT_FDP_EVENTS:
+		return ctrlr_feat_fdp_get(req, fid, dflt, cdw0);
 	case NVME_FEAT_ENDGRP_EVENT:
 		/* CDW11 bits 15:0 name the group; Dword 0 as Set's CDW11 (EGCW in 23:16). */
 		if ((cdw11 & 0xffff) != CTRLR_ENDGID)
@@ -498,6 +504,9 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	case NVME_FEAT_IOCS_PROFILE:
 		/* IOCSCI (bits 8:0) must name a combination of CNS 1Ch: only index 0 exists. */
 		return (cdw11 & 0x1ff) ? NVME_SC_IOCS_COMBINATION_REJECTED : NVME_SC_SUCCESS;
+	case NVME_FEAT_FDP:
+	case NVME_FEAT_FDP_EVENTS:
+		return ctrlr_feat_fdp_set(req, fid);
 	case NVME_FEAT_ENDGRP_EVENT: {
 		uint32_t egcw = (cdw11 >> 16) & 0xff;
 

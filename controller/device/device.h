@@ -159,8 +159,24 @@ struct ctrlr_pel {
 };
 
 /* The module's state in a controller. */
+/* Flexible Data Placement (fdp.c). The reclaim unit handles' counters are updated by the I/O
+ * threads (atomics); the rest is the admin thread's. */
+struct ctrlr_fdp_ruh {
+	uint64_t ruamw; /* bytes the current reclaim unit can still take */
+	uint64_t rus;	/* reclaim units taken so far */
+};
+struct ctrlr_fdp {
+	uint16_t nruh; /* 0: no FDP */
+	uint64_t runs;
+	bool enabled;
+	uint64_t hbmw, mbmw, mbe; /* bytes, atomic */
+	uint8_t events[CTRLR_FDP_MAX_RUH]; /* per placement handle: event types enabled (bits) */
+	struct ctrlr_fdp_ruh ruh[CTRLR_FDP_MAX_RUH];
+};
+
 struct ctrlr_device {
 	struct ctrlr_health health;
+	struct ctrlr_fdp fdp;
 	struct ctrlr_fw fw;
 	struct ctrlr_bg_io bg;
 	struct ctrlr_dst dst;
@@ -299,6 +315,21 @@ size_t ctrlr_log_endgrp(struct ctrlr *ctrlr, uint16_t endgid, uint8_t *buf);
 size_t ctrlr_log_endgrp_events(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
 /* Identify CNS 19h: the groups from `from` on. */
 void ctrlr_identify_endgrp_list(struct ctrlr *ctrlr, uint16_t from, uint16_t *list);
+
+/* ---- fdp.c: Flexible Data Placement in the endurance group ---- */
+void ctrlr_fdp_init(struct ctrlr *ctrlr);
+bool ctrlr_fdp_supported(const struct ctrlr *ctrlr);
+/* Logs 20h-23h (LSI: the endurance group): the length, 0 with *st set on an error. */
+size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t cap, uint16_t *st);
+/* Features 1Dh/1Eh: status. */
+uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint32_t *cdw0);
+uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid);
+void ctrlr_admin_directive_recv(struct ctrlr_req *req);
+void ctrlr_admin_directive_send(struct ctrlr_req *req);
+/* A write of `bytes` (I/O thread): its DTYPE/DSPEC checked and accounted to its reclaim unit
+ * handle. Status. */
+uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes);
+extern const struct ctrlr_cmd ctrlr_fdp_io_cmds[256];
 
 /* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
  * image; the Firmware Slot log; the two commands. ---- */

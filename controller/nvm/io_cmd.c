@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "controller/ctrlr_iostat.h"
+#include "controller/device/device.h" /* WIP: FDP write hook; belongs in a hook of the module table */
 #include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 
@@ -125,6 +126,9 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	/* Zone write pointer rules once the data is mapped (a bad pointer moves no zone). */
 	if (!st && write)
 		st = ctrlr_nvm_zoned_write(req, slba, nlb);
+	/* Data placement (device/fdp.c): DTYPE/DSPEC checked, the reclaim unit accounted. */
+	if (!st && write)
+		st = ctrlr_fdp_write(req, nlb * req->lbaf->ds);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	/* No metadata: the data of consecutive blocks is contiguous on the bdev (zero copy). */

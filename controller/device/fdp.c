@@ -1,0 +1,336 @@
+/* controller/device/fdp.c - Flexible Data Placement (NVMe Base 2.1, TP4146) in the controller's
+ * endurance group (endgrp.c). WORK IN PROGRESS (branch cmb-fdp-wip, issue 35): one FDP
+ * configuration (index 0: fdp_nruh initially isolated reclaim unit handles, one reclaim group,
+ * reclaim units of fdp_runs bytes), every namespace's placement handle list is every handle
+ * (PHNDL i = RUHID i). Feature 1Dh enables it (only while the group has no namespace), 1Eh keeps
+ * the event types enabled per placement handle; logs 20h (configurations), 21h (handle usage),
+ * 22h (statistics), 23h (events: none recorded yet); Directive Receive Identify; I/O Management
+ * Receive (RUH Status) and Send (RUH Update); writes with DTYPE 2 are accounted to the handle of
+ * their DSPEC (an invalid one to handle 0, as the spec's Invalid Placement Identifier case).
+ * Not there yet: the data of each handle placed in reclaim units of distinct bdev regions (an
+ * LBA map that survives SIGKILL), the events and their log, the RU time limit. */
+#include <string.h>
+
+#include "controller/device/device.h"
+
+#define CTRLR_FDP_RUNS_DEFAULT (16ull << 20)
+
+static void ctrlr_fdp_u128(uint8_t *dst, uint64_t v)
+{
+	memset(dst, 0, 16);
+	memcpy(dst, &v, 8);
+}
+
+void ctrlr_fdp_init(struct ctrlr *ctrlr)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+
+	memset(f, 0, sizeof(*f));
+	f->nruh = ctrlr->cfg.fdp_nruh > CTRLR_FDP_MAX_RUH ? 0 : ctrlr->cfg.fdp_nruh;
+	f->runs = ctrlr->cfg.fdp_runs ? ctrlr->cfg.fdp_runs : CTRLR_FDP_RUNS_DEFAULT;
+	for (uint16_t i = 0; i < f->nruh; i++) {
+		f->ruh[i].ruamw = f->runs;
+		f->ruh[i].rus = 1;
+	}
+}
+
+bool ctrlr_fdp_supported(const struct ctrlr *ctrlr)
+{
+	return ctrlr_dev(ctrlr)->fdp.nruh != 0;
+}
+
+/* NSID names an active namespace (admin thread). */
+static bool ctrlr_fdp_ns_active(struct ctrlr *ctrlr, uint32_t nsid)
+{
+	struct ctrlr_ns *ns = ctrlr_ns_get(ctrlr, nsid);
+
+	if (ns)
+		ctrlr_ns_put(ns);
+	return ns != NULL;
+}
+
+static bool ctrlr_fdp_has_ns(const struct ctrlr *ctrlr)
+{
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+		if (ctrlr->ns[i])
+			return true;
+	return false;
+}
+
+/* A new reclaim unit for handle r: the old one's rest is given up, the new one erased. */
+static void ctrlr_fdp_new_ru(struct ctrlr_fdp *f, uint16_t r)
+{
+	__atomic_store_n(&f->ruh[r].ruamw, f->runs, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->ruh[r].rus, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->mbe, f->runs, __ATOMIC_RELAXED);
+}
+
+/* `bytes` written through handle r: fills its reclaim units in turn. */
+static void ctrlr_fdp_account(struct ctrlr_fdp *f, uint16_t r, uint64_t bytes)
+{
+	__atomic_fetch_add(&f->hbmw, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->mbmw, bytes, __ATOMIC_RELAXED);
+	while (bytes) {
+		uint64_t left = __atomic_load_n(&f->ruh[r].ruamw, __ATOMIC_RELAXED);
+		uint64_t take = left < bytes ? left : bytes;
+
+		if (!left) {
+			ctrlr_fdp_new_ru(f, r);
+			continue;
+		}
+		if (!__atomic_compare_exchange_n(&f->ruh[r].ruamw, &left, left - take, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue;
+		bytes -= take;
+	}
+}
+
+uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(req->sq->ctrlr)->fdp;
+	uint8_t dtype = NVME_RW_DTYPE(req->sqe.cdw12);
+	uint16_t pid = NVME_RW_DSPEC(req->sqe.cdw13);
+	bool on = __atomic_load_n(&f->enabled, __ATOMIC_ACQUIRE);
+
+	if (dtype && (dtype != NVME_DTYPE_DATA_PLACEMENT || !on))
+		return NVME_SC_INVALID_FIELD;
+	if (!on)
+		return NVME_SC_SUCCESS;
+	/* No directive, or a placement identifier past the handle list: handle 0. */
+	if (!dtype || pid >= f->nruh)
+		pid = 0;
+	ctrlr_fdp_account(f, pid, bytes);
+	return NVME_SC_SUCCESS;
+}
+
+/* ---- logs ---- */
+
+static size_t ctrlr_log_fdp_configs(struct ctrlr_fdp *f, uint8_t *buf)
+{
+	struct nvme_fdp_config_hdr h = {0};
+	struct nvme_fdp_config_desc d = {0};
+	size_t dsze = sizeof(d) + 4u * f->nruh;
+
+	h.numfdpc = 0;
+	h.sze = (uint32_t)(sizeof(h) + dsze);
+	d.dsze = (uint16_t)dsze;
+	d.fdpatt = NVME_FDPA_VALID; /* RGIF 0: one reclaim group */
+	d.nrg = 1;
+	d.nruh = f->nruh;
+	d.maxpids = (uint16_t)(f->nruh - 1);
+	d.nnss = CTRLR_MAX_NAMESPACES;
+	d.runs = f->runs;
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &d, sizeof(d));
+	for (uint16_t i = 0; i < f->nruh; i++)
+		buf[sizeof(h) + sizeof(d) + 4u * i] = NVME_RUHT_INITIALLY_ISOLATED;
+	return h.sze;
+}
+
+size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t cap, uint16_t *st)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(req->sq->ctrlr)->fdp;
+	uint16_t endgid = req->sqe.cdw11 >> 16;
+
+	*st = NVME_SC_SUCCESS;
+	if (!f->nruh) {
+		*st = NVME_SC_INVALID_LOG_PAGE;
+		return 0;
+	}
+	if (endgid != CTRLR_ENDGID || 16 + 64 + 8u * f->nruh > cap) {
+		*st = NVME_SC_INVALID_FIELD;
+		return 0;
+	}
+	switch (lid) {
+	case NVME_LOG_FDP_CONFIGS:
+		return ctrlr_log_fdp_configs(f, buf);
+	case NVME_LOG_FDP_RUH_USAGE:
+		memcpy(buf, &f->nruh, sizeof(f->nruh));
+		for (uint16_t i = 0; i < f->nruh; i++)
+			buf[8 + 8u * i] = NVME_RUHA_HOST; /* in every namespace's handle list */
+		return 8 + 8u * f->nruh;
+	case NVME_LOG_FDP_STATS: {
+		struct nvme_fdp_stats_log *s = (struct nvme_fdp_stats_log *)buf;
+
+		ctrlr_fdp_u128(s->hbmw, __atomic_load_n(&f->hbmw, __ATOMIC_RELAXED));
+		ctrlr_fdp_u128(s->mbmw, __atomic_load_n(&f->mbmw, __ATOMIC_RELAXED));
+		ctrlr_fdp_u128(s->mbe, __atomic_load_n(&f->mbe, __ATOMIC_RELAXED));
+		return sizeof(*s);
+	}
+	default: /* 23h: no event recorded (yet) */
+		return 64;
+	}
+}
+
+/* ---- features ---- */
+
+uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint32_t *cdw0)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+	uint32_t cdw11 = req->sqe.cdw11;
+
+	if (!f->nruh)
+		return NVME_SC_INVALID_FIELD;
+	if (fid == NVME_FEAT_FDP) {
+		if ((cdw11 & 0xffff) != CTRLR_ENDGID)
+			return NVME_SC_INVALID_FIELD;
+		*cdw0 = dflt ? 0 : f->enabled;
+		return NVME_SC_SUCCESS;
+	}
+	/* 1Eh: the event types of placement handle CDW11[15:0], as (type, attributes) pairs. */
+	{
+		static const uint8_t types[] = {NVME_FDPE_RU_NOT_FULLY_WRITTEN,
+						NVME_FDPE_INVALID_PID};
+		uint8_t data[2 * sizeof(types)];
+		uint16_t ph = cdw11 & 0xffff;
+
+		if (!ctrlr_fdp_ns_active(ctrlr, req->sqe.nsid) || ph >= f->nruh)
+			return NVME_SC_INVALID_FIELD;
+		for (size_t i = 0; i < sizeof(types); i++) {
+			data[2 * i] = types[i];
+			data[2 * i + 1] = !dflt && (f->events[ph] & (1u << i)) ? 1 : 0;
+		}
+		*cdw0 = sizeof(types);
+		return ctrlr_req_copy_to_host(req, data, sizeof(data));
+	}
+}
+
+uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+	uint32_t cdw11 = req->sqe.cdw11, cdw12 = req->sqe.cdw12;
+
+	if (!f->nruh)
+		return NVME_SC_INVALID_FIELD;
+	if (fid == NVME_FEAT_FDP) {
+		bool on = cdw12 & 1;
+
+		if ((cdw11 & 0xffff) != CTRLR_ENDGID || ((cdw12 >> 8) & 0xff) ||
+		    (cdw12 & ~0xff01u))
+			return NVME_SC_INVALID_FIELD;
+		if (on == f->enabled)
+			return NVME_SC_SUCCESS;
+		/* The configuration of a group that holds namespaces stays. */
+		if (ctrlr_fdp_has_ns(ctrlr))
+			return NVME_SC_CMD_SEQ_ERROR;
+		ctrlr_fdp_init(ctrlr);
+		__atomic_store_n(&f->enabled, on, __ATOMIC_RELEASE);
+		return NVME_SC_SUCCESS;
+	}
+	/* 1Eh: CDW11[15:0] the placement handle, [23:16] how many event types follow (one byte
+	 * each); CDW12 bit 0 enables or disables them. */
+	{
+		uint16_t ph = cdw11 & 0xffff;
+		uint8_t noet = (cdw11 >> 16) & 0xff, types[255];
+		uint16_t st;
+
+		if (!ctrlr_fdp_ns_active(ctrlr, req->sqe.nsid) || ph >= f->nruh || !noet ||
+		    (cdw12 & ~1u))
+			return NVME_SC_INVALID_FIELD;
+		st = ctrlr_req_copy_from_host(req, types, noet);
+		if (st)
+			return st;
+		for (uint8_t i = 0; i < noet; i++) {
+			uint8_t bit;
+
+			if (types[i] == NVME_FDPE_RU_NOT_FULLY_WRITTEN)
+				bit = 1u << 0;
+			else if (types[i] == NVME_FDPE_INVALID_PID)
+				bit = 1u << 1;
+			else
+				return NVME_SC_INVALID_FIELD;
+			f->events[ph] = (uint8_t)((cdw12 & 1) ? f->events[ph] | bit
+							      : f->events[ph] & ~bit);
+		}
+		return NVME_SC_SUCCESS;
+	}
+}
+
+/* ---- directives ---- */
+
+void ctrlr_admin_directive_recv(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+	uint8_t doper = req->sqe.cdw11 & 0xff, dtype = (req->sqe.cdw11 >> 8) & 0xff;
+	uint8_t data[4096];
+
+	if (dtype != NVME_DTYPE_IDENTIFY || doper != NVME_DOPER_ID_RETURN_PARAMS)
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw11));
+	if (!ctrlr_fdp_ns_active(ctrlr, req->sqe.nsid))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_NS,
+					      offsetof(struct nvme_sqe, nsid));
+	memset(data, 0, sizeof(data));
+	data[0] = 1u << NVME_DTYPE_IDENTIFY | (f->nruh ? 1u << NVME_DTYPE_DATA_PLACEMENT : 0);
+	data[32] = 1u << NVME_DTYPE_IDENTIFY | (f->enabled ? 1u << NVME_DTYPE_DATA_PLACEMENT : 0);
+	data[64] = f->nruh ? 1u << NVME_DTYPE_DATA_PLACEMENT : 0; /* kept across a reset */
+	ctrlr_req_complete(req, ctrlr_req_copy_to_host(req, data, sizeof(data)));
+}
+
+/* The Data Placement directive follows Feature 1Dh: Enable Directive has nothing to change. */
+void ctrlr_admin_directive_send(struct ctrlr_req *req)
+{
+	ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD, offsetof(struct nvme_sqe, cdw11));
+}
+
+/* ---- I/O Management ---- */
+
+static void ctrlr_io_mgmt_recv(struct ctrlr_req *req)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(req->sq->ctrlr)->fdp;
+	uint64_t len = ((uint64_t)req->sqe.cdw11 + 1) * 4;
+	uint8_t buf[16 + 32 * CTRLR_FDP_MAX_RUH];
+	uint16_t n = 0;
+
+	if ((req->sqe.cdw10 & 0xff) != NVME_IOM_RUH_STATUS || (req->sqe.cdw10 >> 16))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw10));
+	memset(buf, 0, sizeof(buf));
+	if (__atomic_load_n(&f->enabled, __ATOMIC_ACQUIRE)) {
+		for (uint16_t i = 0; i < f->nruh; i++) {
+			struct nvme_ruh_status_desc d = {0};
+
+			d.pid = i;
+			d.ruhid = i;
+			d.ruamw = __atomic_load_n(&f->ruh[i].ruamw, __ATOMIC_RELAXED) /
+				  req->ns->block_size;
+			memcpy(buf + 16 + 32u * i, &d, sizeof(d));
+		}
+		n = f->nruh;
+	}
+	memcpy(buf, &n, sizeof(n));
+	ctrlr_req_complete(req, ctrlr_req_copy_to_host(req, buf,
+						       len < sizeof(buf) ? len : sizeof(buf)));
+}
+
+static void ctrlr_io_mgmt_send(struct ctrlr_req *req)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(req->sq->ctrlr)->fdp;
+	uint32_t npid = (req->sqe.cdw10 >> 16) + 1;
+	uint16_t pids[CTRLR_FDP_MAX_RUH];
+	uint16_t st;
+
+	if ((req->sqe.cdw10 & 0xff) != NVME_IOM_RUH_UPDATE || npid > CTRLR_FDP_MAX_RUH ||
+	    !__atomic_load_n(&f->enabled, __ATOMIC_ACQUIRE))
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw10));
+	st = ctrlr_req_copy_from_host(req, pids, npid * sizeof(uint16_t));
+	if (st)
+		return ctrlr_req_complete(req, st);
+	for (uint32_t i = 0; i < npid; i++)
+		if (pids[i] >= f->nruh)
+			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+						      offsetof(struct nvme_sqe, cdw10));
+	for (uint32_t i = 0; i < npid; i++)
+		ctrlr_fdp_new_ru(f, pids[i]);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}
+
+const struct ctrlr_cmd ctrlr_fdp_io_cmds[256] = {
+    [NVME_CMD_IO_MGMT_RECV] = {.exec = ctrlr_io_mgmt_recv, .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_CMD_IO_MGMT_SEND] = {.exec = ctrlr_io_mgmt_send,
+			       .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC},
+};

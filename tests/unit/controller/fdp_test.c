@@ -1,0 +1,181 @@
+/* tests/unit/controller/fdp_test.c - Flexible Data Placement through the loopback transport (WIP,
+ * issue 35): the configuration log, Feature 1Dh only while the group has no namespace, the
+ * Directive Receive Identify parameters, writes with DTYPE 2 filling their handle's reclaim
+ * unit (RUH Status), RUH Update, the statistics, and hostile values. */
+#include <string.h>
+
+#include "tests/unit/controller/loopback.h"
+#include "tests/unit/cunit_runner.h"
+
+#define FDP_NRUH 4
+#define FDP_RUNS (1u << 20)
+
+static struct lb lb;
+static uint64_t buf_addr;
+
+static int fdp_init(void)
+{
+	struct ctrlr_config cfg;
+
+	lb_default_config(&cfg);
+	cfg.fdp_nruh = FDP_NRUH;
+	cfg.fdp_runs = FDP_RUNS;
+	if (lb_init(&lb, &cfg))
+		return -1;
+	if (!(lb_enable(&lb, 32) & 1))
+		return -1;
+	buf_addr = lb_alloc(&lb, 65536);
+	return 0;
+}
+
+static int fdp_fini(void)
+{
+	lb_fini(&lb);
+	return 0;
+}
+
+static uint8_t *buf(void)
+{
+	return lb_ptr(&lb, buf_addr);
+}
+
+static struct nvme_sqe sqe_data(uint8_t opc, uint32_t nsid)
+{
+	struct nvme_sqe sqe = lb_sqe(opc, nsid);
+
+	memset(buf(), 0xa5, 8192);
+	sqe.dptr.prp.prp1 = buf_addr;
+	sqe.dptr.prp.prp2 = buf_addr + 4096;
+	return sqe;
+}
+
+static uint16_t get_log(uint8_t lid, uint16_t lsi)
+{
+	struct nvme_sqe sqe = sqe_data(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
+
+	sqe.cdw10 = lid | (1024u - 1) << 16;
+	sqe.cdw11 = (uint32_t)lsi << 16;
+	return lb_cmd(&lb, 0, &sqe, NULL);
+}
+
+static uint16_t set_fdp(uint32_t cdw11, uint32_t cdw12)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
+
+	sqe.cdw10 = NVME_FEAT_FDP;
+	sqe.cdw11 = cdw11;
+	sqe.cdw12 = cdw12;
+	return lb_cmd(&lb, 0, &sqe, NULL);
+}
+
+static uint16_t write_placed(uint8_t dtype, uint16_t dspec, uint32_t nlb)
+{
+	struct nvme_sqe sqe = sqe_data(NVME_CMD_WRITE, 1);
+
+	sqe.cdw12 = (nlb - 1) | (uint32_t)dtype << 20;
+	sqe.cdw13 = (uint32_t)dspec << 16;
+	return lb_cmd(&lb, 1, &sqe, NULL);
+}
+
+static uint64_t ruamw(uint16_t pid)
+{
+	struct nvme_sqe sqe = sqe_data(NVME_CMD_IO_MGMT_RECV, 1);
+	struct nvme_ruh_status_desc d;
+
+	sqe.cdw10 = NVME_IOM_RUH_STATUS;
+	sqe.cdw11 = 4096 / 4 - 1;
+	if (lb_cmd(&lb, 1, &sqe, NULL))
+		return ~0ull;
+	memcpy(&d, buf() + 16 + 32u * pid, sizeof(d));
+	return d.pid == pid && d.ruhid == pid ? d.ruamw : ~0ull;
+}
+
+static void test_fdp(void)
+{
+	struct nvme_fdp_config_desc d;
+	struct nvme_sqe sqe;
+	uint64_t v;
+	uint32_t dw0 = 0;
+
+	/* Identify: FDPS, directives. */
+	sqe = sqe_data(NVME_ADM_IDENTIFY, 0);
+	sqe.cdw10 = NVME_CNS_CTRL;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_TRUE(((struct nvme_id_ctrl *)buf())->ctratt & NVME_CTRATT_FDPS);
+	CU_ASSERT_TRUE(((struct nvme_id_ctrl *)buf())->oacs & NVME_OACS_DIRECTIVES);
+	/* The configuration log. */
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_CONFIGS, 1), 0);
+	memcpy(&d, buf() + 16, sizeof(d));
+	CU_ASSERT_EQUAL(d.nruh, FDP_NRUH);
+	CU_ASSERT_EQUAL(d.runs, FDP_RUNS);
+	CU_ASSERT_EQUAL(d.maxpids, FDP_NRUH - 1);
+	CU_ASSERT_TRUE(d.fdpatt & NVME_FDPA_VALID);
+	CU_ASSERT_EQUAL(buf()[16 + 64], NVME_RUHT_INITIALLY_ISOLATED);
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_CONFIGS, 2), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* Feature 1Dh: enable while the group has no namespace; hostile values refused. */
+	CU_ASSERT_EQUAL(set_fdp(2, 1), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(set_fdp(1, 1 | 1u << 8), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(set_fdp(1, 1 | 1u << 20), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(set_fdp(1, 1), 0);
+	sqe = lb_sqe(NVME_ADM_GET_FEATURES, 0);
+	sqe.cdw10 = NVME_FEAT_FDP;
+	sqe.cdw11 = 1;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 1);
+	CU_ASSERT_EQUAL(lb_add_malloc_ns(&lb, "fdp0", 1, 16384, 512), 1);
+	CU_ASSERT_EQUAL(set_fdp(1, 0) & 0x7ff, NVME_SC_CMD_SEQ_ERROR);
+	/* Directive Receive, Identify: Data Placement supported and enabled. */
+	sqe = sqe_data(NVME_ADM_DIRECTIVE_RECV, 1);
+	sqe.cdw10 = 4096 / 4 - 1;
+	sqe.cdw11 = NVME_DOPER_ID_RETURN_PARAMS | NVME_DTYPE_IDENTIFY << 8;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(buf()[0], 0x5);
+	CU_ASSERT_EQUAL(buf()[32], 0x5);
+	sqe.cdw11 = NVME_DOPER_ID_RETURN_PARAMS | NVME_DTYPE_DATA_PLACEMENT << 8;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	sqe = lb_sqe(NVME_ADM_DIRECTIVE_SEND, 1);
+	sqe.cdw11 = NVME_DOPER_ID_ENABLE;
+	sqe.cdw12 = 1 | NVME_DTYPE_DATA_PLACEMENT << 8;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* Writes through handle 2 fill its reclaim unit; the others keep theirs. */
+	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 32, 1, false), 0);
+	CU_ASSERT_EQUAL(ruamw(2), FDP_RUNS / 512);
+	CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 2, 8), 0);
+	CU_ASSERT_EQUAL(ruamw(2), FDP_RUNS / 512 - 8);
+	CU_ASSERT_EQUAL(ruamw(1), FDP_RUNS / 512);
+	/* No directive: the default handle 0; a placement identifier past the list: handle 0. */
+	CU_ASSERT_EQUAL(write_placed(0, 0, 4), 0);
+	CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 0xffff, 4), 0);
+	CU_ASSERT_EQUAL(ruamw(0), FDP_RUNS / 512 - 8);
+	/* A directive type that is not enabled. */
+	CU_ASSERT_EQUAL(write_placed(1, 0, 4), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* RUH Update: handle 2 gets a new, empty reclaim unit. */
+	sqe = sqe_data(NVME_CMD_IO_MGMT_SEND, 1);
+	sqe.cdw10 = NVME_IOM_RUH_UPDATE;
+	((uint16_t *)buf())[0] = 2;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(ruamw(2), FDP_RUNS / 512);
+	sqe = sqe_data(NVME_CMD_IO_MGMT_SEND, 1);
+	sqe.cdw10 = NVME_IOM_RUH_UPDATE;
+	((uint16_t *)buf())[0] = FDP_NRUH;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	sqe.cdw10 = NVME_IOM_RUH_UPDATE | 0xffffu << 16;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	sqe = sqe_data(NVME_CMD_IO_MGMT_RECV, 1);
+	sqe.cdw10 = 7;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* A write past the end of a reclaim unit takes the next one. */
+	for (int i = 0; i < 128; i++)
+		CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 3, 16), 0);
+	CU_ASSERT_EQUAL(ruamw(3), 0);
+	CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 3, 16), 0);
+	CU_ASSERT_EQUAL(ruamw(3), FDP_RUNS / 512 - 16);
+	/* Statistics: host and media bytes written, a reclaim unit erased per new one. */
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_STATS, 1), 0);
+	memcpy(&v, buf(), 8);
+	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 128 * 16 + 16) * 512ull);
+	memcpy(&v, buf() + 32, 8);
+	CU_ASSERT_EQUAL(v, 2ull * FDP_RUNS);
+}
+
+CUNIT_SUITE(fdp, fdp_init, fdp_fini, {"fdp", test_fdp})
