@@ -1532,6 +1532,22 @@ struct nvme_fdp_stats_log {
 } __attribute__((packed));
 NVME_STATIC_ASSERT(sizeof(struct nvme_fdp_stats_log) == 64, "FDP statistics");
 
+struct nvme_fdp_event {
+	uint8_t type;
+	uint8_t flags; /* bit 0 PID valid, bit 1 NSID valid, bit 2 location valid */
+	uint16_t pid;
+	uint64_t timestamp; /* milliseconds, as the Timestamp feature */
+	uint32_t nsid;
+	uint8_t type_specific[16];
+	uint16_t rgid;
+	uint8_t ruhid;
+	uint8_t rsvd35[5];
+	uint8_t vs[24];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_fdp_event) == 64, "FDP event");
+#define NVME_FDPEF_PIV (1u << 0)
+#define NVME_FDPEF_NSIDV (1u << 1)
+
 struct nvme_ruh_status_desc {
 	uint16_t pid;
 	uint16_t ruhid;

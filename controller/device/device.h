@@ -161,6 +161,7 @@ struct ctrlr_pel {
 /* The module's state in a controller. */
 /* Flexible Data Placement (fdp.c). The reclaim unit handles' counters are updated by the I/O
  * threads (atomics); the rest is the admin thread's. */
+#define CTRLR_FDP_EVENTS 63 /* a 4 KiB log: 64-byte header and events */
 struct ctrlr_fdp_ruh {
 	uint64_t ruamw; /* bytes the current reclaim unit can still take */
 	uint64_t rus;	/* reclaim units taken so far */
@@ -172,6 +173,9 @@ struct ctrlr_fdp {
 	uint64_t hbmw, mbmw, mbe; /* bytes, atomic */
 	uint8_t events[CTRLR_FDP_MAX_RUH]; /* per placement handle: event types enabled (bits) */
 	struct ctrlr_fdp_ruh ruh[CTRLR_FDP_MAX_RUH];
+	/* Host events (log 23h, LSP 0): the newest CTRLR_FDP_EVENTS, oldest first. */
+	struct nvme_fdp_event ev[CTRLR_FDP_EVENTS];
+	uint32_t nev;
 };
 
 struct ctrlr_device {

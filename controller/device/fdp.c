@@ -4,11 +4,13 @@
  * reclaim units of fdp_runs bytes), every namespace's placement handle list is every handle
  * (PHNDL i = RUHID i). Feature 1Dh enables it (only while the group has no namespace), 1Eh keeps
  * the event types enabled per placement handle; logs 20h (configurations), 21h (handle usage),
- * 22h (statistics), 23h (events: none recorded yet); Directive Receive Identify; I/O Management
+ * 22h (statistics), 23h (host events: RU Not Fully Written at an RUH Update, Invalid Placement
+ * Identifier, when Feature 1Eh enabled them); Directive Receive Identify; I/O Management
  * Receive (RUH Status) and Send (RUH Update); writes with DTYPE 2 are accounted to the handle of
  * their DSPEC (an invalid one to handle 0, as the spec's Invalid Placement Identifier case).
  * Not there yet: the data of each handle placed in reclaim units of distinct bdev regions (an
- * LBA map that survives SIGKILL), the events and their log, the RU time limit. */
+ * LBA map that survives SIGKILL), controller events, the RU time limit, the CLI/RPC. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller/device/device.h"
@@ -57,6 +59,49 @@ static bool ctrlr_fdp_has_ns(const struct ctrlr *ctrlr)
 	return false;
 }
 
+/* ---- events: raised on I/O threads, recorded on the admin thread ---- */
+
+struct ctrlr_fdp_ev_msg {
+	struct ctrlr *ctrlr;
+	struct nvme_fdp_event ev;
+};
+
+static void ctrlr_fdp_event_msg(void *arg)
+{
+	struct ctrlr_fdp_ev_msg *m = arg;
+	struct ctrlr_fdp *f = &ctrlr_dev(m->ctrlr)->fdp;
+	uint8_t bit = m->ev.type == NVME_FDPE_RU_NOT_FULLY_WRITTEN ? 1u << 0 : 1u << 1;
+
+	/* Only event types the host enabled for that placement handle (Feature 1Eh). */
+	if (m->ev.pid < f->nruh && (f->events[m->ev.pid] & bit)) {
+		if (f->nev == CTRLR_FDP_EVENTS) {
+			memmove(&f->ev[0], &f->ev[1], sizeof(f->ev[0]) * (CTRLR_FDP_EVENTS - 1));
+			f->nev--;
+		}
+		m->ev.timestamp = (evloop_now_us() - m->ctrlr->created_us) / 1000;
+		f->ev[f->nev++] = m->ev;
+	}
+	free(m);
+}
+
+static void ctrlr_fdp_event(struct ctrlr_req *req, uint8_t type, uint16_t pid, uint64_t info)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_fdp_ev_msg *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return;
+	m->ctrlr = ctrlr;
+	m->ev.type = type;
+	m->ev.flags = NVME_FDPEF_PIV | NVME_FDPEF_NSIDV;
+	m->ev.pid = pid;
+	m->ev.nsid = req->sqe.nsid;
+	m->ev.ruhid = (uint8_t)pid;
+	memcpy(m->ev.type_specific, &info, sizeof(info));
+	if (ctrlr->ops->admin_msg(ctrlr->tctx, ctrlr_fdp_event_msg, m))
+		free(m);
+}
+
 /* A new reclaim unit for handle r: the old one's rest is given up, the new one erased. */
 static void ctrlr_fdp_new_ru(struct ctrlr_fdp *f, uint16_t r)
 {
@@ -96,7 +141,10 @@ uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes)
 		return NVME_SC_INVALID_FIELD;
 	if (!on)
 		return NVME_SC_SUCCESS;
-	/* No directive, or a placement identifier past the handle list: handle 0. */
+	/* No directive, or a placement identifier past the handle list: handle 0 (the latter
+	 * is an Invalid Placement Identifier event of handle 0). */
+	if (dtype && pid >= f->nruh)
+		ctrlr_fdp_event(req, NVME_FDPE_INVALID_PID, 0, pid);
 	if (!dtype || pid >= f->nruh)
 		pid = 0;
 	ctrlr_fdp_account(f, pid, bytes);
@@ -137,7 +185,8 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		*st = NVME_SC_INVALID_LOG_PAGE;
 		return 0;
 	}
-	if (endgid != CTRLR_ENDGID || 16 + 64 + 8u * f->nruh > cap) {
+	if (endgid != CTRLR_ENDGID || 16 + 64 + 8u * f->nruh > cap ||
+	    64 + sizeof(f->ev) > cap) {
 		*st = NVME_SC_INVALID_FIELD;
 		return 0;
 	}
@@ -157,8 +206,13 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		ctrlr_fdp_u128(s->mbe, __atomic_load_n(&f->mbe, __ATOMIC_RELAXED));
 		return sizeof(*s);
 	}
-	default: /* 23h: no event recorded (yet) */
-		return 64;
+	default: { /* 23h: LSP bit 0 selects controller events, which this model has none of */
+		uint32_t n = (req->sqe.cdw10 >> 8) & 1 ? 0 : f->nev;
+
+		memcpy(buf, &n, sizeof(n));
+		memcpy(buf + 64, f->ev, n * sizeof(f->ev[0]));
+		return 64 + n * sizeof(f->ev[0]);
+	}
 	}
 }
 
@@ -324,8 +378,15 @@ static void ctrlr_io_mgmt_send(struct ctrlr_req *req)
 		if (pids[i] >= f->nruh)
 			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 						      offsetof(struct nvme_sqe, cdw10));
-	for (uint32_t i = 0; i < npid; i++)
+	for (uint32_t i = 0; i < npid; i++) {
+		uint64_t left = __atomic_load_n(&f->ruh[pids[i]].ruamw, __ATOMIC_RELAXED);
+
+		/* A reclaim unit given up before it was full: how many blocks it kept. */
+		if (left && left < f->runs)
+			ctrlr_fdp_event(req, NVME_FDPE_RU_NOT_FULLY_WRITTEN, pids[i],
+					left / req->ns->block_size);
 		ctrlr_fdp_new_ru(f, pids[i]);
+	}
 	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }
 

@@ -68,6 +68,19 @@ static uint16_t set_fdp(uint32_t cdw11, uint32_t cdw12)
 	return lb_cmd(&lb, 0, &sqe, NULL);
 }
 
+/* Feature 1Eh on namespace 1: placement handle ph, noet event types (t0, t1), enable. */
+static uint16_t set_events(uint16_t ph, uint8_t noet, uint32_t cdw12, uint8_t t0, uint8_t t1)
+{
+	struct nvme_sqe sqe = sqe_data(NVME_ADM_SET_FEATURES, 1);
+
+	buf()[0] = t0;
+	buf()[1] = t1;
+	sqe.cdw10 = NVME_FEAT_FDP_EVENTS;
+	sqe.cdw11 = ph | (uint32_t)noet << 16;
+	sqe.cdw12 = cdw12;
+	return lb_cmd(&lb, 0, &sqe, NULL);
+}
+
 static uint16_t write_placed(uint8_t dtype, uint16_t dspec, uint32_t nlb)
 {
 	struct nvme_sqe sqe = sqe_data(NVME_CMD_WRITE, 1);
@@ -137,6 +150,21 @@ static void test_fdp(void)
 	sqe.cdw11 = NVME_DOPER_ID_ENABLE;
 	sqe.cdw12 = 1 | NVME_DTYPE_DATA_PLACEMENT << 8;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	/* Feature 1Eh: both host events of handle 2 enabled; hostile values refused. */
+	CU_ASSERT_EQUAL(set_events(2, 2, 1, 0x00, 0x03), 0);
+	CU_ASSERT_EQUAL(set_events(FDP_NRUH, 2, 1, 0x00, 0x03), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(set_events(2, 2, 1, 0x00, 0x42), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(set_events(2, 0, 1, 0x00, 0x03), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(set_events(2, 2, 3, 0x00, 0x03), NVME_SC_INVALID_FIELD | NVME_DNR);
+	sqe = sqe_data(NVME_ADM_GET_FEATURES, 1);
+	sqe.cdw10 = NVME_FEAT_FDP_EVENTS;
+	sqe.cdw11 = 2;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
+	CU_ASSERT_EQUAL(dw0, 2);
+	CU_ASSERT_EQUAL(buf()[0], 0x00);
+	CU_ASSERT_EQUAL(buf()[1], 1);
+	CU_ASSERT_EQUAL(buf()[2], 0x03);
+	CU_ASSERT_EQUAL(buf()[3], 1);
 	/* Writes through handle 2 fill its reclaim unit; the others keep theirs. */
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 32, 1, false), 0);
 	CU_ASSERT_EQUAL(ruamw(2), FDP_RUNS / 512);
@@ -155,6 +183,39 @@ static void test_fdp(void)
 	((uint16_t *)buf())[0] = 2;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), 0);
 	CU_ASSERT_EQUAL(ruamw(2), FDP_RUNS / 512);
+	/* ... and its reclaim unit was not full: an event with the blocks it had left. */
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_EVENTS, 1), 0);
+	{
+		struct nvme_fdp_event e;
+		uint64_t left;
+
+		memcpy(&v, buf(), 4);
+		CU_ASSERT_EQUAL((uint32_t)v, 1);
+		memcpy(&e, buf() + 64, sizeof(e));
+		memcpy(&left, e.type_specific, 8);
+		CU_ASSERT_EQUAL(e.type, NVME_FDPE_RU_NOT_FULLY_WRITTEN);
+		CU_ASSERT_EQUAL(e.pid, 2);
+		CU_ASSERT_EQUAL(e.nsid, 1);
+		CU_ASSERT_EQUAL(left, FDP_RUNS / 512 - 8);
+	}
+	/* Invalid placement identifiers count against handle 0, whose events are off. */
+	CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 0x7777, 1), 0);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(set_events(0, 1, 1, 0x03, 0), 0);
+	CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 0x7777, 1), 0);
+	lb_pump(&lb);
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_EVENTS, 1), 0);
+	memcpy(&v, buf(), 4);
+	CU_ASSERT_EQUAL((uint32_t)v, 2);
+	CU_ASSERT_EQUAL(buf()[64 + 64], NVME_FDPE_INVALID_PID);
+	/* Controller events (LSP bit 0): none. */
+	sqe = sqe_data(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
+	sqe.cdw10 = NVME_LOG_FDP_EVENTS | 1u << 8 | (1024u - 1) << 16;
+	sqe.cdw11 = 1u << 16;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	memcpy(&v, buf(), 4);
+	CU_ASSERT_EQUAL((uint32_t)v, 0);
 	sqe = sqe_data(NVME_CMD_IO_MGMT_SEND, 1);
 	sqe.cdw10 = NVME_IOM_RUH_UPDATE;
 	((uint16_t *)buf())[0] = FDP_NRUH;
@@ -173,7 +234,7 @@ static void test_fdp(void)
 	/* Statistics: host and media bytes written, a reclaim unit erased per new one. */
 	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_STATS, 1), 0);
 	memcpy(&v, buf(), 8);
-	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 128 * 16 + 16) * 512ull);
+	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 1 + 1 + 128 * 16 + 16) * 512ull);
 	memcpy(&v, buf() + 32, 8);
 	CU_ASSERT_EQUAL(v, 2ull * FDP_RUNS);
 }
