@@ -34,7 +34,7 @@ SERVICE_TESTS :=
 BENCHES :=
 
 # Fragments, lower layers first.
-include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk \
+include $(wildcard common/module.mk vfu/module.mk hw/module.mk dpa/module.mk backend/module.mk cluster/module.mk \
           controller/module.mk transport/module.mk app/module.mk host/module.mk tools/module.mk \
           packaging/module.mk)
 include $(sort $(wildcard tests/*/module.mk qemu-configs/module.mk qemu-configs/qemu.mk))
@@ -109,21 +109,30 @@ bench: deps all
 	@for b in $(BENCHES); do $$b || exit 1; done
 
 # `make soak`: the long runs, hours (not CI): the lifecycle torture test for millions of steps
-# under ASan, both libFuzzer targets for an hour each, the guest soak (two guests, four
-# functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds, and with
-# SPDK_DIR, SPDK's tools against the ASan build with an hour of SPDK's nvme_fuzz.
+# under ASan, the crash torture for SOAK_CRASH_ROUNDS daemon lives in four suites of a quarter
+# each (about 0.26 s a life: each suite stays hours inside the per-suite limit) and
+# SOAK_POWER_ROUNDS power losses, both libFuzzer targets for an hour each, the guest soak (two
+# guests, four functions each, resets/FLRs/listener churn on one) for SOAK_GUEST_TIME seconds,
+# with SPDK_DIR, SPDK's tools against the ASan build with an hour of SPDK's nvme_fuzz, and with
+# an nvme-cli tree (NVME_CLI_SRC), nvme-cli's e2e suite against nvme-emu and QEMU's NVMe.
 SOAK_TORTURE_STEPS ?= 2000000
 SOAK_FUZZ_TIME ?= 3600
 SOAK_GUEST_TIME ?= 3600
+SOAK_CRASH_ROUNDS ?= 100000
+SOAK_POWER_ROUNDS ?= 2000
 soak: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 all
 	@TEST_TIMEOUT=$$(( 20 * 3600 )) GUEST_TEST_TIMEOUT=$$(( $(SOAK_GUEST_TIME) + 900 )) \
 	    scripts/run-tests.sh \
 	    "soak:torture=env TORTURE_STEPS=$(SOAK_TORTURE_STEPS) build-asan/bin/nvme_torture_test build-asan" \
+	    $(foreach i,1 2 3 4,"soak:crash-$(i)=env CRASH_ROUNDS=$$(( $(SOAK_CRASH_ROUNDS) / 4 )) build/bin/nvme_crash_test build") \
+	    "soak:powerloss=env POWER_ROUNDS=$(SOAK_POWER_ROUNDS) build/bin/nvme_powerloss_test build" \
 	    "soak:libfuzzer=env FUZZ_CHECK_TIME=$(SOAK_FUZZ_TIME) tests/fuzz/libfuzzer-check.sh build" \
 	    "guest:test-soak.sh=env SOAK_TIME=$(SOAK_GUEST_TIME) SOAK_MAX_LAT_US=2000000 tests/guest/test-soak.sh" \
-	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan"
+	    "soak:spdk-host=env SPDK_FUZZ_TIME=$(SOAK_FUZZ_TIME) tests/integration/perf/spdk-host.sh build-asan" \
+	    "guest:test-nvme-cli-e2e.sh=tests/guest/test-nvme-cli-e2e.sh" \
+	    "guest:test-nvme-cli-e2e.sh-qemu=env NVME_CLI_E2E_TARGET=qemu tests/guest/test-nvme-cli-e2e.sh"
 
 clean:
 	rm -rf build build-asan build-deb

@@ -110,6 +110,9 @@ struct app_ns {
 	/* Reservations (controller/io_resv.c): the state the namespace keeps across listener
 	 * changes, and its Persist Through Power Loss file (SPDK's ptpl_file; NULL: none). */
 	char *ptpl_file;
+	/* Reservations shared with every daemon exporting the same RBD image (app_shared_resv.c). */
+	bool shared_resv;
+	struct app_sr *resv_store; /* its store (freed with the shared namespace, not with this) */
 	struct ctrlr_ns_shared *shared;
 	bool has_uuid, has_nguid, has_eui64;
 	uint8_t uuid[16], nguid[16], eui64[8];
@@ -171,12 +174,16 @@ struct app_subsys {
 	bool pool_creating;
 	/* The controller's Persistent Event Log state file (controller/pel.c), or NULL. */
 	char *event_log_file;
+	char *state_file; /* the controllers' state files (FILE, FILE.<cntlid>), or NULL */
 	/* Each controller's Controller Memory Buffer (bytes, 0: none) and Persistent Memory
 	 * Region file (NULL: none; FILE.<cntlid> for all but the first CNTLID) and size (0: the
 	 * file's). */
 	uint64_t cmb_size;
 	char *pmr_file;
 	uint64_t pmr_size;
+	/* CNTLID claims and releases in the cluster under way (app_cluster_cntlid.c): the
+	 * subsystem is busy until they end. */
+	uint32_t cntlid_claims;
 	struct app_subsys *next;
 };
 
@@ -242,6 +249,9 @@ struct app_target {
 	void (*fini_done)(void *arg);
 	void *fini_arg;
 	bool fini_stepping, fini_again, fini_finished;
+	/* CNTLID table operations (app_cluster_cntlid.c) whose RADOS object is not closed yet:
+	 * the RBD bdevs they go through stay until then. */
+	uint32_t cntlid_ops;
 	int setup_rc; /* --socket setup's listener result */
 	struct app_metrics metrics;
 	struct app_service svc;
@@ -267,7 +277,8 @@ struct app_subsys *app_subsys_find(struct app_target *t, const char *nqn);
 /* min_cntlid/max_cntlid 0: 1 and 0xffef. */
 /* The Persistent Event Log state file of the subsystem's controller (before its listener is
  * added). 0 or -ENOMEM (err set). */
-int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err);
+/* Sets one of a subsystem's file paths (event_log_file, state_file) to a copy of path. */
+int app_subsys_set_path(char **slot, const char *path, char *err);
 /* Its controllers' CMB size and PMR file and size (before a listener is added): 0, or -EINVAL
  * (a size that is not a power of two from 1 MiB to 1 GiB), -EBUSY (a listener exists),
  * -ENOMEM, with err. */
@@ -293,7 +304,19 @@ struct app_ns_opts {
 	uint32_t nsid;			  /* 0: lowest free */
 	const char *uuid, *nguid, *eui64; /* text or NULL */
 	const char *ptpl_file;		  /* reservation state file or NULL */
+	bool shared_resv;		  /* reservations kept in RADOS beside the RBD image */
 };
+/* Binds ns's reservations to a RADOS object beside its RBD image, shared by every daemon that
+ * exports the image (app_shared_resv.c); the namespace's identifiers, unless given, are derived
+ * from the image so every host sees the same. 0 or -errno with err. */
+int app_ns_share_resv(struct app_target *t, struct app_ns *ns, char *err);
+/* Test fault: the namespace's watch on its record breaks for hold_ms (-ENOENT: not watching). */
+int app_ns_shared_resv_lose_watch(struct app_ns *ns, uint32_t hold_ms);
+/* 64-bit FNV-1a of text from basis (0xcbf29ce484222325: the standard offset basis): names the
+ * cluster objects and identifiers derived from text. */
+uint64_t app_fnv1a64(const char *text, uint64_t basis);
+/* Test fault: the next `count` reads of the record fail with -EIO (and are tried again). */
+int app_ns_shared_resv_fail_reads(struct app_ns *ns, uint32_t count);
 /* Returns the nsid (> 0) or -errno. */
 int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct app_ns_opts *o,
 		      char *err);
@@ -317,6 +340,22 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
  * endpoint. */
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg);
+
+/* ---- CNTLIDs allocated through the cluster (app_cluster_cntlid.c) ---- */
+
+/* A subsystem with a namespace of shared_reservations spans the daemons exporting the image: its
+ * CNTLIDs come from the cluster. */
+bool app_subsys_cluster_cntlid(const struct app_subsys *s);
+/* done(arg, 0, cntlid, NULL) or done(arg, -errno, 0, message), on the main loop. */
+typedef void (*app_cc_done_fn)(void *arg, int rc, uint16_t cntlid, const char *err);
+/* Claims a CNTLID of s's range for the listener at traddr (the one it held before, when this
+ * host's listener at traddr had one). 0 (done will run) or -errno with err. */
+int app_cluster_cntlid_claim(struct app_target *t, struct app_subsys *s, const char *traddr,
+			     app_cc_done_fn done, void *arg, char *err);
+/* Releases cntlid held by this host's listener at traddr (done as for a claim). 0 (done will
+ * run) or -errno with err. */
+int app_cluster_cntlid_release(struct app_target *t, struct app_subsys *s, const char *traddr,
+			       uint16_t cntlid, app_cc_done_fn done, void *arg, char *err);
 
 /* ---- managers and functions (app_emu.c) ---- */
 
@@ -408,9 +447,12 @@ int app_service_reload(struct app_target *t, const char *path, app_done_fn done,
 /* STOPPING=1: the clean shutdown has begun. */
 void app_service_stopping(struct app_target *t);
 void app_service_fini(struct app_target *t);
-/* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg).
+/* Test-only faults (NVME_EMU_TEST_FAULTS=1): "hang_main_loop", "hang_poll_group" (group pg),
+ * "lose_cluster_watch" (shared-reservation namespaces lose their RADOS watch for hold_ms),
+ * "fail_cluster_reads" (their next `count` reads of the reservation record fail with -EIO).
  * 0, -EPERM (not enabled), -EINVAL, -ENOENT with err. */
-int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg, char *err);
+int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
+			   uint32_t hold_ms, uint32_t count, char *err);
 
 /* ---- reloading the configuration (config_reload.c) ---- */
 

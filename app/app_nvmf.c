@@ -160,7 +160,7 @@ static int app_parse_hex(const char *text, uint8_t *out, size_t len)
 
 bool app_subsys_busy(const struct app_subsys *s)
 {
-	if (s->deleting)
+	if (s->deleting || s->cntlid_claims)
 		return true;
 	for (const struct app_listener *l = s->listeners; l; l = l->next)
 		if (l->state == APP_LISTENER_ATTACHING || l->state == APP_LISTENER_DETACHING)
@@ -319,6 +319,13 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		app_ns_free(ns);
 		return -EINVAL;
 	}
+	if (o->ptpl_file && o->shared_resv) {
+		snprintf(err, APP_ERR_LEN,
+			 "ptpl_file and shared_reservations exclude each other: shared reservations "
+			 "are kept in the cluster");
+		app_ns_free(ns);
+		return -EINVAL;
+	}
 	if (o->ptpl_file && !(ns->ptpl_file = strdup(o->ptpl_file))) {
 		snprintf(err, APP_ERR_LEN, "out of memory");
 		app_ns_free(ns);
@@ -332,6 +339,23 @@ int app_subsys_add_ns(struct app_target *t, struct app_subsys *s, const struct a
 		ns->shared = NULL;
 		app_ns_free(ns);
 		return rc;
+	}
+	if (o->shared_resv && s->listeners && !app_subsys_cluster_cntlid(s)) {
+		/* Its controllers' CNTLIDs would have to be claimed in the cluster after the fact,
+		 * where another daemon may hold them already. */
+		snprintf(err, APP_ERR_LEN,
+			 "subsystem %s has listeners: add a namespace with shared_reservations "
+			 "before them (their CNTLIDs are then allocated through the cluster)", s->nqn);
+		app_ns_free(ns);
+		return -EBUSY;
+	}
+	if (o->shared_resv) {
+		ns->shared_resv = true;
+		rc = app_ns_share_resv(t, ns, err);
+		if (rc) {
+			app_ns_free(ns);
+			return rc;
+		}
 	}
 	for (struct app_listener *l = s->listeners; l; l = l->next) {
 		if (!l->pc)
@@ -457,8 +481,8 @@ static void app_listener_finish_pending(struct app_listener *l)
  * namespace attached. On failure it returns the error and has started the listener's teardown,
  * which reports it through l->done. */
 /* A state file of l's controller named after the subsystem's `file` (its Persistent Event Log,
- * its Persistent Memory Region): the file itself for the first CNTLID, FILE.<cntlid> for the
- * others (each controller keeps its own), NULL: none. */
+ * its controller state, its Persistent Memory Region): the file itself for the first CNTLID,
+ * FILE.<cntlid> for the others (each controller keeps its own), NULL: none. */
 static const char *app_listener_file(const struct app_listener *l, const char *file, char *buf,
 				     size_t len)
 {
@@ -474,7 +498,7 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 			      struct app_function *fn, char *err)
 {
 	struct app_subsys *s = l->s;
-	char pel_path[PATH_MAX], pmr_path[PATH_MAX];
+	char pel_path[PATH_MAX], state_path[PATH_MAX], pmr_path[PATH_MAX];
 	struct pcie_ctrlr_opts po = {
 	    .vuid = fn->vuid,
 	    .socket_path = fn->socket_path,
@@ -492,6 +516,8 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 		    .sgl = t->tr.sgl,
 		    .no_dbbuf = t->tr.no_dbbuf,
 		    .pel_file = app_listener_file(l, s->event_log_file, pel_path, sizeof(pel_path)),
+		    .state_file =
+			app_listener_file(l, s->state_file, state_path, sizeof(state_path)),
 		},
 	    .vendor_id = t->tr.vendor_id,
 	    .device_id = t->tr.device_id,
@@ -544,7 +570,7 @@ out_teardown:
 	return rc;
 }
 
-int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err)
+int app_subsys_set_path(char **slot, const char *path, char *err)
 {
 	char *p = strdup(path);
 
@@ -552,8 +578,8 @@ int app_subsys_set_event_log(struct app_subsys *s, const char *path, char *err)
 		snprintf(err, APP_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
-	free(s->event_log_file);
-	s->event_log_file = p;
+	free(*slot);
+	*slot = p;
 	return 0;
 }
 
@@ -620,6 +646,7 @@ static void app_subsys_free(struct app_target *t, struct app_subsys *s)
 		free(s->hosts[i]);
 	free(s->hosts);
 	free(s->event_log_file);
+	free(s->state_file);
 	free(s->pmr_file);
 	free(s->nqn);
 	free(s->serial);
@@ -811,15 +838,57 @@ static uint16_t app_free_cntlid(const struct app_subsys *s)
 	return 0;
 }
 
+static void app_listener_add_at(struct app_target *t, struct app_subsys *s, const char *canon,
+				const char *traddr, const char *manager, const char *bus,
+				uint16_t cntlid, app_done_fn done, void *arg);
+
+/* A listener add waiting for its CNTLID from the cluster: the request, copied. */
+struct app_listener_claim {
+	struct app_target *t;
+	struct app_subsys *s;
+	const char *canon;
+	char *traddr, *manager, *bus;
+	app_done_fn done;
+	void *arg;
+};
+
+static void app_listener_claim_free(struct app_listener_claim *c)
+{
+	free(c->traddr);
+	free(c->manager);
+	free(c->bus);
+	free(c);
+}
+
+static void app_listener_claimed(void *arg, int rc, uint16_t cntlid, const char *err)
+{
+	struct app_listener_claim *c = arg;
+	char msg[APP_ERR_LEN];
+
+	if (!rc && (c->t->shutting_down || c->s->deleting)) {
+		rc = -ECANCELED;
+		err = "the subsystem or the daemon is going away";
+	} else if (!rc && app_subsys_listener_by_cntlid(c->s, cntlid)) {
+		/* Another listener of this daemon at the same traddr came first. */
+		snprintf(msg, sizeof(msg), "subsystem %s: CNTLID %u (from the cluster) is in use here",
+			 c->s->nqn, cntlid);
+		rc = -EEXIST;
+		err = msg;
+	}
+	if (rc)
+		c->done(c->arg, rc, err);
+	else
+		app_listener_add_at(c->t, c->s, c->canon, c->traddr, c->manager, c->bus, cntlid,
+				    c->done, c->arg);
+	app_listener_claim_free(c);
+}
+
 void app_listener_add(struct app_target *t, struct app_subsys *s, const char *trtype,
 		      const char *traddr, const char *manager, const char *bus, app_done_fn done,
 		      void *arg)
 {
 	const char *canon = app_trtype_canonical(trtype);
-	struct app_function *fn;
-	struct app_listener *l, **tail;
-	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
-	const char *where = traddr;
+	char err[APP_ERR_LEN];
 	uint16_t cntlid;
 	int rc;
 
@@ -848,6 +917,27 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, -EBUSY, err);
 		return;
 	}
+	if (app_subsys_cluster_cntlid(s)) {
+		/* One subsystem across daemons: the CNTLID comes from the cluster. */
+		struct app_listener_claim *c = calloc(1, sizeof(*c));
+
+		if (!c || !(c->traddr = strdup(traddr)) ||
+		    (manager && !(c->manager = strdup(manager))) || (bus && !(c->bus = strdup(bus)))) {
+			if (c)
+				app_listener_claim_free(c);
+			done(arg, -ENOMEM, "out of memory");
+			return;
+		}
+		*c = (struct app_listener_claim){.t = t, .s = s, .canon = canon, .traddr = c->traddr,
+						 .manager = c->manager, .bus = c->bus, .done = done,
+						 .arg = arg};
+		rc = app_cluster_cntlid_claim(t, s, traddr, app_listener_claimed, c, err);
+		if (rc) {
+			app_listener_claim_free(c);
+			done(arg, rc, err);
+		}
+		return;
+	}
 	cntlid = app_free_cntlid(s);
 	if (!cntlid) {
 		snprintf(err, APP_ERR_LEN, "subsystem %s: every CNTLID of %u..%u is taken", s->nqn,
@@ -855,6 +945,20 @@ void app_listener_add(struct app_target *t, struct app_subsys *s, const char *tr
 		done(arg, -ENOSPC, err);
 		return;
 	}
+	app_listener_add_at(t, s, canon, traddr, manager, bus, cntlid, done, arg);
+}
+
+/* The rest of a listener add, its CNTLID chosen. */
+static void app_listener_add_at(struct app_target *t, struct app_subsys *s, const char *canon,
+				const char *traddr, const char *manager, const char *bus,
+				uint16_t cntlid, app_done_fn done, void *arg)
+{
+	struct app_function *fn;
+	struct app_listener *l, **tail;
+	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
+	const char *where = traddr;
+	int rc;
+
 	if (!strcmp(canon, "VFIOUSER")) {
 		rc = app_vfiouser_socket(traddr, path, sizeof(path), err);
 		if (rc) {
@@ -973,6 +1077,49 @@ static bool app_listener_matches(const struct app_listener *l, const char *tradd
 	       (l->listen_traddr && !strcmp(traddr, l->listen_traddr));
 }
 
+/* A listener removal of a subsystem whose CNTLIDs come from the cluster: once the listener is
+ * gone, its CNTLID is released there, then the remover hears of it. */
+struct app_listener_release {
+	struct app_target *t;
+	struct app_subsys *s;
+	char *traddr;
+	uint16_t cntlid;
+	app_done_fn done;
+	void *arg;
+};
+
+static void app_listener_released(void *arg, int rc, uint16_t cntlid, const char *err)
+{
+	struct app_listener_release *r = arg;
+
+	(void)cntlid;
+	/* The listener is gone either way; a CNTLID left claimed is taken back by the next
+	 * listener at the same traddr of this host. */
+	if (rc)
+		LOG_ERR(APP_LOG, "%s (CNTLID %u stays claimed in the cluster)", err, r->cntlid);
+	r->done(r->arg, 0, NULL);
+	free(r->traddr);
+	free(r);
+}
+
+static void app_listener_removed(void *arg, int rc, const char *message)
+{
+	struct app_listener_release *r = arg;
+	char err[APP_ERR_LEN];
+
+	if (!rc && !r->t->shutting_down) {
+		rc = app_cluster_cntlid_release(r->t, r->s, r->traddr, r->cntlid,
+						app_listener_released, r, err);
+		if (!rc)
+			return;
+		LOG_ERR(APP_LOG, "%s (CNTLID %u stays claimed in the cluster)", err, r->cntlid);
+		rc = 0;
+	}
+	r->done(r->arg, rc, message);
+	free(r->traddr);
+	free(r);
+}
+
 void app_listener_remove(struct app_target *t, struct app_subsys *s, const char *traddr,
 			 app_done_fn done, void *arg)
 {
@@ -996,6 +1143,21 @@ void app_listener_remove(struct app_target *t, struct app_subsys *s, const char 
 			 l->fn->vuid);
 		done(arg, -EBUSY, err);
 		return;
+	}
+	if (app_subsys_cluster_cntlid(s)) {
+		struct app_listener_release *r = calloc(1, sizeof(*r));
+
+		if (!r || !(r->traddr = strdup(l->listen_traddr))) {
+			free(r);
+			done(arg, -ENOMEM, "out of memory");
+			return;
+		}
+		r->t = t;
+		r->s = s;
+		r->cntlid = l->cntlid;
+		r->done = done;
+		r->arg = arg;
+		return app_listener_detach(t, l, app_listener_removed, r);
 	}
 	app_listener_detach(t, l, done, arg);
 }

@@ -288,7 +288,8 @@ void app_target_fini_step(struct app_target *t)
 		}
 	} while (t->fini_again);
 	t->fini_stepping = false;
-	if (!t->subsystems)
+	/* The RBD bdevs go after the CNTLID table operations' objects are closed. */
+	if (!t->subsystems && !t->cntlid_ops)
 		app_target_fini_rest(t);
 }
 

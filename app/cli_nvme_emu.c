@@ -31,7 +31,12 @@ static const struct cli_opt app_cli_opts[] = {
     {"socket", 's', "PATH", "the vfio-user socket of the function to create (mode 0600).", 0},
     {"malloc", APP_O_MALLOC, "SIZE",
      "a namespace on a RAM bdev (SIZE like 1G); repeatable, as the other namespace options.", 0},
-    {"null", APP_O_NULL, "SIZE", "a namespace on a null bdev (reads zeroes, drops writes).", 0},
+    {"null", APP_O_NULL, "SIZE",
+     "a namespace on a null bdev (drops writes; reads leave the host's buffer as it is).", 0},
+    {"read-zeroes", APP_O_READ_ZEROES, NULL,
+     "null namespaces return zeroes on reads (and offer deallocation), as bdev_null_create "
+     "read_zeroes.",
+     0},
     {"aio", APP_O_AIO, "FILE[:SIZE]",
      "a namespace on a file or block device through libaio (SIZE creates or extends the file).", 0},
     {"uring", APP_O_URING, "FILE[:SIZE]", "a namespace on a file or block device through io_uring.",
@@ -43,6 +48,11 @@ static const struct cli_opt app_cli_opts[] = {
     {"rbd", APP_O_RBD, "POOL/IMAGE",
      "a namespace on a Ceph RBD image (the cluster from $CEPH_CONF or /etc/ceph/ceph.conf, user "
      "admin).",
+     0},
+    {"shared-reservations", APP_O_SHARED_RESV, NULL,
+     "the --rbd namespace just before keeps its reservations in the Ceph cluster, one state "
+     "for every daemon exporting the image (as nvmf_subsystem_add_ns shared_reservations); "
+     "give every daemon the same --serial, so that they make one NVM subsystem.",
      0},
     {"buffered", APP_O_BUFFERED, NULL, "aio and io_uring namespaces without O_DIRECT.", 0},
     {"uring-poll", APP_O_URING_POLL, NULL,
@@ -61,6 +71,10 @@ static const struct cli_opt app_cli_opts[] = {
     {"model", APP_O_MODEL, "M", "the controller's model number.", 0},
     {"event-log", APP_O_EVENT_LOG, "FILE",
      "keep the Persistent Event Log in FILE (read at start, appended to with each event).", 0},
+    {"state-file", APP_O_STATE_FILE, "FILE",
+     "keep the controller's firmware slots and the features saved with SV in FILE (read at "
+     "start, written before each change completes).",
+     0},
     {"cmb", APP_O_CMB, "SIZE",
      "a Controller Memory Buffer of SIZE (a power of two, 1M..1G; Linux needs 2M or more) in "
      "BAR2: queues, PRP lists and data may live in it.",

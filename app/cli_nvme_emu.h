@@ -30,9 +30,12 @@ enum app_cli_code {
 	APP_O_NS_POOL,
 	APP_O_ZONED,
 	APP_O_EVENT_LOG,
+	APP_O_STATE_FILE,
 	APP_O_CMB,
 	APP_O_PMR,
 	APP_O_METRICS,
+	APP_O_READ_ZEROES,
+	APP_O_SHARED_RESV,
 };
 
 extern const struct cli_prog app_cli_prog;

@@ -3,8 +3,8 @@
 #include "app/cli_rpc.h"
 
 static const char *const cli_rpc_usage[] = {
-    "[-s SOCKET] [-t SECONDS] [-r] METHOD [--param value ...]",
-    "[-s SOCKET] [-t SECONDS] [-r] METHOD '{\"param\": value, ...}'",
+    "[-s SOCKET] [-t SECONDS] [-r] [-o FILE] METHOD [--param value ...]",
+    "[-s SOCKET] [-t SECONDS] [-r] [-o FILE] METHOD '{\"param\": value, ...}'",
     "[-s SOCKET] --help",
     NULL,
 };
@@ -16,6 +16,10 @@ static const struct cli_opt cli_rpc_opts[] = {
      0},
     {"timeout", 't', "SECONDS", "give up after SECONDS without an answer (default 120).", 0},
     {"raw", 'r', NULL, "print a string result as JSON too (quoted).", 0},
+    {"output", 'o', "FILE",
+     "write the result to FILE instead, replacing it whole and durably (save_config -o "
+     "config.json: a crash leaves the old file or the new one).",
+     0},
     {"help", 'h', NULL, "print this help and the server's methods, and exit.", 0},
 };
 

@@ -36,6 +36,7 @@ struct app_opt_ns {
 	/* --zoned: a zoned namespace (bdev_zone_block over the bdev); zone_capacity 0: not. */
 	uint64_t zone_capacity;
 	uint32_t max_open_zones, max_active_zones, zone_desc_ext_size;
+	bool shared_resv; /* --shared-reservations (an --rbd namespace) */
 };
 
 struct app_opts {
@@ -51,6 +52,7 @@ struct app_opts {
 	unsigned int nr_ns;
 	struct ctrlr_config ctrlr;
 	bool buffered;
+	bool read_zeroes; /* --read-zeroes */
 	bool uring_poll; /* --uring-poll */
 	const char *ns_pool; /* --ns-pool ram:SIZE | file:PATH[:SIZE] */
 	uint32_t max_dma_regions;
@@ -254,6 +256,9 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 		case APP_O_BUFFERED:
 			o->buffered = true;
 			break;
+		case APP_O_READ_ZEROES:
+			o->read_zeroes = true;
+			break;
 		case APP_O_URING_POLL:
 			o->uring_poll = true;
 			break;
@@ -263,6 +268,14 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 				return -EINVAL;
 			}
 			o->ns_pool = optarg;
+			break;
+		case APP_O_SHARED_RESV:
+			if (!o->nr_ns || o->ns[o->nr_ns - 1].kind != APP_NS_RBD) {
+				fprintf(stderr, "nvme-emu: --shared-reservations follows an --rbd "
+						"namespace (the cluster keeps the shared state)\n");
+				return -EINVAL;
+			}
+			o->ns[o->nr_ns - 1].shared_resv = true;
 			break;
 		case APP_O_ZONED:
 			if (!o->nr_ns || app_parse_zoned(optarg, &o->ns[o->nr_ns - 1])) {
@@ -383,6 +396,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->ctrlr.pel_file = optarg;
 			break;
+		case APP_O_STATE_FILE:
+			if (!*optarg) {
+				fprintf(stderr, "nvme-emu: --state-file needs a file\n");
+				return -EINVAL;
+			}
+			o->ctrlr.state_file = optarg;
+			break;
 		case APP_O_MODEL:
 			o->ctrlr.model = optarg;
 			break;
@@ -424,11 +444,13 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	}
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
-		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->cmb_size || o->pmr) {
+		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->ctrlr.state_file ||
+		    o->cmb_size || o->pmr) {
 			fprintf(stderr,
 				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool/"
-				"--event-log/--cmb/--pmr need --socket (over RPC: "
-				"nvmf_create_subsystem's event_log_file, cmb_size_mib, pmr_file)\n");
+				"--event-log/--state-file/--cmb/--pmr need --socket (over RPC: "
+				"nvmf_create_subsystem's event_log_file, state_file, cmb_size_mib, "
+				"pmr_file)\n");
 			return -EINVAL;
 		}
 		return 0;
@@ -493,7 +515,8 @@ static int app_create_bdev(const struct app_opts *o, unsigned int i, struct bdev
 		}
 		rc = ns->kind == APP_NS_MALLOC
 			 ? bdev_malloc_create(name, size / o->block_size, o->block_size, NULL, out)
-			 : bdev_null_create(name, size / o->block_size, o->block_size, NULL, out);
+			 : bdev_null_create(name, size / o->block_size, o->block_size, NULL,
+					    o->read_zeroes, out);
 	}
 	if (rc)
 		fprintf(stderr, "nvme-emu: cannot create bdev for '%s': %s\n", ns->arg,
@@ -554,15 +577,6 @@ static void app_transport_defaults(const struct app_opts *o, const struct hw_pro
 
 /* The --socket listener's result, kept in the target: a failure is reported after the
  * listener's asynchronous teardown, when app_setup_one has returned. */
-static void app_setup_done(void *arg, int rc, const char *message)
-{
-	struct app_target *t = arg;
-
-	t->setup_rc = rc;
-	if (rc)
-		fprintf(stderr, "nvme-emu: %s\n", message);
-}
-
 /* --socket setup, as a chain: an NBD or RBD namespace's bdev is created asynchronously (NBD's
  * handshake runs on the loop, RBD's connect on a thread), so the chain pauses there and goes on
  * from the creation's callback. */
@@ -575,9 +589,43 @@ struct app_setup {
 	char rbd_pool[256];
 	bool pool_sync; /* inside app_ns_pool_create: a refusal comes back at once */
 	int pool_rc;
+	/* The listener waits for its CNTLID from the cluster (a shared namespace): the daemon is
+	 * ready when it is added. */
+	bool listener_async;
 };
 
 static int app_setup_continue(struct app_setup *st);
+static void app_setup_abort(struct app_target *t);
+
+static void app_setup_ready(struct app_setup *st)
+{
+	struct app_target *t = st->t;
+	const struct app_opts *o = st->o;
+
+	t->initialized = true;
+	app_service_ready(t);
+	LOG_INFO(APP_LOG,
+		 "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
+		 "%u DPA hart(s), %s doorbells, profile %s",
+		 APP_VERSION, o->socket_path, o->nr_ns, o->poll_groups, o->dpa_harts,
+		 hw_db_mode_name(o->db_mode), t->tr_defaults.profile->name);
+}
+
+static void app_setup_done(void *arg, int rc, const char *message)
+{
+	struct app_setup *st = arg;
+	struct app_target *t = st->t;
+
+	t->setup_rc = rc;
+	if (rc)
+		fprintf(stderr, "nvme-emu: %s\n", message);
+	if (!st->listener_async || t->shutting_down)
+		return;
+	if (rc)
+		app_setup_abort(t);
+	else
+		app_setup_ready(st);
+}
 
 /* A setup that fails after the loop started stops the daemon (exit status 1). */
 static void app_setup_abort(struct app_target *t)
@@ -617,6 +665,7 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 		}
 	}
 	no.bdev_name = bdev_get_name(bdev);
+	no.shared_resv = ns->shared_resv;
 	rc = app_subsys_add_ns(st->t, st->s, &no, err);
 
 	if (rc < 0) {
@@ -663,16 +712,14 @@ static int app_setup_finish(struct app_setup *st)
 	/* A local manager completes at once when it works; a failure is reported once the
 	 * listener is torn down (still pending here: -EINPROGRESS). */
 	t->setup_rc = -EINPROGRESS;
-	app_listener_add(t, st->s, APP_TRTYPE, fn->vuid, NULL, NULL, app_setup_done, t);
+	app_listener_add(t, st->s, APP_TRTYPE, fn->vuid, NULL, NULL, app_setup_done, st);
+	if (t->setup_rc == -EINPROGRESS && app_subsys_cluster_cntlid(st->s)) {
+		st->listener_async = true; /* app_setup_done goes on */
+		return 0;
+	}
 	if (t->setup_rc)
 		return t->setup_rc;
-	t->initialized = true;
-	app_service_ready(t);
-	LOG_INFO(APP_LOG,
-		 "nvme-emu %s ready: socket %s, %u namespace(s), %u poll group(s), "
-		 "%u DPA hart(s), %s doorbells, profile %s",
-		 APP_VERSION, o->socket_path, o->nr_ns, o->poll_groups, o->dpa_harts,
-		 hw_db_mode_name(o->db_mode), t->tr_defaults.profile->name);
+	app_setup_ready(st);
 	return 0;
 }
 
@@ -816,7 +863,11 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o, struct 
 	if (rc)
 		goto out_err;
 	st->s = app_subsys_find(t, st->nqn);
-	if (o->ctrlr.pel_file && (rc = app_subsys_set_event_log(st->s, o->ctrlr.pel_file, err)))
+	if (o->ctrlr.pel_file &&
+	    (rc = app_subsys_set_path(&st->s->event_log_file, o->ctrlr.pel_file, err)))
+		goto out_err;
+	if (o->ctrlr.state_file &&
+	    (rc = app_subsys_set_path(&st->s->state_file, o->ctrlr.state_file, err)))
 		goto out_err;
 	if (o->cmb_size || o->pmr) {
 		char file[PATH_MAX], *colon;

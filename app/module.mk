@@ -5,7 +5,7 @@ app_SRCS := $(filter-out app/main.c app/rpc_cli.c app/cli_rpc.c,$(wildcard app/*
 
 PROGRAMS += nvme-emu
 nvme-emu_SRCS := app/main.c
-nvme-emu_LIBS := app transport controller backend dpa hw vfu common
+nvme-emu_LIBS := app transport controller cluster backend dpa hw vfu common
 
 PROGRAMS += nvme-emu-rpc
 nvme-emu-rpc_SRCS := app/rpc_cli.c app/cli_rpc.c

@@ -19,6 +19,7 @@ struct rpc_bdev_create {
 	const char *uuid;
 	const char *filename;
 	bool poll; /* bdev_uring_create: polled reads and writes (nvme-emu's own parameter) */
+	bool read_zeroes; /* bdev_null_create: reads return zeroes (nvme-emu's own parameter) */
 };
 
 /* What SPDK's rpc.py (current and earlier LTS releases) may send beside the parameters used:
@@ -33,19 +34,25 @@ struct rpc_bdev_create {
 	    RPC_OFF("dif_pi_format", RPC_T_U32, 0, RPC_BDEV_NO_MD),                                \
 	    RPC_IGNORED("physical_block_size", RPC_T_U32), RPC_IGNORED("numa_id", RPC_T_I64)
 
-static const struct rpc_decoder rpc_bdev_mem_dec[] = {
-    RPC_DEC(rpc_bdev_create, name, RPC_T_STRING, true),
-    RPC_DEC(rpc_bdev_create, num_blocks, RPC_T_U64, false),
-    RPC_DEC(rpc_bdev_create, block_size, RPC_T_U32, false),
-    RPC_DEC(rpc_bdev_create, uuid, RPC_T_STRING, true),
-    RPC_BDEV_MD_COMPAT,
-    RPC_IGNORED("optimal_io_boundary", RPC_T_U32),
-    /* bdev_null_create's write/unmap hints. */
-    RPC_IGNORED("preferred_write_alignment", RPC_T_U32),
-    RPC_IGNORED("preferred_write_granularity", RPC_T_U32),
-    RPC_IGNORED("optimal_write_size", RPC_T_U32),
-    RPC_IGNORED("preferred_unmap_alignment", RPC_T_U32),
-    RPC_IGNORED("preferred_unmap_granularity", RPC_T_U32),
+#define RPC_BDEV_MEM_PARAMS                                                                        \
+	RPC_DEC(rpc_bdev_create, name, RPC_T_STRING, true),                                        \
+	    RPC_DEC(rpc_bdev_create, num_blocks, RPC_T_U64, false),                                \
+	    RPC_DEC(rpc_bdev_create, block_size, RPC_T_U32, false),                                \
+	    RPC_DEC(rpc_bdev_create, uuid, RPC_T_STRING, true), RPC_BDEV_MD_COMPAT,                \
+	    RPC_IGNORED("optimal_io_boundary", RPC_T_U32),                                         \
+	    /* bdev_null_create's write/unmap hints. */                                            \
+	    RPC_IGNORED("preferred_write_alignment", RPC_T_U32),                                   \
+	    RPC_IGNORED("preferred_write_granularity", RPC_T_U32),                                 \
+	    RPC_IGNORED("optimal_write_size", RPC_T_U32),                                          \
+	    RPC_IGNORED("preferred_unmap_alignment", RPC_T_U32),                                   \
+	    RPC_IGNORED("preferred_unmap_granularity", RPC_T_U32)
+
+static const struct rpc_decoder rpc_bdev_mem_dec[] = {RPC_BDEV_MEM_PARAMS};
+
+/* SPDK's null bdev leaves read buffers alone; read_zeroes is QEMU's null-co read-zeroes. */
+static const struct rpc_decoder rpc_bdev_null_dec[] = {
+    RPC_BDEV_MEM_PARAMS,
+    RPC_DEC(rpc_bdev_create, read_zeroes, RPC_T_BOOL, true),
 };
 
 static const struct rpc_decoder rpc_bdev_aio_dec[] = {
@@ -114,7 +121,8 @@ static void rpc_bdev_mem_create(struct rpc_request *req, struct json_object *par
 	char name[BDEV_NAME_MAX + 1];
 	int rc;
 
-	if (rpc_decode_params(req, params, rpc_bdev_mem_dec, RPC_N(rpc_bdev_mem_dec), &p) ||
+	if ((null ? rpc_decode_params(req, params, rpc_bdev_null_dec, RPC_N(rpc_bdev_null_dec), &p)
+		  : rpc_decode_params(req, params, rpc_bdev_mem_dec, RPC_N(rpc_bdev_mem_dec), &p)) ||
 	    rpc_bdev_uuid(req, p.uuid, uuid))
 		return;
 	if (p.name) {
@@ -133,7 +141,8 @@ static void rpc_bdev_mem_create(struct rpc_request *req, struct json_object *par
 		return;
 	}
 	rc = null
-		 ? bdev_null_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL, NULL)
+		 ? bdev_null_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL,
+				    p.read_zeroes, NULL)
 		 : bdev_malloc_create(name, p.num_blocks, p.block_size, p.uuid ? uuid : NULL, NULL);
 	rpc_bdev_created(req, rc, name, p.block_size);
 }

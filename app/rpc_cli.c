@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "app/cli_rpc.h"
+#include "common/file_replace.h"
 
 #define CLI_NAME "nvme-emu-rpc"
 
@@ -189,14 +190,27 @@ out:
 	return resp;
 }
 
-static void cli_print(struct json_object *result, bool raw)
+/* Prints the result, or writes it to `out` (replaced whole and durably: a configuration file
+ * must never be half written). 0, or 1 with the reason on stderr. */
+static int cli_print(struct json_object *result, bool raw, const char *out)
 {
-	if (!raw && json_object_is_type(result, json_type_string))
-		printf("%s\n", json_object_get_string(result));
-	else
-		printf("%s\n", json_object_to_json_string_ext(
-				   result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-					       JSON_C_TO_STRING_NOSLASHESCAPE));
+	const char *text = !raw && json_object_is_type(result, json_type_string)
+				   ? json_object_get_string(result)
+				   : json_object_to_json_string_ext(
+					 result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+						     JSON_C_TO_STRING_NOSLASHESCAPE);
+	struct iovec iov[2] = {{.iov_base = (void *)text, .iov_len = strlen(text)},
+			       {.iov_base = "\n", .iov_len = 1}};
+	int rc;
+
+	if (!out) {
+		printf("%s\n", text);
+		return 0;
+	}
+	rc = file_replace(out, iov, 2);
+	if (rc)
+		fprintf(stderr, CLI_NAME ": %s: %s\n", out, strerror(-rc));
+	return rc ? 1 : 0;
 }
 
 /* --help: the server's methods, one a line. */
@@ -222,7 +236,7 @@ int main(int argc, char **argv)
 	struct json_object *params = NULL, *resp, *v;
 	struct cli_opt_tables tab;
 	char defpath[4096];
-	const char *path = NULL, *method;
+	const char *path = NULL, *method, *out_file = NULL;
 	double timeout = 120;
 	bool help = false, raw = false;
 	int opt, fd = -1, rc = 1;
@@ -246,6 +260,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			raw = true;
+			break;
+		case 'o':
+			out_file = optarg;
 			break;
 		case 'h':
 			help = true;
@@ -324,8 +341,7 @@ int main(int argc, char **argv)
 			msg ? json_object_get_string(msg) : "error",
 			code ? json_object_get_int(code) : 0);
 	} else if (json_object_object_get_ex(resp, "result", &v)) {
-		cli_print(v, raw);
-		rc = 0;
+		rc = cli_print(v, raw, out_file);
 	} else {
 		fprintf(stderr, CLI_NAME ": a response with neither result nor error\n");
 	}

@@ -128,6 +128,8 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		rpc_config_int(p, "num_blocks", (int64_t)info.num_blocks);
 		method =
 		    strcmp(info.module_name, "null") ? "bdev_malloc_create" : "bdev_null_create";
+		if (info.read_zeroes)
+			json_object_object_add(p, "read_zeroes", json_object_new_boolean(true));
 	}
 	rpc_config_int(p, "block_size", info.block_size);
 	rpc_config_str(p, "uuid", uuid);
@@ -189,6 +191,8 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 		}
 		if (s->event_log_file)
 			rpc_config_str(p, "event_log_file", s->event_log_file);
+		if (s->state_file)
+			rpc_config_str(p, "state_file", s->state_file);
 		if (s->cmb_size)
 			rpc_config_int(p, "cmb_size_mib", (int64_t)(s->cmb_size >> 20));
 		if (s->pmr_file)
@@ -234,6 +238,9 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			}
 			if (ns->ptpl_file)
 				rpc_config_str(n, "ptpl_file", ns->ptpl_file);
+			if (ns->shared_resv)
+				json_object_object_add(n, "shared_reservations",
+						       json_object_new_boolean(true));
 			json_object_object_add(p, "namespace", n);
 			rpc_config_add(config, "nvmf_subsystem_add_ns", p);
 		}

@@ -279,7 +279,8 @@ static void rpc_nvmf_get_transports(struct rpc_request *req, struct json_object 
 /* ---- subsystems ---- */
 
 struct rpc_subsys {
-	const char *nqn, *serial_number, *model_number, *tgt_name, *event_log_file, *pmr_file;
+	const char *nqn, *serial_number, *model_number, *tgt_name, *event_log_file, *state_file;
+	const char *pmr_file;
 	uint32_t max_namespaces, min_cntlid, max_cntlid, cmb_size_mib, pmr_size_mib;
 	bool allow_any_host;
 };
@@ -297,6 +298,7 @@ static const struct rpc_decoder rpc_create_subsys_dec[] = {
     RPC_DEC(rpc_subsys, max_cntlid, RPC_T_U32, true),
     /* nvme-emu's: the Persistent Event Log's state file (controller/pel.c). */
     RPC_DEC(rpc_subsys, event_log_file, RPC_T_STRING, true),
+    RPC_DEC(rpc_subsys, state_file, RPC_T_STRING, true),
     /* nvme-emu's: each controller's Controller Memory Buffer and Persistent Memory Region
      * (transport/pcie_cmb.c, pcie_pmr.c). */
     RPC_DEC(rpc_subsys, cmb_size_mib, RPC_T_U32, true),
@@ -331,8 +333,9 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 
 	if (rpc_decode_params(req, params, rpc_create_subsys_dec, RPC_N(rpc_create_subsys_dec), &p))
 		return;
-	if (p.event_log_file && !*p.event_log_file)
-		return rpc_request_error(req, -EINVAL, "event_log_file must not be empty");
+	if ((p.event_log_file && !*p.event_log_file) || (p.state_file && !*p.state_file))
+		return rpc_request_error(req, -EINVAL,
+					 "event_log_file and state_file must not be empty");
 	if (p.pmr_file && !*p.pmr_file)
 		return rpc_request_error(req, -EINVAL, "pmr_file must not be empty");
 	if (app_devmem_check((uint64_t)p.cmb_size_mib << 20, p.pmr_file,
@@ -341,7 +344,11 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 	rc = app_subsys_create(ctx, p.nqn, p.serial_number, p.model_number, p.max_namespaces,
 			       p.allow_any_host, p.min_cntlid, p.max_cntlid, err);
 	if (!rc && p.event_log_file)
-		rc = app_subsys_set_event_log(app_subsys_find(ctx, p.nqn), p.event_log_file, err);
+		rc = app_subsys_set_path(&app_subsys_find(ctx, p.nqn)->event_log_file,
+					 p.event_log_file, err);
+	if (!rc && p.state_file)
+		rc = app_subsys_set_path(&app_subsys_find(ctx, p.nqn)->state_file, p.state_file,
+					 err);
 	if (!rc && (p.cmb_size_mib || p.pmr_file || p.pmr_size_mib))
 		rc = app_subsys_set_devmem(app_subsys_find(ctx, p.nqn), (uint64_t)p.cmb_size_mib << 20,
 					   p.pmr_file, (uint64_t)p.pmr_size_mib << 20, err);
@@ -402,6 +409,8 @@ static struct json_object *rpc_ns_describe(const struct app_ns *ns)
 		rpc_hex(o, "eui64", ns->eui64, 8);
 	if (ns->ptpl_file)
 		json_object_object_add(o, "ptpl_file", json_object_new_string(ns->ptpl_file));
+	if (ns->shared_resv)
+		json_object_object_add(o, "shared_reservations", json_object_new_boolean(true));
 	return o;
 }
 
@@ -517,6 +526,7 @@ static const struct rpc_decoder rpc_add_ns_dec[] = {
 struct rpc_ns {
 	const char *bdev_name, *uuid, *nguid, *eui64, *ptpl_file;
 	uint32_t nsid;
+	bool shared_reservations;
 };
 
 static const struct rpc_decoder rpc_ns_dec[] = {
@@ -531,6 +541,8 @@ static const struct rpc_decoder rpc_ns_dec[] = {
 	    "a namespace is visible to the subsystem's controller; per-host visibility is not "
 	    "supported"),
     RPC_DEC(rpc_ns, ptpl_file, RPC_T_STRING, true),
+    /* nvme-emu's: reservations shared by every daemon exporting the RBD image (RADOS). */
+    RPC_DEC(rpc_ns, shared_reservations, RPC_T_BOOL, true),
     RPC_OFF("anagrpid", RPC_T_U32, 0, "there is one path to a PCIe function: no ANA"),
 };
 
@@ -555,6 +567,7 @@ static void rpc_nvmf_subsystem_add_ns(struct rpc_request *req, struct json_objec
 	    .nguid = n.nguid,
 	    .eui64 = n.eui64,
 	    .ptpl_file = n.ptpl_file,
+	    .shared_resv = n.shared_reservations,
 	};
 	rc = app_subsys_add_ns(ctx, s, &o, err);
 	if (rc < 0)

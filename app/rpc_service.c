@@ -106,12 +106,14 @@ static void rpc_reload_config(struct rpc_request *req, struct json_object *param
 
 struct rpc_test_fault {
 	const char *fault;
-	uint32_t poll_group;
+	uint32_t poll_group, hold_ms, count;
 };
 
 static const struct rpc_decoder rpc_test_fault_dec[] = {
     RPC_DEC(rpc_test_fault, fault, RPC_T_STRING, false),
     RPC_DEC(rpc_test_fault, poll_group, RPC_T_U32, true),
+    RPC_DEC(rpc_test_fault, hold_ms, RPC_T_U32, true),
+    RPC_DEC(rpc_test_fault, count, RPC_T_U32, true),
 };
 
 static void rpc_test_fault(struct rpc_request *req, struct json_object *params, void *ctx)
@@ -122,7 +124,7 @@ static void rpc_test_fault(struct rpc_request *req, struct json_object *params, 
 
 	if (rpc_decode_params(req, params, rpc_test_fault_dec, RPC_N(rpc_test_fault_dec), &p))
 		return;
-	rc = app_service_test_fault(ctx, p.fault, p.poll_group, err);
+	rc = app_service_test_fault(ctx, p.fault, p.poll_group, p.hold_ms, p.count, err);
 	if (rc)
 		return rpc_request_error(req, rc, "%s", err);
 	rpc_request_result(req, json_object_new_boolean(true));

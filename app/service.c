@@ -220,7 +220,8 @@ static void app_service_hang(void *arg)
 		pause();
 }
 
-int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg, char *err)
+int app_service_test_fault(struct app_target *t, const char *fault, unsigned int pg,
+			   uint32_t hold_ms, uint32_t count, char *err)
 {
 	static struct evloop_msg hang_msg;
 	static char pg_name[32];
@@ -253,7 +254,26 @@ int app_service_test_fault(struct app_target *t, const char *fault, unsigned int
 		evloop_post(pcie_poll_group_loop(t->pgs, pg), &hang_msg, app_service_hang, pg_name);
 		return 0;
 	}
-	snprintf(err, APP_ERR_LEN, "unknown fault '%s' (hang_main_loop, hang_poll_group)", fault);
+	if (!strcmp(fault, "lose_cluster_watch") || !strcmp(fault, "fail_cluster_reads")) {
+		/* Every shared-reservation namespace loses its watch for hold_ms, or fails its
+		 * next `count` reads of the record. */
+		bool lose = !strcmp(fault, "lose_cluster_watch");
+		unsigned int n = 0;
+
+		for (struct app_subsys *s = t->subsystems; s; s = s->next)
+			for (unsigned int i = 0; i < CTRLR_MAX_NAMESPACES; i++)
+				if (s->ns[i] && s->ns[i]->shared_resv)
+					n += (lose ? app_ns_shared_resv_lose_watch(s->ns[i], hold_ms)
+						   : app_ns_shared_resv_fail_reads(s->ns[i], count)) == 0;
+		if (!n) {
+			snprintf(err, APP_ERR_LEN, "no namespace with shared_reservations is watching");
+			return -ENOENT;
+		}
+		return 0;
+	}
+	snprintf(err, APP_ERR_LEN,
+		 "unknown fault '%s' (hang_main_loop, hang_poll_group, lose_cluster_watch, "
+		 "fail_cluster_reads)", fault);
 	return -EINVAL;
 }
 

@@ -120,7 +120,8 @@ int bdev_alloc(const char *name, const struct bdev_module_ops *ops, uint32_t blo
 	len = strlen(name);
 	if (len == 0 || len > BDEV_NAME_MAX)
 		return -EINVAL;
-	if (block_size != 512 && block_size != 4096)
+	if (block_size != 512 && block_size != 4096 &&
+	    !(block_size == BDEV_PACKED_BLOCK_SIZE && ops->packed_blocks))
 		return -EINVAL;
 	/* The byte size must fit in 64 bits so that every offset computed later does. */
 	if (num_blocks == 0 || num_blocks > UINT64_MAX / block_size)
@@ -759,8 +760,10 @@ void bdev_submit(struct bdev_channel *ch, struct bdev_io *io)
 	}
 	if (io->type == BDEV_IO_READ || io->type == BDEV_IO_WRITE)
 		io->internal.bytes = io->num_blocks * b->block_size;
-	/* Without a volatile write cache enabled, a write completes only when durable. */
-	if ((io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES) &&
+	/* Without a volatile write cache enabled, a write or a deallocation completes only when
+	 * durable. */
+	if ((io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES ||
+	     io->type == BDEV_IO_UNMAP) &&
 	    !bdev_write_cache_enabled(b))
 		io->flags |= BDEV_IO_F_FUA;
 	b->ops->submit(ch, io);

@@ -121,6 +121,10 @@ struct bdev_zone_geom {
 	/* Where the controller keeps the zone states across restarts (owned by the bdev), or
 	 * NULL: the zones start Empty each time. */
 	const char *state_file;
+	/* The file holding the zones' blocks when the base is an aio or io_uring bdev (its
+	 * filename, valid while the bdev exists), else NULL: the state file's identity stamp goes
+	 * there as an extended attribute (docs/durability.md). */
+	const char *data_file;
 };
 
 /* Description of a bdev for bdev_get_bdevs-style listings. */
@@ -158,6 +162,7 @@ struct bdev_info {
 	uint64_t uring_fixed_ios;     /* uring: reads and writes done on registered buffers */
 	bool zoned;		      /* zone_block: the geometry in zone */
 	struct bdev_zone_geom zone;
+	bool read_zeroes;	      /* null: reads return zeroes (option read_zeroes) */
 };
 
 /* Counters per bdev, kept per channel by its owner thread and summed by bdev_get_stats. For
@@ -186,11 +191,13 @@ int bdev_malloc_create(const char *name, uint64_t num_blocks, uint32_t block_siz
 		       const uint8_t *uuid, struct bdev **out);
 
 /*
- * Creates a null bdev: reads return zeroes, writes/unmap/write-zeroes/flush succeed and store
- * nothing. Same parameters, errors and thread as bdev_malloc_create (no memory per block).
+ * Creates a null bdev: writes, write zeroes and flush succeed and store nothing. Reads succeed and
+ * leave the buffer as it is, or with read_zeroes fill it with zeroes, and then deallocation
+ * (unmap) is offered too. Same parameters, errors and thread as bdev_malloc_create (no memory
+ * per block). Buffers a reader allocates itself must therefore be initialised by it.
  */
 int bdev_null_create(const char *name, uint64_t num_blocks, uint32_t block_size,
-		     const uint8_t *uuid, struct bdev **out);
+		     const uint8_t *uuid, bool read_zeroes, struct bdev **out);
 
 /* Options of an aio bdev. Zero-initialise, then set what you need. */
 /* Guest memory as the process maps it, for modules that register I/O buffers with the kernel
@@ -241,14 +248,26 @@ int bdev_uring_create(const char *name, const struct bdev_aio_opts *opts, struct
 
 /* Module name of region bdevs (bdev_get_module_name). */
 #define BDEV_REGION_MODULE "nspool_region"
+/* The block size of a packed region: the byte grain the controller lays logical blocks of any
+ * format out in (every data + metadata size it offers is a multiple of 8). */
+#define BDEV_PACKED_BLOCK_SIZE 8
 /*
- * Creates a region bdev: `num_blocks` blocks of `block_size` bytes (a multiple of the base's
- * block size) starting at block `offset_blocks` of `base`, stacked over it without copying: every
- * io is one io of the base, shifted (deallocate ranges in batches). Supported I/O types and the
- * write cache are the base's. The base is held open until the region is deleted. Channels are
- * created on the base on the same thread and share its eventfd. Errors: -EINVAL (window outside
- * the base, block size, the base's per-I/O context too large), -EEXIST, -ENOMEM. Main thread.
+ * Creates a region bdev: `num_blocks` blocks of `block_size` bytes starting at block
+ * `offset_blocks` of `base`, stacked over it without copying. With a block size that is a multiple
+ * of the base's, every io is one io of the base, shifted (deallocate ranges in batches). With
+ * BDEV_PACKED_BLOCK_SIZE (a packed region) the window holds num_blocks * 8 bytes: an io whose
+ * bytes start and end on base blocks is still one shifted io; a read that does not reads the
+ * base blocks around it (the parts outside it into scratch); a write, write zeroes or deallocate
+ * that does not read-modify-writes the base blocks it shares with its neighbours, holding them
+ * against every other such io of the region on any channel (a FIFO of waiters, resumed on their
+ * own channel's thread: nothing blocks), and writes or deallocates the whole base blocks
+ * between them. A packed io of a read or write may have at most BDEV_REGION_MAX_IOV iovecs
+ * unless it is aligned (-EINVAL). Supported I/O types and the write cache are the base's. The
+ * base is held open until the region is deleted. Channels are created on the base on the same
+ * thread and share its eventfd. Errors: -EINVAL (window outside the base, block size, the base's
+ * per-I/O context too large), -EEXIST, -ENOMEM. Main thread.
  */
+#define BDEV_REGION_MAX_IOV 16
 int bdev_region_create(const char *name, struct bdev *base, uint64_t offset_blocks,
 		       uint64_t num_blocks, uint32_t block_size, const uint8_t *uuid,
 		       struct bdev **out);
@@ -311,6 +330,12 @@ struct bdev_rbd_opts {
  */
 int bdev_rbd_create(const char *name, const struct bdev_rbd_opts *opts, struct evloop *loop,
 		    bdev_create_cb done, void *arg);
+/* The RADOS client (rados_t) and pool I/O context (rados_ioctx_t) an RBD bdev reaches its image
+ * through, and the image's id (unique in its pool, the same for every client), for what daemons
+ * sharing the image keep beside it (cluster/). The handles live as long as the bdev. 0, -ENOTSUP
+ * (not an RBD bdev), -ENAMETOOLONG. Main thread. */
+int bdev_rbd_rados(const struct bdev *bdev, void **cluster, void **ioctx, char *image_id,
+		   size_t len);
 /* Result of bdev_rbd_resize: rc 0, or -errno with a message. Main thread. */
 typedef void (*bdev_rbd_resize_cb)(void *arg, int rc, const char *message);
 /* Grows the RBD bdev `name`'s image to new_size bytes (rbd_resize on the bdev's thread), then

@@ -22,6 +22,7 @@ struct bdev_module_ops {
 	size_t io_ctx_size;   /* bytes of driver_ctx per io */
 	uint32_t io_types;    /* bit per enum bdev_io_type */
 	bool has_write_cache; /* the module honours BDEV_IO_F_FUA and FLUSH */
+	bool packed_blocks;   /* BDEV_PACKED_BLOCK_SIZE is a valid block size (region bdevs) */
 	/* Frees the module's state (bdev->ctx). Main thread; no channel is left. */
 	void (*destruct)(struct bdev *bdev);
 	/* Sets ch->drv. Channel thread. Returns 0/-errno. Optional. */

@@ -319,10 +319,17 @@ static void bdev_nbd_issue(struct bdev_nbd_io *n)
 		break;
 	}
 	case BDEV_IO_UNMAP: {
-		const struct bdev_range *r = &io->ranges[n->range];
-		uint64_t left = r->num_blocks * bs - n->done_bytes;
-		uint64_t chunk = left < BDEV_NBD_ZERO_CHUNK ? left : BDEV_NBD_ZERO_CHUNK;
+		const struct bdev_range *r;
+		uint64_t left, chunk;
 
+		/* FUA on a server without it: a flush once every range is done. */
+		if (n->flush_stage) {
+			cookie = nbd_aio_flush(c->h, cb, 0);
+			break;
+		}
+		r = &io->ranges[n->range];
+		left = r->num_blocks * bs - n->done_bytes;
+		chunk = left < BDEV_NBD_ZERO_CHUNK ? left : BDEV_NBD_ZERO_CHUNK;
 		if (!left) {
 			/* An empty range: nothing to send. */
 			bdev_nbd_inflight_del(n);
@@ -332,7 +339,7 @@ static void bdev_nbd_issue(struct bdev_nbd_io *n)
 		}
 		/* Holes allowed: the server may deallocate, and the range reads back as zeroes
 		 * (what deallocation promises our callers), unlike NBD_CMD_TRIM. */
-		cookie = nbd_aio_zero(c->h, chunk, r->offset_blocks * bs + n->done_bytes, cb, 0);
+		cookie = nbd_aio_zero(c->h, chunk, r->offset_blocks * bs + n->done_bytes, cb, flags);
 		break;
 	}
 	case BDEV_IO_TYPE_COUNT:
@@ -391,14 +398,23 @@ static void bdev_nbd_advance(struct bdev_nbd_io *n)
 		}
 		break;
 	case BDEV_IO_UNMAP: {
-		uint64_t len = io->ranges[n->range].num_blocks * bs, left = len - n->done_bytes;
+		uint64_t len, left;
 
+		if (n->flush_stage)
+			break;
+		len = io->ranges[n->range].num_blocks * bs;
+		left = len - n->done_bytes;
 		n->done_bytes += left < BDEV_NBD_ZERO_CHUNK ? left : BDEV_NBD_ZERO_CHUNK;
 		if (n->done_bytes >= len) {
 			n->range++;
 			n->done_bytes = 0;
 		}
 		if (n->range < io->nranges) {
+			bdev_nbd_issue(n);
+			return;
+		}
+		if (need_flush) {
+			n->flush_stage = true;
 			bdev_nbd_issue(n);
 			return;
 		}

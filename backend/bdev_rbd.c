@@ -212,7 +212,8 @@ static void bdev_rbd_submit(struct bdev_channel *ch, struct bdev_io *io)
 	r->rbd = rbd;
 	r->status = 0;
 	r->flush_after = (io->flags & BDEV_IO_F_FUA) &&
-			 (io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES);
+			 (io->type == BDEV_IO_WRITE || io->type == BDEV_IO_WRITE_ZEROES ||
+			  io->type == BDEV_IO_UNMAP);
 	/* One extra count while starting, so no completion finishes the io before all started. */
 	r->pending = (int)n + 1;
 	for (i = 0; i < n; i++) {
@@ -468,6 +469,24 @@ static void bdev_rbd_get_info(const struct bdev *bdev, struct bdev_info *info)
 	info->rbd_user = rbd->user;
 	info->rbd_config = (const char *const *)rbd->config;
 	info->rbd_nconfig = rbd->nconfig;
+}
+
+int bdev_rbd_rados(const struct bdev *bdev, void **cluster, void **ioctx, char *image_id,
+		   size_t len)
+{
+	const struct bdev_rbd *rbd;
+	int rc;
+
+	if (bdev->ops != &bdev_rbd_ops)
+		return -ENOTSUP;
+	rbd = bdev->ctx;
+	/* The id is the open image's, in memory: no round trip. */
+	rc = rbd_get_id(rbd->img, image_id, len);
+	if (rc)
+		return rc == -ERANGE ? -ENAMETOOLONG : rc;
+	*cluster = rbd->cluster;
+	*ioctx = rbd->ioctx;
+	return 0;
 }
 
 /* ---- resize ---- */

@@ -229,8 +229,10 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 
 	if (io->type == BDEV_IO_UNMAP)
 		need = io->nranges;
-	if (io->type == BDEV_IO_WRITE_ZEROES && (io->flags & BDEV_IO_F_FUA)) {
-		need = 2;
+	/* FUA on a zeroing or a deallocation: a linked fdatasync after it. */
+	if ((io->type == BDEV_IO_WRITE_ZEROES || (io->type == BDEV_IO_UNMAP && need)) &&
+	    (io->flags & BDEV_IO_F_FUA)) {
+		need++;
 		fua_sync = true;
 	}
 	if (!need)
@@ -282,9 +284,15 @@ static int bdev_uring_prep(struct bdev_uring_chan *c, struct bdev_uring *ur, str
 			}
 			break;
 		case BDEV_IO_UNMAP:
+			if (i == io->nranges) {
+				io_uring_prep_fsync(sqe, 0, IORING_FSYNC_DATASYNC);
+				break;
+			}
 			io_uring_prep_fallocate(sqe, 0, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 						io->ranges[i].offset_blocks * bs,
 						io->ranges[i].num_blocks * bs);
+			if (fua_sync)
+				sqe->flags |= IOSQE_IO_LINK;
 			break;
 		case BDEV_IO_TYPE_COUNT:
 			break;

@@ -166,6 +166,12 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 	zb->geom.max_active_zones = opts->max_active_zones;
 	zb->geom.zone_desc_ext_size = opts->zone_desc_ext_size;
 	zb->geom.state_file = zb->state_file;
+	{
+		struct bdev_info bi;
+
+		bdev_get_info(base, &bi);
+		zb->geom.data_file = bi.filename;
+	}
 	rc = bdev_vbdev_alloc(name, &zb->ops, base, uuid, &b);
 	if (rc)
 		goto out_put;

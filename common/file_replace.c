@@ -3,20 +3,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Writes every byte of the pieces (short writes continued). 0 or -errno. */
-static int file_replace_write_all(int fd, const struct iovec *iov, int iovcnt)
+int file_pwrite_all(int fd, const struct iovec *iov, int iovcnt, uint64_t off)
 {
 	for (int i = 0; i < iovcnt; i++) {
 		const char *p = iov[i].iov_base;
 		size_t left = iov[i].iov_len;
 
 		while (left) {
-			ssize_t n = write(fd, p, left);
+			ssize_t n = pwrite(fd, p, left, (off_t)off);
 
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -24,9 +24,28 @@ static int file_replace_write_all(int fd, const struct iovec *iov, int iovcnt)
 				return n < 0 ? -errno : -EIO;
 			p += n;
 			left -= (size_t)n;
+			off += (uint64_t)n;
 		}
 	}
 	return 0;
+}
+
+int file_replace_sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		rc = -errno;
+	else if (fsync(fd))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
 }
 
 int file_replace(const char *path, const struct iovec *iov, int iovcnt)
@@ -44,7 +63,7 @@ int file_replace(const char *path, const struct iovec *iov, int iovcnt)
 		free(tmp);
 		return rc;
 	}
-	rc = file_replace_write_all(fd, iov, iovcnt);
+	rc = file_pwrite_all(fd, iov, iovcnt, 0);
 	if (!rc && fdatasync(fd))
 		rc = -errno;
 	if (close(fd) && !rc)
@@ -53,6 +72,9 @@ int file_replace(const char *path, const struct iovec *iov, int iovcnt)
 		rc = -errno;
 	if (rc)
 		unlink(tmp);
+	/* The rename is durable only once the directory entry is. */
+	if (!rc)
+		rc = file_replace_sync_dir(path);
 	free(tmp);
 	return rc;
 }

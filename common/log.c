@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static atomic_int log_threshold = 0; /* 0 = not yet initialised */
+atomic_int log_threshold = 0; /* 0 = not yet initialised (log.h reads it inline) */
 
 static const struct {
 	int level;

@@ -2,6 +2,7 @@
 #ifndef NVME_EMU_COMMON_LOG_H
 #define NVME_EMU_COMMON_LOG_H
 
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 
@@ -37,9 +38,14 @@ int log_syslog_priority(int level);
 /* Looks at $JOURNAL_STREAM and stderr again at the next line (tests; stderr redirected). */
 void log_journal_reset(void);
 
+/* The threshold (0 until the first log_get_level reads $NVME_EMU_LOG_LEVEL): read inline, since
+ * every command's trace line asks for it. */
+extern atomic_int log_threshold;
 static inline bool log_enabled(int level)
 {
-	return level <= log_get_level();
+	int threshold = atomic_load_explicit(&log_threshold, memory_order_relaxed);
+
+	return level <= (threshold ? threshold : log_get_level());
 }
 
 /* Per-component flags (SPDK's log_set_flag / log_clear_flag / log_get_flags): a component whose

@@ -46,6 +46,9 @@ struct ctrlr_config {
 	 * (0: 16 MiB). FDP starts disabled; Set Features 1Dh enables it. */
 	uint16_t fdp_nruh;
 	uint64_t fdp_runs;
+	/* The controller's state file (NULL: none): firmware slots and activation, features saved
+	 * with SV; read at creation (a bad file fails it), written before each change completes. */
+	const char *state_file;
 };
 #define CTRLR_FDP_MAX_RUH 128
 
@@ -101,6 +104,43 @@ struct ctrlr_ns_shared_opts {
 };
 /* Drops the creator's reference; the object goes with the last controller namespace. */
 void ctrlr_ns_shared_put(struct ctrlr_ns_shared *s);
+
+/*
+ * Reservations shared with daemons on other hosts (issue 31): instead of this daemon's memory and
+ * PTPL file, the namespace's reservation state is a record in a store every daemon of the
+ * namespace reaches (app/ binds one kept in a RADOS object, cluster/rados_obj.h). The controller
+ * reads the record, runs the command's change on it, writes it back only if nobody changed it
+ * since (else reads again and reruns), applies it here, and publishes it: publish completes once
+ * every other daemon applied the change (or was fenced), and only then the command completes.
+ * The I/O path never waits for the store: it checks the access word each change leaves.
+ * Callbacks of the store run on the admin thread; so do these calls.
+ */
+struct ctrlr_resv_store_ops {
+	/* Reads the record: cb(arg, 0, data, len, version) (len 0: never written), or -errno. */
+	int (*read)(void *ctx, void (*cb)(void *arg, int rc, const void *data, size_t len,
+					  uint64_t version),
+		    void *arg);
+	/* Replaces it if still at `version`: cb(arg, 0, new version), -ECANCELED when another
+	 * daemon wrote first, or -errno. */
+	int (*write)(void *ctx, uint64_t version, const void *data, size_t len,
+		     void (*cb)(void *arg, int rc, uint64_t version), void *arg);
+	/* Tells every daemon: cb(arg, 0) once all applied it or were fenced, -errno if the fence
+	 * failed (the change is made; whoever did not answer may still act on the old state). */
+	int (*publish)(void *ctx, void (*cb)(void *arg, int rc), void *arg);
+	/* Acknowledges a change told by ctrlr_resv_store_changed (token 0: none to acknowledge). */
+	void (*ack)(void *ctx, uint64_t token);
+	/* The namespace is gone: no call after this, and no callback may reach it any more. */
+	void (*release)(void *ctx);
+};
+/* Binds the store (before a controller attaches the namespace). Until the first record is read
+ * the namespace refuses writes (Reservation Conflict): it does not know who may write. */
+void ctrlr_ns_shared_set_resv_store(struct ctrlr_ns_shared *s, const struct ctrlr_resv_store_ops *ops,
+				    void *ctx);
+/* The store's events. changed: the record changed (another daemon's change, token to
+ * acknowledge once applied) or must be read again (watch back, token 0). stale: changes may be
+ * missed from now on (watch lost): writes are refused until `changed` brought the record. */
+void ctrlr_resv_store_changed(struct ctrlr_ns_shared *s, uint64_t token);
+void ctrlr_resv_store_stale(struct ctrlr_ns_shared *s);
 /* The subsystem has (true) or may have only one (false) controller: CMIC bit 1 in Identify. Set
  * it before the host probes the controller (ctrlr_subsys_join does). */
 void ctrlr_set_multi_ctrl(struct ctrlr *ctrlr, bool multi);

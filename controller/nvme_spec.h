@@ -1400,6 +1400,7 @@ NVME_STATIC_ASSERT(sizeof(struct nvme_id_ctrl_zns) == 4096, "identify controller
 #define NVME_SC_GUARD_CHECK 0x0282  /* End-to-end Guard Check Error */
 #define NVME_SC_APPTAG_CHECK 0x0283 /* End-to-end Application Tag Check Error */
 #define NVME_SC_REFTAG_CHECK 0x0284 /* End-to-end Reference Tag Check Error */
+#define NVME_SC_STORAGE_TAG_CHECK 0x0288 /* End-to-end Storage Tag Check Error */
 #define NVME_FLBAS_EXTENDED (1u << 4)    /* metadata at the end of each block's data */
 #define NVME_FLBAS_INDEX(flbas) (((flbas)&0xf) | (((flbas) >> 1) & 0x30))
 #define NVME_MC_EXTENDED (1u << 0)       /* metadata in extended LBAs supported */
@@ -1415,12 +1416,18 @@ NVME_STATIC_ASSERT(sizeof(struct nvme_id_ctrl_zns) == 4096, "identify controller
 #define NVME_SGLS_MD_BYTE_ALIGNED (1u << 17) /* MPTR byte aligned contiguous buffer */
 #define NVME_SGLS_MD_SGL (1u << 19)      /* MPTR holding an SGL descriptor (PSDT 10b) */
 #define NVME_ELBAF(sts, pif) ((uint32_t)(sts) | ((uint32_t)(pif) << 7))
+#define NVME_ELBAF_QPIF(qpif) ((uint32_t)(qpif) << 9) /* with PIF 11b (Qualified Type) */
+#define NVME_PIC_16B_STS (1u << 0) /* 16b Guard formats may have a storage tag */
+#define NVME_PIC_STCRS (1u << 2)   /* Storage Tag Check in Read commands */
+#define NVME_PIC_QPIFS (1u << 3)   /* Qualified Protection Information Format */
+#define NVME_PIFA_STMLA_NONE 2u    /* storage tag masking not supported: every bit checked */
 
 /* CNS 05h, CSI NVM: I/O command set specific identify namespace (NVM command set 4.1.5.2). */
 struct nvme_id_ns_nvm {
 	uint64_t lbstm; /* logical block storage tag mask */
 	uint8_t pic;	/* protection information capabilities */
-	uint8_t rsvd9[3];
+	uint8_t pifa;	/* protection information format attribute: STMLA bits 3:0 */
+	uint8_t rsvd10[2];
 	uint32_t elbaf[64]; /* extended LBA formats: STS bits 6:0, PIF bits 8:7 */
 	uint8_t rsvd268[3828];
 } __attribute__((packed));

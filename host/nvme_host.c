@@ -150,6 +150,11 @@ static int nvme_host_queue_rings(struct nvme_host *h, struct nvme_host_queue *q,
 
 int nvme_host_enable(struct nvme_host *h, uint16_t depth)
 {
+	return nvme_host_enable_css(h, depth, 0);
+}
+
+int nvme_host_enable_css(struct nvme_host *h, uint16_t depth, uint8_t css)
+{
 	struct nvme_host_queue *q = &h->q[0];
 	union nvme_cc cc = {.raw = 0};
 	int rc;
@@ -170,8 +175,9 @@ int nvme_host_enable(struct nvme_host *h, uint16_t depth)
 	rc = rc ?: nvme_host_reg_write32(h, NVME_REG_ASQ + 4, (uint32_t)(q->sq_iova >> 32));
 	rc = rc ?: nvme_host_reg_write32(h, NVME_REG_ACQ, (uint32_t)q->cq_iova);
 	rc = rc ?: nvme_host_reg_write32(h, NVME_REG_ACQ + 4, (uint32_t)(q->cq_iova >> 32));
-	/* IOCQES 4 (16 bytes), IOSQES 6 (64 bytes), MPS 0 (4 KiB), CSS NVM, EN. */
+	/* IOCQES 4 (16 bytes), IOSQES 6 (64 bytes), MPS 0 (4 KiB), CSS, EN. */
 	cc.bits.en = 1;
+	cc.bits.css = css & 7;
 	cc.bits.iosqes = 6;
 	cc.bits.iocqes = 4;
 	rc = rc ?: nvme_host_reg_write32(h, NVME_REG_CC, cc.raw);

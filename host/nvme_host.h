@@ -129,6 +129,9 @@ int nvme_host_reg_write64(struct nvme_host *h, uint32_t off, uint64_t v);
 /* CC.EN=0 and wait for RDY=0; then admin queues of `depth` entries, CC with IOSQES/IOCQES,
  * EN=1, wait RDY=1. Returns 0, -ETIMEDOUT, or -EIO if CSTS.CFS. */
 int nvme_host_enable(struct nvme_host *h, uint16_t depth);
+/* The same with CC.CSS css (0: NVM only; 6: every I/O command set the controller supports, ZNS
+ * included). */
+int nvme_host_enable_css(struct nvme_host *h, uint16_t depth, uint8_t css);
 /* CC.EN=0, wait RDY=0; every I/O queue and the shadow doorbells are forgotten. */
 int nvme_host_disable(struct nvme_host *h);
 /* CC.SHN=normal, wait CSTS.SHST=complete. */

@@ -53,19 +53,41 @@ nvme_ctrl_by_serial() {
 	return 1
 }
 
-# nvme_ns_by_serial SERIAL: prints /dev/<namespace 1 block device> of the
+# nvme_ctrls_by_serial SERIAL: prints the name of every controller (nvme0...) whose serial
+# number is SERIAL, one per line (several: paths of one subsystem).
+nvme_ctrls_by_serial() {
+	for _c in /sys/class/nvme/nvme*; do
+		[ "$(sed 's/ *$//' "$_c/serial" 2> /dev/null)" = "$1" ] && basename "$_c"
+	done
+	return 0
+}
+
+# nvme_same_subsys CTRL CTRL: true when Linux put both controllers (nvme0, nvme1) in one NVMe
+# subsystem.
+nvme_same_subsys() {
+	_sa=$(ls -d /sys/class/nvme-subsystem/*/"$1" 2> /dev/null)
+	_sb=$(ls -d /sys/class/nvme-subsystem/*/"$2" 2> /dev/null)
+	[ -n "$_sa" ] && [ "$(dirname "$_sa")" = "$(dirname "$_sb")" ]
+}
+
+# nvme_ns_dev CTRL NSID: prints /dev/<block device> of namespace NSID of controller CTRL
+# (nvme0), found by the NSID each namespace node reports, since Linux names namespaces
+# in the order its parallel scan finds them (nvme0n1 can be NSID 2); 1 when there is none.
+# With multipath, the controller's node is a hidden path named nvme<subsystem>c<controller>n<head>
+# and the block device is the head, nvme<subsystem>n<head>. (Variables carry a prefix: this runs
+# inside step, whose own are global too.)
+nvme_ns_dev() {
+	for _nsd_node in /sys/class/nvme/"$1"/nvme*n*; do
+		[ "$(cat "$_nsd_node/nsid" 2> /dev/null)" = "$2" ] || continue
+		_nsd_name=$(echo "${_nsd_node##*/}" | sed 's/c[0-9]*n/n/')
+		[ -b "/dev/$_nsd_name" ] && { echo "/dev/$_nsd_name"; return 0; }
+	done
+	return 1
+}
+
+# nvme_ns_by_serial SERIAL: prints /dev/<block device of NSID 1> of the
 # controller with serial SERIAL once it exists; 1 when there is none.
 nvme_ns_by_serial() {
 	_c=$(nvme_ctrl_by_serial "$1") || return 1
-	for _n in /sys/class/nvme/"$_c"/nvme*n1; do
-		[ -e "$_n" ] || continue
-		_dev=/dev/$(basename "$_n")
-		# The controller's own node may name the namespace of a shared
-		# subsystem (nvme0c0n1): the block device is nvmeXn1.
-		case $_dev in
-		*c*n1) _dev=/dev/$(basename "$_n" | sed 's/c[0-9]*n/n/') ;;
-		esac
-		[ -b "$_dev" ] && { echo "$_dev"; return 0; }
-	done
-	return 1
+	nvme_ns_dev "$_c" 1
 }

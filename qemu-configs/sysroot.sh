@@ -20,7 +20,7 @@ mirror=http://deb.debian.org/debian
 # set, the rest from trixie.
 backports=(qemu-system-x86 qemu-system-common qemu-system-data qemu-system-modules-spice- seabios)
 packages=(linux-image-amd64 tiny-initramfs nvme-cli fio busybox-static kmod util-linux
-	  e2fsprogs pciutils procps)
+	  e2fsprogs f2fs-tools pciutils procps)
 
 key=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
 if [ "${1:-}" = --print-key ]; then

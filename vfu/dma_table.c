@@ -109,6 +109,7 @@ void vfu_dma_set_removed_cb(void (*cb)(void))
  * snapshot with acquire order and search it; the loop thread publishes a new
  * one for every change and keeps the old one until a quiescent point. */
 struct vfu_dma_snap {
+	uint64_t gen; /* unique in the process (vfu_dma_snap_gen): names this snapshot in caches */
 	uint32_t n;
 	struct vfu_dma_snap *retired_next;
 	struct vfu_dma_region *r[];
@@ -131,12 +132,26 @@ static inline uint64_t vfu_dma_last(uint64_t iova, uint64_t len)
 	return iova + len - 1;
 }
 
+/* Snapshot generations, process-wide so that a cache keyed by one can never meet a later
+ * snapshot of the same or another table under the same key (addresses are reused, these never). */
+static uint64_t vfu_dma_snap_gen;
+
+/* The window a thread found last and the snapshot it was found in: a queue's I/O lands in the
+ * same few windows over and over, and a snapshot is immutable, so while the table still
+ * publishes that snapshot the window is the answer a search would give. */
+static __thread struct {
+	uint64_t gen;
+	struct vfu_dma_window w;
+} vfu_dma_last_found;
+
 static struct vfu_dma_snap *vfu_dma_snap_alloc(uint32_t n)
 {
 	struct vfu_dma_snap *s = calloc(1, sizeof(*s) + (size_t)n * sizeof(s->r[0]));
 
-	if (s)
+	if (s) {
 		s->n = n;
+		s->gen = __atomic_add_fetch(&vfu_dma_snap_gen, 1, __ATOMIC_RELAXED);
+	}
 	return s;
 }
 
@@ -470,10 +485,18 @@ int vfu_dma_table_find(struct vfu_dma_table *t, uint64_t iova, uint64_t len,
 		len = 1;
 	if (iova + len - 1 < iova)
 		return -EFAULT;
+	if (vfu_dma_last_found.gen == s->gen && iova >= vfu_dma_last_found.w.iova &&
+	    vfu_dma_last(iova, len) <=
+		vfu_dma_last(vfu_dma_last_found.w.iova, vfu_dma_last_found.w.len)) {
+		*out = vfu_dma_last_found.w;
+		return 0;
+	}
 	e = vfu_dma_lookup(s, iova, NULL);
 	if (!e || vfu_dma_last(iova, len) > vfu_dma_last(e->w.iova, e->w.len))
 		return -EFAULT;
 	*out = e->w;
+	vfu_dma_last_found.gen = s->gen;
+	vfu_dma_last_found.w = e->w;
 	return 0;
 }
 

@@ -18,7 +18,10 @@ void ctrlr_admin_format(struct ctrlr_req *req);
 
 /* features.c: the Features' defaults at creation, and again at every Controller Level Reset
  * (with the namespaces' Error Recovery, KATO and a volatile write cache turned back on). */
-void ctrlr_features_init(struct ctrlr *ctrlr);
+/* The features' defaults, then the values saved with SV (-EINVAL: a saved value out of range). */
+int ctrlr_features_init(struct ctrlr *ctrlr);
+/* A namespace attached: it follows the volatile write cache feature. */
+int ctrlr_features_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts);
 void ctrlr_features_reset(struct ctrlr *ctrlr);
 
 #endif

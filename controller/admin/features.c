@@ -3,29 +3,33 @@
  * interrupt coalescing and vector configuration, write atomicity, async event configuration,
  * APST, timestamp, Host Behavior Support, Endurance Group Event Configuration, Host Identifier,
  * Reservation Notification Mask and Persistence; SEL current/default/saved/supported. Admin thread. */
+#include <errno.h>
 #include <string.h>
 
 #include "common/evloop.h"
+#include "common/log.h"
 #include "controller/admin/admin.h"
 #include "controller/device/device.h"
 #include "controller/nvm/nvm.h"
+#include "controller/zns/zns.h"
 
 #define CTRLR_TEMP_SENSORS 1 /* temperature sensor 1 = composite */
 #define CTRLR_TEMP_UNDER_DEFAULT 0
 #define CTRLR_TEMP_OVER_DEFAULT 343 /* WCTEMP */
 
-/* Supported capabilities (SEL 011b) per feature id; 0 = unsupported. Nothing is saveable. */
+/* Supported capabilities (SEL 011b) per feature id; 0 = unsupported. Saveable (SV) only with a
+ * controller state file, where the saved values live (ctrlr_feat_caps_of). */
 static const uint8_t ctrlr_feat_caps[256] = {
-    [NVME_FEAT_ARBITRATION] = NVME_FEAT_CAP_CHANGE,
-    [NVME_FEAT_POWER_MGMT] = NVME_FEAT_CAP_CHANGE,
-    [NVME_FEAT_TEMP_THRESH] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_ARBITRATION] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
+    [NVME_FEAT_POWER_MGMT] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
+    [NVME_FEAT_TEMP_THRESH] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
     [NVME_FEAT_ERR_RECOVERY] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
-    [NVME_FEAT_VOLATILE_WC] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_VOLATILE_WC] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
     [NVME_FEAT_NUM_QUEUES] = NVME_FEAT_CAP_CHANGE,
-    [NVME_FEAT_IRQ_COALESCE] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_IRQ_COALESCE] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
     [NVME_FEAT_IRQ_CONFIG] = NVME_FEAT_CAP_CHANGE,
-    [NVME_FEAT_WRITE_ATOMIC] = NVME_FEAT_CAP_CHANGE,
-    [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_WRITE_ATOMIC] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
+    [NVME_FEAT_ASYNC_EVENT] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_SAVE,
     [NVME_FEAT_AUTO_PST] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_TIMESTAMP] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_KATO] = NVME_FEAT_CAP_CHANGE,
@@ -79,6 +83,66 @@ static uint16_t ctrlr_feat_set_hbs(struct ctrlr_req *req)
 	f->hbs_lbafee = data[NVME_HBS_LBAFEE];
 	CTRLR_STORE(f->hbs_cdfe, cdfe);
 	return NVME_SC_SUCCESS;
+}
+
+/* The capabilities of fid on this controller: saveable only where saved values are kept. */
+static uint8_t ctrlr_feat_caps_of(const struct ctrlr *ctrlr, uint8_t fid)
+{
+	uint8_t caps = ctrlr_feat_caps[fid];
+
+	return ctrlr->cfg.state_file ? caps : (uint8_t)(caps & ~NVME_FEAT_CAP_SAVE);
+}
+
+/* ctrlr_feat_set's answer for a feature that completes the command itself, later. */
+#define CTRLR_FEAT_ASYNC 0xffffu
+
+static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st);
+
+static void ctrlr_feat_set_finish(struct ctrlr_req *req, uint16_t st);
+
+/* ---- Volatile Write Cache off: every namespace flushed ---- */
+
+static void ctrlr_feat_vwc_flush_next(struct ctrlr_req *req);
+
+static void ctrlr_feat_vwc_ns_done(struct ctrlr_req *req, uint16_t st)
+{
+	ctrlr_ns_put(req->ns);
+	req->ns = NULL;
+	if (st)
+		return ctrlr_feat_set_finish(req, st);
+	ctrlr_feat_vwc_flush_next(req);
+}
+
+static void ctrlr_feat_vwc_flushed(struct ctrlr_req *req, int status)
+{
+	ctrlr_feat_vwc_ns_done(req, ctrlr_bdev_status(status, true));
+}
+
+static void ctrlr_feat_vwc_flush_next(struct ctrlr_req *req)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint16_t st;
+
+	while (req->step.index < CTRLR_MAX_NAMESPACES) {
+		struct ctrlr_ns *ns = ctrlr_ns_get(ctrlr, ++req->step.index);
+
+		if (!ns)
+			continue;
+		req->ns = ns;
+		/* A zoned namespace's zone state becomes durable with its data. */
+		if (ctrlr_zns_of(ns) && ctrlr_zns_of(ns)->file)
+			return ctrlr_zns_sync(req, ctrlr_feat_vwc_ns_done);
+		memset(req->bio, 0, sizeof(*req->bio));
+		req->bio->type = BDEV_IO_FLUSH;
+		st = ctrlr_req_submit_bio(req, ctrlr_feat_vwc_flushed);
+		if (st) {
+			ctrlr_ns_put(ns);
+			req->ns = NULL;
+			return ctrlr_feat_set_finish(req, st);
+		}
+		return;
+	}
+	ctrlr_feat_set_finish(req, NVME_SC_SUCCESS);
 }
 
 /* ---- reservation features ---- */
@@ -146,12 +210,11 @@ static uint16_t ctrlr_feat_resv_ns(struct ctrlr_req *req, uint8_t fid, bool set,
 			n->resv_mask = v & NVME_RESV_MASK_ALL;
 		*cdw0 = dflt ? 0 : n->resv_mask;
 	} else if (set) {
-		bool on = v & NVME_RESV_PTPL;
-
-		if (on && !ctrlr_resv_ptpl_capable(ns))
-			st = NVME_SC_INVALID_FIELD;
-		else if (on != ctrlr_resv_ptpl(ns) && ctrlr_resv_set_ptpl(ns, on))
-			st = NVME_SC_INTERNAL;
+		/* Written to the namespace's PTPL file before it takes effect: the command
+		 * completes later, holding the namespace (req->ns, put by the completion). */
+		req->ns = ns;
+		ctrlr_resv_set_ptpl(req, v & NVME_RESV_PTPL, ctrlr_feat_set_finish);
+		return CTRLR_FEAT_ASYNC;
 	} else {
 		*cdw0 = dflt ? 0 : ctrlr_resv_ptpl(ns);
 	}
@@ -195,9 +258,89 @@ static void ctrlr_features_defaults(struct ctrlr *ctrlr)
 		CTRLR_STORE(f->irq_cd[v], 0);
 }
 
-void ctrlr_features_init(struct ctrlr *ctrlr)
+/* Sets feature fid's current value from a saved one (sub: which part of it). false when the
+ * pair is not one this controller saves, or out of range (a state file from elsewhere). */
+static bool ctrlr_feat_apply_saved(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub, uint32_t v)
 {
+	struct ctrlr_features *f = &ctrlr->feat;
+	uint32_t tmpsel = sub & 0xf, thsel = sub >> 4;
+
+	if (!(ctrlr_feat_caps[fid] & NVME_FEAT_CAP_SAVE) ||
+	    (fid != NVME_FEAT_TEMP_THRESH && sub))
+		return false;
+	switch (fid) {
+	case NVME_FEAT_ARBITRATION:
+		f->arbitration = v;
+		return true;
+	case NVME_FEAT_POWER_MGMT:
+		if (v & ~0xe0u) /* power state 0 only; the workload hint is kept */
+			return false;
+		f->power_mgmt = v;
+		return true;
+	case NVME_FEAT_TEMP_THRESH:
+		if (tmpsel > CTRLR_TEMP_SENSORS || thsel > 1 || v > 0xffff)
+			return false;
+		if (thsel)
+			f->temp_under[tmpsel] = (uint16_t)v;
+		else
+			f->temp_over[tmpsel] = (uint16_t)v;
+		return true;
+	case NVME_FEAT_VOLATILE_WC:
+		if (v > 1)
+			return false;
+		f->vwc = v;
+		return true;
+	case NVME_FEAT_IRQ_COALESCE:
+		if (v > 0xffff)
+			return false;
+		CTRLR_STORE(f->irq_coalesce, v);
+		return true;
+	case NVME_FEAT_WRITE_ATOMIC:
+		if (v > 1)
+			return false;
+		f->write_atomic = v;
+		return true;
+	case NVME_FEAT_ASYNC_EVENT:
+		if (v & ~(NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR | NVME_AEC_FW_ACT |
+			  NVME_AEC_TELEMETRY | NVME_AEC_ZDCN))
+			return false;
+		f->async_event = v;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The defaults, then what the host saved (section 5.27.1: saved values are the current ones
+ * after a power cycle or a Controller Level Reset). 0, or -EINVAL for a saved value this
+ * controller does not take (logged). */
+static int ctrlr_features_load(struct ctrlr *ctrlr)
+{
+	static const uint8_t fids[] = {NVME_FEAT_ARBITRATION, NVME_FEAT_POWER_MGMT,
+				       NVME_FEAT_VOLATILE_WC, NVME_FEAT_IRQ_COALESCE,
+				       NVME_FEAT_WRITE_ATOMIC, NVME_FEAT_ASYNC_EVENT};
+	uint32_t v;
+	int rc = 0;
+
 	ctrlr_features_defaults(ctrlr);
+	for (unsigned int i = 0; i < sizeof(fids); i++)
+		if (ctrlr_saved_feat_get(ctrlr, fids[i], 0, &v) &&
+		    !ctrlr_feat_apply_saved(ctrlr, fids[i], 0, v))
+			rc = -EINVAL;
+	for (uint8_t t = 0; t <= CTRLR_TEMP_SENSORS; t++)
+		for (uint8_t th = 0; th < 2; th++)
+			if (ctrlr_saved_feat_get(ctrlr, NVME_FEAT_TEMP_THRESH, t | th << 4, &v) &&
+			    !ctrlr_feat_apply_saved(ctrlr, NVME_FEAT_TEMP_THRESH, t | th << 4, v))
+				rc = -EINVAL;
+	if (rc)
+		LOG_ERR(CTRLR_LOG, "%s: controller state file %s: a saved feature is out of range",
+			ctrlr->serial, ctrlr->cfg.state_file);
+	return rc;
+}
+
+int ctrlr_features_init(struct ctrlr *ctrlr)
+{
+	return ctrlr_features_load(ctrlr);
 }
 
 static void ctrlr_apply_write_cache(struct ctrlr *ctrlr, bool enable)
@@ -212,15 +355,24 @@ static void ctrlr_apply_write_cache(struct ctrlr *ctrlr, bool enable)
 
 void ctrlr_features_reset(struct ctrlr *ctrlr)
 {
-	bool wce_was_off = !ctrlr->feat.vwc;
+	uint32_t vwc_was = ctrlr->feat.vwc;
 
-	ctrlr_features_defaults(ctrlr);
+	/* Checked at creation: nothing can fail here. */
+	ctrlr_features_load(ctrlr);
 	ctrlr_keep_alive_reset(ctrlr);
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++)
 		if (ctrlr->ns[i])
 			ctrlr->ns[i]->err_recovery = 0;
-	if (wce_was_off)
-		ctrlr_apply_write_cache(ctrlr, true);
+	if (ctrlr->feat.vwc != vwc_was)
+		ctrlr_apply_write_cache(ctrlr, ctrlr->feat.vwc);
+}
+
+int ctrlr_features_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
+{
+	/* A namespace attached while the cache is off (the host's, or a saved value) is off. */
+	if (!ns->ctrlr->feat.vwc)
+		bdev_set_write_cache(ns->bdev, false);
+	return 0;
 }
 
 static uint64_t ctrlr_timestamp_now(const struct ctrlr *ctrlr, uint8_t *attr)
@@ -353,6 +505,45 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 	}
 }
 
+static void ctrlr_feat_get_done(struct ctrlr_req *req, uint16_t st, uint32_t cdw0)
+{
+	req->cdw0 = cdw0;
+	if (st == NVME_SC_INVALID_FIELD)
+		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
+	ctrlr_req_complete(req, st);
+}
+
+/* Which saved value a Get or Set of fid names (Temperature Threshold: TMPSEL and THSEL of
+ * CDW11). false when the fields name none (the command's own check refuses them). */
+static bool ctrlr_feat_saved_sub(const struct ctrlr_req *req, uint8_t fid, uint8_t *sub)
+{
+	uint32_t tmpsel = (req->sqe.cdw11 >> 16) & 0xf, thsel = (req->sqe.cdw11 >> 20) & 0x3;
+
+	*sub = 0;
+	if (fid != NVME_FEAT_TEMP_THRESH)
+		return true;
+	if (tmpsel > CTRLR_TEMP_SENSORS || thsel > 1)
+		return false;
+	*sub = (uint8_t)(tmpsel | thsel << 4);
+	return true;
+}
+
+/* Get Features SEL 010b of a saved feature: its saved value as the command returns it. */
+static bool ctrlr_feat_get_saved(struct ctrlr_req *req, uint8_t fid, uint32_t *cdw0)
+{
+	uint8_t sub;
+	uint32_t v;
+
+	if (!(ctrlr_feat_caps_of(req->sq->ctrlr, fid) & NVME_FEAT_CAP_SAVE) ||
+	    !ctrlr_feat_saved_sub(req, fid, &sub) ||
+	    !ctrlr_saved_feat_get(req->sq->ctrlr, fid, sub, &v))
+		return false;
+	*cdw0 = fid == NVME_FEAT_TEMP_THRESH ? v | (uint32_t)(sub & 0xf) << 16 |
+						   (uint32_t)(sub >> 4) << 20
+					     : v;
+	return true;
+}
+
 void ctrlr_admin_get_features(struct ctrlr_req *req)
 {
 	uint8_t fid = req->sqe.cdw10 & 0xff;
@@ -365,21 +556,22 @@ void ctrlr_admin_get_features(struct ctrlr_req *req)
 					      offsetof(struct nvme_sqe, cdw10));
 	switch (sel) {
 	case NVME_SEL_SUPPORTED:
-		req->cdw0 = ctrlr_feat_caps[fid];
+		req->cdw0 = ctrlr_feat_caps_of(req->sq->ctrlr, fid);
 		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	case NVME_SEL_SAVED:
+		/* A value saved with SV, else the default (section 5.27.1). */
+		if (ctrlr_feat_get_saved(req, fid, &cdw0))
+			return ctrlr_feat_get_done(req, NVME_SC_SUCCESS, cdw0);
+		/* fall through */
 	case NVME_SEL_CURRENT:
 	case NVME_SEL_DEFAULT:
-	case NVME_SEL_SAVED: /* nothing is saveable: saved reads as default (section 5.27.1) */
 		st = ctrlr_feat_get(req, fid, sel != NVME_SEL_CURRENT, &cdw0);
 		break;
 	default:
 		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 					      offsetof(struct nvme_sqe, cdw10) + 1);
 	}
-	req->cdw0 = cdw0;
-	if (st == NVME_SC_INVALID_FIELD)
-		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
-	ctrlr_req_complete(req, st);
+	ctrlr_feat_get_done(req, st, cdw0);
 }
 
 static uint16_t ctrlr_feat_set_err_recovery(struct ctrlr_req *req)
@@ -435,10 +627,19 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	}
 	case NVME_FEAT_ERR_RECOVERY:
 		return ctrlr_feat_set_err_recovery(req);
-	case NVME_FEAT_VOLATILE_WC:
+	case NVME_FEAT_VOLATILE_WC: {
+		bool was = f->vwc;
+
 		f->vwc = cdw11 & 1;
 		ctrlr_apply_write_cache(ctrlr, f->vwc);
-		return NVME_SC_SUCCESS;
+		if (!was || f->vwc)
+			return NVME_SC_SUCCESS;
+		/* Turned off: what the cache held becomes durable before the command completes,
+		 * so no write acknowledged before it is volatile after it. */
+		req->step.index = 0;
+		ctrlr_feat_vwc_flush_next(req);
+		return CTRLR_FEAT_ASYNC;
+	}
 	case NVME_FEAT_NUM_QUEUES: {
 		uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16,
 			 max = ctrlr->cfg.max_io_queues - 1u;
@@ -522,19 +723,12 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	}
 }
 
-void ctrlr_admin_set_features(struct ctrlr_req *req)
+/* A Set Features ended (st): its event, its completion, what follows it. */
+static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	uint8_t fid = req->sqe.cdw10 & 0xff;
-	uint16_t st;
 
-	if (!ctrlr_feat_caps[fid])
-		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
-					      offsetof(struct nvme_sqe, cdw10));
-	if (req->sqe.cdw10 & NVME_SET_FEAT_SV)
-		return ctrlr_req_complete_err(req, NVME_SC_FEATURE_NOT_SAVEABLE,
-					      offsetof(struct nvme_sqe, cdw10) + 3);
-	st = ctrlr_feat_set(req, fid);
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw11));
 	/* Persistent Event Log: Set Feature (the Timestamp has its own event). */
@@ -544,4 +738,84 @@ void ctrlr_admin_set_features(struct ctrlr_req *req)
 	/* A threshold now crossed is reported after this command's own CQE. */
 	if (!st && (fid == NVME_FEAT_TEMP_THRESH || fid == NVME_FEAT_ASYNC_EVENT))
 		ctrlr_health_eval(ctrlr);
+}
+
+/* The value a Set Features of fid left current, as it is saved. */
+static uint32_t ctrlr_feat_current(const struct ctrlr *ctrlr, uint8_t fid, uint8_t sub)
+{
+	const struct ctrlr_features *f = &ctrlr->feat;
+
+	switch (fid) {
+	case NVME_FEAT_ARBITRATION:
+		return f->arbitration;
+	case NVME_FEAT_POWER_MGMT:
+		return f->power_mgmt;
+	case NVME_FEAT_TEMP_THRESH:
+		return (sub >> 4) ? f->temp_under[sub & 0xf] : f->temp_over[sub & 0xf];
+	case NVME_FEAT_VOLATILE_WC:
+		return f->vwc;
+	case NVME_FEAT_IRQ_COALESCE:
+		return CTRLR_LOAD(f->irq_coalesce);
+	case NVME_FEAT_WRITE_ATOMIC:
+		return f->write_atomic;
+	default:
+		return f->async_event;
+	}
+}
+
+/* The saved value is written: the command completes; if it could not be, the saved value is
+ * the one before (the current one stays set, as a Set without SV would have left it) and the
+ * command fails. */
+static void ctrlr_feat_saved(struct ctrlr_req *req, uint16_t st)
+{
+	uint8_t fid = req->sqe.cdw10 & 0xff, sub = (uint8_t)req->step.count;
+
+	if (st) {
+		if (req->step.index)
+			ctrlr_saved_feat_put(req->sq->ctrlr, fid, sub, (uint32_t)req->step.lba);
+		else
+			ctrlr_saved_feat_del(req->sq->ctrlr, fid, sub);
+	}
+	ctrlr_feat_set_done(req, st);
+}
+
+/* SV: the value just set becomes the saved one, durable before the command completes. */
+static void ctrlr_feat_save(struct ctrlr_req *req, uint8_t fid)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	uint32_t old;
+	uint8_t sub;
+
+	if (!ctrlr_feat_saved_sub(req, fid, &sub))
+		return ctrlr_feat_set_done(req, NVME_SC_INVALID_FIELD);
+	req->step.index = ctrlr_saved_feat_get(ctrlr, fid, sub, &old);
+	req->step.lba = old;
+	req->step.count = sub;
+	ctrlr_saved_feat_put(ctrlr, fid, sub, ctrlr_feat_current(ctrlr, fid, sub));
+	ctrlr_state_save(req, ctrlr_feat_saved);
+}
+
+/* The feature is set (st): saved first when SV asks for it. */
+static void ctrlr_feat_set_finish(struct ctrlr_req *req, uint16_t st)
+{
+	if (!st && (req->sqe.cdw10 & NVME_SET_FEAT_SV))
+		return ctrlr_feat_save(req, req->sqe.cdw10 & 0xff);
+	ctrlr_feat_set_done(req, st);
+}
+
+void ctrlr_admin_set_features(struct ctrlr_req *req)
+{
+	uint8_t fid = req->sqe.cdw10 & 0xff;
+	uint16_t st;
+
+	if (!ctrlr_feat_caps[fid])
+		return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
+					      offsetof(struct nvme_sqe, cdw10));
+	if ((req->sqe.cdw10 & NVME_SET_FEAT_SV) &&
+	    !(ctrlr_feat_caps_of(req->sq->ctrlr, fid) & NVME_FEAT_CAP_SAVE))
+		return ctrlr_req_complete_err(req, NVME_SC_FEATURE_NOT_SAVEABLE,
+					      offsetof(struct nvme_sqe, cdw10) + 3);
+	st = ctrlr_feat_set(req, fid);
+	if (st != CTRLR_FEAT_ASYNC)
+		ctrlr_feat_set_finish(req, st);
 }

@@ -16,6 +16,7 @@
 #include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 #include "controller/pool/pool.h"
+#include "controller/zns/zns.h"
 
 /* Secure Erase Settings (CDW10 bits 11:9). */
 #define CTRLR_SES_NONE 0
@@ -45,6 +46,7 @@ static uint16_t ctrlr_format_check(struct ctrlr_req *req, const struct ctrlr_ns 
 }
 
 static void ctrlr_format_next(struct ctrlr_req *req);
+static void ctrlr_format_ns_end(struct ctrlr_req *req, uint16_t st);
 
 /* An accepted format ends: its Persistent Event Log completion, then the command's. */
 static void ctrlr_format_end(struct ctrlr_req *req, uint16_t st)
@@ -118,6 +120,19 @@ static void ctrlr_format_done(struct ctrlr_req *req, int status)
 	}
 	ctrlr_ns_take_format(ns, f);
 	ctrlr_ns_format_changed(ns);
+	/* A zoned namespace's zones (all Empty now) are durable before the command completes. */
+	if (ctrlr_zns_of(ns) && ctrlr_zns_of(ns)->file)
+		return ctrlr_zns_sync(req, ctrlr_format_ns_end);
+	ctrlr_format_ns_end(req, NVME_SC_SUCCESS);
+}
+
+/* One namespace took its format (st: whether its zone state could be made durable). */
+static void ctrlr_format_ns_end(struct ctrlr_req *req, uint16_t st)
+{
+	struct ctrlr_ns *ns = req->ns;
+
+	if (st)
+		return ctrlr_format_complete(req, st);
 	/* A namespace of the capacity pool keeps its format in the pool's header: written before
 	 * the command completes (ctrlr_format_complete). */
 	if (ctrlr_pool_format_changed(req->sq->ctrlr, ns))

@@ -7,6 +7,7 @@
 
 #include "controller/admin/admin.h"
 #include "controller/device/device.h"
+#include "controller/nvm/pi.h"
 #include "controller/nvm/nvm.h"
 #include "controller/pool/pool.h"
 #include "controller/zns/zns.h"
@@ -117,7 +118,8 @@ static void ctrlr_identify_lbafs(const struct ctrlr_ns *ns, struct nvme_id_ns *i
 static void ctrlr_identify_common_lbafs(const struct ctrlr *ctrlr, struct nvme_id_ns *id)
 {
 	struct ctrlr_lbaf lbafs[CTRLR_MAX_LBAF];
-	uint32_t n = ctrlr_lbafs_for(512, lbafs);
+	/* The formats a namespace can be created in: a pool region's (packed), else 512-byte. */
+	uint32_t n = ctrlr_lbafs_for(ctrlr_pool_of(ctrlr) ? CTRLR_POOL_REGION_BS : 512, lbafs);
 
 	id->nlbaf = (uint8_t)(n - 1);
 	id->mc = NVME_MC_EXTENDED | NVME_MC_SEPARATE;
@@ -129,15 +131,31 @@ static void ctrlr_identify_common_lbafs(const struct ctrlr *ctrlr, struct nvme_i
 	}
 }
 
-/* CNS 05h, CSI NVM (NVM Command Set 4.1.5.2): no storage tags; each format's guard. */
+/* CNS 05h, CSI NVM (NVM Command Set 4.1.5.2): each format's guard and storage tag size, the
+ * Qualified Type ones with their QPIF; storage tags on 16b Guard formats, checked in Reads too,
+ * every bit of them (no masking: LBSTM all ones). */
 static void ctrlr_identify_ns_nvm(const struct ctrlr_ns *ns, struct nvme_id_ns_nvm *id)
 {
-	for (uint8_t i = 0; i < ns->nlbaf; i++)
-		id->elbaf[i] = ns->lbafs[i].ms ? NVME_ELBAF(0, ns->lbafs[i].pif) : 0;
+	id->lbstm = UINT64_MAX;
+	id->pic = NVME_PIC_16B_STS | NVME_PIC_STCRS | NVME_PIC_QPIFS;
+	id->pifa = NVME_PIFA_STMLA_NONE;
+	for (uint8_t i = 0; i < ns->nlbaf; i++) {
+		const struct ctrlr_lbaf *l = &ns->lbafs[i];
+
+		if (!l->ms)
+			id->elbaf[i] = 0;
+		else if (l->qual)
+			id->elbaf[i] =
+			    NVME_ELBAF(l->sts, CTRLR_PIF_QUALIFIED) | NVME_ELBAF_QPIF(l->pif);
+		else
+			id->elbaf[i] = NVME_ELBAF(l->sts, l->pif);
+	}
 }
 
 static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 {
+	uint64_t nvmcap;
+
 	id->nsze = ns->num_blocks;
 	id->ncap = ns->num_blocks;
 	id->nuse = ns->num_blocks;
@@ -147,7 +165,11 @@ static void ctrlr_identify_ns(const struct ctrlr_ns *ns, struct nvme_id_ns *id)
 	/* Deallocated blocks read back as zeroes; Write Zeroes may deallocate. */
 	if (ns->has_unmap)
 		id->dlfeat = NVME_DLFEAT_READ_ZEROES | NVME_DLFEAT_WZ_DEAC;
-	ctrlr_le128_put(id->nvmcap, ns->num_blocks * ns->block_size);
+	/* NVMCAP (Base 2.0 Figure 276): the NVM allocated to the namespace, data and metadata:
+	 * its pool extent, or its whole bdev. */
+	if (!ctrlr_nsm_ns_nvmcap(ns->ctrlr, ns->nsid, &nvmcap))
+		nvmcap = bdev_get_num_blocks(ns->bdev) * bdev_get_block_size(ns->bdev);
+	ctrlr_le128_put(id->nvmcap, nvmcap);
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
 	/* Reservations: every type, IEKEY as NVMe 1.3+, PTPL with a state file; NMIC bit 0 when

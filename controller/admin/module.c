@@ -5,8 +5,9 @@
 
 static int ctrlr_admin_init(struct ctrlr *ctrlr)
 {
-	ctrlr_features_init(ctrlr);
-	return ctrlr_vendor_register_defaults(ctrlr);
+	int rc = ctrlr_features_init(ctrlr);
+
+	return rc ? rc : ctrlr_vendor_register_defaults(ctrlr);
 }
 
 static const struct ctrlr_cmd ctrlr_admin_cmds[256] = {
@@ -26,4 +27,5 @@ const struct ctrlr_module ctrlr_admin_module = {
     .admin_cmds = ctrlr_admin_cmds,
     .init = ctrlr_admin_init,
     .reset_done = ctrlr_features_reset,
+    .ns_attach = ctrlr_features_ns_attach,
 };

@@ -7,14 +7,16 @@
  * submitted, so a marked command still waits for its bdev I/O: when that returns, its result
  * is dropped (a read's data already reached the host buffer, which the host must not use; a
  * write may have reached the media) and the command ends with Command Abort Requested. Marks
- * and completions race without locks: a command's tag (generation << 16 | CID) is
- * compare-and-swapped by the Abort and swapped out by the completion (owner thread), so
- * exactly one of them wins.
+ * are written only by the SQ's owner thread, the one that completes the command: an Abort of an
+ * I/O SQ's command hops there (the admin SQ's owner is the admin thread itself), and a Preempt
+ * and Abort marks with the fence it puts up on each SQ's owner. So a command's tag (generation
+ * << 16 | CID) is plain memory of one thread: the completion reads and clears it with no locked
+ * instruction, and a mark and a completion never race.
  *
  * Commands still in their I/O SQ (the host rang the doorbell, the controller has not fetched
- * them: the queue has no free request, or its poll group did not get to it): the Abort hops to
- * the SQ's owner thread, which looks for the CID between the SQ head and the tail it has seen
- * and arms a record on that ring slot. When the slot is fetched, a command with that CID
+ * them: the queue has no free request, or its poll group did not get to it): on the owner
+ * thread, the Abort looks for the CID between the SQ head and the tail it has seen and arms a
+ * record on that ring slot. When the slot is fetched, a command with that CID
  * completes with Command Abort Requested without being executed; the record then goes. A
  * record therefore never outlives the one SQE it names (or its SQ: deletion and resets drop
  * it), and a later command reusing the CID is never touched. Records are the Abort Command
@@ -33,49 +35,46 @@
 #include "common/log.h"
 #include "controller/core/core.h"
 
-/* Marks the running command `cid` of `sq` (not `self`). True if marked. */
+/* Marks the running command `cid` of `sq` (not `self`). True if marked. The SQ's owner
+ * thread. */
 static bool ctrlr_abort_mark(struct ctrlr_sq *sq, uint16_t cid, const struct ctrlr_req *self)
 {
 	for (uint32_t i = 0; i < sq->size; i++) {
 		struct ctrlr_req *r = &sq->reqs[i];
-		uint32_t tag = __atomic_load_n(&r->abort_tag, __ATOMIC_ACQUIRE);
+		uint32_t tag = r->abort_tag;
 
 		if (r == self || !tag || (tag & CTRLR_ABORT_MARKS) || (tag & 0xffff) != cid)
 			continue;
-		if (__atomic_compare_exchange_n(&r->abort_tag, &tag, tag | CTRLR_ABORT_MARK, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return true;
+		r->abort_tag = tag | CTRLR_ABORT_MARK;
+		return true;
 	}
 	return false;
 }
 
-uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid)
+/* Preempt and Abort: marks every running command of `sq` on namespace nsid. Returns how many.
+ * The SQ's owner thread. */
+static uint32_t ctrlr_abort_preempted(struct ctrlr_sq *sq, uint32_t nsid)
 {
 	uint32_t n = 0;
 
-	/* I/O SQs only (reservations govern I/O commands); their request arrays live until
-	 * ctrlr_sq_delete_done, on this thread. */
-	for (uint32_t qid = 1; qid < ctrlr->num_queues; qid++) {
-		struct ctrlr_sq *sq = ctrlr->sqs[qid];
+	for (uint32_t i = 0; i < sq->size; i++) {
+		struct ctrlr_req *r = &sq->reqs[i];
+		uint32_t tag = r->abort_tag;
 
-		if (!sq || !sq->reqs)
+		if (!tag || r->sqe.nsid != nsid)
 			continue;
-		for (uint32_t i = 0; i < sq->size; i++) {
-			struct ctrlr_req *r = &sq->reqs[i];
-			uint32_t tag = __atomic_load_n(&r->abort_tag, __ATOMIC_ACQUIRE);
-
-			if (!tag || (tag & CTRLR_ABORT_MARKS))
-				continue;
-			/* The SQE was copied before its tag was stored (release): read after the
-			 * tag (acquire), it is this command's unless the tag changed, which the
-			 * compare-and-swap then sees. */
-			if (__atomic_load_n(&r->sqe.nsid, __ATOMIC_RELAXED) != nsid)
-				continue;
-			if (__atomic_compare_exchange_n(&r->abort_tag, &tag,
-							tag | CTRLR_ABORT_MARK_PREEMPT, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				n++;
+		/* A write still running may yet land, whatever marked it first: the Acquire
+		 * waits for it to end. */
+		if (!r->preempt_drain && r->ns &&
+		    (ctrlr_io_effects(sq->ctrlr, r->ns->csi, r->sqe.cdw0.bits.opc) &
+		     NVME_CMD_EFFECTS_LBCC)) {
+			r->preempt_drain = true;
+			sq->preempt_writes++;
 		}
+		if (tag & CTRLR_ABORT_MARKS)
+			continue;
+		r->abort_tag = tag | CTRLR_ABORT_MARK_PREEMPT;
+		n++;
 	}
 	return n;
 }
@@ -109,7 +108,6 @@ static uint16_t ctrlr_abort_queued(struct ctrlr_sq *sq, uint16_t cid, struct ctr
 	req->cdw0 = 1;
 	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE)
 		return NVME_SC_SUCCESS;
-	/* Fetched since the admin thread looked: running now. */
 	if (ctrlr_abort_mark(sq, cid, NULL)) {
 		req->cdw0 = 0;
 		return NVME_SC_SUCCESS;
@@ -202,6 +200,7 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot)
 
 /* A preempt fence to put up on an SQ's owner thread. */
 struct ctrlr_preempt_fence {
+	struct ctrlr_preempt_fence *next; /* in sq->preempt_waiters */
 	struct evloop_msg msg;
 	struct ctrlr_sq *sq;
 	struct ctrlr *ctrlr;
@@ -222,17 +221,24 @@ static void ctrlr_preempt_fence_done(void *arg)
 	up(up_arg);
 }
 
-/* The SQ's owner thread: the SQEs between the head and the tail seen now are under the fence
- * (a fence already up is widened to them; its namespaces kept), then the Acquire waiting for it
- * hears so on the admin thread. The SQ still exists: posted while live, before any deletion the
- * admin thread posts later on the same thread. */
+/* The SQ's owner thread: the running commands on the namespace are marked, the SQEs between
+ * the head and the tail seen now are under the fence (a fence already up is widened to them;
+ * its namespaces kept), then the Acquire waiting for it hears so on the admin thread. The SQ
+ * still exists: posted while live, before any deletion the admin thread posts later on the same
+ * thread. */
 static void ctrlr_preempt_fence_up(void *arg)
 {
 	struct ctrlr_preempt_fence *f = arg;
 	struct ctrlr_sq *sq = f->sq;
-	uint32_t left, i;
+	uint32_t left, i, n;
 
-	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->ring)
+	if (CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->reqs)
+		goto out;
+	n = ctrlr_abort_preempted(sq, f->nsid);
+	if (n)
+		LOG_INFO(CTRLR_LOG, "%s: sq %u ns %u: %u running command(s) aborted by a preempt",
+			 sq->ctrlr->serial, sq->qid, f->nsid, n);
+	if (!sq->ring)
 		goto out;
 	ctrlr_sq_refresh_tail(sq);
 	left = (sq->tail + sq->size - sq->head) % sq->size;
@@ -265,7 +271,34 @@ out:
 		free(f);
 		return;
 	}
+	/* Writes of the preempted host still running: the Acquire waits for them. */
+	if (CTRLR_LOAD(sq->state) == CTRLR_Q_LIVE && sq->preempt_writes) {
+		f->next = sq->preempt_waiters;
+		sq->preempt_waiters = f;
+		return;
+	}
 	f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
+}
+
+/* The fences waiting on sq are up: each Acquire hears so. */
+static void ctrlr_preempt_release(struct ctrlr_sq *sq)
+{
+	struct ctrlr_preempt_fence *f = sq->preempt_waiters, *next;
+
+	sq->preempt_waiters = NULL;
+	for (; f; f = next) {
+		next = f->next;
+		f->ctrlr->ops->admin_post(f->ctrlr->tctx, &f->msg, ctrlr_preempt_fence_done, f);
+	}
+}
+
+void ctrlr_abort_preempt_drained(struct ctrlr_req *req)
+{
+	struct ctrlr_sq *sq = req->sq;
+
+	req->preempt_drain = false;
+	if (sq->preempt_writes && !--sq->preempt_writes)
+		ctrlr_preempt_release(sq);
 }
 
 uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
@@ -281,9 +314,9 @@ uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*u
 			continue;
 		f = malloc(sizeof(*f));
 		if (!f) {
-			LOG_ERR(CTRLR_LOG, "%s: sq %u: no memory for a preempt fence: queued commands "
-					   "of ns %u meet the reservation instead", ctrlr->serial, qid,
-				nsid);
+			LOG_ERR(CTRLR_LOG, "%s: sq %u: no memory for a preempt fence: running and "
+					   "queued commands of ns %u meet the reservation instead",
+				ctrlr->serial, qid, nsid);
 			continue;
 		}
 		f->sq = sq;
@@ -300,6 +333,10 @@ uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*u
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq)
 {
 	struct ctrlr_abort_rec *rec = sq->abort_armed, *next;
+
+	/* Its commands are over: an Acquire still waiting on it goes on. */
+	sq->preempt_writes = 0;
+	ctrlr_preempt_release(sq);
 
 	for (; rec; rec = next) {
 		next = rec->next;
@@ -349,14 +386,15 @@ void ctrlr_admin_abort(struct ctrlr_req *req)
 	/* The SQ's request array lives as long as the SQ, which only this thread deletes. */
 	if (!sq || CTRLR_LOAD(sq->state) != CTRLR_Q_LIVE || !sq->reqs)
 		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
-	if (ctrlr_abort_mark(sq, cid, req)) {
-		req->cdw0 = 0;
-		LOG_DBG(CTRLR_LOG, "%s: abort of sq %u cid %u: marked", ctrlr->serial, sqid, cid);
+	if (sqid == 0) {
+		/* The admin SQ's owner is this thread. */
+		if (ctrlr_abort_mark(sq, cid, req)) {
+			req->cdw0 = 0;
+			LOG_DBG(CTRLR_LOG, "%s: abort of sq 0 cid %u: marked", ctrlr->serial, cid);
+		}
 		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
 	}
-	if (sqid == 0)
-		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
-	/* Not running: maybe still in the ring, which only its owner thread reads. */
+	/* Running or still in the ring: the owner thread marks or arms. */
 	req->step.buf = sq;
 	ctrlr->ops->io_post(ctrlr->tctx, sq, &req->hop, ctrlr_abort_on_owner, req);
 }

@@ -64,14 +64,16 @@ typedef void *(*ctrlr_map_fn)(void *mctx, uint64_t addr, uint64_t len, unsigned 
  * the namespace is attached; logical block i occupies bdev blocks [i * bpl, (i + 1) * bpl): its
  * data, its metadata right after, zero padding to the end (see docs/DESIGN.md). */
 
-#define CTRLR_MAX_LBAF 12
+#define CTRLR_MAX_LBAF 16
 struct ctrlr_lbaf {
 	uint32_t ds;  /* data bytes */
 	uint16_t ms;  /* metadata bytes */
 	uint8_t lbads;
-	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_*) */
-	uint8_t bpl;  /* bdev blocks per logical block */
+	uint8_t pif;  /* protection information format when PI is on (CTRLR_PIF_16/32/64) */
+	uint8_t sts;  /* storage tag size in bits (ELBAF STS), 0: none */
+	bool qual;    /* reported as the Qualified Type (ELBAF PIF 11b, QPIF = pif) */
 	uint8_t rp;   /* relative performance (space efficiency here) */
+	uint16_t bpl; /* bdev blocks per logical block */
 	uint32_t stride; /* bpl * the bdev's block size: bytes a logical block takes */
 };
 /* The namespace's current format in one word, loaded once per command (ctrlr_req_get_ns). */
@@ -298,6 +300,10 @@ struct ctrlr_sq {
 	uint32_t preempt_head;
 	uint32_t preempt_nsid[CTRLR_PREEMPT_NSIDS];
 	uint32_t preempt_n;
+	/* Writes of preempted hosts still running (their bdev I/O may yet land), and the fences
+	 * whose Acquire waits until there are none (abort.c), owner thread. */
+	uint32_t preempt_writes;
+	struct ctrlr_preempt_fence *preempt_waiters;
 	/* Per-command counters of this queue (CTRLR_SQ_STAT_ADD), on the controller's stat_sqs
 	 * from ctrlr_sq_init to ctrlr_sq_fini, which adds them to ctrlr.cnt (common/counter.h). */
 	struct ctrlr_counters cnt;
@@ -345,8 +351,24 @@ struct ctrlr_req {
 	ctrlr_req_io_done_fn io_done;
 	struct evloop_msg hop; /* a hop to another thread and back (reservations, fused locks) */
 	/* Runs first in ctrlr_req_complete when set (a module's end of the command: a write leaves
-	 * the namespace's range locks, nvm/fused.c); the module clears it as it runs. */
-	void (*end_fn)(struct ctrlr_req *req);
+	 * the namespace's range locks, nvm/fused.c; a zone write ends in zone order, zns/); the core
+	 * clears it before the call, and runs it again if the call set another (a chain). It may
+	 * change *status; it returns true to hold the completion back, and then calls
+	 * ctrlr_req_complete again itself, later. */
+	bool (*end_fn)(struct ctrlr_req *req, uint16_t *status);
+	/* A completion a module holds back, the module's to use (zns/zone_sync.c: the writes of a
+	 * zone end in zone order, and after the zone state they changed is recorded, or durable).
+	 * Cleared when the request starts. */
+	struct {
+		bool active;  /* a reservation the module must be told the end of */
+		bool durable; /* the end waits for the state to be durable (FUA, no write cache) */
+		uint16_t status;
+		uint32_t gen;
+		uint64_t lba, nlb;
+		struct ctrlr_req *next;
+		bool (*prev_end)(struct ctrlr_req *req, uint16_t *status); /* the chain's next */
+		void (*cont)(struct ctrlr_req *req, uint16_t status); /* after a wait */
+	} hold;
 	/* A fused pair (req.c takes both commands): the other command of the pair. */
 	struct ctrlr_req *fused;
 	/* Range locks (nvm/fused.c, nvm/nvm.h): the lock state, the range held or waited for, the command to
@@ -356,8 +378,9 @@ struct ctrlr_req {
 	uint64_t caw_slba, caw_end;
 	void (*caw_resume)(struct ctrlr_req *req);
 	struct ctrlr_req *caw_next;
-	uint32_t abort_tag; /* atomic: generation << 16 | CID while abortable (abort.c) */
+	uint32_t abort_tag; /* generation << 16 | CID while abortable (abort.c); owner thread */
 	uint16_t abort_gen;
+	bool preempt_drain; /* a write a Preempt and Abort waits for (sq->preempt_writes) */
 	/* Per-command scratch for multi-step commands (DSM, Verify, Compare, Flush all, Format,
 	 * vendor). */
 	struct {
@@ -764,6 +787,9 @@ void ctrlr_req_free(struct ctrlr_req *req);
 /* The single completion funnel: fills the CQE, the error log, the counters, the trace, then posts
  * (or drops it if the queue or controller is going away) and frees the request. */
 void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status);
+/* Runs fn(req) later on the owner thread of req's queue (the admin thread for the admin queue),
+ * through req->hop: the request must not be posted again until fn started. Any thread. */
+void ctrlr_req_post(struct ctrlr_req *req, void (*fn)(void *arg));
 
 /* ---- iostat.c: per queue and namespace statistics (ctrlr_iostat.h) ---- */
 /* The blocks of queue qid, made with its first SQ (slot 0 and the namespaces attached); NULL
@@ -843,8 +869,8 @@ bool ctrlr_abort_fetched(struct ctrlr_req *req, uint32_t slot);
 void ctrlr_abort_sq_gone(struct ctrlr_sq *sq);
 /* Tag bits (ctrlr_req.abort_tag): 31 an Abort's mark, 30 a Preempt and Abort's mark, 29:16 the
  * generation, 15:0 the CID. A command's tag is set when it starts (req.c, ctrlr_abort_arm) and
- * swapped out when it completes (ctrlr_abort_seal); an Abort compare-and-swaps a mark into it,
- * so exactly one of the two decides how the command ends. */
+ * cleared when it completes (ctrlr_abort_seal); an Abort or a Preempt and Abort marks it on the
+ * same thread (the SQ's owner), so whichever comes first decides how the command ends. */
 #define CTRLR_ABORT_MARK 0x80000000u
 #define CTRLR_ABORT_MARK_PREEMPT 0x40000000u
 #define CTRLR_ABORT_MARKS (CTRLR_ABORT_MARK | CTRLR_ABORT_MARK_PREEMPT)
@@ -854,14 +880,16 @@ void ctrlr_abort_arm(struct ctrlr_req *req);
  * (Command Abort Requested) or a Preempt and Abort (Command Aborted due to Preempt and Abort)
  * marked it, else 0. Its owner thread. */
 uint16_t ctrlr_abort_seal(struct ctrlr_req *req);
-/* Reservation Acquire, Preempt and Abort: marks every command of ctrlr's I/O queues on
- * namespace nsid that started and has not completed; each ends with Command Aborted due to
- * Preempt and Abort (after its bdev I/O, if any, returned). Returns how many. Admin thread. */
-uint32_t ctrlr_abort_preempted(struct ctrlr *ctrlr, uint32_t nsid);
-/* The same for the commands of ctrlr's I/O SQs on nsid that are in the rings, not fetched yet:
- * each SQ's owner thread puts up a fence over the SQEs between its head and the tail it has
- * seen, then up(arg) runs on the admin thread (up NULL: nobody waits). Returns how many fences
- * were posted (up runs that many times, never from inside this call). Admin thread. */
+/* A write a Preempt and Abort waits for ended (called by ctrlr_abort_seal). Owner thread. */
+void ctrlr_abort_preempt_drained(struct ctrlr_req *req);
+/* Reservation Acquire, Preempt and Abort: on each of ctrlr's live I/O SQs, its owner thread
+ * marks every command on namespace nsid that started and has not completed (each ends with
+ * Command Aborted due to Preempt and Abort, after its bdev I/O, if any, returned) and puts up a
+ * fence over the SQEs between its head and the tail it has seen (those end the same way when
+ * fetched); then, once none of the marked commands that write (LBCC effects) is still running,
+ * so that no write of the preempted host can land after the Acquire completes, up(arg) runs on
+ * the admin thread (up NULL: nobody waits). Returns how many
+ * fences were posted (up runs that many times, never from inside this call). Admin thread. */
 uint32_t ctrlr_abort_preempt_queued(struct ctrlr *ctrlr, uint32_t nsid, void (*up)(void *arg),
 				    void *arg);
 

@@ -164,7 +164,7 @@ int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 	char owner[BDEV_NAME_MAX + 1];
 	int ret;
 
-	if (!bdev || nsid > CTRLR_MAX_NAMESPACES || (bs != 512 && bs != 4096) ||
+	if (!bdev || nsid > CTRLR_MAX_NAMESPACES || (bs != 512 && bs != 4096 && bs != BDEV_PACKED_BLOCK_SIZE) ||
 	    bdev_io_ctx_size(bdev) > CTRLR_BDEV_CTX_MAX)
 		return -EINVAL;
 	if (nsid == 0) {

@@ -142,8 +142,19 @@ uint16_t ctrlr_prp_map(ctrlr_map_fn map, void *mctx, uint64_t prp1, uint64_t prp
 	if (prp1 & 3)
 		return NVME_SC_PRP_INVALID_OFFSET;
 	first = page_size - (prp1 & (page_size - 1));
-	if (first > len)
-		first = len;
+	if (first >= len) {
+		/* All in PRP1's page (every 4 KiB I/O on 4 KiB pages): one translation. */
+		void *p = map(mctx, prp1, len, dir);
+
+		if (!p)
+			return NVME_SC_DATA_XFER_ERROR;
+		if (max_iov < 1)
+			return NVME_SC_INVALID_FIELD;
+		iov[0].iov_base = p;
+		iov[0].iov_len = len;
+		*iovcnt = 1;
+		return NVME_SC_SUCCESS;
+	}
 	run.addr = prp1;
 	run.len = first;
 	len -= first;

@@ -209,6 +209,8 @@ struct ctrlr_req *ctrlr_req_get(struct ctrlr_sq *sq)
 	req->fused = NULL;
 	req->end_fn = NULL;
 	req->caw_state = 0;
+	req->hold.active = false;
+	req->hold.durable = false;
 	return req;
 }
 

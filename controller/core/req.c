@@ -50,6 +50,16 @@ void ctrlr_req_complete_err(struct ctrlr_req *req, uint16_t status, uint16_t loc
 	ctrlr_req_complete(req, status);
 }
 
+void ctrlr_req_post(struct ctrlr_req *req, void (*fn)(void *arg))
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+
+	if (req->sq->qid)
+		ctrlr->ops->io_post(ctrlr->tctx, req->sq, &req->hop, fn, req);
+	else
+		ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, fn, req);
+}
+
 void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 {
 	struct ctrlr_sq *sq = req->sq;
@@ -58,11 +68,12 @@ void ctrlr_req_complete(struct ctrlr_req *req, uint16_t status)
 
 	/* The module's end of the command first, while req->ns is held (a write leaves the
 	 * namespace's range locks, nvm/fused.c). */
-	if (req->end_fn) {
-		void (*end)(struct ctrlr_req *req) = req->end_fn;
+	while (req->end_fn) {
+		bool (*end)(struct ctrlr_req *req, uint16_t *status) = req->end_fn;
 
 		req->end_fn = NULL;
-		end(req);
+		if (end(req, &status))
+			return; /* held: the module completes it later */
 	}
 	/* Whatever the command did with guest data is over (a fence may be waiting for it). */
 	ctrlr_req_data_done(req);
@@ -344,20 +355,20 @@ void ctrlr_abort_arm(struct ctrlr_req *req)
 	req->abort_gen = (uint16_t)((req->abort_gen + 1) & 0x3fff);
 	if (!req->abort_gen)
 		req->abort_gen = 1;
-	__atomic_store_n(&req->abort_tag,
-			 (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid,
-			 __ATOMIC_RELEASE);
+	req->abort_tag = (uint32_t)req->abort_gen << 16 | req->sqe.cdw0.bits.cid;
 }
 
 uint16_t ctrlr_abort_seal(struct ctrlr_req *req)
 {
-	uint32_t tag = __atomic_exchange_n(&req->abort_tag, 0, __ATOMIC_ACQ_REL);
+	/* Owner-thread memory (marks are written here too, abort.c): no locked instruction. */
+	uint32_t tag = req->abort_tag;
 
-	if (tag & CTRLR_ABORT_MARK)
-		return NVME_SC_ABORT_REQ;
-	if (tag & CTRLR_ABORT_MARK_PREEMPT)
-		return NVME_SC_PREEMPT_ABORT;
-	return NVME_SC_SUCCESS;
+	req->abort_tag = 0;
+	if (!(tag & CTRLR_ABORT_MARKS))
+		return NVME_SC_SUCCESS;
+	if (req->preempt_drain)
+		ctrlr_abort_preempt_drained(req);
+	return tag & CTRLR_ABORT_MARK ? NVME_SC_ABORT_REQ : NVME_SC_PREEMPT_ABORT;
 }
 
 /* ---- vendor-specific commands: the table (ctrlr.h) ---- */

@@ -19,6 +19,8 @@ int ctrlr_bg_init(struct ctrlr *ctrlr)
 		ctrlr_bg_fini(ctrlr);
 		return -ENOMEM;
 	}
+	/* A bdev may leave a read buffer as it is (the null bdev). */
+	memset(b->buf, 0, CTRLR_CHUNK_BYTES);
 	return 0;
 }
 

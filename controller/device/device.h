@@ -14,6 +14,7 @@
 
 #include "backend/bdev.h"
 #include "common/evloop.h"
+#include "common/syncer.h"
 #include "controller/core/core.h"
 #include "controller/module_ids.h"
 #include "controller/nvme_spec.h"
@@ -141,11 +142,26 @@ struct ctrlr_pel {
 	uint16_t gen;
 	uint64_t power_cycles;
 	/* The state file (ctrlr_config.pel_file), NULL: none. Events are appended as they come;
-	 * it is rewritten from buf when it grows past twice the log. */
+	 * it is replaced by buf's events (by the syncer) when it grows past twice the log. */
 	char *path;
 	int fd;
 	size_t file_len;
 	bool file_failed; /* a write failed (logged once); the log goes on in memory */
+	/* Durability (pel.c): events counted since the controller was made: added to the log,
+	 * written to the file (behind `added` only while a replacement is wanted or running),
+	 * synced. An admin command ends once every event added before its end is synced: its
+	 * completion waits in waiters (req->hold, its mark in hold.lba) for the syncer's job
+	 * (one at a time: an fdatasync of a duplicate of fd, or the file replaced whole with the
+	 * snapshot in `snap`), whose end comes back as msg. */
+	uint64_t added, written, synced;
+	bool replace_wanted, busy;
+	struct ctrlr_req *wait_head, *wait_tail;
+	struct syncer_job job;
+	struct iovec iov[2];
+	uint8_t *snap;
+	uint64_t job_mark;
+	size_t job_len; /* a replacement: the new file's length */
+	struct evloop_msg msg;
 	/* Media and Data Integrity errors counted by owner threads (atomic), reported as one
 	 * Hardware Error event at most every second. */
 	uint32_t media_errors;
@@ -176,12 +192,33 @@ struct ctrlr_fdp {
 	/* Host events (log 23h, LSP 0): the newest CTRLR_FDP_EVENTS, oldest first. */
 	struct nvme_fdp_event ev[CTRLR_FDP_EVENTS];
 	uint32_t nev;
+/* The controller's state file (state.c): the features saved with SV, the write in flight and
+ * the commands waiting for the next one (through req->hold). */
+#define CTRLR_SAVED_FEATS 32
+struct ctrlr_saved_feat {
+	uint8_t fid, sub; /* sub: what else names the value (Temperature Threshold: TMPSEL, THSEL) */
+	uint32_t value;
+};
+struct ctrlr_saved_feats {
+	uint32_t n;
+	struct ctrlr_saved_feat f[CTRLR_SAVED_FEATS];
+};
+struct ctrlr_dev_state {
+	char *path; /* NULL: nothing outlives the daemon */
+	struct ctrlr_saved_feats feats;
+	bool busy;
+	struct ctrlr_req *cur, *next_head, *next_tail;
+	char *text;
+	struct iovec iov;
+	struct syncer_job job;
+	struct evloop_msg msg;
 };
 
 struct ctrlr_device {
 	struct ctrlr_health health;
 	struct ctrlr_fdp fdp;
 	struct ctrlr_fw fw;
+	struct ctrlr_dev_state state;
 	struct ctrlr_bg_io bg;
 	struct ctrlr_dst dst;
 	struct ctrlr_san san;
@@ -261,6 +298,9 @@ void ctrlr_telemetry_event(struct ctrlr *ctrlr, const char *reason);
 /* ---- pel.c ---- */
 int ctrlr_pel_init(struct ctrlr *ctrlr);
 void ctrlr_pel_fini(struct ctrlr *ctrlr);
+/* The device module's gate for every admin command: its completion waits for the events logged
+ * before it to be synced (pel.c). */
+void ctrlr_pel_admin_begin(struct ctrlr_req *req);
 /* Appends an event of `type` with `len` bytes of type-specific data. */
 void ctrlr_pel_add(struct ctrlr *ctrlr, uint8_t type, const void *data, uint16_t len);
 /* Firmware Commit of revision `rev` with action `ca` to slot `fs` (the revision running before
@@ -307,6 +347,22 @@ void ctrlr_health_check_temperature(struct ctrlr *ctrlr);
  * its length. */
 size_t ctrlr_log_smart(struct ctrlr *ctrlr, struct ctrlr_ns *ns, uint8_t *buf);
 
+
+/* ---- state.c: the controller's state file (ctrlr_config.state_file) ---- */
+/* Reads the firmware slots and the saved features (a missing file: nothing; a bad one is refused,
+ * logged, nothing taken: -EINVAL). 0 or -errno. Creation, after ctrlr_fw_init. */
+int ctrlr_state_load(struct ctrlr *ctrlr);
+void ctrlr_state_fini(struct ctrlr *ctrlr);
+/* The saved value of feature fid (sub: the part of it, 0 for most): true and *value, or false. */
+bool ctrlr_saved_feat_get(const struct ctrlr *ctrlr, uint8_t fid, uint8_t sub, uint32_t *value);
+/* Keeps value as the saved one (in memory: ctrlr_state_save writes it). */
+void ctrlr_saved_feat_put(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub, uint32_t value);
+void ctrlr_saved_feat_del(struct ctrlr *ctrlr, uint8_t fid, uint8_t sub);
+/* Writes the state as it is now (the firmware slots, the saved features) to the file, durably,
+ * by the syncer thread, then done(req, status) on the admin thread: Internal Error if it could
+ * not be written (the caller undoes its change). Without a file: done at once. Admin thread. */
+void ctrlr_state_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req *req, uint16_t st));
+
 /* ---- endgrp.c: the controller's one Endurance Group (ENDGID 1), holding every namespace it
  * has; its warnings are the health model's (spare, reliability). ---- */
 #define CTRLR_ENDGID 1
@@ -337,6 +393,9 @@ extern const struct ctrlr_cmd ctrlr_fdp_io_cmds[256];
 
 /* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
  * image; the Firmware Slot log; the two commands. ---- */
+/* At creation, after the state file: the active slot (or the one committed for the next reset,
+ * which a power cycle activates) is the running firmware. */
+void ctrlr_fw_power_on(struct ctrlr *ctrlr);
 void ctrlr_fw_init(struct ctrlr *ctrlr);
 void ctrlr_fw_fini(struct ctrlr *ctrlr);
 void ctrlr_fw_reset(struct ctrlr *ctrlr);

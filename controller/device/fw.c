@@ -3,8 +3,10 @@
  * downloaded in pieces of whole 4 KiB units (FWUG), committed to slot 2 or 3, and activated at
  * the next Controller Level Reset (commit actions 1 and 2) or at once (action 3, with the
  * Firmware Activation Starting notice). An image's revision is its first 8 bytes, printable
- * ASCII; anything else is an Invalid Firmware Image. Slots live in the daemon's memory: a
- * restart is a new device with its shipped firmware. Admin thread. */
+ * ASCII; anything else is an Invalid Firmware Image. With a controller state file (state.c) the
+ * slots, the active one and the one committed for the next reset are written before the commit
+ * completes, and a restart (a power cycle: a reset) finds them; without one a restart is a new
+ * device with its shipped firmware. Admin thread. */
 #include "controller/device/device.h"
 #include "common/log.h"
 
@@ -53,6 +55,15 @@ void ctrlr_fw_reset(struct ctrlr *ctrlr)
 		ctrlr_fw_activate(ctrlr, fw->next);
 		fw->next = 0;
 	}
+}
+
+void ctrlr_fw_power_on(struct ctrlr *ctrlr)
+{
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
+
+	/* A power cycle is a reset: what was committed for the next one runs now. */
+	ctrlr_fw_activate(ctrlr, fw->next ? fw->next : fw->active);
+	fw->next = 0;
 }
 
 size_t ctrlr_log_fw_slot(struct ctrlr *ctrlr, uint8_t *buf)
@@ -136,12 +147,50 @@ static void ctrlr_fw_clear_stage(struct ctrlr_fw *fw)
 	memset(fw->have, 0, sizeof(fw->have));
 }
 
+/* What a commit changed, to undo it when its state cannot be written. */
+struct ctrlr_fw_undo {
+	char rev[CTRLR_FW_SLOTS][9];
+	uint8_t active, next;
+	char committed[9];
+};
+
+/* The commit's state was written (st 0), or not: the commit is undone and fails. */
+static void ctrlr_fw_commit_saved(struct ctrlr_req *req, uint16_t st)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
+	struct ctrlr_fw_undo *u = req->step.buf;
+	uint8_t ca = (req->sqe.cdw10 >> 3) & 7, fs = (uint8_t)req->step.index;
+
+	req->step.buf = NULL;
+	if (st) {
+		memcpy(fw->rev, u->rev, sizeof(fw->rev));
+		fw->next = u->next;
+		if (fw->active != u->active)
+			ctrlr_fw_activate(ctrlr, u->active);
+		free(u);
+		return ctrlr_req_complete(req, st);
+	}
+	if (ca != 2) {
+		LOG_INFO(CTRLR_LOG, "%s: firmware %s committed to slot %u (action %u)",
+			 ctrlr->serial, u->committed, fs, ca);
+		/* Activation without reset (FRMW bit 4): the host is told. */
+		if (ca == 3 && (ctrlr->feat.async_event & NVME_AEC_FW_ACT))
+			ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_FW_ACT_START,
+					 NVME_LOG_FW_SLOT);
+		ctrlr_pel_fw_commit(ctrlr, u->committed, ca, fs);
+	}
+	free(u);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}
+
 void ctrlr_admin_fw_commit(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_fw *fw = &ctrlr_dev(ctrlr)->fw;
 	uint32_t cdw10 = req->sqe.cdw10;
 	uint8_t fs = cdw10 & 7, ca = (cdw10 >> 3) & 7;
+	struct ctrlr_fw_undo *u;
 	char rev[9];
 	uint16_t st;
 
@@ -151,38 +200,47 @@ void ctrlr_admin_fw_commit(struct ctrlr_req *req)
 					      offsetof(struct nvme_sqe, cdw10));
 	if (fs > CTRLR_FW_SLOTS)
 		return ctrlr_req_complete(req, NVME_SC_INVALID_FW_SLOT);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
+	memcpy(u->rev, fw->rev, sizeof(u->rev));
+	u->active = fw->active;
+	u->next = fw->next;
 	if (ca == 2) {
 		/* Activate what a slot holds, at the next reset. */
-		if (!fs || !fw->rev[fs - 1][0])
+		if (!fs || !fw->rev[fs - 1][0]) {
+			free(u);
 			return ctrlr_req_complete(req, NVME_SC_INVALID_FW_SLOT);
+		}
 		fw->next = fs == fw->active ? 0 : fs;
-		return ctrlr_req_complete(req, NVME_SC_SUCCESS);
-	}
-	/* CA 0, 1, 3: the downloaded image goes to a slot. 0: ours to choose (not the active one). */
-	if (!fs)
-		fs = fw->active == 2 ? 3 : 2;
-	if (fs == 1)
-		return ctrlr_req_complete(req, NVME_SC_INVALID_FW_SLOT); /* read-only */
-	st = ctrlr_fw_check_image(fw, rev);
-	if (st) {
-		/* A bad image is dropped: the host downloads again from scratch. */
+	} else {
+		/* CA 0, 1, 3: the downloaded image goes to a slot. 0: ours to choose (not the
+		 * active one). */
+		if (!fs)
+			fs = fw->active == 2 ? 3 : 2;
+		if (fs == 1) {
+			free(u);
+			return ctrlr_req_complete(req, NVME_SC_INVALID_FW_SLOT); /* read-only */
+		}
+		st = ctrlr_fw_check_image(fw, rev);
+		if (st) {
+			/* A bad image is dropped: the host downloads again from scratch. */
+			ctrlr_fw_clear_stage(fw);
+			free(u);
+			return ctrlr_req_complete(req, st);
+		}
+		memcpy(fw->rev[fs - 1], rev, sizeof(rev));
+		memcpy(u->committed, rev, sizeof(rev));
 		ctrlr_fw_clear_stage(fw);
-		return ctrlr_req_complete(req, st);
+		if (ca == 1) {
+			fw->next = fs;
+		} else if (ca == 3) {
+			fw->next = 0;
+			ctrlr_fw_activate(ctrlr, fs);
+		}
 	}
-	memcpy(fw->rev[fs - 1], rev, sizeof(rev));
-	ctrlr_fw_clear_stage(fw);
-	LOG_INFO(CTRLR_LOG, "%s: firmware %s committed to slot %u (action %u)", ctrlr->serial,
-		 rev, fs, ca);
-	if (ca == 1) {
-		fw->next = fs;
-	} else if (ca == 3) {
-		/* Activation without reset (FRMW bit 4): tell the host, then switch. */
-		fw->next = 0;
-		if (ctrlr->feat.async_event & NVME_AEC_FW_ACT)
-			ctrlr_aer_report(ctrlr, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_FW_ACT_START,
-					 NVME_LOG_FW_SLOT);
-		ctrlr_fw_activate(ctrlr, fs);
-	}
-	ctrlr_pel_fw_commit(ctrlr, rev, ca, fs);
-	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+	/* Durable before the commit completes (state.c; at once without a state file). */
+	req->step.buf = u;
+	req->step.index = fs;
+	ctrlr_state_save(req, ctrlr_fw_commit_saved);
 }

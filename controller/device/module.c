@@ -13,6 +13,7 @@ static void ctrlr_device_fini(struct ctrlr *ctrlr)
 	struct ctrlr_telemetry *t = &ctrlr_dev(ctrlr)->tel;
 
 	ctrlr_fw_fini(ctrlr);
+	ctrlr_state_fini(ctrlr);
 	ctrlr_bg_fini(ctrlr);
 	free(t->host.data);
 	free(t->ctrl.data);
@@ -29,6 +30,14 @@ static int ctrlr_device_init(struct ctrlr *ctrlr)
 	ctrlr_health_init(ctrlr);
 	ctrlr_fdp_init(ctrlr);
 	ctrlr_fw_init(ctrlr);
+	/* The firmware the state file keeps (a power cycle activates what was committed for
+	 * the next reset) and the saved features (admin/ applies them). */
+	rc = ctrlr_state_load(ctrlr);
+	if (rc) {
+		ctrlr_state_fini(ctrlr);
+		return rc;
+	}
+	ctrlr_fw_power_on(ctrlr);
 	for (unsigned int i = 0; i < NVME_DST_LOG_ENTRIES; i++)
 		d->dst.results[i].status = NVME_DST_RES_UNUSED;
 	d->san.sstat = NVME_SSTAT_NEVER;
@@ -90,6 +99,14 @@ static void ctrlr_device_enable_failed(struct ctrlr *ctrlr)
 static void ctrlr_device_media_error(struct ctrlr *ctrlr, uint16_t status)
 {
 	ctrlr_pel_media_error_async(ctrlr, status);
+}
+
+/* Every admin command: its end waits for the events logged before it to be durable; Sanitize
+ * lets only a few through (8.21). */
+static uint16_t ctrlr_device_admin_gate(struct ctrlr_req *req)
+{
+	ctrlr_pel_admin_begin(req);
+	return ctrlr_san_admin_check(req);
 }
 
 /* A sanitize drain waits for the commands that took a namespace before it. */
@@ -157,6 +174,6 @@ const struct ctrlr_module ctrlr_device_module = {
     .media_error = ctrlr_device_media_error,
     .subsys_joined = ctrlr_san_joined,
     .subsys_left = ctrlr_san_left,
-    .admin_gate = ctrlr_san_admin_check,
+    .admin_gate = ctrlr_device_admin_gate,
     .ns_quiet = ctrlr_device_ns_quiet,
 };

@@ -11,7 +11,9 @@
  * A host reads it through a context (LSP 1 establishes it from the events so far, 0 reads it,
  * 2 releases it). With a state file (ctrlr_config.pel_file) each event is also appended to it
  * and the next controller created with that file starts from its events, so the log outlives a
- * daemon restart (written without fsync: a host power loss may cost the last events). File
+ * daemon restart; an admin command completes only once the events added before its end are
+ * synced (the syncer, one fdatasync for all that came meanwhile), so a host power loss keeps
+ * every event a command the host saw complete logged. File
  * format: "NVMEPEL1", then the events as the log encodes them. Admin thread, except
  * ctrlr_pel_media_error_async. */
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file_replace.h"
 #include "common/log.h"
 #include "controller/device/device.h"
 
@@ -53,65 +56,237 @@ static void ctrlr_pel_file_failed(struct ctrlr_pel *p, const char *what, int err
 	p->file_failed = true;
 }
 
-/* Writes the whole log (magic, events) to a temporary file renamed over the state file, and
- * keeps that file open for appends. 0 or -errno. */
+/* Replaces the state file with the whole log (magic, events) durably (file_replace: a
+ * temporary file synced and renamed, the directory synced) and keeps it open for appends.
+ * Start-up and teardown only: it blocks. 0 or -errno. */
 static int ctrlr_pel_file_rewrite(struct ctrlr_pel *p)
 {
-	size_t tlen = strlen(p->path) + 5;
-	char *tmp = malloc(tlen);
-	int fd, rc = 0;
+	struct iovec iov[2] = {{.iov_base = CTRLR_PEL_MAGIC, .iov_len = CTRLR_PEL_MAGIC_LEN},
+			       {.iov_base = p->buf, .iov_len = p->len}};
+	int fd, rc;
 
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, tlen, "%s.tmp", p->path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (write(fd, CTRLR_PEL_MAGIC, CTRLR_PEL_MAGIC_LEN) != CTRLR_PEL_MAGIC_LEN ||
-	    (p->len && write(fd, p->buf, p->len) != (ssize_t)p->len)) {
-		rc = errno ? -errno : -EIO;
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, p->path)) {
-		rc = -errno;
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
+	rc = file_replace(p->path, iov, p->len ? 2 : 1);
+	if (rc)
+		return rc;
+	fd = open(p->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
 	if (p->fd >= 0)
 		close(p->fd);
-	/* The descriptor still names the renamed file: appends go to the state file. */
 	p->fd = fd;
 	p->file_len = CTRLR_PEL_MAGIC_LEN + p->len;
-out:
-	free(tmp);
-	return rc;
+	p->written = p->synced = p->added;
+	p->replace_wanted = false;
+	return 0;
 }
 
-/* One event (already in buf at `off`) to the file: appended, or the file rewritten once it
- * holds twice what the log does. */
+/* Appends the newest n events of buf to the file (those added while it was being replaced).
+ * False when the write fell short. */
+static bool ctrlr_pel_file_write_newest(struct ctrlr_pel *p, uint64_t n)
+{
+	size_t off = 0;
+	ssize_t w;
+
+	if (n > p->count)
+		n = p->count; /* the older ones left the log meanwhile */
+	for (uint64_t skip = p->count - n; skip; skip--) {
+		struct nvme_pel_event ev;
+
+		memcpy(&ev, p->buf + off, sizeof(ev));
+		off += CTRLR_PEL_EV + ev.el;
+	}
+	if (off == p->len)
+		return true;
+	w = write(p->fd, p->buf + off, p->len - off);
+	if (w != (ssize_t)(p->len - off))
+		return false;
+	p->file_len += p->len - off;
+	return true;
+}
+
+/* One event (already in buf at `off`) to the file: appended, unless the file must be replaced
+ * first (it holds twice what the log does, or an append fell short and left a torn record):
+ * the replacement (pel_sync_kick) carries it. */
 static void ctrlr_pel_file_add(struct ctrlr_pel *p, size_t off, size_t len)
 {
+	ssize_t n;
+
+	if (!p->path)
+		return;
+	p->added++;
+	if (p->file_failed || p->replace_wanted || (p->busy && p->job.op == SYNCER_REPLACE))
+		return;
+	if (p->fd < 0 || p->file_len + len > 2 * (size_t)CTRLR_PEL_MAX_BYTES) {
+		p->replace_wanted = true;
+		return;
+	}
+	n = write(p->fd, p->buf + off, len);
+	if (n != (ssize_t)len) {
+		p->replace_wanted = true;
+		return;
+	}
+	p->file_len += len;
+	p->written = p->added;
+}
+
+/* ---- durability: an admin command ends once the events added before its end are synced ---- */
+
+static void ctrlr_pel_sync_kick(struct ctrlr *ctrlr);
+
+/* Admin thread: the syncer's job ended. */
+static void ctrlr_pel_synced_msg(void *arg)
+{
+	struct ctrlr *ctrlr = arg;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
+	struct ctrlr_req *done = NULL, **tail = &done, **pp;
+	int rc = p->job.rc;
+
+	p->busy = false;
+	if (p->job.op == SYNCER_REPLACE) {
+		free(p->snap);
+		p->snap = NULL;
+		if (!rc) {
+			int fd = open(p->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+			if (fd < 0) {
+				rc = -errno;
+			} else {
+				if (p->fd >= 0)
+					close(p->fd);
+				p->fd = fd;
+				p->file_len = p->job_len;
+				p->synced = p->job_mark;
+				/* What came during the replacement, for the next sync. */
+				if (ctrlr_pel_file_write_newest(p, p->added - p->job_mark))
+					p->written = p->added;
+				else
+					p->replace_wanted = true;
+			}
+		}
+	} else {
+		close(p->job.fd);
+		if (!rc)
+			p->synced = p->job_mark;
+	}
+	if (rc)
+		ctrlr_pel_file_failed(p, "cannot make durable", -rc);
+	/* The completions whose events are durable now (all of them when the file failed: the
+	 * log goes on in memory, the command did what it did). */
+	for (pp = &p->wait_head; *pp;) {
+		struct ctrlr_req *r = *pp;
+
+		if (p->file_failed || r->hold.lba <= p->synced) {
+			*pp = r->hold.next;
+			r->hold.next = NULL;
+			*tail = r;
+			tail = &r->hold.next;
+		} else {
+			pp = &r->hold.next;
+		}
+	}
+	p->wait_tail = NULL;
+	for (struct ctrlr_req *r = p->wait_head; r; r = r->hold.next)
+		p->wait_tail = r;
+	ctrlr_pel_sync_kick(ctrlr);
+	while (done) {
+		struct ctrlr_req *r = done;
+
+		done = r->hold.next;
+		r->hold.next = NULL;
+		ctrlr_req_complete(r, r->hold.status);
+	}
+}
+
+/* Syncer thread. */
+static void ctrlr_pel_synced(struct syncer_job *job, int rc)
+{
+	struct ctrlr *ctrlr = job->arg;
+
+	(void)rc; /* in job->rc */
+	ctrlr->ops->admin_post(ctrlr->tctx, &ctrlr_dev(ctrlr)->pel.msg, ctrlr_pel_synced_msg,
+			       ctrlr);
+}
+
+/* Starts the syncer's next job if a completion waits and none runs: the file replaced whole
+ * when it must be, else an fdatasync of what was appended. A job runs only while a completion
+ * waits for it, so the admin queue is never idle (nor the controller destroyable) with a job
+ * running. */
+static void ctrlr_pel_sync_kick(struct ctrlr *ctrlr)
+{
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
 	int rc;
 
-	if (!p->path || p->file_failed)
+	if (p->busy || !p->wait_head || p->file_failed)
 		return;
-	if (p->fd >= 0 && p->file_len + len <= 2 * (size_t)CTRLR_PEL_MAX_BYTES) {
-		ssize_t n = write(p->fd, p->buf + off, len);
-
-		if (n == (ssize_t)len) {
-			p->file_len += len;
-			return;
+	if (p->replace_wanted) {
+		p->snap = malloc(CTRLR_PEL_MAGIC_LEN + p->len);
+		if (!p->snap) {
+			p->job = (struct syncer_job){.op = SYNCER_REPLACE, .rc = -ENOMEM};
+			p->busy = true;
+			return ctrlr_pel_synced_msg(ctrlr);
 		}
-		/* A short append leaves a torn record: the rewrite below replaces the file. */
+		memcpy(p->snap, CTRLR_PEL_MAGIC, CTRLR_PEL_MAGIC_LEN);
+		memcpy(p->snap + CTRLR_PEL_MAGIC_LEN, p->buf, p->len);
+		p->job_len = CTRLR_PEL_MAGIC_LEN + p->len;
+		p->iov[0] = (struct iovec){.iov_base = p->snap, .iov_len = p->job_len};
+		p->job = (struct syncer_job){.op = SYNCER_REPLACE,
+					     .path = p->path,
+					     .iov = p->iov,
+					     .iovcnt = 1,
+					     .done = ctrlr_pel_synced,
+					     .arg = ctrlr};
+		p->job_mark = p->added;
+		p->replace_wanted = false;
+	} else if (p->synced < p->written) {
+		/* A duplicate: the file may be replaced (and fd closed) while the job runs. */
+		int fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+
+		p->job = (struct syncer_job){.op = SYNCER_FSYNC,
+					     .fd = fd,
+					     .done = ctrlr_pel_synced,
+					     .arg = ctrlr};
+		p->job_mark = p->written;
+		if (fd < 0) {
+			p->job.rc = -errno;
+			p->busy = true;
+			return ctrlr_pel_synced_msg(ctrlr);
+		}
+	} else {
+		return;
 	}
-	rc = ctrlr_pel_file_rewrite(p);
-	if (rc)
-		ctrlr_pel_file_failed(p, "cannot write", -rc);
+	p->busy = true;
+	rc = syncer_submit(&p->job);
+	if (rc) {
+		p->job.rc = rc;
+		ctrlr_pel_synced_msg(ctrlr);
+	}
+}
+
+/* The core's end of an admin command (end_fn): held while an event added before it is not
+ * durable. */
+static bool ctrlr_pel_admin_end(struct ctrlr_req *req, uint16_t *status)
+{
+	struct ctrlr *ctrlr = req->sq->ctrlr;
+	struct ctrlr_pel *p = &ctrlr_dev(ctrlr)->pel;
+
+	if (!p->path || p->file_failed || p->synced >= p->added)
+		return false;
+	req->hold.status = *status;
+	req->hold.lba = p->added;
+	req->hold.next = NULL;
+	if (p->wait_tail)
+		p->wait_tail->hold.next = req;
+	else
+		p->wait_head = req;
+	p->wait_tail = req;
+	ctrlr_pel_sync_kick(ctrlr);
+	return true;
+}
+
+void ctrlr_pel_admin_begin(struct ctrlr_req *req)
+{
+	if (ctrlr_dev(req->sq->ctrlr)->pel.path)
+		req->end_fn = ctrlr_pel_admin_end;
 }
 
 /* Appends an encoded event (header + data) to buf, dropping the oldest to make room. */
@@ -227,9 +402,23 @@ void ctrlr_pel_fini(struct ctrlr *ctrlr)
 	if (p->path && p->buf && p->enabled_once &&
 	    CTRLR_LOAD(ctrlr->cnt.shutdowns) == p->shutdowns_at_enable)
 		ctrlr_pel_hw_error(ctrlr, NVME_PEL_HWE_UNSAFE_SHUTDOWN, NULL, 0);
+	/* What is not durable yet becomes so (teardown: the caller waits). No job runs: one runs
+	 * only while an admin command waits, and the controller goes with its admin queue idle. */
+	if (p->path && !p->file_failed && p->buf) {
+		int rc = 0;
+
+		if (p->replace_wanted || p->written < p->added)
+			rc = ctrlr_pel_file_rewrite(p);
+		else if (p->synced < p->written && fdatasync(p->fd))
+			rc = -errno;
+		if (rc)
+			ctrlr_pel_file_failed(p, "cannot make durable", -rc);
+	}
 	/* The descriptor is only meaningful once a path was taken (init may have failed before). */
 	if (p->path && p->fd >= 0)
 		close(p->fd);
+	free(p->snap);
+	p->snap = NULL;
 	p->fd = -1;
 	free(p->buf);
 	free(p->ctx);

@@ -20,7 +20,7 @@
  * before any block moves (the guest cannot change them under us), and the bounce buffer. */
 struct ctrlr_copy_range {
 	uint64_t slba, nlb;
-	uint64_t eilbrt;	/* expected initial reference tag of the source blocks */
+	ctrlr_pi_tags elbt;	/* expected storage and initial reference tags (ELBT) */
 	uint16_t elbat, elbatm; /* expected application tag and its mask */
 	uint32_t snsid;		/* formats 2h/3h: the source namespace; else the destination */
 	uint16_t sopt;		/* formats 2h/3h: Source Options */
@@ -247,6 +247,9 @@ static bool ctrlr_copy_src_pi(const struct ctrlr_req *req, const struct ctrlr_co
 	pi->prchk = NVME_COPY_PRINFOR(req->sqe.cdw12) & 0x7;
 	pi->apptag = r->elbat;
 	pi->appmask = r->elbatm;
+	/* STCR: the sources' storage tags are checked against their ELBT's. */
+	pi->sts = l->sts;
+	pi->stc = l->sts && (req->sqe.cdw12 & CTRLR_COPY_STCR);
 	return true;
 }
 
@@ -261,7 +264,7 @@ static void ctrlr_copy_range_start(struct ctrlr_req *req, struct ctrlr_copy *cp)
 	cp->src = r->slba;
 	cp->left = r->nlb;
 	cp->rchk = ctrlr_copy_src_pi(req, r, &cp->rpi);
-	cp->rref = r->eilbrt & ctrlr_pi_ref_mask(cp->rpi.pif);
+	cp->rref = ctrlr_pi_split_tags(&cp->rpi, r->elbt);
 }
 
 /* Next chunk: the rest of range idx, or the start of the next range. */
@@ -290,13 +293,13 @@ static void ctrlr_copy_next(struct ctrlr_req *req)
 		ctrlr_copy_finish(req, st);
 }
 
-/* The 80-bit big-endian ELBT of formats 1h/3h: with STS 0 the reference tag is its low 48 bits
- * (masked later). */
-static uint64_t ctrlr_copy_elbt(const uint8_t elbt[10])
+/* The 80-bit big-endian ELBT of formats 1h/3h: the tags field of the 32b Guard, or of the 64b
+ * Guard in its low 48 bits (split by the source's format later). */
+static ctrlr_pi_tags ctrlr_copy_elbt(const uint8_t elbt[10])
 {
-	uint64_t v = 0;
+	ctrlr_pi_tags v = 0;
 
-	for (int b = 2; b < 10; b++)
+	for (int b = 0; b < 10; b++)
 		v = v << 8 | elbt[b];
 	return v;
 }
@@ -313,7 +316,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 		ctrlr_req_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
-		r->eilbrt = d.eilbrt;
+		r->elbt = d.eilbrt;
 		r->elbat = d.elbat;
 		r->elbatm = d.elbatm;
 	} else if (desfmt == 1) {
@@ -322,7 +325,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 		ctrlr_req_iov_read(req, (uint64_t)i * sizeof(d), &d, sizeof(d));
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
-		r->eilbrt = ctrlr_copy_elbt(d.elbt);
+		r->elbt = ctrlr_copy_elbt(d.elbt);
 		r->elbat = d.elbat;
 		r->elbatm = d.elbatm;
 	} else if (desfmt == 2) {
@@ -333,7 +336,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 		r->sopt = d.sopt;
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
-		r->eilbrt = d.eilbrt;
+		r->elbt = d.eilbrt;
 		r->elbat = d.elbat;
 		r->elbatm = d.elbatm;
 	} else {
@@ -344,7 +347,7 @@ static void ctrlr_copy_range_read(struct ctrlr_req *req, uint32_t desfmt, uint32
 		r->sopt = d.sopt;
 		r->slba = d.slba;
 		r->nlb = (uint64_t)d.nlb + 1;
-		r->eilbrt = ctrlr_copy_elbt(d.elbt);
+		r->elbt = ctrlr_copy_elbt(d.elbt);
 		r->elbat = d.elbat;
 		r->elbatm = d.elbatm;
 	}
@@ -358,7 +361,8 @@ static bool ctrlr_copy_fmt_match(union ctrlr_ns_fmt sf, const struct ctrlr_lbaf 
 {
 	if (s->ds != d->ds || s->ms != d->ms || sf.f.pi != df.f.pi)
 		return false;
-	return !df.f.pi || (sf.f.pi_first == df.f.pi_first && s->pif == d->pif);
+	return !df.f.pi ||
+	       (sf.f.pi_first == df.f.pi_first && s->pif == d->pif && s->sts == d->sts);
 }
 
 /* How blocks of format s (source) become blocks of format d (destination), or -1: as they are
@@ -458,7 +462,8 @@ static uint16_t ctrlr_copy_pi_setup(struct ctrlr_req *req, struct ctrlr_copy *cp
 	}
 	for (uint32_t i = 0; i < cp->nr; i++) {
 		if (ctrlr_copy_src_pi(req, &cp->r[i], &rpi) &&
-		    ctrlr_pi_check_ilbrt(&rpi, cp->r[i].slba, cp->r[i].eilbrt)) {
+		    ctrlr_pi_check_ilbrt(&rpi, cp->r[i].slba,
+					 ctrlr_pi_split_tags(&rpi, cp->r[i].elbt))) {
 			req->error_lba = cp->r[i].slba;
 			return NVME_SC_INVALID_PI;
 		}
@@ -474,11 +479,15 @@ static uint16_t ctrlr_copy_pi_setup(struct ctrlr_req *req, struct ctrlr_copy *cp
 	cp->wpi.prchk = prinfow & 0x7;
 	cp->wpi.apptag = (uint16_t)sqe->cdw15;
 	cp->wpi.appmask = (uint16_t)(sqe->cdw15 >> 16);
-	/* LBRT: CDW14, bits 47:32 in CDW3 for the 64b Guard (STS 0), as Write's ILBRT. */
-	lbrt = sqe->cdw14;
-	if (l->pif == CTRLR_PIF_64)
-		lbrt |= (uint64_t)(sqe->cdw3 & 0xffff) << 32;
-	cp->wref = lbrt & ctrlr_pi_ref_mask(l->pif);
+	/* STCW: the storage tags written are checked against the command's (not when PRACT
+	 * generates them from it). */
+	cp->wpi.sts = l->sts;
+	cp->wpi.stc = l->sts && (sqe->cdw12 & CTRLR_STC);
+	/* The storage tag and LBRT, in CDW14, CDW3 and CDW2 as the format's tags field is wide,
+	 * as Write's. */
+	lbrt = ctrlr_pi_split_tags(&cp->wpi, ctrlr_pi_cmd_tags(l->pif, sqe->cdw2, sqe->cdw3,
+							       sqe->cdw14));
+	cp->wref = lbrt;
 	/* Type 1 with the reference tag checked: LBRT is the SDLBA's low bits. */
 	st = ctrlr_pi_check_ilbrt(&cp->wpi, sdlba, lbrt);
 	if (st) {
@@ -486,22 +495,24 @@ static uint16_t ctrlr_copy_pi_setup(struct ctrlr_req *req, struct ctrlr_copy *cp
 		return st;
 	}
 	/* Generated tuples check nothing of the source's on the write side. */
-	if (cp->pract)
+	if (cp->pract) {
 		cp->wpi.prchk = 0;
+		cp->wpi.stc = false;
+	}
 	return NVME_SC_SUCCESS;
 }
 
 /* Descriptor format checks (3.3.1): formats OCFS offers, 2h/3h only once the host enabled them
  * (Host Behavior Support CDFE, else Invalid Field), and the one that fits the destination's
- * protection information format: 0h/2h without or with the 16b Guard, 1h/3h with the 64b Guard
- * (else Invalid Format). Returns 0 or the status. */
+ * protection information format: 0h/2h without or with the 16b Guard, 1h/3h with the 32b or 64b
+ * Guard (else Invalid Format). Returns 0 or the status. */
 static uint16_t ctrlr_copy_check_desfmt(struct ctrlr_req *req, uint32_t desfmt)
 {
 	uint16_t cdfe = CTRLR_LOAD(req->sq->ctrlr->feat.hbs_cdfe);
 
 	if (desfmt > 3 || (desfmt >= 2 && !(cdfe & (1u << desfmt))))
 		return NVME_SC_INVALID_FIELD;
-	if ((desfmt & 1) != (req->lbaf->pif == CTRLR_PIF_64 ? 1u : 0u))
+	if ((desfmt & 1) != (req->lbaf->pif != CTRLR_PIF_16 ? 1u : 0u))
 		return NVME_SC_INVALID_FORMAT;
 	return NVME_SC_SUCCESS;
 }
@@ -530,7 +541,9 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 		__atomic_sub_fetch(&ctrlr_nvm(ctrlr)->copies_active, 1, __ATOMIC_RELAXED);
 		return ctrlr_req_complete(req, NVME_SC_CMD_INTERRUPTED);
 	}
-	cp = malloc(sizeof(*cp));
+	/* Zeroed: a source bdev may leave a read buffer as it is (the null bdev), and what the
+	 * bounce buffer holds is written to the destination. */
+	cp = calloc(1, sizeof(*cp));
 	if (!cp) {
 		st = NVME_SC_INTERNAL;
 		goto fail_count;

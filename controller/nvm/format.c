@@ -1,7 +1,8 @@
 /* controller/nvm/format.c - the LBA formats of the NVM Command Set a namespace offers over its
- * bdev (data size 512 or 4096, metadata 0, 8, 16 or 64 bytes, 16b or 64b Guard), each logical
- * block taking whole bdev blocks (its data, its metadata, zero padding), and the FLBAS/DPS
- * encoding of one. Format NVM itself is admin/format.c. Admin thread. */
+ * bdev (data size 512 or 4096, metadata 0, 8, 16 or 64 bytes, 16b, 32b or 64b Guard, some with a
+ * storage tag), each logical block taking whole bdev blocks (its data, its metadata, zero padding
+ * to the bdev's block: none on a packed region, whose 8-byte blocks divide every format), and
+ * the FLBAS/DPS encoding of one. Format NVM itself is admin/format.c. Admin thread. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +12,26 @@
 #include "controller/nvm/pi.h"
 
 /* What the bdev offers, in Identify order: the bdev's own block first (format 0, what the
- * namespace starts with), 16b Guard before 64b Guard for the same sizes. */
+ * namespace starts with), 16b Guard before 64b Guard for the same sizes; then the formats with a
+ * storage tag (NVM Command Set 1.0 5.2.1.4): 16b Guard with 16 bits of it, 32b Guard (CRC-32C)
+ * with 32, and two reported as the Qualified Type (NVM 1.1, PIF 11b with QPIF): 64b Guard with
+ * 24 bits, 16b Guard with 8. Sixteen in all, the most FLBAS reaches without the host's LBA Format
+ * Extension Enable. */
 static const struct {
 	uint32_t ds;
 	uint16_t ms;
 	uint8_t pif;
+	uint8_t sts;
+	bool qual;
 } ctrlr_lbaf_menu[] = {
-    {512, 0, CTRLR_PIF_16},   {512, 8, CTRLR_PIF_16},	{512, 16, CTRLR_PIF_16},
-    {512, 16, CTRLR_PIF_64},  {512, 64, CTRLR_PIF_16},	{512, 64, CTRLR_PIF_64},
-    {4096, 0, CTRLR_PIF_16},  {4096, 8, CTRLR_PIF_16},	{4096, 16, CTRLR_PIF_16},
-    {4096, 16, CTRLR_PIF_64}, {4096, 64, CTRLR_PIF_16}, {4096, 64, CTRLR_PIF_64},
+    {512, 0, CTRLR_PIF_16, 0, false},	  {512, 8, CTRLR_PIF_16, 0, false},
+    {512, 16, CTRLR_PIF_16, 0, false},	  {512, 16, CTRLR_PIF_64, 0, false},
+    {512, 64, CTRLR_PIF_16, 0, false},	  {512, 64, CTRLR_PIF_64, 0, false},
+    {4096, 0, CTRLR_PIF_16, 0, false},	  {4096, 8, CTRLR_PIF_16, 0, false},
+    {4096, 16, CTRLR_PIF_16, 0, false},	  {4096, 16, CTRLR_PIF_64, 0, false},
+    {4096, 64, CTRLR_PIF_16, 0, false},	  {4096, 64, CTRLR_PIF_64, 0, false},
+    {512, 8, CTRLR_PIF_16, 16, false},	  {512, 16, CTRLR_PIF_32, 32, false},
+    {4096, 16, CTRLR_PIF_64, 24, true},	  {512, 8, CTRLR_PIF_16, 8, true},
 };
 
 uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out)
@@ -40,7 +51,9 @@ uint32_t ctrlr_lbafs_for(uint32_t bs, struct ctrlr_lbaf *out)
 		l->ms = (uint16_t)ms;
 		l->lbads = ds == 512 ? 9 : 12;
 		l->pif = ctrlr_lbaf_menu[i].pif;
-		l->bpl = (uint8_t)((ds + ms + bs - 1) / bs);
+		l->sts = ctrlr_lbaf_menu[i].sts;
+		l->qual = ctrlr_lbaf_menu[i].qual;
+		l->bpl = (uint16_t)((ds + ms + bs - 1) / bs);
 		/* Relative Performance from the space a block wastes in padding. */
 		bytes = l->bpl * bs;
 		l->stride = bytes;

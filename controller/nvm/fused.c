@@ -134,7 +134,7 @@ static void ctrlr_caw_write_range(struct ctrlr_req *req)
 	}
 }
 
-static void ctrlr_caw_write_end(struct ctrlr_req *req);
+static bool ctrlr_caw_write_end(struct ctrlr_req *req, uint16_t *status);
 
 bool ctrlr_caw_write_begin(struct ctrlr_req *req, ctrlr_req_exec_fn exec)
 {
@@ -163,20 +163,22 @@ bool ctrlr_caw_write_begin(struct ctrlr_req *req, ctrlr_req_exec_fn exec)
 }
 
 /* The write completed (ctrlr_req_complete runs it while req->ns is still held). */
-static void ctrlr_caw_write_end(struct ctrlr_req *req)
+static bool ctrlr_caw_write_end(struct ctrlr_req *req, uint16_t *status)
 {
 	struct ctrlr_caw_locks *l = ctrlr_nvm_ns(req->ns)->caw;
 
+	(void)status;
 	if (req->caw_state == CTRLR_CAW_FAST) {
 		req->caw_state = CTRLR_CAW_NONE;
 		ctrlr_caw_fast_dec(l);
-		return;
+		return false;
 	}
 	pthread_mutex_lock(&l->lock);
 	ctrlr_caw_unlink(l, req);
 	req->caw_state = CTRLR_CAW_NONE;
 	ctrlr_caw_scan(l);
 	pthread_mutex_unlock(&l->lock);
+	return false;
 }
 
 /* The pair takes the range: true when it must wait (caw_resume runs later). */
@@ -232,11 +234,6 @@ static void ctrlr_fused_write_done(struct ctrlr_req *second, int status)
 {
 	struct ctrlr_req *first = second->fused;
 	uint16_t st = ctrlr_bdev_status(status, true);
-
-	/* Zoned: a failed write gives its range at the write pointer back. */
-	if (st)
-		ctrlr_nvm_zoned_write_failed(second, ctrlr_sqe_slba(&second->sqe),
-					  (second->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 
 	/* Written blocks are no longer uncorrectable (as any write, io_cmd.c). */
 	if (!st && ctrlr_uncor_clear(ctrlr_nvm_ns(second->ns)->uncor, ctrlr_sqe_slba(&second->sqe),
@@ -301,11 +298,8 @@ static void ctrlr_fused_compare_done(struct ctrlr_req *first, uint16_t st)
 	bio->iov = second->iov;
 	bio->iovcnt = second->iovcnt;
 	st = ctrlr_req_submit_bio(second, ctrlr_fused_write_done);
-	if (st) {
-		ctrlr_nvm_zoned_write_failed(second, ctrlr_sqe_slba(sqe),
-					  (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
+	if (st)
 		ctrlr_fused_complete(first, NVME_SC_SUCCESS, st);
-	}
 }
 
 /* The range is ours: compare, then write (ctrlr_fused_compare_done). */

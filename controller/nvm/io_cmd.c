@@ -89,9 +89,6 @@ static void ctrlr_io_rw_done(struct ctrlr_req *req, int status)
 		st = ctrlr_nvm_zoned_read_done(req->ns, ctrlr_sqe_slba(&req->sqe),
 					    (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1, req->iov,
 					    req->iovcnt);
-	if (st && write)
-		ctrlr_nvm_zoned_write_failed(req, ctrlr_sqe_slba(&req->sqe),
-					  (req->sqe.cdw12 & NVME_RW_NLB_MASK) + 1);
 	if (!st) {
 		if (write) {
 			CTRLR_SQ_STAT_ADD(req->sq, host_write_cmds, 1);
@@ -139,8 +136,6 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	bio->iov = req->iov;
 	bio->iovcnt = req->iovcnt;
 	st = ctrlr_req_submit_bio(req, ctrlr_io_rw_done);
-	if (st && write)
-		ctrlr_nvm_zoned_write_failed(req, slba, nlb);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
@@ -149,20 +144,27 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 
 static void ctrlr_io_flush_next(struct ctrlr_req *req);
 
-static void ctrlr_io_flush_done(struct ctrlr_req *req, int status)
+/* One namespace flushed (st): the next one, or the end. */
+static void ctrlr_io_flush_ns_done(struct ctrlr_req *req, uint16_t st)
 {
-	uint16_t st = ctrlr_bdev_status(status, true);
-
 	if (st || req->sqe.nsid != NVME_NSID_ALL)
 		return ctrlr_req_complete(req, st);
 	req->ns = NULL;
 	ctrlr_io_flush_next(req);
 }
 
+static void ctrlr_io_flush_done(struct ctrlr_req *req, int status)
+{
+	ctrlr_io_flush_ns_done(req, ctrlr_bdev_status(status, true));
+}
+
 static void ctrlr_io_flush_submit(struct ctrlr_req *req)
 {
 	uint16_t st;
 
+	/* A zoned namespace flushes its data and then makes its zone state durable. */
+	if (ctrlr_nvm_zoned_flush(req, ctrlr_io_flush_ns_done))
+		return;
 	memset(req->bio, 0, sizeof(*req->bio));
 	req->bio->type = BDEV_IO_FLUSH;
 	st = ctrlr_req_submit_bio(req, ctrlr_io_flush_done);
@@ -201,9 +203,6 @@ static void ctrlr_io_write_zeroes_done(struct ctrlr_req *req, int status)
 
 	if (!st)
 		st = ctrlr_io_written(req, ctrlr_sqe_slba(sqe), (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
-	if (st)
-		ctrlr_nvm_zoned_write_failed(req, ctrlr_sqe_slba(sqe),
-					  (sqe->cdw12 & NVME_RW_NLB_MASK) + 1);
 	ctrlr_io_fail(req, st);
 }
 
@@ -239,8 +238,6 @@ static void ctrlr_io_write_zeroes(struct ctrlr_req *req)
 		bio->num_blocks = ctrlr_req_bdev_blocks(req, nlb);
 	}
 	st = ctrlr_req_submit_bio(req, ctrlr_io_write_zeroes_done);
-	if (st)
-		ctrlr_nvm_zoned_write_failed(req, slba, nlb);
 	if (st)
 		ctrlr_io_fail(req, st);
 }
@@ -379,8 +376,9 @@ uint16_t ctrlr_io_read_range(struct ctrlr_req *req, uint64_t slba, uint64_t nlb,
 	if (st)
 		return st;
 	/* A bounce buffer for commands that read without a host buffer: rare commands, so it is
-	 * allocated per command rather than kept per request. */
-	req->step.buf = malloc(CTRLR_CHUNK_BYTES);
+	 * allocated per command rather than kept per request; zeroed, as a bdev may leave a read
+	 * buffer as it is (the null bdev). */
+	req->step.buf = calloc(1, CTRLR_CHUNK_BYTES);
 	if (!req->step.buf)
 		return NVME_SC_INTERNAL;
 	req->step.lba = slba;
@@ -490,8 +488,6 @@ static void ctrlr_io_write_uncor(struct ctrlr_req *req)
 	if (st)
 		return ctrlr_req_complete(req, st);
 	rc = ctrlr_uncor_add(ctrlr_nvm_ns(req->ns)->uncor, slba, nlb);
-	if (rc)
-		ctrlr_nvm_zoned_write_failed(req, slba, nlb);
 	if (rc == -ENOSPC)
 		return ctrlr_io_fail(req, NVME_SC_CAP_EXCEEDED);
 	if (rc)

@@ -66,6 +66,9 @@ static struct ctrlr_md_io *ctrlr_md_get(struct ctrlr_req *req)
 		free(m);
 		return NULL;
 	}
+	/* A bdev may leave a read buffer as it is (the null bdev): what the host can ever read
+	 * from here is zeroes or what its own commands put here, never the daemon's heap. */
+	memset(m->buf, 0, CTRLR_MD_CHUNK);
 	req->md = m;
 	return m;
 }
@@ -315,15 +318,21 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 		m->pi.prchk = prinfo & 0x7;
 		m->pi.apptag = (uint16_t)sqe->cdw15;
 		m->pi.appmask = (uint16_t)(sqe->cdw15 >> 16);
-		/* EILBRT/ILBRT: CDW14, and bits 47:32 in CDW3 for the 64b Guard (STS 0). */
-		ilbrt = sqe->cdw14;
-		if (l->pif == CTRLR_PIF_64)
-			ilbrt |= (uint64_t)(sqe->cdw3 & 0xffff) << 32;
-		m->ref = ilbrt & ctrlr_pi_ref_mask(l->pif);
+		m->pi.sts = l->sts;
+		/* STC: the storage tag is checked (written as given with PRACT; ignored without
+		 * one in the format). */
+		m->pi.stc = l->sts && (sqe->cdw12 & CTRLR_STC);
+		/* The (expected) storage tag and initial reference tag: CDW14, with CDW3 and CDW2
+		 * as the format's tags field is wide. */
+		ilbrt = ctrlr_pi_split_tags(&m->pi, ctrlr_pi_cmd_tags(l->pif, sqe->cdw2, sqe->cdw3,
+								      sqe->cdw14));
+		m->ref = ilbrt;
 		st = ctrlr_pi_check_ilbrt(&m->pi, slba, ilbrt);
 		/* Generating blocks (PRACT on writes) checks nothing that came from the host. */
-		if (to_dev && (prinfo & CTRLR_PRINFO_PRACT))
+		if (to_dev && (prinfo & CTRLR_PRINFO_PRACT)) {
 			m->pi.prchk = 0;
+			m->pi.stc = false;
+		}
 		if (st) {
 			req->error_loc = offsetof(struct nvme_sqe, cdw14);
 			return ctrlr_req_complete(req, st);

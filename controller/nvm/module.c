@@ -52,6 +52,7 @@ static void ctrlr_nvm_shared_fini(struct ctrlr_ns_shared *s)
 
 	if (!sh || !sh->caw)
 		return;
+	ctrlr_resv_remote_fini(sh);
 	ctrlr_caw_locks_destroy(sh->caw);
 	ctrlr_uncor_fini(&sh->uncor);
 	free(sh->ptpl_file);
@@ -73,7 +74,7 @@ static int ctrlr_nvm_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *
 	if (opts && opts->set_format && ctrlr_ns_set_flbas(ns, opts->flbas, opts->dps))
 		LOG_ERR(CTRLR_LOG, "namespace %u: format FLBAS 0x%x DPS 0x%x not offered: format 0",
 			ns->nsid, opts->flbas, opts->dps);
-	CTRLR_STORE(ns->io_block, ctrlr_resv_access(&n->sh->resv, ns->ctrlr->hostid));
+	CTRLR_STORE(ns->io_block, ctrlr_resv_host_access(n->sh, ns->ctrlr->hostid));
 	return 0;
 }
 

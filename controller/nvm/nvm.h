@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/syncer.h"
 #include "controller/core/core.h"
 #include "controller/module_ids.h"
 #include "controller/nvm/resv_state.h"
@@ -31,10 +32,12 @@ extern const struct ctrlr_cmd ctrlr_nvm_io_cmds[256];
  * namespaces: ctrlr_nvm_ns.zoned). Owner thread. */
 struct ctrlr_nvm_zoned_ops {
 	/* A write of [slba, +nlb) of req's namespace is about to be sent: the zone's state and
-	 * write pointer (the range is reserved). NVMe status. */
+	 * write pointer (the range is reserved until the command completes, whatever its status:
+	 * a failed write gives it back). NVMe status. */
 	uint16_t (*write)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
-	/* That write failed or was not sent: the range goes back. */
-	void (*write_failed)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
+	/* Flush of req's namespace: true when the zones take it over (the data and the zone state
+	 * made durable, then cont(req, status) on the owner thread); false: a plain bdev flush. */
+	bool (*flush)(struct ctrlr_req *req, void (*cont)(struct ctrlr_req *req, uint16_t st));
 	/* A read of [slba, +nlb) is about to be sent. NVMe status. */
 	uint16_t (*read)(struct ctrlr_req *req, uint64_t slba, uint64_t nlb);
 	/* A read of [slba, +nlb) of ns landed in iov (logical blocks of ns's block size): blocks
@@ -59,6 +62,35 @@ struct ctrlr_nvm_ctrlr {
 struct ctrlr_nvm_shared {
 	struct ctrlr_resv resv;	     /* reservations (resv.c) */
 	char *ptpl_file;	     /* NULL: no Persist Through Power Loss */
+	/* A change being written to the PTPL file (resv.c, admin thread): the state before it,
+	 * its notifications, the job; the namespace's reservation commands wait meanwhile. */
+	bool resv_saving;
+	struct ctrlr_resv resv_before;
+	struct ctrlr_resv_events resv_ev;
+	char *resv_text;
+	struct iovec resv_iov;
+	struct syncer_job resv_job;
+	void (*resv_saved)(struct ctrlr_req *req, int rc);
+	struct ctrlr_req *resv_wait_head, *resv_wait_tail;
+	/* Reservations in a store shared with daemons on other hosts (resv_remote.c; NULL: this
+	 * daemon's own). Admin thread. While an operation runs through it, resv_saving is set and
+	 * the namespace's reservation commands wait as for the PTPL file. */
+	const struct ctrlr_resv_store_ops *store;
+	void *store_ctx;
+	struct ctrlr_ns_shared *store_ns; /* the namespace this state belongs to */
+	bool store_watched;	/* the store tells of every change (its watch is up) */
+	uint64_t store_version; /* of the record resv came from */
+	uint64_t cmd_version;	/* of the record the running command read */
+	uint64_t store_seq;	/* its last change applied here */
+	bool store_stale;	/* no current record (not read yet, watch lost): writes refused */
+	bool store_refreshing;	/* a read of the record to apply others' changes is under way */
+	bool store_refresh;	/* ... and another must follow it */
+	struct ctrlr_resv_record *store_rec; /* the record a command is changing */
+	struct ctrlr_resv_record *refresh_rec; /* the record a refresh applies */
+	struct ctrlr_req *store_req;	     /* the command running through the store, or NULL */
+	uint64_t *store_tokens;		     /* changes to acknowledge once applied */
+	uint32_t store_tokens_upto;	     /* store_tokens[0, this) are in the running refresh */
+	uint32_t store_ntokens, store_tokens_cap;
 	struct ctrlr_caw_locks *caw; /* fused Compare and Write range locks (fused.c) */
 	struct ctrlr_uncor uncor;    /* unreadable blocks (uncor.c), whoever marked them */
 };
@@ -90,12 +122,12 @@ static inline uint16_t ctrlr_nvm_zoned_write(struct ctrlr_req *req, uint64_t slb
 
 	return z ? z->write(req, slba, nlb) : NVME_SC_SUCCESS;
 }
-static inline void ctrlr_nvm_zoned_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+static inline bool ctrlr_nvm_zoned_flush(struct ctrlr_req *req,
+					 void (*cont)(struct ctrlr_req *req, uint16_t st))
 {
 	const struct ctrlr_nvm_zoned_ops *z = ctrlr_nvm_ns(req->ns)->zoned;
 
-	if (z)
-		z->write_failed(req, slba, nlb);
+	return z && z->flush(req, cont);
 }
 static inline uint16_t ctrlr_nvm_zoned_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
@@ -185,6 +217,27 @@ bool ctrlr_caw_write_begin(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
 
 /* ---- resv.c: reservation commands, notifications, state shared by controllers ---- */
 void ctrlr_io_resv(struct ctrlr_req *req);
+/* The access word of host `hostid` on the shared namespace: what its reservation allows, and no
+ * writes while a shared store's record is not current. */
+uint32_t ctrlr_resv_host_access(const struct ctrlr_nvm_shared *sh, const uint8_t hostid[16]);
+/* Shared by resv.c and resv_remote.c (admin thread): Report into req; the change's effects here
+ * (access words, notifications, Preempt and Abort's fences: then(arg) once they are up);
+ * completing a reservation command; the waiting commands' turn. */
+uint16_t ctrlr_resv_report(struct ctrlr_req *req);
+void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool abort,
+			const struct ctrlr_resv_events *ev,
+			void (*then)(void *arg), void *arg);
+void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st);
+/* Register, Acquire or Release (req's command, its keys in req->step.buf, its host the
+ * controller's) run on r: the NVMe status (error location set); ev and persist as the state
+ * machine's. */
+uint16_t ctrlr_resv_change(struct ctrlr_resv *r, struct ctrlr_req *req,
+			   struct ctrlr_resv_events *ev, bool *persist);
+void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh);
+/* resv_remote.c: a command (or Set Features PTPL, req->sqe.cdw0.bits.opc the admin one) run
+ * through the shared store; the store's teardown. */
+void ctrlr_resv_remote_exec(struct ctrlr_req *req);
+void ctrlr_resv_remote_fini(struct ctrlr_nvm_shared *sh);
 /* Recomputes the access words of every controller namespace of s (after a change). */
 void ctrlr_resv_update_access(struct ctrlr_ns_shared *s);
 /* After a Host Identifier change: recompute the controller's access words. */
@@ -194,11 +247,15 @@ bool ctrlr_resv_ctrlr_registered(struct ctrlr *ctrlr);
 /* Get Log Page 80h: the Reservation Notification log page (consumes the oldest entry unless
  * rae). */
 size_t ctrlr_log_resv_notify(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
-/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change
- * (written to the state file at once: 0 or -errno, the state unchanged on failure). */
+/* Persist Through Power Loss of ns (Feature 83h): the state, whether it can, and a change by
+ * Set Features req (admin queue, req->ns held): written to the state file (by the syncer
+ * thread, after the namespace's reservation changes before it) before it takes effect; then
+ * done(req, status) on the admin thread (Internal Error, the state unchanged, when the file
+ * cannot be written; Invalid Field when the namespace cannot persist). */
 bool ctrlr_resv_ptpl(const struct ctrlr_ns *ns);
 bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns);
-int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on);
+void ctrlr_resv_set_ptpl(struct ctrlr_req *req, bool on,
+			 void (*done)(struct ctrlr_req *req, uint16_t st));
 
 /* ---- lba_status.c ---- */
 void ctrlr_admin_get_lba_status(struct ctrlr_req *req);

@@ -13,12 +13,17 @@
 
 /* ---- the access words ---- */
 
+uint32_t ctrlr_resv_host_access(const struct ctrlr_nvm_shared *sh, const uint8_t hostid[16])
+{
+	return ctrlr_resv_access(&sh->resv, hostid) | (sh->store_stale ? CTRLR_RESV_BLOCK_WRITE : 0);
+}
+
 void ctrlr_resv_update_access(struct ctrlr_ns_shared *s)
 {
-	const struct ctrlr_resv *r = &ctrlr_nvm_shared(s)->resv;
+	const struct ctrlr_nvm_shared *sh = ctrlr_nvm_shared(s);
 
 	for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next)
-		CTRLR_STORE(ns->io_block, ctrlr_resv_access(r, ns->ctrlr->hostid));
+		CTRLR_STORE(ns->io_block, ctrlr_resv_host_access(sh, ns->ctrlr->hostid));
 }
 
 void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr)
@@ -28,7 +33,7 @@ void ctrlr_resv_ctrlr_hostid_changed(struct ctrlr *ctrlr)
 
 		if (ns && ns->shared)
 			CTRLR_STORE(ns->io_block,
-				    ctrlr_resv_access(&ctrlr_nvm_ns(ns)->sh->resv, ctrlr->hostid));
+				    ctrlr_resv_host_access(ctrlr_nvm_ns(ns)->sh, ctrlr->hostid));
 	}
 }
 
@@ -135,7 +140,7 @@ static void ctrlr_resv_done_owner(void *arg)
 	ctrlr_req_complete(req, st);
 }
 
-static void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st)
+void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 
@@ -146,7 +151,7 @@ static void ctrlr_resv_finish(struct ctrlr_req *req, uint16_t st)
 /* Reservation Report (section 7.4): header, then one entry per controller of the subsystem
  * attached to this namespace whose host is a registrant; a registrant with no such controller
  * (restored from the PTPL file) is listed once with CNTLID FFFFh. */
-static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
+uint16_t ctrlr_resv_report(struct ctrlr_req *req)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_ns_shared *s = req->ns->shared;
@@ -241,18 +246,19 @@ static uint16_t ctrlr_resv_report(struct ctrlr_req *req)
 /* A Reservation Acquire (Preempt and Abort) waiting for the preempted controllers' SQs to put up
  * their fences (core/abort.c) before it completes. Admin thread. */
 struct ctrlr_preempt_op {
-	struct ctrlr_req *req;
+	void (*then)(void *arg);
+	void *arg;
 	uint32_t pending; /* fences not up yet, + 1 while they are being posted */
 };
 
-/* One fence is up (or the posting ended): the last one completes the Acquire. */
+/* One fence is up (or the posting ended): the last one lets the change's caller go on. */
 static void ctrlr_resv_preempt_put(void *arg)
 {
 	struct ctrlr_preempt_op *op = arg;
 
 	if (--op->pending)
 		return;
-	ctrlr_resv_finish(op->req, NVME_SC_SUCCESS);
+	op->then(op->arg);
 	free(op);
 }
 
@@ -263,90 +269,220 @@ static void ctrlr_resv_preempt_abort(struct ctrlr_ns_shared *s, const struct ctr
 		if (ev->e[i].type != NVME_RESV_NOTIFY_REG_PREEMPTED)
 			continue;
 		for (struct ctrlr_ns *ns = s->nss; ns; ns = ns->share_next) {
-			uint32_t n;
-
 			if (memcmp(ns->ctrlr->hostid, ev->e[i].hostid, 16))
 				continue;
-			n = ctrlr_abort_preempted(ns->ctrlr, ns->nsid);
 			if (op)
 				op->pending += ctrlr_abort_preempt_queued(
 				    ns->ctrlr, ns->nsid, ctrlr_resv_preempt_put, op);
 			else
 				ctrlr_abort_preempt_queued(ns->ctrlr, ns->nsid, NULL, NULL);
-			if (n)
-				LOG_INFO(CTRLR_LOG, "%s: ns %u: %u command(s) aborted by a preempt",
-					 ns->ctrlr->serial, ns->nsid, n);
 		}
 	}
 }
 
-/* On the admin thread: run the state machine against the shared namespace. */
-static void ctrlr_resv_exec_admin(void *arg)
+void ctrlr_resv_effects(struct ctrlr_ns_shared *s, struct ctrlr_req *req, bool abort,
+			const struct ctrlr_resv_events *ev, void (*then)(void *arg), void *arg)
+{
+	struct ctrlr_preempt_op *op;
+
+	ctrlr_resv_update_access(s);
+	if (!abort) {
+		ctrlr_resv_notify(s, ev);
+		return then(arg);
+	}
+	op = calloc(1, sizeof(*op));
+	/* Without memory for the wait, the fences still go up; the caller just does not wait
+	 * for them. */
+	if (!op)
+		LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort goes on before its fences",
+			req ? req->ns->nsid : 0);
+	else
+		*op = (struct ctrlr_preempt_op){.then = then, .arg = arg, .pending = 1};
+	ctrlr_resv_preempt_abort(s, ev, op);
+	ctrlr_resv_notify(s, ev);
+	if (op)
+		return ctrlr_resv_preempt_put(op);
+	then(arg);
+}
+
+/* ---- the PTPL file: each change written (by the syncer thread) before it takes effect ---- */
+
+static void ctrlr_resv_exec(struct ctrlr_req *req);
+static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req);
+
+
+/* Admin thread: a command of a namespace whose change is being saved waits for it, in order
+ * (Report too: it must not show what is not durable yet). */
+static bool ctrlr_resv_wait(struct ctrlr_nvm_shared *sh, struct ctrlr_req *req)
+{
+	if (!sh->resv_saving)
+		return false;
+	req->hold.next = NULL;
+	if (sh->resv_wait_tail)
+		sh->resv_wait_tail->hold.next = req;
+	else
+		sh->resv_wait_head = req;
+	sh->resv_wait_tail = req;
+	return true;
+}
+
+/* The save ended: the commands that waited run, until one starts a save of its own. */
+void ctrlr_resv_saved_next(struct ctrlr_nvm_shared *sh)
+{
+	sh->resv_saving = false;
+	while (!sh->resv_saving && sh->resv_wait_head) {
+		struct ctrlr_req *req = sh->resv_wait_head;
+
+		sh->resv_wait_head = req->hold.next;
+		if (!sh->resv_wait_head)
+			sh->resv_wait_tail = NULL;
+		if (req->sq->qid)
+			ctrlr_resv_exec(req);
+		else
+			ctrlr_resv_set_ptpl_exec(req);
+	}
+}
+
+/* Admin thread, after the syncer: the command's continuation, then the next commands. */
+static void ctrlr_resv_saved_msg(void *arg)
 {
 	struct ctrlr_req *req = arg;
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+	int rc = sh->resv_job.rc;
+
+	free(sh->resv_text);
+	sh->resv_text = NULL;
+	if (rc)
+		LOG_ERR(CTRLR_LOG, "ns %u: cannot write reservation state %s: %s", req->ns->nsid,
+			sh->ptpl_file, strerror(-rc));
+	sh->resv_saved(req, rc);
+	ctrlr_resv_saved_next(sh);
+}
+
+static void ctrlr_resv_saved_job(struct syncer_job *job, int rc)
+{
+	struct ctrlr_req *req = job->arg;
 	struct ctrlr *ctrlr = req->sq->ctrlr;
-	struct ctrlr_ns_shared *s = req->ns->shared;
-	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_shared(s);
-	struct ctrlr_resv_keys *k = req->step.buf;
-	struct ctrlr_resv_events ev = {0};
-	struct ctrlr_resv before = ns_sh->resv;
+
+	(void)rc; /* in job->rc */
+	ctrlr->ops->admin_post(ctrlr->tctx, &req->hop, ctrlr_resv_saved_msg, req);
+}
+
+/* Writes the namespace's state (as it is now) to its PTPL file, replacing it whole and durably;
+ * done(req, rc) on the admin thread. While it runs, the namespace's reservation commands wait. */
+static void ctrlr_resv_save(struct ctrlr_req *req, void (*done)(struct ctrlr_req *req, int rc))
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+	int rc;
+
+	sh->resv_text = ctrlr_resv_encode(&sh->resv);
+	if (!sh->resv_text)
+		return done(req, -ENOMEM);
+	sh->resv_iov = (struct iovec){.iov_base = sh->resv_text, .iov_len = strlen(sh->resv_text)};
+	sh->resv_job = (struct syncer_job){.op = SYNCER_REPLACE,
+					   .path = sh->ptpl_file,
+					   .iov = &sh->resv_iov,
+					   .iovcnt = 1,
+					   .done = ctrlr_resv_saved_job,
+					   .arg = req};
+	sh->resv_saved = done;
+	sh->resv_saving = true;
+	rc = syncer_submit(&sh->resv_job);
+	if (rc) {
+		sh->resv_saving = false;
+		free(sh->resv_text);
+		sh->resv_text = NULL;
+		done(req, rc);
+	}
+}
+
+/* The change is durable (or needed no saving): it takes effect, the command completes. */
+static void ctrlr_resv_applied(void *arg)
+{
+	ctrlr_resv_finish(arg, NVME_SC_SUCCESS);
+}
+
+static void ctrlr_resv_apply(struct ctrlr_req *req, const struct ctrlr_resv_events *ev)
+{
+	bool abort = req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
+		     (req->sqe.cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT;
+
+	ctrlr_resv_effects(req->ns->shared, req, abort, ev, ctrlr_resv_applied, req);
+}
+
+static void ctrlr_resv_exec_saved(struct ctrlr_req *req, int rc)
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+
+	/* Not durable: the change is undone and the command fails. */
+	if (rc) {
+		sh->resv = sh->resv_before;
+		return ctrlr_resv_finish(req, NVME_SC_INTERNAL);
+	}
+	ctrlr_resv_apply(req, &sh->resv_ev);
+}
+
+uint16_t ctrlr_resv_change(struct ctrlr_resv *r, struct ctrlr_req *req,
+			   struct ctrlr_resv_events *ev, bool *persist)
+{
+	const uint8_t *hostid = req->sq->ctrlr->hostid;
+	const struct ctrlr_resv_keys *k = req->step.buf;
 	uint32_t cdw10 = req->sqe.cdw10;
-	bool persist = false;
 	uint16_t st;
 
 	switch (req->sqe.cdw0.bits.opc) {
 	case NVME_CMD_RESV_REGISTER:
-		st = ctrlr_resv_register(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
+		st = ctrlr_resv_register(r, hostid, cdw10, k, ev, persist);
 		break;
 	case NVME_CMD_RESV_ACQUIRE:
-		st = ctrlr_resv_acquire(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
-		break;
-	case NVME_CMD_RESV_RELEASE:
-		st = ctrlr_resv_release(&ns_sh->resv, ctrlr->hostid, cdw10, k, &ev, &persist);
+		st = ctrlr_resv_acquire(r, hostid, cdw10, k, ev, persist);
 		break;
 	default:
+		st = ctrlr_resv_release(r, hostid, cdw10, k, ev, persist);
+		break;
+	}
+	if (st == NVME_SC_INVALID_FIELD)
+		req->error_loc = offsetof(struct nvme_sqe, cdw10);
+	return st;
+}
+
+/* On the admin thread: run the state machine against the shared namespace. */
+static void ctrlr_resv_exec(struct ctrlr_req *req)
+{
+	struct ctrlr_nvm_shared *ns_sh = ctrlr_nvm_ns(req->ns)->sh;
+	struct ctrlr_resv_events ev = {0};
+	bool persist = false, was_ptpl = ns_sh->resv.ptpl;
+	uint16_t st;
+
+	if (ns_sh->store)
+		return ctrlr_resv_remote_exec(req);
+	if (req->sqe.cdw0.bits.opc != NVME_CMD_RESV_REPORT)
+		ns_sh->resv_before = ns_sh->resv;
+	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_REPORT) {
 		free(req->step.buf);
 		req->step.buf = NULL;
 		return ctrlr_resv_finish(req, ctrlr_resv_report(req));
 	}
+	st = ctrlr_resv_change(&ns_sh->resv, req, &ev, &persist);
 	free(req->step.buf);
 	req->step.buf = NULL;
-	if (st == NVME_SC_INVALID_FIELD)
-		req->error_loc = offsetof(struct nvme_sqe, cdw10);
 	if (st)
 		return ctrlr_resv_finish(req, st);
-	/* With PTPL on (or just turned off) the file follows before the command completes; if it
-	 * cannot be written, the change is undone and the command fails. */
-	if (persist && ns_sh->ptpl_file && (ns_sh->resv.ptpl || before.ptpl)) {
-		int rc = ctrlr_resv_save(&ns_sh->resv, ns_sh->ptpl_file);
-
-		if (rc) {
-			LOG_ERR(CTRLR_LOG, "ns %u: cannot write reservation state %s: %s",
-				req->ns->nsid, ns_sh->ptpl_file, strerror(-rc));
-			ns_sh->resv = before;
-			return ctrlr_resv_finish(req, NVME_SC_INTERNAL);
-		}
+	/* With PTPL on (or just turned off) the file takes the change before it takes effect
+	 * (write-ahead): the command completes once it is durable. */
+	if (persist && ns_sh->ptpl_file && (ns_sh->resv.ptpl || was_ptpl)) {
+		ns_sh->resv_ev = ev;
+		return ctrlr_resv_save(req, ctrlr_resv_exec_saved);
 	}
-	ctrlr_resv_update_access(s);
-	if (req->sqe.cdw0.bits.opc == NVME_CMD_RESV_ACQUIRE &&
-	    (cdw10 & 0x7) == NVME_RACQA_PREEMPT_ABORT) {
-		struct ctrlr_preempt_op *op = calloc(1, sizeof(*op));
+	ctrlr_resv_apply(req, &ev);
+}
 
-		/* Without memory for the wait, the fences still go up; the Acquire just does not
-		 * wait for them. */
-		if (!op)
-			LOG_ERR(CTRLR_LOG, "ns %u: preempt and abort completes before its fences",
-				req->ns->nsid);
-		else
-			*op = (struct ctrlr_preempt_op){.req = req, .pending = 1};
-		ctrlr_resv_preempt_abort(s, &ev, op);
-		ctrlr_resv_notify(s, &ev);
-		if (op)
-			return ctrlr_resv_preempt_put(op);
-		return ctrlr_resv_finish(req, NVME_SC_SUCCESS);
-	}
-	ctrlr_resv_notify(s, &ev);
-	ctrlr_resv_finish(req, NVME_SC_SUCCESS);
+static void ctrlr_resv_exec_admin(void *arg)
+{
+	struct ctrlr_req *req = arg;
+
+	if (!ctrlr_resv_wait(ctrlr_nvm_ns(req->ns)->sh, req))
+		ctrlr_resv_exec(req);
 }
 
 void ctrlr_io_resv(struct ctrlr_req *req)
@@ -398,17 +534,38 @@ bool ctrlr_resv_ptpl_capable(const struct ctrlr_ns *ns)
 	return ctrlr_nvm_ns(ns)->sh->resv.ptpl_capable;
 }
 
-int ctrlr_resv_set_ptpl(struct ctrlr_ns *ns, bool on)
+static void ctrlr_resv_set_ptpl_saved(struct ctrlr_req *req, int rc)
 {
-	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(ns)->sh;
-	bool was = sh->resv.ptpl;
-	int rc;
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
 
-	if (on && !sh->resv.ptpl_capable)
-		return -ENOTSUP;
-	sh->resv.ptpl = on;
-	rc = ctrlr_resv_save(&sh->resv, sh->ptpl_file);
 	if (rc)
-		sh->resv.ptpl = was;
-	return rc;
+		sh->resv.ptpl = !sh->resv.ptpl;
+	req->hold.cont(req, rc ? NVME_SC_INTERNAL : NVME_SC_SUCCESS);
+}
+
+static void ctrlr_resv_set_ptpl_exec(struct ctrlr_req *req)
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+	bool on = req->hold.lba;
+
+	if (sh->store)
+		return ctrlr_resv_remote_exec(req);
+
+	if (on == sh->resv.ptpl)
+		return req->hold.cont(req, NVME_SC_SUCCESS);
+	sh->resv.ptpl = on;
+	ctrlr_resv_save(req, ctrlr_resv_set_ptpl_saved);
+}
+
+void ctrlr_resv_set_ptpl(struct ctrlr_req *req, bool on,
+			 void (*done)(struct ctrlr_req *req, uint16_t st))
+{
+	struct ctrlr_nvm_shared *sh = ctrlr_nvm_ns(req->ns)->sh;
+
+	req->hold.lba = on;
+	req->hold.cont = done;
+	if (on && !sh->resv.ptpl_capable)
+		return done(req, NVME_SC_INVALID_FIELD);
+	if (!ctrlr_resv_wait(sh, req))
+		ctrlr_resv_set_ptpl_exec(req);
 }

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/file_replace.h"
 #include "common/log.h"
 #include "controller/nvm/resv_state.h"
 
@@ -354,63 +353,70 @@ static int ctrlr_resv_unhex(const char *s, uint8_t *b)
 	return 0;
 }
 
-int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path)
+/* The state as a JSON object; with full false and PTPL off only "ptpl" (what the PTPL file holds:
+ * with PTPL off nothing survives a power loss). NULL without memory. */
+static struct json_object *ctrlr_resv_to_json(const struct ctrlr_resv *r, bool full)
 {
 	struct json_object *o = json_object_new_object(), *regs = json_object_new_array();
-	struct iovec iov[2];
 	char hex[33];
-	int rc;
 
 	if (!o || !regs) {
 		json_object_put(o);
 		json_object_put(regs);
-		return -ENOMEM;
+		return NULL;
 	}
 	json_object_object_add(o, "ptpl", json_object_new_boolean(r->ptpl));
-	/* With PTPL off nothing survives a power loss: only that is written. */
-	if (r->ptpl) {
-		json_object_object_add(o, "generation", json_object_new_int64(r->gen));
-		json_object_object_add(o, "rtype", json_object_new_int(r->rtype));
-		ctrlr_resv_hex(r->holder, hex);
-		json_object_object_add(o, "holder", json_object_new_string(hex));
-		for (uint32_t i = 0; i < r->nregs; i++) {
-			struct json_object *e = json_object_new_object();
-			char key[24];
-
-			ctrlr_resv_hex(r->regs[i].hostid, hex);
-			snprintf(key, sizeof(key), "0x%016" PRIx64, r->regs[i].rkey);
-			json_object_object_add(e, "hostid", json_object_new_string(hex));
-			json_object_object_add(e, "rkey", json_object_new_string(key));
-			json_object_array_add(regs, e);
-		}
-		json_object_object_add(o, "registrants", regs);
-	} else {
+	if (!r->ptpl && !full) {
 		json_object_put(regs);
+		return o;
 	}
-	iov[0].iov_base = (void *)json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
-	iov[0].iov_len = strlen(iov[0].iov_base);
-	iov[1] = (struct iovec){.iov_base = "\n", .iov_len = 1};
-	rc = file_replace(path, iov, 2);
-	json_object_put(o);
-	return rc;
+	json_object_object_add(o, "generation", json_object_new_int64(r->gen));
+	json_object_object_add(o, "rtype", json_object_new_int(r->rtype));
+	ctrlr_resv_hex(r->holder, hex);
+	json_object_object_add(o, "holder", json_object_new_string(hex));
+	for (uint32_t i = 0; i < r->nregs; i++) {
+		struct json_object *e = json_object_new_object();
+		char key[24];
+
+		ctrlr_resv_hex(r->regs[i].hostid, hex);
+		snprintf(key, sizeof(key), "0x%016" PRIx64, r->regs[i].rkey);
+		json_object_object_add(e, "hostid", json_object_new_string(hex));
+		json_object_object_add(e, "rkey", json_object_new_string(key));
+		json_object_array_add(regs, e);
+	}
+	json_object_object_add(o, "registrants", regs);
+	return o;
 }
 
-int ctrlr_resv_load(struct ctrlr_resv *r, const char *path)
+static char *ctrlr_resv_json_text(struct json_object *o)
 {
-	struct json_object *o, *v, *regs;
+	char *text = NULL;
+
+	if (!o)
+		return NULL;
+	if (asprintf(&text, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY)) < 0)
+		text = NULL;
+	json_object_put(o);
+	return text;
+}
+
+char *ctrlr_resv_encode(const struct ctrlr_resv *r)
+{
+	return ctrlr_resv_json_text(ctrlr_resv_to_json(r, false));
+}
+
+/* Fills r (ptpl_capable kept) from o; -EINVAL when o is not a valid state. */
+static int ctrlr_resv_from_json(struct ctrlr_resv *r, struct json_object *o, bool full)
+{
+	struct json_object *v, *regs;
 	bool capable = r->ptpl_capable;
 	int rc = -EINVAL;
 
-	if (access(path, F_OK) && errno == ENOENT)
-		return 0;
-	o = json_object_from_file(path);
-	if (!o)
-		return -EINVAL;
 	ctrlr_resv_init(r, capable);
 	if (!json_object_object_get_ex(o, "ptpl", &v) || !json_object_is_type(v, json_type_boolean))
 		goto out;
 	r->ptpl = json_object_get_boolean(v);
-	if (!r->ptpl) {
+	if (!r->ptpl && !full) {
 		rc = 0;
 		goto out;
 	}
@@ -451,6 +457,142 @@ int ctrlr_resv_load(struct ctrlr_resv *r, const char *path)
 out:
 	if (rc)
 		ctrlr_resv_init(r, capable);
+	return rc;
+}
+
+int ctrlr_resv_load(struct ctrlr_resv *r, const char *path)
+{
+	struct json_object *o;
+	int rc;
+
+	if (access(path, F_OK) && errno == ENOENT)
+		return 0;
+	o = json_object_from_file(path);
+	if (!o)
+		return -EINVAL;
+	rc = ctrlr_resv_from_json(r, o, false);
+	json_object_put(o);
+	return rc;
+}
+
+/* ---- the shared record ---- */
+
+void ctrlr_resv_record_add(struct ctrlr_resv_record *rec, bool abort,
+			   const struct ctrlr_resv_events *ev)
+{
+	if (rec->nchanges == CTRLR_RESV_CHANGES) {
+		memmove(&rec->changes[0], &rec->changes[1],
+			(CTRLR_RESV_CHANGES - 1) * sizeof(rec->changes[0]));
+		rec->nchanges--;
+	}
+	rec->seq++;
+	rec->changes[rec->nchanges].seq = rec->seq;
+	rec->changes[rec->nchanges].abort = abort;
+	rec->changes[rec->nchanges].ev = *ev;
+	rec->nchanges++;
+}
+
+char *ctrlr_resv_record_encode(const struct ctrlr_resv_record *rec)
+{
+	struct json_object *o = ctrlr_resv_to_json(&rec->r, true), *changes;
+	char hex[33];
+
+	if (!o)
+		return NULL;
+	changes = json_object_new_array();
+	if (!changes) {
+		json_object_put(o);
+		return NULL;
+	}
+	json_object_object_add(o, "seq", json_object_new_int64((int64_t)rec->seq));
+	for (uint32_t i = 0; i < rec->nchanges; i++) {
+		const struct ctrlr_resv_change *c = &rec->changes[i];
+		struct json_object *e = json_object_new_object(), *evs = json_object_new_array();
+
+		for (uint32_t j = 0; j < c->ev.n; j++) {
+			struct json_object *x = json_object_new_object();
+
+			ctrlr_resv_hex(c->ev.e[j].hostid, hex);
+			json_object_object_add(x, "hostid", json_object_new_string(hex));
+			json_object_object_add(x, "type", json_object_new_int(c->ev.e[j].type));
+			json_object_array_add(evs, x);
+		}
+		json_object_object_add(e, "seq", json_object_new_int64((int64_t)c->seq));
+		json_object_object_add(e, "abort", json_object_new_boolean(c->abort));
+		json_object_object_add(e, "events", evs);
+		json_object_array_add(changes, e);
+	}
+	json_object_object_add(o, "changes", changes);
+	return ctrlr_resv_json_text(o);
+}
+
+int ctrlr_resv_record_decode(struct ctrlr_resv_record *rec, const char *text, size_t len)
+{
+	struct json_tokener *tok;
+	struct json_object *o, *v, *changes;
+	bool capable = rec->r.ptpl_capable;
+	int rc = -EINVAL;
+
+	memset(rec, 0, sizeof(*rec));
+	ctrlr_resv_init(&rec->r, capable);
+	if (!len)
+		return 0;
+	if (len > INT32_MAX)
+		return -EINVAL;
+	tok = json_tokener_new();
+	if (!tok)
+		return -ENOMEM;
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	json_tokener_free(tok);
+	if (!o || !json_object_is_type(o, json_type_object))
+		goto out;
+	if (ctrlr_resv_from_json(&rec->r, o, true))
+		goto out;
+	if (!json_object_object_get_ex(o, "seq", &v) || !json_object_is_type(v, json_type_int))
+		goto out;
+	rec->seq = (uint64_t)json_object_get_int64(v);
+	if (!json_object_object_get_ex(o, "changes", &changes) ||
+	    !json_object_is_type(changes, json_type_array) ||
+	    json_object_array_length(changes) > CTRLR_RESV_CHANGES)
+		goto out;
+	for (size_t i = 0; i < json_object_array_length(changes); i++) {
+		struct json_object *e = json_object_array_get_idx(changes, i), *evs;
+		struct ctrlr_resv_change *c = &rec->changes[i];
+
+		if (!json_object_object_get_ex(e, "seq", &v))
+			goto out;
+		c->seq = (uint64_t)json_object_get_int64(v);
+		if (!json_object_object_get_ex(e, "abort", &v))
+			goto out;
+		c->abort = json_object_get_boolean(v);
+		if (!json_object_object_get_ex(e, "events", &evs) ||
+		    !json_object_is_type(evs, json_type_array) ||
+		    json_object_array_length(evs) > CTRLR_RESV_MAX_REGS + 1)
+			goto out;
+		for (size_t j = 0; j < json_object_array_length(evs); j++) {
+			struct json_object *x = json_object_array_get_idx(evs, j), *h, *t;
+
+			if (!json_object_object_get_ex(x, "hostid", &h) ||
+			    !json_object_object_get_ex(x, "type", &t) ||
+			    ctrlr_resv_unhex(json_object_get_string(h), c->ev.e[j].hostid))
+				goto out;
+			c->ev.e[j].type = (uint8_t)json_object_get_int(t);
+			if (c->ev.e[j].type < NVME_RESV_NOTIFY_REG_PREEMPTED ||
+			    c->ev.e[j].type > NVME_RESV_NOTIFY_PREEMPTED)
+				goto out;
+			c->ev.n++;
+		}
+		/* Changes are listed oldest first, each one after the one before, up to seq. */
+		if (c->seq > rec->seq || (i && c->seq != rec->changes[i - 1].seq + 1))
+			goto out;
+		rec->nchanges++;
+	}
+	rc = 0;
+out:
+	if (rc) {
+		memset(rec, 0, sizeof(*rec));
+		ctrlr_resv_init(&rec->r, capable);
+	}
 	json_object_put(o);
 	return rc;
 }

@@ -81,9 +81,33 @@ bool ctrlr_resv_is_holder(const struct ctrlr_resv *r, const uint8_t hostid[16]);
 uint32_t ctrlr_resv_access(const struct ctrlr_resv *r, const uint8_t hostid[16]);
 
 /* ---- PTPL state file (JSON; see README "Reservations") ---- */
-/* Writes the state to `path` (a temporary file renamed over it, fsynced). 0 or -errno. */
-int ctrlr_resv_save(const struct ctrlr_resv *r, const char *path);
+/* The state as the file holds it (malloc'ed text; NULL without memory). resv.c has it written by
+ * the syncer (common/syncer.h), replacing the file whole. */
+char *ctrlr_resv_encode(const struct ctrlr_resv *r);
 /* Reads `path` into r (a missing file is an empty state, 0). 0, -EINVAL (bad content), -errno. */
 int ctrlr_resv_load(struct ctrlr_resv *r, const char *path);
+
+/* ---- the state shared by daemons on many hosts (resv_remote.c keeps it in a store) ---- */
+/* The last changes the shared record carries, so a daemon learns the notifications it owes its
+ * hosts for each change it did not make (and which were Preempt and Abort). */
+#define CTRLR_RESV_CHANGES 16
+struct ctrlr_resv_change {
+	uint64_t seq;
+	bool abort; /* a Preempt and Abort: the preempted hosts' commands end */
+	struct ctrlr_resv_events ev;
+};
+struct ctrlr_resv_record {
+	struct ctrlr_resv r;
+	uint64_t seq; /* changes made since the record was created */
+	uint32_t nchanges; /* the newest last */
+	struct ctrlr_resv_change changes[CTRLR_RESV_CHANGES];
+};
+/* Appends a change (seq is record->seq + 1, which becomes the record's). */
+void ctrlr_resv_record_add(struct ctrlr_resv_record *rec, bool abort,
+			   const struct ctrlr_resv_events *ev);
+/* The record as text (malloc'ed; NULL without memory): the whole state, PTPL or not. */
+char *ctrlr_resv_record_encode(const struct ctrlr_resv_record *rec);
+/* Parses text (len bytes; 0 bytes: a record nobody wrote, the empty state). 0 or -EINVAL. */
+int ctrlr_resv_record_decode(struct ctrlr_resv_record *rec, const char *text, size_t len);
 
 #endif

@@ -26,6 +26,7 @@ struct ctrlr_nsm_op {
 	enum ctrlr_nsm_kind kind;
 	uint32_t nsid; /* NVME_NSID_ALL: every namespace of the pool (delete) */
 	struct ctrlr_pool_ns params;
+	uint64_t nsze; /* create: the host's NSZE (params.nsze counts region blocks) */
 	bool del[CTRLR_MAX_NAMESPACES]; /* delete: the namespaces going */
 	uint32_t releases;		/* bdev releases still awaited (+1 while starting) */
 	uint16_t status;
@@ -47,7 +48,7 @@ static void ctrlr_nsm_finish(struct ctrlr_nsm_op *op, uint16_t status, uint16_t 
 		req->cdw0 = op->nsid; /* the NSID created (section 5.23, Figure 372) */
 	/* Persistent Event Log: Change Namespace. */
 	if (!status && (op->kind == CTRLR_NSM_CREATE || op->kind == CTRLR_NSM_DELETE))
-		ctrlr_pel_change_ns(req->sq->ctrlr, req->sqe.cdw10, op->nsid, op->params.nsze,
+		ctrlr_pel_change_ns(req->sq->ctrlr, req->sqe.cdw10, op->nsid, op->nsze,
 				    op->params.flbas, op->params.dps, op->params.nmic);
 	free(op);
 	if (loc != 0xffff)
@@ -100,8 +101,8 @@ static void ctrlr_nsm_create_run(struct ctrlr_nsm_op *op)
 		return ctrlr_nsm_finish(op, NVME_SC_INTERNAL, 0xffff);
 	}
 	op->nsid = nsid;
-	LOG_INFO(CTRLR_LOG, "namespace %u created by the host: %lu blocks of %u bytes", nsid,
-		 (unsigned long)op->params.nsze, op->params.block_size);
+	LOG_INFO(CTRLR_LOG, "namespace %u created by the host: %lu blocks in LBA format %u", nsid,
+		 (unsigned long)op->nsze, (op->params.flbas & 0xfu) | (op->params.flbas >> 5 & 3u) << 4);
 	ctrlr_nsm_sync(op);
 }
 
@@ -128,9 +129,10 @@ static uint16_t ctrlr_nsm_create(struct ctrlr_req *req, struct ctrlr_nsm_op *op,
 	/* Capacity is reserved whole: NCAP below NSZE would need thin provisioning. */
 	if (id.ncap < id.nsze)
 		return NVME_SC_THIN_PROV_NOT_SUPP;
-	/* Any format a 512-byte pool region offers (those Identify reports for NSID FFFFFFFFh),
-	 * with a PI type only where the metadata holds its tuple (DPS bits 2:0). */
-	if ((id.dps & ~0xfu) || !ctrlr_flbas_valid(512, id.flbas, id.dps, &stride))
+	/* Any format a pool region offers (those Identify reports for NSID FFFFFFFFh), with a PI
+	 * type only where the metadata holds its tuple (DPS bits 2:0). */
+	if ((id.dps & ~0xfu) ||
+	    !ctrlr_flbas_valid(CTRLR_POOL_REGION_BS, id.flbas, id.dps, &stride))
 		return NVME_SC_INVALID_FORMAT;
 	if (id.nmic & ~NVME_NMIC_SHARED)
 		return NVME_SC_INVALID_FIELD;
@@ -139,13 +141,15 @@ static uint16_t ctrlr_nsm_create(struct ctrlr_req *req, struct ctrlr_nsm_op *op,
 		return NVME_SC_ANA_GROUP_ID_INVALID;
 	if (id.nvmsetid || id.endgid)
 		return NVME_SC_INVALID_FIELD;
-	/* The region is in 512-byte blocks, stride / 512 per logical block (data, metadata,
-	 * padding: see ctrlr_ns_formats_init); the namespace's NSZE follows from its format. */
-	if (id.nsze > UINT64_MAX / (stride / 512))
+	/* The region is packed: a logical block takes its data and metadata size (stride), no
+	 * padding, so NSZE x (data + metadata) bytes, rounded up to the granule, is what the
+	 * namespace costs of UNVMCAP. The namespace's NSZE follows from its format. */
+	if (id.nsze > UINT64_MAX / stride)
 		return NVME_SC_NS_INSUFFICIENT_CAP;
 	op->kind = CTRLR_NSM_CREATE;
-	op->params.nsze = id.nsze * (stride / 512);
-	op->params.block_size = 512;
+	op->nsze = id.nsze;
+	op->params.nsze = id.nsze * (stride / CTRLR_POOL_REGION_BS);
+	op->params.block_size = CTRLR_POOL_REGION_BS;
 	op->params.flbas = id.flbas;
 	op->params.dps = id.dps;
 	op->params.nmic = id.nmic & NVME_NMIC_SHARED;
@@ -387,18 +391,32 @@ void ctrlr_nsm_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 		return;
 	id->oacs |= NVME_OACS_NS_MGMT;
 	ctrlr_ns_pool_get_info(ctrlr_pool_of(ctrlr), &info);
-	/* TNVMCAP: the pool's namespace area plus the operator's namespaces (all NVM the
-	 * subsystem has); UNVMCAP: what namespaces can still be created from. */
+	/* Base 2.0 section 5.17.2.1: TNVMCAP is all the NVM of the subsystem, the pool's
+	 * namespace area plus the operator's namespaces (their bdevs: data and metadata);
+	 * UNVMCAP what is not allocated to a namespace, so that TNVMCAP is UNVMCAP plus the
+	 * NVMCAP of every namespace. A host can create UNVMCAP / (data + metadata size) blocks,
+	 * rounded down to the granule, in any format (the regions are packed). */
 	total = info.total_bytes;
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		struct ctrlr_ns *ns = ctrlr->ns[i];
 
 		if (ns && !ctrlr_ns_pool_owns(ctrlr_pool_of(ctrlr), ns->nsid))
-			total += ns->num_blocks * ns->block_size;
+			total += bdev_get_num_blocks(ns->bdev) * bdev_get_block_size(ns->bdev);
 	}
 	ctrlr_nsm_le128_put(id->tnvmcap, total);
 	ctrlr_nsm_le128_put(id->unvmcap, info.free_bytes);
 	/* Namespaces are made in FLBAS's format only (FNA bit 0: Format applies per namespace). */
+}
+
+bool ctrlr_nsm_ns_nvmcap(struct ctrlr *ctrlr, uint32_t nsid, uint64_t *bytes)
+{
+	struct ctrlr_ns_pool *pool = ctrlr_pool_of(ctrlr);
+
+	if (!pool || !ctrlr_ns_pool_owns(pool, nsid))
+		return false;
+	/* The extent: whole granules, the NVM no other namespace can have. */
+	*bytes = pool->ns[nsid - 1].len;
+	return true;
 }
 
 void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *list)

@@ -344,8 +344,11 @@ static uint64_t ctrlr_pool_hdr_check(const struct ctrlr_ns_pool *pool, const uin
 
 		if (!d->nsid)
 			continue;
-		if (d->nsid != i + 1 || (d->block_size != 512 && d->block_size != 4096) ||
-		    d->block_size % bs || d->start % CTRLR_POOL_GRANULE ||
+		if (d->nsid != i + 1 ||
+		    (d->block_size != 512 && d->block_size != 4096 &&
+		     d->block_size != CTRLR_POOL_REGION_BS) ||
+		    (d->block_size != CTRLR_POOL_REGION_BS && d->block_size % bs) ||
+		    d->start % CTRLR_POOL_GRANULE ||
 		    d->len % CTRLR_POOL_GRANULE || !d->nsze || d->start < h.data_start ||
 		    d->start > h.data_end || d->len > h.data_end - d->start ||
 		    d->nsze > d->len / d->block_size ||
@@ -508,6 +511,29 @@ static void ctrlr_pool_load_done(struct ctrlr_ns_pool *pool, int status)
 	g0 = ctrlr_pool_hdr_check(pool, pool->buf);
 	g1 = ctrlr_pool_hdr_check(pool, pool->buf + CTRLR_POOL_SLOT);
 	if (!g0 && !g1) {
+		/* A pool header that does not fit this bdev (cut short by a full disk, grown, a
+		 * copy torn): refused, never taken for a blank bdev nor advised to be formatted. */
+		for (int i = 0; i < 2 && !pool->format; i++) {
+			struct ctrlr_pool_hdr t;
+
+			memcpy(&t, pool->buf + i * CTRLR_POOL_SLOT, sizeof(t));
+			if (memcmp(t.magic, CTRLR_POOL_MAGIC, sizeof(CTRLR_POOL_MAGIC)))
+				continue;
+			if (t.data_end != pool->data_end)
+				snprintf(msg, sizeof(msg),
+					 "bdev %s: its namespace pool header is for %" PRIu64
+					 " bytes of namespaces, the bdev now holds %" PRIu64
+					 " (cut short or resized?): refused",
+					 bdev_get_name(pool->base), t.data_end - t.data_start,
+					 (uint64_t)(pool->data_end - CTRLR_POOL_DATA_START));
+			else
+				snprintf(msg, sizeof(msg),
+					 "bdev %s: its namespace pool header is damaged (bad checksum "
+					 "or layout in both copies): refused",
+					 bdev_get_name(pool->base));
+			ctrlr_pool_create_finish(pool, -EINVAL, msg);
+			return;
+		}
 		if (!pool->format && !ctrlr_pool_is_zero(pool->buf, CTRLR_POOL_HDR_BYTES)) {
 			snprintf(msg, sizeof(msg),
 				 "bdev %s holds data but no namespace pool header (format it to "
@@ -609,7 +635,8 @@ int ctrlr_ns_pool_create(const struct ctrlr_ns_pool_opts *o, ctrlr_ns_pool_done_
 		struct ctrlr_pool_ns *d = &pool->seed[i];
 
 		if (!s->nsid || s->nsid > CTRLR_MAX_NAMESPACES ||
-		    (s->block_size != 512 && s->block_size != 4096) || !s->num_blocks ||
+		    (s->block_size != 512 && s->block_size != 4096 &&
+		     s->block_size != CTRLR_POOL_REGION_BS) || !s->num_blocks ||
 		    !ctrlr_flbas_valid(s->block_size, s->flbas, s->dps, NULL)) {
 			free(pool);
 			return -EINVAL;

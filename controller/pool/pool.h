@@ -27,13 +27,17 @@ static inline struct ctrlr_ns_pool *ctrlr_pool_of(const struct ctrlr *ctrlr)
 }
 
 #define CTRLR_POOL_GRANULE (1ull << 20) /* extents are whole MiB */
+/* The block size of the region bdevs of the namespaces the host creates: packed, so that a
+ * namespace of N logical blocks costs N x (data + metadata size) bytes, rounded up to the
+ * granule (regions of 512 or 4096, in pools written before, pad each block to whole blocks). */
+#define CTRLR_POOL_REGION_BS BDEV_PACKED_BLOCK_SIZE
 
 /* A namespace of a pool; index nsid - 1 in the pool. */
 struct ctrlr_pool_ns {
 	uint32_t nsid; /* 0: free slot */
 	uint64_t start, len; /* extent, bytes */
-	uint64_t nsze;	     /* blocks */
-	uint32_t block_size;
+	uint64_t nsze;	     /* region blocks */
+	uint32_t block_size; /* the region's: CTRLR_POOL_REGION_BS, or 512 / 4096 (padded) */
 	uint8_t flbas, dps, nmic;
 	bool attached;
 	bool has_uuid;
@@ -101,10 +105,11 @@ void ctrlr_pool_unbind(struct ctrlr *ctrlr);
 bool ctrlr_pool_format_changed(struct ctrlr *ctrlr, const struct ctrlr_ns *ns);
 void ctrlr_admin_ns_mgmt(struct ctrlr_req *req);
 void ctrlr_admin_ns_attach(struct ctrlr_req *req);
-/* Identify Controller's capacity fields (TNVMCAP, UNVMCAP) and CNS 10h-13h. */void ctrlr_admin_ns_mgmt(struct ctrlr_req *req);
-void ctrlr_admin_ns_attach(struct ctrlr_req *req);
 /* Identify Controller's capacity fields (TNVMCAP, UNVMCAP) and CNS 10h-13h. */
 void ctrlr_nsm_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id);
+/* NVMCAP of namespace nsid (Identify Namespace): the bytes of the pool allocated to it when it
+ * is a namespace of ctrlr's pool (true), else false. */
+bool ctrlr_nsm_ns_nvmcap(struct ctrlr *ctrlr, uint32_t nsid, uint64_t *bytes);
 /* CNS 10h: allocated NSIDs above `after`. */
 void ctrlr_nsm_allocated_list(struct ctrlr *ctrlr, uint32_t after, uint32_t *list);
 /* CNS 11h: a snapshot of an allocated namespace (attached or not) for Identify; false if the

@@ -25,22 +25,31 @@ static uint64_t ctrlr_zns_nlb(const struct ctrlr_req *req)
 static uint16_t ctrlr_zns_io_write(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
 {
 	uint64_t lba;
+	uint32_t gen;
 	uint16_t st;
 
 	if (!ctrlr_zns_of(req->ns))
 		return NVME_SC_SUCCESS;
-	st = ctrlr_zns_write_prep(ctrlr_zns_of(req->ns), slba, nlb, false, &lba);
+	st = ctrlr_zns_write_prep(ctrlr_zns_of(req->ns), slba, nlb, false, &lba, &gen);
 	if (st) {
 		req->error_lba = slba;
 		req->error_loc = offsetof(struct nvme_sqe, cdw10);
+		return st;
 	}
-	return st;
+	ctrlr_zns_hold(req, lba, nlb, gen);
+	return NVME_SC_SUCCESS;
 }
 
-static void ctrlr_zns_io_write_failed(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
+/* Flush: the data, then the zone state (zone_sync.c); without a state file, a plain flush. */
+static bool ctrlr_zns_io_flush(struct ctrlr_req *req,
+			       void (*cont)(struct ctrlr_req *req, uint16_t st))
 {
-	if (ctrlr_zns_of(req->ns))
-		ctrlr_zns_write_undo(ctrlr_zns_of(req->ns), slba, nlb);
+	struct ctrlr_zns *zns = ctrlr_zns_of(req->ns);
+
+	if (!zns || !zns->file)
+		return false;
+	ctrlr_zns_sync(req, cont);
+	return true;
 }
 
 static uint16_t ctrlr_zns_io_read(struct ctrlr_req *req, uint64_t slba, uint64_t nlb)
@@ -66,7 +75,7 @@ static uint16_t ctrlr_zns_io_read_done(struct ctrlr_ns *ns, uint64_t slba, uint6
 /* What the NVM commands do differently on a zoned namespace (nvm.h). */
 static const struct ctrlr_nvm_zoned_ops ctrlr_zns_nvm_ops = {
     .write = ctrlr_zns_io_write,
-    .write_failed = ctrlr_zns_io_write_failed,
+    .flush = ctrlr_zns_io_flush,
     .read = ctrlr_zns_io_read,
     .read_done = ctrlr_zns_io_read_done,
 };
@@ -74,6 +83,20 @@ static const struct ctrlr_nvm_zoned_ops ctrlr_zns_nvm_ops = {
 /* ---- Zone Management Send ---- */
 
 /* Set Zone Descriptor Extension (ZSA 10h): ZDES x 64 bytes from the host to one Empty zone. */
+static void ctrlr_zns_sync_done(struct ctrlr_req *req, uint16_t st)
+{
+	ctrlr_req_complete(req, st);
+}
+
+/* A zone management change took effect (its writes released): it completes once durable. */
+static void ctrlr_zns_changed_complete(struct ctrlr_req *req, struct ctrlr_req *ready)
+{
+	ctrlr_zns_release(ready);
+	if (ctrlr_zns_of(req->ns)->file)
+		return ctrlr_zns_sync(req, ctrlr_zns_sync_done);
+	ctrlr_req_complete(req, NVME_SC_SUCCESS);
+}
+
 static void ctrlr_zns_set_zde_cmd(struct ctrlr_req *req, uint64_t slba, bool all)
 {
 	struct ctrlr_zns *zns = ctrlr_zns_of(req->ns);
@@ -94,9 +117,11 @@ static void ctrlr_zns_set_zde_cmd(struct ctrlr_req *req, uint64_t slba, bool all
 	free(data);
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw10));
-	if (st)
+	if (st) {
 		req->error_lba = slba;
-	ctrlr_req_complete(req, st);
+		return ctrlr_req_complete(req, st);
+	}
+	ctrlr_zns_changed_complete(req, NULL);
 }
 
 static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
@@ -105,6 +130,7 @@ static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 	uint64_t slba = ctrlr_sqe_slba(sqe);
 	bool all = sqe->cdw13 & NVME_ZMS_SELECT_ALL;
 	uint8_t zsa = sqe->cdw13 & 0xff;
+	struct ctrlr_req *ready;
 	uint16_t st;
 
 	/* With Select All the SLBA is ignored (3.4.3); else it must be a zone's first LBA. */
@@ -114,7 +140,9 @@ static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 	}
 	if (zsa == NVME_ZSA_SET_ZDE)
 		return ctrlr_zns_set_zde_cmd(req, slba, all);
-	st = ctrlr_zns_send(ctrlr_zns_of(req->ns), slba, zsa, all);
+	st = ctrlr_zns_send(ctrlr_zns_of(req->ns), slba, zsa, all, &ready);
+	/* Select All may fail half way: what changed is released and recorded either way. */
+	ctrlr_zns_release(ready);
 	if (st == NVME_SC_INVALID_FIELD)
 		return ctrlr_req_complete_err(req, st,
 					      zsa == NVME_ZSA_CLOSE || zsa == NVME_ZSA_FINISH ||
@@ -122,9 +150,11 @@ static void ctrlr_zns_mgmt_send(struct ctrlr_req *req)
 						      zsa == NVME_ZSA_OFFLINE
 						  ? offsetof(struct nvme_sqe, cdw10)
 						  : offsetof(struct nvme_sqe, cdw13));
-	if (st)
+	if (st) {
 		req->error_lba = slba;
-	ctrlr_req_complete(req, st);
+		return ctrlr_req_complete(req, st);
+	}
+	ctrlr_zns_changed_complete(req, NULL);
 }
 
 /* ---- Zone Management Receive ---- */
@@ -178,7 +208,6 @@ static void ctrlr_zns_append_done(struct ctrlr_req *req, int status)
 	if (!st && ctrlr_uncor_clear(ctrlr_nvm_ns(req->ns)->uncor, lba, nlb))
 		st = NVME_SC_INTERNAL;
 	if (st) {
-		ctrlr_zns_write_undo(ctrlr_zns_of(req->ns), lba, nlb);
 		req->error_lba = lba;
 		return ctrlr_req_complete(req, st);
 	}
@@ -195,6 +224,7 @@ static void ctrlr_zns_append(struct ctrlr_req *req)
 	const struct nvme_sqe *sqe = &req->sqe;
 	uint64_t zslba = ctrlr_sqe_slba(sqe), nlb = ctrlr_zns_nlb(req), lba;
 	struct bdev_io *bio = req->bio;
+	uint32_t gen;
 	uint16_t st;
 
 	st = ctrlr_io_check_range(req, zslba, nlb);
@@ -205,11 +235,13 @@ static void ctrlr_zns_append(struct ctrlr_req *req)
 	st = ctrlr_req_map_data(req, nlb * req->ns->block_size, CTRLR_DMA_READ);
 	if (st)
 		return ctrlr_req_complete(req, st);
-	st = ctrlr_zns_write_prep(ctrlr_zns_of(req->ns), zslba, nlb, true, &lba);
+	st = ctrlr_zns_write_prep(ctrlr_zns_of(req->ns), zslba, nlb, true, &lba, &gen);
 	if (st) {
 		req->error_lba = zslba;
 		return ctrlr_req_complete_err(req, st, offsetof(struct nvme_sqe, cdw10));
 	}
+	/* From here on the completion, whatever its status, ends the reservation. */
+	ctrlr_zns_hold(req, lba, nlb, gen);
 	bio->type = BDEV_IO_WRITE;
 	bio->flags = (sqe->cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
 	bio->offset_blocks = lba;
@@ -217,10 +249,8 @@ static void ctrlr_zns_append(struct ctrlr_req *req)
 	bio->iov = req->iov;
 	bio->iovcnt = req->iovcnt;
 	st = ctrlr_req_submit_bio(req, ctrlr_zns_append_done);
-	if (st) {
-		ctrlr_zns_write_undo(ctrlr_zns_of(req->ns), lba, nlb);
+	if (st)
 		ctrlr_req_complete(req, st);
-	}
 }
 
 /* ---- Identify ---- */
@@ -336,6 +366,7 @@ static bool ctrlr_zns_changed_pending(const struct ctrlr_ns *ns)
 
 int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, bool offline)
 {
+	struct ctrlr_req *ready;
 	struct ctrlr_ns *ns;
 	bool changed;
 	int rc;
@@ -345,7 +376,8 @@ int ctrlr_zone_set_state(struct ctrlr *ctrlr, uint32_t nsid, uint64_t zslba, boo
 	ns = ctrlr->ns[nsid - 1];
 	if (!ctrlr_zns_of(ns))
 		return -ENOTSUP;
-	rc = ctrlr_zns_fail_zone(ctrlr_zns_of(ns), zslba, offline, &changed);
+	rc = ctrlr_zns_fail_zone(ctrlr_zns_of(ns), zslba, offline, &changed, &ready);
+	ctrlr_zns_release(ready);
 	if (rc || !changed)
 		return rc;
 	LOG_INFO(CTRLR_LOG, "%s ns %u: zone at LBA %llu is now %s", ctrlr->serial, nsid,
@@ -481,11 +513,15 @@ static void ctrlr_zns_ns_free(struct ctrlr_ns *ns)
  * Offline zones stay). */
 static void ctrlr_zns_ns_erased(struct ctrlr_ns *ns)
 {
-	if (ctrlr_zns_of(ns))
-		ctrlr_zns_send(ctrlr_zns_of(ns), 0, NVME_ZSA_RESET, true);
+	struct ctrlr_req *ready;
+
+	if (!ctrlr_zns_of(ns))
+		return;
+	ctrlr_zns_send(ctrlr_zns_of(ns), 0, NVME_ZSA_RESET, true, &ready);
+	ctrlr_zns_release(ready);
 }
 
-/* The zone table goes with the shared namespace (saved to its state file if it changed). */
+/* The zone table goes with the shared namespace (its state file holds it already). */
 static void ctrlr_zns_shared_fini(struct ctrlr_ns_shared *s)
 {
 	ctrlr_zns_destroy(s->mod[CTRLR_MOD_ZNS]);

@@ -1,8 +1,9 @@
 /* controller/zns.c - Zoned Namespaces (NVMe ZNS Command Set 1.1, CSI 2h): zone states, write
  * pointers and the open/active resource limits (section 2.1.1), Zone Management Send and Receive
  * (3.4.3, 3.4.2) with the zone descriptor extensions, Zone Append (3.4.1), the write pointer rules of Write / Write Zeroes / Copy /
- * Write Uncorrectable and the read rules, ZNS Identify data (4.1). The zones live in memory: a
- * namespace starts with every zone Empty when it is attached. */
+ * Write Uncorrectable and the read rules, ZNS Identify data (4.1); the order in which writes end
+ * (wp_done, held writes). The zones live in memory, recorded in the state file when the zoned
+ * bdev has one (state_file.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out)
 {
 	struct ctrlr_zns *zns;
 	unsigned int shift = 0;
+	int rc;
 
 	if (!geom->zone_size || (geom->zone_size & (geom->zone_size - 1)) || !geom->zone_capacity ||
 	    geom->zone_capacity > geom->zone_size || !geom->num_zones ||
@@ -27,15 +29,7 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out)
 	if (!zns)
 		return -ENOMEM;
 	zns->zdes_bytes = geom->zone_desc_ext_size;
-	if (zns->zdes_bytes) {
-		zns->zde = calloc(geom->num_zones, zns->zdes_bytes);
-		if (!zns->zde) {
-			free(zns);
-			return -ENOMEM;
-		}
-	}
 	if (pthread_mutex_init(&zns->lock, NULL)) {
-		free(zns->zde);
 		free(zns);
 		return -ENOMEM;
 	}
@@ -47,21 +41,19 @@ int ctrlr_zns_create(const struct bdev_zone_geom *geom, struct ctrlr_zns **out)
 	zns->max_active = geom->max_active_zones;
 	zns->optimal_open = geom->optimal_open_zones;
 	for (uint32_t i = 0; i < zns->nr_zones; i++) {
-		zns->zones[i].wp = (uint64_t)i << shift;
+		zns->zones[i].wp = zns->zones[i].wp_done = (uint64_t)i << shift;
 		zns->zones[i].state = NVME_ZS_EMPTY;
 	}
-	if (geom->state_file) {
-		int rc = -ENOMEM;
-
-		zns->state_file = strdup(geom->state_file);
-		if (zns->state_file)
-			rc = ctrlr_zns_state_load(zns, zns->state_file);
-		if (rc) {
-			free(zns->state_file);
-			zns->state_file = NULL; /* nothing to save over the file kept for later */
-			ctrlr_zns_destroy(zns);
-			return rc;
-		}
+	/* The extensions live in the state file's map when there is one. */
+	rc = geom->state_file ? ctrlr_zns_file_open(zns, geom->state_file, geom->data_file) : 0;
+	if (!rc && !zns->file && zns->zdes_bytes) {
+		zns->zde = calloc(geom->num_zones, zns->zdes_bytes);
+		if (!zns->zde)
+			rc = -ENOMEM;
+	}
+	if (rc) {
+		ctrlr_zns_destroy(zns);
+		return rc;
 	}
 	*out = zns;
 	return 0;
@@ -71,16 +63,11 @@ void ctrlr_zns_destroy(struct ctrlr_zns *zns)
 {
 	if (!zns)
 		return;
-	if (zns->state_file && zns->dirty) {
-		int rc = ctrlr_zns_state_save(zns, zns->state_file);
-
-		if (rc)
-			LOG_ERR(CTRLR_LOG, "zone state file %s: not saved: %s", zns->state_file,
-				strerror(-rc));
-	}
-	free(zns->state_file);
+	if (zns->file)
+		ctrlr_zns_file_close(zns);
+	else
+		free(zns->zde);
 	pthread_mutex_destroy(&zns->lock);
-	free(zns->zde);
 	free(zns);
 }
 
@@ -109,7 +96,7 @@ static void ctrlr_zns_set(struct ctrlr_zns *zns, uint32_t zi, uint8_t to)
 	zns->nr_open += ctrlr_zns_is_open(to);
 	zns->nr_active += ctrlr_zns_is_active(to);
 	z->state = to;
-	zns->dirty = true;
+	ctrlr_zns_file_record(zns, zi);
 }
 
 /*
@@ -136,7 +123,7 @@ static uint16_t ctrlr_zns_open_res(struct ctrlr_zns *zns, uint32_t zi)
 }
 
 uint16_t ctrlr_zns_write_prep(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb, bool append,
-			      uint64_t *lba)
+			      uint64_t *lba, uint32_t *gen)
 {
 	uint32_t zi = (uint32_t)(slba >> zns->zshift);
 	uint64_t zslba = ctrlr_zns_zslba(zns, zi), at;
@@ -179,29 +166,78 @@ uint16_t ctrlr_zns_write_prep(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb
 		ctrlr_zns_set(zns, zi, NVME_ZS_IMP_OPEN);
 	}
 	z->wp = at + nlb;
-	zns->dirty = true;
-	if (z->wp == zslba + zns->zcap)
+	if (z->wp == zslba + zns->zcap) {
+		z->finished = false;
 		ctrlr_zns_set(zns, zi, NVME_ZS_FULL);
+	}
 	*lba = at;
+	*gen = z->gen;
 out:
 	pthread_mutex_unlock(&zns->lock);
 	return st;
 }
 
-void ctrlr_zns_write_undo(struct ctrlr_zns *zns, uint64_t lba, uint64_t nlb)
+/* Zone zi drops its data (Reset, Offline): writes reserved before end as nothing of the zone's,
+ * and those held in it are released into *ready. Lock held. */
+static void ctrlr_zns_drop(struct ctrlr_zns *zns, uint32_t zi, struct ctrlr_req **ready)
+{
+	struct ctrlr_zone *z = &zns->zones[zi];
+
+	z->gen++;
+	while (z->held) {
+		struct ctrlr_req *r = z->held;
+
+		z->held = r->hold.next;
+		r->hold.next = *ready;
+		*ready = r;
+	}
+}
+
+bool ctrlr_zns_write_end(struct ctrlr_zns *zns, struct ctrlr_req *req, uint64_t lba, uint64_t nlb,
+			 uint32_t gen, bool ok, struct ctrlr_req **ready)
 {
 	uint32_t zi = (uint32_t)(lba >> zns->zshift);
+	struct ctrlr_req **pp;
 	struct ctrlr_zone *z;
+	bool done = true;
 
+	*ready = NULL;
 	if (zi >= zns->nr_zones)
-		return;
+		return true;
 	pthread_mutex_lock(&zns->lock);
 	z = &zns->zones[zi];
-	/* Only the last write of the zone can be taken back; a Full zone is left Full (the host
+	if (z->gen != gen)
+		goto out; /* the zone was reset (or went offline) since: nothing to record */
+	/* The last write reserved failed: the range goes back (a Full zone stays Full: the host
 	 * learns the write pointer from a report, as after a failed write on any zoned drive). */
-	if (z->wp == lba + nlb && ctrlr_zns_is_open(z->state))
+	if (!ok && z->wp == lba + nlb && ctrlr_zns_is_open(z->state)) {
 		z->wp = lba;
+		goto out;
+	}
+	if (lba != z->wp_done) {
+		/* A write below still runs: this one waits for it, in LBA order. */
+		for (pp = &z->held; *pp && (*pp)->hold.lba < lba; pp = &(*pp)->hold.next)
+			;
+		req->hold.lba = lba;
+		req->hold.nlb = nlb;
+		req->hold.next = *pp;
+		*pp = req;
+		done = false;
+		goto out;
+	}
+	z->wp_done = lba + nlb;
+	while (z->held && z->held->hold.lba == z->wp_done) {
+		struct ctrlr_req *r = z->held;
+
+		z->held = r->hold.next;
+		z->wp_done += r->hold.nlb;
+		r->hold.next = *ready;
+		*ready = r;
+	}
+	ctrlr_zns_file_record(zns, zi);
+out:
 	pthread_mutex_unlock(&zns->lock);
+	return done;
 }
 
 uint16_t ctrlr_zns_read_check(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
@@ -268,7 +304,8 @@ uint16_t ctrlr_zns_read_fixup(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb
 }
 
 /* One zone's action (Select All clear). Lock held. */
-static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t zsa)
+static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t zsa,
+				   struct ctrlr_req **ready)
 {
 	struct ctrlr_zone *z = &zns->zones[zi];
 	uint8_t s = z->state;
@@ -276,8 +313,10 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 
 	switch (zsa) {
 	case NVME_ZSA_CLOSE:
-		if (ctrlr_zns_is_open(s))
+		if (ctrlr_zns_is_open(s)) {
+			z->explicit = true;
 			ctrlr_zns_set(zns, zi, NVME_ZS_CLOSED);
+		}
 		else if (s != NVME_ZS_CLOSED)
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		return NVME_SC_SUCCESS;
@@ -292,6 +331,7 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		}
 		/* The write pointer keeps marking the data written: the rest reads as zeroes. */
+		z->finished = true;
 		ctrlr_zns_set(zns, zi, NVME_ZS_FULL);
 		return NVME_SC_SUCCESS;
 	case NVME_ZSA_OPEN:
@@ -304,22 +344,27 @@ static uint16_t ctrlr_zns_send_one(struct ctrlr_zns *zns, uint32_t zi, uint8_t z
 		} else if (s != NVME_ZS_IMP_OPEN) {
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		}
+		z->explicit = true;
 		ctrlr_zns_set(zns, zi, NVME_ZS_EXP_OPEN);
 		return NVME_SC_SUCCESS;
 	case NVME_ZSA_RESET:
 		if (s == NVME_ZS_READ_ONLY || s == NVME_ZS_OFFLINE)
 			return NVME_SC_ZONE_INVALID_TRANSITION;
-		ctrlr_zns_set(zns, zi, NVME_ZS_EMPTY);
-		z->wp = ctrlr_zns_zslba(zns, zi);
+		ctrlr_zns_drop(zns, zi, ready);
+		z->wp = z->wp_done = ctrlr_zns_zslba(zns, zi);
+		z->finished = false;
+		z->explicit = false;
 		/* An Empty zone has no zone descriptor extension. */
 		if (z->za & NVME_ZA_ZDEV)
 			memset(zns->zde + (size_t)zi * zns->zdes_bytes, 0, zns->zdes_bytes);
 		z->za &= (uint8_t)~NVME_ZA_ZDEV;
+		ctrlr_zns_set(zns, zi, NVME_ZS_EMPTY);
 		return NVME_SC_SUCCESS;
 	case NVME_ZSA_OFFLINE:
-		if (s == NVME_ZS_READ_ONLY)
+		if (s == NVME_ZS_READ_ONLY) {
+			ctrlr_zns_drop(zns, zi, ready);
 			ctrlr_zns_set(zns, zi, NVME_ZS_OFFLINE);
-		else if (s != NVME_ZS_OFFLINE)
+		} else if (s != NVME_ZS_OFFLINE)
 			return NVME_SC_ZONE_INVALID_TRANSITION;
 		return NVME_SC_SUCCESS;
 	default:
@@ -348,10 +393,16 @@ static bool ctrlr_zns_all_selects(uint8_t zsa, uint8_t s)
 	}
 }
 
-uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool all)
+uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool all,
+			struct ctrlr_req **ready)
 {
 	uint32_t zi = (uint32_t)(slba >> zns->zshift);
+	struct ctrlr_req *none = NULL;
 	uint16_t st = NVME_SC_SUCCESS;
+
+	if (!ready)
+		ready = &none;
+	*ready = NULL;
 
 	if (zsa != NVME_ZSA_CLOSE && zsa != NVME_ZSA_FINISH && zsa != NVME_ZSA_OPEN &&
 	    zsa != NVME_ZSA_RESET && zsa != NVME_ZSA_OFFLINE)
@@ -364,7 +415,7 @@ uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool 
 	}
 	pthread_mutex_lock(&zns->lock);
 	if (!all) {
-		st = ctrlr_zns_send_one(zns, zi, zsa);
+		st = ctrlr_zns_send_one(zns, zi, zsa, ready);
 	} else {
 		if (zsa == NVME_ZSA_OPEN && zns->max_open) {
 			/* All of them or none: the closed zones must fit in the open limit. */
@@ -377,7 +428,7 @@ uint16_t ctrlr_zns_send(struct ctrlr_zns *zns, uint64_t slba, uint8_t zsa, bool 
 		}
 		for (uint32_t i = 0; !st && i < zns->nr_zones; i++)
 			if (ctrlr_zns_all_selects(zsa, zns->zones[i].state))
-				st = ctrlr_zns_send_one(zns, i, zsa);
+				st = ctrlr_zns_send_one(zns, i, zsa, ready);
 	}
 	pthread_mutex_unlock(&zns->lock);
 	return st;
@@ -463,19 +514,21 @@ uint16_t ctrlr_zns_set_zde(struct ctrlr_zns *zns, uint64_t slba, const void *dat
 	} else {
 		memcpy(zns->zde + (size_t)zi * zns->zdes_bytes, data, zns->zdes_bytes);
 		zns->zones[zi].za |= NVME_ZA_ZDEV;
-		ctrlr_zns_set(zns, zi, NVME_ZS_CLOSED);
+		ctrlr_zns_set(zns, zi, NVME_ZS_CLOSED); /* records the attribute too */
 	}
 	pthread_mutex_unlock(&zns->lock);
 	return st;
 }
 
-int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool *changed)
+int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool *changed,
+			struct ctrlr_req **ready)
 {
 	uint32_t zi = (uint32_t)(slba >> zns->zshift);
 	uint8_t to = offline ? NVME_ZS_OFFLINE : NVME_ZS_READ_ONLY;
 	int rc = 0;
 
 	*changed = false;
+	*ready = NULL;
 	if (zi >= zns->nr_zones || slba != ctrlr_zns_zslba(zns, zi))
 		return -EINVAL;
 	pthread_mutex_lock(&zns->lock);
@@ -483,6 +536,8 @@ int ctrlr_zns_fail_zone(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool
 	if (!offline && zns->zones[zi].state == NVME_ZS_OFFLINE) {
 		rc = -EINVAL;
 	} else if (zns->zones[zi].state != to) {
+		if (offline)
+			ctrlr_zns_drop(zns, zi, ready);
 		ctrlr_zns_set(zns, zi, to);
 		*changed = true;
 	}

@@ -23,6 +23,9 @@ GUEST_TESTS += tests/guest/test-zns.sh
 GUEST_TESTS += tests/guest/test-sample-device.sh
 # SIGKILL of the daemon while the guest writes: every flushed write is in the file.
 GUEST_TESTS += tests/guest/test-kill-during-io.sh
+# f2fs on a zoned namespace (mkfs.f2fs -m -c), SIGKILL of the daemon while it writes, restart,
+# a second boot: fsck.f2fs clean, every synced file whole.
+GUEST_TESTS += tests/guest/test-zoned-fs.sh
 # The same compliance job on a function made with SPDK's own rpc.py (VFIOUSER listener).
 GUEST_TESTS += tests/guest/test-spdk-rpc.sh
 # Reservations with nvme-cli, and Persist Through Power Loss across a daemon restart.
@@ -44,3 +47,14 @@ GUEST_TESTS += tests/guest/test-pi.sh
 # The Debian package installed by apt into an mmdebstrap root booted with systemd (nspawn): the
 # nvme-emu@ unit's readiness, sandbox, journal, reload under a guest's I/O, clean stop and watchdog.
 GUEST_TESTS += tests/guest/test-systemd-unit.sh
+# The Linux nvme driver's module parameters that change what it sends (poll queues, a shallow
+# io_queue_depth, SGLs for every request, max_host_mem_size_mb without an HMB offered).
+GUEST_TESTS += tests/guest/test-nvme-params.sh
+# nvme-cli's own tests/e2e (tests/guest/test-nvme-cli-e2e.sh, about 20 minutes) runs in `make
+# soak`, against nvme-emu and QEMU's NVMe: see the Makefile.
+# One RBD image exported by two daemons with shared_reservations (the state in RADOS): one guest
+# with a function of each, nvme-cli's reservations across them, a daemon killed and restarted.
+GUEST_TESTS += tests/guest/test-shared-resv.sh
+# The same across two network namespaces ("hosts"), each with its own daemon and its own guest:
+# Preempt and Abort during fio, SIGKILL of one daemon mid-fio, a resize seen by both.
+GUEST_TESTS += tests/guest/test-shared-resv-netns.sh

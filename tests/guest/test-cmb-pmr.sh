@@ -4,6 +4,8 @@
 # subsystem made with cmb_size_mib 16 and a 4 MiB pmr_file. The guest enables the PMR, writes a
 # marker through its own mapping of BAR4, disables it and waits for PMRSTS.NRDY; then the daemon
 # is killed with SIGKILL (no clean stop, no last flush) and the marker must be in the PMR file.
+# The same guest checks the endurance group with nvme-cli (list-endgrp, endurance-log), then
+# unbinds the driver and runs I/O with its SQs, CQs, PRPs and data in the CMB from user space.
 # The guest kernel boots with iomem=relaxed: Debian's IO_STRICT_DEVMEM refuses mappings of BARs
 # a driver holds (nvme-cli's show-regs and set-reg map BAR0 the same way).
 set -uo pipefail

@@ -53,9 +53,10 @@ import json, sys
 ns = {n["nsid"]: n for n in json.load(sys.stdin)[0]["namespaces"]}
 assert sorted(ns) == [2, 3, 4] and ns[2]["attached"] and not ns[3]["attached"], ns
 assert ns[4]["attached"] and ns[4]["flbas"] == 6 and ns[2]["flbas"] == 0, ns
-# num_blocks: the 512-byte blocks of the pool each takes (4 MiB for nsid 4).
-assert ns[2]["num_blocks"] == 65536 and ns[3]["num_blocks"] == 8192, ns
-assert ns[4]["num_blocks"] == 8192, ns
+# num_blocks: the 8-byte blocks of its packed region (32 MiB, 4 MiB, 4 MiB of 4 KiB blocks).
+assert all(n["block_size"] == 8 for n in ns.values()), ns
+assert ns[2]["num_blocks"] == 32 << 17 and ns[3]["num_blocks"] == 4 << 17, ns
+assert ns[4]["num_blocks"] == 4 << 17, ns
 ' <<< "$pool_json"
 	a=$(aer_sent)
 	host_step "Namespace Attribute Changed AEN sent on attach ($a AERs completed)" test "${a:-0}" -ge 1

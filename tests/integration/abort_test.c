@@ -276,6 +276,38 @@ static int pa_resv(struct nvme_host *h, uint8_t *buf, uint64_t iova, uint8_t opc
 	return st < 0 ? st : st & ST_MASK;
 }
 
+/* Host B: a second controller of the subsystem (its own listener) attached, enabled, with an I/O
+ * queue pair; host identifiers 0xaaaa (x) and 0xbbbb (B), keys 0xa and 0xb registered, and A
+ * holding Write Exclusive - Registrants Only. b is detached by the caller either way. */
+static bool pa_second_host(struct ab *x, struct nvme_itest *b, uint8_t **bbuf, uint64_t *biova)
+{
+	char bsock[128];
+
+	memset(b, 0, sizeof(*b));
+	snprintf(bsock, sizeof(bsock), "%.64s/abort-b.sock", x->t.dir);
+	{
+		const char *m[] = { "nvmf_subsystem_add_listener", "--nqn", AB_NQN,
+				    "--listen_address.trtype", "PCIE_EMU", "--listen_address.traddr",
+				    bsock, NULL };
+
+		if (!CHECK(ab_rpc(x, m) == 0))
+			return false;
+	}
+	snprintf(b->sock, sizeof(b->sock), "%s", bsock);
+	if (!CHECK(nvme_itest_attach(b, 2) == 0) || !CHECK(nvme_host_enable(&b->h, 32) == 0) ||
+	    !CHECK(nvme_host_create_io_queues(&b->h, 1, 32, true, 1) == 0))
+		return false;
+	*biova = nvme_host_alloc(&b->h, 4096, (void **)bbuf);
+	return CHECK(pa_hostid(&x->t.h, x->buf, x->buf_iova, 0xaaaa) == 0) &&
+	       CHECK(pa_hostid(&b->h, *bbuf, *biova, 0xbbbb) == 0) &&
+	       CHECK(pa_resv(&x->t.h, x->buf, x->buf_iova, NVME_CMD_RESV_REGISTER,
+			     NVME_RREGA_REGISTER, 0, 0xa) == 0) &&
+	       CHECK(pa_resv(&b->h, *bbuf, *biova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0,
+			     0xb) == 0) &&
+	       CHECK(pa_resv(&x->t.h, x->buf, x->buf_iova, NVME_CMD_RESV_ACQUIRE,
+			     NVME_RESV_WE_REG_ONLY << 8, 0xa, 0) == 0);
+}
+
 /* Host B's read held in the bdev when host A (the other controller) preempts B's registration
  * with Preempt and Abort ends with Command Aborted due to Preempt and Abort (1Bh) once the bdev
  * lets it go; B's writes then conflict; a read of A held the same way is not touched. */
@@ -286,7 +318,6 @@ static void test_preempt_abort_two_ctrls(const char *build)
 					      "--num", "2", NULL };
 	static const char *const resume[] = { "bdev_error_resume_pending", "--name", "EE_AB0",
 					      NULL };
-	char bsock[128];
 	struct nvme_itest b;
 	struct ab x;
 	uint8_t *bbuf;
@@ -296,29 +327,9 @@ static void test_preempt_abort_two_ctrls(const char *build)
 	g_build = build;
 	if (!ab_start(&x))
 		return;
-	memset(&b, 0, sizeof(b));
 	memset(got, 0xff, sizeof(got));
-	snprintf(bsock, sizeof(bsock), "%.64s/abort-b.sock", x.t.dir);
-	{
-		const char *m[] = { "nvmf_subsystem_add_listener", "--nqn", AB_NQN,
-				    "--listen_address.trtype", "PCIE_EMU", "--listen_address.traddr",
-				    bsock, NULL };
-
-		if (!CHECK(ab_rpc(&x, m) == 0))
-			goto out;
-	}
-	snprintf(b.sock, sizeof(b.sock), "%s", bsock);
-	if (!CHECK(nvme_itest_attach(&b, 2) == 0) || !CHECK(nvme_host_enable(&b.h, 32) == 0) ||
-	    !CHECK(nvme_host_create_io_queues(&b.h, 1, 32, true, 1) == 0))
+	if (!pa_second_host(&x, &b, &bbuf, &biova))
 		goto out;
-	biova = nvme_host_alloc(&b.h, 4096, (void **)&bbuf);
-	CHECK(pa_hostid(&x.t.h, x.buf, x.buf_iova, 0xaaaa) == 0);
-	CHECK(pa_hostid(&b.h, bbuf, biova, 0xbbbb) == 0);
-	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0,
-		      0xa) == 0);
-	CHECK(pa_resv(&b.h, bbuf, biova, NVME_CMD_RESV_REGISTER, NVME_RREGA_REGISTER, 0, 0xb) == 0);
-	CHECK(pa_resv(&x.t.h, x.buf, x.buf_iova, NVME_CMD_RESV_ACQUIRE,
-		      NVME_RESV_WE_REG_ONLY << 8, 0xa, 0) == 0);
 	CHECK(ab_rpc(&x, inject) == 0);
 	{
 		struct nvme_sqe sqe;
@@ -356,6 +367,89 @@ out:
 	ab_stop(&x);
 }
 
+/* Host B's write held in the bdev (it may still land) when host A preempts B with Preempt and
+ * Abort: A's Acquire does not complete while that write runs, so no write of B can land after A
+ * was told it won; once the bdev lets it go the write ends with Command Aborted due to Preempt
+ * and Abort and the Acquire completes. A read of B held the same way does not hold the Acquire
+ * (preempt_abort_two_ctrls). */
+static void test_preempt_abort_waits_writes(const char *build)
+{
+	static const char *const inject[] = { "bdev_error_inject_error", "--name", "EE_AB0",
+					      "--io_type", "write", "--error_type", "pending",
+					      "--num", "1", NULL };
+	static const char *const resume[] = { "bdev_error_resume_pending", "--name", "EE_AB0",
+					      NULL };
+	struct nvme_itest b;
+	struct ab x;
+	uint8_t *bbuf;
+	uint64_t biova;
+	int wb = -1, acq = -1, sb = -1, sacq = -1;
+
+	g_build = build;
+	if (!ab_start(&x))
+		return;
+	/* Write Exclusive - Registrants Only: B, a registrant, may write until it is preempted. */
+	if (!pa_second_host(&x, &b, &bbuf, &biova))
+		goto out;
+	CHECK(ab_rpc(&x, inject) == 0);
+	{
+		struct nvme_sqe sqe;
+
+		memset(bbuf + 2048, 0xbb, 512);
+		nvme_host_rw_sqe(&sqe, NVME_CMD_WRITE, 1, 9, 1);
+		sqe.dptr.prp.prp1 = biova + 2048;
+		wb = nvme_host_submit(&b.h, 1, &sqe, false);
+	}
+	CHECK(wb >= 0);
+	usleep(100000); /* the write reaches the bdev (held there) */
+	{
+		struct nvme_sqe sqe = { 0 };
+		uint64_t k[2] = { 0xa, 0xb };
+
+		memcpy(x.buf, k, 16);
+		sqe.cdw0.bits.opc = NVME_CMD_RESV_ACQUIRE;
+		sqe.nsid = 1;
+		sqe.cdw10 = NVME_RACQA_PREEMPT_ABORT | NVME_RESV_WE_REG_ONLY << 8;
+		sqe.dptr.prp.prp1 = x.buf_iova;
+		acq = nvme_host_submit(&x.t.h, 1, &sqe, false);
+	}
+	CHECK(acq >= 0);
+	/* The held write keeps the Acquire waiting, however long. */
+	{
+		uint64_t deadline = now_us() + 500000;
+		struct nvme_cqe cqe;
+
+		while (now_us() < deadline) {
+			if (nvme_host_reap(&x.t.h, 1, &cqe) == 1 && cqe.cid == acq) {
+				sacq = (cqe.status >> 1) & ST_MASK;
+				break;
+			}
+			usleep(1000);
+		}
+		CHECK(sacq == -1);
+	}
+	CHECK(ab_rpc(&x, resume) == 0);
+	{
+		uint64_t deadline = now_us() + 5000000;
+		struct nvme_cqe cqe;
+
+		while ((sb < 0 || sacq < 0) && now_us() < deadline) {
+			if (sb < 0 && nvme_host_reap(&b.h, 1, &cqe) == 1 && cqe.cid == wb)
+				sb = (cqe.status >> 1) & ST_MASK;
+			if (sacq < 0 && nvme_host_reap(&x.t.h, 1, &cqe) == 1 && cqe.cid == acq)
+				sacq = (cqe.status >> 1) & ST_MASK;
+			usleep(200);
+		}
+	}
+	CHECK(sb == NVME_SC_PREEMPT_ABORT);
+	CHECK(sacq == 0);
+	CHECK((nvme_host_rw(&b.h, 1, NVME_CMD_WRITE, 1, 9, 1, biova + 2048, 512) & ST_MASK) ==
+	      NVME_SC_RESV_CONFLICT);
+out:
+	nvme_itest_detach(&b);
+	ab_stop(&x);
+}
+
 static void ab_matrix(const char *build, const char *label, const char *const *args)
 {
 	unsigned int i = 0;
@@ -366,6 +460,7 @@ static void ab_matrix(const char *build, const char *label, const char *const *a
 	nvme_itest_mode_args[i] = NULL;
 	itest_run("abort_unfetched", test_abort_unfetched, build);
 	itest_run("preempt_abort_two_ctrls", test_preempt_abort_two_ctrls, build);
+	itest_run("preempt_abort_waits_writes", test_preempt_abort_waits_writes, build);
 }
 
 int main(int argc, char **argv)

@@ -162,22 +162,13 @@ static void test_copy_xns(const char *build)
 	cx_teardown(&c);
 }
 
+static void cx_tests(const char *build)
+{
+	itest_run("copy_xns", test_copy_xns, build);
+}
+
 int main(int argc, char **argv)
 {
-	const char *build = argc > 1 ? argv[1] : "build";
-	static const char *const modes[2][8] = {
-	    { "--doorbells", "trap", NULL },
-	    { "--doorbells", "mmap", "-m", "2", NULL },
-	};
-
-	for (int m = 0; m < 2; m++) {
-		unsigned int i = 0;
-
-		printf("== %s\n", m ? "mmap doorbells, 2 poll groups" : "trap doorbells");
-		for (; modes[m][i]; i++)
-			nvme_itest_mode_args[i] = modes[m][i];
-		nvme_itest_mode_args[i] = NULL;
-		itest_run("copy_xns", test_copy_xns, build);
-	}
+	nvme_itest_each_mode(argc > 1 ? argv[1] : "build", cx_tests);
 	return itest_summary();
 }

@@ -419,14 +419,19 @@ static void test_hostile_host(const char *build)
 	teardown(&t);
 }
 
-static void test_two_namespaces(const char *build)
+/* A RAM and a null namespace. The null one drops writes; its reads leave the host's buffer as it
+ * is, or with --read-zeroes fill it with zeroes, and only then does it offer deallocation (NSFEAT
+ * thin provisioning, DLFEAT "reads zeroes"). */
+static void two_namespaces(const char *build, bool read_zeroes)
 {
-	static const char *const args[] = { "--malloc", "16M", "--null", "8M", NULL };
+	static const char *const args[] = {"--malloc", "16M", "--null", "8M", NULL};
+	static const char *const args_rz[] = {"--malloc", "16M", "--null", "8M", "--read-zeroes",
+					      NULL};
 	struct nvme_itest t;
 	uint8_t id[4096], *buf;
 	uint64_t iova, nsze;
 
-	if (!CHECK(nvme_itest_start(&t, build, args) == 0))
+	if (!CHECK(nvme_itest_start(&t, build, read_zeroes ? args_rz : args) == 0))
 		return;
 	if (!CHECK(nvme_itest_attach(&t, 2) == 0)) {
 		nvme_itest_stop(&t, true);
@@ -438,6 +443,10 @@ static void test_two_namespaces(const char *build)
 	CHECK(nvme_host_identify(&t.h, 0, 2, id) == 0);
 	memcpy(&nsze, id, 8);
 	CHECK(nsze == (8u << 20) / 512);
+	CHECK((id[offsetof(struct nvme_id_ns, nsfeat)] & NVME_NSFEAT_THIN) ==
+	      (read_zeroes ? NVME_NSFEAT_THIN : 0));
+	CHECK(id[offsetof(struct nvme_id_ns, dlfeat)] ==
+	      (read_zeroes ? (NVME_DLFEAT_READ_ZEROES | NVME_DLFEAT_WZ_DEAC) : 0));
 	CHECK(nvme_host_create_io_queues(&t.h, 1, 32, true, 1) == 0);
 	iova = nvme_host_alloc(&t.h, 4096, (void **)&buf);
 	memset(buf, 0x5a, 4096);
@@ -447,9 +456,22 @@ static void test_two_namespaces(const char *build)
 	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 1, 8, 8, iova, 4096) == 0);
 	CHECK(buf[0] == 0x5a && buf[4095] == 0x5a);
 	memset(buf, 0xff, 4096);
-	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 2, 8, 8, iova, 4096) == 0); /* null: zeroes */
-	CHECK(buf[0] == 0 && buf[4095] == 0);
+	CHECK(nvme_host_rw(&t.h, 1, NVME_CMD_READ, 2, 8, 8, iova, 4096) == 0);
+	if (read_zeroes)
+		CHECK(buf[0] == 0 && buf[2048] == 0 && buf[4095] == 0);
+	else
+		CHECK(buf[0] == 0xff && buf[2048] == 0xff && buf[4095] == 0xff);
 	teardown(&t);
+}
+
+static void test_two_namespaces(const char *build)
+{
+	two_namespaces(build, false);
+}
+
+static void test_two_namespaces_read_zeroes(const char *build)
+{
+	two_namespaces(build, true);
 }
 
 /* A client that unmaps guest RAM under in-flight I/O: the daemon must stop
@@ -727,6 +749,7 @@ static void run_matrix(const char *build, const char *label, const char *const *
 	itest_run("reconnect", test_reconnect, build);
 	itest_run("hostile_host", test_hostile_host, build);
 	itest_run("two_namespaces", test_two_namespaces, build);
+	itest_run("two_namespaces_read_zeroes", test_two_namespaces_read_zeroes, build);
 	itest_run("unmap_under_io", test_unmap_under_io, build);
 	itest_run("command_register_gating", test_command_register_gating, build);
 	itest_run("enabled_at_attach", test_enabled_at_attach, build);

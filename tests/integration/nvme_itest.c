@@ -211,3 +211,21 @@ int nvme_itest_rpc(const char *build, const char *rpc_sock, const char *const *a
 		return -errno;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
+
+void nvme_itest_each_mode(const char *build, void (*tests)(const char *build))
+{
+	static const char *const modes[2][8] = {
+	    {"--doorbells", "trap", NULL},
+	    {"--doorbells", "mmap", "-m", "2", NULL},
+	};
+
+	for (int m = 0; m < 2; m++) {
+		unsigned int i = 0;
+
+		printf("== %s\n", m ? "mmap doorbells, 2 poll groups" : "trap doorbells");
+		for (; modes[m][i]; i++)
+			nvme_itest_mode_args[i] = modes[m][i];
+		nvme_itest_mode_args[i] = NULL;
+		tests(build);
+	}
+}

@@ -40,6 +40,10 @@ bool nvme_itest_alive(struct nvme_itest *t);
  * tail when `show_log`. */
 int nvme_itest_stop(struct nvme_itest *t, bool show_log);
 
+/* Calls tests(build) twice, with nvme_itest_mode_args set to trap doorbells, then to mmap
+ * doorbells and two poll groups (a "== ..." line before each). */
+void nvme_itest_each_mode(const char *build, void (*tests)(const char *build));
+
 /* Runs build/bin/nvme-emu-rpc -s rpc_sock args... (NULL-ended); its standard output goes to
  * out (cap bytes, NUL-terminated; NULL: discarded). 0 when it exits 0, -EIO otherwise. */
 int nvme_itest_rpc(const char *build, const char *rpc_sock, const char *const *args, char *out,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A throwaway single-node Ceph cluster for tests, from Debian's packages, all on 127.0.0.1: one
-# monitor and one OSD on memstore (RAM), no authentication, pool "rbd" initialised for RBD. No
-# systemd, nothing outside DIR; `stop` kills the daemons and removes DIR's contents.
+# A throwaway single-node Ceph cluster for tests, from Debian's packages, all on 127.0.0.1 (or on
+# the address in CEPH_ADDR, for clients in other network namespaces): one monitor and one OSD on
+# memstore (RAM), no authentication, pool "rbd" initialised for RBD. No systemd, nothing outside
+# DIR; `stop` kills the daemons and removes DIR's contents.
 #
 #   ceph-cluster.sh start DIR   prints DIR/ceph.conf's path on success; exits 77 with the reason on
 #                               stderr when a cluster cannot run here (packages missing, daemon
@@ -39,22 +40,24 @@ fi
 for b in ceph-mon ceph-osd ceph monmaptool ceph-authtool rbd; do
 	command -v "$b" > /dev/null || unable "$b is not installed (Debian: ceph-mon ceph-osd ceph-common)"
 done
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+addr=${CEPH_ADDR:-127.0.0.1}
+port=$(python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$addr") ||
+	{ echo "ceph-cluster: cannot bind to $addr" >&2; exit 1; }
 fsid=$(cat /proc/sys/kernel/random/uuid)
 mkdir -p "$D/run" "$D/log" "$D/mon" "$D/osd/ceph-0"
-# msgr2 only on 127.0.0.1, IPv4 (the machine may have no IPv6), one replica, memstore.
+# msgr2 only on $addr, IPv4 (the machine may have no IPv6), one replica, memstore.
 cat > "$CONF" << EOF
 [global]
 fsid = $fsid
-mon host = [v2:127.0.0.1:$port]
+mon host = [v2:$addr:$port]
 auth cluster required = none
 auth service required = none
 auth client required = none
 auth allow insecure global id reclaim = true
 ms bind ipv4 = true
 ms bind ipv6 = false
-public addr = 127.0.0.1
-cluster addr = 127.0.0.1
+public addr = $addr
+cluster addr = $addr
 osd pool default size = 1
 osd pool default min size = 1
 osd pool default pg autoscale mode = off
@@ -76,7 +79,7 @@ EOF
 T="timeout 60"
 ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. --cap mon 'allow *' > /dev/null ||
 	unable "ceph-authtool failed"
-monmaptool --create --addv a "[v2:127.0.0.1:$port]" --fsid "$fsid" "$D/monmap" > /dev/null ||
+monmaptool --create --addv a "[v2:$addr:$port]" --fsid "$fsid" "$D/monmap" > /dev/null ||
 	unable "monmaptool failed"
 ceph-mon -c "$CONF" --mkfs -i a --monmap "$D/monmap" --keyring "$D/keyring" > "$D/log/mkfs-mon.out" 2>&1 ||
 	unable "ceph-mon --mkfs failed: $(tail -1 "$D/log/mkfs-mon.out")"

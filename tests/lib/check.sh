@@ -55,6 +55,38 @@ perf_check() {
 	rm -f "$err"
 }
 
+# ceph_up DIR: a throwaway Ceph cluster in DIR (tests/lib/ceph-cluster.sh; the caller stops it),
+# its configuration's path in $conf and CEPH_CONF (exported), a check passed. When no cluster can run on this machine it says why as a
+# skipped check and exits the script (passing); when it fails to start, the script fails. Needs
+# $TOP.
+ceph_up() {
+	local rc
+	conf=$("$TOP/tests/lib/ceph-cluster.sh" start "$1" 2> "$1.err")
+	rc=$?
+	if [ "$rc" -eq 77 ]; then
+		echo "ok - SKIPPED: $(cat "$1.err")"
+		echo "1 passed, 0 failed"
+		exit 0
+	fi
+	check "a single-node Ceph cluster on 127.0.0.1" test "$rc" -eq 0
+	[ "$rc" -eq 0 ] || { cat "$1.err"; finish; exit 1; }
+	export CEPH_CONF=$conf
+}
+
+# program_counts LOG: adds the "N passed, N failed" line a test program wrote into LOG to the
+# script's counts (none: one failure).
+program_counts() {
+	local line f
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1)
+	if [ -z "$line" ]; then
+		failed=$((failed + 1))
+		return
+	fi
+	passed=$((passed + ${line%% passed*}))
+	f=${line#*passed, }
+	failed=$((failed + ${f%% failed*}))
+}
+
 # finish: the closing line; the script's status.
 finish() {
 	echo "$passed passed, $failed failed"

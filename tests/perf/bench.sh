@@ -8,17 +8,21 @@
 # own, part "spdk" (spdk-peer-bench.py) also measures SPDK's vfio-user target beside nvme-emu.
 # Environment: BENCH_DIR (build/bench), BENCH_RUNS (3), BENCH_QUICK=1 (the whole pipeline in
 # about a minute: one short run of a few points; for the pipeline's check, not for figures),
-# BENCH_PARTS (native,guest,dpa,backends, and spdk with SPDK_DIR), and each part's own variables
+# BENCH_PARTS (native,guest,dpa,backends,cluster (not in the quick mode), and spdk with SPDK_DIR),
+# and each part's own variables
 # (see their headers).
 # Ends with "N passed, N failed" (the parts' measurements and the report).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${BENCH_DIR:-$top/build/bench}
 # SPDK's own target as a peer (spdk-peer-bench.py) when SPDK_DIR names an SPDK build.
+# The cluster part (N daemons sharing an RBD image through Ceph) is left out of the quick mode:
+# its cluster alone takes ~11 s to start.
+quick=${BENCH_QUICK:-0}
 default_parts=native,guest,dpa,backends
+[ "$quick" = 1 ] || default_parts=$default_parts,cluster
 [ -n "${SPDK_DIR:-}" ] && default_parts=$default_parts,spdk
 parts=${BENCH_PARTS:-$default_parts}
-quick=${BENCH_QUICK:-0}
 if [ "$quick" = 1 ]; then runs=${BENCH_RUNS:-1}; else runs=${BENCH_RUNS:-3}; fi
 export BENCH_RUNS=$runs BENCH_QUICK=$quick
 raw=$dir/raw
@@ -93,6 +97,7 @@ for p in ${parts//,/ }; do
 	native) part "$raw/native.log" "$top/tests/perf/native-bench.sh" "$raw" ;;
 	guest) part "$raw/guest.log" "$top/tests/perf/guest-bench.sh" "$raw" ;;
 	backends) part "$raw/backends.log" env BENCH_DIR="$dir" "$top/tests/perf/backend-bench.sh" ;;
+	cluster) part "$raw/cluster.log" env BENCH_DIR="$dir" "$top/tests/perf/cluster-bench.sh" ;;
 	spdk) part "$raw/spdk.log" env BENCH_DIR="$dir" python3 "$top/tests/perf/spdk-peer-bench.py" ;;
 	dpa)
 		mkdir -p "$raw/dpa"
@@ -107,7 +112,7 @@ for p in ${parts//,/ }; do
 		done
 		;;
 	*)
-		echo "bench: unknown part $p (BENCH_PARTS: native,guest,dpa,backends,spdk)"
+		echo "bench: unknown part $p (BENCH_PARTS: native,guest,dpa,backends,cluster,spdk)"
 		failed=$((failed + 1))
 		;;
 	esac

@@ -157,13 +157,15 @@ def check_report(c, d):
                 {r[3] for r in rows} >= {"polled", "interrupts"})
 
     h, rows = find_table(tabs, "queue scaling")
-    if c.check("native queue scaling table present (1, 2, 4 queues)",
-               h is not None and h[2:5] == ["1 queue", "2 queues", "4 queues"], str(h)):
-        bad = [r for r in rows if any(num(x) is None for x in r[2:7])]
-        c.check("native queue scaling: null 4 KiB random reads at 1, 2 and 4 queues, numbers "
-                "and ratios (%d rows)" % len(rows),
-                any(r[0] == "null" and "random read" in r[1] for r in rows) and not bad,
-                str(bad or rows))
+    if c.check("native queue scaling table present (1, 2, 4, 8 queues; 2 poll groups)",
+               h is not None and h[2:6] == ["1 queue", "2 queues", "4 queues", "8 queues"] and
+               "2 poll groups, 2 queues" in h, str(h)):
+        reads = [r for r in rows if r[0] == "null" and "random read" in r[1]]
+        i2 = h.index("2 poll groups, 2 queues")
+        bad = [r for r in reads if any(num(x) is None for x in r[2:9] + r[i2:i2 + 3])]
+        c.check("native queue scaling: null 4 KiB random reads at 1, 2, 4 and 8 queues on one "
+                "poll group and 2, 4, 8 on two, numbers and ratios (%d rows)" % len(reads),
+                reads and not bad, str(bad or rows))
 
     h, rows = find_table(tabs, "bench")
     if c.check("DPA table present", h is not None and "notifications/s" in h, str(h)):

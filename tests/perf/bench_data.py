@@ -17,7 +17,8 @@ GUEST_LABELS = {"qemu-nvme": "QEMU NVMe", "virtio-blk": "virtio-blk",
                 "emu-mmap-1hart": "nvme-emu mmap, 1 DPA hart"}
 NATIVE_LABELS = {"trap-fused": "trap doorbells, DPA fused",
                  "mmap-fused": "mmap doorbells, DPA fused (polling poll group; default)",
-                 "mmap-1hart": "mmap doorbells, 1 DPA hart"}
+                 "mmap-1hart": "mmap doorbells, 1 DPA hart",
+                 "mmap-fused-2pg": "the default with 2 poll groups (2 cores), 2 client threads"}
 
 
 class Stat:

@@ -110,13 +110,15 @@ def plot_native(pl, native):
                 ("write", 131072, "mib_s", "MiB/s", "128 KiB write MiB/s")):
             series = []
             for bdev in ("null", "malloc"):
-                for nq in (1, 2, 4):
+                for nq in (1, 2, 4, 8):
                     keys = native.keys(config=cfg, bdev=bdev, workload=wl, size=size, queues=nq,
                                        mode="poll")
                     if keys:
                         series.append(("%s, %d queue%s" % (bdev, nq, "s" if nq > 1 else ""),
                                        [(k[4], native.stat(k, metric)) for k in keys]))
             tag = "iops" if wl == "randread" else "write"
+            if not series:
+                continue  # a configuration that runs only some points (two poll groups)
             pl.lines("native-%s-vs-qd-%s" % (tag, cfg),
                      "native %s vs queue depth, %s" % (what, NATIVE_LABELS.get(cfg, cfg)),
                      "nvme-emu-perf -> nvme-emu (%s): %s vs queue depth per target" %

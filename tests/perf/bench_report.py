@@ -208,7 +208,9 @@ class Report:
 
     def native_summary(self):
         n = self.native
-        cfgs = n.configs()
+        # The two-poll-group configuration runs only the multi-queue points: it has its columns in
+        # the scaling table, none here (every point below is one queue).
+        cfgs = [c for c in n.configs() if not c.endswith("-2pg")]
         header = ["nvme-emu-perf -> nvme-emu (median of runs, min–max)"] + \
             [NATIVE_LABELS.get(c, c) for c in cfgs] + \
             ["%s / default" % c for c in cfgs if c != NATIVE_DEFAULT]
@@ -258,9 +260,12 @@ class Report:
                       "server cores busy", "runs", "IOPS ratio to default"], rows)
 
     def native_scaling(self):
-        """The default configuration at 1, 2 and 4 queue pairs: IOPS of 4 KiB random reads,
-        GB/s of 128 KiB writes, per bdev and depth, with the ratios to one queue."""
+        """The default configuration at 1, 2, 4 and 8 queue pairs on one poll group: IOPS of 4 KiB
+        random reads, GB/s of 128 KiB writes, per bdev and depth, with the ratios to one queue;
+        and the same reads on two poll groups (two cores) where that configuration ran."""
         n = self.native
+        two = "mmap-fused-2pg"
+        queues = (1, 2, 4, 8)
         rows = []
         for bdev in ("null", "malloc"):
             for wl, size, name, metric, fmt in (("randread", 4096, "4 KiB random read IOPS",
@@ -271,16 +276,20 @@ class Report:
                                                       workload=wl, size=size, mode="poll")})
                 for qd in depths:
                     st = [n.stat((NATIVE_DEFAULT, bdev, wl, size, qd, q, "poll"), metric)
-                          for q in (1, 2, 4)]
-                    if sum(1 for x in st if x) < 2:
+                          for q in queues]
+                    pg2 = [n.stat((two, bdev, wl, size, qd, q, "poll"), metric) for q in queues]
+                    if sum(1 for x in st + pg2 if x) < 2:
                         continue
                     rows.append([bdev, "%s, QD%d per queue" % (name, qd)] +
                                 [cell(x, fmt) for x in st] +
-                                [ratio(st[1], st[0]), ratio(st[2], st[0])])
+                                [ratio(x, st[0]) for x in st[1:]] +
+                                [cell(x, fmt) for x in pg2[1:]])
         if not rows:
             return ""
         return table(["queue scaling (%s)" % NATIVE_LABELS.get(NATIVE_DEFAULT, NATIVE_DEFAULT),
-                      "workload", "1 queue", "2 queues", "4 queues", "2 / 1", "4 / 1"], rows)
+                      "workload"] + ["%d queue%s" % (q, "s" if q > 1 else "") for q in queues] +
+                     ["%d / 1" % q for q in queues[1:]] +
+                     ["2 poll groups, %d queues" % q for q in queues[1:]], rows)
 
     # --- dpa --------------------------------------------------------------------------------
     def dpa_full(self):
@@ -305,6 +314,8 @@ class Report:
         def add(target, stat_text, ok):
             rows.append([target, stat_text, "-" if ok is None else "met" if ok else "not met"])
         for cfg in self.native.configs():
+            if cfg.endswith("-2pg"):
+                continue  # two server cores: the targets are per core
             b = None
             for k in self.native.keys(config=cfg, bdev="null", workload="randread", size=4096,
                                       mode="poll"):
@@ -460,6 +471,12 @@ class Report:
             md.append("#" + open(backends, encoding="utf-8").read())
         elif "backends" in parts:
             self.errors.append("the backends part left no results")
+        cluster = os.path.join(self.dir, "raw", "cluster.md")
+        if "cluster" in parts and os.path.exists(cluster):
+            # cluster-bench.sh writes its own section too.
+            md.append("#" + open(cluster, encoding="utf-8").read())
+        elif "cluster" in parts:
+            self.errors.append("the cluster part left no results")
         spdk = os.path.join(self.dir, "raw", "spdk.md")
         if "spdk" in parts and os.path.exists(spdk):
             # spdk-peer-bench.py writes its own section too.

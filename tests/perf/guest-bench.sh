@@ -41,7 +41,8 @@ cleanup() {
 trap cleanup EXIT
 
 # QEMU's two devices on the same null-co driver as a peer (reads zeroes, writes dropped), as
-# nvme-emu's null bdev; virtio-blk with QEMU's defaults (one queue per vCPU).
+# nvme-emu's null bdev with --read-zeroes (the same memset on both sides); virtio-blk with QEMU's
+# defaults (one queue per vCPU).
 devices="qemu-nvme=nvme:nvme-emu-q0 virtio-blk=vblk:BENCHVBLK0"
 # shellcheck disable=SC2054 # commas belong to QEMU options
 devargs=(--qemu-nvme null:1G
@@ -55,7 +56,7 @@ for cfg in $configs; do
 	sock=$socks/$label.sock
 	serial=NVMEEMU-BENCH$i
 	# shellcheck disable=SC2086
-	"$top/build/bin/nvme-emu" --socket "$sock" --null 1G --serial "$serial" ${flags//,/ } \
+	"$top/build/bin/nvme-emu" --socket "$sock" --null 1G --read-zeroes --serial "$serial" ${flags//,/ } \
 		> "$out/$label.log" 2>&1 &
 	pids+=($!)
 	pidargs+=(--pid "$label=$!")

@@ -12,3 +12,9 @@ dpa-bench-hw_LIBS := dpa hw vfu host common
 
 # make test: the whole bench pipeline in its quick mode (about a minute), report checked.
 GUEST_TESTS += tests/perf/test-bench-quick.sh
+
+# Part "cluster" (cluster-bench.sh): N daemons sharing one RBD image's reservations through RADOS.
+PROGRAMS += cluster_bench
+cluster_bench_SRCS := tests/perf/cluster_bench.c tests/integration/rados/resv_host.c \
+		      tests/integration/nvme_itest.c tests/integration/itest.c
+cluster_bench_LIBS := host common

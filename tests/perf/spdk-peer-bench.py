@@ -211,10 +211,9 @@ def report(rows, idle, points, runs, secs):
                "of the machine falls on both); the clients "
                "`nvme-emu-perf` and SPDK's `spdk_nvme_perf -g` on CPU %d, one queue pair, polled. "
                "Medians of %d runs of %d s (min-max), in IOPS. Server CPU is the server "
-               "process's CPU time per second of the run. The two null bdevs differ in one "
-               "thing: nvme-emu's returns zeroes (a memset of each read, as QEMU's null-co "
-               "with read-zeroes=on), SPDK's leaves the host's buffer as it was; neither "
-               "touches written data.\n" % (SERVER_CPU, CLIENT_CPU, runs, secs))
+               "process's CPU time per second of the run. Both null bdevs leave a read's "
+               "buffer as it was (nvme-emu's zeroes it only when created with read_zeroes) "
+               "and touch no written data.\n" % (SERVER_CPU, CLIENT_CPU, runs, secs))
     head = "| server | client | " + " | ".join(p[0] for p in points) + \
         " | server CPU at %s |" % points[min(1, len(points) - 1)][0]
     out.append(head)
@@ -295,6 +294,17 @@ def main():
             bad("%d free 2 MiB hugepages (got %d)" % (HUGEPAGES, meminfo("HugePages_Free")))
             return
     work = tempfile.mkdtemp(prefix="nvme-emu-spdk-bench.")
+    # DPDK finds its hugepages through a hugetlbfs mount: one is made for the run when none exists.
+    mounted = None
+    if " hugetlbfs " not in open("/proc/mounts").read():
+        huge = os.path.join(work, "huge")
+        os.mkdir(huge)
+        if subprocess.run(["mount", "-t", "hugetlbfs", "nodev", huge]).returncode == 0:
+            mounted = huge
+        else:
+            bad("a hugetlbfs mount for DPDK (mount -t hugetlbfs failed)")
+            shutil.rmtree(work, ignore_errors=True)
+            return
     rows, idle = [], {}
     total = runs * 2 * len(points) * 2
     done = 0
@@ -356,6 +366,8 @@ def main():
                     srv.stop()
     finally:
         jsonl.close()
+        if mounted:
+            subprocess.run(["umount", mounted])
         shutil.rmtree(work, ignore_errors=True)
         if saved_pages is not None:
             with open("/proc/sys/vm/nr_hugepages", "w") as f:

@@ -6,7 +6,9 @@
 # BAR4 (sysfs resource4), a PMRSTS read makes a second write persistent (PMRWBM bit 1), the PMR
 # is disabled and PMRSTS.NRDY says all of it is persistent: the host then kills the daemon
 # (SIGKILL) and finds both in the PMR file. fio verify runs on the namespace
-# meanwhile (mapped BARs turn QEMU's posted writes off for the whole function).
+# meanwhile (mapped BARs turn QEMU's posted writes off for the whole function). Then the
+# endurance group with nvme-cli: id-ctrl, list-endgrp, endurance-log against smart-log after fio,
+# endurance-event-agg-log.
 . "$GUEST_LIB"
 
 dev=/dev/nvme0
@@ -140,4 +142,70 @@ assert struct.unpack_from("<Q", agg, 0)[0] == 0
 PY
 }
 step "nvme endurance-log: group 1 against the namespace's SMART log, aggregate log empty" eg_log
+
+# SQs in the CMB with a data check, in the guest: the kernel cannot (no CONFIG_PCI_P2PDMA), so the
+# nvme driver lets go of the function and a small user-space driver takes it through the guest's
+# own mappings of BAR0 and BAR2: admin and I/O queues, PRPs and data all in the CMB (no host
+# memory is involved, so no DMA), 64 writes of 4 KiB with distinct patterns, then the reads back.
+cmb_userspace_io() {
+	echo "$bdf" > /sys/bus/pci/drivers/nvme/unbind || return 1
+	# The driver cleared Bus Master Enable when it let go; the controller fetches nothing
+	# without it, its own memory included.
+	setpci -s "$bdf" COMMAND=0x0006:0x0006 || return 1
+	python3 - "$res" <<'PY'
+import mmap, os, struct, sys, time
+res = sys.argv[1]
+def bar(n):
+    f = open("%s/resource%d" % (res, n), "r+b")
+    return mmap.mmap(f.fileno(), os.path.getsize(f.name))
+r0, cmb = bar(0), bar(2)
+cba = int(open(res + "/resource").read().split("\n")[2].split()[0], 16)
+def rd(o): return struct.unpack("<I", r0[o:o + 4])[0]
+def wr(o, v): r0[o:o + 4] = struct.pack("<I", v & 0xffffffff)
+def wr64(o, v): wr(o, v); wr(o + 4, v >> 32)
+def wait(cond, what):
+    t = time.time() + 30
+    while not cond():
+        if time.time() > t: sys.exit("timeout: " + what)
+        time.sleep(0.001)
+ASQ, ACQ, IOSQ, IOCQ, WBUF, RBUF = 0, 0x1000, 0x2000, 0x3000, 0x100000, 0x200000
+wr(0x14, 0); wait(lambda: rd(0x1c) & 1 == 0, "CSTS.RDY 0")
+wr64(0x50, 1); wr(0x54, cba >> 32); wr(0x50, 1 | 2 | cba)  # CMBMSC: CRE; CMSE, CBA (high half first)
+assert rd(0x58) & 1 == 0, "CMBSTS.CBAI"
+cmb[0:0x400000] = bytes(0x400000)
+wr(0x24, (15 << 16) | 15); wr64(0x28, cba + ASQ); wr64(0x30, cba + ACQ)
+wr(0x14, 0x460001); wait(lambda: rd(0x1c) & 1, "CSTS.RDY 1")
+state = {0: [0, 0, 1, 16, ASQ, ACQ], 1: [0, 0, 1, 64, IOSQ, IOCQ]}  # tail, head, phase, depth
+cid = [0]
+def cmd(q, opc, nsid=0, prp1=0, c10=0, c11=0, c12=0, c13=0):
+    tail, head, ph, depth, sq, cq = state[q]
+    cid[0] = (cid[0] + 1) & 0xffff
+    cmb[sq + tail * 64:sq + tail * 64 + 64] = struct.pack("<BBHI8xQQQIIIIII", opc, 0, cid[0],
+        nsid, 0, prp1, 0, c10, c11, c12, c13, 0, 0)
+    tail = (tail + 1) % depth
+    wr(0x1000 + 8 * q, tail)
+    wait(lambda: (struct.unpack("<H", cmb[cq + head * 16 + 14:cq + head * 16 + 16])[0] & 1) == ph,
+         "CQE of opcode %#x" % opc)
+    dw0, _, sqhd, sqid, c, st = struct.unpack("<IIHHHH", cmb[cq + head * 16:cq + head * 16 + 16])
+    head = (head + 1) % depth
+    if head == 0: ph ^= 1
+    wr(0x1000 + 8 * q + 4, head)
+    state[q][:3] = [tail, head, ph]
+    assert c == cid[0], "cid"
+    if st >> 1: sys.exit("opcode %#x status %#x" % (opc, st >> 1))
+cmd(0, 0x09, c10=0x07, c11=0)                                  # one I/O queue pair
+cmd(0, 0x05, prp1=cba + IOCQ, c10=(63 << 16) | 1, c11=1)       # I/O CQ in the CMB, polled
+cmd(0, 0x01, prp1=cba + IOSQ, c10=(63 << 16) | 1, c11=(1 << 16) | 1)  # I/O SQ in the CMB
+for i in range(64):
+    cmb[WBUF + i * 4096:WBUF + (i + 1) * 4096] = bytes([(i * 7 + j) & 0xff for j in range(256)]) * 16
+    cmd(1, 0x01, nsid=1, prp1=cba + WBUF + i * 4096, c10=2048 + i * 8, c12=7)
+for i in range(64):
+    cmd(1, 0x02, nsid=1, prp1=cba + RBUF + i * 4096, c10=2048 + i * 8, c12=7)
+bad = [i for i in range(64) if cmb[RBUF + i * 4096:RBUF + (i + 1) * 4096] !=
+       cmb[WBUF + i * 4096:WBUF + (i + 1) * 4096]]
+print("SQs at CMB %#x: 64 writes and 64 reads of 4 KiB, %d differ" % (cba + IOSQ, len(bad)))
+sys.exit(1 if bad else 0)
+PY
+}
+step "SQs, CQs, PRPs and data in the CMB: a user-space driver writes 256 KiB and reads it back" cmb_userspace_io
 guest_finish

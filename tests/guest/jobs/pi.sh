@@ -38,18 +38,19 @@ expect_fail() {
 	grep -qi "$pat" /tmp/ef.err
 }
 
-step "id-ns: 12 LBA formats (512/4096 x 0/8/16/16/64/64 metadata), both metadata placements, PI types 1-3 first or last" sh -c \
+step "id-ns: 16 LBA formats (512/4096 x 0/8/16/16/64/64 metadata, four with a storage tag), both metadata placements, PI types 1-3 first or last" sh -c \
 	"nvme id-ns $dev -o json | tr -d ' \n' > /tmp/id && cat /tmp/id | head -c 400; echo;
-	 grep -q '\"nlbaf\":11,' /tmp/id && grep -q '\"mc\":3,' /tmp/id && grep -q '\"dpc\":31,' /tmp/id &&
+	 grep -q '\"nlbaf\":15,' /tmp/id && grep -q '\"mc\":3,' /tmp/id && grep -q '\"dpc\":31,' /tmp/id &&
 	 grep -q '\"flbas\":0,' /tmp/id"
 step "id-ns -H names the formats" sh -c \
 	"nvme id-ns $dev -H > /tmp/idh; grep 'LBA Format' /tmp/idh;
 	 grep -q 'LBA Format  1 : Metadata Size: 8 .*Data Size: 512 bytes' /tmp/idh &&
 	 grep -q 'LBA Format  9 : Metadata Size: 16 .*Data Size: 4096 bytes' /tmp/idh &&
 	 grep -q 'LBA Format  0 .*(in use)' /tmp/idh"
-step "nvm-id-ns: the 64b guard (PIF 2) for formats 3, 5, 9, 11" sh -c \
+step "nvm-id-ns: the 64b guard (PIF 2) for formats 3, 5, 9, 11; 32b (PIF 1) for 13; the Qualified Type (PIF 3) for 14 and 15" sh -c \
 	"nvme nvm-id-ns $dev -o json | tr -d ' \n' > /tmp/nvm; head -c 600 /tmp/nvm; echo;
-	 [ \$(grep -o '\"pif\":2' /tmp/nvm | wc -l) = 4 ]"
+	 [ \$(grep -o '\"pif\":2' /tmp/nvm | wc -l) = 4 ] && [ \$(grep -o '\"pif\":1' /tmp/nvm | wc -l) = 1 ] &&
+	 [ \$(grep -o '\"pif\":3' /tmp/nvm | wc -l) = 2 ]"
 step "32 MiB file = 65536 sectors in format 0" wait_size 65536
 
 # ---- 512 + 8, Type 1, 16b guard ----

@@ -10,10 +10,10 @@ serial=SVCTEST1
 step "the nvme driver bound the unit's function" wait_for 60 nvme_ns_by_serial "$serial"
 ctrl=$(nvme_ctrl_by_serial "$serial")
 dev=$(nvme_ns_by_serial "$serial")
-ns_dev() { for b in /sys/class/nvme/"$ctrl"/nvme*n"$1" /sys/block/nvme*c*n"$1"; do
-	[ -e "$b" ] && { echo "/dev/$(basename "$b" | sed 's/c[0-9]*n/n/')"; return 0; }; done; return 1; }
-step "namespace 2 is zoned" sh -c "d=\$(ls -d /sys/class/nvme/$ctrl/nvme*n2 2>/dev/null | head -1) &&
-	[ \"\$(cat \$d/queue/zoned)\" = host-managed ]"
+ns_dev() { nvme_ns_dev "$ctrl" "$1"; }
+# Namespaces are found by NSID: the kernel scans them in parallel and names them in the order found.
+zoned() { zdev=$(ns_dev 2) && [ "$(cat "/sys/block/${zdev#/dev/}/queue/zoned")" = host-managed ]; }
+step "namespace 2 is zoned" wait_for 30 zoned
 zdev=$(ns_dev 2)
 step "reservation key registered with PTPL on (namespace 1)" \
 	nvme resv-register "$dev" -n 1 --nrkey=0x2222 --rrega=0 --cptpl=3

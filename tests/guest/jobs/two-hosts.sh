@@ -5,11 +5,7 @@
 . "$GUEST_LIB"
 
 serial=NVMEEMU-TWO
-ctrls() {
-	for _c in /sys/class/nvme/nvme*; do
-		[ "$(sed 's/ *$//' "$_c/serial" 2>/dev/null)" = "$serial" ] && basename "$_c"
-	done
-}
+ctrls() { nvme_ctrls_by_serial "$serial"; }
 two_ctrls() { [ "$(ctrls | wc -l)" -eq 2 ]; }
 step "both controllers bound" wait_for 30 two_ctrls
 step "the shared namespace has a block device" wait_for 30 nvme_ns_by_serial "$serial"
@@ -23,11 +19,7 @@ for c in $(ctrls); do
 done
 echo "namespace $dev, A=$A B=$B"
 step "CNTLIDs 1 and 2" test -n "${A:-}" -a -n "${B:-}"
-same_subsys() {
-	_sa=$(ls -d /sys/class/nvme-subsystem/*/"$(basename "$A")" 2>/dev/null)
-	_sb=$(ls -d /sys/class/nvme-subsystem/*/"$(basename "$B")" 2>/dev/null)
-	[ -n "$_sa" ] && [ "$(dirname "$_sa")" = "$(dirname "$_sb")" ]
-}
+same_subsys() { nvme_same_subsys "$(basename "$A")" "$(basename "$B")"; }
 step "one NVMe subsystem holds both controllers" same_subsys
 step "the subsystem NQN" grep -q 'nqn.2026-11.io.nvme-emu:two-hosts' /sys/class/nvme/"$(basename "$A")"/subsysnqn
 step "id-ctrl: CMIC bit 1 (two or more controllers)" sh -c \

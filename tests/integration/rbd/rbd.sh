@@ -26,16 +26,7 @@ rpc() {
 	return $rc
 }
 
-conf=$("$TOP/tests/lib/ceph-cluster.sh" start "$D/ceph" 2> "$D/ceph.err")
-rc=$?
-if [ "$rc" -eq 77 ]; then
-	echo "ok - SKIPPED: $(cat "$D/ceph.err")"
-	echo "1 passed, 0 failed"
-	exit 0
-fi
-check "a single-node Ceph cluster on 127.0.0.1" test "$rc" -eq 0
-[ "$rc" -eq 0 ] || { cat "$D/ceph.err"; echo "$passed passed, $failed failed"; exit 1; }
-export CEPH_CONF=$conf
+ceph_up "$D/ceph"
 check "rbd create rbd/disk0 (16 MiB)" rbd create --size 16M rbd/disk0
 
 # 1. --rbd: verified write of the whole namespace, verified reads; the rbd CLI sees the data.

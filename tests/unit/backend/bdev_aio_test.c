@@ -449,7 +449,7 @@ static void test_create_errors(void)
 	CU_ASSERT_PTR_NULL(bdev_lookup("a"));
 
 	/* A taken name is refused before the file is created. */
-	CU_ASSERT_EQUAL_FATAL(bdev_null_create("taken", 8, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_null_create("taken", 8, 512, NULL, false, NULL), 0);
 	opts.filename = "/tmp/bdev_aio_ut_never_created";
 	opts.create_size = 4096 * 4;
 	CU_ASSERT_EQUAL(BDEV_FILE_UT_CREATE("taken", &opts, &b), -EEXIST);

@@ -497,9 +497,46 @@ static int nut_cleanup(void)
 	return 0;
 }
 
+/* A server that offers no flush (nbdkit's eval plugin with no flush method: it writes through):
+ * the bdev reports no volatile write cache (Identify VWC 0), its cache cannot be turned on, and
+ * an acknowledged write is in the file at once. */
+static void test_no_flush_server(void)
+{
+	char *path = strdup(nut_file("noflush", 1u << 20));
+	char size_arg[64], pread_arg[256], pwrite_arg[256];
+	const char *args[] = {"eval", size_arg, pread_arg, pwrite_arg, NULL};
+	unsigned char *buf = malloc(4 * NUT_BS), *back = malloc(4 * NUT_BS);
+	struct nut_server s;
+	struct ut_dev d;
+	struct bdev *b = NULL;
+
+	snprintf(size_arg, sizeof(size_arg), "get_size=echo %u", 1u << 20);
+	snprintf(pread_arg, sizeof(pread_arg),
+		 "pread=dd if=%s skip=$4 count=$3 iflag=skip_bytes,count_bytes status=none", path);
+	snprintf(pwrite_arg, sizeof(pwrite_arg),
+		 "pwrite=dd of=%s seek=$4 oflag=seek_bytes conv=notrunc status=none", path);
+	nut_server_start(&s, "noflush", args);
+	CU_ASSERT_EQUAL_FATAL(nut_create("nbd9", s.uri, 1, 0, &b, NULL, 0), 0);
+	CU_ASSERT_FALSE(bdev_has_write_cache(b));
+	CU_ASSERT_FALSE(bdev_write_cache_enabled(b));
+	CU_ASSERT_NOT_EQUAL(bdev_set_write_cache(b, true), 0);
+	CU_ASSERT_FALSE(bdev_write_cache_enabled(b));
+	ut_dev_open(&d, b);
+	ut_pattern(buf, 4 * NUT_BS, 9);
+	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, NUT_BS, BDEV_IO_WRITE, 8, 4, buf, NULL), 0);
+	nut_file_read(path, 8 * NUT_BS, back, 4 * NUT_BS);
+	CU_ASSERT_EQUAL(memcmp(buf, back, 4 * NUT_BS), 0);
+	nut_close(&d, "nbd9");
+	nut_server_kill(&s);
+	unlink(path);
+	free(path);
+	free(buf);
+	free(back);
+}
+
 CUNIT_SUITE(bdev_nbd, nut_init, nut_cleanup, {"model_multi_conn", test_model_multi_conn},
 	    {"single_conn", test_single_conn}, {"file_flush_fua_zeroes", test_file_flush_fua_zeroes},
 	    {"no_zero_server", test_no_zero_server}, {"server_restart", test_server_restart},
 	    {"server_restart_multi_conn", test_server_restart_multi_conn},
 	    {"reconnect_timeout", test_reconnect_timeout}, {"tls_psk", test_tls_psk},
-	    {"create_errors", test_create_errors})
+	    {"create_errors", test_create_errors}, {"no_flush_server", test_no_flush_server})

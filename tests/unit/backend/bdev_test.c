@@ -27,9 +27,9 @@ static void test_create_lookup_duplicate(void)
 	CU_ASSERT_PTR_NULL(bdev_lookup(NULL));
 	/* Names are unique across modules. */
 	CU_ASSERT_EQUAL(bdev_malloc_create("m0", 16, 512, NULL, &b), -EEXIST);
-	CU_ASSERT_EQUAL(bdev_null_create("m0", 16, 512, NULL, &b), -EEXIST);
+	CU_ASSERT_EQUAL(bdev_null_create("m0", 16, 512, NULL, false, &b), -EEXIST);
 	CU_ASSERT_PTR_NULL(b);
-	CU_ASSERT_EQUAL(bdev_null_create("n0", 16, 4096, NULL, &b), 0);
+	CU_ASSERT_EQUAL(bdev_null_create("n0", 16, 4096, NULL, false, &b), 0);
 	CU_ASSERT_PTR_EQUAL(bdev_lookup("n0"), b);
 	CU_ASSERT_STRING_EQUAL(bdev_get_name(b), "n0");
 	CU_ASSERT_STRING_EQUAL(bdev_get_module_name(a), "malloc");
@@ -44,11 +44,11 @@ static void test_create_lookup_duplicate(void)
 	longname[sizeof(longname) - 1] = '\0';
 	CU_ASSERT_EQUAL(bdev_malloc_create(longname, 16, 512, NULL, NULL), -EINVAL);
 	longname[BDEV_NAME_MAX] = '\0';
-	CU_ASSERT_EQUAL(bdev_null_create(longname, 16, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(bdev_null_create(longname, 16, 512, NULL, false, NULL), 0);
 	CU_ASSERT_EQUAL(bdev_malloc_create("bs", 16, 1024, NULL, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(bdev_malloc_create("bs", 16, 0, NULL, NULL), -EINVAL);
-	CU_ASSERT_EQUAL(bdev_null_create("bs", 0, 512, NULL, NULL), -EINVAL);
-	CU_ASSERT_EQUAL(bdev_null_create("bs", UINT64_MAX / 256, 512, NULL, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(bdev_null_create("bs", 0, 512, NULL, false, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(bdev_null_create("bs", UINT64_MAX / 256, 512, NULL, false, NULL), -EINVAL);
 	CU_ASSERT_PTR_NULL(bdev_lookup("bs"));
 
 	CU_ASSERT_EQUAL(bdev_delete("m0"), 0);
@@ -65,7 +65,7 @@ static void test_delete_busy(void)
 	struct bdev *b;
 	struct bdev_channel *ch;
 
-	CU_ASSERT_EQUAL_FATAL(bdev_null_create("busy", 8, 512, NULL, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_null_create("busy", 8, 512, NULL, false, &b), 0);
 	CU_ASSERT_EQUAL(bdev_claim(b, "nqn.test:ns1"), 0);
 	CU_ASSERT_EQUAL(bdev_claim(b, "other"), -EBUSY);
 	CU_ASSERT_EQUAL(bdev_delete("busy"), -EBUSY);
@@ -101,10 +101,10 @@ static void test_foreach(void)
 
 	CU_ASSERT_EQUAL(bdev_foreach(bdev_ut_collect, seen), 0);
 	CU_ASSERT_STRING_EQUAL(seen, "");
-	CU_ASSERT_EQUAL(bdev_null_create("c", 8, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(bdev_null_create("c", 8, 512, NULL, false, NULL), 0);
 	CU_ASSERT_EQUAL(bdev_malloc_create("a", 8, 512, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(bdev_null_create("stop", 8, 512, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(bdev_null_create("b", 8, 512, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(bdev_null_create("stop", 8, 512, NULL, false, NULL), 0);
+	CU_ASSERT_EQUAL(bdev_null_create("b", 8, 512, NULL, false, NULL), 0);
 	CU_ASSERT_EQUAL(bdev_foreach(bdev_ut_collect, seen), 7);
 	CU_ASSERT_STRING_EQUAL(seen, "c,a,stop,");
 	CU_ASSERT_EQUAL(bdev_delete("a"), 0);
@@ -124,8 +124,8 @@ static void test_uuid(void)
 	char text[BDEV_UUID_STR_LEN];
 	struct bdev *a, *b, *c;
 
-	CU_ASSERT_EQUAL_FATAL(bdev_null_create("u1", 8, 512, NULL, &a), 0);
-	CU_ASSERT_EQUAL_FATAL(bdev_null_create("u2", 8, 512, NULL, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_null_create("u1", 8, 512, NULL, false, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_null_create("u2", 8, 512, NULL, false, &b), 0);
 	CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("u3", 8, 512, given, &c), 0);
 	bdev_get_uuid(a, u1);
 	bdev_get_uuid(b, u2);

@@ -392,3 +392,26 @@ void ut_dev_close(struct ut_dev *d)
 	CU_ASSERT_EQUAL(bdev_channel_destroy(d->ch), 0);
 	bdev_close(d->b);
 }
+
+struct bdev *ut_aio_temp_create(const char *name, uint64_t bytes, char path[64])
+{
+	struct bdev_aio_opts opts = {0};
+	struct bdev *b = NULL;
+	int fd;
+
+	snprintf(path, 64, "/var/tmp/%s.XXXXXX", name);
+	fd = mkstemp(path);
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	close(fd);
+	opts.filename = path;
+	opts.block_size = 512;
+	opts.create_size = bytes;
+	CU_ASSERT_EQUAL_FATAL(bdev_aio_create(name, &opts, &b), 0);
+	return b;
+}
+
+void ut_aio_temp_delete(const char *name, const char *path)
+{
+	CU_ASSERT_EQUAL(bdev_delete(name), 0);
+	unlink(path);
+}

@@ -67,6 +67,12 @@ void ut_dev_open(struct ut_dev *d, struct bdev *b);
 /* Checks nothing is outstanding, destroys the channel and closes the bdev. */
 void ut_dev_close(struct ut_dev *d);
 
+/* An aio bdev `name` of 512-byte blocks on a new temporary file of `bytes` under /var/tmp; the
+ * file's path goes to path (64 bytes). CUnit fatal on failure. */
+struct bdev *ut_aio_temp_create(const char *name, uint64_t bytes, char path[64]);
+/* Deletes that bdev and its file. */
+void ut_aio_temp_delete(const char *name, const char *path);
+
 /* Fills buf with a pattern derived from seed. */
 void ut_pattern(void *buf, size_t len, unsigned int seed);
 /* True when every byte of buf is zero. */

@@ -934,6 +934,75 @@ static void test_pel_persist(void)
 	rmdir(dir);
 }
 
+/* The log's durability: an admin command completes only once the events before its end are
+ * synced (pel.synced reaches pel.added), through the file's replacements (it is replaced by the
+ * syncer when it holds twice the log: 3000 Set Feature events of 52 bytes make it grow past
+ * 128 KiB more than once); the file after it all holds the newest event. */
+static void test_pel_durable(void)
+{
+	char dir[] = "/tmp/pel_durableXXXXXX", path[64];
+	struct ctrlr_config cfg;
+	struct ctrlr_pel *p;
+	struct nvme_sqe sqe;
+	uint64_t jobs0;
+	uint32_t best = 0;
+	uint8_t *raw;
+	size_t len = 0, off;
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/pel.bin", dir);
+	x_fini();
+	lb_default_config(&cfg);
+	cfg.pel_file = path;
+	CU_ASSERT_EQUAL_FATAL(lb_init(&lb, &cfg), 0);
+	CU_ASSERT_TRUE_FATAL(lb_enable(&lb, 32) & 1);
+	p = &ctrlr_dev(lb.ctrlr)->pel;
+	jobs0 = syncer_jobs_done();
+	for (uint32_t i = 1; i <= 3000; i++) {
+		sqe = lb_sqe(NVME_ADM_SET_FEATURES, 0);
+		sqe.cdw10 = NVME_FEAT_ARBITRATION;
+		sqe.cdw11 = 2;
+		sqe.cdw15 = i;
+		CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+		if (p->synced != p->added || p->added < i) {
+			CU_FAIL("a Set Features completed before its event was synced");
+			break;
+		}
+	}
+	CU_ASSERT_FALSE(p->file_failed);
+	/* A sync per command at most, and the file kept below twice the log plus an event. */
+	CU_ASSERT_TRUE(syncer_jobs_done() - jobs0 >= 3000);
+	CU_ASSERT_TRUE(p->file_len <= 8 + 2 * (size_t)CTRLR_PEL_MAX_BYTES);
+	raw = malloc(8 + 3 * (size_t)CTRLR_PEL_MAX_BYTES);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
+	f = fopen(path, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	len = fread(raw, 1, 8 + 3 * (size_t)CTRLR_PEL_MAX_BYTES, f);
+	fclose(f);
+	CU_ASSERT_EQUAL(len, p->file_len);
+	CU_ASSERT_EQUAL(memcmp(raw, "NVMEPEL1", 8), 0);
+	for (off = 8; off + 24 <= len;) {
+		struct nvme_pel_event ev;
+		uint32_t tok;
+
+		memcpy(&ev, raw + off, sizeof(ev));
+		if (off + 24 + ev.el > len)
+			break;
+		if (ev.etype == NVME_PEL_SET_FEATURE && ev.el >= 28) {
+			memcpy(&tok, raw + off + 24 + 24, 4);
+			best = tok > best ? tok : best;
+		}
+		off += 24 + ev.el;
+	}
+	CU_ASSERT_EQUAL(off, len);
+	CU_ASSERT_EQUAL(best, 3000);
+	free(raw);
+	/* The controller goes with the suite's x_fini (as in pel_persist). */
+	unlink(path);
+	rmdir(dir);
+}
+
 CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"self_test_runs", test_self_test_runs},
 	    {"self_test_failures", test_self_test_failures},
@@ -945,4 +1014,4 @@ CUNIT_SUITE(admin_ext, x_init, x_fini, {"advertised", test_advertised},
 	    {"sanitize_failure", test_sanitize_failure}, {"telemetry", test_telemetry},
 	    {"pel", test_pel}, {"abort_running", test_abort_running},
 	    {"abort_queued", test_abort_queued}, {"pel_events", test_pel_events},
-	    {"pel_persist", test_pel_persist})
+	    {"pel_persist", test_pel_persist}, {"pel_durable", test_pel_durable})

@@ -104,8 +104,8 @@ static void test_identify_ns(void)
 	CU_ASSERT_EQUAL(id->nsze, 1024);
 	CU_ASSERT_EQUAL(id->ncap, 1024);
 	/* 512 and 4096 data with 0, 8, 16 (twice: 16b and 64b guard) and 64 (twice) bytes of
-	 * metadata; format 0 in use. */
-	CU_ASSERT_EQUAL(id->nlbaf, 11);
+	 * metadata, then four with a storage tag; format 0 in use. */
+	CU_ASSERT_EQUAL(id->nlbaf, 15);
 	CU_ASSERT_EQUAL(id->flbas, 0);
 	CU_ASSERT_EQUAL(id->lbaf[0].lbads, 9);
 	CU_ASSERT_EQUAL(id->lbaf[0].ms, 0);
@@ -113,8 +113,9 @@ static void test_identify_ns(void)
 	CU_ASSERT_EQUAL(id->lbaf[11].ms, 64);
 	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 3, 0), 0);
 	CU_ASSERT_EQUAL(id->nsze, 256);
-	/* A 4096-byte bdev cannot hold 512-byte blocks without read-modify-write. */
-	CU_ASSERT_EQUAL(id->nlbaf, 5);
+	/* A 4096-byte bdev cannot hold 512-byte blocks without read-modify-write: the six 4096
+	 * ones and the 4096 + 16 with a storage tag. */
+	CU_ASSERT_EQUAL(id->nlbaf, 6);
 	CU_ASSERT_EQUAL(id->lbaf[0].lbads, 12);
 	/* Inactive but valid id: zeroes. */
 	CU_ASSERT_EQUAL(adm_identify(NVME_CNS_NS, 2, 0), 0);
@@ -752,9 +753,7 @@ static void test_format_checks(void)
 {
 	struct nvme_sqe sqe = lb_sqe(NVME_ADM_FORMAT_NVM, 1);
 
-	sqe.cdw10 = 12; /* LBA format 12 does not exist */
-	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
-	sqe.cdw10 = (1u << 12) | 0; /* LBAFU: format 16 */
+	sqe.cdw10 = (1u << 12) | 0; /* LBAFU: format 16 does not exist */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
 	sqe.cdw10 = 1u << 5; /* protection information without metadata */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
@@ -763,7 +762,7 @@ static void test_format_checks(void)
 	sqe.cdw10 = 3u << 9; /* reserved */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
 	sqe.nsid = 3;
-	sqe.cdw10 = 6; /* ns 3 (4096-byte bdev) has formats 0-5 */
+	sqe.cdw10 = 7; /* ns 3 (4096-byte bdev) has formats 0-6 */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);
 	sqe.nsid = NVME_NSID_ALL; /* ...so all namespaces cannot take it either */
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), NVME_SC_INVALID_FORMAT | NVME_DNR);

@@ -1,10 +1,12 @@
 /* tests/unit/controller/io_md_test.c - LBA formats with metadata and end-to-end protection
  * through the loopback transport against a malloc bdev: Format NVM and the capacity, metadata
  * in extended LBAs, at MPTR (PRP and SGL), its place on the bdev, protection information
- * inserted, stripped, checked (each failure status) for 16b and 64b guards, Types 1-3. */
+ * inserted, stripped, checked (each failure status) for 16b, 32b and 64b guards, Types 1-3, the
+ * formats with a storage tag (and Copy between them). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crc32c.h"
 #include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 #include "tests/unit/controller/loopback.h"
@@ -69,6 +71,9 @@ struct md_cmd {
 	uint16_t lbat, lbatm;
 	bool mptr;	 /* separate metadata at md_addr */
 	uint8_t psdt;	 /* 0 PRP; 1 SGL + contiguous MPTR; 2 SGL + MPTR SGL */
+	bool stc;	 /* Storage Tag Check */
+	bool tags;	 /* CDW2/CDW3/CDW14 as given below, not from ilbrt */
+	uint32_t cdw2, cdw3, cdw14;
 };
 
 /* One command on the data buffer (and the metadata buffer); the status without the phase. */
@@ -82,6 +87,13 @@ static uint16_t md_io(const struct md_cmd *c)
 	sqe.cdw12 = (c->nlb - 1) | (uint32_t)c->prinfo << 26;
 	sqe.cdw14 = (uint32_t)c->ilbrt;
 	sqe.cdw3 = (uint32_t)(c->ilbrt >> 32);
+	if (c->tags) {
+		sqe.cdw2 = c->cdw2;
+		sqe.cdw3 = c->cdw3;
+		sqe.cdw14 = c->cdw14;
+	}
+	if (c->stc)
+		sqe.cdw12 |= CTRLR_STC;
 	sqe.cdw15 = c->lbat | (uint32_t)c->lbatm << 16;
 	if (c->psdt) {
 		sqe.cdw0.bits.psdt = c->psdt;
@@ -567,7 +579,178 @@ static void test_copy_pi_64b(void)
 	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
 }
 
+/* A Write/Read/Verify/Compare of 2 blocks at slba with the tags field (cdw2, cdw3, cdw14), PRINFO,
+ * STC; metadata at MPTR. */
+static uint16_t md_st(uint8_t opc, uint64_t slba, uint8_t prinfo, bool stc, uint32_t cdw2,
+		      uint32_t cdw3, uint32_t cdw14)
+{
+	struct md_cmd c = {.opc = opc, .slba = slba, .nlb = 2, .prinfo = prinfo, .lbat = 0x5a5a,
+			   .lbatm = 0xffff, .mptr = true, .psdt = 1, .stc = stc, .tags = true,
+			   .cdw2 = cdw2, .cdw3 = cdw3, .cdw14 = cdw14};
+
+	return md_io(&c);
+}
+
+static uint64_t md_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The formats with a storage tag (NVM Command Set 1.0 5.2.1.4, 1.1 QPIF): Identify's ELBAF, PIC,
+ * PIFA and LBSTM; the tag written with PRACT from the command's tags field (16b Guard: CDW14;
+ * 32b: CDW2, CDW3, CDW14; 64b: CDW3, CDW14), the reference tag below it, checked only with STC
+ * (Storage Tag Check Error 288h), in Reads, Verify, Compare and Writes without PRACT; the 32b
+ * Guard's CRC-32C; Type 3's all-ones escape covering the storage tag. */
+static void test_storage_tags(void)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_IDENTIFY, 1);
+	const struct nvme_id_ns_nvm *nvm = lb_ptr(&lb, desc_addr);
+	uint8_t *m = md_meta(), *d = md_data();
+
+	sqe.dptr.prp.prp1 = desc_addr;
+	sqe.cdw10 = NVME_CNS_CS_NS | (uint32_t)NVME_CSI_NVM << 24;
+	CU_ASSERT_EQUAL_FATAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(nvm->elbaf[1], 0);			/* 512+8 16b: no tag */
+	CU_ASSERT_EQUAL(nvm->elbaf[3], 2u << 7);		/* 512+16 64b */
+	CU_ASSERT_EQUAL(nvm->elbaf[12], 16u);			/* 512+8 16b, STS 16 */
+	CU_ASSERT_EQUAL(nvm->elbaf[13], 32u | 1u << 7);	/* 512+16 32b, STS 32 */
+	CU_ASSERT_EQUAL(nvm->elbaf[14], 24u | 3u << 7 | 2u << 9); /* qualified: 64b */
+	CU_ASSERT_EQUAL(nvm->elbaf[15], 8u | 3u << 7 | 0u << 9);  /* qualified: 16b */
+	CU_ASSERT_EQUAL(nvm->pic, NVME_PIC_16B_STS | NVME_PIC_STCRS | NVME_PIC_QPIFS);
+	CU_ASSERT_EQUAL(nvm->pifa, NVME_PIFA_STMLA_NONE);
+	CU_ASSERT_EQUAL(nvm->lbstm, UINT64_MAX);
+
+	/* Format 15: 512+8, the Qualified Type's 16b Guard, 8-bit tag over a 24-bit reference
+	 * tag, Type 1. */
+	CU_ASSERT_EQUAL_FATAL(md_format(15, 0, 1, 0), 0);
+	md_fill(d, 1024, 3);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 10, CTRLR_PRINFO_PRACT, true, 0, 0, 0x5a00000a), 0);
+	/* Type 1: the reference tag part must be the SLBA's (the tag above it is not). */
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 7, true, 0, 0, 0x5a00000b), NVME_SC_INVALID_PI);
+	memset(m, 0, 16);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 7, true, 0, 0, 0x5a00000a), 0);
+	CU_ASSERT_EQUAL(md_be(m + 4, 4), 0x5a00000a);
+	CU_ASSERT_EQUAL(md_be(m + 8 + 4, 4), 0x5a00000b); /* the reference tag counts, the tag stays */
+	CU_ASSERT_EQUAL(md_be(m, 2), ctrlr_crc16_t10dif(0, d, 512));
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 7, true, 0, 0, 0x5b00000a),
+			NVME_SC_STORAGE_TAG_CHECK);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_VERIFY, 10, 7, true, 0, 0, 0x5b00000a),
+			NVME_SC_STORAGE_TAG_CHECK);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_COMPARE, 10, 7, true, 0, 0, 0x5b00000a),
+			NVME_SC_STORAGE_TAG_CHECK);
+	/* Without STC the tag is not looked at, nor with STC when PRCHK leaves out the tags
+	 * field (bit 0). */
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 7, false, 0, 0, 0x5b00000a), 0);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 10, 6, true, 0, 0, 0x5b00000a), 0);
+	/* A Write without PRACT carries its own tuples: their tag is checked with STC. */
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 10, 7, true, 0, 0, 0x5b00000a),
+			NVME_SC_STORAGE_TAG_CHECK);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 10, 7, true, 0, 0, 0x5a00000a), 0);
+
+	/* Format 13: 512+16, 32b Guard (CRC-32C), 32-bit tag over a 48-bit reference tag: the
+	 * 80-bit tags field is CDW2 bits 15:0, CDW3, CDW14. Tag DEADBEEFh, reference tag 20. */
+	CU_ASSERT_EQUAL_FATAL(md_format(13, 0, 1, 0), 0);
+	md_fill(d, 1024, 4);
+	md_fill(m, 32, 9);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 20, CTRLR_PRINFO_PRACT, true, 0xdead, 0xbeef0000, 20),
+			0);
+	memset(m, 0, 32);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 20, 7, true, 0xdead, 0xbeef0000, 20), 0);
+	CU_ASSERT_EQUAL(md_be(m, 4), crc32c(0, d, 512));
+	CU_ASSERT_EQUAL(md_be(m + 4, 2), 0x5a5a);
+	CU_ASSERT_EQUAL(md_be(m + 6, 4), 0xdeadbeef);
+	CU_ASSERT_EQUAL(md_be(m + 10, 6), 20);
+	CU_ASSERT_EQUAL(md_be(m + 16 + 10, 6), 21);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 20, 7, true, 0xdeae, 0xbeef0000, 20),
+			NVME_SC_STORAGE_TAG_CHECK);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 20, 7, true, 0xdead, 0xbeef0001, 20),
+			NVME_SC_INVALID_PI); /* reference tag bit 32: not the SLBA's */
+	d[3] ^= 1;
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 20, 7, true, 0xdead, 0xbeef0000, 20),
+			NVME_SC_GUARD_CHECK);
+
+	/* Format 14: 4096+16, the Qualified Type's 64b Guard, 24-bit tag over a 24-bit reference
+	 * tag (CDW3 bits 15:0 above CDW14), Type 3: no reference tag check, and all ones in the
+	 * application tag, the storage and reference tags disables every check. */
+	CU_ASSERT_EQUAL_FATAL(md_format(14, 0, 3, 0), 0);
+	md_fill(d, 8192, 5);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 2, CTRLR_PRINFO_PRACT, false, 0, 0xabcd, 0xef123456), 0);
+	memset(m, 0, 32);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 2, 7, true, 0, 0xabcd, 0xef000000), 0);
+	CU_ASSERT_EQUAL(md_be(m + 10, 6), 0xabcdef123456ull);
+	CU_ASSERT_EQUAL(md_be(m + 16 + 10, 6), 0xabcdef123456ull); /* Type 3: not counted */
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 2, 7, true, 0, 0xabcc, 0xef000000),
+			NVME_SC_STORAGE_TAG_CHECK);
+	memset(m, 0xff, 32);
+	memset(m + 0, 0, 8); /* a wrong guard under the escape */
+	memset(m + 16, 0, 8);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 2, 7, true, 0, 0x1111, 0x11111111), 0);
+	m[16 + 15] = 0xfe; /* no longer all ones: checked, the guard fails first */
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 2, 7, true, 0, 0x1111, 0x11111111),
+			NVME_SC_GUARD_CHECK);
+	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
+}
+
+/* Copy between blocks with a 32b Guard and a storage tag (format 13, Type 3): descriptor format
+ * 1h's 80-bit ELBT gives the sources' tag (checked with STCR, CDW12 bit 25),
+ * the command's CDW2/CDW3/CDW14 the destination's (generated with PRACT; checked with STCW,
+ * bit 24, when the tuples are kept); format 0h is refused. */
+static void test_copy_storage_tags(void)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_CMD_COPY, 1);
+	uint8_t *e = lb_ptr(&lb, desc_addr), *m = md_meta(), want[1024];
+	const uint8_t elbt[10] = {0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 30};
+
+	CU_ASSERT_EQUAL_FATAL(md_format(13, 0, 3, 0), 0);
+	md_fill(md_data(), 1024, 8);
+	memcpy(want, md_data(), 1024);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_WRITE, 30, CTRLR_PRINFO_PRACT, false, 0xdead, 0xbeef0000, 30),
+			0);
+	memset(e, 0, 4096);
+	e[8] = 30;	 /* SLBA */
+	e[16] = 1;	 /* NLB 2 */
+	memcpy(e + 26, elbt, 10);
+	e[36] = 0x5a;	 /* ELBAT 5A5Ah, ELBATM FFFFh */
+	e[37] = 0x5a;
+	e[38] = e[39] = 0xff;
+	sqe.dptr.prp.prp1 = desc_addr;
+	sqe.cdw10 = 60; /* SDLBA */
+	sqe.cdw12 = 1u << 8 | (CTRLR_PRINFO_PRACT | 7u) << 12 | (CTRLR_PRINFO_PRACT | 7u) << 26 |
+		    CTRLR_COPY_STCR;
+	sqe.cdw2 = 0x1234;
+	sqe.cdw3 = 0x56780000;
+	sqe.cdw14 = 60;
+	sqe.cdw15 = 0x5a5a | 0xffffu << 16;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, 0);
+	memset(md_data(), 0, 1024);
+	CU_ASSERT_EQUAL(md_st(NVME_CMD_READ, 60, 7, true, 0x1234, 0x56780000, 60), 0);
+	CU_ASSERT_EQUAL(memcmp(md_data(), want, 1024), 0);
+	CU_ASSERT_EQUAL(md_be(m + 6, 4), 0x12345678);
+	/* The source's tag is wrong: checked with STCR, not without. */
+	e[29] ^= 1;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, NVME_SC_STORAGE_TAG_CHECK);
+	sqe.cdw12 &= ~CTRLR_COPY_STCR;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, 0);
+	e[29] ^= 1;
+	/* Tuples kept (no PRACT): the destination checks them against its tags with STCW (Type 3:
+	 * the reference tags, the source's, are not checked). */
+	sqe.cdw12 = 1u << 8 | 7u << 12 | 7u << 26 | CTRLR_STC;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, NVME_SC_STORAGE_TAG_CHECK);
+	sqe.cdw2 = 0xdead;
+	sqe.cdw3 = 0xbeef0000;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, 0);
+	/* Format 0h is the 16b Guard's. */
+	sqe.cdw12 = 0u << 8 | (CTRLR_PRINFO_PRACT | 7u) << 12 | (CTRLR_PRINFO_PRACT | 7u) << 26;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL) & 0x7ff, NVME_SC_INVALID_FORMAT);
+	CU_ASSERT_EQUAL(md_format(0, 0, 0, 0), 0);
+}
+
 CUNIT_SUITE(io_md, md_init, md_fini, {"formats_capacity", test_formats_capacity},
 	    {"large_blocks", test_large_blocks}, {"placement", test_placement},
 	    {"pi_type1", test_pi_type1}, {"pi_types_64b", test_pi_types_64b},
-	    {"copy_pi_16b", test_copy_pi_16b}, {"copy_pi_64b", test_copy_pi_64b})
+	    {"copy_pi_16b", test_copy_pi_16b}, {"copy_pi_64b", test_copy_pi_64b},
+	    {"storage_tags", test_storage_tags}, {"copy_storage_tags", test_copy_storage_tags})

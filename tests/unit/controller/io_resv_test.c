@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "controller/nvm/nvm.h"
+#include "common/file_replace.h"
 #include "tests/unit/cunit_runner.h"
 
 static const uint8_t HA[16] = {0xa1, 1}, HB[16] = {0xb2, 2}, HC[16] = {0xc3, 3};
@@ -256,6 +257,17 @@ static void test_clear(void)
 	CU_ASSERT_EQUAL(ctrlr_resv_access(&r, HC), 0);
 }
 
+/* What resv.c has the syncer write: the encoded state, the file replaced whole. */
+static int rs_save(const struct ctrlr_resv *r, const char *path)
+{
+	char *text = ctrlr_resv_encode(r);
+	struct iovec iov = {.iov_base = text, .iov_len = text ? strlen(text) : 0};
+	int rc = text ? file_replace(path, &iov, 1) : -ENOMEM;
+
+	free(text);
+	return rc;
+}
+
 static void test_ptpl_file(void)
 {
 	char dir[] = "/tmp/resv_testXXXXXX", path[64];
@@ -273,7 +285,7 @@ static void test_ptpl_file(void)
 	CU_ASSERT_TRUE(r.ptpl);
 	CU_ASSERT_EQUAL(rs_reg(&r, HB, NVME_RREGA_REGISTER, 0, 0xb, 0), 0);
 	CU_ASSERT_EQUAL(rs_acq(&r, HA, 0, NVME_RESV_EA_REG_ONLY, 0x1122334455667788ull, 0), 0);
-	CU_ASSERT_EQUAL(ctrlr_resv_save(&r, path), 0);
+	CU_ASSERT_EQUAL(rs_save(&r, path), 0);
 	CU_ASSERT_EQUAL(ctrlr_resv_load(&l, path), 0);
 	CU_ASSERT_TRUE(l.ptpl);
 	CU_ASSERT_EQUAL(l.gen, r.gen);
@@ -285,7 +297,7 @@ static void test_ptpl_file(void)
 	/* PTPL off: nothing survives. */
 	CU_ASSERT_EQUAL(rs_reg(&r, HB, NVME_RREGA_REGISTER, 0, 0xb, 2u << 30), 0);
 	CU_ASSERT_FALSE(r.ptpl);
-	CU_ASSERT_EQUAL(ctrlr_resv_save(&r, path), 0);
+	CU_ASSERT_EQUAL(rs_save(&r, path), 0);
 	CU_ASSERT_EQUAL(ctrlr_resv_load(&l, path), 0);
 	CU_ASSERT_FALSE(l.ptpl);
 	CU_ASSERT_EQUAL(l.nregs, 0);
@@ -307,7 +319,81 @@ static void test_ptpl_file(void)
 	rmdir(dir);
 }
 
+/* The record daemons sharing a namespace keep in the cluster: the whole state, PTPL or not, and
+ * the last changes with their notifications; a wrap keeps the newest; bad records are refused. */
+static void test_shared_record(void)
+{
+	static struct ctrlr_resv_record rec, back;
+	struct ctrlr_resv_events e1 = {0}, e2 = {0};
+	char *text;
+
+	ctrlr_resv_init(&rec.r, true);
+	CU_ASSERT_EQUAL(rs_reg(&rec.r, HA, NVME_RREGA_REGISTER, 0, 0xa, 0), 0);
+	CU_ASSERT_EQUAL(rs_reg(&rec.r, HB, NVME_RREGA_REGISTER, 0, 0xb, 0), 0);
+	CU_ASSERT_EQUAL(rs_acq(&rec.r, HA, 0, NVME_RESV_WRITE_EXCLUSIVE, 0xa, 0), 0);
+	CU_ASSERT_FALSE(rec.r.ptpl);
+	e1.n = 1;
+	memcpy(e1.e[0].hostid, HB, 16);
+	e1.e[0].type = NVME_RESV_NOTIFY_REG_PREEMPTED;
+	ctrlr_resv_record_add(&rec, true, &e1);
+	ctrlr_resv_record_add(&rec, false, &e2);
+	CU_ASSERT_EQUAL(rec.seq, 2);
+	text = ctrlr_resv_record_encode(&rec);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_EQUAL(ctrlr_resv_record_decode(&back, text, strlen(text)), 0);
+	CU_ASSERT_EQUAL(back.seq, 2);
+	CU_ASSERT_EQUAL(back.r.nregs, 2); /* kept with PTPL off: the cluster holds everything */
+	CU_ASSERT_EQUAL(back.r.rtype, NVME_RESV_WRITE_EXCLUSIVE);
+	CU_ASSERT_TRUE(ctrlr_resv_is_holder(&back.r, HA));
+	CU_ASSERT_EQUAL(back.r.gen, rec.r.gen);
+	CU_ASSERT_EQUAL(back.nchanges, 2);
+	CU_ASSERT_TRUE(back.changes[0].abort);
+	CU_ASSERT_EQUAL(back.changes[0].seq, 1);
+	CU_ASSERT_EQUAL(back.changes[0].ev.n, 1);
+	CU_ASSERT_EQUAL(memcmp(back.changes[0].ev.e[0].hostid, HB, 16), 0);
+	CU_ASSERT_EQUAL(back.changes[0].ev.e[0].type, NVME_RESV_NOTIFY_REG_PREEMPTED);
+	CU_ASSERT_FALSE(back.changes[1].abort);
+	free(text);
+	/* The ring keeps the newest CTRLR_RESV_CHANGES. */
+	for (int i = 0; i < CTRLR_RESV_CHANGES + 3; i++)
+		ctrlr_resv_record_add(&rec, false, &e1);
+	CU_ASSERT_EQUAL(rec.nchanges, CTRLR_RESV_CHANGES);
+	CU_ASSERT_EQUAL(rec.changes[CTRLR_RESV_CHANGES - 1].seq, rec.seq);
+	CU_ASSERT_EQUAL(rec.changes[0].seq, rec.seq - CTRLR_RESV_CHANGES + 1);
+	text = ctrlr_resv_record_encode(&rec);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_EQUAL(ctrlr_resv_record_decode(&back, text, strlen(text)), 0);
+	CU_ASSERT_EQUAL(back.nchanges, CTRLR_RESV_CHANGES);
+	CU_ASSERT_EQUAL(back.seq, rec.seq);
+	free(text);
+	/* Never written: the empty state. */
+	CU_ASSERT_EQUAL(ctrlr_resv_record_decode(&back, "", 0), 0);
+	CU_ASSERT_EQUAL(back.seq, 0);
+	CU_ASSERT_EQUAL(back.r.nregs, 0);
+	/* Refused whole: not JSON, changes out of order, a change beyond seq, a truncated text. */
+	CU_ASSERT_EQUAL(ctrlr_resv_record_decode(&back, "nope", 4), -EINVAL);
+	{
+		const char *bad[] = {
+		    "{\"ptpl\": false, \"generation\": 0, \"rtype\": 0, \"holder\": "
+		    "\"00000000000000000000000000000000\", \"registrants\": [], \"seq\": 3, "
+		    "\"changes\": [{\"seq\": 3, \"abort\": false, \"events\": []}, "
+		    "{\"seq\": 2, \"abort\": false, \"events\": []}]}",
+		    "{\"ptpl\": false, \"generation\": 0, \"rtype\": 0, \"holder\": "
+		    "\"00000000000000000000000000000000\", \"registrants\": [], \"seq\": 1, "
+		    "\"changes\": [{\"seq\": 2, \"abort\": false, \"events\": []}]}",
+		    "{\"ptpl\": false, \"generation\": 0, \"rtype\": 0",
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			CU_ASSERT_EQUAL(ctrlr_resv_record_decode(&back, bad[i], strlen(bad[i])),
+					-EINVAL);
+			CU_ASSERT_EQUAL(back.r.nregs, 0);
+		}
+	}
+}
+
 CUNIT_SUITE(io_resv, NULL, NULL, {"conflict_table", test_conflict_table},
 	    {"register", test_register}, {"acquire_release", test_acquire_release},
 	    {"unregister_holder", test_unregister_holder}, {"preempt", test_preempt},
-	    {"clear", test_clear}, {"ptpl_file", test_ptpl_file})
+	    {"clear", test_clear}, {"ptpl_file", test_ptpl_file},
+	    {"shared_record", test_shared_record})

@@ -1,10 +1,13 @@
 /* tests/unit/controller/loopback.c - the loopback transport of loopback.h: the controller core's
  * transport ops and the host driver's transport ops over one plain buffer. */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller/ctrlr_transport.h"
+#include "common/syncer.h"
 #include "tests/unit/controller/loopback.h"
 
 static void *lb_mem_map(void *tctx, uint64_t addr, uint64_t len, unsigned int dir)
@@ -55,6 +58,8 @@ static void lb_write_regs(void *tctx, uint32_t offset, const void *buf, size_t l
 		memcpy(lb->regs + offset, buf, len);
 }
 
+static pthread_mutex_t lb_thunk_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void lb_queue(struct lb *lb, void (*fn)(void *), void *arg, bool queue_op)
 {
 	if (queue_op && lb->hold_queue_ops) {
@@ -62,9 +67,12 @@ static void lb_queue(struct lb *lb, void (*fn)(void *), void *arg, bool queue_op
 		return;
 	}
 	/* The real transport's posts cannot fail; a test that overflows this is broken. */
+	/* The syncer thread posts completions too (common/syncer.h). */
+	pthread_mutex_lock(&lb_thunk_lock);
 	if (lb->nthunks == LB_MAX_THUNKS)
 		abort();
 	lb->thunks[lb->nthunks++] = (struct lb_thunk){fn, arg};
+	pthread_mutex_unlock(&lb_thunk_lock);
 }
 
 /* Queue operations complete later, from lb_pump, as the real transport's messages would. */
@@ -327,10 +335,17 @@ static int lb_pump_count(struct lb *lb)
 	for (;;) {
 		int ran = 0;
 
-		while (lb->nthunks) {
-			struct lb_thunk t = lb->thunks[0];
+		for (;;) {
+			struct lb_thunk t;
 
+			pthread_mutex_lock(&lb_thunk_lock);
+			if (!lb->nthunks) {
+				pthread_mutex_unlock(&lb_thunk_lock);
+				break;
+			}
+			t = lb->thunks[0];
 			memmove(lb->thunks, lb->thunks + 1, --lb->nthunks * sizeof(t));
+			pthread_mutex_unlock(&lb_thunk_lock);
 			t.fn(t.arg);
 			ran++;
 		}
@@ -349,8 +364,16 @@ static int lb_pump_count(struct lb *lb)
 		for (uint16_t q = 1; q < LB_MAX_QUEUES; q++)
 			if (lb->sqs[q] && ctrlr_sq_has_work(lb->sqs[q]))
 				ran += ctrlr_sq_poll(lb->sqs[q], 64);
-		if (!ran)
+		if (!ran) {
+			/* State files written by the syncer thread: wait for them (a synchronous
+			 * pump), then run what their ends posted. */
+			uint64_t ended = syncer_jobs_done();
+
+			syncer_drain();
+			if (syncer_jobs_done() != ended)
+				continue;
 			return total;
+		}
 		total += ran;
 	}
 }
@@ -418,7 +441,24 @@ static void *lb_host_mem_ptr(struct nvme_host *h, uint64_t iova, uint64_t len)
 /* Synchronous: when the pump finds nothing to run, nothing more can happen. */
 static int lb_host_wait(struct nvme_host *h, struct nvme_host_queue *q, int timeout_ms)
 {
-	return lb_pump_count(h->tctx) ? 0 : -EAGAIN;
+	struct lb *lb = h->tctx;
+
+	if (lb_pump_count(lb))
+		return 0;
+	/* Backend I/O still in flight (a file's, or the next step of a stacked bdev's): wait for
+	 * a channel's fd, as a poll group would, then look again. */
+	for (size_t i = 0; i < 8; i++) {
+		struct pollfd p = {.events = POLLIN};
+
+		if (!lb->chans[i].ch || !bdev_channel_outstanding(lb->chans[i].ch))
+			continue;
+		p.fd = bdev_channel_get_fd(lb->chans[i].ch);
+		if (poll(&p, 1, timeout_ms) < 0)
+			return -errno;
+		lb_pump_count(lb);
+		return 0;
+	}
+	return -EAGAIN;
 }
 
 static const struct nvme_host_ops lb_host_ops = {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/evloop.h"
 #include "controller/device/device.h"
@@ -468,23 +469,30 @@ static void test_no_pool(void)
 	CU_ASSERT_EQUAL(e->acs[NVME_ADM_NS_ATTACH], 0);
 }
 
-static void test_bind(void)
+/* Makes the pool nsm_pool on `base` (NSIDs up to max_nsid, 0: all; NSID 1 is the operator's)
+ * and binds it to the loopback controller. */
+static void nsm_pool_bind(struct bdev *base, uint32_t max_nsid)
 {
-	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 0);
-	struct nvme_effects_log *e = (struct nvme_effects_log *)nsm_data();
-	struct ctrlr_ns_pool_opts o = {.loop = nsm_loop, .max_nsid = 4};
 	bool reserved[CTRLR_MAX_NAMESPACES] = {[0] = true};
+	struct ctrlr_ns_pool_opts o = {.loop = nsm_loop, .bdev = base, .max_nsid = max_nsid,
+				       .reserved = reserved};
 	struct nsm_created c = {0};
-	struct nvme_id_ctrl *id;
 
-	o.bdev = bdev_lookup("nsm_pool");
-	o.reserved = reserved;
 	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_pool_create(&o, nsm_created_cb, &c), 0);
 	for (int i = 0; i < 500 && !c.calls; i++)
 		evloop_run_once(nsm_loop, 10);
 	CU_ASSERT_EQUAL_FATAL(c.rc, 0);
 	nsm_pool = c.pool;
 	CU_ASSERT_EQUAL_FATAL(ctrlr_ns_pool_bind(nsm_pool, lb.ctrlr), 0);
+}
+
+static void test_bind(void)
+{
+	struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 0);
+	struct nvme_effects_log *e = (struct nvme_effects_log *)nsm_data();
+	struct nvme_id_ctrl *id;
+
+	nsm_pool_bind(bdev_lookup("nsm_pool"), 4);
 	CU_ASSERT_EQUAL(ctrlr_ns_pool_bind(nsm_pool, lb.ctrlr), -EBUSY);
 	CU_ASSERT_EQUAL(ctrlr_ns_pool_destroy(nsm_pool), -EBUSY); /* bound */
 
@@ -510,8 +518,7 @@ static void test_create_errors(void)
 	CU_ASSERT_EQUAL(nsm_create(0, 0, 0, 0, 0, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(2048, 4096, 0, 0, 0, &nsid), NVME_SC_INVALID_FIELD);
 	CU_ASSERT_EQUAL(nsm_create(4096, 2048, 0, 0, 0, &nsid), NVME_SC_THIN_PROV_NOT_SUPP);
-	/* Format 12 and up do not exist; PI needs metadata; DPS bits 7:4 are reserved. */
-	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 12, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
+	/* Format 16 and up do not exist; PI needs metadata; DPS bits 7:4 are reserved. */
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0x20, 0, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0, 1, 0, &nsid), NVME_SC_INVALID_FORMAT);
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 6, 1, 0, &nsid), NVME_SC_INVALID_FORMAT);
@@ -557,13 +564,13 @@ static void test_create_formats(void)
 	struct nvme_sqe sqe;
 
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), 0);
-	CU_ASSERT_EQUAL(idns->nlbaf, 11);
+	CU_ASSERT_EQUAL(idns->nlbaf, 15);
 	CU_ASSERT_EQUAL(idns->lbaf[1].ms, 8);
 	CU_ASSERT_EQUAL(idns->lbaf[6].lbads, 12);
 	/* 256 blocks of 4 KiB (format 6): 1 MiB of the pool. */
 	CU_ASSERT_EQUAL(nsm_create(256, 256, 6, 0, 0, &a), 0);
 	CU_ASSERT_EQUAL(nsm_unvmcap(), 62 * NSM_MIB);
-	/* 2048 blocks of 512 + 8 with Type 1 PI, tuple first: two 512-byte pool blocks each. */
+	/* 2048 blocks of 512 + 8 with Type 1 PI, tuple first: 520 bytes each, in 2 MiB. */
 	CU_ASSERT_EQUAL(nsm_create(2048, 2048, 0x11, 0x9, 0, &b), 0); /* FLBAS 1, extended */
 	CU_ASSERT_EQUAL(nsm_unvmcap(), 60 * NSM_MIB);
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_ALLOC_NS, a, 0), 0);
@@ -574,13 +581,13 @@ static void test_create_formats(void)
 	CU_ASSERT_EQUAL(idns->nsze, 2048);
 	CU_ASSERT_EQUAL(idns->flbas, 0x11);
 	CU_ASSERT_EQUAL(idns->dps, 0x9);
-	/* Format NVM of b to format 6 (4 KiB, no PI): 2 MiB hold 512 of them, and the pool's
-	 * entry says so once the command completes. */
+	/* Format NVM of b to format 6 (4 KiB, no PI): its 2048 x 520 bytes hold 260 of them, and
+	 * the pool's entry says so once the command completes. */
 	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, b);
 	sqe.cdw10 = 6;
 	CU_ASSERT_EQUAL(nsm_cmd(&sqe, NULL), 0);
 	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, b, 0), 0);
-	CU_ASSERT_EQUAL(idns->nsze, 512);
+	CU_ASSERT_EQUAL(idns->nsze, 2048 * 520 / 4096);
 	CU_ASSERT_TRUE(ctrlr_ns_pool_get_ns(nsm_pool, b, &info));
 	CU_ASSERT_EQUAL(info.flbas, 6);
 	CU_ASSERT_EQUAL(info.dps, 0);
@@ -812,8 +819,151 @@ static void test_pel_change_ns(void)
 	CU_ASSERT_EQUAL(n, n0 + 2);
 }
 
+/* ---- Capacity: what a host computes from UNVMCAP must fit, in every format ---- */
+
+#define CAP_POOL_MIB 25u /* the pool's namespace area: 24 MiB after the header's */
+
+static void cap_pool_bind(struct bdev *base)
+{
+	nsm_pool_bind(base, 0);
+}
+
+static void cap_pool_unbind(void)
+{
+	ctrlr_pool_unbind(lb.ctrlr);
+	CU_ASSERT_EQUAL(ctrlr_ns_pool_destroy(nsm_pool), 0);
+	nsm_pool = NULL;
+}
+
+/* One logical block of nsid at lba, data and metadata in one buffer (extended LBA): a Write or
+ * Read of io (ds + ms bytes, two pages). Returns the status. */
+static uint16_t cap_rw(uint8_t opc, uint32_t nsid, uint64_t lba, uint64_t io)
+{
+	struct nvme_sqe sqe = lb_sqe(opc, nsid);
+
+	sqe.cdw10 = (uint32_t)lba;
+	sqe.cdw11 = (uint32_t)(lba >> 32);
+	sqe.dptr.prp.prp1 = io;
+	sqe.dptr.prp.prp2 = io + 4096;
+	return nsm_status_sc(lb_cmd(&lb, 1, &sqe, NULL));
+}
+
+/* For every format Identify NSID FFFFFFFFh offers: NSZE = UNVMCAP / (LBA data size + metadata
+ * size) is created (one block more is Namespace Insufficient Capacity), takes UNVMCAP to 0 with
+ * NVMCAP = TNVMCAP - the operator's, holds its first and last blocks with their metadata (one
+ * past the last is LBA Out of Range), and gives the capacity back when deleted. */
+static void cap_fill_every_format(void)
+{
+	struct nvme_id_ns *idns = (struct nvme_id_ns *)nsm_data();
+	struct nvme_id_ctrl *idc = (struct nvme_id_ctrl *)nsm_data();
+	uint64_t io = lb_alloc(&lb, 8192), total, unvm;
+	uint8_t want[8192];
+	uint16_t me = 5;
+	int nlbaf;
+
+	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_CTRL, 0, 0), 0);
+	total = nsm_le64(idc->tnvmcap);
+	unvm = nsm_le64(idc->unvmcap);
+	CU_ASSERT_EQUAL(unvm, (CAP_POOL_MIB - 1) * NSM_MIB);
+	CU_ASSERT_EQUAL(total, unvm + NSM_MIB); /* and the operator's 1 MiB namespace */
+	CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), 0);
+	nlbaf = idns->nlbaf + 1;
+	CU_ASSERT_EQUAL(nlbaf, 16);
+	for (int f = 0; f < nlbaf; f++) {
+		uint32_t ds, ms, nsid = 0, bytes;
+		uint64_t nsze;
+		uint8_t flbas;
+
+		CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_NS, NVME_NSID_ALL, 0), 0);
+		ds = 1u << idns->lbaf[f].lbads;
+		ms = idns->lbaf[f].ms;
+		CU_ASSERT_EQUAL(idns->lbaf[f].rp, 0); /* nothing wasted: the best */
+		bytes = ds + ms;
+		nsze = unvm / bytes;
+		flbas = (uint8_t)(f | (ms ? NVME_FLBAS_EXTENDED : 0));
+		CU_ASSERT_EQUAL(nsm_create(nsze + 1, nsze + 1, flbas, 0, 0, &nsid),
+				NVME_SC_NS_INSUFFICIENT_CAP);
+		CU_ASSERT_EQUAL_FATAL(nsm_create(nsze, nsze, flbas, 0, 0, &nsid), 0);
+		CU_ASSERT_EQUAL(nsm_unvmcap(), 0);
+		CU_ASSERT_EQUAL(nsm_identify(NVME_CNS_ALLOC_NS, nsid, 0), 0);
+		CU_ASSERT_EQUAL(idns->nsze, nsze);
+		CU_ASSERT_EQUAL(nsm_le64(idns->nvmcap), unvm);
+		CU_ASSERT_EQUAL(nsm_attach(NVME_NS_ATTACH_SEL_ATTACH, nsid, &me, 1), 0);
+		for (int k = 0; k < 2; k++) {
+			uint64_t lba = k ? nsze - 1 : 0;
+
+			ut_pattern(want, bytes, (unsigned int)(f * 2 + k + 1));
+			memcpy(lb_ptr(&lb, io), want, bytes);
+			CU_ASSERT_EQUAL(cap_rw(NVME_CMD_WRITE, nsid, lba, io), 0);
+			memset(lb_ptr(&lb, io), 0, bytes);
+			CU_ASSERT_EQUAL(cap_rw(NVME_CMD_READ, nsid, lba, io), 0);
+			CU_ASSERT_EQUAL(memcmp(lb_ptr(&lb, io), want, bytes), 0);
+		}
+		/* The first block is still intact after the last one's write. */
+		ut_pattern(want, bytes, (unsigned int)(f * 2 + 1));
+		CU_ASSERT_EQUAL(cap_rw(NVME_CMD_READ, nsid, 0, io), 0);
+		CU_ASSERT_EQUAL(memcmp(lb_ptr(&lb, io), want, bytes), 0);
+		CU_ASSERT_EQUAL(cap_rw(NVME_CMD_WRITE, nsid, nsze, io), NVME_SC_LBA_RANGE);
+		CU_ASSERT_EQUAL(nsm_attach(NVME_NS_ATTACH_SEL_DETACH, nsid, &me, 1), 0);
+		CU_ASSERT_EQUAL(nsm_delete(nsid), 0);
+		CU_ASSERT_EQUAL(nsm_unvmcap(), unvm);
+	}
+	/* Two namespaces of half the capacity each in the 4096 + 64 format fill it too. */
+	{
+		uint32_t a = 0, b = 0;
+		uint64_t half = unvm / 2 / (4096 + 64);
+
+		CU_ASSERT_EQUAL(unvm % (2 * NSM_MIB), 0);
+		CU_ASSERT_EQUAL(nsm_create(half, half, 10, 0, 0, &a), 0);
+		CU_ASSERT_EQUAL(nsm_create(half, half, 10, 0, 0, &b), 0);
+		CU_ASSERT_EQUAL(nsm_unvmcap(), 0);
+		CU_ASSERT_EQUAL(nsm_delete(a), 0);
+		CU_ASSERT_EQUAL(nsm_delete(b), 0);
+	}
+	/* Drop the Namespace Attribute Changed AENs and the list these changes filled. */
+	{
+		struct nvme_sqe sqe = lb_sqe(NVME_ADM_GET_LOG_PAGE, 0);
+
+		sqe.cdw10 = NVME_LOG_CHANGED_NS | ((4096 / 4 - 1) << 16);
+		sqe.dptr.prp.prp1 = nsm_buf;
+		CU_ASSERT_EQUAL(nsm_cmd(&sqe, NULL), 0);
+		nsm_aers = 0;
+	}
+}
+
+static int cap_init(void)
+{
+	if (nsm_init())
+		return -1;
+	return lb_create_qpair(&lb, 1, 16, 1, true) ? -1 : 0;
+}
+
+static void test_capacity_ram(void)
+{
+	struct bdev *base = bdev_lookup("nsm_pool");
+
+	CU_ASSERT_EQUAL_FATAL(bdev_delete("nsm_pool"), 0);
+	CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("nsm_pool", CAP_POOL_MIB * 2048, 512, NULL, &base),
+			      0);
+	cap_pool_bind(base);
+	cap_fill_every_format();
+	cap_pool_unbind();
+}
+
+static void test_capacity_file(void)
+{
+	char path[64];
+
+	cap_pool_bind(ut_aio_temp_create("cap_file", CAP_POOL_MIB * NSM_MIB, path));
+	cap_fill_every_format();
+	cap_pool_unbind();
+	ut_aio_temp_delete("cap_file", path);
+}
+
 CUNIT_SUITE(ns_pool, nsm_pool_suite_init, NULL, {"pool_extents", test_pool_extents},
 	    {"pool_persistence", test_pool_persistence}, {"region_io", test_region_io})
 CUNIT_SUITE(ns_mgmt, nsm_init, nsm_fini, {"no_pool", test_no_pool}, {"bind", test_bind},
 	    {"create_errors", test_create_errors}, {"create_formats", test_create_formats},
 	    {"lifecycle", test_lifecycle}, {"pel_change_ns", test_pel_change_ns})
+CUNIT_SUITE(ns_capacity, cap_init, nsm_fini, {"ram", test_capacity_ram},
+	    {"file", test_capacity_file})

@@ -3,6 +3,7 @@
  * end through the loopback transport on a zone_block bdev over a malloc bdev. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/bdev.h"
@@ -35,13 +36,36 @@ static uint8_t zt_state(struct ctrlr_zns *zns, uint32_t zi)
 	return zns->zones[zi].state;
 }
 
-static uint16_t zt_write(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
+static uint32_t zt_gen;
+
+/* Reserves a write (it has not ended). */
+static uint16_t zt_reserve(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
 {
 	uint64_t lba = ~0ull;
-	uint16_t st = ctrlr_zns_write_prep(zns, slba, nlb, false, &lba);
+	uint16_t st = ctrlr_zns_write_prep(zns, slba, nlb, false, &lba, &zt_gen);
 
 	if (!st)
 		CU_ASSERT_EQUAL(lba, slba);
+	return st;
+}
+
+/* The write reserved at lba ended (ok or failed); returns whether it may complete. */
+static bool zt_end(struct ctrlr_zns *zns, struct ctrlr_req *req, uint64_t lba, uint64_t nlb,
+		   bool ok, struct ctrlr_req **ready)
+{
+	struct ctrlr_req *none;
+
+	return ctrlr_zns_write_end(zns, req, lba, nlb, zt_gen, ok, ready ? ready : &none);
+}
+
+/* A write that was reserved and ended. */
+static uint16_t zt_write(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
+{
+	struct ctrlr_req req;
+	uint16_t st = zt_reserve(zns, slba, nlb);
+
+	if (!st)
+		CU_ASSERT_TRUE(zt_end(zns, &req, slba, nlb, true, NULL));
 	return st;
 }
 
@@ -49,7 +73,10 @@ static uint16_t zt_write(struct ctrlr_zns *zns, uint64_t slba, uint64_t nlb)
 static int zt_fail(struct ctrlr_zns *zns, uint64_t slba, bool offline, bool expect_changed)
 {
 	bool changed = !expect_changed;
-	int rc = ctrlr_zns_fail_zone(zns, slba, offline, &changed);
+	struct ctrlr_req *ready;
+	int rc = ctrlr_zns_fail_zone(zns, slba, offline, &changed, &ready);
+
+	CU_ASSERT_PTR_NULL(ready);
 
 	CU_ASSERT_EQUAL(changed, expect_changed);
 	return rc;
@@ -85,33 +112,72 @@ static void test_write_rules(void)
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 5, 1)), NVME_SC_ZONE_INVALID_WRITE);
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 4, 9)), NVME_SC_ZONE_BOUNDARY_ERROR);
 	/* Append goes to the write pointer; it names the zone by its start. */
-	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 0, 2, true, &lba), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 0, 2, true, &lba, &zt_gen), 0);
 	CU_ASSERT_EQUAL(lba, 4);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 1, 2, true, &lba)), NVME_SC_INVALID_FIELD);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 0, 7, true, &lba)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 1, 2, true, &lba, &zt_gen)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 0, 7, true, &lba, &zt_gen)),
 			NVME_SC_ZONE_BOUNDARY_ERROR);
-	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 0, 6, true, &lba), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 0, 6, true, &lba, &zt_gen), 0);
 	CU_ASSERT_EQUAL(lba, 6);
 	/* At the capacity the zone is Full and gives its resources back. */
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_FULL);
 	CU_ASSERT_EQUAL(zns->nr_open, 0);
 	CU_ASSERT_EQUAL(zns->nr_active, 0);
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 12, 1)), NVME_SC_ZONE_IS_FULL);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 0, 1, true, &lba)), NVME_SC_ZONE_IS_FULL);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_write_prep(zns, 0, 1, true, &lba, &zt_gen)), NVME_SC_ZONE_IS_FULL);
 	/* A write into a Closed zone reopens it implicitly. */
 	CU_ASSERT_EQUAL(zt_write(zns, 16, 1), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_CLOSE, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
 	CU_ASSERT_EQUAL(zns->nr_open, 0);
 	CU_ASSERT_EQUAL(zns->nr_active, 1);
 	CU_ASSERT_EQUAL(zt_write(zns, 17, 1), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_IMP_OPEN);
-	/* Undo: only the last write of a zone goes back. */
-	CU_ASSERT_EQUAL(zt_write(zns, 18, 2), 0);
-	ctrlr_zns_write_undo(zns, 17, 1);
-	CU_ASSERT_EQUAL(zns->zones[1].wp, 20);
-	ctrlr_zns_write_undo(zns, 18, 2);
-	CU_ASSERT_EQUAL(zns->zones[1].wp, 18);
+	/* A failed write: only the last one reserved gives its range back. */
+	CU_ASSERT_EQUAL(zt_reserve(zns, 18, 1), 0);
+	CU_ASSERT_EQUAL(zt_reserve(zns, 19, 2), 0);
+	CU_ASSERT_TRUE(zt_end(zns, &(struct ctrlr_req){0}, 18, 1, false, NULL));
+	CU_ASSERT_EQUAL(zns->zones[1].wp, 21);
+	CU_ASSERT_EQUAL(zns->zones[1].wp_done, 19); /* its blocks count as written */
+	CU_ASSERT_TRUE(zt_end(zns, &(struct ctrlr_req){0}, 19, 2, false, NULL));
+	CU_ASSERT_EQUAL(zns->zones[1].wp, 19);
+	CU_ASSERT_EQUAL(zns->zones[1].wp_done, 19);
+	ctrlr_zns_destroy(zns);
+}
+
+/* Writes end in zone order: one above a running write is held, and released by it; a reset
+ * releases what it holds; an end from before the reset changes nothing. */
+static void test_end_order(void)
+{
+	struct ctrlr_zns *zns = zt_new(0, 0);
+	struct ctrlr_req a = {0}, b = {0}, c = {0}, *ready;
+	uint32_t gen_before;
+
+	CU_ASSERT_EQUAL(zt_reserve(zns, 0, 2), 0);
+	CU_ASSERT_EQUAL(zt_reserve(zns, 2, 2), 0);
+	CU_ASSERT_EQUAL(zt_reserve(zns, 4, 3), 0);
+	CU_ASSERT_FALSE(zt_end(zns, &c, 4, 3, true, &ready));
+	CU_ASSERT_PTR_NULL(ready);
+	CU_ASSERT_FALSE(zt_end(zns, &b, 2, 2, false, &ready)); /* a failure waits its turn too */
+	CU_ASSERT_EQUAL(zns->zones[0].wp_done, 0);
+	CU_ASSERT_TRUE(zt_end(zns, &a, 0, 2, true, &ready));
+	CU_ASSERT_EQUAL(zns->zones[0].wp_done, 7);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ready);
+	CU_ASSERT_TRUE((ready == &b && b.hold.next == &c) || (ready == &c && c.hold.next == &b));
+	CU_ASSERT_PTR_NULL(zns->zones[0].held);
+	/* Held in a zone that is reset: released; the end of a write reserved before the reset
+	 * does not move the new write pointer. */
+	CU_ASSERT_EQUAL(zt_reserve(zns, 7, 1), 0);
+	CU_ASSERT_EQUAL(zt_reserve(zns, 8, 1), 0);
+	gen_before = zt_gen;
+	CU_ASSERT_FALSE(zt_end(zns, &b, 8, 1, true, &ready));
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, false, &ready), 0);
+	CU_ASSERT_PTR_EQUAL(ready, &b);
+	zt_gen = gen_before;
+	CU_ASSERT_TRUE(zt_end(zns, &a, 7, 1, true, &ready));
+	CU_ASSERT_EQUAL(zns->zones[0].wp, 0);
+	CU_ASSERT_EQUAL(zns->zones[0].wp_done, 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
 	ctrlr_zns_destroy(zns);
 }
 
@@ -132,33 +198,33 @@ static void test_limits(void)
 	CU_ASSERT_EQUAL(zns->nr_active, 3);
 	/* Every active resource is taken: an Empty zone cannot open. */
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 64, 1)), NVME_SC_TOO_MANY_ACTIVE_ZONES);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 64, NVME_ZSA_OPEN, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 64, NVME_ZSA_OPEN, false, NULL)),
 			NVME_SC_TOO_MANY_ACTIVE_ZONES);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 64, NVME_ZSA_FINISH, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 64, NVME_ZSA_FINISH, false, NULL)),
 			NVME_SC_TOO_MANY_ACTIVE_ZONES);
 	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_EMPTY);
 	/* Explicitly opened zones are never closed by the controller. */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OPEN, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_EXP_OPEN);
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 17, 1)), NVME_SC_TOO_MANY_OPEN_ZONES);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false, NULL)),
 			NVME_SC_TOO_MANY_OPEN_ZONES);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
 	/* Open all: the closed zones do not fit. */
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true, NULL)),
 			NVME_SC_TOO_MANY_OPEN_ZONES);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_CLOSED);
 	/* Finishing one frees both kinds of resources. */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false, NULL), 0);
 	CU_ASSERT_EQUAL(zns->nr_open, 1);
 	CU_ASSERT_EQUAL(zns->nr_active, 2);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_EXP_OPEN);
-	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 64, 1, true, &lba) & 0x7ff,
+	CU_ASSERT_EQUAL(ctrlr_zns_write_prep(zns, 64, 1, true, &lba, &zt_gen) & 0x7ff,
 			NVME_SC_TOO_MANY_OPEN_ZONES);
 	/* Reset all gives everything back. */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true, NULL), 0);
 	CU_ASSERT_EQUAL(zns->nr_open, 0);
 	CU_ASSERT_EQUAL(zns->nr_active, 0);
 	for (uint32_t i = 0; i < ZT_ZONES; i++) {
@@ -174,38 +240,38 @@ static void test_transitions(void)
 	struct ctrlr_zns *zns = zt_new(0, 0);
 
 	/* Close: open -> closed, closed stays, others refuse. */
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false, NULL)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EXP_OPEN);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_CLOSED);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, false, NULL), 0);
 	/* Open from implicitly opened and closed. */
 	CU_ASSERT_EQUAL(zt_write(zns, 16, 1), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_EXP_OPEN);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EXP_OPEN);
 	/* Finish: open, closed and empty become Full; Full stays. */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_FULL);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_FULL);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false, NULL)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false, NULL)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
 	/* Reset: Full and open to Empty; Empty stays. */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_RESET, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_EMPTY);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_RESET, false), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_RESET, false, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
 	/* Offline only from Read Only; Read Only and Offline refuse the rest. */
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false, NULL)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
 	CU_ASSERT_EQUAL(zt_write(zns, 48, 3), 0);
 	CU_ASSERT_EQUAL(zt_fail(zns, 48, false, true), 0);
@@ -215,47 +281,47 @@ static void test_transitions(void)
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 51, 1)), NVME_SC_ZONE_IS_READ_ONLY);
 	CU_ASSERT_EQUAL(ctrlr_zns_read_check(zns, 48, 3), 0);
 	for (uint8_t a = NVME_ZSA_CLOSE; a <= NVME_ZSA_RESET; a++)
-		CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, a, false)),
+		CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, a, false, NULL)),
 				NVME_SC_ZONE_INVALID_TRANSITION);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_OFFLINE);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_OFFLINE, false, NULL), 0);
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 51, 1)), NVME_SC_ZONE_IS_OFFLINE);
 	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_read_check(zns, 48, 1)), NVME_SC_ZONE_IS_OFFLINE);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_RESET, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 48, NVME_ZSA_RESET, false, NULL)),
 			NVME_SC_ZONE_INVALID_TRANSITION);
 	CU_ASSERT_EQUAL(zt_fail(zns, 48, false, false), -EINVAL);
 	CU_ASSERT_EQUAL(zt_fail(zns, 48, true, false), 0);
 	CU_ASSERT_EQUAL(zt_fail(zns, 49, true, false), -EINVAL); /* not a zone start */
 	CU_ASSERT_EQUAL(zt_fail(zns, ZT_ZONES * ZT_ZSZE, true, false), -EINVAL);
 	/* Bad actions, not a zone start, Set Zone Descriptor Extension without ZDES. */
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 1, NVME_ZSA_OPEN, false)), NVME_SC_INVALID_FIELD);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, 0x06, false)), NVME_SC_INVALID_FIELD);
-	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_SET_ZDE, false)),
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 1, NVME_ZSA_OPEN, false, NULL)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, 0x06, false, NULL)), NVME_SC_INVALID_FIELD);
+	CU_ASSERT_EQUAL(ZT_SC(ctrlr_zns_send(zns, 0, NVME_ZSA_SET_ZDE, false, NULL)),
 			NVME_SC_INVALID_FIELD);
 	/* Select All applies to the zones in the states the action leaves, skips the rest. */
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_FULL);
 	CU_ASSERT_EQUAL(zt_write(zns, 0, 1), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_OPEN, false, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_CLOSE, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_CLOSED);
 	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_CLOSED);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_FULL);
 	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OPEN, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EXP_OPEN);
 	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_EXP_OPEN);
 	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_FINISH, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_FINISH, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_FULL);
 	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_FULL);
 	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_EMPTY);
 	CU_ASSERT_EQUAL(zns->nr_open, 0);
 	CU_ASSERT_EQUAL(zns->nr_active, 0);
 	CU_ASSERT_EQUAL(zt_fail(zns, 64, false, true), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OFFLINE, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_OFFLINE, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
 	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_OFFLINE);
 	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
@@ -277,7 +343,7 @@ static void test_reads(void)
 	CU_ASSERT_EQUAL(ctrlr_zns_read_fixup(zns, 12, 20, 512, iov, 2), 0);
 	for (uint32_t b = 0; b < 20; b++)
 		CU_ASSERT_EQUAL(buf[b * 512 + 100], (b >= 4 && b < 9) ? 0xab : 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_FINISH, false, NULL), 0);
 	memset(buf, 0xab, sizeof(buf));
 	CU_ASSERT_EQUAL(ctrlr_zns_read_fixup(zns, 12, 20, 512, iov, 2), 0);
 	CU_ASSERT_EQUAL(buf[4 * 512], 0xab);
@@ -297,10 +363,10 @@ static void test_report(void)
 	struct nvme_zone_desc d[ZT_ZONES];
 
 	CU_ASSERT_EQUAL(zt_write(zns, 0, 3), 0);				 /* 0: imp open */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false), 0);	 /* 1: exp */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false, NULL), 0);	 /* 1: exp */
 	CU_ASSERT_EQUAL(zt_write(zns, 32, 1), 0);				 /* 2: closed */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_FINISH, false), 0); /* 3: full */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_CLOSE, false, NULL), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 48, NVME_ZSA_FINISH, false, NULL), 0); /* 3: full */
 	CU_ASSERT_EQUAL(zt_fail(zns, 64, false, true), 0);		 /* 4: RO */
 	CU_ASSERT_EQUAL(zt_fail(zns, 80, true, true), 0);		 /* 5: offline */
 	CU_ASSERT_EQUAL(zt_report(zns, 0, NVME_ZRASF_ALL, false, d, ZT_ZONES), ZT_ZONES);
@@ -392,14 +458,14 @@ static void test_zde(void)
 	/* The zone is written like any Closed zone; Reset takes the extension away. */
 	CU_ASSERT_EQUAL(zt_write(zns, 16, 2), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 1), NVME_ZS_IMP_OPEN);
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_RESET, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_RESET, false, NULL), 0);
 	CU_ASSERT_EQUAL(zns->nr_active, 1);
 	CU_ASSERT_EQUAL(ctrlr_zns_report(zns, 16, NVME_ZRASF_ALL, true, true, rep, 1), 1);
 	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)rep)->za, 0);
 	CU_ASSERT_EQUAL(((struct nvme_zone_desc *)rep)->zs, NVME_ZS_EMPTY << 4);
 	CU_ASSERT_EQUAL(rep[64], 0);
 	/* Reset all (also Format and Sanitize) empties the Closed zone with an extension. */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 0, NVME_ZSA_RESET, true, NULL), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 3), NVME_ZS_EMPTY);
 	CU_ASSERT_EQUAL(zns->nr_active, 0);
 	ctrlr_zns_destroy(zns);
@@ -409,9 +475,43 @@ static void test_zde(void)
 	ctrlr_zns_destroy(zns);
 }
 
-/* The zone state file: saved when the table goes (if it changed), read back when made again,
- * open zones closed (or emptied without data); a file for another geometry or inconsistent is
- * refused, changing nothing. */
+/* The zone state file (layout in controller/zns/state_file.c): 8 zones, 64-byte extensions:
+ * header page, live words at 4 KiB, extensions at 8 KiB, checkpoint slots at 12 and 16 KiB. */
+#define ZF_LIVE 4096
+#define ZF_ZDE 8192
+#define ZF_SLOT0 12288
+#define ZF_SLOT1 16384
+#define ZF_SIZE 20480
+#define ZF_BOOT_ID 48
+
+static void zf_poke(const char *path, long off, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "r+b");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, off, SEEK_SET);
+	CU_ASSERT_EQUAL(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static long zf_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+/* A reboot since the file was written: another boot id in its header. */
+static void zf_reboot(const char *path)
+{
+	zf_poke(path, ZF_BOOT_ID, "00000000-0000-0000-0000-000000000000", 36);
+}
+
+/* The zone state file: made at the first start; the live words follow every change at once (a
+ * killed daemon's successor finds them, same boot), open zones closed (or emptied without data);
+ * after a reboot the zones come from the newest whole checkpoint (one is written at each start);
+ * a file for another geometry, cut short, with a bad word or without a whole checkpoint after a
+ * reboot is refused, changing nothing; a version 1 file is converted. */
 static void test_state_file(void)
 {
 	char path[64];
@@ -423,40 +523,31 @@ static void test_state_file(void)
 				   .zone_desc_ext_size = 64,
 				   .state_file = path};
 	struct ctrlr_zns *zns = NULL;
-	uint8_t ext[64], rep[2 * 128];
+	uint8_t ext[64], rep[2 * 128], junk[64];
+	struct ctrlr_req *ready;
 	bool changed;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/tmp/zns_test.%d.state", (int)getpid());
 	unlink(path);
-	/* No file: Empty zones; unchanged: nothing written. */
+	/* No file: made, every zone Empty. */
 	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_EMPTY);
-	ctrlr_zns_destroy(zns);
-	CU_ASSERT_EQUAL(access(path, F_OK), -1);
-	/* A state change alone (no write pointer moved) is saved. */
-	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, true, &changed), 0);
-	ctrlr_zns_destroy(zns);
-	CU_ASSERT_EQUAL(access(path, F_OK), 0);
-	/* Every kind of zone. */
-	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
-	CU_ASSERT_EQUAL(zt_state(zns, 4), NVME_ZS_OFFLINE);
+	CU_ASSERT_EQUAL(zf_size(path), ZF_SIZE);
+	/* Every kind of zone; the table is dropped without any saving (as a kill would). */
 	memset(ext, 0x3c, sizeof(ext));
 	CU_ASSERT_EQUAL(zt_write(zns, 0, 3), 0);				  /* 0: imp open */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false), 0);	  /* 1: exp, empty */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false), 0); /* 2: full */
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false, &changed), 0);	  /* 3: RO */
-	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, true, &changed), 0);	  /* 4: offline */
-	CU_ASSERT_EQUAL(ctrlr_zns_set_zde(zns, 80, ext), 0);		  /* 5: closed, ZDEV */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 16, NVME_ZSA_OPEN, false, NULL), 0);  /* 1: exp, empty */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 32, NVME_ZSA_FINISH, false, NULL), 0); /* 2: full */
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 48, false, &changed, &ready), 0); /* 3: RO */
+	CU_ASSERT_EQUAL(ctrlr_zns_fail_zone(zns, 64, true, &changed, &ready), 0);  /* 4: offline */
+	CU_ASSERT_EQUAL(ctrlr_zns_set_zde(zns, 80, ext), 0);			  /* 5: closed, ZDEV */
 	CU_ASSERT_EQUAL(zt_write(zns, 96, 5), 0);				  /* 6: closed */
-	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 96, NVME_ZSA_CLOSE, false), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 96, NVME_ZSA_CLOSE, false, NULL), 0);
+	/* A write reserved but not ended is not recorded. */
+	CU_ASSERT_EQUAL(zt_reserve(zns, 3, 2), 0);
 	ctrlr_zns_destroy(zns);
-	f = fopen(path, "rb");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fseek(f, 0, SEEK_END);
-	CU_ASSERT_EQUAL(ftell(f), 40 + ZT_ZONES * (16 + 64));
-	fclose(f);
+	CU_ASSERT_EQUAL(zf_size(path), ZF_SIZE);
 	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
 	CU_ASSERT_EQUAL(zt_state(zns, 0), NVME_ZS_CLOSED);
 	CU_ASSERT_EQUAL(zns->zones[0].wp, 3);
@@ -476,38 +567,90 @@ static void test_state_file(void)
 	CU_ASSERT_EQUAL(rep[64], 0x3c);
 	CU_ASSERT_EQUAL(rep[127], 0x3c);
 	CU_ASSERT_EQUAL(rep[128 + 64], 0);
-	/* Writes go on at the saved write pointer. */
+	/* Writes go on at the recorded write pointer; this start wrote a checkpoint of wp 3. */
 	CU_ASSERT_EQUAL(ZT_SC(zt_write(zns, 0, 1)), NVME_SC_ZONE_INVALID_WRITE);
 	CU_ASSERT_EQUAL(zt_write(zns, 3, 1), 0);
+	/* A zone reset drops its extension from the file as well. */
+	CU_ASSERT_EQUAL(ctrlr_zns_send(zns, 80, NVME_ZSA_RESET, false, NULL), 0);
+	ctrlr_zns_destroy(zns);
+	/* After a reboot: the checkpoint (wp 3, zone 5 still with its extension), not the live
+	 * words (wp 4, zone 5 empty). */
+	zf_reboot(path);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zns->zones[0].wp, 3);
+	CU_ASSERT_EQUAL(zt_state(zns, 5), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(ctrlr_zns_report(zns, 80, NVME_ZRASF_ALL, true, true, rep, 1), 1);
+	CU_ASSERT_EQUAL(rep[64], 0); /* the extension's bytes were dropped: it reads as zeroes */
 	ctrlr_zns_destroy(zns);
 	/* Another geometry: refused; the file is kept as it was. */
 	g.zone_capacity = ZT_ZCAP - 1;
 	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
 	g.zone_capacity = ZT_ZCAP;
 	g.zone_desc_ext_size = 0;
-	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL); /* another size */
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
 	g.zone_desc_ext_size = 64;
 	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
-	CU_ASSERT_EQUAL(zns->zones[0].wp, 4);
-	ctrlr_zns_destroy(zns); /* unchanged: not rewritten */
-	/* An inconsistent zone (state 7h; then a write pointer past the capacity). */
-	f = fopen(path, "r+b");
+	CU_ASSERT_EQUAL(zns->zones[0].wp, 3);
+	ctrlr_zns_destroy(zns);
+	/* A bad live word (state 7h), then a write pointer past the capacity. */
+	f = fopen(path, "rb");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fseek(f, 40 + 7 * 16 + 8, SEEK_SET);
-	fputc(0x7, f);
+	fseek(f, ZF_LIVE, SEEK_SET);
+	CU_ASSERT_EQUAL(fread(junk, 1, 64, f), 64);
 	fclose(f);
+	zf_poke(path, ZF_LIVE + 7 * 8 + 7, "\x87", 1);
 	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
-	f = fopen(path, "r+b");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fseek(f, 40 + 7 * 16 + 8, SEEK_SET);
-	fputc(NVME_ZS_EMPTY, f);
-	fseek(f, 40 + 2 * 16, SEEK_SET);
-	fputc(32 + ZT_ZCAP + 1, f);
-	fclose(f);
+	zf_poke(path, ZF_LIVE, junk, 64);
+	zf_poke(path, ZF_LIVE + 2 * 8, (uint8_t[]){32 + ZT_ZCAP + 1}, 1);
 	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
-	/* A short file. */
+	zf_poke(path, ZF_LIVE, junk, 64);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	ctrlr_zns_destroy(zns);
+	/* After a reboot with both checkpoints damaged: refused. */
+	zf_reboot(path);
+	zf_poke(path, ZF_SLOT0 + 40, "x", 1);
+	zf_poke(path, ZF_SLOT1 + 40, "x", 1);
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
+	/* Cut short (a full disk). */
+	CU_ASSERT_EQUAL(truncate(path, ZF_SIZE - 4096), 0);
+	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
 	CU_ASSERT_EQUAL(truncate(path, 100), 0);
 	CU_ASSERT_EQUAL(ctrlr_zns_create(&g, &zns), -EINVAL);
+	/* A version 1 file: read and converted. */
+	f = fopen(path, "wb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	{
+		struct {
+			char magic[8];
+			uint32_t version, zdes;
+			uint64_t zsze, zcap;
+			uint32_t n, rsvd;
+		} __attribute__((packed)) h = {{'N', 'V', 'M', 'E', 'Z', 'N', 'S', '1'}, 1, 64,
+					       ZT_ZSZE, ZT_ZCAP, ZT_ZONES, 0};
+		uint8_t e[16];
+
+		fwrite(&h, sizeof(h), 1, f);
+		for (uint32_t i = 0; i < ZT_ZONES; i++) {
+			uint64_t wp = i * ZT_ZSZE + (i == 2 ? 5 : 0);
+
+			memset(e, 0, sizeof(e));
+			memcpy(e, &wp, 8);
+			e[8] = i == 2 ? NVME_ZS_CLOSED : NVME_ZS_EMPTY;
+			fwrite(e, sizeof(e), 1, f);
+		}
+		for (uint32_t i = 0; i < ZT_ZONES * 64; i++)
+			fputc(0, f);
+	}
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zt_state(zns, 2), NVME_ZS_CLOSED);
+	CU_ASSERT_EQUAL(zns->zones[2].wp, 37);
+	ctrlr_zns_destroy(zns);
+	CU_ASSERT_EQUAL(zf_size(path), ZF_SIZE);
+	zf_reboot(path);
+	CU_ASSERT_EQUAL_FATAL(ctrlr_zns_create(&g, &zns), 0);
+	CU_ASSERT_EQUAL(zns->zones[2].wp, 37);
+	ctrlr_zns_destroy(zns);
 	unlink(path);
 }
 
@@ -1075,7 +1218,7 @@ static void test_e2e_zde(void)
 	lb_pump(&lb);
 }
 
-CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry},
+CUNIT_SUITE(zns_state, NULL, NULL, {"geometry", test_geometry}, {"end_order", test_end_order},
 	    {"write_rules", test_write_rules}, {"limits", test_limits},
 	    {"transitions", test_transitions}, {"reads", test_reads}, {"report", test_report},
 	    {"zde", test_zde}, {"state_file", test_state_file})

@@ -100,6 +100,38 @@ static void test_find_boundaries(void)
 	vfu_dma_table_destroy(t);
 }
 
+/* A thread remembers the window it found last: a window removed or replaced, or another table,
+ * must never answer from that memory. */
+static void test_find_after_change(void)
+{
+	struct vfu_dma_table *t = vfu_dma_table_create(16), *other = vfu_dma_table_create(16);
+	struct vfu_dma_window w;
+
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x2000, R | W, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10000, 0x1000, &w), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x11000, 0x1000, &w), 0);
+	CU_ASSERT_EQUAL(w.prot, R | W);
+	/* Another table with nothing there. */
+	CU_ASSERT_EQUAL(vfu_dma_table_find(other, 0x11000, 0x1000, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x11000, 0x1000, &w), 0);
+	/* Removed, then mapped again smaller and read-only. */
+	CU_ASSERT_EQUAL(vfu_dma_table_remove(t, 0x10000, 0x2000), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x11000, 0x1000, &w), -EFAULT);
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x10000, 0x1000, R, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10000, 0x1000, &w), 0);
+	CU_ASSERT_EQUAL(w.prot, R);
+	CU_ASSERT_EQUAL(w.len, 0x1000);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x11000, 0x1000, &w), -EFAULT);
+	/* A window added beside it leaves the remembered one valid and is found too. */
+	CU_ASSERT_EQUAL(vfu_dma_table_add(t, 0x20000, 0x1000, W, -1, 0), 0);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x20000, 0x1000, &w), 0);
+	CU_ASSERT_EQUAL(w.prot, W);
+	CU_ASSERT_EQUAL(vfu_dma_table_find(t, 0x10000, 0x1000, &w), 0);
+	CU_ASSERT_EQUAL(w.prot, R);
+	vfu_dma_table_destroy(other);
+	vfu_dma_table_destroy(t);
+}
+
 static void test_many_sorted(void)
 {
 	struct vfu_dma_table *t = vfu_dma_table_create(1000);
@@ -540,7 +572,8 @@ static void test_pins_and_quiesce(void)
 
 CUNIT_SUITE(vfu_dma_table, NULL, NULL, {"add_overlap", test_add_overlap},
 	    {"add_invalid", test_add_invalid}, {"remove_exact", test_remove_exact},
-	    {"find_boundaries", test_find_boundaries}, {"many_sorted", test_many_sorted},
+	    {"find_boundaries", test_find_boundaries}, {"find_after_change", test_find_after_change},
+	    {"many_sorted", test_many_sorted},
 	    {"fd_mapping", test_fd_mapping}, {"iov", test_iov},
 	    {"read_only_mapping", test_read_only_mapping},
 	    {"concurrent_readers", test_concurrent_readers},
