@@ -192,6 +192,8 @@ struct ctrlr_fdp {
 	/* Host events (log 23h, LSP 0): the newest CTRLR_FDP_EVENTS, oldest first. */
 	struct nvme_fdp_event ev[CTRLR_FDP_EVENTS];
 	uint32_t nev;
+};
+
 /* The controller's state file (state.c): the features saved with SV, the write in flight and
  * the commands waiting for the next one (through req->hold). */
 #define CTRLR_SAVED_FEATS 32
