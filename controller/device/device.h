@@ -175,20 +175,16 @@ struct ctrlr_pel {
 };
 
 /* The module's state in a controller. */
-/* Flexible Data Placement (fdp.c). The reclaim unit handles' counters are updated by the I/O
- * threads (atomics); the rest is the admin thread's. */
+/* Flexible Data Placement (fdp.c). The reclaim units, their write pointers and the media
+ * counters are the namespaces' placement bdevs' (backend/bdev_fdp.c); host bytes are counted
+ * here by the I/O threads (atomic); the rest is the admin thread's. */
 #define CTRLR_FDP_EVENTS 63 /* a 4 KiB log: 64-byte header and events */
-struct ctrlr_fdp_ruh {
-	uint64_t ruamw; /* bytes the current reclaim unit can still take */
-	uint64_t rus;	/* reclaim units taken so far */
-};
 struct ctrlr_fdp {
 	uint16_t nruh; /* 0: no FDP */
 	uint64_t runs;
 	bool enabled;
-	uint64_t hbmw, mbmw, mbe; /* bytes, atomic */
+	uint64_t hbmw; /* bytes, atomic */
 	uint8_t events[CTRLR_FDP_MAX_RUH]; /* per placement handle: event types enabled (bits) */
-	struct ctrlr_fdp_ruh ruh[CTRLR_FDP_MAX_RUH];
 	/* Host events (log 23h, LSP 0): the newest CTRLR_FDP_EVENTS, oldest first. */
 	struct nvme_fdp_event ev[CTRLR_FDP_EVENTS];
 	uint32_t nev;
@@ -388,9 +384,12 @@ uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint3
 uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid);
 void ctrlr_admin_directive_recv(struct ctrlr_req *req);
 void ctrlr_admin_directive_send(struct ctrlr_req *req);
-/* A write of `bytes` (I/O thread): its DTYPE/DSPEC checked and accounted to its reclaim unit
- * handle. Status. */
-uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes);
+/* A write of `bytes` (I/O thread, the module's io_write_place): its DTYPE/DSPEC checked, the
+ * bdev placement handle it goes to in *placement. Status. */
+uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes, uint16_t *placement);
+/* A namespace attached while FDP is enabled must be on a placement bdev of the configuration's
+ * geometry (ns_attach): 0 or -EINVAL. */
+int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts);
 extern const struct ctrlr_cmd ctrlr_fdp_io_cmds[256];
 
 /* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed

@@ -1,18 +1,24 @@
 /* controller/device/fdp.c - Flexible Data Placement (NVMe Base 2.1, TP4146) in the controller's
- * endurance group (endgrp.c). WORK IN PROGRESS (branch cmb-fdp-wip, issue 35): one FDP
- * configuration (index 0: fdp_nruh initially isolated reclaim unit handles, one reclaim group,
- * reclaim units of fdp_runs bytes), every namespace's placement handle list is every handle
- * (PHNDL i = RUHID i). Feature 1Dh enables it (only while the group has no namespace), 1Eh keeps
- * the event types enabled per placement handle; logs 20h (configurations), 21h (handle usage),
- * 22h (statistics), 23h (host events: RU Not Fully Written at an RUH Update, Invalid Placement
- * Identifier, when Feature 1Eh enabled them); Directive Receive Identify; I/O Management
- * Receive (RUH Status) and Send (RUH Update); writes with DTYPE 2 are accounted to the handle of
- * their DSPEC (an invalid one to handle 0, as the spec's Invalid Placement Identifier case).
- * Not there yet: the data of each handle placed in reclaim units of distinct bdev regions (an
- * LBA map that survives SIGKILL), controller events, the RU time limit, the CLI/RPC. */
+ * endurance group (endgrp.c), issue 35: one FDP configuration (index 0: fdp_nruh initially
+ * isolated reclaim unit handles, one reclaim group, reclaim units of fdp_runs bytes), every
+ * namespace's placement handle list is every handle (PHNDL i = RUHID i). The reclaim units are
+ * real: while FDP is enabled a namespace must be on a placement bdev (backend/bdev_fdp.c) with
+ * the configuration's handles and unit size (ctrlr_fdp_ns_attach), a write's handle goes to the
+ * bdev with the write (the module's io_write_place hook; bdev_io.placement), which puts each
+ * handle's data in reclaim units of its own and garbage-collects; RUH Status reads the bdev's
+ * RUAMW, RUH Update moves the bdev's handle to a fresh unit, log 22h's MBMW and MBE are the
+ * bdevs' (host bytes are counted here). Feature 1Dh enables FDP (only while the group has no
+ * namespace), 1Eh keeps the event types enabled per placement handle; logs 20h
+ * (configurations), 21h (handle usage), 22h (statistics), 23h (host events: RU Not Fully
+ * Written at an RUH Update, Invalid Placement Identifier, when Feature 1Eh enabled them);
+ * Directive Receive Identify; I/O Management Receive (RUH Status) and Send (RUH Update).
+ * Not there: controller events (log 23h LSP 1 is empty), the RU time limit. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "controller/device/device.h"
 
 #define CTRLR_FDP_RUNS_DEFAULT (16ull << 20)
@@ -30,10 +36,6 @@ void ctrlr_fdp_init(struct ctrlr *ctrlr)
 	memset(f, 0, sizeof(*f));
 	f->nruh = ctrlr->cfg.fdp_nruh > CTRLR_FDP_MAX_RUH ? 0 : ctrlr->cfg.fdp_nruh;
 	f->runs = ctrlr->cfg.fdp_runs ? ctrlr->cfg.fdp_runs : CTRLR_FDP_RUNS_DEFAULT;
-	for (uint16_t i = 0; i < f->nruh; i++) {
-		f->ruh[i].ruamw = f->runs;
-		f->ruh[i].rus = 1;
-	}
 }
 
 bool ctrlr_fdp_supported(const struct ctrlr *ctrlr)
@@ -102,35 +104,7 @@ static void ctrlr_fdp_event(struct ctrlr_req *req, uint8_t type, uint16_t pid, u
 		free(m);
 }
 
-/* A new reclaim unit for handle r: the old one's rest is given up, the new one erased. */
-static void ctrlr_fdp_new_ru(struct ctrlr_fdp *f, uint16_t r)
-{
-	__atomic_store_n(&f->ruh[r].ruamw, f->runs, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&f->ruh[r].rus, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&f->mbe, f->runs, __ATOMIC_RELAXED);
-}
-
-/* `bytes` written through handle r: fills its reclaim units in turn. */
-static void ctrlr_fdp_account(struct ctrlr_fdp *f, uint16_t r, uint64_t bytes)
-{
-	__atomic_fetch_add(&f->hbmw, bytes, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&f->mbmw, bytes, __ATOMIC_RELAXED);
-	while (bytes) {
-		uint64_t left = __atomic_load_n(&f->ruh[r].ruamw, __ATOMIC_RELAXED);
-		uint64_t take = left < bytes ? left : bytes;
-
-		if (!left) {
-			ctrlr_fdp_new_ru(f, r);
-			continue;
-		}
-		if (!__atomic_compare_exchange_n(&f->ruh[r].ruamw, &left, left - take, false,
-						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			continue;
-		bytes -= take;
-	}
-}
-
-uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes)
+uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes, uint16_t *placement)
 {
 	struct ctrlr_fdp *f = &ctrlr_dev(req->sq->ctrlr)->fdp;
 	uint8_t dtype = NVME_RW_DTYPE(req->sqe.cdw12);
@@ -147,8 +121,57 @@ uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes)
 		ctrlr_fdp_event(req, NVME_FDPE_INVALID_PID, 0, pid);
 	if (!dtype || pid >= f->nruh)
 		pid = 0;
-	ctrlr_fdp_account(f, pid, bytes);
+	/* PHNDL i is RUH i of the placement bdev (ctrlr_fdp_ns_attach checked its geometry). */
+	*placement = pid;
+	__atomic_fetch_add(&f->hbmw, bytes, __ATOMIC_RELAXED);
 	return NVME_SC_SUCCESS;
+}
+
+int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
+{
+	struct ctrlr *ctrlr = ns->ctrlr;
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+	const struct bdev_placement_geom *g = bdev_get_placement(ns->bdev);
+
+	(void)opts;
+	if (!f->nruh || !f->enabled)
+		return 0;
+	if (!g) {
+		LOG_ERR(CTRLR_LOG, "%s: namespace %u: FDP is enabled and bdev %s places nothing "
+				   "(a bdev_fdp_create bdev is needed)",
+			ctrlr->serial, ns->nsid, bdev_get_name(ns->bdev));
+		return -EINVAL;
+	}
+	if (g->nruh != f->nruh || g->ru_blocks * bdev_get_block_size(ns->bdev) != f->runs) {
+		LOG_ERR(CTRLR_LOG, "%s: namespace %u: bdev %s has %u handles and reclaim units of "
+				   "%" PRIu64 " bytes, the FDP configuration %u and %" PRIu64,
+			ctrlr->serial, ns->nsid, bdev_get_name(ns->bdev), g->nruh,
+			g->ru_blocks * bdev_get_block_size(ns->bdev), f->nruh, f->runs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Media bytes written and erased: the namespaces' placement bdevs' (admin thread). */
+static void ctrlr_fdp_media(struct ctrlr *ctrlr, uint64_t *mbmw, uint64_t *mbe)
+{
+	*mbmw = *mbe = 0;
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		struct bdev_placement_stats st;
+
+		if (!ctrlr->ns[i] || !bdev_get_placement(ctrlr->ns[i]->bdev))
+			continue;
+		bdev_placement_get_stats(ctrlr->ns[i]->bdev, &st);
+		*mbmw += st.media_bytes;
+		*mbe += st.erased_bytes;
+	}
+}
+
+/* Blocks of the namespace's LBA size left in handle r's reclaim unit. */
+static uint64_t ctrlr_fdp_ruamw(struct ctrlr_ns *ns, uint16_t r)
+{
+	return bdev_placement_ruamw(ns->bdev, r) * bdev_get_block_size(ns->bdev) /
+	       ns->block_size;
 }
 
 /* ---- logs ---- */
@@ -200,10 +223,12 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		return 8 + 8u * f->nruh;
 	case NVME_LOG_FDP_STATS: {
 		struct nvme_fdp_stats_log *s = (struct nvme_fdp_stats_log *)buf;
+		uint64_t mbmw, mbe;
 
+		ctrlr_fdp_media(req->sq->ctrlr, &mbmw, &mbe);
 		ctrlr_fdp_u128(s->hbmw, __atomic_load_n(&f->hbmw, __ATOMIC_RELAXED));
-		ctrlr_fdp_u128(s->mbmw, __atomic_load_n(&f->mbmw, __ATOMIC_RELAXED));
-		ctrlr_fdp_u128(s->mbe, __atomic_load_n(&f->mbe, __ATOMIC_RELAXED));
+		ctrlr_fdp_u128(s->mbmw, mbmw);
+		ctrlr_fdp_u128(s->mbe, mbe);
 		return sizeof(*s);
 	}
 	default: { /* 23h: LSP bit 0 selects controller events, which this model has none of */
@@ -349,8 +374,7 @@ static void ctrlr_io_mgmt_recv(struct ctrlr_req *req)
 
 			d.pid = i;
 			d.ruhid = i;
-			d.ruamw = __atomic_load_n(&f->ruh[i].ruamw, __ATOMIC_RELAXED) /
-				  req->ns->block_size;
+			d.ruamw = ctrlr_fdp_ruamw(req->ns, i);
 			memcpy(buf + 16 + 32u * i, &d, sizeof(d));
 		}
 		n = f->nruh;
@@ -379,13 +403,13 @@ static void ctrlr_io_mgmt_send(struct ctrlr_req *req)
 			return ctrlr_req_complete_err(req, NVME_SC_INVALID_FIELD,
 						      offsetof(struct nvme_sqe, cdw10));
 	for (uint32_t i = 0; i < npid; i++) {
-		uint64_t left = __atomic_load_n(&f->ruh[pids[i]].ruamw, __ATOMIC_RELAXED);
+		uint64_t left = ctrlr_fdp_ruamw(req->ns, pids[i]);
 
 		/* A reclaim unit given up before it was full: how many blocks it kept. */
-		if (left && left < f->runs)
-			ctrlr_fdp_event(req, NVME_FDPE_RU_NOT_FULLY_WRITTEN, pids[i],
-					left / req->ns->block_size);
-		ctrlr_fdp_new_ru(f, pids[i]);
+		if (left && left < f->runs / req->ns->block_size)
+			ctrlr_fdp_event(req, NVME_FDPE_RU_NOT_FULLY_WRITTEN, pids[i], left);
+		if (bdev_placement_ruh_update(req->ns->bdev, pids[i]))
+			return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	}
 	ctrlr_req_complete(req, NVME_SC_SUCCESS);
 }

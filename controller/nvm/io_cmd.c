@@ -9,7 +9,6 @@
 
 #include "common/log.h"
 #include "controller/ctrlr_iostat.h"
-#include "controller/device/device.h" /* WIP: FDP write hook; belongs in a hook of the module table */
 #include "controller/nvm/nvm.h"
 #include "controller/nvm/pi.h"
 
@@ -123,9 +122,11 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	/* Zone write pointer rules once the data is mapped (a bad pointer moves no zone). */
 	if (!st && write)
 		st = ctrlr_nvm_zoned_write(req, slba, nlb);
-	/* Data placement (device/fdp.c): DTYPE/DSPEC checked, the reclaim unit accounted. */
-	if (!st && write)
-		st = ctrlr_fdp_write(req, nlb * req->lbaf->ds);
+	/* Data placement (a module's io_write_place: device/fdp.c): DTYPE/DSPEC checked, the
+	 * bdev's placement handle chosen. */
+	bio->placement = 0;
+	if (!st && write && req->sq->ctrlr->io_write_place)
+		st = req->sq->ctrlr->io_write_place(req, nlb * req->lbaf->ds, &bio->placement);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	/* No metadata: the data of consecutive blocks is contiguous on the bdev (zero copy). */

@@ -1,8 +1,13 @@
-/* tests/unit/controller/fdp_test.c - Flexible Data Placement through the loopback transport (WIP,
- * issue 35): the configuration log, Feature 1Dh only while the group has no namespace, the
+/* tests/unit/controller/fdp_test.c - Flexible Data Placement through the loopback transport (issue
+ * 35): the configuration log, Feature 1Dh only while the group has no namespace, the
  * Directive Receive Identify parameters, writes with DTYPE 2 filling their handle's reclaim
- * unit (RUH Status), RUH Update, the statistics, and hostile values. */
+ * unit of the namespace's placement bdev (RUH Status), RUH Update, the statistics (media bytes
+ * from the bdev), a namespace refused on a bdev without placement or of another geometry, and
+ * hostile values. */
+#include <errno.h>
 #include <string.h>
+
+#include "backend/bdev.h"
 
 #include "tests/unit/controller/loopback.h"
 #include "tests/unit/cunit_runner.h"
@@ -135,7 +140,22 @@ static void test_fdp(void)
 	sqe.cdw11 = 1;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
 	CU_ASSERT_EQUAL(dw0, 1);
-	CU_ASSERT_EQUAL(lb_add_malloc_ns(&lb, "fdp0", 1, 16384, 512), 1);
+	/* While FDP is enabled a namespace needs a placement bdev of the configuration's
+	 * geometry: a plain bdev and one of other handles are refused. */
+	CU_ASSERT_EQUAL(lb_add_malloc_ns(&lb, "plain0", 1, 16384, 512), -EINVAL);
+	{
+		struct bdev_fdp_opts o = {.nruh = FDP_NRUH - 1, .ru_blocks = FDP_RUNS / 512};
+		struct bdev *b;
+
+		CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("fdpbase1", 48000, 512, NULL, NULL), 0);
+		CU_ASSERT_EQUAL_FATAL(bdev_fdp_create("fdpbad", "fdpbase1", &o, NULL, &b), 0);
+		CU_ASSERT_EQUAL(ctrlr_ns_add(lb.ctrlr, 1, b, NULL), -EINVAL);
+		o.nruh = FDP_NRUH;
+		CU_ASSERT_EQUAL_FATAL(bdev_malloc_create("fdpbase0", 48000, 512, NULL, NULL), 0);
+		CU_ASSERT_EQUAL_FATAL(bdev_fdp_create("fdp0", "fdpbase0", &o, NULL, &b), 0);
+		CU_ASSERT_EQUAL(ctrlr_ns_add(lb.ctrlr, 1, b, NULL), 1);
+		lb_pump(&lb);
+	}
 	CU_ASSERT_EQUAL(set_fdp(1, 0) & 0x7ff, NVME_SC_CMD_SEQ_ERROR);
 	/* Directive Receive, Identify: Data Placement supported and enabled. */
 	sqe = sqe_data(NVME_ADM_DIRECTIVE_RECV, 1);
@@ -235,8 +255,12 @@ static void test_fdp(void)
 	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_STATS, 1), 0);
 	memcpy(&v, buf(), 8);
 	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 1 + 1 + 128 * 16 + 16) * 512ull);
+	/* Media bytes: the placement bdev's (no garbage collection yet: what the host wrote);
+	 * erased: the four reclaim units it handed out (handles 2, 0 and twice 3). */
+	memcpy(&v, buf() + 16, 8);
+	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 1 + 1 + 128 * 16 + 16) * 512ull);
 	memcpy(&v, buf() + 32, 8);
-	CU_ASSERT_EQUAL(v, 2ull * FDP_RUNS);
+	CU_ASSERT_EQUAL(v, 4ull * FDP_RUNS);
 }
 
 CUNIT_SUITE(fdp, fdp_init, fdp_fini, {"fdp", test_fdp})
