@@ -43,7 +43,8 @@ struct ctrlr_config {
 	const char *pel_file;
 	/* Flexible Data Placement (device/fdp.c): reclaim unit handles of the endurance group's one
 	 * configuration (0: no FDP, up to CTRLR_FDP_MAX_RUH) and the reclaim unit size in bytes
-	 * (0: 16 MiB). FDP starts disabled; Set Features 1Dh enables it. */
+	 * (0: 16 MiB). FDP starts enabled; Set Features 1Dh turns it off or on while the group
+	 * has no namespace. */
 	uint16_t fdp_nruh;
 	uint64_t fdp_runs;
 	/* The controller's state file (NULL: none): firmware slots and activation, features saved

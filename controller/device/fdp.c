@@ -36,6 +36,9 @@ void ctrlr_fdp_init(struct ctrlr *ctrlr)
 	memset(f, 0, sizeof(*f));
 	f->nruh = ctrlr->cfg.fdp_nruh > CTRLR_FDP_MAX_RUH ? 0 : ctrlr->cfg.fdp_nruh;
 	f->runs = ctrlr->cfg.fdp_runs ? ctrlr->cfg.fdp_runs : CTRLR_FDP_RUNS_DEFAULT;
+	/* A configured group starts with FDP enabled (its namespaces are placement bdevs); the
+	 * host may turn it off while the group has no namespace. */
+	f->enabled = f->nruh != 0;
 }
 
 bool ctrlr_fdp_supported(const struct ctrlr *ctrlr)
@@ -254,7 +257,7 @@ uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint3
 	if (fid == NVME_FEAT_FDP) {
 		if ((cdw11 & 0xffff) != CTRLR_ENDGID)
 			return NVME_SC_INVALID_FIELD;
-		*cdw0 = dflt ? 0 : f->enabled;
+		*cdw0 = dflt ? 1 : f->enabled;
 		return NVME_SC_SUCCESS;
 	}
 	/* 1Eh: the event types of placement handle CDW11[15:0], as (type, attributes) pairs. */
