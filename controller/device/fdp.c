@@ -234,8 +234,9 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		ctrlr_fdp_u128(s->mbe, mbe);
 		return sizeof(*s);
 	}
-	default: { /* 23h: LSP bit 0 selects controller events, which this model has none of */
-		uint32_t n = (req->sqe.cdw10 >> 8) & 1 ? 0 : f->nev;
+	default: { /* 23h: LSP bit 0 set selects the host events; clear, the controller events,
+		    which this model has none of */
+		uint32_t n = (req->sqe.cdw10 >> 8) & 1 ? f->nev : 0;
 
 		memcpy(buf, &n, sizeof(n));
 		memcpy(buf + 64, f->ev, n * sizeof(f->ev[0]));
@@ -382,7 +383,7 @@ static void ctrlr_io_mgmt_recv(struct ctrlr_req *req)
 		}
 		n = f->nruh;
 	}
-	memcpy(buf, &n, sizeof(n));
+	memcpy(buf + 14, &n, sizeof(n)); /* NRUHSD: bytes 15:14 */
 	ctrlr_req_complete(req, ctrlr_req_copy_to_host(req, buf,
 						       len < sizeof(buf) ? len : sizeof(buf)));
 }

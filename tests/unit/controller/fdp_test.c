@@ -58,7 +58,8 @@ static uint16_t get_log(uint8_t lid, uint16_t lsi)
 {
 	struct nvme_sqe sqe = sqe_data(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
 
-	sqe.cdw10 = lid | (1024u - 1) << 16;
+	/* Log 23h: LSP bit 0, the host events. */
+	sqe.cdw10 = lid | (lid == NVME_LOG_FDP_EVENTS ? 1u << 8 : 0) | (1024u - 1) << 16;
 	sqe.cdw11 = (uint32_t)lsi << 16;
 	return lb_cmd(&lb, 0, &sqe, NULL);
 }
@@ -105,6 +106,9 @@ static uint64_t ruamw(uint16_t pid)
 	if (lb_cmd(&lb, 1, &sqe, NULL))
 		return ~0ull;
 	memcpy(&d, buf() + 16 + 32u * pid, sizeof(d));
+	/* NRUHSD at bytes 15:14 of the header. */
+	if (buf()[14] != FDP_NRUH || buf()[15] != 0)
+		return ~0ull;
 	return d.pid == pid && d.ruhid == pid ? d.ruamw : ~0ull;
 }
 
@@ -229,9 +233,9 @@ static void test_fdp(void)
 	memcpy(&v, buf(), 4);
 	CU_ASSERT_EQUAL((uint32_t)v, 2);
 	CU_ASSERT_EQUAL(buf()[64 + 64], NVME_FDPE_INVALID_PID);
-	/* Controller events (LSP bit 0): none. */
+	/* Controller events (LSP bit 0 clear): none. */
 	sqe = sqe_data(NVME_ADM_GET_LOG_PAGE, NVME_NSID_ALL);
-	sqe.cdw10 = NVME_LOG_FDP_EVENTS | 1u << 8 | (1024u - 1) << 16;
+	sqe.cdw10 = NVME_LOG_FDP_EVENTS | (1024u - 1) << 16;
 	sqe.cdw11 = 1u << 16;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	memcpy(&v, buf(), 4);
