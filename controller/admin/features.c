@@ -100,6 +100,14 @@ static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st);
 
 static void ctrlr_feat_set_finish(struct ctrlr_req *req, uint16_t st);
 
+/* Feature 1Dh's new state is durable (st 0), or it could not be written: then it is undone. */
+static void ctrlr_feat_fdp_saved(struct ctrlr_req *req, uint16_t st)
+{
+	if (st)
+		ctrlr_fdp_set_enabled(req->sq->ctrlr, !ctrlr_fdp_enabled(req->sq->ctrlr));
+	ctrlr_feat_set_finish(req, st);
+}
+
 /* ---- Volatile Write Cache off: every namespace flushed ---- */
 
 static void ctrlr_feat_vwc_flush_next(struct ctrlr_req *req);
@@ -706,8 +714,16 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 		/* IOCSCI (bits 8:0) must name a combination of CNS 1Ch: only index 0 exists. */
 		return (cdw11 & 0x1ff) ? NVME_SC_IOCS_COMBINATION_REJECTED : NVME_SC_SUCCESS;
 	case NVME_FEAT_FDP:
-	case NVME_FEAT_FDP_EVENTS:
-		return ctrlr_feat_fdp_set(req, fid);
+	case NVME_FEAT_FDP_EVENTS: {
+		bool changed = false;
+		uint16_t fst = ctrlr_feat_fdp_set(req, fid, &changed);
+
+		if (fst || !changed)
+			return fst;
+		/* FDP turned on or off: in the state file before the command completes. */
+		ctrlr_state_save(req, ctrlr_feat_fdp_saved);
+		return CTRLR_FEAT_ASYNC;
+	}
 	case NVME_FEAT_ENDGRP_EVENT: {
 		uint32_t egcw = (cdw11 >> 16) & 0xff;
 

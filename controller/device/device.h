@@ -381,7 +381,11 @@ bool ctrlr_fdp_supported(const struct ctrlr *ctrlr);
 size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t cap, uint16_t *st);
 /* Features 1Dh/1Eh: status. */
 uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint32_t *cdw0);
-uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid);
+/* *changed: Feature 1Dh turned FDP on or off (the state file keeps it: ctrlr_state_save). */
+uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid, bool *changed);
+bool ctrlr_fdp_enabled(const struct ctrlr *ctrlr);
+/* Sets the enable state (a state file read, a save undone). Admin thread. */
+void ctrlr_fdp_set_enabled(struct ctrlr *ctrlr, bool on);
 void ctrlr_admin_directive_recv(struct ctrlr_req *req);
 void ctrlr_admin_directive_send(struct ctrlr_req *req);
 /* A write of `bytes` (I/O thread, the module's io_write_place): its DTYPE/DSPEC checked, the

@@ -279,7 +279,20 @@ uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint3
 	}
 }
 
-uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid)
+bool ctrlr_fdp_enabled(const struct ctrlr *ctrlr)
+{
+	return __atomic_load_n(&ctrlr_dev(ctrlr)->fdp.enabled, __ATOMIC_ACQUIRE);
+}
+
+void ctrlr_fdp_set_enabled(struct ctrlr *ctrlr, bool on)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+
+	if (f->nruh)
+		__atomic_store_n(&f->enabled, on, __ATOMIC_RELEASE);
+}
+
+uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid, bool *changed)
 {
 	struct ctrlr *ctrlr = req->sq->ctrlr;
 	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
@@ -300,6 +313,7 @@ uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid)
 			return NVME_SC_CMD_SEQ_ERROR;
 		ctrlr_fdp_init(ctrlr);
 		__atomic_store_n(&f->enabled, on, __ATOMIC_RELEASE);
+		*changed = true;
 		return NVME_SC_SUCCESS;
 	}
 	/* 1Eh: CDW11[15:0] the placement handle, [23:16] how many event types follow (one byte

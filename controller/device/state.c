@@ -9,7 +9,8 @@
  * active after a restart. Admin thread.
  *
  * Format (JSON): {"version": 1, "firmware": {"slots": ["REV1", "REV2", ""], "active": 2,
- * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...]}. */
+ * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...], "fdp": {"enabled":
+ * false}}; "fdp" (Feature 1Dh as the host left it) only with an FDP configuration. */
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -143,6 +144,19 @@ int ctrlr_state_load(struct ctrlr *ctrlr)
 	if (json_object_object_get_ex(o, "features", &v) &&
 	    (rc = ctrlr_state_parse_feats(ctrlr, v, &why)))
 		goto out;
+	if (json_object_object_get_ex(o, "fdp", &v)) {
+		struct json_object *en;
+
+		if (!json_object_is_type(v, json_type_object) ||
+		    !json_object_object_get_ex(v, "enabled", &en) ||
+		    !json_object_is_type(en, json_type_boolean)) {
+			why = "fdp is not {\"enabled\": true|false}";
+			rc = -EINVAL;
+			goto out;
+		}
+		/* Without an FDP configuration now, there is nothing to enable. */
+		ctrlr_fdp_set_enabled(ctrlr, json_object_get_boolean(en));
+	}
 	rc = 0;
 out:
 	json_object_put(o);
@@ -241,6 +255,15 @@ static char *ctrlr_state_encode(struct ctrlr *ctrlr)
 		json_object_array_add(feats, e);
 	}
 	json_object_object_add(o, "features", feats);
+	if (ctrlr_fdp_supported(ctrlr)) {
+		struct json_object *fdp = json_object_new_object();
+
+		if (fdp) {
+			json_object_object_add(fdp, "enabled",
+					       json_object_new_boolean(ctrlr_fdp_enabled(ctrlr)));
+			json_object_object_add(o, "fdp", fdp);
+		}
+	}
 	if (asprintf(&text, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY)) < 0)
 		text = NULL;
 	json_object_put(o);

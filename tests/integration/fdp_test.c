@@ -5,7 +5,7 @@
  * Status and Update; garbage collection when the space is overwritten (every block reads its
  * last write, log 22h's MBMW above HBMW); SIGKILL while FUA writes are in flight and a restart
  * on the same file (every completed write reads back, every other block its old data or the
- * new); and hostile values for every FDP log, feature, directive and I/O Management field,
+ * new); Feature 1Dh as the host left it after SIGKILL; and hostile values for every FDP log, feature, directive and I/O Management field,
  * each an error for that command only, the daemon serving on. */
 #include "tests/integration/nvme_itest.h"
 
@@ -476,6 +476,54 @@ out_free:
 	free(done);
 }
 
+/* Feature 1Dh as the host left it survives SIGKILL (the controller's state file): a group
+ * with no namespace (a pool) is turned off, the daemon killed and started again: still off;
+ * on again: on after the next kill. */
+static void test_enable_persists(const char *build)
+{
+	char dir[64], state[96];
+	const char *args[] = { "--ns-pool", "ram:16M", "--fdp", "2:1M", "--state-file", state,
+			       "--serial", "FDP-2", NULL };
+	struct nvme_itest t;
+	uint8_t *buf;
+	uint32_t dw0;
+	int status;
+
+	snprintf(dir, sizeof(dir), "/tmp/fdp-itest-XXXXXX");
+	if (!CHECK(mkdtemp(dir) != NULL))
+		return;
+	snprintf(state, sizeof(state), "%s/state.json", dir);
+	for (int round = 0; round < 3; round++) {
+		struct nvme_sqe sqe = { 0 };
+		struct nvme_cqe cqe = { 0 };
+		bool turn_off = round == 0;
+
+		memset(&t, 0, sizeof(t));
+		if (!CHECK(nvme_itest_up(&t, build, args, 2, 32) == 0))
+			break;
+		CHECK(nvme_host_alloc(&t.h, 4096, (void **)&buf) != 0);
+		sqe.cdw0.bits.opc = NVME_ADM_GET_FEATURES;
+		sqe.cdw10 = NVME_FEAT_FDP;
+		sqe.cdw11 = 1;
+		CHECK(nvme_host_cmd(&t.h, 0, &sqe, &cqe) == 0);
+		dw0 = cqe.dw0;
+		/* Round 0: the configured default (on); 1: off as left; 2: on as left. */
+		CHECK(dw0 == (round == 1 ? 0u : 1u));
+		if (round < 2) {
+			sqe.cdw0.bits.opc = NVME_ADM_SET_FEATURES;
+			sqe.cdw12 = turn_off ? 0 : 1;
+			CHECK(nvme_host_cmd(&t.h, 0, &sqe, NULL) == 0);
+		}
+		nvme_itest_detach(&t);
+		kill(t.pid, SIGKILL);
+		waitpid(t.pid, &status, 0);
+		t.pid = -1;
+		nvme_itest_stop(&t, false);
+	}
+	unlink(state);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const char *build = argc > 1 ? argv[1] : "build";
@@ -483,5 +531,6 @@ int main(int argc, char **argv)
 	itest_run("placement", test_placement, build);
 	itest_run("gc", test_gc, build);
 	itest_run("kill", test_kill, build);
+	itest_run("enable_persists", test_enable_persists, build);
 	return itest_summary();
 }
