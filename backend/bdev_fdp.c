@@ -140,6 +140,9 @@ struct fdp {
 	int batch_status;
 	uint64_t map_seq_next, map_seq_done, durable_seq;
 	bool flush_inflight; /* an internal flush */
+	/* FREE RUs, and those of them whose freeing is not durable yet (the smallest map batch
+	 * among them): the per-wake checks need no scan of every RU. */
+	uint64_t nfree, npending, min_pending_seq;
 	/* GC. */
 	uint64_t gc_victim, gc_scan;
 	uint32_t gc_inflight;
@@ -263,6 +266,9 @@ static void fdp_ru_maybe_free(struct fdp *f, uint64_t r)
 		ru->state = FDP_RU_FREE;
 		ru->wp = 0;
 		ru->free_seq = f->map_seq_next;
+		f->nfree++;
+		if (!f->npending++ || ru->free_seq < f->min_pending_seq)
+			f->min_pending_seq = ru->free_seq;
 	}
 }
 
@@ -425,6 +431,7 @@ static bool fdp_ru_open(struct fdp *f, uint16_t h)
 		}
 	}
 	f->ru[pick].state = FDP_RU_OPEN;
+	f->nfree--;
 	f->ru[pick].wp = 0;
 	f->cur[h] = pick;
 	__atomic_fetch_add(&f->st.erased_bytes, f->geom.ru_blocks * f->bs, __ATOMIC_RELAXED);
@@ -466,7 +473,7 @@ static void fdp_gc_step(struct fdp *f)
 
 		/* Only when free RUs run low: fewer than two, i.e. one for the GC and none
 		 * left for the handles. */
-		if (fdp_free_count(f, false) >= 2)
+		if (f->nfree >= 2)
 			return;
 		for (uint64_t r = 0; r < f->geom.nru; r++) {
 			const struct fdp_ru *ru = &f->ru[r];
@@ -721,8 +728,18 @@ static void fdp_flush_start(struct fdp *f, struct fdp_io *x)
 
 static void fdp_flush_done(struct fdp *f, struct fdp_op *op, int status)
 {
-	if (!status && op->covers > f->durable_seq)
+	if (!status && op->covers > f->durable_seq) {
 		f->durable_seq = op->covers;
+		/* Which freed RUs are still waiting for a flush (a scan per flush, not per io). */
+		f->npending = 0;
+		for (uint64_t r = 0; r < f->geom.nru; r++) {
+			const struct fdp_ru *ru = &f->ru[r];
+
+			if (ru->state == FDP_RU_FREE && ru->free_seq > f->durable_seq &&
+			    (!f->npending++ || ru->free_seq < f->min_pending_seq))
+				f->min_pending_seq = ru->free_seq;
+		}
+	}
 	if (op->upper) {
 		fdp_ctx(op->upper)->status = status;
 		fdp_complete(fdp_ctx(op->upper));
@@ -835,17 +852,9 @@ static void fdp_run(struct fdp *f)
 		return;
 	fdp_gc_step(f);
 	fdp_map_kick(f);
-	if (!f->flush_inflight) {
-		for (uint64_t r = 0; r < f->geom.nru; r++) {
-			const struct fdp_ru *ru = &f->ru[r];
-
-			if (ru->state == FDP_RU_FREE && ru->free_seq > f->durable_seq &&
-			    ru->free_seq <= f->map_seq_done) {
-				fdp_flush_start(f, NULL);
-				break;
-			}
-		}
-	}
+	/* Freed RUs whose map batch is written: a flush makes them reusable. */
+	if (!f->flush_inflight && f->npending && f->min_pending_seq <= f->map_seq_done)
+		fdp_flush_start(f, NULL);
 }
 
 static void fdp_take_inbox(struct fdp *f)
@@ -1119,6 +1128,7 @@ static int fdp_load(struct fdp *f, bool *fresh)
 		sb.data_off = f->data_off;
 		memcpy(blk, &sb, sizeof(sb));
 		rc = fdp_sync_io(f->base, ch, BDEV_IO_WRITE, 0, 1, blk);
+		f->nfree = f->geom.nru;
 		goto out;
 	}
 	if (sb.version != FDP_VERSION || sb.block_size != f->bs || sb.nruh != f->geom.nruh ||
@@ -1154,8 +1164,10 @@ static int fdp_load(struct fdp *f, bool *fresh)
 		f->rmap[m - 1] = lba;
 		f->ru[fdp_ru_of(f, m - 1)].valid++;
 	}
-	for (uint64_t r = 0; r < f->geom.nru; r++)
+	for (uint64_t r = 0; r < f->geom.nru; r++) {
 		f->ru[r].state = f->ru[r].valid ? FDP_RU_CLOSED : FDP_RU_FREE;
+		f->nfree += !f->ru[r].valid;
+	}
 out:
 	free(blk);
 	bdev_channel_destroy(ch);
