@@ -464,6 +464,19 @@ struct bdev_placement_stats {
 	uint64_t ruh_updates;
 };
 void bdev_placement_get_stats(const struct bdev *bdev, struct bdev_placement_stats *st);
+/* A reclaim unit garbage collection emptied: nlbam blocks moved (the first one lba, of handle
+ * ruh: the handle that wrote the unit), at time_us (CLOCK_MONOTONIC microseconds). */
+struct bdev_placement_event {
+	uint64_t time_us;
+	uint64_t lba;
+	uint64_t nlbam;
+	uint16_t ruh;
+};
+#define BDEV_PLACEMENT_EVENTS 64
+/* The newest events (up to max, oldest first) into out; their count. Any thread (a lock the
+ * owner takes once per reclaimed unit, not per io). */
+unsigned int bdev_placement_get_events(const struct bdev *bdev, struct bdev_placement_event *out,
+				       unsigned int max);
 
 /* ---- registry (main thread) ---- */
 

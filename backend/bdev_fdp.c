@@ -33,7 +33,8 @@
  * path, and costs one cross-thread hop per io. Other threads only read the statistics and the
  * RUs' available counts (atomics) and ask for an RUH Update (an atomic flag the owner looks at
  * before it takes the next ios, so a write submitted after the request returned lands in the
- * new RU).
+ * new RU). The ring of reclaimed units (Media Reallocated events) has a mutex the owner takes
+ * once per unit GC empties, never per io.
  */
 #include "backend/bdev_vbdev.h"
 #include "common/log.h"
@@ -46,6 +47,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FDP_MAGIC "NVMEEMU-FDP-MAP1"
@@ -73,6 +75,7 @@ enum fdp_ru_state { FDP_RU_FREE, FDP_RU_OPEN, FDP_RU_CLOSED };
 
 struct fdp_ru {
 	uint8_t state;
+	uint16_t owner;	   /* the handle (nruh: the GC) it was opened for */
 	uint64_t wp;	   /* blocks handed out (OPEN) */
 	uint64_t valid;	   /* map entries pointing here */
 	uint32_t writers;  /* data writes in flight into it */
@@ -146,6 +149,12 @@ struct fdp {
 	/* GC. */
 	uint64_t gc_victim, gc_scan;
 	uint32_t gc_inflight;
+	uint64_t gc_moved, gc_first_lba; /* of the victim so far */
+	/* Reclaimed units (Media Reallocated), a ring under ev_lock: written once per unit by
+	 * the owner, read by the controller's log. */
+	pthread_mutex_t ev_lock;
+	struct bdev_placement_event ev[BDEV_PLACEMENT_EVENTS];
+	uint64_t nev;
 };
 
 static void fdp_run(struct fdp *f);
@@ -431,6 +440,7 @@ static bool fdp_ru_open(struct fdp *f, uint16_t h)
 		}
 	}
 	f->ru[pick].state = FDP_RU_OPEN;
+	f->ru[pick].owner = h;
 	f->nfree--;
 	f->ru[pick].wp = 0;
 	f->cur[h] = pick;
@@ -487,6 +497,8 @@ static void fdp_gc_step(struct fdp *f)
 			return;
 		f->gc_victim = best;
 		f->gc_scan = 0;
+		f->gc_moved = 0;
+		f->gc_first_lba = FDP_NONE;
 		__atomic_fetch_add(&f->st.gc_runs, 1, __ATOMIC_RELAXED);
 	}
 	while (f->gc_inflight < FDP_GC_INFLIGHT && f->gc_scan < rub) {
@@ -525,6 +537,19 @@ static void fdp_gc_step(struct fdp *f)
 		fdp_op_submit(op, BDEV_IO_READ, f->data_off + src, got, 0);
 	}
 	if (f->gc_scan >= rub && !f->gc_inflight) {
+		if (f->gc_moved) {
+			struct timespec ts;
+			struct bdev_placement_event *e;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			pthread_mutex_lock(&f->ev_lock);
+			e = &f->ev[f->nev++ % BDEV_PLACEMENT_EVENTS];
+			e->time_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+			e->lba = f->gc_first_lba;
+			e->nlbam = f->gc_moved;
+			e->ruh = f->ru[f->gc_victim].owner;
+			pthread_mutex_unlock(&f->ev_lock);
+		}
 		fdp_ru_maybe_free(f, f->gc_victim);
 		f->gc_victim = FDP_NONE;
 	}
@@ -555,8 +580,12 @@ static void fdp_gc_write_done(struct fdp *f, struct fdp_op *op, int status)
 			uint64_t lba = op->lbas[i];
 
 			/* Still where GC found it (not written or unmapped meanwhile). */
-			if (lba != FDP_NONE && f->map[lba] == op->lba + i + 1)
+			if (lba != FDP_NONE && f->map[lba] == op->lba + i + 1) {
 				fdp_map_set(f, lba, op->phys + i);
+				if (f->gc_first_lba == FDP_NONE)
+					f->gc_first_lba = lba;
+				f->gc_moved++;
+			}
 		}
 		__atomic_fetch_add(&f->st.media_bytes, op->n * f->bs, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&f->st.gc_bytes, op->n * f->bs, __ATOMIC_RELAXED);
@@ -949,6 +978,7 @@ static void fdp_free(struct fdp *f)
 	free(f->dirty_list);
 	if (f->wake >= 0)
 		close(f->wake);
+	pthread_mutex_destroy(&f->ev_lock);
 	free(f);
 }
 
@@ -1036,6 +1066,25 @@ void bdev_placement_get_stats(const struct bdev *bdev, struct bdev_placement_sta
 	st->gc_runs = __atomic_load_n(&f->st.gc_runs, __ATOMIC_RELAXED);
 	st->ru_opened = __atomic_load_n(&f->st.ru_opened, __ATOMIC_RELAXED);
 	st->ruh_updates = __atomic_load_n(&f->st.ruh_updates, __ATOMIC_RELAXED);
+}
+
+unsigned int bdev_placement_get_events(const struct bdev *bdev, struct bdev_placement_event *out,
+				       unsigned int max)
+{
+	struct fdp *f = fdp_of(bdev);
+	unsigned int n = 0;
+	uint64_t from;
+
+	if (!f)
+		return 0;
+	pthread_mutex_lock(&f->ev_lock);
+	if (max > BDEV_PLACEMENT_EVENTS)
+		max = BDEV_PLACEMENT_EVENTS;
+	from = f->nev > max ? f->nev - max : 0;
+	for (uint64_t i = from; i < f->nev; i++)
+		out[n++] = f->ev[i % BDEV_PLACEMENT_EVENTS];
+	pthread_mutex_unlock(&f->ev_lock);
+	return n;
 }
 
 /* ---- creation: synchronous base I/O on a channel of the main thread ---- */
@@ -1193,8 +1242,10 @@ int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_f
 	if (!f)
 		return -ENOMEM;
 	f->wake = -1;
+	pthread_mutex_init(&f->ev_lock, NULL);
 	rc = bdev_vbdev_take_base(base_name, name, &base);
 	if (rc) {
+		pthread_mutex_destroy(&f->ev_lock);
 		free(f);
 		return rc;
 	}

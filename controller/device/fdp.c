@@ -9,10 +9,12 @@
  * RUAMW, RUH Update moves the bdev's handle to a fresh unit, log 22h's MBMW and MBE are the
  * bdevs' (host bytes are counted here). Feature 1Dh enables FDP (only while the group has no
  * namespace), 1Eh keeps the event types enabled per placement handle; logs 20h
- * (configurations), 21h (handle usage), 22h (statistics), 23h (host events: RU Not Fully
- * Written at an RUH Update, Invalid Placement Identifier, when Feature 1Eh enabled them);
+ * (configurations), 21h (handle usage), 22h (statistics), 23h (LSP bit 0 set, host events:
+ * RU Not Fully Written at an RUH Update, Invalid Placement Identifier, when Feature 1Eh enabled
+ * them);
  * Directive Receive Identify; I/O Management Receive (RUH Status) and Send (RUH Update).
- * Not there: controller events (log 23h LSP 1 is empty), the RU time limit. */
+ * Controller events: Media Reallocated (80h) for each reclaim unit the bdev's GC emptied, of
+ * the handles whose Feature 1Eh enables it. Not there: the RU time limit. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -170,6 +172,51 @@ static void ctrlr_fdp_media(struct ctrlr *ctrlr, uint64_t *mbmw, uint64_t *mbe)
 	}
 }
 
+/* Controller events (log 23h, LSP bit 0 clear): Media Reallocated for each reclaim unit the
+ * placement bdevs' garbage collection emptied, of the handles whose Feature 1Eh enables it
+ * (when the log is read), newest CTRLR_FDP_EVENTS. Admin thread. */
+static uint32_t ctrlr_fdp_ctrl_events(struct ctrlr *ctrlr, uint8_t *out)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+	struct bdev_placement_event ev[BDEV_PLACEMENT_EVENTS];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
+		struct ctrlr_ns *ns = ctrlr->ns[i];
+		unsigned int k;
+
+		if (!ns || !bdev_get_placement(ns->bdev))
+			continue;
+		k = bdev_placement_get_events(ns->bdev, ev, BDEV_PLACEMENT_EVENTS);
+		for (unsigned int j = 0; j < k; j++) {
+			struct nvme_fdp_event e = {0};
+			uint64_t lba = ev[j].lba * bdev_get_block_size(ns->bdev) / ns->block_size;
+			uint16_t nlbam = (uint16_t)(ev[j].nlbam > 0xffff ? 0xffff : ev[j].nlbam);
+
+			if (ev[j].ruh >= f->nruh || !(f->events[ev[j].ruh] & (1u << 2)))
+				continue;
+			e.type = NVME_FDPE_MEDIA_REALLOC;
+			e.flags = NVME_FDPEF_PIV | NVME_FDPEF_NSIDV;
+			e.pid = ev[j].ruh;
+			e.ruhid = (uint8_t)ev[j].ruh;
+			e.nsid = ns->nsid;
+			e.timestamp = ev[j].time_us > ctrlr->created_us
+					  ? (ev[j].time_us - ctrlr->created_us) / 1000
+					  : 0;
+			/* Type specific: flags (bit 0: LBA valid), NLBAM, the first LBA moved. */
+			e.type_specific[0] = 1;
+			memcpy(e.type_specific + 2, &nlbam, 2);
+			memcpy(e.type_specific + 4, &lba, 8);
+			if (n == CTRLR_FDP_EVENTS) {
+				memmove(out, out + sizeof(e), sizeof(e) * (CTRLR_FDP_EVENTS - 1));
+				n--;
+			}
+			memcpy(out + n++ * sizeof(e), &e, sizeof(e));
+		}
+	}
+	return n;
+}
+
 /* Blocks of the namespace's LBA size left in handle r's reclaim unit. */
 static uint64_t ctrlr_fdp_ruamw(struct ctrlr_ns *ns, uint16_t r)
 {
@@ -234,12 +281,14 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		ctrlr_fdp_u128(s->mbe, mbe);
 		return sizeof(*s);
 	}
-	default: { /* 23h: LSP bit 0 set selects the host events; clear, the controller events,
-		    which this model has none of */
+	default: { /* 23h: LSP bit 0 set selects the host events; clear, the controller events */
 		uint32_t n = (req->sqe.cdw10 >> 8) & 1 ? f->nev : 0;
 
+		if (!((req->sqe.cdw10 >> 8) & 1))
+			n = ctrlr_fdp_ctrl_events(req->sq->ctrlr, buf + 64);
+		else
+			memcpy(buf + 64, f->ev, n * sizeof(f->ev[0]));
 		memcpy(buf, &n, sizeof(n));
-		memcpy(buf + 64, f->ev, n * sizeof(f->ev[0]));
 		return 64 + n * sizeof(f->ev[0]);
 	}
 	}
@@ -264,7 +313,7 @@ uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint3
 	/* 1Eh: the event types of placement handle CDW11[15:0], as (type, attributes) pairs. */
 	{
 		static const uint8_t types[] = {NVME_FDPE_RU_NOT_FULLY_WRITTEN,
-						NVME_FDPE_INVALID_PID};
+						NVME_FDPE_INVALID_PID, NVME_FDPE_MEDIA_REALLOC};
 		uint8_t data[2 * sizeof(types)];
 		uint16_t ph = cdw11 & 0xffff;
 
@@ -336,6 +385,8 @@ uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid, bool *changed)
 				bit = 1u << 0;
 			else if (types[i] == NVME_FDPE_INVALID_PID)
 				bit = 1u << 1;
+			else if (types[i] == NVME_FDPE_MEDIA_REALLOC)
+				bit = 1u << 2;
 			else
 				return NVME_SC_INVALID_FIELD;
 			f->events[ph] = (uint8_t)((cdw12 & 1) ? f->events[ph] | bit

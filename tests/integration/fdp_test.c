@@ -3,7 +3,8 @@
  * 1Dh on from the start; writes of two placement handles (DTYPE 2, DSPEC) found in the base
  * file, each handle's blocks in reclaim units of its own, through the map the file holds; RUH
  * Status and Update; garbage collection when the space is overwritten (every block reads its
- * last write, log 22h's MBMW above HBMW); SIGKILL while FUA writes are in flight and a restart
+ * last write, log 22h's MBMW above HBMW, a Media Reallocated controller event per reclaimed
+ * unit); SIGKILL while FUA writes are in flight and a restart
  * on the same file (every completed write reads back, every other block its old data or the
  * new); Feature 1Dh as the host left it after SIGKILL; and hostile values for every FDP log, feature, directive and I/O Management field,
  * each an error for that command only, the daemon serving on. */
@@ -338,6 +339,12 @@ static void test_gc(const char *build)
 	if (!read_layout(x.file, &l))
 		goto out;
 	n = l.num_blocks;
+	/* Media Reallocated (80h) enabled on both handles (Feature 1Eh). */
+	for (uint16_t ph = 0; ph < 2; ph++) {
+		x.buf[0] = NVME_FDPE_MEDIA_REALLOC;
+		CHECK(admin(&x, NVME_ADM_SET_FEATURES, 1, NVME_FEAT_FDP_EVENTS, ph | 1u << 16, 1,
+			    NULL) == 0);
+	}
 	for (uint32_t gen = 1; gen <= 3; gen++)
 		for (uint64_t i = 0; i + nlb <= n && ok; i += nlb) {
 			/* A stride through the space, so units hold blocks of several passes. */
@@ -357,6 +364,35 @@ static void test_gc(const char *build)
 	CHECK(hbmw == 3 * (n / nlb) * IO_BYTES);
 	CHECK(mbmw > hbmw);
 	CHECK(mbe > n * 512);
+	/* Controller events (LSP bit 0 clear): a Media Reallocated per reclaimed unit, the blocks
+	 * moved at most what MBMW has beyond HBMW (GC also copies blocks the host overwrites
+	 * meanwhile, and a unit under way has no event yet). */
+	CHECK(get_log(&x, NVME_LOG_FDP_EVENTS, 0, 1, 4096) == 0);
+	{
+		uint32_t nev;
+		uint64_t moved = 0;
+
+		memcpy(&nev, x.buf, 4);
+		printf("  %u Media Reallocated events\n", nev);
+		CHECK(nev > 0 && nev <= 63);
+		for (uint32_t i = 0; i < nev && i < 63; i++) {
+			const uint8_t *e = x.buf + 64 + 64 * i;
+			uint16_t nlbam, pid;
+			uint64_t lba;
+
+			memcpy(&pid, e + 2, 2);
+			memcpy(&nlbam, e + 16 + 2, 2);
+			memcpy(&lba, e + 16 + 4, 8);
+			CHECK(e[0] == NVME_FDPE_MEDIA_REALLOC && (e[1] & 3) == 3 && pid < 2);
+			CHECK(e[16] & 1 && nlbam > 0 && lba < n);
+			moved += nlbam;
+		}
+		if (nev < 63)
+			CHECK(moved > 0 && moved * 512 <= mbmw - hbmw);
+	}
+	/* Host events (LSP bit 0 set): none of these. */
+	CHECK(get_log(&x, NVME_LOG_FDP_EVENTS, 1, 1, 512) == 0);
+	CHECK(x.buf[0] == 0 && x.buf[1] == 0);
 	for (uint64_t i = 0; i + nlb <= n && ok; i += nlb) {
 		uint8_t *want = malloc(IO_BYTES);
 

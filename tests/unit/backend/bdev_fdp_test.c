@@ -281,6 +281,22 @@ static void test_gc(void)
 	CU_ASSERT_TRUE(st.gc_bytes > 0);
 	CU_ASSERT_EQUAL(st.media_bytes, st.host_bytes + st.gc_bytes);
 	CU_ASSERT_TRUE(st.erased_bytes > n * BS);
+	{
+		struct bdev_placement_event ev[BDEV_PLACEMENT_EVENTS];
+		unsigned int k = bdev_placement_get_events(b, ev, BDEV_PLACEMENT_EVENTS);
+		uint64_t moved = 0;
+
+		/* A reclaimed unit each: blocks moved, the first LBA, the handle that wrote it. */
+		CU_ASSERT_TRUE(k > 0);
+		for (unsigned int i = 0; i < k; i++) {
+			CU_ASSERT_TRUE(ev[i].nlbam > 0 && ev[i].nlbam <= RUB);
+			CU_ASSERT_TRUE(ev[i].lba < n);
+			CU_ASSERT_TRUE(ev[i].ruh <= 2); /* 2: a unit the GC itself wrote */
+			CU_ASSERT_TRUE(!i || ev[i].time_us >= ev[i - 1].time_us);
+			moved += ev[i].nlbam;
+		}
+		CU_ASSERT_TRUE(moved * BS <= st.gc_bytes);
+	}
 	for (int round = 0; round < 2; round++) {
 		for (uint64_t lba = 0; lba < n; lba++) {
 			CU_ASSERT_EQUAL_FATAL(ut_rw_sync(d.ch, BS, BDEV_IO_READ, lba, 1, back, NULL), 0);

@@ -184,11 +184,13 @@ static void test_fdp(void)
 	sqe.cdw10 = NVME_FEAT_FDP_EVENTS;
 	sqe.cdw11 = 2;
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, &dw0), 0);
-	CU_ASSERT_EQUAL(dw0, 2);
+	CU_ASSERT_EQUAL(dw0, 3);
 	CU_ASSERT_EQUAL(buf()[0], 0x00);
 	CU_ASSERT_EQUAL(buf()[1], 1);
 	CU_ASSERT_EQUAL(buf()[2], 0x03);
 	CU_ASSERT_EQUAL(buf()[3], 1);
+	CU_ASSERT_EQUAL(buf()[4], 0x80); /* Media Reallocated, not enabled */
+	CU_ASSERT_EQUAL(buf()[5], 0);
 	/* Writes through handle 2 fill its reclaim unit; the others keep theirs. */
 	CU_ASSERT_EQUAL(lb_create_qpair(&lb, 1, 32, 1, false), 0);
 	CU_ASSERT_EQUAL(ruamw(2), FDP_RUNS / 512);
