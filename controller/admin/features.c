@@ -100,10 +100,11 @@ static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st);
 
 static void ctrlr_feat_set_finish(struct ctrlr_req *req, uint16_t st);
 
-/* Feature 1Dh's new state is durable (st 0), or it could not be written: then it is undone. */
+/* Feature 1Dh's or 1Eh's new state is durable (st 0), or it could not be written: then FDP's
+ * enable state is undone (1Eh's stays current, as a Set without SV would have left it). */
 static void ctrlr_feat_fdp_saved(struct ctrlr_req *req, uint16_t st)
 {
-	if (st)
+	if (st && (req->sqe.cdw10 & 0xff) == NVME_FEAT_FDP)
 		ctrlr_fdp_set_enabled(req->sq->ctrlr, !ctrlr_fdp_enabled(req->sq->ctrlr));
 	ctrlr_feat_set_finish(req, st);
 }

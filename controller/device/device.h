@@ -381,11 +381,17 @@ bool ctrlr_fdp_supported(const struct ctrlr *ctrlr);
 size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t cap, uint16_t *st);
 /* Features 1Dh/1Eh: status. */
 uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint32_t *cdw0);
-/* *changed: Feature 1Dh turned FDP on or off (the state file keeps it: ctrlr_state_save). */
+/* *changed: Feature 1Dh turned FDP on or off, or 1Eh changed a handle's events (the state
+ * file keeps both: ctrlr_state_save). */
 uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid, bool *changed);
 bool ctrlr_fdp_enabled(const struct ctrlr *ctrlr);
 /* Sets the enable state (a state file read, a save undone). Admin thread. */
 void ctrlr_fdp_set_enabled(struct ctrlr *ctrlr, bool on);
+/* Feature 1Eh's event types of placement handle ph (bits: 0 RU Not Fully Written, 1 Invalid
+ * Placement Identifier, 2 Media Reallocated), for the state file; set: -EINVAL for other
+ * bits, a handle past the configuration ignored. Admin thread. */
+uint8_t ctrlr_fdp_events_of(const struct ctrlr *ctrlr, uint16_t ph);
+int ctrlr_fdp_set_events(struct ctrlr *ctrlr, uint16_t ph, uint8_t bits);
 void ctrlr_admin_directive_recv(struct ctrlr_req *req);
 void ctrlr_admin_directive_send(struct ctrlr_req *req);
 /* A write of `bytes` (I/O thread, the module's io_write_place): its DTYPE/DSPEC checked, the

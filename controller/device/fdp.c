@@ -333,6 +333,24 @@ bool ctrlr_fdp_enabled(const struct ctrlr *ctrlr)
 	return __atomic_load_n(&ctrlr_dev(ctrlr)->fdp.enabled, __ATOMIC_ACQUIRE);
 }
 
+uint8_t ctrlr_fdp_events_of(const struct ctrlr *ctrlr, uint16_t ph)
+{
+	const struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+
+	return ph < f->nruh ? f->events[ph] : 0;
+}
+
+int ctrlr_fdp_set_events(struct ctrlr *ctrlr, uint16_t ph, uint8_t bits)
+{
+	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
+
+	if (bits & ~7u)
+		return -EINVAL;
+	if (ph < f->nruh)
+		f->events[ph] = bits;
+	return 0;
+}
+
 void ctrlr_fdp_set_enabled(struct ctrlr *ctrlr, bool on)
 {
 	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
@@ -378,20 +396,22 @@ uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid, bool *changed)
 		st = ctrlr_req_copy_from_host(req, types, noet);
 		if (st)
 			return st;
-		for (uint8_t i = 0; i < noet; i++) {
-			uint8_t bit;
+		uint8_t bits = 0, now;
 
+		/* Every type checked before any is taken. */
+		for (uint8_t i = 0; i < noet; i++) {
 			if (types[i] == NVME_FDPE_RU_NOT_FULLY_WRITTEN)
-				bit = 1u << 0;
+				bits |= 1u << 0;
 			else if (types[i] == NVME_FDPE_INVALID_PID)
-				bit = 1u << 1;
+				bits |= 1u << 1;
 			else if (types[i] == NVME_FDPE_MEDIA_REALLOC)
-				bit = 1u << 2;
+				bits |= 1u << 2;
 			else
 				return NVME_SC_INVALID_FIELD;
-			f->events[ph] = (uint8_t)((cdw12 & 1) ? f->events[ph] | bit
-							      : f->events[ph] & ~bit);
 		}
+		now = (uint8_t)((cdw12 & 1) ? f->events[ph] | bits : f->events[ph] & ~bits);
+		*changed = now != f->events[ph];
+		f->events[ph] = now;
 		return NVME_SC_SUCCESS;
 	}
 }

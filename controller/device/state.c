@@ -10,7 +10,8 @@
  *
  * Format (JSON): {"version": 1, "firmware": {"slots": ["REV1", "REV2", ""], "active": 2,
  * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...], "fdp": {"enabled":
- * false}}; "fdp" (Feature 1Dh as the host left it) only with an FDP configuration. */
+ * false, "events": [1, 0, 4]}}; "fdp" (Features 1Dh and 1Eh, per placement handle, as the host
+ * left them) only with an FDP configuration. */
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -156,6 +157,25 @@ int ctrlr_state_load(struct ctrlr *ctrlr)
 		}
 		/* Without an FDP configuration now, there is nothing to enable. */
 		ctrlr_fdp_set_enabled(ctrlr, json_object_get_boolean(en));
+		if (json_object_object_get_ex(v, "events", &en)) {
+			if (!json_object_is_type(en, json_type_array) ||
+			    json_object_array_length(en) > CTRLR_FDP_MAX_RUH) {
+				why = "fdp.events is not an array of event type bits per handle";
+				rc = -EINVAL;
+				goto out;
+			}
+			for (size_t i = 0; i < json_object_array_length(en); i++) {
+				struct json_object *b = json_object_array_get_idx(en, i);
+				int64_t bits = json_object_get_int64(b);
+
+				if (!json_object_is_type(b, json_type_int) || bits < 0 || bits > 7 ||
+				    ctrlr_fdp_set_events(ctrlr, (uint16_t)i, (uint8_t)bits)) {
+					why = "an fdp.events entry is not 0..7";
+					rc = -EINVAL;
+					goto out;
+				}
+			}
+		}
 	}
 	rc = 0;
 out:
@@ -259,8 +279,14 @@ static char *ctrlr_state_encode(struct ctrlr *ctrlr)
 		struct json_object *fdp = json_object_new_object();
 
 		if (fdp) {
+			struct json_object *ev = json_object_new_array();
+
 			json_object_object_add(fdp, "enabled",
 					       json_object_new_boolean(ctrlr_fdp_enabled(ctrlr)));
+			for (uint16_t h = 0; ev && h < ctrlr->cfg.fdp_nruh; h++)
+				json_object_array_add(ev, json_object_new_int(ctrlr_fdp_events_of(ctrlr, h)));
+			if (ev)
+				json_object_object_add(fdp, "events", ev);
 			json_object_object_add(o, "fdp", fdp);
 		}
 	}

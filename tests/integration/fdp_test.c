@@ -30,14 +30,15 @@ static int sc(int st)
 
 struct fx {
 	struct nvme_itest t;
-	char dir[64], file[96], arg[112];
+	char dir[64], file[96], arg[112], state[96];
 	uint8_t *buf, *data;
 	uint64_t iova, data_iova;
 };
 
 static bool fx_up(struct fx *x, const char *build)
 {
-	const char *args[] = { "--aio", x->arg, "--fdp", "2:1M", "--serial", "FDP-1", NULL };
+	const char *args[] = { "--aio", x->arg, "--fdp", "2:1M", "--serial", "FDP-1",
+			       "--state-file", x->state, NULL };
 
 	if (!CHECK(nvme_itest_up(&x->t, build, args, 2, 32) == 0))
 		return false;
@@ -55,6 +56,7 @@ static bool fx_init(struct fx *x, const char *build)
 		return false;
 	snprintf(x->file, sizeof(x->file), "%s/base", x->dir);
 	snprintf(x->arg, sizeof(x->arg), "%s:24M", x->file);
+	snprintf(x->state, sizeof(x->state), "%s/state.json", x->dir);
 	return fx_up(x, build);
 }
 
@@ -63,6 +65,7 @@ static void fx_fini(struct fx *x)
 	CHECK(nvme_itest_alive(&x->t));
 	CHECK(nvme_itest_stop(&x->t, getenv("ITEST_SHOW_LOG") != NULL) == 0);
 	unlink(x->file);
+	unlink(x->state);
 	rmdir(x->dir);
 }
 
@@ -425,6 +428,9 @@ static void test_kill(const char *build)
 				   (uint16_t)(i % 2), false) == 0);
 	}
 	CHECK(flush(&x) == 0);
+	/* Feature 1Eh: RU Not Fully Written on handle 1 (kept in the state file). */
+	x.buf[0] = NVME_FDPE_RU_NOT_FULLY_WRITTEN;
+	CHECK(admin(&x, NVME_ADM_SET_FEATURES, 1, NVME_FEAT_FDP_EVENTS, 1 | 1u << 16, 1, NULL) == 0);
 	/* Generation 2 with FUA, up to 32 in flight, from per-command buffers. */
 	{
 		uint8_t *bufs;
@@ -489,6 +495,11 @@ static void test_kill(const char *build)
 	printf("  killed with %d of the FUA writes completed\n", completed);
 	if (!fx_up(&x, build))
 		goto out_dir;
+	/* Handle 1's events as the host left them; handle 0's none. */
+	CHECK(admin(&x, NVME_ADM_GET_FEATURES, 1, NVME_FEAT_FDP_EVENTS, 1, 0, NULL) == 0);
+	CHECK(x.buf[0] == NVME_FDPE_RU_NOT_FULLY_WRITTEN && x.buf[1] == 1);
+	CHECK(admin(&x, NVME_ADM_GET_FEATURES, 1, NVME_FEAT_FDP_EVENTS, 0, 0, NULL) == 0);
+	CHECK(x.buf[1] == 0);
 	for (int i = 0; i < N; i++) {
 		pattern(want_old, sizeof(want_old), (uint64_t)i * NLB, 1);
 		pattern(want_new, sizeof(want_new), (uint64_t)i * NLB, 2);
@@ -507,6 +518,7 @@ static void test_kill(const char *build)
 	goto out_free;
 out_dir:
 	unlink(x.file);
+	unlink(x.state);
 	rmdir(x.dir);
 out_free:
 	free(done);
