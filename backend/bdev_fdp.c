@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,8 @@ struct fdp {
 	bool stop;		   /* __atomic */
 	int wake;		   /* eventfd */
 	pthread_t thread;
+	sem_t started;		   /* the owner's start (start_rc) */
+	int start_rc;
 	/* Owner thread. */
 	struct bdev_channel *base_ch;
 	struct fdp_io *qhead, *qtail; /* ios not started (FIFO) */
@@ -917,10 +920,14 @@ static void *fdp_main(void *arg)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 
 	pthread_setname_np(pthread_self(), "bdev-fdp");
-	if (ep < 0 || bdev_channel_create(f->base, &f->base_ch)) {
-		LOG_ERR(BDEV_LOG, "%s: owner thread cannot start", f->bdev->name);
-		abort();
+	f->start_rc = ep < 0 ? -errno : bdev_channel_create(f->base, &f->base_ch);
+	if (f->start_rc) {
+		if (ep >= 0)
+			close(ep);
+		sem_post(&f->started);
+		return NULL;
 	}
+	sem_post(&f->started);
 	ev[0].events = EPOLLIN;
 	ev[0].data.u32 = 0;
 	epoll_ctl(ep, EPOLL_CTL_ADD, f->wake, &ev[0]);
@@ -979,6 +986,7 @@ static void fdp_free(struct fdp *f)
 	if (f->wake >= 0)
 		close(f->wake);
 	pthread_mutex_destroy(&f->ev_lock);
+	sem_destroy(&f->started);
 	free(f);
 }
 
@@ -1243,9 +1251,11 @@ int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_f
 		return -ENOMEM;
 	f->wake = -1;
 	pthread_mutex_init(&f->ev_lock, NULL);
+	sem_init(&f->started, 0, 0);
 	rc = bdev_vbdev_take_base(base_name, name, &base);
 	if (rc) {
 		pthread_mutex_destroy(&f->ev_lock);
+		sem_destroy(&f->started);
 		free(f);
 		return rc;
 	}
@@ -1313,6 +1323,16 @@ int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_f
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
 		goto out_bdev;
+	/* Its channel on the base made (or not): a moment, on the owner thread. */
+	while (sem_wait(&f->started) && errno == EINTR)
+		;
+	if (f->start_rc) {
+		rc = f->start_rc;
+		pthread_join(f->thread, NULL);
+		LOG_ERR(BDEV_LOG, "%s: no channel on %s for the owner thread: %s", name, base->name,
+			strerror(-rc));
+		goto out_bdev;
+	}
 	rc = bdev_register(b);
 	if (rc) {
 		uint64_t one = 1;
