@@ -267,6 +267,16 @@ static void test_fdp(void)
 	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 1 + 1 + 128 * 16 + 16) * 512ull);
 	memcpy(&v, buf() + 32, 8);
 	CU_ASSERT_EQUAL(v, 4ull * FDP_RUNS);
+	/* A format with metadata (512+8 extended): its writes take the metadata path, which
+	 * checks the directive and places them too. */
+	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, 1);
+	sqe.cdw10 = 1 | 1u << 4;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
+	v = ruamw(1);
+	CU_ASSERT_EQUAL(write_placed(1, 0, 1), NVME_SC_INVALID_FIELD | NVME_DNR);
+	CU_ASSERT_EQUAL(ruamw(1), v);
+	CU_ASSERT_EQUAL(write_placed(NVME_DTYPE_DATA_PLACEMENT, 1, 1), 0);
+	CU_ASSERT_TRUE(ruamw(1) < v);
 }
 
 CUNIT_SUITE(fdp, fdp_init, fdp_fini, {"fdp", test_fdp})
