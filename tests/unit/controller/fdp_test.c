@@ -267,6 +267,21 @@ static void test_fdp(void)
 	CU_ASSERT_EQUAL(v, (8 + 4 + 4 + 1 + 1 + 128 * 16 + 16) * 512ull);
 	memcpy(&v, buf() + 32, 8);
 	CU_ASSERT_EQUAL(v, 4ull * FDP_RUNS);
+	/* Copy's DTYPE/DSPEC place its destination: one block to LBA 100 through handle 3. */
+	v = ruamw(3);
+	sqe = sqe_data(NVME_CMD_COPY, 1);
+	memset(buf(), 0, 32); /* descriptor format 0: SLBA 0, NLB 1 */
+	sqe.cdw10 = 100;
+	sqe.cdw12 = 1u << 20; /* DTYPE 1: not enabled */
+	sqe.cdw13 = 3u << 16;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), NVME_SC_INVALID_FIELD | NVME_DNR);
+	sqe = sqe_data(NVME_CMD_COPY, 1);
+	memset(buf(), 0, 32);
+	sqe.cdw10 = 100;
+	sqe.cdw12 = (uint32_t)NVME_DTYPE_DATA_PLACEMENT << 20;
+	sqe.cdw13 = 3u << 16;
+	CU_ASSERT_EQUAL(lb_cmd(&lb, 1, &sqe, NULL), 0);
+	CU_ASSERT_EQUAL(ruamw(3), v - 1);
 	/* A format with metadata (512+8 extended): its writes take the metadata path, which
 	 * checks the directive and places them too. */
 	sqe = lb_sqe(NVME_ADM_FORMAT_NVM, 1);
