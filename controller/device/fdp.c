@@ -11,10 +11,10 @@
  * namespace), 1Eh keeps the event types enabled per placement handle; logs 20h
  * (configurations), 21h (handle usage), 22h (statistics), 23h (LSP bit 0 set, host events:
  * RU Not Fully Written at an RUH Update, Invalid Placement Identifier, when Feature 1Eh enabled
- * them);
- * Directive Receive Identify; I/O Management Receive (RUH Status) and Send (RUH Update).
- * Controller events: Media Reallocated (80h) for each reclaim unit the bdev's GC emptied, of
- * the handles whose Feature 1Eh enables it. Not there: the RU time limit. */
+ * them; LSP bit 0 clear, controller events: Media Reallocated for each reclaim unit the bdev's
+ * GC emptied, of the handles whose 1Eh enables it); Directive Receive Identify; I/O Management
+ * Receive (RUH Status) and Send (RUH Update). 1Dh and 1Eh are kept in the controller's state
+ * file. Not there: the RU time limit, Implicitly Modified RUH events. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
