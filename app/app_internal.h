@@ -197,6 +197,11 @@ struct app_subsys {
 	uint64_t cmb_size;
 	char *pmr_file;
 	uint64_t pmr_size;
+	/* Flexible Data Placement: the endurance group's reclaim unit handles (0: no FDP) and
+	 * reclaim unit size in bytes (0: 16 MiB); namespaces need bdev_fdp_create bdevs of that
+	 * geometry while the host has FDP enabled. */
+	uint16_t fdp_ruh;
+	uint64_t fdp_ru_size;
 	/* CNTLID claims and releases in the cluster under way (app_cluster_cntlid.c): the
 	 * subsystem is busy until they end. */
 	uint32_t cntlid_claims;

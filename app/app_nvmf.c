@@ -521,6 +521,8 @@ static int app_listener_start(struct app_target *t, struct app_listener *l,
 		    .pel_file = app_listener_file(l, s->event_log_file, pel_path, sizeof(pel_path)),
 		    .state_file =
 			app_listener_file(l, s->state_file, state_path, sizeof(state_path)),
+		    .fdp_nruh = s->fdp_ruh,
+		    .fdp_runs = s->fdp_ru_size,
 		},
 	    .vendor_id = t->tr.vendor_id,
 	    .device_id = t->tr.device_id,

@@ -93,6 +93,11 @@ static const struct cli_opt app_cli_opts[] = {
      0},
     {"secondary-dir", APP_O_SECONDARY_DIR, "DIR",
      "the secondary controllers' sockets are DIR/sec<CNTLID>.", 0},
+    {"fdp", APP_O_FDP, "RUH[:RU_SIZE]",
+     "Flexible Data Placement: RUH reclaim unit handles (1..128) in reclaim units of RU_SIZE "
+     "(a multiple of 4K; default 16M), enabled from the start; every namespace is a placement "
+     "bdev (bdev_fdp_create) over its storage, which keeps RU_SIZE x (RUH + 2) of it spare.",
+     0},
     {NULL, 0, NULL, "Transport (nvmf_create_transport's defaults in target mode)", 0},
     {"poll-groups", 'm', "N|0xMASK",
      "poll-group threads owning the I/O queues (default 1), not pinned; a mask (0x6) makes one "

@@ -66,6 +66,8 @@ struct app_opts {
 	uint64_t cmb_size;	  /* --cmb */
 	const char *pmr;	  /* --pmr FILE[:SIZE] */
 	struct app_sec_opts sec;  /* --secondaries, --secondary-dir */
+	unsigned int fdp_ruh;	  /* --fdp RUH[:RU_SIZE] (0: no FDP) */
+	uint64_t fdp_ru_size;
 };
 
 static void app_usage(FILE *out)
@@ -226,6 +228,9 @@ static int app_caps(int argc, char **argv)
 			   ? p->max_hotplug_devices - 1u
 			   : CTRLR_VIRT_MAX_SECONDARIES,
 		       pcie_nvme_max_vectors(p) - 2u, pcie_nvme_max_vectors(p) - 1u);
+		/* Flexible Data Placement (--fdp, nvmf_create_subsystem fdp_ruh): one
+		 * configuration, one reclaim group. */
+		printf("fdp_max_ruh %u\nfdp_max_configs 1\n\n", CTRLR_FDP_MAX_RUH);
 	}
 	return 0;
 }
@@ -472,6 +477,24 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 			}
 			o->sec.dir = optarg;
 			break;
+		case APP_O_FDP: {
+			char ruh[16], *colon;
+
+			snprintf(ruh, sizeof(ruh), "%s", optarg);
+			colon = strchr(ruh, ':');
+			if (colon)
+				*colon = '\0';
+			o->fdp_ru_size = 16ull << 20;
+			if (app_parse_uint(ruh, CTRLR_FDP_MAX_RUH, &o->fdp_ruh) || !o->fdp_ruh ||
+			    (colon && app_parse_size(strchr(optarg, ':') + 1, &o->fdp_ru_size)) ||
+			    o->fdp_ru_size % 4096) {
+				fprintf(stderr, "nvme-emu: bad --fdp '%s' (RUH 1..%u, RU_SIZE a "
+						"multiple of 4K)\n",
+					optarg, CTRLR_FDP_MAX_RUH);
+				return -EINVAL;
+			}
+			break;
+		}
 		case APP_O_PMR:
 			if (!*optarg || *optarg == ':') {
 				fprintf(stderr, "nvme-emu: --pmr needs a file\n");
@@ -505,12 +528,12 @@ static int app_parse(int argc, char **argv, struct app_opts *o)
 	if (!o->socket_path) {
 		/* Target mode: configured over RPC; the controller flags make no sense. */
 		if (o->nr_ns || o->ns_pool || o->ctrlr.pel_file || o->ctrlr.state_file ||
-		    o->cmb_size || o->pmr || o->sec.count || o->sec.dir) {
+		    o->cmb_size || o->pmr || o->sec.count || o->sec.dir || o->fdp_ruh) {
 			fprintf(stderr,
 				"nvme-emu: --malloc/--null/--aio/--uring/--nbd/--rbd/--ns-pool/"
-				"--event-log/--state-file/--cmb/--pmr/--secondaries need --socket "
+				"--event-log/--state-file/--cmb/--pmr/--secondaries/--fdp need --socket "
 				"(over RPC: nvmf_create_subsystem's event_log_file, state_file, "
-				"cmb_size_mib, pmr_file; nvmf_subsystem_add_listener's "
+				"cmb_size_mib, pmr_file, fdp_ruh; nvmf_subsystem_add_listener's "
 				"secondaries)\n");
 			return -EINVAL;
 		}
@@ -721,6 +744,25 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 				ns->max_active_zones, ns->zone_desc_ext_size, ns->arg,
 				rc == -EINVAL ? "bad zone capacity, limits or extension size for "
 						"this size"
+					      : strerror(-rc));
+			return rc;
+		}
+	}
+	if (st->o->fdp_ruh) {
+		/* --fdp: a placement bdev over it, as bdev_fdp_create would make. */
+		struct bdev_fdp_opts fo = {
+		    .nruh = (uint16_t)st->o->fdp_ruh,
+		    .ru_blocks = st->o->fdp_ru_size / bdev_get_block_size(bdev),
+		};
+		char name[32];
+
+		snprintf(name, sizeof(name), "Fdp%u", st->next_ns);
+		rc = bdev_fdp_create(name, bdev_get_name(bdev), &fo, NULL, &bdev);
+		if (rc) {
+			fprintf(stderr, "nvme-emu: --fdp %u:%llu on %s: %s\n", st->o->fdp_ruh,
+				(unsigned long long)st->o->fdp_ru_size, ns->arg,
+				rc == -EINVAL ? "fewer than RUH + 3 reclaim units, or a placement "
+						"layout of other parameters on it"
 					      : strerror(-rc));
 			return rc;
 		}
@@ -942,6 +984,8 @@ static int app_setup_one(struct app_target *t, const struct app_opts *o, struct 
 		if (rc)
 			goto out_err;
 	}
+	st->s->fdp_ruh = (uint16_t)o->fdp_ruh;
+	st->s->fdp_ru_size = o->fdp_ru_size;
 	return app_setup_continue(st);
 
 out_err:

@@ -656,6 +656,65 @@ static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_obje
 		rpc_request_result(req, json_object_new_string(p.name));
 }
 
+/* bdev_fdp_create (ours): name, base_bdev, num_ruh (reclaim unit handles), ru_size (bytes per
+ * reclaim unit, a multiple of the base's block size), uuid. Answers the name. */
+struct rpc_bdev_fdp_create {
+	const char *name;
+	const char *base_bdev;
+	const char *uuid;
+	uint32_t num_ruh;
+	uint64_t ru_size;
+};
+
+static const struct rpc_decoder rpc_bdev_fdp_create_dec[] = {
+    RPC_DEC(rpc_bdev_fdp_create, name, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_fdp_create, base_bdev, RPC_T_STRING, false),
+    RPC_DEC(rpc_bdev_fdp_create, uuid, RPC_T_STRING, true),
+    RPC_DEC(rpc_bdev_fdp_create, num_ruh, RPC_T_U32, false),
+    RPC_DEC(rpc_bdev_fdp_create, ru_size, RPC_T_U64, false),
+};
+
+static void rpc_bdev_fdp_create(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	struct rpc_bdev_fdp_create p = {0};
+	struct bdev_fdp_opts o = {0};
+	uint8_t uuid[BDEV_UUID_LEN];
+	struct bdev *base;
+	int rc;
+
+	(void)ctx;
+	if (rpc_decode_params(req, params, rpc_bdev_fdp_create_dec,
+			      RPC_N(rpc_bdev_fdp_create_dec), &p) ||
+	    rpc_bdev_uuid(req, p.uuid, uuid))
+		return;
+	base = bdev_lookup(p.base_bdev);
+	if (!base) {
+		rpc_bdev_stack_error(req, -ENODEV, p.name, p.base_bdev);
+		return;
+	}
+	if (!p.num_ruh || p.num_ruh > BDEV_PLACEMENT_MAX_RUH || !p.ru_size ||
+	    p.ru_size % bdev_get_block_size(base)) {
+		rpc_request_error(req, -EINVAL,
+				  "num_ruh must be 1..%u and ru_size a non-zero multiple of %s's "
+				  "block size (%u)",
+				  BDEV_PLACEMENT_MAX_RUH, p.base_bdev, bdev_get_block_size(base));
+		return;
+	}
+	o.nruh = (uint16_t)p.num_ruh;
+	o.ru_blocks = p.ru_size / bdev_get_block_size(base);
+	rc = bdev_fdp_create(p.name, p.base_bdev, &o, p.uuid ? uuid : NULL, NULL);
+	if (rc == -EINVAL)
+		rpc_request_error(req, rc,
+				  "bad name, fewer than num_ruh + 3 reclaim units in %s, a "
+				  "placement layout of other num_ruh/ru_size on it, or its map is "
+				  "corrupt (the log says which)",
+				  p.base_bdev);
+	else if (rc)
+		rpc_bdev_stack_error(req, rc, p.name, p.base_bdev);
+	else
+		rpc_request_result(req, json_object_new_string(p.name));
+}
+
 struct rpc_bdev_delay_update {
 	const char *delay_bdev_name;
 	const char *latency_type;
@@ -773,6 +832,11 @@ static void rpc_bdev_zone_block_delete(struct rpc_request *req, struct json_obje
 	rpc_bdev_delete(req, params, ctx, "zone_block");
 }
 
+static void rpc_bdev_fdp_delete(struct rpc_request *req, struct json_object *params, void *ctx)
+{
+	rpc_bdev_delete(req, params, ctx, "fdp");
+}
+
 void rpc_bdev_add_latencies(struct json_object *o, const struct bdev_info *info)
 {
 	static const char *const keys[BDEV_DELAY_NR] = {"avg_read_latency", "p99_read_latency",
@@ -874,6 +938,28 @@ static struct json_object *rpc_bdev_describe(struct bdev *bdev)
 		if (info.zone.state_file)
 			json_object_object_add(o, "state_file",
 					       json_object_new_string(info.zone.state_file));
+	}
+	if (info.placement) {
+		struct json_object *pl = json_object_new_object();
+		struct bdev_placement_stats st;
+
+		bdev_placement_get_stats(bdev, &st);
+		json_object_object_add(pl, "num_ruh",
+				       json_object_new_int64(info.placement_geom.nruh));
+		json_object_object_add(pl, "ru_size",
+				       json_object_new_int64((int64_t)(info.placement_geom.ru_blocks *
+								       info.block_size)));
+		json_object_object_add(pl, "reclaim_units",
+				       json_object_new_int64((int64_t)info.placement_geom.nru));
+		json_object_object_add(pl, "host_bytes_written",
+				       json_object_new_int64((int64_t)st.host_bytes));
+		json_object_object_add(pl, "media_bytes_written",
+				       json_object_new_int64((int64_t)st.media_bytes));
+		json_object_object_add(pl, "media_bytes_erased",
+				       json_object_new_int64((int64_t)st.erased_bytes));
+		json_object_object_add(pl, "gc_bytes", json_object_new_int64((int64_t)st.gc_bytes));
+		json_object_object_add(pl, "gc_runs", json_object_new_int64((int64_t)st.gc_runs));
+		json_object_object_add(o, "placement", pl);
 	}
 	if (info.rbd_pool) {
 		struct json_object *ds = json_object_new_object(), *rbd = json_object_new_object();
@@ -1038,6 +1124,8 @@ static const struct rpc_method rpc_bdev_methods[] = {
     {"bdev_delay_update_latency", rpc_bdev_delay_update, RPC_RUNTIME, false},
     {"bdev_zone_block_create", rpc_bdev_zone_block_create, RPC_RUNTIME, false},
     {"bdev_zone_block_delete", rpc_bdev_zone_block_delete, RPC_RUNTIME, false},
+    {"bdev_fdp_create", rpc_bdev_fdp_create, RPC_RUNTIME, false},
+    {"bdev_fdp_delete", rpc_bdev_fdp_delete, RPC_RUNTIME, false},
     {"bdev_get_bdevs", rpc_bdev_get_bdevs, RPC_RUNTIME, false},
 };
 

@@ -114,6 +114,15 @@ static int rpc_config_bdev_one(struct bdev *bdev, void *arg)
 		rpc_config_add(arg, "bdev_zone_block_create", p);
 		return 0;
 	}
+	if (info.placement) {
+		rpc_config_str(p, "name", info.name);
+		rpc_config_str(p, "base_bdev", info.base_name);
+		rpc_config_int(p, "num_ruh", info.placement_geom.nruh);
+		rpc_config_int(p, "ru_size", (int64_t)(info.placement_geom.ru_blocks * info.block_size));
+		rpc_config_str(p, "uuid", uuid);
+		rpc_config_add(arg, "bdev_fdp_create", p);
+		return 0;
+	}
 	if (info.base_name) {
 		rpc_config_str(p, "name", info.name);
 		rpc_config_str(p, "base_bdev_name", info.base_name);
@@ -215,6 +224,11 @@ static struct json_object *rpc_config_nvmf(struct app_target *t)
 			rpc_config_str(p, "pmr_file", s->pmr_file);
 		if (s->pmr_size)
 			rpc_config_int(p, "pmr_size_mib", (int64_t)(s->pmr_size >> 20));
+		if (s->fdp_ruh) {
+			rpc_config_int(p, "fdp_ruh", s->fdp_ruh);
+			if (s->fdp_ru_size)
+				rpc_config_int(p, "fdp_ru_size", (int64_t)s->fdp_ru_size);
+		}
 		rpc_config_add(config, "nvmf_create_subsystem", p);
 		for (unsigned int i = 0; i < s->nr_hosts; i++) {
 			p = json_object_new_object();

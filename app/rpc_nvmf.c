@@ -282,6 +282,8 @@ struct rpc_subsys {
 	const char *nqn, *serial_number, *model_number, *tgt_name, *event_log_file, *state_file;
 	const char *pmr_file;
 	uint32_t max_namespaces, min_cntlid, max_cntlid, cmb_size_mib, pmr_size_mib;
+	uint32_t fdp_ruh;
+	uint64_t fdp_ru_size;
 	bool allow_any_host;
 };
 
@@ -304,6 +306,10 @@ static const struct rpc_decoder rpc_create_subsys_dec[] = {
     RPC_DEC(rpc_subsys, cmb_size_mib, RPC_T_U32, true),
     RPC_DEC(rpc_subsys, pmr_file, RPC_T_STRING, true),
     RPC_DEC(rpc_subsys, pmr_size_mib, RPC_T_U32, true),
+    /* nvme-emu's: Flexible Data Placement (controller/device/fdp.c): reclaim unit handles and
+     * reclaim unit bytes of the endurance group's configuration. */
+    RPC_DEC(rpc_subsys, fdp_ruh, RPC_T_U32, true),
+    RPC_DEC(rpc_subsys, fdp_ru_size, RPC_T_U64, true),
     RPC_IGNORED("dmrsl", RPC_T_U32),
     RPC_IGNORED("wzsl", RPC_T_U32),
     RPC_IGNORED("admin_label", RPC_T_STRING),
@@ -338,6 +344,12 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 					 "event_log_file and state_file must not be empty");
 	if (p.pmr_file && !*p.pmr_file)
 		return rpc_request_error(req, -EINVAL, "pmr_file must not be empty");
+	if (p.fdp_ruh > CTRLR_FDP_MAX_RUH || (p.fdp_ru_size && !p.fdp_ruh) ||
+	    p.fdp_ru_size % 4096)
+		return rpc_request_error(req, -EINVAL,
+					 "fdp_ruh is 0..%u and fdp_ru_size (with fdp_ruh) a multiple "
+					 "of 4096 bytes",
+					 CTRLR_FDP_MAX_RUH);
 	if (app_devmem_check((uint64_t)p.cmb_size_mib << 20, p.pmr_file,
 			     (uint64_t)p.pmr_size_mib << 20, err))
 		return rpc_request_error(req, -EINVAL, "%s", err);
@@ -352,6 +364,12 @@ static void rpc_nvmf_create_subsystem(struct rpc_request *req, struct json_objec
 	if (!rc && (p.cmb_size_mib || p.pmr_file || p.pmr_size_mib))
 		rc = app_subsys_set_devmem(app_subsys_find(ctx, p.nqn), (uint64_t)p.cmb_size_mib << 20,
 					   p.pmr_file, (uint64_t)p.pmr_size_mib << 20, err);
+	if (!rc && p.fdp_ruh) {
+		struct app_subsys *s = app_subsys_find(ctx, p.nqn);
+
+		s->fdp_ruh = (uint16_t)p.fdp_ruh;
+		s->fdp_ru_size = p.fdp_ru_size;
+	}
 	if (rc)
 		rpc_request_error(req, rc, "%s", err);
 	else

@@ -92,6 +92,9 @@ struct bdev_io {
 	int iovcnt;
 	const struct bdev_range *ranges; /* UNMAP: nranges >= 1 ranges, each checked */
 	uint32_t nranges;
+	/* WRITE: the placement handle (reclaim unit handle) of a bdev with a placement geometry
+	 * (bdev_get_placement); one past its handles means handle 0. Others ignore it. */
+	uint16_t placement;
 	bdev_io_cb cb;
 	void *cb_arg;
 
@@ -125,6 +128,16 @@ struct bdev_zone_geom {
 	 * filename, valid while the bdev exists), else NULL: the state file's identity stamp goes
 	 * there as an extended attribute (docs/durability.md). */
 	const char *data_file;
+};
+
+/* A placement bdev's geometry (bdev_fdp_create): nruh reclaim unit handles, nru reclaim units of
+ * ru_blocks blocks in the base, num_blocks exposed. */
+#define BDEV_PLACEMENT_MAX_RUH 128
+struct bdev_placement_geom {
+	uint16_t nruh;
+	uint64_t ru_blocks;
+	uint64_t nru;
+	uint64_t num_blocks;
 };
 
 /* Description of a bdev for bdev_get_bdevs-style listings. */
@@ -163,6 +176,8 @@ struct bdev_info {
 	bool zoned;		      /* zone_block: the geometry in zone */
 	struct bdev_zone_geom zone;
 	bool read_zeroes;	      /* null: reads return zeroes (option read_zeroes) */
+	bool placement;		      /* fdp: the geometry in placement_geom */
+	struct bdev_placement_geom placement_geom;
 };
 
 /* Counters per bdev, kept per channel by its owner thread and summed by bdev_get_stats. For
@@ -412,6 +427,56 @@ int bdev_zone_block_create(const char *name, const char *base_name,
 			   struct bdev **out);
 /* True if bdev is a zoned bdev, its geometry in *geom (may be NULL). Any thread. */
 bool bdev_get_zone_geom(const struct bdev *bdev, struct bdev_zone_geom *geom);
+
+/* Flexible Data Placement bdev (backend/bdev_fdp.c) over base_name (opened and claimed): the base
+ * holds a superblock, a persistent LBA map and reclaim units of ru_blocks blocks; a write goes to
+ * the current reclaim unit of its placement handle (io->placement), reads through the map;
+ * garbage collection copies the valid blocks of a closed unit when free ones run low. nruh + 2
+ * units of the base are not exposed (spares). The layout on a base that has one is kept (the
+ * same options are required). */
+struct bdev_fdp_opts {
+	uint16_t nruh;	    /* reclaim unit handles, 1..BDEV_PLACEMENT_MAX_RUH */
+	uint64_t ru_blocks; /* blocks per reclaim unit (base blocks) */
+};
+/* 0, -ENODEV (no base), -EBUSY (base claimed), -EEXIST, -EINVAL (bad options, fewer than
+ * nruh + 3 reclaim units in the base, a layout of other options on it, a corrupt map), -EIO,
+ * -ENOMEM. Reads the map from the base (blocks while it does, like bdev_aio_create's open).
+ * Delete with bdev_delete. Main thread. */
+int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_fdp_opts *opts,
+		    const uint8_t *uuid, struct bdev **out);
+/* The placement geometry of bdev, or NULL for a bdev that places nothing. Any thread. */
+const struct bdev_placement_geom *bdev_get_placement(const struct bdev *bdev);
+/* Blocks still writable in handle ruh's current reclaim unit (RUAMW); 0 for a bad handle. Any
+ * thread. */
+uint64_t bdev_placement_ruamw(const struct bdev *bdev, uint16_t ruh);
+/* Moves handle ruh to a fresh reclaim unit (RUH Update; nothing if its unit is empty): a write
+ * submitted after this returns goes to the new one. 0 or -EINVAL. Any thread. */
+int bdev_placement_ruh_update(struct bdev *bdev, uint16_t ruh);
+/* What the placement bdev wrote: host bytes, media bytes (host + garbage collection), bytes
+ * of reclaim units handed out again (erased), GC copies. Any thread. */
+struct bdev_placement_stats {
+	uint64_t host_bytes;
+	uint64_t media_bytes;
+	uint64_t erased_bytes;
+	uint64_t gc_bytes;
+	uint64_t gc_runs;
+	uint64_t ru_opened;
+	uint64_t ruh_updates;
+};
+void bdev_placement_get_stats(const struct bdev *bdev, struct bdev_placement_stats *st);
+/* A reclaim unit garbage collection emptied: nlbam blocks moved (the first one lba, of handle
+ * ruh: the handle that wrote the unit), at time_us (CLOCK_MONOTONIC microseconds). */
+struct bdev_placement_event {
+	uint64_t time_us;
+	uint64_t lba;
+	uint64_t nlbam;
+	uint16_t ruh;
+};
+#define BDEV_PLACEMENT_EVENTS 64
+/* The newest events (up to max, oldest first) into out; their count. Any thread (a lock the
+ * owner takes once per reclaimed unit, not per io). */
+unsigned int bdev_placement_get_events(const struct bdev *bdev, struct bdev_placement_event *out,
+				       unsigned int max);
 
 /* ---- registry (main thread) ---- */
 

@@ -91,6 +91,7 @@ void bdev_vbdev_submit_child(struct bdev_channel *base_ch, struct bdev_io *io, s
 	child->iovcnt = io->iovcnt;
 	child->ranges = io->ranges;
 	child->nranges = io->nranges;
+	child->placement = io->placement;
 	child->cb = cb;
 	child->cb_arg = io;
 	bdev_submit(base_ch, child);

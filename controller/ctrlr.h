@@ -41,10 +41,17 @@ struct ctrlr_config {
 	/* The Persistent Event Log's state file (NULL: the log lives in memory only): read at
 	 * creation, appended to with every event, so the log outlives a daemon restart. */
 	const char *pel_file;
+	/* Flexible Data Placement (device/fdp.c): reclaim unit handles of the endurance group's one
+	 * configuration (0: no FDP, up to CTRLR_FDP_MAX_RUH) and the reclaim unit size in bytes
+	 * (0: 16 MiB). FDP starts enabled; Set Features 1Dh turns it off or on while the group
+	 * has no namespace. */
+	uint16_t fdp_nruh;
+	uint64_t fdp_runs;
 	/* The controller's state file (NULL: none): firmware slots and activation, features saved
 	 * with SV; read at creation (a bad file fails it), written before each change completes. */
 	const char *state_file;
 };
+#define CTRLR_FDP_MAX_RUH 128
 
 /*
  * Creates a controller, disabled (CSTS.RDY 0), with no namespace. `ops`/`tctx` are the transport

@@ -1539,4 +1539,93 @@ struct nvme_sec_ctrl_list {
 NVME_STATIC_ASSERT(sizeof(struct nvme_sec_ctrl_entry) == 32, "secondary controller entry");
 NVME_STATIC_ASSERT(sizeof(struct nvme_sec_ctrl_list) == 4096, "secondary controller list");
 
+/* ---- Flexible Data Placement (NVMe Base 2.1: TP4146; directives 8.1.x, I/O Management) ---- */
+#define NVME_CTRATT_FDPS (1u << 19)	/* Flexible Data Placement supported */
+#define NVME_OACS_DIRECTIVES (1u << 5)
+#define NVME_ADM_DIRECTIVE_SEND 0x19
+#define NVME_ADM_DIRECTIVE_RECV 0x1a
+#define NVME_CMD_IO_MGMT_RECV 0x12
+#define NVME_CMD_IO_MGMT_SEND 0x1d
+#define NVME_DTYPE_IDENTIFY 0x00
+#define NVME_DTYPE_DATA_PLACEMENT 0x02
+#define NVME_DOPER_ID_RETURN_PARAMS 0x01 /* Directive Receive, Identify */
+#define NVME_DOPER_ID_ENABLE 0x01	  /* Directive Send, Identify: Enable Directive */
+#define NVME_RW_DTYPE(cdw12) (((cdw12) >> 20) & 0xf)
+#define NVME_RW_DSPEC(cdw13) ((uint16_t)((cdw13) >> 16))
+#define NVME_IOM_RUH_STATUS 0x01 /* I/O Management Receive MO */
+#define NVME_IOM_RUH_UPDATE 0x01 /* I/O Management Send MO */
+#define NVME_LOG_FDP_CONFIGS 0x20
+#define NVME_LOG_FDP_RUH_USAGE 0x21
+#define NVME_LOG_FDP_STATS 0x22
+#define NVME_LOG_FDP_EVENTS 0x23
+#define NVME_FEAT_FDP 0x1d
+#define NVME_FEAT_FDP_EVENTS 0x1e
+#define NVME_RUHT_INITIALLY_ISOLATED 0x01
+#define NVME_RUHA_UNUSED 0x00
+#define NVME_RUHA_HOST 0x01
+#define NVME_FDPA_VALID (1u << 7)
+/* FDP event types: host events, then controller events. */
+#define NVME_FDPE_RU_NOT_FULLY_WRITTEN 0x00
+#define NVME_FDPE_RU_TIME_LIMIT 0x01
+#define NVME_FDPE_CTRL_RESET_RUH 0x02
+#define NVME_FDPE_INVALID_PID 0x03
+#define NVME_FDPE_MEDIA_REALLOC 0x80
+#define NVME_FDPE_IMPLICIT_RUH 0x81
+
+struct nvme_fdp_config_hdr {
+	uint16_t numfdpc; /* 0-based */
+	uint8_t ver;
+	uint8_t rsvd3;
+	uint32_t sze;
+	uint8_t rsvd8[8];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_fdp_config_hdr) == 16, "FDP configurations header");
+
+struct nvme_fdp_config_desc {
+	uint16_t dsze;
+	uint8_t fdpatt; /* bits 3:0 RGIF, bit 4 FDPVWC, bit 7 valid */
+	uint8_t vss;
+	uint32_t nrg;
+	uint16_t nruh;
+	uint16_t maxpids; /* 0-based */
+	uint32_t nnss;
+	uint64_t runs; /* bytes */
+	uint32_t erutl;
+	uint8_t rsvd28[36];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_fdp_config_desc) == 64, "FDP configuration descriptor");
+
+struct nvme_fdp_stats_log {
+	uint8_t hbmw[16];
+	uint8_t mbmw[16];
+	uint8_t mbe[16];
+	uint8_t rsvd48[16];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_fdp_stats_log) == 64, "FDP statistics");
+
+struct nvme_fdp_event {
+	uint8_t type;
+	uint8_t flags; /* bit 0 PID valid, bit 1 NSID valid, bit 2 location valid */
+	uint16_t pid;
+	uint64_t timestamp; /* milliseconds, as the Timestamp feature */
+	uint32_t nsid;
+	uint8_t type_specific[16];
+	uint16_t rgid;
+	uint8_t ruhid;
+	uint8_t rsvd35[5];
+	uint8_t vs[24];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_fdp_event) == 64, "FDP event");
+#define NVME_FDPEF_PIV (1u << 0)
+#define NVME_FDPEF_NSIDV (1u << 1)
+
+struct nvme_ruh_status_desc {
+	uint16_t pid;
+	uint16_t ruhid;
+	uint32_t earutr;
+	uint64_t ruamw; /* logical blocks */
+	uint8_t rsvd16[16];
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_ruh_status_desc) == 32, "RUH status descriptor");
+
 #endif

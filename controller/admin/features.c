@@ -40,6 +40,9 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_RESV_PERSIST] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
     [NVME_FEAT_IOCS_PROFILE] = NVME_FEAT_CAP_CHANGE,
     [NVME_FEAT_ENDGRP_EVENT] = NVME_FEAT_CAP_CHANGE,
+    /* Flexible Data Placement (fdp.c; Invalid Field without an FDP configuration). */
+    [NVME_FEAT_FDP] = NVME_FEAT_CAP_CHANGE,
+    [NVME_FEAT_FDP_EVENTS] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
 };
 
 /* ---- Host Behavior Support (FID 16h; NVMe Base 2.1, Features) ---- */
@@ -96,6 +99,15 @@ static uint8_t ctrlr_feat_caps_of(const struct ctrlr *ctrlr, uint8_t fid)
 static void ctrlr_feat_set_done(struct ctrlr_req *req, uint16_t st);
 
 static void ctrlr_feat_set_finish(struct ctrlr_req *req, uint16_t st);
+
+/* Feature 1Dh's or 1Eh's new state is durable (st 0), or it could not be written: then FDP's
+ * enable state is undone (1Eh's stays current, as a Set without SV would have left it). */
+static void ctrlr_feat_fdp_saved(struct ctrlr_req *req, uint16_t st)
+{
+	if (st && (req->sqe.cdw10 & 0xff) == NVME_FEAT_FDP)
+		ctrlr_fdp_set_enabled(req->sq->ctrlr, !ctrlr_fdp_enabled(req->sq->ctrlr));
+	ctrlr_feat_set_finish(req, st);
+}
 
 /* ---- Volatile Write Cache off: every namespace flushed ---- */
 
@@ -490,6 +502,9 @@ static uint16_t ctrlr_feat_get(struct ctrlr_req *req, uint8_t fid, bool dflt, ui
 		/* Index 0 of Identify CNS 1Ch, the only combination (NVM + Zoned Namespace). */
 		*cdw0 = 0;
 		return NVME_SC_SUCCESS;
+	case NVME_FEAT_FDP:
+	case NVME_FEAT_FDP_EVENTS:
+		return ctrlr_feat_fdp_get(req, fid, dflt, cdw0);
 	case NVME_FEAT_ENDGRP_EVENT:
 		/* CDW11 bits 15:0 name the group; Dword 0 as Set's CDW11 (EGCW in 23:16). */
 		if ((cdw11 & 0xffff) != CTRLR_ENDGID)
@@ -701,6 +716,17 @@ static uint16_t ctrlr_feat_set(struct ctrlr_req *req, uint8_t fid)
 	case NVME_FEAT_IOCS_PROFILE:
 		/* IOCSCI (bits 8:0) must name a combination of CNS 1Ch: only index 0 exists. */
 		return (cdw11 & 0x1ff) ? NVME_SC_IOCS_COMBINATION_REJECTED : NVME_SC_SUCCESS;
+	case NVME_FEAT_FDP:
+	case NVME_FEAT_FDP_EVENTS: {
+		bool changed = false;
+		uint16_t fst = ctrlr_feat_fdp_set(req, fid, &changed);
+
+		if (fst || !changed)
+			return fst;
+		/* FDP turned on or off: in the state file before the command completes. */
+		ctrlr_state_save(req, ctrlr_feat_fdp_saved);
+		return CTRLR_FEAT_ASYNC;
+	}
 	case NVME_FEAT_ENDGRP_EVENT: {
 		uint32_t egcw = (cdw11 >> 16) & 0xff;
 

@@ -82,6 +82,11 @@ static void ctrlr_identify_ctrl(struct ctrlr *ctrlr, struct nvme_id_ctrl *id)
 	/* One endurance group (endgrp.c). */
 	id->ctratt |= NVME_CTRATT_EGS;
 	id->endgidmax = CTRLR_ENDGID;
+	/* Flexible Data Placement and its directive (fdp.c). */
+	if (ctrlr_fdp_supported(ctrlr)) {
+		id->ctratt |= NVME_CTRATT_FDPS;
+		id->oacs |= NVME_OACS_DIRECTIVES;
+	}
 	snprintf(id->subnqn, sizeof(id->subnqn), "%s", ctrlr->subnqn);
 	id->psd[0].mp = CTRLR_PS0_CENTIWATTS;
 	ctrlr_nsm_identify_ctrl(ctrlr, id);

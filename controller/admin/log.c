@@ -31,6 +31,9 @@ static size_t ctrlr_log_supported(struct ctrlr *ctrlr, uint8_t *buf, uint8_t csi
 		lids[ctrlr_log_ids[i]] = NVME_LOG_SUPPORTED_LSUPP;
 	if (csi == NVME_CSI_ZNS)
 		lids[NVME_LOG_ZNS_CHANGED_ZONES] = NVME_LOG_SUPPORTED_LSUPP;
+	if (ctrlr_fdp_supported(ctrlr))
+		for (uint8_t lid = NVME_LOG_FDP_CONFIGS; lid <= NVME_LOG_FDP_EVENTS; lid++)
+			lids[lid] = NVME_LOG_SUPPORTED_LSUPP;
 	return 256 * sizeof(uint32_t);
 }
 
@@ -146,6 +149,18 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 		break;
 	case NVME_LOG_ENDGRP_EVENTS:
 		size = ctrlr_log_endgrp_events(ctrlr, buf, rae);
+		break;
+	case NVME_LOG_FDP_CONFIGS:
+	case NVME_LOG_FDP_RUH_USAGE:
+	case NVME_LOG_FDP_STATS:
+	case NVME_LOG_FDP_EVENTS:
+		size = ctrlr_log_fdp(req, lid, buf, CTRLR_LOG_MAX_SIZE, &st);
+		if (st) {
+			free(buf);
+			return ctrlr_req_complete_err(req, st, st == NVME_SC_INVALID_LOG_PAGE
+								  ? offsetof(struct nvme_sqe, cdw10)
+								  : offsetof(struct nvme_sqe, cdw11) + 2);
+		}
 		break;
 	case NVME_LOG_ZNS_CHANGED_ZONES: { /* zns_cmd.c */
 		uint32_t loc = 0;

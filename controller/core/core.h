@@ -539,6 +539,10 @@ struct ctrlr_module {
 	 * must wait (the module runs exec(req) later on the owner thread). Owner thread. At most
 	 * one module has it. */
 	bool (*io_write_begin)(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
+	/* I/O: a Write of `bytes` is about to go to the bdev: its directive checked (a status
+	 * other than 0 fails it) and the bdev placement handle it goes to in *placement (Flexible
+	 * Data Placement). Owner thread. At most one module has it. */
+	uint16_t (*io_write_place)(struct ctrlr_req *req, uint64_t bytes, uint16_t *placement);
 	/* An SQ is freed (its owner stopped it): the module's per-request state in its requests
 	 * goes. */
 	void (*sq_fini)(struct ctrlr_sq *sq);
@@ -570,6 +574,7 @@ struct ctrlr {
 	const struct ctrlr_cmd *io_cmd[256];
 	void (*io_fused)(struct ctrlr_req *first, struct ctrlr_req *second);
 	bool (*io_write_begin)(struct ctrlr_req *req, ctrlr_req_exec_fn exec);
+	uint16_t (*io_write_place)(struct ctrlr_req *req, uint64_t bytes, uint16_t *placement);
 	/* A status every I/O command gets instead of running (0: none); atomic, sequentially
 	 * consistent: a module that closes it (Sanitize) then waits for a namespace grace period,
 	 * after which no command that read it open is still running. */

@@ -61,6 +61,11 @@ static int ctrlr_modules_bind(struct ctrlr *ctrlr)
 				return -EINVAL;
 			ctrlr->io_write_begin = m->io_write_begin;
 		}
+		if (m->io_write_place) {
+			if (ctrlr->io_write_place)
+				return -EINVAL;
+			ctrlr->io_write_place = m->io_write_place;
+		}
 	}
 	return 0;
 }

@@ -296,6 +296,7 @@ static void ctrlr_req_bio_done(struct bdev_io *io, int status, void *cb_arg)
 {
 	struct ctrlr_req *req = cb_arg;
 
+	io->placement = 0; /* the next use of the io places nothing unless it says so */
 	req->io_done(req, status);
 }
 

@@ -175,6 +175,21 @@ struct ctrlr_pel {
 };
 
 /* The module's state in a controller. */
+/* Flexible Data Placement (fdp.c). The reclaim units, their write pointers and the media
+ * counters are the namespaces' placement bdevs' (backend/bdev_fdp.c); host bytes are counted
+ * here by the I/O threads (atomic); the rest is the admin thread's. */
+#define CTRLR_FDP_EVENTS 63 /* a 4 KiB log: 64-byte header and events */
+struct ctrlr_fdp {
+	uint16_t nruh; /* 0: no FDP */
+	uint64_t runs;
+	bool enabled;
+	uint64_t hbmw; /* bytes, atomic */
+	uint8_t events[CTRLR_FDP_MAX_RUH]; /* per placement handle: event types enabled (bits) */
+	/* Host events (log 23h, LSP 0): the newest CTRLR_FDP_EVENTS, oldest first. */
+	struct nvme_fdp_event ev[CTRLR_FDP_EVENTS];
+	uint32_t nev;
+};
+
 /* The controller's state file (state.c): the features saved with SV, the write in flight and
  * the commands waiting for the next one (through req->hold). */
 #define CTRLR_SAVED_FEATS 32
@@ -211,6 +226,7 @@ struct ctrlr_dev_state {
 
 struct ctrlr_device {
 	struct ctrlr_health health;
+	struct ctrlr_fdp fdp;
 	struct ctrlr_fw fw;
 	struct ctrlr_dev_state state;
 	struct ctrlr_bg_io bg;
@@ -378,6 +394,34 @@ size_t ctrlr_log_endgrp(struct ctrlr *ctrlr, uint16_t endgid, uint8_t *buf);
 size_t ctrlr_log_endgrp_events(struct ctrlr *ctrlr, uint8_t *buf, bool rae);
 /* Identify CNS 19h: the groups from `from` on. */
 void ctrlr_identify_endgrp_list(struct ctrlr *ctrlr, uint16_t from, uint16_t *list);
+
+/* ---- fdp.c: Flexible Data Placement in the endurance group ---- */
+void ctrlr_fdp_init(struct ctrlr *ctrlr);
+bool ctrlr_fdp_supported(const struct ctrlr *ctrlr);
+/* Logs 20h-23h (LSI: the endurance group): the length, 0 with *st set on an error. */
+size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t cap, uint16_t *st);
+/* Features 1Dh/1Eh: status. */
+uint16_t ctrlr_feat_fdp_get(struct ctrlr_req *req, uint8_t fid, bool dflt, uint32_t *cdw0);
+/* *changed: Feature 1Dh turned FDP on or off, or 1Eh changed a handle's events (the state
+ * file keeps both: ctrlr_state_save). */
+uint16_t ctrlr_feat_fdp_set(struct ctrlr_req *req, uint8_t fid, bool *changed);
+bool ctrlr_fdp_enabled(const struct ctrlr *ctrlr);
+/* Sets the enable state (a state file read, a save undone). Admin thread. */
+void ctrlr_fdp_set_enabled(struct ctrlr *ctrlr, bool on);
+/* Feature 1Eh's event types of placement handle ph (bits: 0 RU Not Fully Written, 1 Invalid
+ * Placement Identifier, 2 Media Reallocated), for the state file; set: -EINVAL for other
+ * bits, a handle past the configuration ignored. Admin thread. */
+uint8_t ctrlr_fdp_events_of(const struct ctrlr *ctrlr, uint16_t ph);
+int ctrlr_fdp_set_events(struct ctrlr *ctrlr, uint16_t ph, uint8_t bits);
+void ctrlr_admin_directive_recv(struct ctrlr_req *req);
+void ctrlr_admin_directive_send(struct ctrlr_req *req);
+/* A write of `bytes` (I/O thread, the module's io_write_place): its DTYPE/DSPEC checked, the
+ * bdev placement handle it goes to in *placement. Status. */
+uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes, uint16_t *placement);
+/* A namespace attached while FDP is enabled must be on a placement bdev of the configuration's
+ * geometry (ns_attach): 0 or -EINVAL. */
+int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts);
+extern const struct ctrlr_cmd ctrlr_fdp_io_cmds[256];
 
 /* ---- fw.c: slots at creation / destruction; a Controller Level Reset activates the committed
  * image; the Firmware Slot log; the two commands. ---- */

@@ -28,6 +28,7 @@ static int ctrlr_device_init(struct ctrlr *ctrlr)
 	int rc;
 
 	ctrlr_health_init(ctrlr);
+	ctrlr_fdp_init(ctrlr);
 	ctrlr_fw_init(ctrlr);
 	/* The firmware the state file keeps (a power cycle activates what was committed for
 	 * the next reset) and the saved features (admin/ applies them). */
@@ -146,6 +147,11 @@ static const struct ctrlr_cmd ctrlr_device_admin_cmds[256] = {
     [NVME_ADM_FW_COMMIT] = {.exec = ctrlr_admin_fw_commit,
 			    .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_CCC},
     [NVME_ADM_SELF_TEST] = {.exec = ctrlr_admin_self_test, .effects = NVME_CMD_EFFECTS_CSUPP},
+    /* Directives (fdp.c): Identify and Data Placement. */
+    [NVME_ADM_DIRECTIVE_SEND] = {.exec = ctrlr_admin_directive_send,
+				 .effects = NVME_CMD_EFFECTS_CSUPP},
+    [NVME_ADM_DIRECTIVE_RECV] = {.exec = ctrlr_admin_directive_recv,
+				 .effects = NVME_CMD_EFFECTS_CSUPP},
     /* Changes every namespace's data; no other command may run on them meanwhile. */
     [NVME_ADM_SANITIZE] = {.exec = ctrlr_admin_sanitize,
 			   .effects = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC |
@@ -156,6 +162,9 @@ const struct ctrlr_module ctrlr_device_module = {
     .name = "device",
     .ctrlr_size = sizeof(struct ctrlr_device),
     .admin_cmds = ctrlr_device_admin_cmds,
+    .io_cmds = ctrlr_fdp_io_cmds,
+    .io_write_place = ctrlr_fdp_write,
+    .ns_attach = ctrlr_fdp_ns_attach,
     .init = ctrlr_device_init,
     .fini = ctrlr_device_fini,
     .reset = ctrlr_device_reset,

@@ -9,8 +9,10 @@
  * active after a restart. Admin thread.
  *
  * Format (JSON): {"version": 1, "firmware": {"slots": ["REV1", "REV2", ""], "active": 2,
- * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...]}, and the sections modules
- * above keep (ctrlr_state_section_take: "virtualization", virt/state.c). */
+ * "next": 0}, "features": [{"fid": 4, "sub": 0, "value": 343}, ...], "fdp": {"enabled":
+ * false, "events": [1, 0, 4]}}; "fdp" (Features 1Dh and 1Eh, per placement handle, as the host
+ * left them) only with an FDP configuration; and the sections modules above keep
+ * (ctrlr_state_section_take: "virtualization", virt/state.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -144,6 +146,38 @@ int ctrlr_state_load(struct ctrlr *ctrlr)
 	if (json_object_object_get_ex(o, "features", &v) &&
 	    (rc = ctrlr_state_parse_feats(ctrlr, v, &why)))
 		goto out;
+	if (json_object_object_get_ex(o, "fdp", &v)) {
+		struct json_object *en;
+
+		if (!json_object_is_type(v, json_type_object) ||
+		    !json_object_object_get_ex(v, "enabled", &en) ||
+		    !json_object_is_type(en, json_type_boolean)) {
+			why = "fdp is not {\"enabled\": true|false}";
+			rc = -EINVAL;
+			goto out;
+		}
+		/* Without an FDP configuration now, there is nothing to enable. */
+		ctrlr_fdp_set_enabled(ctrlr, json_object_get_boolean(en));
+		if (json_object_object_get_ex(v, "events", &en)) {
+			if (!json_object_is_type(en, json_type_array) ||
+			    json_object_array_length(en) > CTRLR_FDP_MAX_RUH) {
+				why = "fdp.events is not an array of event type bits per handle";
+				rc = -EINVAL;
+				goto out;
+			}
+			for (size_t i = 0; i < json_object_array_length(en); i++) {
+				struct json_object *b = json_object_array_get_idx(en, i);
+				int64_t bits = json_object_get_int64(b);
+
+				if (!json_object_is_type(b, json_type_int) || bits < 0 || bits > 7 ||
+				    ctrlr_fdp_set_events(ctrlr, (uint16_t)i, (uint8_t)bits)) {
+					why = "an fdp.events entry is not 0..7";
+					rc = -EINVAL;
+					goto out;
+				}
+			}
+		}
+	}
 	rc = 0;
 	st->loaded = json_object_get(o); /* the sections of the modules above */
 out:
@@ -237,7 +271,8 @@ int ctrlr_state_section_take(struct ctrlr *ctrlr, const char *name,
 
 static bool ctrlr_state_own_key(const struct ctrlr_dev_state *st, const char *key)
 {
-	if (!strcmp(key, "version") || !strcmp(key, "firmware") || !strcmp(key, "features"))
+	if (!strcmp(key, "version") || !strcmp(key, "firmware") || !strcmp(key, "features") ||
+	    !strcmp(key, "fdp"))
 		return true;
 	for (uint32_t i = 0; i < st->nr_sections; i++)
 		if (!strcmp(key, st->sections[i].name))
@@ -298,6 +333,23 @@ static char *ctrlr_state_encode(struct ctrlr *ctrlr)
 		json_object_array_add(feats, e);
 	}
 	json_object_object_add(o, "features", feats);
+	if (ctrlr_fdp_supported(ctrlr)) {
+		struct json_object *fdp = json_object_new_object(), *ev = json_object_new_array();
+
+		if (!fdp || !ev) {
+			/* Without memory no state file is written: the command fails. */
+			json_object_put(fdp);
+			json_object_put(ev);
+			json_object_put(o);
+			return NULL;
+		}
+		json_object_object_add(fdp, "enabled",
+				       json_object_new_boolean(ctrlr_fdp_enabled(ctrlr)));
+		for (uint16_t h = 0; h < ctrlr->cfg.fdp_nruh; h++)
+			json_object_array_add(ev, json_object_new_int(ctrlr_fdp_events_of(ctrlr, h)));
+		json_object_object_add(fdp, "events", ev);
+		json_object_object_add(o, "fdp", fdp);
+	}
 	if (!ctrlr_state_encode_sections(ctrlr, o)) {
 		json_object_put(o);
 		return NULL;

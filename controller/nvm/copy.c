@@ -45,6 +45,7 @@ struct ctrlr_copy {
 	uint64_t dst;	    /* next destination LBA */
 	uint64_t chunk;	    /* blocks in the bounce buffer */
 	bool fua;
+	uint16_t placement; /* the destination's bdev placement handle (io_write_place) */
 	bool pi;	    /* the destination's format carries protection information */
 	bool pract;	    /* PRINFOW.PRACT: the destination's tuples generated, not checked */
 	bool rchk;	    /* range idx's source carries protection information (checked) */
@@ -103,6 +104,7 @@ static uint16_t ctrlr_copy_submit(struct ctrlr_req *req, enum bdev_io_type type,
 	req->step.biov.iov_len = cp->chunk * l->stride;
 	bio->type = type;
 	bio->flags = type == BDEV_IO_WRITE && cp->fua ? BDEV_IO_F_FUA : 0;
+	bio->placement = type == BDEV_IO_WRITE ? cp->placement : 0;
 	bio->offset_blocks = lba * l->bpl;
 	bio->num_blocks = cp->chunk * l->bpl;
 	bio->iov = &req->step.biov;
@@ -574,6 +576,10 @@ void ctrlr_io_copy(struct ctrlr_req *req)
 	st = ctrlr_io_check_range(req, sdlba, total);
 	if (!st) /* zoned: the destination follows the write pointer rules (ZNS 1.1 3.4) */
 		st = ctrlr_nvm_zoned_write(req, sdlba, total);
+	/* Data placement: Copy's DTYPE/DSPEC (CDW12/CDW13 as a Write's) place the destination. */
+	cp->placement = 0;
+	if (!st && ctrlr->io_write_place)
+		st = ctrlr->io_write_place(req, total * req->lbaf->ds, &cp->placement);
 	if (st)
 		goto fail;
 	/* The descriptors are ours now: an unmap of their guest page need not wait for the copy. */

@@ -122,6 +122,11 @@ static void ctrlr_io_rw(struct ctrlr_req *req)
 	/* Zone write pointer rules once the data is mapped (a bad pointer moves no zone). */
 	if (!st && write)
 		st = ctrlr_nvm_zoned_write(req, slba, nlb);
+	/* Data placement (a module's io_write_place: device/fdp.c): DTYPE/DSPEC checked, the
+	 * bdev's placement handle chosen. */
+	bio->placement = 0;
+	if (!st && write && req->sq->ctrlr->io_write_place)
+		st = req->sq->ctrlr->io_write_place(req, nlb * req->lbaf->ds, &bio->placement);
 	if (st)
 		return ctrlr_io_fail(req, st);
 	/* No metadata: the data of consecutive blocks is contiguous on the bdev (zero copy). */

@@ -24,6 +24,7 @@ enum ctrlr_md_op {
 /* One request's metadata state, allocated the first time the request carries such a command
  * and kept with it until its SQ goes (no allocation on the data path after warm-up). */
 struct ctrlr_md_io {
+	uint16_t placement; /* Write: the bdev placement handle (io_write_place) */
 	unsigned char *buf; /* CTRLR_MD_CHUNK bytes, 4 KiB aligned (O_DIRECT bdevs) */
 	struct iovec biov;
 	struct iovec md_iov[CTRLR_MD_MAX_IOV]; /* the host's separate metadata buffer */
@@ -266,6 +267,7 @@ static void ctrlr_md_submit(struct ctrlr_req *req)
 	m->biov.iov_len = (size_t)m->chunk * l->stride;
 	bio->type = m->write ? BDEV_IO_WRITE : BDEV_IO_READ;
 	bio->flags = m->write && (req->sqe.cdw12 & NVME_RW_FUA) ? BDEV_IO_F_FUA : 0;
+	bio->placement = m->write ? m->placement : 0;
 	bio->offset_blocks = ctrlr_req_bdev_blocks(req, m->lba);
 	bio->num_blocks = ctrlr_req_bdev_blocks(req, m->chunk);
 	bio->iov = &m->biov;
@@ -299,6 +301,7 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 		return ctrlr_req_complete(req, NVME_SC_INTERNAL);
 	m->op = op;
 	m->write = to_dev;
+	m->placement = 0;
 	m->ext = req->fmt.f.ext;
 	m->mismatch = false;
 	m->slba = m->lba = slba;
@@ -347,6 +350,12 @@ static void ctrlr_md_start(struct ctrlr_req *req, enum ctrlr_md_op op)
 			return ctrlr_md_finish(req, st);
 	} else {
 		req->data_len = nlb * l->ds;
+	}
+	/* Data placement (a module's io_write_place): DTYPE/DSPEC checked, the handle chosen. */
+	if (op == CTRLR_MD_WRITE && req->sq->ctrlr->io_write_place) {
+		st = req->sq->ctrlr->io_write_place(req, nlb * l->ds, &m->placement);
+		if (st)
+			return ctrlr_md_finish(req, st);
 	}
 	ctrlr_md_submit(req);
 }

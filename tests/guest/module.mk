@@ -16,6 +16,9 @@ GUEST_TESTS += tests/guest/test-error-inject.sh
 # The Controller Memory Buffer and the Persistent Memory Region: show-regs, set-reg, the guest's
 # own mappings of BAR2 and BAR4, PMR persistence across SIGKILL of the daemon.
 GUEST_TESTS += tests/guest/test-cmb-pmr.sh
+# Flexible Data Placement with nvme-cli (nvme fdp ..., nvme write --dir-type 2 --dir-spec N),
+# each handle's data found in its own reclaim unit of the base file.
+GUEST_TESTS += tests/guest/test-fdp.sh
 # Device self-test, sanitize, telemetry and the persistent event log with nvme-cli.
 GUEST_TESTS += tests/guest/test-admin-ext.sh
 # Zoned Namespaces: nvme-cli zns commands and fio zonemode=zbd on --zoned and RPC-made namespaces.

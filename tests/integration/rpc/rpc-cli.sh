@@ -343,6 +343,31 @@ bad "bdev_zone_block_create empty state_file" 'empty state_file' bdev_zone_block
 bad "bdev_zone_block_create zone_desc_ext_size 100" 'zone_desc_ext_size \(a multiple of 64' \
 	bdev_zone_block_create --name ZB2 --base_bdev M2 --zone_capacity 64 --optimal_open_zones 1 \
 	--zone_desc_ext_size 100
+# Placement bdevs (Flexible Data Placement, issue 35).
+ok "bdev_malloc_create MF (8 MiB)" bdev_malloc_create --name MF --num_blocks 16384 --block_size 512
+ok "bdev_fdp_create FD over MF: 2 handles, 512 KiB reclaim units" bdev_fdp_create --name FD \
+	--base_bdev MF --num_ruh 2 --ru_size 524288
+ok_out "bdev_get_bdevs: FD's placement" '"num_ruh": 2' bdev_get_bdevs --name FD
+check "bdev_get_bdevs: ru_size" grep -q '"ru_size": 524288' <<< "$out"
+bad "bdev_fdp_create num_ruh 0" 'num_ruh must be 1..128' bdev_fdp_create --name FD2 \
+	--base_bdev M2 --num_ruh 0 --ru_size 524288
+bad "bdev_fdp_create num_ruh 129" 'num_ruh must be 1..128' bdev_fdp_create --name FD2 \
+	--base_bdev M2 --num_ruh 129 --ru_size 524288
+bad "bdev_fdp_create ru_size not a multiple of the block size" 'num_ruh must be 1..128' \
+	bdev_fdp_create --name FD2 --base_bdev M2 --num_ruh 2 --ru_size 1000
+bad "bdev_fdp_create too few reclaim units" 'fewer than num_ruh' bdev_fdp_create --name FD2 \
+	--base_bdev M2 --num_ruh 2 --ru_size 1073741824
+bad "bdev_fdp_create on a claimed base" 'is claimed' bdev_fdp_create --name FD2 --base_bdev MF \
+	--num_ruh 2 --ru_size 524288
+bad "bdev_fdp_create on no base" 'does not exist' bdev_fdp_create --name FD2 --base_bdev nope \
+	--num_ruh 2 --ru_size 524288
+bad "nvmf_create_subsystem fdp_ruh 200" 'fdp_ruh is 0..128' nvmf_create_subsystem \
+	--nqn nqn.2026-11.io.nvme-emu:fdpbad --fdp_ruh 200
+bad "nvmf_create_subsystem fdp_ru_size without fdp_ruh" 'fdp_ruh is 0..128' \
+	nvmf_create_subsystem --nqn nqn.2026-11.io.nvme-emu:fdpbad --fdp_ru_size 1048576
+ok "bdev_fdp_delete FD" bdev_fdp_delete --name FD
+bad "bdev_fdp_delete FD again" 'no fdp bdev FD' bdev_fdp_delete --name FD
+bad "bdev_fdp_delete of a malloc bdev" 'no fdp bdev MF' bdev_fdp_delete --name MF
 ok_out "nvmf_emu_set_zone_state read_only: read back from the controller" \
 	'"state": "read_only"' nvmf_emu_set_zone_state --nqn "$NQN1" --nsid 2 --zslba 2048 \
 	--state read_only
