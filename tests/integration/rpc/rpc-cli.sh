@@ -366,6 +366,22 @@ bad "nvmf_create_subsystem fdp_ruh 200" 'fdp_ruh is 0..128' nvmf_create_subsyste
 bad "nvmf_create_subsystem fdp_ru_size without fdp_ruh" 'fdp_ruh is 0..128' \
 	nvmf_create_subsystem --nqn nqn.2026-11.io.nvme-emu:fdpbad --fdp_ru_size 1048576
 ok "bdev_fdp_delete FD" bdev_fdp_delete --name FD
+# A creation that fails on the owner thread (MF holds FD's layout: 2 handles) is answered with
+# the reason once the superblock was read, and leaves no bdev and no owner thread behind.
+bad "bdev_fdp_create over a layout of other handles" \
+	'placement layout of other parameters \(2 handles, reclaim units of 1024 blocks' \
+	bdev_fdp_create --name FD3 --base_bdev MF --num_ruh 3 --ru_size 524288
+bad "bdev_fdp_create over a layout of another unit size" \
+	'placement layout of other parameters \(2 handles, reclaim units of 1024 blocks' \
+	bdev_fdp_create --name FD3 --base_bdev MF --num_ruh 2 --ru_size 262144
+bad "no bdev FD3 left" 'FD3' bdev_get_bdevs --name FD3
+check "no bdev-fdp thread left" test "$(grep -lx bdev-fdp /proc/$dpid/task/*/comm 2> /dev/null |
+	wc -l)" = 0
+ok "bdev_fdp_create FD over MF again (its layout found), answered after the load" \
+	bdev_fdp_create --name FD --base_bdev MF --num_ruh 2 --ru_size 524288
+check "its owner thread runs" test "$(grep -lx bdev-fdp /proc/$dpid/task/*/comm 2> /dev/null |
+	wc -l)" = 1
+ok "bdev_fdp_delete FD" bdev_fdp_delete --name FD
 bad "bdev_fdp_delete FD again" 'no fdp bdev FD' bdev_fdp_delete --name FD
 bad "bdev_fdp_delete of a malloc bdev" 'no fdp bdev MF' bdev_fdp_delete --name MF
 ok_out "nvmf_emu_set_zone_state read_only: read back from the controller" \
