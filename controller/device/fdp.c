@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -132,29 +133,41 @@ uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes, uint16_t *placem
 	return NVME_SC_SUCCESS;
 }
 
-int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
+int ctrlr_ns_placement_check(struct ctrlr *ctrlr, uint32_t nsid, const struct bdev *bdev,
+			     char *why, size_t len)
 {
-	struct ctrlr *ctrlr = ns->ctrlr;
 	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
-	const struct bdev_placement_geom *g = bdev_get_placement(ns->bdev);
+	const struct bdev_placement_geom *g = bdev_get_placement(bdev);
 
-	(void)opts;
 	if (!f->nruh || !f->enabled)
 		return 0;
 	if (!g) {
-		LOG_ERR(CTRLR_LOG, "%s: namespace %u: FDP is enabled and bdev %s places nothing "
-				   "(a bdev_fdp_create bdev is needed)",
-			ctrlr->serial, ns->nsid, bdev_get_name(ns->bdev));
+		snprintf(why, len,
+			 "FDP is enabled and bdev %s places nothing (namespace %u needs a "
+			 "bdev_fdp_create bdev of %u handles and reclaim units of %" PRIu64 " bytes)",
+			 bdev_get_name(bdev), nsid, f->nruh, f->runs);
 		return -EINVAL;
 	}
-	if (g->nruh != f->nruh || g->ru_blocks * bdev_get_block_size(ns->bdev) != f->runs) {
-		LOG_ERR(CTRLR_LOG, "%s: namespace %u: bdev %s has %u handles and reclaim units of "
-				   "%" PRIu64 " bytes, the FDP configuration %u and %" PRIu64,
-			ctrlr->serial, ns->nsid, bdev_get_name(ns->bdev), g->nruh,
-			g->ru_blocks * bdev_get_block_size(ns->bdev), f->nruh, f->runs);
+	if (g->nruh != f->nruh || g->ru_blocks * bdev_get_block_size(bdev) != f->runs) {
+		snprintf(why, len,
+			 "bdev %s has %u placement handles and reclaim units of %" PRIu64
+			 " bytes, the FDP configuration %u and %" PRIu64 " (namespace %u)",
+			 bdev_get_name(bdev), g->nruh, g->ru_blocks * bdev_get_block_size(bdev),
+			 f->nruh, f->runs, nsid);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
+{
+	char why[256];
+	int rc = ctrlr_ns_placement_check(ns->ctrlr, ns->nsid, ns->bdev, why, sizeof(why));
+
+	(void)opts;
+	if (rc)
+		LOG_ERR(CTRLR_LOG, "%s: %s", ns->ctrlr->serial, why);
+	return rc;
 }
 
 /* Media bytes written and erased: the namespaces' placement bdevs' (admin thread). */
