@@ -18,7 +18,10 @@
  * in was handed out again, which waits until the map writes that freed it were followed by a
  * completed flush of the base (an RU freed in map batch s is reusable once a flush issued after
  * batch s completed). FUA writes (and deallocations) have their data and map writes FUA; a Flush
- * is a flush of the base after which every completed write's data and map entry are durable.
+ * is a flush of the base after which every completed write's data and map entry are durable;
+ * before it the superblock is written with the statistics (host, media and erased bytes), so a
+ * restart goes on from the last Flush's counts (one such write at a time: an older snapshot
+ * never lands last).
  * At creation the owner thread reads the superblock and the map (or writes new ones) with
  * asynchronous ios on its own channel and rebuilds the valid counts, the reverse map and the
  * free RUs, then reports to the creator's loop, which registers the bdev; nothing waits for it
@@ -44,6 +47,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,7 +78,11 @@ struct fdp_sb {
 	uint64_t map_off;
 	uint64_t map_blocks;
 	uint64_t data_off;
+	/* Statistics as of the last host Flush (written before that flush of the base): a
+	 * restart goes on from them (what was counted after that Flush may be lost). */
+	uint64_t host_bytes, media_bytes, erased_bytes;
 };
+#define FDP_SB_GEOM offsetof(struct fdp_sb, host_bytes) /* what must match at load */
 
 enum fdp_ru_state { FDP_RU_FREE, FDP_RU_OPEN, FDP_RU_CLOSED };
 
@@ -89,7 +97,7 @@ struct fdp_ru {
 };
 
 enum fdp_op_kind { FDP_OP_WRITE, FDP_OP_READ, FDP_OP_MAP, FDP_OP_FLUSH, FDP_OP_GC_READ,
-		   FDP_OP_GC_WRITE, FDP_OP_LOAD };
+		   FDP_OP_GC_WRITE, FDP_OP_LOAD, FDP_OP_SB };
 
 /* The owner thread's load of the layout at creation (one base io at a time). */
 enum fdp_load_phase { FDP_LOAD_SB, FDP_LOAD_FORMAT, FDP_LOAD_SB_WRITE, FDP_LOAD_MAP };
@@ -168,6 +176,11 @@ struct fdp {
 	int batch_status;
 	uint64_t map_seq_next, map_seq_done, durable_seq;
 	bool flush_inflight; /* an internal flush */
+	/* Host flushes: the superblock (statistics) written first, one write at a time so an
+	 * older one never lands last; sb_batch waits for the write in flight, sb_waiters for the
+	 * next. */
+	struct fdp_io *sb_batch, *sb_waiters;
+	bool sb_inflight;
 	/* FREE RUs, and those of them whose freeing is not durable yet (the smallest map batch
 	 * among them): the per-wake checks need no scan of every RU. */
 	uint64_t nfree, npending, min_pending_seq;
@@ -184,6 +197,7 @@ struct fdp {
 
 static void fdp_run(struct fdp *f);
 static void fdp_flush_done(struct fdp *f, struct fdp_op *op, int status);
+static void fdp_sb_make(const struct fdp *f, struct fdp_sb *sb);
 
 static uint64_t fdp_ru_of(const struct fdp *f, uint64_t phys)
 {
@@ -803,6 +817,68 @@ static void fdp_flush_done(struct fdp *f, struct fdp_op *op, int status)
 	fdp_op_free(op);
 }
 
+/* Owner: the superblock with the statistics now, for the host flushes in sb_waiters. */
+static void fdp_sb_write(struct fdp *f)
+{
+	struct fdp_op *op = fdp_op_new(f, FDP_OP_SB);
+
+	if (op)
+		op->buf = calloc(1, f->bs);
+	if (!op || !op->buf) {
+		struct fdp_io *l = f->sb_waiters;
+
+		f->sb_waiters = NULL;
+		if (op)
+			fdp_op_free(op);
+		while (l) {
+			struct fdp_io *nx = l->next;
+
+			l->status = -ENOMEM;
+			fdp_complete(l);
+			l = nx;
+		}
+		return;
+	}
+	f->sb_batch = f->sb_waiters;
+	f->sb_waiters = NULL;
+	f->sb_inflight = true;
+	fdp_sb_make(f, (struct fdp_sb *)op->buf);
+	fdp_op_submit(op, BDEV_IO_WRITE, 0, 1, 0);
+}
+
+/* A host Flush: the statistics into the superblock, then the flush of the base (which makes
+ * that write durable with the rest). */
+static void fdp_sb_flush(struct fdp *f, struct fdp_io *x)
+{
+	x->next = f->sb_waiters;
+	f->sb_waiters = x;
+	if (!f->sb_inflight)
+		fdp_sb_write(f);
+}
+
+static void fdp_sb_done(struct fdp *f, struct fdp_op *op, int status)
+{
+	struct fdp_io *l = f->sb_batch;
+
+	fdp_op_free(op);
+	f->sb_batch = NULL;
+	f->sb_inflight = false;
+	while (l) {
+		struct fdp_io *nx = l->next;
+
+		l->next = NULL;
+		if (status) {
+			l->status = status;
+			fdp_complete(l);
+		} else {
+			fdp_flush_start(f, l);
+		}
+		l = nx;
+	}
+	if (f->sb_waiters)
+		fdp_sb_write(f);
+}
+
 /* False: the io waits (a write with no RU to go to). */
 static bool fdp_start(struct fdp *f, struct fdp_io *x)
 {
@@ -824,7 +900,7 @@ static bool fdp_start(struct fdp *f, struct fdp_io *x)
 		fdp_map_wait(f, x);
 		return true;
 	case BDEV_IO_FLUSH:
-		fdp_flush_start(f, x);
+		fdp_sb_flush(f, x);
 		return true;
 	case BDEV_IO_TYPE_COUNT:
 		break;
@@ -835,6 +911,7 @@ static bool fdp_start(struct fdp *f, struct fdp_io *x)
 }
 
 static void fdp_load_done(struct fdp *f, struct fdp_op *op, int status);
+static void fdp_sb_done(struct fdp *f, struct fdp_op *op, int status);
 
 static void fdp_op_done(struct bdev_io *bio, int status, void *arg)
 {
@@ -875,6 +952,9 @@ static void fdp_op_done(struct bdev_io *bio, int status, void *arg)
 		break;
 	case FDP_OP_LOAD:
 		fdp_load_done(f, op, status);
+		break;
+	case FDP_OP_SB:
+		fdp_sb_done(f, op, status);
 		break;
 	}
 }
@@ -1173,6 +1253,9 @@ static void fdp_sb_make(const struct fdp *f, struct fdp_sb *sb)
 	sb->map_off = f->map_off;
 	sb->map_blocks = f->map_blocks;
 	sb->data_off = f->data_off;
+	sb->host_bytes = __atomic_load_n(&f->st.host_bytes, __ATOMIC_RELAXED);
+	sb->media_bytes = __atomic_load_n(&f->st.media_bytes, __ATOMIC_RELAXED);
+	sb->erased_bytes = __atomic_load_n(&f->st.erased_bytes, __ATOMIC_RELAXED);
 }
 
 /* Owner: the next io of the load (one at a time), or the end: created_msg to the creator. */
@@ -1275,7 +1358,7 @@ static void fdp_load_done(struct fdp *f, struct fdp_op *op, int status)
 		if (f->fresh) {
 			f->load_phase = FDP_LOAD_FORMAT;
 			f->load_next = 0;
-		} else if (memcmp(&sb, &want, sizeof(sb))) {
+		} else if (memcmp(&sb, &want, FDP_SB_GEOM)) {
 			fdp_load_fail(f, -EINVAL,
 				      "%s: %s holds a placement layout of other parameters (%u "
 				      "handles, reclaim units of %" PRIu64 " blocks, block size %u)",
@@ -1284,6 +1367,10 @@ static void fdp_load_done(struct fdp *f, struct fdp_op *op, int status)
 			fdp_op_free(op);
 			return;
 		} else {
+			/* The statistics go on from the last host Flush's. */
+			f->st.host_bytes = sb.host_bytes;
+			f->st.media_bytes = sb.media_bytes;
+			f->st.erased_bytes = sb.erased_bytes;
 			f->load_phase = FDP_LOAD_MAP;
 			f->load_next = 0;
 		}

@@ -285,6 +285,15 @@ static void test_placement(void)
 		CU_ASSERT_EQUAL(nthreads(), threads);
 	}
 	b = make(path, "FdpBase", 2, RUB);
+	{
+		/* The statistics go on from the last Flush's (kept in the superblock). */
+		struct bdev_placement_stats st;
+
+		bdev_placement_get_stats(b, &st);
+		CU_ASSERT_EQUAL(st.host_bytes, (6 + RUB) * BS);
+		CU_ASSERT_EQUAL(st.media_bytes, st.host_bytes);
+		CU_ASSERT_EQUAL(st.erased_bytes, 4 * RUB * BS);
+	}
 	CU_ASSERT_EQUAL(bdev_delete("FdpBase"), -EBUSY);
 	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, BS, BDEV_IO_READ, 10, 1, back, NULL), 0);
