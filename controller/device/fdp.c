@@ -6,8 +6,8 @@
  * the configuration's handles and unit size (ctrlr_fdp_ns_attach), a write's handle goes to the
  * bdev with the write (the module's io_write_place hook; bdev_io.placement), which puts each
  * handle's data in reclaim units of its own and garbage-collects; RUH Status reads the bdev's
- * RUAMW, RUH Update moves the bdev's handle to a fresh unit, log 22h's MBMW and MBE are the
- * bdevs' (host bytes are counted here). Feature 1Dh enables FDP (only while the group has no
+ * RUAMW, RUH Update moves the bdev's handle to a fresh unit, log 22h's HBMW, MBMW and MBE are
+ * the bdevs' (kept in their superblocks at each Flush: they go on after a restart). Feature 1Dh enables FDP (only while the group has no
  * namespace), 1Eh keeps the event types enabled per placement handle; logs 20h
  * (configurations), 21h (handle usage), 22h (statistics), 23h (LSP bit 0 set, host events:
  * RU Not Fully Written at an RUH Update, Invalid Placement Identifier, when Feature 1Eh enabled
@@ -129,7 +129,6 @@ uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes, uint16_t *placem
 		pid = 0;
 	/* PHNDL i is RUH i of the placement bdev (ctrlr_fdp_ns_attach checked its geometry). */
 	*placement = pid;
-	__atomic_fetch_add(&f->hbmw, bytes, __ATOMIC_RELAXED);
 	return NVME_SC_SUCCESS;
 }
 
@@ -170,16 +169,18 @@ int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
 	return rc;
 }
 
-/* Media bytes written and erased: the namespaces' placement bdevs' (admin thread). */
-static void ctrlr_fdp_media(struct ctrlr *ctrlr, uint64_t *mbmw, uint64_t *mbe)
+/* Host and media bytes written, media bytes erased: the namespaces' placement bdevs' counts,
+ * which their superblocks keep at each Flush, so they go on after a restart (admin thread). */
+static void ctrlr_fdp_media(struct ctrlr *ctrlr, uint64_t *hbmw, uint64_t *mbmw, uint64_t *mbe)
 {
-	*mbmw = *mbe = 0;
+	*hbmw = *mbmw = *mbe = 0;
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		struct bdev_placement_stats st;
 
 		if (!ctrlr->ns[i] || !bdev_get_placement(ctrlr->ns[i]->bdev))
 			continue;
 		bdev_placement_get_stats(ctrlr->ns[i]->bdev, &st);
+		*hbmw += st.host_bytes;
 		*mbmw += st.media_bytes;
 		*mbe += st.erased_bytes;
 	}
@@ -286,10 +287,10 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		return 8 + 8u * f->nruh;
 	case NVME_LOG_FDP_STATS: {
 		struct nvme_fdp_stats_log *s = (struct nvme_fdp_stats_log *)buf;
-		uint64_t mbmw, mbe;
+		uint64_t hbmw, mbmw, mbe;
 
-		ctrlr_fdp_media(req->sq->ctrlr, &mbmw, &mbe);
-		ctrlr_fdp_u128(s->hbmw, __atomic_load_n(&f->hbmw, __ATOMIC_RELAXED));
+		ctrlr_fdp_media(req->sq->ctrlr, &hbmw, &mbmw, &mbe);
+		ctrlr_fdp_u128(s->hbmw, hbmw);
 		ctrlr_fdp_u128(s->mbmw, mbmw);
 		ctrlr_fdp_u128(s->mbe, mbe);
 		return sizeof(*s);
