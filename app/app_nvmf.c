@@ -233,6 +233,10 @@ static int app_ns_attach(struct app_listener *l, struct app_ns *ns, char *err)
 		snprintf(err, APP_ERR_LEN, "bdev %s does not exist", ns->bdev_name);
 		return -ENODEV;
 	}
+	/* A refusal by Flexible Data Placement says why. */
+	rc = ctrlr_ns_placement_check(pcie_ctrlr_core(l->pc), ns->nsid, bdev, err, APP_ERR_LEN);
+	if (rc)
+		return rc;
 	rc = ctrlr_ns_add(pcie_ctrlr_core(l->pc), ns->nsid, bdev, &o);
 	if (rc < 0) {
 		snprintf(err, APP_ERR_LEN, "cannot attach bdev %s as namespace %u: %s",

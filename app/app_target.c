@@ -296,9 +296,10 @@ void app_target_fini_step(struct app_target *t)
 void app_target_fini(struct app_target *t, void (*done)(void *arg), void *arg)
 {
 	t->shutting_down = true;
-	/* NBD and RBD bdevs still connecting: their requesters hear -ECANCELED now. */
+	/* NBD and RBD bdevs still connecting, placement bdevs loading: their requesters hear -ECANCELED now. */
 	bdev_nbd_cancel_creates();
 	bdev_rbd_cancel_creates();
+	bdev_fdp_cancel_creates();
 	t->fini_done = done;
 	t->fini_arg = arg;
 	t->fini_finished = false;

@@ -718,11 +718,32 @@ static void app_setup_abort(struct app_target *t)
 	evloop_stop(t->loop);
 }
 
-static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
+/* The namespace of bdev in the subsystem. */
+static int app_setup_ns_in(struct app_setup *st, struct bdev *bdev)
 {
 	const struct app_opt_ns *ns = &st->o->ns[st->next_ns];
 	struct app_ns_opts no = {.nsid = st->next_ns + 1};
 	char err[APP_ERR_LEN];
+	int rc;
+
+	no.bdev_name = bdev_get_name(bdev);
+	no.shared_resv = ns->shared_resv;
+	rc = app_subsys_add_ns(st->t, st->s, &no, err);
+	if (rc < 0) {
+		fprintf(stderr, "nvme-emu: %s\n", err);
+		return rc;
+	}
+	st->next_ns++;
+	return 0;
+}
+
+static void app_setup_fdp_done(void *arg, int rc, const char *message, struct bdev *bdev);
+
+/* Adds the namespace over bdev (a zone block or placement bdev over it first, as asked).
+ * Returns 0 (added), 1 (paused: a placement bdev loading), or -errno. */
+static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
+{
+	const struct app_opt_ns *ns = &st->o->ns[st->next_ns];
 	int rc;
 
 	if (ns->zone_capacity) {
@@ -749,7 +770,8 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 		}
 	}
 	if (st->o->fdp_ruh) {
-		/* --fdp: a placement bdev over it, as bdev_fdp_create would make. */
+		/* --fdp: a placement bdev over it, as bdev_fdp_create would make; its layout is
+		 * loaded on its own thread: the chain goes on from app_setup_fdp_done. */
 		struct bdev_fdp_opts fo = {
 		    .nruh = (uint16_t)st->o->fdp_ruh,
 		    .ru_blocks = st->o->fdp_ru_size / bdev_get_block_size(bdev),
@@ -757,26 +779,35 @@ static int app_setup_add_ns(struct app_setup *st, struct bdev *bdev)
 		char name[32];
 
 		snprintf(name, sizeof(name), "Fdp%u", st->next_ns);
-		rc = bdev_fdp_create(name, bdev_get_name(bdev), &fo, NULL, &bdev);
+		rc = bdev_fdp_create(name, bdev_get_name(bdev), &fo, NULL, st->t->loop,
+				     app_setup_fdp_done, st);
 		if (rc) {
 			fprintf(stderr, "nvme-emu: --fdp %u:%llu on %s: %s\n", st->o->fdp_ruh,
 				(unsigned long long)st->o->fdp_ru_size, ns->arg,
-				rc == -EINVAL ? "fewer than RUH + 3 reclaim units, or a placement "
-						"layout of other parameters on it"
-					      : strerror(-rc));
+				rc == -EINVAL ? "fewer than RUH + 3 reclaim units" : strerror(-rc));
 			return rc;
 		}
+		return 1;
 	}
-	no.bdev_name = bdev_get_name(bdev);
-	no.shared_resv = ns->shared_resv;
-	rc = app_subsys_add_ns(st->t, st->s, &no, err);
+	return app_setup_ns_in(st, bdev);
+}
 
-	if (rc < 0) {
-		fprintf(stderr, "nvme-emu: %s\n", err);
-		return rc;
+/* --fdp's placement bdev is loaded (or not): its namespace in, then the next ones. */
+static void app_setup_fdp_done(void *arg, int rc, const char *message, struct bdev *bdev)
+{
+	struct app_setup *st = arg;
+
+	if (st->t->shutting_down)
+		return;
+	if (rc) {
+		fprintf(stderr, "nvme-emu: --fdp %u:%llu on %s: %s\n", st->o->fdp_ruh,
+			(unsigned long long)st->o->fdp_ru_size, st->o->ns[st->next_ns].arg,
+			message);
+		app_setup_abort(st->t);
+		return;
 	}
-	st->next_ns++;
-	return 0;
+	if (app_setup_ns_in(st, bdev) || app_setup_continue(st))
+		app_setup_abort(st->t);
 }
 
 static void app_setup_async_done(void *arg, int rc, const char *message, struct bdev *bdev)
@@ -793,7 +824,8 @@ static void app_setup_async_done(void *arg, int rc, const char *message, struct 
 		app_setup_abort(st->t);
 		return;
 	}
-	if (app_setup_add_ns(st, bdev) || app_setup_continue(st))
+	rc = app_setup_add_ns(st, bdev);
+	if (rc < 0 || (!rc && app_setup_continue(st)))
 		app_setup_abort(st->t);
 }
 
@@ -942,7 +974,7 @@ static int app_setup_continue(struct app_setup *st)
 			return rc;
 		rc = app_setup_add_ns(st, bdev);
 		if (rc)
-			return rc;
+			return rc < 0 ? rc : 0; /* 1: paused on a placement bdev's load */
 	}
 	if (st->o->ns_pool && !st->s->pool)
 		return app_setup_pool(st);

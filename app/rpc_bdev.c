@@ -657,7 +657,8 @@ static void rpc_bdev_zone_block_create(struct rpc_request *req, struct json_obje
 }
 
 /* bdev_fdp_create (ours): name, base_bdev, num_ruh (reclaim unit handles), ru_size (bytes per
- * reclaim unit, a multiple of the base's block size), uuid. Answers the name. */
+ * reclaim unit, a multiple of the base's block size), uuid. Answers the name once the layout
+ * is loaded (or the reason it could not be). */
 struct rpc_bdev_fdp_create {
 	const char *name;
 	const char *base_bdev;
@@ -674,15 +675,25 @@ static const struct rpc_decoder rpc_bdev_fdp_create_dec[] = {
     RPC_DEC(rpc_bdev_fdp_create, ru_size, RPC_T_U64, false),
 };
 
+static void rpc_bdev_fdp_created(void *arg, int rc, const char *message, struct bdev *bdev)
+{
+	struct rpc_request *req = arg;
+
+	if (rc)
+		rpc_request_error(req, rc, "%s", message);
+	else
+		rpc_request_result(req, json_object_new_string(bdev_get_name(bdev)));
+}
+
 static void rpc_bdev_fdp_create(struct rpc_request *req, struct json_object *params, void *ctx)
 {
 	struct rpc_bdev_fdp_create p = {0};
 	struct bdev_fdp_opts o = {0};
+	struct app_target *t = ctx;
 	uint8_t uuid[BDEV_UUID_LEN];
 	struct bdev *base;
 	int rc;
 
-	(void)ctx;
 	if (rpc_decode_params(req, params, rpc_bdev_fdp_create_dec,
 			      RPC_N(rpc_bdev_fdp_create_dec), &p) ||
 	    rpc_bdev_uuid(req, p.uuid, uuid))
@@ -702,17 +713,14 @@ static void rpc_bdev_fdp_create(struct rpc_request *req, struct json_object *par
 	}
 	o.nruh = (uint16_t)p.num_ruh;
 	o.ru_blocks = p.ru_size / bdev_get_block_size(base);
-	rc = bdev_fdp_create(p.name, p.base_bdev, &o, p.uuid ? uuid : NULL, NULL);
+	/* Answered when the owner thread has loaded the layout (rpc_bdev_fdp_created). */
+	rc = bdev_fdp_create(p.name, p.base_bdev, &o, p.uuid ? uuid : NULL, t->loop,
+			     rpc_bdev_fdp_created, req);
 	if (rc == -EINVAL)
-		rpc_request_error(req, rc,
-				  "bad name, fewer than num_ruh + 3 reclaim units in %s, a "
-				  "placement layout of other num_ruh/ru_size on it, or its map is "
-				  "corrupt (the log says which)",
+		rpc_request_error(req, rc, "bad name, or fewer than num_ruh + 3 reclaim units in %s",
 				  p.base_bdev);
 	else if (rc)
 		rpc_bdev_stack_error(req, rc, p.name, p.base_bdev);
-	else
-		rpc_request_result(req, json_object_new_string(p.name));
 }
 
 struct rpc_bdev_delay_update {

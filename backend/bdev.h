@@ -438,12 +438,19 @@ struct bdev_fdp_opts {
 	uint16_t nruh;	    /* reclaim unit handles, 1..BDEV_PLACEMENT_MAX_RUH */
 	uint64_t ru_blocks; /* blocks per reclaim unit (base blocks) */
 };
-/* 0, -ENODEV (no base), -EBUSY (base claimed), -EEXIST, -EINVAL (bad options, fewer than
- * nruh + 3 reclaim units in the base, a layout of other options on it, a corrupt map), -EIO,
- * -ENOMEM. Reads the map from the base (blocks while it does, like bdev_aio_create's open).
- * Delete with bdev_delete. Main thread. */
+/* Returns 0 (done will run), or without calling done -ENODEV (no base), -EBUSY (base claimed),
+ * -EEXIST (name taken or being created), -EINVAL (bad options, fewer than nruh + 3 reclaim units
+ * in the base), -ENOMEM, -EAGAIN (no thread). The bdev's owner thread makes its channel on the
+ * base and loads the layout there (superblock and map, or a new one written) with asynchronous
+ * ios; done(arg, ...) runs on `loop` (the calling thread's) once the bdev is registered, or with
+ * -errno and the reason (-EINVAL: a layout of other options on the base or a corrupt map; -EIO
+ * or the base's error: an io failed; -ENOMEM); a failed creation frees all it took and its
+ * thread has exited. Never blocks. Delete with bdev_delete. Main thread. */
 int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_fdp_opts *opts,
-		    const uint8_t *uuid, struct bdev **out);
+		    const uint8_t *uuid, struct evloop *loop, bdev_create_cb done, void *arg);
+/* Fails every placement bdev creation still loading with -ECANCELED (their done runs now; the
+ * owner is stopped once its load ends): process teardown. Main thread. */
+void bdev_fdp_cancel_creates(void);
 /* The placement geometry of bdev, or NULL for a bdev that places nothing. Any thread. */
 const struct bdev_placement_geom *bdev_get_placement(const struct bdev *bdev);
 /* Blocks still writable in handle ruh's current reclaim unit (RUAMW); 0 for a bad handle. Any

@@ -18,9 +18,15 @@
  * in was handed out again, which waits until the map writes that freed it were followed by a
  * completed flush of the base (an RU freed in map batch s is reusable once a flush issued after
  * batch s completed). FUA writes (and deallocations) have their data and map writes FUA; a Flush
- * is a flush of the base after which every completed write's data and map entry are durable.
- * At start the map is read and the valid counts, the reverse map and the free RUs rebuilt; every
- * handle starts with a fresh RU (the ones they wrote into before are closed).
+ * is a flush of the base after which every completed write's data and map entry are durable;
+ * before it the superblock is written with the statistics (host, media and erased bytes), so a
+ * restart goes on from the last Flush's counts (one such write at a time: an older snapshot
+ * never lands last).
+ * At creation the owner thread reads the superblock and the map (or writes new ones) with
+ * asynchronous ios on its own channel and rebuilds the valid counts, the reverse map and the
+ * free RUs, then reports to the creator's loop, which registers the bdev; nothing waits for it
+ * (a failure is reported with its reason after the owner exited, and all it took is freed).
+ * Every handle starts with a fresh RU (the ones they wrote into before are closed).
  *
  * Concurrency: all of the bdev's state (map, RUs, write pointers, GC) belongs to one thread of
  * the bdev's own, the owner: channels on poll group threads push their ios onto a lock-free
@@ -37,12 +43,14 @@
  * once per unit GC empties, never per io.
  */
 #include "backend/bdev_vbdev.h"
+#include "common/evloop.h"
 #include "common/log.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <semaphore.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +78,11 @@ struct fdp_sb {
 	uint64_t map_off;
 	uint64_t map_blocks;
 	uint64_t data_off;
+	/* Statistics as of the last host Flush (written before that flush of the base): a
+	 * restart goes on from them (what was counted after that Flush may be lost). */
+	uint64_t host_bytes, media_bytes, erased_bytes;
 };
+#define FDP_SB_GEOM offsetof(struct fdp_sb, host_bytes) /* what must match at load */
 
 enum fdp_ru_state { FDP_RU_FREE, FDP_RU_OPEN, FDP_RU_CLOSED };
 
@@ -85,7 +97,10 @@ struct fdp_ru {
 };
 
 enum fdp_op_kind { FDP_OP_WRITE, FDP_OP_READ, FDP_OP_MAP, FDP_OP_FLUSH, FDP_OP_GC_READ,
-		   FDP_OP_GC_WRITE };
+		   FDP_OP_GC_WRITE, FDP_OP_LOAD, FDP_OP_SB };
+
+/* The owner thread's load of the layout at creation (one base io at a time). */
+enum fdp_load_phase { FDP_LOAD_SB, FDP_LOAD_FORMAT, FDP_LOAD_SB_WRITE, FDP_LOAD_MAP };
 
 struct fdp;
 
@@ -131,8 +146,23 @@ struct fdp {
 	bool stop;		   /* __atomic */
 	int wake;		   /* eventfd */
 	pthread_t thread;
-	sem_t started;		   /* the owner's start (start_rc) */
-	int start_rc;
+	/* Creation (asynchronous): the owner loads the layout on its own channel and reports to
+	 * the creating thread's loop (created_msg); a failed creation's owner exits and reports
+	 * that (exit_msg), after which it is joined and everything freed. */
+	struct evloop *loop;
+	bdev_create_cb done;
+	void *done_arg;
+	struct fdp *next_pending; /* main thread: creations not reported yet */
+	bool creating;		  /* __atomic: not registered yet (its exit is reported) */
+	bool cancelled;		  /* main thread */
+	bool loading;		  /* owner */
+	bool load_failed;	  /* owner (create_rc, create_msg say why) */
+	enum fdp_load_phase load_phase;
+	uint64_t load_next; /* FORMAT, MAP: the next map block */
+	bool fresh;
+	int create_rc;
+	char create_msg[256];
+	struct evloop_msg created_msg, exit_msg;
 	/* Owner thread. */
 	struct bdev_channel *base_ch;
 	struct fdp_io *qhead, *qtail; /* ios not started (FIFO) */
@@ -146,6 +176,11 @@ struct fdp {
 	int batch_status;
 	uint64_t map_seq_next, map_seq_done, durable_seq;
 	bool flush_inflight; /* an internal flush */
+	/* Host flushes: the superblock (statistics) written first, one write at a time so an
+	 * older one never lands last; sb_batch waits for the write in flight, sb_waiters for the
+	 * next. */
+	struct fdp_io *sb_batch, *sb_waiters;
+	bool sb_inflight;
 	/* FREE RUs, and those of them whose freeing is not durable yet (the smallest map batch
 	 * among them): the per-wake checks need no scan of every RU. */
 	uint64_t nfree, npending, min_pending_seq;
@@ -162,6 +197,7 @@ struct fdp {
 
 static void fdp_run(struct fdp *f);
 static void fdp_flush_done(struct fdp *f, struct fdp_op *op, int status);
+static void fdp_sb_make(const struct fdp *f, struct fdp_sb *sb);
 
 static uint64_t fdp_ru_of(const struct fdp *f, uint64_t phys)
 {
@@ -781,6 +817,68 @@ static void fdp_flush_done(struct fdp *f, struct fdp_op *op, int status)
 	fdp_op_free(op);
 }
 
+/* Owner: the superblock with the statistics now, for the host flushes in sb_waiters. */
+static void fdp_sb_write(struct fdp *f)
+{
+	struct fdp_op *op = fdp_op_new(f, FDP_OP_SB);
+
+	if (op)
+		op->buf = calloc(1, f->bs);
+	if (!op || !op->buf) {
+		struct fdp_io *l = f->sb_waiters;
+
+		f->sb_waiters = NULL;
+		if (op)
+			fdp_op_free(op);
+		while (l) {
+			struct fdp_io *nx = l->next;
+
+			l->status = -ENOMEM;
+			fdp_complete(l);
+			l = nx;
+		}
+		return;
+	}
+	f->sb_batch = f->sb_waiters;
+	f->sb_waiters = NULL;
+	f->sb_inflight = true;
+	fdp_sb_make(f, (struct fdp_sb *)op->buf);
+	fdp_op_submit(op, BDEV_IO_WRITE, 0, 1, 0);
+}
+
+/* A host Flush: the statistics into the superblock, then the flush of the base (which makes
+ * that write durable with the rest). */
+static void fdp_sb_flush(struct fdp *f, struct fdp_io *x)
+{
+	x->next = f->sb_waiters;
+	f->sb_waiters = x;
+	if (!f->sb_inflight)
+		fdp_sb_write(f);
+}
+
+static void fdp_sb_done(struct fdp *f, struct fdp_op *op, int status)
+{
+	struct fdp_io *l = f->sb_batch;
+
+	fdp_op_free(op);
+	f->sb_batch = NULL;
+	f->sb_inflight = false;
+	while (l) {
+		struct fdp_io *nx = l->next;
+
+		l->next = NULL;
+		if (status) {
+			l->status = status;
+			fdp_complete(l);
+		} else {
+			fdp_flush_start(f, l);
+		}
+		l = nx;
+	}
+	if (f->sb_waiters)
+		fdp_sb_write(f);
+}
+
 /* False: the io waits (a write with no RU to go to). */
 static bool fdp_start(struct fdp *f, struct fdp_io *x)
 {
@@ -802,7 +900,7 @@ static bool fdp_start(struct fdp *f, struct fdp_io *x)
 		fdp_map_wait(f, x);
 		return true;
 	case BDEV_IO_FLUSH:
-		fdp_flush_start(f, x);
+		fdp_sb_flush(f, x);
 		return true;
 	case BDEV_IO_TYPE_COUNT:
 		break;
@@ -811,6 +909,9 @@ static bool fdp_start(struct fdp *f, struct fdp_io *x)
 	fdp_complete(x);
 	return true;
 }
+
+static void fdp_load_done(struct fdp *f, struct fdp_op *op, int status);
+static void fdp_sb_done(struct fdp *f, struct fdp_op *op, int status);
 
 static void fdp_op_done(struct bdev_io *bio, int status, void *arg)
 {
@@ -848,6 +949,12 @@ static void fdp_op_done(struct bdev_io *bio, int status, void *arg)
 		break;
 	case FDP_OP_GC_WRITE:
 		fdp_gc_write_done(f, op, status);
+		break;
+	case FDP_OP_LOAD:
+		fdp_load_done(f, op, status);
+		break;
+	case FDP_OP_SB:
+		fdp_sb_done(f, op, status);
 		break;
 	}
 }
@@ -913,29 +1020,42 @@ static void fdp_take_inbox(struct fdp *f)
 	}
 }
 
+static void fdp_load_step(struct fdp *f);
+static void fdp_created_msg(void *arg);
+static void fdp_exit_msg(void *arg);
+
+/* The owner: makes its channel on the base, loads the layout (asynchronously, reported to the
+ * creating thread's loop), then serves the inbox until stopped. A failed creation (or one the
+ * creating thread stops before it registered the bdev) ends with exit_msg as its last act. */
 static void *fdp_main(void *arg)
 {
 	struct fdp *f = arg;
 	struct epoll_event ev[2];
-	int ep = epoll_create1(EPOLL_CLOEXEC);
+	int ep = epoll_create1(EPOLL_CLOEXEC), rc;
 
 	pthread_setname_np(pthread_self(), "bdev-fdp");
-	f->start_rc = ep < 0 ? -errno : bdev_channel_create(f->base, &f->base_ch);
-	if (f->start_rc) {
+	rc = ep < 0 ? -errno : bdev_channel_create(f->base, &f->base_ch);
+	if (rc) {
+		f->create_rc = rc;
+		snprintf(f->create_msg, sizeof(f->create_msg),
+			 "%s: no channel on %s for the owner thread: %s", f->bdev->name,
+			 f->base->name, strerror(-rc));
 		if (ep >= 0)
 			close(ep);
-		sem_post(&f->started);
+		evloop_post(f->loop, &f->exit_msg, fdp_exit_msg, f);
 		return NULL;
 	}
-	sem_post(&f->started);
 	ev[0].events = EPOLLIN;
 	ev[0].data.u32 = 0;
 	epoll_ctl(ep, EPOLL_CTL_ADD, f->wake, &ev[0]);
 	ev[0].data.u32 = 1;
 	epoll_ctl(ep, EPOLL_CTL_ADD, bdev_channel_get_fd(f->base_ch), &ev[0]);
+	f->loading = true;
+	f->load_phase = FDP_LOAD_SB;
+	fdp_load_step(f);
 	for (;;) {
 		uint64_t v;
-		bool stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+		bool stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE) || f->load_failed;
 
 		if (stop && !f->ops_inflight && !f->qhead && !f->inbox)
 			break;
@@ -944,12 +1064,16 @@ static void *fdp_main(void *arg)
 		if (read(f->wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			break;
 		bdev_channel_poll(f->base_ch);
+		if (f->loading || f->load_failed)
+			continue;
 		fdp_take_inbox(f);
 		fdp_run(f);
 	}
 	bdev_channel_poll(f->base_ch);
 	bdev_channel_destroy(f->base_ch);
 	close(ep);
+	if (__atomic_load_n(&f->creating, __ATOMIC_ACQUIRE))
+		evloop_post(f->loop, &f->exit_msg, fdp_exit_msg, f);
 	return NULL;
 }
 
@@ -986,7 +1110,6 @@ static void fdp_free(struct fdp *f)
 	if (f->wake >= 0)
 		close(f->wake);
 	pthread_mutex_destroy(&f->ev_lock);
-	sem_destroy(&f->started);
 	free(f);
 }
 
@@ -1097,126 +1220,112 @@ unsigned int bdev_placement_get_events(const struct bdev *bdev, struct bdev_plac
 
 /* ---- creation: synchronous base I/O on a channel of the main thread ---- */
 
-struct fdp_sync {
-	bool done;
-	int status;
-};
+/* ---- creation: the owner thread loads the layout with ordinary asynchronous ios ---- */
 
-static void fdp_sync_cb(struct bdev_io *io, int status, void *arg)
+#define FDP_LOAD_CHUNK 256u /* map blocks per load io */
+
+static void fdp_load_fail(struct fdp *f, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fdp_load_fail(struct fdp *f, int rc, const char *fmt, ...)
 {
-	struct fdp_sync *s = arg;
+	va_list ap;
 
-	(void)io;
-	s->done = true;
-	s->status = status;
+	va_start(ap, fmt);
+	vsnprintf(f->create_msg, sizeof(f->create_msg), fmt, ap);
+	va_end(ap);
+	f->create_rc = rc;
+	f->loading = false;
+	f->load_failed = true;
 }
 
-/* Blocks while the base does it (creation only, like bdev_aio_create's open). */
-static int fdp_sync_io(struct bdev *base, struct bdev_channel *ch, enum bdev_io_type type,
-		       uint64_t off, uint64_t n, void *buf)
+/* The superblock this bdev's parameters give. */
+static void fdp_sb_make(const struct fdp *f, struct fdp_sb *sb)
 {
-	struct bdev_io *io = calloc(1, bdev_io_size(base));
-	struct iovec iov = {.iov_base = buf, .iov_len = n * bdev_get_block_size(base)};
-	struct fdp_sync s = {0};
-
-	if (!io)
-		return -ENOMEM;
-	io->type = type;
-	io->offset_blocks = off;
-	io->num_blocks = n;
-	io->iov = &iov;
-	io->iovcnt = 1;
-	io->flags = type == BDEV_IO_WRITE ? BDEV_IO_F_FUA : 0;
-	io->cb = fdp_sync_cb;
-	io->cb_arg = &s;
-	bdev_submit(ch, io);
-	while (!s.done) {
-		struct pollfd p = {.fd = bdev_channel_get_fd(ch), .events = POLLIN};
-
-		if (!bdev_channel_poll(ch))
-			poll(&p, 1, 100);
-	}
-	free(io);
-	return s.status;
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb->magic, FDP_MAGIC, 16);
+	sb->version = FDP_VERSION;
+	sb->block_size = f->bs;
+	sb->nruh = f->geom.nruh;
+	sb->ru_blocks = f->geom.ru_blocks;
+	sb->nru = f->geom.nru;
+	sb->num_blocks = f->geom.num_blocks;
+	sb->map_off = f->map_off;
+	sb->map_blocks = f->map_blocks;
+	sb->data_off = f->data_off;
+	sb->host_bytes = __atomic_load_n(&f->st.host_bytes, __ATOMIC_RELAXED);
+	sb->media_bytes = __atomic_load_n(&f->st.media_bytes, __ATOMIC_RELAXED);
+	sb->erased_bytes = __atomic_load_n(&f->st.erased_bytes, __ATOMIC_RELAXED);
 }
 
-/* Reads (or writes a new) superblock and the map; rebuilds the reverse map, valid counts and
- * free RUs. */
-static int fdp_load(struct fdp *f, bool *fresh)
+/* Owner: the next io of the load (one at a time), or the end: created_msg to the creator. */
+static void fdp_load_step(struct fdp *f)
 {
-	struct bdev_channel *ch;
-	uint8_t *blk = NULL;
-	struct fdp_sb sb;
-	uint64_t chunk = 256, total = f->geom.nru * f->geom.ru_blocks;
-	int rc = bdev_channel_create(f->base, &ch);
+	struct fdp_op *op = fdp_op_new(f, FDP_OP_LOAD);
+	uint64_t n = 0;
 
-	if (rc)
-		return rc;
-	blk = calloc(chunk, f->bs);
-	if (!blk) {
-		rc = -ENOMEM;
-		goto out;
+	if (!op) {
+		fdp_load_fail(f, -ENOMEM, "%s: out of memory loading the placement map",
+			      f->bdev->name);
+		return;
 	}
-	rc = fdp_sync_io(f->base, ch, BDEV_IO_READ, 0, 1, blk);
-	if (rc)
-		goto out;
-	memcpy(&sb, blk, sizeof(sb));
-	*fresh = memcmp(sb.magic, FDP_MAGIC, 16) != 0;
-	if (*fresh) {
-		/* A new layout: the map zeroed (nothing mapped), then the superblock. */
-		memset(blk, 0, chunk * f->bs);
-		for (uint64_t b = 0; b < f->map_blocks && !rc; b += chunk) {
-			uint64_t n = f->map_blocks - b < chunk ? f->map_blocks - b : chunk;
-
-			rc = fdp_sync_io(f->base, ch, BDEV_IO_WRITE, f->map_off + b, n, blk);
+	switch (f->load_phase) {
+	case FDP_LOAD_SB:
+		op->buf = calloc(1, f->bs);
+		if (!op->buf)
+			break;
+		fdp_op_submit(op, BDEV_IO_READ, 0, 1, 0);
+		return;
+	case FDP_LOAD_FORMAT:
+	case FDP_LOAD_MAP:
+		n = f->map_blocks - f->load_next;
+		if (n > FDP_LOAD_CHUNK)
+			n = FDP_LOAD_CHUNK;
+		op->lba = f->load_next;
+		op->n = n;
+		if (f->load_phase == FDP_LOAD_FORMAT) {
+			/* A new layout: the map zeroed (nothing mapped), then the superblock. */
+			op->buf = calloc(n, f->bs);
+			if (!op->buf)
+				break;
+			fdp_op_submit(op, BDEV_IO_WRITE, f->map_off + op->lba, n, BDEV_IO_F_FUA);
+			return;
 		}
-		if (rc)
-			goto out;
-		memset(&sb, 0, sizeof(sb));
-		memcpy(sb.magic, FDP_MAGIC, 16);
-		sb.version = FDP_VERSION;
-		sb.block_size = f->bs;
-		sb.nruh = f->geom.nruh;
-		sb.ru_blocks = f->geom.ru_blocks;
-		sb.nru = f->geom.nru;
-		sb.num_blocks = f->geom.num_blocks;
-		sb.map_off = f->map_off;
-		sb.map_blocks = f->map_blocks;
-		sb.data_off = f->data_off;
-		memcpy(blk, &sb, sizeof(sb));
-		rc = fdp_sync_io(f->base, ch, BDEV_IO_WRITE, 0, 1, blk);
-		f->nfree = f->geom.nru;
-		goto out;
+		/* Read straight into the map. */
+		op->one.iov_base = (uint8_t *)f->map + op->lba * f->bs;
+		op->one.iov_len = n * f->bs;
+		op->bio->iov = &op->one;
+		op->bio->iovcnt = 1;
+		fdp_op_submit(op, BDEV_IO_READ, f->map_off + op->lba, n, 0);
+		return;
+	case FDP_LOAD_SB_WRITE:
+		op->buf = calloc(1, f->bs);
+		if (!op->buf)
+			break;
+		fdp_sb_make(f, (struct fdp_sb *)op->buf);
+		fdp_op_submit(op, BDEV_IO_WRITE, 0, 1, BDEV_IO_F_FUA);
+		return;
 	}
-	if (sb.version != FDP_VERSION || sb.block_size != f->bs || sb.nruh != f->geom.nruh ||
-	    sb.ru_blocks != f->geom.ru_blocks || sb.nru != f->geom.nru ||
-	    sb.num_blocks != f->geom.num_blocks || sb.map_off != f->map_off ||
-	    sb.map_blocks != f->map_blocks || sb.data_off != f->data_off) {
-		LOG_ERR(BDEV_LOG, "%s: the base holds a placement layout of other parameters "
-				  "(%u handles, reclaim units of %" PRIu64 " blocks)",
-			f->bdev->name, sb.nruh, sb.ru_blocks);
-		rc = -EINVAL;
-		goto out;
-	}
-	for (uint64_t b = 0; b < f->map_blocks && !rc; b += chunk) {
-		uint64_t n = f->map_blocks - b < chunk ? f->map_blocks - b : chunk;
+	fdp_op_free(op);
+	fdp_load_fail(f, -ENOMEM, "%s: out of memory loading the placement map", f->bdev->name);
+}
 
-		rc = fdp_sync_io(f->base, ch, BDEV_IO_READ, f->map_off + b, n, blk);
-		if (!rc)
-			memcpy((uint8_t *)f->map + b * f->bs, blk, n * f->bs);
-	}
-	if (rc)
-		goto out;
+/* Owner: the map read; the reverse map, valid counts and free RUs from it. */
+static int fdp_load_rebuild(struct fdp *f)
+{
+	uint64_t total = f->geom.nru * f->geom.ru_blocks;
+
 	for (uint64_t lba = 0; lba < f->geom.num_blocks; lba++) {
 		uint64_t m = f->map[lba];
 
 		if (!m)
 			continue;
 		if (m > total || f->rmap[m - 1] != FDP_NONE) {
-			LOG_ERR(BDEV_LOG, "%s: map entry of LBA %" PRIu64 " is corrupt (%" PRIu64
-					  ")", f->bdev->name, lba, m);
-			rc = -EINVAL;
-			goto out;
+			fdp_load_fail(f, -EINVAL,
+				      "%s: the placement map on %s is corrupt (LBA %" PRIu64
+				      " maps to %" PRIu64 ")",
+				      f->bdev->name, f->base->name, lba, m);
+			return -EINVAL;
 		}
 		f->rmap[m - 1] = lba;
 		f->ru[fdp_ru_of(f, m - 1)].valid++;
@@ -1225,37 +1334,177 @@ static int fdp_load(struct fdp *f, bool *fresh)
 		f->ru[r].state = f->ru[r].valid ? FDP_RU_CLOSED : FDP_RU_FREE;
 		f->nfree += !f->ru[r].valid;
 	}
-out:
-	free(blk);
-	bdev_channel_destroy(ch);
-	return rc;
+	return 0;
+}
+
+static void fdp_load_done(struct fdp *f, struct fdp_op *op, int status)
+{
+	static const char *const what[] = {"superblock read", "map format", "superblock write",
+					   "map read"};
+	struct fdp_sb sb, want;
+
+	if (status) {
+		fdp_load_fail(f, status < 0 ? status : -EIO, "%s: %s on %s failed: %s",
+			      f->bdev->name, what[f->load_phase], f->base->name,
+			      strerror(status < 0 ? -status : EIO));
+		fdp_op_free(op);
+		return;
+	}
+	switch (f->load_phase) {
+	case FDP_LOAD_SB:
+		memcpy(&sb, op->buf, sizeof(sb));
+		f->fresh = memcmp(sb.magic, FDP_MAGIC, 16) != 0;
+		fdp_sb_make(f, &want);
+		if (f->fresh) {
+			f->load_phase = FDP_LOAD_FORMAT;
+			f->load_next = 0;
+		} else if (memcmp(&sb, &want, FDP_SB_GEOM)) {
+			fdp_load_fail(f, -EINVAL,
+				      "%s: %s holds a placement layout of other parameters (%u "
+				      "handles, reclaim units of %" PRIu64 " blocks, block size %u)",
+				      f->bdev->name, f->base->name, sb.nruh, sb.ru_blocks,
+				      sb.block_size);
+			fdp_op_free(op);
+			return;
+		} else {
+			/* The statistics go on from the last host Flush's. */
+			f->st.host_bytes = sb.host_bytes;
+			f->st.media_bytes = sb.media_bytes;
+			f->st.erased_bytes = sb.erased_bytes;
+			f->load_phase = FDP_LOAD_MAP;
+			f->load_next = 0;
+		}
+		break;
+	case FDP_LOAD_FORMAT:
+	case FDP_LOAD_MAP:
+		f->load_next += op->n;
+		if (f->load_next < f->map_blocks)
+			break;
+		if (f->load_phase == FDP_LOAD_FORMAT) {
+			f->load_phase = FDP_LOAD_SB_WRITE;
+			break;
+		}
+		fdp_op_free(op);
+		if (!fdp_load_rebuild(f)) {
+			f->loading = false;
+			evloop_post(f->loop, &f->created_msg, fdp_created_msg, f);
+		}
+		return;
+	case FDP_LOAD_SB_WRITE:
+		fdp_op_free(op);
+		f->nfree = f->geom.nru;
+		f->loading = false;
+		evloop_post(f->loop, &f->created_msg, fdp_created_msg, f);
+		return;
+	}
+	fdp_op_free(op);
+	fdp_load_step(f);
+}
+
+static struct fdp *fdp_pending; /* main thread */
+
+static void fdp_pending_remove(struct fdp *f)
+{
+	for (struct fdp **pp = &fdp_pending; *pp; pp = &(*pp)->next_pending) {
+		if (*pp == f) {
+			*pp = f->next_pending;
+			return;
+		}
+	}
+}
+
+/* Creator's loop: the owner has exited after a failure (or after the creator stopped it):
+ * joined (it returns at once), the failure reported, everything freed. */
+static void fdp_exit_msg(void *arg)
+{
+	struct fdp *f = arg;
+	bdev_create_cb done = f->cancelled ? NULL : f->done;
+
+	pthread_join(f->thread, NULL);
+	fdp_pending_remove(f);
+	LOG_ERR(BDEV_LOG, "%s", f->create_msg);
+	if (done)
+		done(f->done_arg, f->create_rc, f->create_msg, NULL);
+	bdev_free(f->bdev);
+	bdev_vbdev_put_base(f->base);
+	fdp_free(f);
+}
+
+static void fdp_stop_creating(struct fdp *f)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+	if (write(f->wake, &one, sizeof(one)) < 0)
+		LOG_ERR(BDEV_LOG, "%s: wake: %m", f->bdev->name);
+}
+
+/* Creator's loop: the layout is loaded; the bdev registered (or the owner stopped). */
+static void fdp_created_msg(void *arg)
+{
+	struct fdp *f = arg;
+	int rc;
+
+	if (f->cancelled) {
+		f->create_rc = -ECANCELED;
+		snprintf(f->create_msg, sizeof(f->create_msg), "%s: creation cancelled",
+			 f->bdev->name);
+		fdp_stop_creating(f);
+		return;
+	}
+	rc = bdev_register(f->bdev);
+	if (rc) {
+		f->create_rc = rc;
+		snprintf(f->create_msg, sizeof(f->create_msg), "%s: cannot register: %s",
+			 f->bdev->name, strerror(-rc));
+		fdp_stop_creating(f); /* exit_msg reports it */
+		return;
+	}
+	__atomic_store_n(&f->creating, false, __ATOMIC_RELEASE);
+	fdp_pending_remove(f);
+	LOG_INFO(BDEV_LOG,
+		 "%s: %s placement over %s: %u handles, %" PRIu64 " reclaim units of %" PRIu64
+		 " blocks, %" PRIu64 " blocks exposed",
+		 f->bdev->name, f->fresh ? "new" : "existing", f->base->name, f->geom.nruh,
+		 f->geom.nru, f->geom.ru_blocks, f->geom.num_blocks);
+	f->done(f->done_arg, 0, NULL, f->bdev);
+}
+
+void bdev_fdp_cancel_creates(void)
+{
+	for (struct fdp *f = fdp_pending; f; f = f->next_pending) {
+		if (f->cancelled)
+			continue;
+		f->cancelled = true;
+		f->done(f->done_arg, -ECANCELED, "creation cancelled", NULL);
+	}
 }
 
 int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_fdp_opts *opts,
-		    const uint8_t *uuid, struct bdev **out)
+		    const uint8_t *uuid, struct evloop *loop, bdev_create_cb done, void *arg)
 {
 	struct bdev *base, *b;
 	struct fdp *f;
 	uint64_t base_blocks, nru, exposed, mapb;
-	bool fresh = false;
 	sigset_t all, old;
 	int rc;
 
 	if (!name || !*name || strlen(name) > BDEV_NAME_MAX || !opts || !opts->nruh ||
-	    opts->nruh > BDEV_PLACEMENT_MAX_RUH || !opts->ru_blocks)
+	    opts->nruh > BDEV_PLACEMENT_MAX_RUH || !opts->ru_blocks || !loop || !done)
 		return -EINVAL;
 	if (bdev_lookup(name))
 		return -EEXIST;
+	for (f = fdp_pending; f; f = f->next_pending)
+		if (!strcmp(f->bdev->name, name))
+			return -EEXIST;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	f->wake = -1;
 	pthread_mutex_init(&f->ev_lock, NULL);
-	sem_init(&f->started, 0, 0);
 	rc = bdev_vbdev_take_base(base_name, name, &base);
 	if (rc) {
 		pthread_mutex_destroy(&f->ev_lock);
-		sem_destroy(&f->started);
 		free(f);
 		return rc;
 	}
@@ -1314,42 +1563,18 @@ int bdev_fdp_create(const char *name, const char *base_name, const struct bdev_f
 	b->write_cache = base->has_write_cache;
 	b->ctx = f;
 	f->bdev = b;
-	rc = fdp_load(f, &fresh);
-	if (rc)
-		goto out_bdev;
+	f->loop = loop;
+	f->done = done;
+	f->done_arg = arg;
+	f->creating = true;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&f->thread, NULL, fdp_main, f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
 		goto out_bdev;
-	/* Its channel on the base made (or not): a moment, on the owner thread. */
-	while (sem_wait(&f->started) && errno == EINTR)
-		;
-	if (f->start_rc) {
-		rc = f->start_rc;
-		pthread_join(f->thread, NULL);
-		LOG_ERR(BDEV_LOG, "%s: no channel on %s for the owner thread: %s", name, base->name,
-			strerror(-rc));
-		goto out_bdev;
-	}
-	rc = bdev_register(b);
-	if (rc) {
-		uint64_t one = 1;
-
-		__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
-		if (write(f->wake, &one, sizeof(one)) < 0)
-			LOG_ERR(BDEV_LOG, "%s: wake: %m", name);
-		pthread_join(f->thread, NULL);
-		goto out_bdev;
-	}
-	LOG_INFO(BDEV_LOG,
-		 "%s: %s placement over %s: %u handles, %" PRIu64 " reclaim units of %" PRIu64
-		 " blocks, %" PRIu64 " blocks exposed",
-		 name, fresh ? "new" : "existing", base->name, opts->nruh, nru, opts->ru_blocks,
-		 exposed);
-	if (out)
-		*out = b;
+	f->next_pending = fdp_pending;
+	fdp_pending = f;
 	return 0;
 out_bdev:
 	bdev_free(b);

@@ -174,6 +174,12 @@ void ctrlr_get_hostid_text(const struct ctrlr *ctrlr, char *out);
  */
 int ctrlr_ns_add(struct ctrlr *ctrlr, uint32_t nsid, struct bdev *bdev,
 		 const struct ctrlr_ns_opts *opts);
+/* Whether bdev can be namespace nsid of ctrlr as far as Flexible Data Placement goes: 0, or
+ * -EINVAL and why (FDP enabled and the bdev places nothing, or another handle count or reclaim
+ * unit size) in why[len]. What ctrlr_ns_add refuses with -EINVAL for that. Same thread as
+ * ctrlr_ns_add. */
+int ctrlr_ns_placement_check(struct ctrlr *ctrlr, uint32_t nsid, const struct bdev *bdev,
+			     char *why, size_t len);
 
 /*
  * Detaches namespace `nsid`: new commands to it fail with Invalid Namespace at once; the bdev is

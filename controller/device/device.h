@@ -175,15 +175,14 @@ struct ctrlr_pel {
 };
 
 /* The module's state in a controller. */
-/* Flexible Data Placement (fdp.c). The reclaim units, their write pointers and the media
- * counters are the namespaces' placement bdevs' (backend/bdev_fdp.c); host bytes are counted
- * here by the I/O threads (atomic); the rest is the admin thread's. */
+/* Flexible Data Placement (fdp.c). The reclaim units, their write pointers and the byte
+ * counters of log 22h are the namespaces' placement bdevs' (backend/bdev_fdp.c); the rest is the
+ * admin thread's. */
 #define CTRLR_FDP_EVENTS 63 /* a 4 KiB log: 64-byte header and events */
 struct ctrlr_fdp {
 	uint16_t nruh; /* 0: no FDP */
 	uint64_t runs;
 	bool enabled;
-	uint64_t hbmw; /* bytes, atomic */
 	uint8_t events[CTRLR_FDP_MAX_RUH]; /* per placement handle: event types enabled (bits) */
 	/* Host events (log 23h, LSP 0): the newest CTRLR_FDP_EVENTS, oldest first. */
 	struct nvme_fdp_event ev[CTRLR_FDP_EVENTS];

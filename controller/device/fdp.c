@@ -6,8 +6,8 @@
  * the configuration's handles and unit size (ctrlr_fdp_ns_attach), a write's handle goes to the
  * bdev with the write (the module's io_write_place hook; bdev_io.placement), which puts each
  * handle's data in reclaim units of its own and garbage-collects; RUH Status reads the bdev's
- * RUAMW, RUH Update moves the bdev's handle to a fresh unit, log 22h's MBMW and MBE are the
- * bdevs' (host bytes are counted here). Feature 1Dh enables FDP (only while the group has no
+ * RUAMW, RUH Update moves the bdev's handle to a fresh unit, log 22h's HBMW, MBMW and MBE are
+ * the bdevs' (kept in their superblocks at each Flush: they go on after a restart). Feature 1Dh enables FDP (only while the group has no
  * namespace), 1Eh keeps the event types enabled per placement handle; logs 20h
  * (configurations), 21h (handle usage), 22h (statistics), 23h (LSP bit 0 set, host events:
  * RU Not Fully Written at an RUH Update, Invalid Placement Identifier, when Feature 1Eh enabled
@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -128,45 +129,58 @@ uint16_t ctrlr_fdp_write(struct ctrlr_req *req, uint64_t bytes, uint16_t *placem
 		pid = 0;
 	/* PHNDL i is RUH i of the placement bdev (ctrlr_fdp_ns_attach checked its geometry). */
 	*placement = pid;
-	__atomic_fetch_add(&f->hbmw, bytes, __ATOMIC_RELAXED);
 	return NVME_SC_SUCCESS;
 }
 
-int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
+int ctrlr_ns_placement_check(struct ctrlr *ctrlr, uint32_t nsid, const struct bdev *bdev,
+			     char *why, size_t len)
 {
-	struct ctrlr *ctrlr = ns->ctrlr;
 	struct ctrlr_fdp *f = &ctrlr_dev(ctrlr)->fdp;
-	const struct bdev_placement_geom *g = bdev_get_placement(ns->bdev);
+	const struct bdev_placement_geom *g = bdev_get_placement(bdev);
 
-	(void)opts;
 	if (!f->nruh || !f->enabled)
 		return 0;
 	if (!g) {
-		LOG_ERR(CTRLR_LOG, "%s: namespace %u: FDP is enabled and bdev %s places nothing "
-				   "(a bdev_fdp_create bdev is needed)",
-			ctrlr->serial, ns->nsid, bdev_get_name(ns->bdev));
+		snprintf(why, len,
+			 "FDP is enabled and bdev %s places nothing (namespace %u needs a "
+			 "bdev_fdp_create bdev of %u handles and reclaim units of %" PRIu64 " bytes)",
+			 bdev_get_name(bdev), nsid, f->nruh, f->runs);
 		return -EINVAL;
 	}
-	if (g->nruh != f->nruh || g->ru_blocks * bdev_get_block_size(ns->bdev) != f->runs) {
-		LOG_ERR(CTRLR_LOG, "%s: namespace %u: bdev %s has %u handles and reclaim units of "
-				   "%" PRIu64 " bytes, the FDP configuration %u and %" PRIu64,
-			ctrlr->serial, ns->nsid, bdev_get_name(ns->bdev), g->nruh,
-			g->ru_blocks * bdev_get_block_size(ns->bdev), f->nruh, f->runs);
+	if (g->nruh != f->nruh || g->ru_blocks * bdev_get_block_size(bdev) != f->runs) {
+		snprintf(why, len,
+			 "bdev %s has %u placement handles and reclaim units of %" PRIu64
+			 " bytes, the FDP configuration %u and %" PRIu64 " (namespace %u)",
+			 bdev_get_name(bdev), g->nruh, g->ru_blocks * bdev_get_block_size(bdev),
+			 f->nruh, f->runs, nsid);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* Media bytes written and erased: the namespaces' placement bdevs' (admin thread). */
-static void ctrlr_fdp_media(struct ctrlr *ctrlr, uint64_t *mbmw, uint64_t *mbe)
+int ctrlr_fdp_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts)
 {
-	*mbmw = *mbe = 0;
+	char why[256];
+	int rc = ctrlr_ns_placement_check(ns->ctrlr, ns->nsid, ns->bdev, why, sizeof(why));
+
+	(void)opts;
+	if (rc)
+		LOG_ERR(CTRLR_LOG, "%s: %s", ns->ctrlr->serial, why);
+	return rc;
+}
+
+/* Host and media bytes written, media bytes erased: the namespaces' placement bdevs' counts,
+ * which their superblocks keep at each Flush, so they go on after a restart (admin thread). */
+static void ctrlr_fdp_media(struct ctrlr *ctrlr, uint64_t *hbmw, uint64_t *mbmw, uint64_t *mbe)
+{
+	*hbmw = *mbmw = *mbe = 0;
 	for (uint32_t i = 0; i < CTRLR_MAX_NAMESPACES; i++) {
 		struct bdev_placement_stats st;
 
 		if (!ctrlr->ns[i] || !bdev_get_placement(ctrlr->ns[i]->bdev))
 			continue;
 		bdev_placement_get_stats(ctrlr->ns[i]->bdev, &st);
+		*hbmw += st.host_bytes;
 		*mbmw += st.media_bytes;
 		*mbe += st.erased_bytes;
 	}
@@ -273,10 +287,10 @@ size_t ctrlr_log_fdp(struct ctrlr_req *req, uint8_t lid, uint8_t *buf, size_t ca
 		return 8 + 8u * f->nruh;
 	case NVME_LOG_FDP_STATS: {
 		struct nvme_fdp_stats_log *s = (struct nvme_fdp_stats_log *)buf;
-		uint64_t mbmw, mbe;
+		uint64_t hbmw, mbmw, mbe;
 
-		ctrlr_fdp_media(req->sq->ctrlr, &mbmw, &mbe);
-		ctrlr_fdp_u128(s->hbmw, __atomic_load_n(&f->hbmw, __ATOMIC_RELAXED));
+		ctrlr_fdp_media(req->sq->ctrlr, &hbmw, &mbmw, &mbe);
+		ctrlr_fdp_u128(s->hbmw, hbmw);
 		ctrlr_fdp_u128(s->mbmw, mbmw);
 		ctrlr_fdp_u128(s->mbe, mbe);
 		return sizeof(*s);

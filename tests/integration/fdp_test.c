@@ -418,6 +418,7 @@ static void test_kill(const char *build)
 	uint8_t want_old[NLB * 512], want_new[NLB * 512];
 	struct fx x;
 	int status, inflight = 0, completed = 0;
+	uint64_t hbmw0 = 0, mbmw0 = 0, mbe0 = 0, hbmw1 = 0, mbmw1 = 0, mbe1 = 0;
 
 	if (!fx_init(&x, build))
 		goto out_free;
@@ -428,6 +429,13 @@ static void test_kill(const char *build)
 				   (uint16_t)(i % 2), false) == 0);
 	}
 	CHECK(flush(&x) == 0);
+	/* Log 22h as of that Flush: HBMW, MBMW and MBE are kept by the placement bdev at a Flush. */
+	CHECK(get_log(&x, NVME_LOG_FDP_STATS, 0, 1, 512) == 0);
+	memcpy(&hbmw0, x.buf, 8);
+	memcpy(&mbmw0, x.buf + 16, 8);
+	memcpy(&mbe0, x.buf + 32, 8);
+	CHECK(hbmw0 == (uint64_t)N * NLB * 512);
+	CHECK(mbmw0 >= (uint64_t)N * NLB * 512 && mbe0 > 0);
 	/* Feature 1Eh: RU Not Fully Written on handle 1 (kept in the state file). */
 	x.buf[0] = NVME_FDPE_RU_NOT_FULLY_WRITTEN;
 	CHECK(admin(&x, NVME_ADM_SET_FEATURES, 1, NVME_FEAT_FDP_EVENTS, 1 | 1u << 16, 1, NULL) == 0);
@@ -500,6 +508,15 @@ static void test_kill(const char *build)
 	CHECK(x.buf[0] == NVME_FDPE_RU_NOT_FULLY_WRITTEN && x.buf[1] == 1);
 	CHECK(admin(&x, NVME_ADM_GET_FEATURES, 1, NVME_FEAT_FDP_EVENTS, 0, 0, NULL) == 0);
 	CHECK(x.buf[1] == 0);
+	/* HBMW, MBMW and MBE after SIGKILL: at least what they were at the last Flush. */
+	CHECK(get_log(&x, NVME_LOG_FDP_STATS, 0, 1, 512) == 0);
+	memcpy(&hbmw1, x.buf, 8);
+	memcpy(&mbmw1, x.buf + 16, 8);
+	memcpy(&mbe1, x.buf + 32, 8);
+	printf("  HBMW %llu MBMW %llu MBE %llu at the Flush, %llu %llu %llu after the restart\n",
+	       (unsigned long long)hbmw0, (unsigned long long)mbmw0, (unsigned long long)mbe0,
+	       (unsigned long long)hbmw1, (unsigned long long)mbmw1, (unsigned long long)mbe1);
+	CHECK(hbmw1 >= hbmw0 && mbmw1 >= mbmw0 && mbe1 >= mbe0);
 	for (int i = 0; i < N; i++) {
 		pattern(want_old, sizeof(want_old), (uint64_t)i * NLB, 1);
 		pattern(want_new, sizeof(want_new), (uint64_t)i * NLB, 2);

@@ -366,6 +366,41 @@ bad "nvmf_create_subsystem fdp_ruh 200" 'fdp_ruh is 0..128' nvmf_create_subsyste
 bad "nvmf_create_subsystem fdp_ru_size without fdp_ruh" 'fdp_ruh is 0..128' \
 	nvmf_create_subsystem --nqn nqn.2026-11.io.nvme-emu:fdpbad --fdp_ru_size 1048576
 ok "bdev_fdp_delete FD" bdev_fdp_delete --name FD
+# A creation that fails on the owner thread (MF holds FD's layout: 2 handles) is answered with
+# the reason once the superblock was read, and leaves no bdev and no owner thread behind.
+bad "bdev_fdp_create over a layout of other handles" \
+	'placement layout of other parameters \(2 handles, reclaim units of 1024 blocks' \
+	bdev_fdp_create --name FD3 --base_bdev MF --num_ruh 3 --ru_size 524288
+bad "bdev_fdp_create over a layout of another unit size" \
+	'placement layout of other parameters \(2 handles, reclaim units of 1024 blocks' \
+	bdev_fdp_create --name FD3 --base_bdev MF --num_ruh 2 --ru_size 262144
+bad "no bdev FD3 left" 'FD3' bdev_get_bdevs --name FD3
+check "no bdev-fdp thread left" test "$(grep -lx bdev-fdp /proc/$dpid/task/*/comm 2> /dev/null |
+	wc -l)" = 0
+ok "bdev_fdp_create FD over MF again (its layout found), answered after the load" \
+	bdev_fdp_create --name FD --base_bdev MF --num_ruh 2 --ru_size 524288
+check "its owner thread runs" test "$(grep -lx bdev-fdp /proc/$dpid/task/*/comm 2> /dev/null |
+	wc -l)" = 1
+# A subsystem of FDP (2 handles, 512 KiB units) with a live controller: a namespace whose bdev
+# does not fit the configuration is refused with the reason.
+NQNF=nqn.2026-11.io.nvme-emu:fdp
+ok "nvmf_create_subsystem with fdp_ruh 2, fdp_ru_size 512 KiB" nvmf_create_subsystem \
+	--nqn "$NQNF" --fdp_ruh 2 --fdp_ru_size 524288
+ok "its listener" nvmf_subsystem_add_listener --nqn "$NQNF" --listen_address.trtype PCIE_EMU \
+	--listen_address.adrfam PCIE --listen_address.traddr "$D/cf.sock"
+ok "bdev_malloc_create FDB3 (8 MiB)" bdev_malloc_create --name FDB3 --num_blocks 16384 \
+	--block_size 512
+ok "bdev_fdp_create FD3 over FDB3: 3 handles" bdev_fdp_create --name FD3 --base_bdev FDB3 \
+	--num_ruh 3 --ru_size 524288
+bad "nvmf_subsystem_add_ns of a plain bdev: the reason" 'bdev M2 places nothing .*2 handles and reclaim units of 524288 bytes' \
+	nvmf_subsystem_add_ns --nqn "$NQNF" --namespace.bdev_name M2
+bad "nvmf_subsystem_add_ns of 3 handles: the reason" 'bdev FD3 has 3 placement handles and reclaim units of 524288 bytes, the FDP configuration 2 and 524288' \
+	nvmf_subsystem_add_ns --nqn "$NQNF" --namespace.bdev_name FD3
+ok "nvmf_subsystem_add_ns of FD (2 handles, 512 KiB)" nvmf_subsystem_add_ns --nqn "$NQNF" \
+	--namespace.bdev_name FD
+ok "nvmf_delete_subsystem of FDP" nvmf_delete_subsystem --nqn "$NQNF"
+ok "bdev_fdp_delete FD3" bdev_fdp_delete --name FD3
+ok "bdev_fdp_delete FD" bdev_fdp_delete --name FD
 bad "bdev_fdp_delete FD again" 'no fdp bdev FD' bdev_fdp_delete --name FD
 bad "bdev_fdp_delete of a malloc bdev" 'no fdp bdev MF' bdev_fdp_delete --name MF
 ok_out "nvmf_emu_set_zone_state read_only: read back from the controller" \

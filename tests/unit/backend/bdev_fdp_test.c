@@ -5,12 +5,15 @@
  * wrote), the map found again by a new bdev on the same file, a layout of other options
  * refused, and writes from channels on two threads at once. */
 #include "backend/bdev.h"
+#include "common/evloop.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/cunit_runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,13 +82,64 @@ static int pwrite_h(struct bdev_channel *ch, uint16_t h, uint64_t lba, uint64_t 
 	return rc;
 }
 
+struct fdp_made {
+	int rc; /* 1: not yet */
+	struct bdev *bdev;
+	char msg[256];
+};
+
+static void fdp_made_cb(void *arg, int rc, const char *message, struct bdev *bdev)
+{
+	struct fdp_made *m = arg;
+
+	m->rc = rc;
+	m->bdev = bdev;
+	snprintf(m->msg, sizeof(m->msg), "%s", message ? message : "");
+}
+
+/* bdev_fdp_create, its loop run until done reports: the synchronous or reported rc. */
+static int fdp_create_wait(const char *name, const char *base, const struct bdev_fdp_opts *o,
+			   struct bdev **out, char *msg, size_t msglen)
+{
+	struct evloop *l = evloop_create();
+	struct fdp_made m = {.rc = 1};
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	rc = bdev_fdp_create(name, base, o, NULL, l, fdp_made_cb, &m);
+	while (!rc && m.rc == 1)
+		evloop_run_once(l, 100);
+	evloop_destroy(l);
+	if (rc)
+		return rc;
+	if (out)
+		*out = m.bdev;
+	if (msg)
+		snprintf(msg, msglen, "%s", m.msg);
+	return m.rc;
+}
+
+/* Threads of this process now. */
+static int nthreads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static struct bdev *make(const char *path, const char *aio, uint16_t nruh, uint64_t rub)
 {
 	struct bdev_fdp_opts o = {.nruh = nruh, .ru_blocks = rub};
 	struct bdev *b = NULL;
 
 	(void)path;
-	CU_ASSERT_EQUAL_FATAL(bdev_fdp_create("Fdp0", aio, &o, NULL, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(fdp_create_wait("Fdp0", aio, &o, &b, NULL, 0), 0);
 	return b;
 }
 
@@ -199,19 +253,47 @@ static void test_placement(void)
 	CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
 	{
 		struct bdev_fdp_opts o = {.nruh = 3, .ru_blocks = RUB};
+		struct bdev *nb = NULL;
+		char msg[256] = "";
+		int threads = nthreads();
 
-		CU_ASSERT_EQUAL(bdev_fdp_create("Fdp0", "FdpBase", &o, NULL, NULL), -EINVAL);
+		/* A layout of other handles on the base: reported by the owner thread after its
+		 * superblock read, no bdev left, the thread gone, the base free again. */
+		CU_ASSERT_EQUAL(fdp_create_wait("Fdp0", "FdpBase", &o, &nb, msg, sizeof(msg)),
+				-EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "placement layout of other parameters (2 handles"));
+		CU_ASSERT_PTR_NULL(nb);
+		CU_ASSERT_PTR_NULL(bdev_lookup("Fdp0"));
+		CU_ASSERT_EQUAL(nthreads(), threads);
+		o.nruh = 2;
+		o.ru_blocks = RUB * 2; /* other unit size */
+		CU_ASSERT_EQUAL(fdp_create_wait("Fdp0", "FdpBase", &o, NULL, msg, sizeof(msg)),
+				-EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "reclaim units of 64 blocks"));
+		CU_ASSERT_PTR_NULL(bdev_lookup("Fdp0"));
+		CU_ASSERT_EQUAL(nthreads(), threads);
 		o.nruh = 0;
-		CU_ASSERT_EQUAL(bdev_fdp_create("Fdp0", "FdpBase", &o, NULL, NULL), -EINVAL);
+		o.ru_blocks = RUB;
+		CU_ASSERT_EQUAL(fdp_create_wait("Fdp0", "FdpBase", &o, NULL, NULL, 0), -EINVAL);
 		o.nruh = 2;
 		o.ru_blocks = 0;
-		CU_ASSERT_EQUAL(bdev_fdp_create("Fdp0", "FdpBase", &o, NULL, NULL), -EINVAL);
+		CU_ASSERT_EQUAL(fdp_create_wait("Fdp0", "FdpBase", &o, NULL, NULL, 0), -EINVAL);
 		o.ru_blocks = BASE_BYTES / BS / 4; /* too few units */
-		CU_ASSERT_EQUAL(bdev_fdp_create("Fdp0", "FdpBase", &o, NULL, NULL), -EINVAL);
+		CU_ASSERT_EQUAL(fdp_create_wait("Fdp0", "FdpBase", &o, NULL, NULL, 0), -EINVAL);
 		o.ru_blocks = RUB;
-		CU_ASSERT_EQUAL(bdev_fdp_create("Fdp0", "nope", &o, NULL, NULL), -ENODEV);
+		CU_ASSERT_EQUAL(fdp_create_wait("Fdp0", "nope", &o, NULL, NULL, 0), -ENODEV);
+		CU_ASSERT_EQUAL(nthreads(), threads);
 	}
 	b = make(path, "FdpBase", 2, RUB);
+	{
+		/* The statistics go on from the last Flush's (kept in the superblock). */
+		struct bdev_placement_stats st;
+
+		bdev_placement_get_stats(b, &st);
+		CU_ASSERT_EQUAL(st.host_bytes, (6 + RUB) * BS);
+		CU_ASSERT_EQUAL(st.media_bytes, st.host_bytes);
+		CU_ASSERT_EQUAL(st.erased_bytes, 4 * RUB * BS);
+	}
 	CU_ASSERT_EQUAL(bdev_delete("FdpBase"), -EBUSY);
 	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_rw_sync(d.ch, BS, BDEV_IO_READ, 10, 1, back, NULL), 0);
