@@ -8,6 +8,7 @@
 #include "common/evloop.h"
 #include "tests/unit/backend/bdev_ut_util.h"
 #include "tests/unit/cunit_runner.h"
+#include "tests/unit/fdp_create_wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,43 +81,6 @@ static int pwrite_h(struct bdev_channel *ch, uint16_t h, uint64_t lba, uint64_t 
 	rc = ut_submit_wait(ch, io, &res);
 	free(io);
 	return rc;
-}
-
-struct fdp_made {
-	int rc; /* 1: not yet */
-	struct bdev *bdev;
-	char msg[256];
-};
-
-static void fdp_made_cb(void *arg, int rc, const char *message, struct bdev *bdev)
-{
-	struct fdp_made *m = arg;
-
-	m->rc = rc;
-	m->bdev = bdev;
-	snprintf(m->msg, sizeof(m->msg), "%s", message ? message : "");
-}
-
-/* bdev_fdp_create, its loop run until done reports: the synchronous or reported rc. */
-static int fdp_create_wait(const char *name, const char *base, const struct bdev_fdp_opts *o,
-			   struct bdev **out, char *msg, size_t msglen)
-{
-	struct evloop *l = evloop_create();
-	struct fdp_made m = {.rc = 1};
-	int rc;
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
-	rc = bdev_fdp_create(name, base, o, NULL, l, fdp_made_cb, &m);
-	while (!rc && m.rc == 1)
-		evloop_run_once(l, 100);
-	evloop_destroy(l);
-	if (rc)
-		return rc;
-	if (out)
-		*out = m.bdev;
-	if (msg)
-		snprintf(msg, msglen, "%s", m.msg);
-	return m.rc;
 }
 
 /* Threads of this process now. */
