@@ -855,6 +855,15 @@ NVME_STATIC_ASSERT(sizeof(struct nvme_effects_log) == 4096, "effects log");
 #define NVME_CMD_EFFECTS_CSE_CTRL (1u << 17)
 
 #define NVME_LOG_SUPPORTED_LSUPP (1u << 0)
+/* Feature Identifiers Supported and Effects (log 12h, NVMe Base 2.0 section 5.16.1.17): one
+ * dword per FID: FSUPP, the effects of a Set Features (UDCC, NCC, NIC, CCC), UUID selection,
+ * and the scope of the feature (FSP, bits 31:20). */
+#define NVME_LOG_FID_EFFECTS 0x12
+#define NVME_FID_EFFECTS_FSUPP (1u << 0)
+#define NVME_FID_EFFECTS_SCOPE_NS (1u << 20)
+#define NVME_FID_EFFECTS_SCOPE_CTRL (1u << 21)
+#define NVME_FID_EFFECTS_SCOPE_ENDGRP (1u << 23)
+#define NVME_FID_EFFECTS_SCOPE_NSS (1u << 25)
 #define NVME_CHANGED_NS_MAX 1024
 #define NVME_CHANGED_NS_OVERFLOW 0xffffffffu
 

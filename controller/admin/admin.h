@@ -20,6 +20,8 @@ void ctrlr_admin_format(struct ctrlr_req *req);
  * (with the namespaces' Error Recovery, KATO and a volatile write cache turned back on). */
 /* The features' defaults, then the values saved with SV (-EINVAL: a saved value out of range). */
 int ctrlr_features_init(struct ctrlr *ctrlr);
+/* Log 12h (Feature Identifiers Supported and Effects) into buf: its length (1024). */
+size_t ctrlr_log_fid_effects(struct ctrlr *ctrlr, uint8_t *buf);
 /* A namespace attached: it follows the volatile write cache feature. */
 int ctrlr_features_ns_attach(struct ctrlr_ns *ns, const struct ctrlr_ns_opts *opts);
 void ctrlr_features_reset(struct ctrlr *ctrlr);

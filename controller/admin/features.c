@@ -45,6 +45,31 @@ static const uint8_t ctrlr_feat_caps[256] = {
     [NVME_FEAT_FDP_EVENTS] = NVME_FEAT_CAP_CHANGE | NVME_FEAT_CAP_NS,
 };
 
+/* Feature Identifiers Supported and Effects (log 12h) from the table above: a feature this
+ * controller takes, its scope (a namespace's when it is namespace specific; the endurance
+ * group's for its event configuration and FDP; the controller's otherwise). No Set Features
+ * here changes user data, namespace or controller capabilities (UDCC, NCC, NIC, CCC clear). */
+size_t ctrlr_log_fid_effects(struct ctrlr *ctrlr, uint8_t *buf)
+{
+	uint32_t *fis = (uint32_t *)buf;
+
+	for (unsigned int fid = 0; fid < 256; fid++) {
+		uint8_t caps = ctrlr_feat_caps[fid];
+
+		if (!caps || ((fid == NVME_FEAT_FDP || fid == NVME_FEAT_FDP_EVENTS) &&
+			      !ctrlr_fdp_supported(ctrlr)))
+			continue;
+		fis[fid] = NVME_FID_EFFECTS_FSUPP;
+		if (caps & NVME_FEAT_CAP_NS)
+			fis[fid] |= NVME_FID_EFFECTS_SCOPE_NS;
+		else if (fid == NVME_FEAT_ENDGRP_EVENT || fid == NVME_FEAT_FDP)
+			fis[fid] |= NVME_FID_EFFECTS_SCOPE_ENDGRP;
+		else
+			fis[fid] |= NVME_FID_EFFECTS_SCOPE_CTRL;
+	}
+	return 256 * sizeof(uint32_t);
+}
+
 /* ---- Host Behavior Support (FID 16h; NVMe Base 2.1, Features) ---- */
 
 static uint16_t ctrlr_feat_get_hbs(struct ctrlr_req *req, bool dflt)

@@ -19,7 +19,7 @@ static const uint8_t ctrlr_log_ids[] = {
     NVME_LOG_FW_SLOT,	NVME_LOG_CHANGED_NS, NVME_LOG_CMD_EFFECTS,
     NVME_LOG_LBA_STATUS, NVME_LOG_RESV_NOTIFY, NVME_LOG_SELF_TEST, NVME_LOG_TELEMETRY_HOST,
     NVME_LOG_TELEMETRY_CTRL, NVME_LOG_PERSISTENT_EVENT, NVME_LOG_SANITIZE, NVME_LOG_ENDGRP,
-    NVME_LOG_ENDGRP_EVENTS,
+    NVME_LOG_ENDGRP_EVENTS, NVME_LOG_FID_EFFECTS,
 };
 
 /* Per I/O command set (CSI in CDW14): the Zoned Namespace set adds its Changed Zone List. */
@@ -135,6 +135,9 @@ void ctrlr_admin_get_log_page(struct ctrlr_req *req)
 						      offsetof(struct nvme_sqe, cdw14) + 3);
 		}
 		size = ctrlr_log_effects(ctrlr, buf, csi);
+		break;
+	case NVME_LOG_FID_EFFECTS: /* features.c */
+		size = ctrlr_log_fid_effects(ctrlr, buf);
 		break;
 	case NVME_LOG_LBA_STATUS:
 		size = ctrlr_log_lba_status(ctrlr, buf, CTRLR_LOG_MAX_SIZE);

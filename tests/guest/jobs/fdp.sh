@@ -1,5 +1,6 @@
 # Guest job: Flexible Data Placement with the real driver and nvme-cli (nvme-emu --fdp 2:1M on
-# an aio file). nvme fdp configs shows the one configuration (2 handles, 1 MiB reclaim units),
+# an aio file). The FID supported and effects log shows Features 1Dh and 1Eh with their scopes;
+# nvme fdp configs shows the one configuration (2 handles, 1 MiB reclaim units),
 # usage its two handles, status their RUAMW; nvme write --dir-type 2 --dir-spec 0 / 1 writes a
 # marker through each handle (the host then finds each in its own reclaim unit of the base file);
 # status shows each handle's unit taken by those blocks; update moves handle 1 to a fresh unit
@@ -18,6 +19,10 @@ step "id-ctrl: CTRATT has FDPS (bit 19)" sh -c \
 	"nvme id-ctrl $ctrl > /tmp/id; grep -E '^ctratt' /tmp/id; [ \$(( \$(awk '/^ctratt/ {print \$3}' /tmp/id) & 0x80000 )) -ne 0 ]"
 step "get-feature 0x1d: FDP enabled in endurance group 1" sh -c \
 	"nvme get-feature $ctrl -f 0x1d --cdw11=1 | tee /tmp/f; grep -Eq 'value:? *(0x)?0*1\b' /tmp/f"
+step "fid-support-effects-log: 1Dh the endurance group's, 1Eh a namespace's" sh -c \
+	"nvme fid-support-effects-log $ctrl -o binary > /tmp/fis; [ \$(stat -c %s /tmp/fis) -eq 1024 ] &&
+	 od -An -tx4 -w4 -v /tmp/fis | sed -n '30p;31p' | tr -d ' ' | tr '\n' ' ' | tee /dev/stderr |
+	 grep -q '^00800001 00100001 '"
 step "fdp configs: one configuration, 2 handles, 1 MiB reclaim units" sh -c \
 	"nvme fdp configs $ctrl -e 1 -o json | tee /tmp/c; tr -d ' \n' < /tmp/c > /tmp/cj;
 	 grep -q '\"nruh\":2' /tmp/cj && grep -q '\"runs\":1048576' /tmp/cj"

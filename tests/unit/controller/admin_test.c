@@ -451,6 +451,30 @@ static void test_log_pages(void)
 	CU_ASSERT_EQUAL(dw[NVME_LOG_ENDGRP], NVME_LOG_SUPPORTED_LSUPP);
 	CU_ASSERT_EQUAL(dw[NVME_LOG_ENDGRP_EVENTS], NVME_LOG_SUPPORTED_LSUPP);
 	CU_ASSERT_EQUAL(dw[0x0a], 0); /* NVM set predictable latency: no NVM sets */
+	CU_ASSERT_EQUAL(dw[NVME_LOG_FID_EFFECTS], NVME_LOG_SUPPORTED_LSUPP);
+	/* Feature Identifiers Supported and Effects: the features taken, with their scope. */
+	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FID_EFFECTS, 256, 0, false), 0);
+	CU_ASSERT_EQUAL(dw[NVME_FEAT_NUM_QUEUES], NVME_FID_EFFECTS_FSUPP | NVME_FID_EFFECTS_SCOPE_CTRL);
+	CU_ASSERT_EQUAL(dw[NVME_FEAT_ERR_RECOVERY], NVME_FID_EFFECTS_FSUPP | NVME_FID_EFFECTS_SCOPE_NS);
+	CU_ASSERT_EQUAL(dw[NVME_FEAT_ENDGRP_EVENT],
+			NVME_FID_EFFECTS_FSUPP | NVME_FID_EFFECTS_SCOPE_ENDGRP);
+	CU_ASSERT_EQUAL(dw[0x83], NVME_FID_EFFECTS_FSUPP | NVME_FID_EFFECTS_SCOPE_NS); /* PTPL */
+	CU_ASSERT_EQUAL(dw[0x03], 0); /* LBA Range Type: not taken */
+	CU_ASSERT_EQUAL(dw[0x1d], 0); /* FDP: this controller has no configuration */
+	{
+		uint32_t fis[256];
+
+		memcpy(fis, dw, sizeof(fis));
+		/* Exactly the features Get Features takes (FDP's only with a configuration). */
+		for (unsigned int fid = 0; fid < 256; fid++) {
+			uint32_t dw0;
+			uint16_t st = adm_get_feat((uint8_t)fid, NVME_SEL_SUPPORTED, 0, &dw0);
+
+			if (fid == 0x1d || fid == 0x1e)
+				continue;
+			CU_ASSERT_EQUAL((fis[fid] & NVME_FID_EFFECTS_FSUPP) != 0, st == 0);
+		}
+	}
 	CU_ASSERT_EQUAL(adm_get_log(NVME_LOG_FW_SLOT, 128, 0, false), 0);
 	CU_ASSERT_EQUAL(fw->afi, 1);
 	CU_ASSERT_EQUAL(memcmp(fw->frs[0], "0.1     ", 8), 0);

@@ -128,6 +128,12 @@ static void test_fdp(void)
 	CU_ASSERT_EQUAL(lb_cmd(&lb, 0, &sqe, NULL), 0);
 	CU_ASSERT_TRUE(((struct nvme_id_ctrl *)buf())->ctratt & NVME_CTRATT_FDPS);
 	CU_ASSERT_TRUE(((struct nvme_id_ctrl *)buf())->oacs & NVME_OACS_DIRECTIVES);
+	/* Log 12h: Features 1Dh (the endurance group's) and 1Eh (per namespace) are taken. */
+	CU_ASSERT_EQUAL(get_log(NVME_LOG_FID_EFFECTS, 0), 0);
+	CU_ASSERT_EQUAL(((uint32_t *)buf())[NVME_FEAT_FDP],
+			NVME_FID_EFFECTS_FSUPP | NVME_FID_EFFECTS_SCOPE_ENDGRP);
+	CU_ASSERT_EQUAL(((uint32_t *)buf())[NVME_FEAT_FDP_EVENTS],
+			NVME_FID_EFFECTS_FSUPP | NVME_FID_EFFECTS_SCOPE_NS);
 	/* The configuration log. */
 	CU_ASSERT_EQUAL(get_log(NVME_LOG_FDP_CONFIGS, 1), 0);
 	memcpy(&d, buf() + 16, sizeof(d));
