@@ -853,6 +853,38 @@ static uint16_t app_free_cntlid(const struct app_subsys *s)
 	return 0;
 }
 
+/* A listener made (its subsystem, CNTLID and addresses set) joins its subsystem and goes live on
+ * fn: started, then plugged into the guest when the manager has a QMP socket (bus: the port,
+ * NULL for a free one); a primary's secondaries that were online come back once it is live.
+ * done(arg) reports the end; on failure the listener is torn down, with the function if it was
+ * implicit, and the teardown's end reports the error. */
+static void app_listener_go(struct app_target *t, struct app_listener *l, struct app_function *fn,
+			    const char *bus, app_done_fn done, void *arg)
+{
+	struct app_listener **tail;
+	char err[APP_ERR_LEN];
+	int rc;
+
+	for (tail = &l->s->listeners; *tail; tail = &(*tail)->next)
+		;
+	*tail = l;
+	l->done = done;
+	l->done_arg = arg;
+	if (app_listener_start(t, l, fn, err))
+		return;
+	if (!fn->mgr->qmp_socket) {
+		l->state = APP_LISTENER_LIVE;
+		app_secondaries_resume(l);
+		app_listener_finish(l, 0, NULL);
+		return;
+	}
+	rc = app_listener_plug(t, l, bus, err);
+	if (rc) {
+		app_listener_pend(l, rc, err);
+		app_listener_teardown(l, app_listener_finish_pending);
+	}
+}
+
 static void app_listener_add_at(struct app_target *t, struct app_subsys *s, const char *canon,
 				const char *traddr, const char *manager, const char *bus,
 				uint16_t cntlid, const struct app_sec_opts *sec, app_done_fn done,
@@ -981,7 +1013,7 @@ static void app_listener_add_at(struct app_target *t, struct app_subsys *s, cons
 {
 	struct app_secondaries *secs = NULL;
 	struct app_function *fn;
-	struct app_listener *l, **tail;
+	struct app_listener *l;
 	char err[APP_ERR_LEN], path[108]; /* a unix socket path's limit (sun_path) */
 	const char *where = traddr;
 	int rc;
@@ -1017,26 +1049,7 @@ static void app_listener_add_at(struct app_target *t, struct app_subsys *s, cons
 	l->cntlid = cntlid;
 	l->secs = secs;
 	snprintf(l->listen_trtype, sizeof(l->listen_trtype), "%s", canon);
-	for (tail = &s->listeners; *tail; tail = &(*tail)->next)
-		;
-	*tail = l;
-	/* On failure the listener is torn down, with the function if it was implicit, and the
-	 * teardown's end reports the error. */
-	l->done = done;
-	l->done_arg = arg;
-	if (app_listener_start(t, l, fn, err))
-		return;
-	if (!fn->mgr->qmp_socket) {
-		l->state = APP_LISTENER_LIVE;
-		app_secondaries_resume(l);
-		app_listener_finish(l, 0, NULL);
-		return;
-	}
-	rc = app_listener_plug(t, l, bus, err);
-	if (rc) {
-		app_listener_pend(l, rc, err);
-		app_listener_teardown(l, app_listener_finish_pending);
-	}
+	app_listener_go(t, l, fn, bus, done, arg);
 }
 
 void app_listener_add_secondary(struct app_target *t, struct app_listener *primary,
@@ -1045,7 +1058,7 @@ void app_listener_add_secondary(struct app_target *t, struct app_listener *prima
 {
 	struct app_subsys *s = primary->s;
 	struct app_function *fn;
-	struct app_listener *l, **tail;
+	struct app_listener *l;
 	char err[APP_ERR_LEN];
 	int rc;
 
@@ -1072,23 +1085,7 @@ void app_listener_add_secondary(struct app_target *t, struct app_listener *prima
 	l->cntlid = app_secondary_scid(sec);
 	l->sec = sec;
 	snprintf(l->listen_trtype, sizeof(l->listen_trtype), "%s", primary->listen_trtype);
-	for (tail = &s->listeners; *tail; tail = &(*tail)->next)
-		;
-	*tail = l;
-	l->done = done;
-	l->done_arg = arg;
-	if (app_listener_start(t, l, fn, err))
-		return;
-	if (!fn->mgr->qmp_socket) {
-		l->state = APP_LISTENER_LIVE;
-		app_listener_finish(l, 0, NULL);
-		return;
-	}
-	rc = app_listener_plug(t, l, NULL, err);
-	if (rc) {
-		app_listener_pend(l, rc, err);
-		app_listener_teardown(l, app_listener_finish_pending);
-	}
+	app_listener_go(t, l, fn, NULL, done, arg);
 }
 
 static void app_listener_unplugged(void *arg, int rc, const char *message)
