@@ -219,6 +219,22 @@ static void app_target_fini_end(void *arg)
 }
 
 /* Every subsystem is gone: the rest goes at once (but for RBD images closing). */
+/* The bdevs: every one not in use deleted; a placement bdev's teardown ends later (its owner
+ * thread drains first), and its base is deleted on the pass that follows it. */
+static void app_target_fini_bdevs(void *arg)
+{
+	struct app_target *t = arg;
+	int left = bdev_delete_all();
+
+	if (bdev_when_destroyed(app_target_fini_bdevs, t) == -EINPROGRESS)
+		return;
+	if (left)
+		LOG_ERR(APP_LOG, "bdevs still in use at exit");
+	/* RBD images close on their own threads: the end waits for them. */
+	if (bdev_rbd_when_idle(app_target_fini_end, t) == 0)
+		app_target_fini_end(t);
+}
+
 static void app_target_fini_rest(struct app_target *t)
 {
 	while (t->functions) {
@@ -246,11 +262,7 @@ static void app_target_fini_rest(struct app_target *t)
 			LOG_ERR(APP_LOG, "DPA resources still in use at exit");
 		t->has_transport = false;
 	}
-	if (bdev_delete_all())
-		LOG_ERR(APP_LOG, "bdevs still in use at exit");
-	/* RBD images close on their own threads: the end waits for them. */
-	if (bdev_rbd_when_idle(app_target_fini_end, t) == 0)
-		app_target_fini_end(t);
+	app_target_fini_bdevs(t);
 }
 
 void app_target_fini_step(struct app_target *t)

@@ -763,7 +763,13 @@ static void rpc_bdev_delay_update(struct rpc_request *req, struct json_object *p
 		rpc_request_result(req, json_object_new_boolean(true));
 }
 
-/* bdev_*_delete: the module must match, as in SPDK. */
+static void rpc_bdev_deleted(void *arg)
+{
+	rpc_request_result(arg, json_object_new_boolean(true));
+}
+
+/* bdev_*_delete: the module must match, as in SPDK. Answered once the bdev's teardown has
+ * ended (a placement bdev's owner thread has drained and exited, its base released). */
 static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 			    struct app_target *t, const char *module)
 {
@@ -785,13 +791,11 @@ static void rpc_bdev_delete(struct rpc_request *req, struct json_object *params,
 				  user->nqn);
 		return;
 	}
-	rc = bdev_delete(p.name);
+	rc = bdev_delete_cb(p.name, rpc_bdev_deleted, req);
 	if (rc == -EBUSY)
 		rpc_request_error(req, rc, "bdev %s is in use (open or claimed)", p.name);
 	else if (rc)
 		rpc_request_errno(req, rc, "bdev_delete");
-	else
-		rpc_request_result(req, json_object_new_boolean(true));
 }
 
 static void rpc_bdev_malloc_delete(struct rpc_request *req, struct json_object *params, void *ctx)

@@ -191,15 +191,60 @@ static bool bdev_is_busy(const struct bdev *b)
 	       __atomic_load_n(&b->channel_count, __ATOMIC_ACQUIRE) > 0;
 }
 
-static void bdev_destroy(struct bdev *b)
+static struct bdev *bdev_dying; /* main thread: asynchronous teardowns running */
+static void (*bdev_destroyed_cb)(void *arg);
+static void *bdev_destroyed_arg;
+
+static void bdev_destroy(struct bdev *b, void (*done)(void *arg), void *arg)
 {
 	LOG_INFO(BDEV_LOG, "deleting bdev %s", b->name);
+	b->deleted = done;
+	b->deleted_arg = arg;
+	if (b->ops->destruct_async) {
+		b->next_dying = bdev_dying;
+		bdev_dying = b;
+		b->ops->destruct_async(b); /* bdev_destruct_done ends it */
+		return;
+	}
 	if (b->ops->destruct)
 		b->ops->destruct(b);
 	free(b);
+	if (done)
+		done(arg);
 }
 
-int bdev_delete(const char *name)
+void bdev_destruct_done(struct bdev *b)
+{
+	void (*done)(void *arg) = b->deleted, (*idle)(void *arg) = NULL;
+	void *arg = b->deleted_arg;
+
+	for (struct bdev **pp = &bdev_dying; *pp; pp = &(*pp)->next_dying) {
+		if (*pp == b) {
+			*pp = b->next_dying;
+			break;
+		}
+	}
+	LOG_INFO(BDEV_LOG, "bdev %s deleted", b->name);
+	free(b);
+	if (done)
+		done(arg);
+	if (!bdev_dying && bdev_destroyed_cb) {
+		idle = bdev_destroyed_cb;
+		bdev_destroyed_cb = NULL;
+		idle(bdev_destroyed_arg);
+	}
+}
+
+int bdev_when_destroyed(void (*cb)(void *arg), void *arg)
+{
+	if (!bdev_dying)
+		return 0;
+	bdev_destroyed_cb = cb;
+	bdev_destroyed_arg = arg;
+	return -EINPROGRESS;
+}
+
+int bdev_delete_cb(const char *name, void (*done)(void *arg), void *arg)
 {
 	struct bdev **pp, *b;
 
@@ -210,10 +255,15 @@ int bdev_delete(const char *name)
 		if (bdev_is_busy(b))
 			return -EBUSY;
 		*pp = b->next;
-		bdev_destroy(b);
+		bdev_destroy(b, done, arg);
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int bdev_delete(const char *name)
+{
+	return bdev_delete_cb(name, NULL, NULL);
 }
 
 int bdev_delete_all(void)
@@ -235,11 +285,13 @@ int bdev_delete_all(void)
 				continue;
 			}
 			*pp = b->next;
-			bdev_destroy(b);
+			bdev_destroy(b, NULL, NULL);
 			progress = true;
 		}
 	}
-	for (b = bdev_list; b; b = b->next)
+	/* A base claimed by a bdev whose teardown runs is freed when it ends (the caller comes
+	 * back then: bdev_when_destroyed). */
+	for (b = bdev_list; b && !bdev_dying; b = b->next)
 		LOG_WARN(BDEV_LOG, "bdev %s still in use, not deleted", b->name);
 	return left;
 }

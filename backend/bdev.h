@@ -498,12 +498,21 @@ int bdev_foreach(int (*fn)(struct bdev *bdev, void *arg), void *arg);
 
 /*
  * Deletes the bdev called `name` and frees its resources (closes the backing file; the file itself
- * is kept). Returns 0, -ENOENT (no such bdev) or -EBUSY (claimed or open).
+ * is kept). Returns 0, -ENOENT (no such bdev) or -EBUSY (claimed or open). The name is free at
+ * once; a bdev with a thread of its own (placement) ends its teardown later, and keeps what it
+ * claimed (its base) until then. Main thread.
  */
 int bdev_delete(const char *name);
+/* bdev_delete, and done(arg) on the main thread once the teardown has ended (before this
+ * returns for most modules, later for a placement bdev). done runs only when 0 is returned. */
+int bdev_delete_cb(const char *name, void (*done)(void *arg), void *arg);
+/* 0 when no bdev's teardown is running; else -EINPROGRESS, and cb(arg) runs on the main thread
+ * when the last one has ended (process teardown: then bdev_delete_all again for their bases). */
+int bdev_when_destroyed(void (*cb)(void *arg), void *arg);
 
 /* Deletes every bdev that is neither open nor claimed (process teardown). Returns the number of
- * bdevs left behind because they are busy. */
+ * bdevs left behind because they are busy (or claimed by one whose teardown runs: see
+ * bdev_when_destroyed). */
 int bdev_delete_all(void);
 
 /* Opens / closes a bdev: while open it cannot be deleted. Channels may only exist while the bdev is

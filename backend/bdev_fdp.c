@@ -929,7 +929,8 @@ void *fdp_main(void *arg)
 	bdev_channel_poll(f->base_ch);
 	bdev_channel_destroy(f->base_ch);
 	close(ep);
-	if (__atomic_load_n(&f->creating, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&f->creating, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&f->deleting, __ATOMIC_ACQUIRE))
 		evloop_post(f->loop, &f->exit_msg, fdp_exit_msg, f);
 	return NULL;
 }
@@ -970,17 +971,18 @@ void fdp_free(struct fdp *f)
 	free(f);
 }
 
-static void fdp_destruct(struct bdev *bdev)
+/* Main thread: the owner is told to stop; it finishes the ios it has on the base (map writes,
+ * GC copies), exits and reports on the loop (fdp_exit_msg), which joins it, releases the base
+ * and ends the deletion. Nothing here waits for it. */
+static void fdp_destruct_async(struct bdev *bdev)
 {
 	struct fdp *f = bdev->ctx;
 	uint64_t one = 1;
 
+	__atomic_store_n(&f->deleting, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
 	if (write(f->wake, &one, sizeof(one)) < 0)
 		LOG_ERR(BDEV_LOG, "%s: wake: %m", bdev->name);
-	pthread_join(f->thread, NULL);
-	bdev_vbdev_put_base(f->base);
-	fdp_free(f);
 }
 
 static void fdp_get_info(const struct bdev *bdev, struct bdev_info *info)
@@ -997,7 +999,7 @@ const struct bdev_module_ops fdp_ops = {
     .product_name = "Flexible Data Placement disk",
     .io_types = (1u << BDEV_IO_READ) | (1u << BDEV_IO_WRITE) | (1u << BDEV_IO_FLUSH) |
 		(1u << BDEV_IO_WRITE_ZEROES) | (1u << BDEV_IO_UNMAP),
-    .destruct = fdp_destruct,
+    .destruct_async = fdp_destruct_async,
     .submit = fdp_submit,
     .get_info = fdp_get_info,
 };

@@ -211,14 +211,23 @@ static void fdp_pending_remove(struct fdp *f)
 	}
 }
 
-/* Creator's loop: the owner has exited after a failure (or after the creator stopped it):
- * joined (it returns at once), the failure reported, everything freed. */
+/* Creator's loop: the owner has exited after a failure (or after the creator stopped it), or
+ * after bdev_delete stopped it: joined (it returns at once: its last act was to post this), the
+ * failure reported or the deletion ended, everything freed. */
 void fdp_exit_msg(void *arg)
 {
 	struct fdp *f = arg;
 	bdev_create_cb done = f->cancelled ? NULL : f->done;
 
 	pthread_join(f->thread, NULL);
+	if (!__atomic_load_n(&f->creating, __ATOMIC_ACQUIRE)) {
+		struct bdev *b = f->bdev;
+
+		bdev_vbdev_put_base(f->base);
+		fdp_free(f);
+		bdev_destruct_done(b);
+		return;
+	}
 	fdp_pending_remove(f);
 	LOG_ERR(BDEV_LOG, "%s", f->create_msg);
 	if (done)

@@ -103,12 +103,15 @@ struct fdp {
 	pthread_t thread;
 	/* Creation (asynchronous): the owner loads the layout on its own channel and reports to
 	 * the creating thread's loop (created_msg); a failed creation's owner exits and reports
-	 * that (exit_msg), after which it is joined and everything freed. */
+	 * that (exit_msg), after which it is joined and everything freed. A deletion ends the
+	 * same way: the owner drains its ios, exits and reports (exit_msg) on this loop, which
+	 * must outlive the bdev (the daemon's main loop). */
 	struct evloop *loop;
 	bdev_create_cb done;
 	void *done_arg;
 	struct fdp *next_pending; /* main thread: creations not reported yet */
 	bool creating;		  /* __atomic: not registered yet (its exit is reported) */
+	bool deleting;		  /* __atomic: bdev_delete stopped it (its exit is reported) */
 	bool cancelled;		  /* main thread */
 	bool loading;		  /* owner */
 	bool load_failed;	  /* owner (create_rc, create_msg say why) */

@@ -25,6 +25,11 @@ struct bdev_module_ops {
 	bool packed_blocks;   /* BDEV_PACKED_BLOCK_SIZE is a valid block size (region bdevs) */
 	/* Frees the module's state (bdev->ctx). Main thread; no channel is left. */
 	void (*destruct)(struct bdev *bdev);
+	/* Instead of destruct, for a module whose teardown ends later (a thread of its own with
+	 * ios in flight on a base): starts it; the module calls bdev_destruct_done(bdev) on the
+	 * main thread when it has ended (the bdev's memory and what it claimed stay until then,
+	 * its name is gone from the registry at once). Main thread. */
+	void (*destruct_async)(struct bdev *bdev);
 	/* Sets ch->drv. Channel thread. Returns 0/-errno. Optional. */
 	int (*channel_create)(struct bdev_channel *ch);
 	/* Frees ch->drv. Channel thread; nothing outstanding. Optional. */
@@ -65,6 +70,10 @@ struct bdev {
 	struct counter_block *stat_channels;
 	struct bdev_stats retired_stats;
 	struct bdev *next;	 /* registry list, creation order */
+	/* Deletion (main thread): done once the module's teardown has ended. */
+	void (*deleted)(void *arg);
+	void *deleted_arg;
+	struct bdev *next_dying; /* bdevs whose asynchronous teardown runs */
 };
 
 struct bdev_channel {
@@ -101,6 +110,9 @@ int bdev_alloc(const char *name, const struct bdev_module_ops *ops, uint32_t blo
 int bdev_register(struct bdev *bdev);
 /* Frees a bdev from bdev_alloc that was never registered (ctx must already be released). */
 void bdev_free(struct bdev *bdev);
+/* Ends a deletion started by the module's destruct_async: frees the bdev, runs the deleter's
+ * callback. Main thread. */
+void bdev_destruct_done(struct bdev *bdev);
 
 /* The completion funnel: records the result and queues the io for the channel's next poll,
  * signalling the channel's eventfd unless a poll is already under way. Channel thread. */

@@ -366,6 +366,9 @@ bad "nvmf_create_subsystem fdp_ruh 200" 'fdp_ruh is 0..128' nvmf_create_subsyste
 bad "nvmf_create_subsystem fdp_ru_size without fdp_ruh" 'fdp_ruh is 0..128' \
 	nvmf_create_subsystem --nqn nqn.2026-11.io.nvme-emu:fdpbad --fdp_ru_size 1048576
 ok "bdev_fdp_delete FD" bdev_fdp_delete --name FD
+# Answered once the owner thread has drained and exited and the base is released.
+check "bdev_fdp_delete answered after its owner thread exited" \
+	test "$(grep -lx bdev-fdp /proc/$dpid/task/*/comm 2> /dev/null | wc -l)" = 0
 # A creation that fails on the owner thread (MF holds FD's layout: 2 handles) is answered with
 # the reason once the superblock was read, and leaves no bdev and no owner thread behind.
 bad "bdev_fdp_create over a layout of other handles" \

@@ -213,8 +213,24 @@ static void test_placement(void)
 		CU_ASSERT_EQUAL(st.ruh_updates, 1);
 	}
 	ut_dev_close(&d);
+	/* Deleting never waits for the owner thread: the name is free at once; the base stays
+	 * claimed until the owner has drained, exited and reported on the loop, which ends the
+	 * deletion (the thread joined, the base released). */
+	{
+		int threads = nthreads();
+		bool gone = false;
+
+		CU_ASSERT_EQUAL(bdev_delete_cb("Fdp0", fdp_deleted_cb, &gone), 0);
+		CU_ASSERT_PTR_NULL(bdev_lookup("Fdp0"));
+		CU_ASSERT_FALSE(gone);
+		CU_ASSERT_EQUAL(bdev_delete("FdpBase"), -EBUSY);
+		CU_ASSERT_EQUAL(bdev_when_destroyed(NULL, NULL), -EINPROGRESS);
+		while (!gone)
+			evloop_run_once(fdp_test_loop(), 100);
+		CU_ASSERT_EQUAL(bdev_when_destroyed(NULL, NULL), 0);
+		CU_ASSERT_EQUAL(nthreads(), threads - 1);
+	}
 	/* The same file again: the map is found, the data read back through it. */
-	CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
 	{
 		struct bdev_fdp_opts o = {.nruh = 3, .ru_blocks = RUB};
 		struct bdev *nb = NULL;
@@ -271,7 +287,7 @@ static void test_placement(void)
 	/* After a restart each handle starts in a fresh unit. */
 	CU_ASSERT_EQUAL(bdev_placement_ruamw(b, 0), RUB);
 	ut_dev_close(&d);
-	CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
+	CU_ASSERT_EQUAL(fdp_delete_wait("Fdp0"), 0);
 	ut_aio_temp_delete("FdpBase", path);
 }
 
@@ -286,7 +302,7 @@ static void test_model(void)
 	ut_dev_open(&d, b);
 	CU_ASSERT_EQUAL(ut_model_run(d.ch, BS, bdev_get_num_blocks(b), 7, 200, 8), 0);
 	ut_dev_close(&d);
-	CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
+	CU_ASSERT_EQUAL(fdp_delete_wait("Fdp0"), 0);
 	ut_aio_temp_delete("FdpBase", path);
 }
 
@@ -357,12 +373,12 @@ static void test_gc(void)
 			break;
 		CU_ASSERT_EQUAL(ut_nodata_sync(d.ch, BDEV_IO_FLUSH, 0, 0, 0), 0);
 		ut_dev_close(&d);
-		CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
+		CU_ASSERT_EQUAL(fdp_delete_wait("Fdp0"), 0);
 		b = make(path, "FdpBase", 2, RUB);
 		ut_dev_open(&d, b);
 	}
 	ut_dev_close(&d);
-	CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
+	CU_ASSERT_EQUAL(fdp_delete_wait("Fdp0"), 0);
 	ut_aio_temp_delete("FdpBase", path);
 	free(gen);
 	free(buf);
@@ -442,7 +458,7 @@ static void test_threads(void)
 		CU_ASSERT_EQUAL(w[i].bad, 0);
 	}
 	bdev_close(b);
-	CU_ASSERT_EQUAL(bdev_delete("Fdp0"), 0);
+	CU_ASSERT_EQUAL(fdp_delete_wait("Fdp0"), 0);
 	ut_aio_temp_delete("FdpBase", path);
 }
 
