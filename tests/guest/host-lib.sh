@@ -104,6 +104,35 @@ gt_wait_sockets() {
 	return 1
 }
 
+# gt_fixed_qemu: the QEMU with the vfio-user-pci finalize fix (patches/qemu/, `make
+# qemu-binfix`) when one is cached, exported as NVME_EMU_QEMU for the launcher, and qemu_fixed=1;
+# else the stock QEMU and qemu_fixed=0. NVME_EMU_QEMU set but empty: the stock QEMU even when a
+# fixed one is cached.
+gt_fixed_qemu() {
+	if [ -z "${NVME_EMU_QEMU+set}" ]; then
+		NVME_EMU_QEMU=$("$GT_TOP/qemu-configs/build-qemu.sh" --print-path 2> /dev/null) ||
+			NVME_EMU_QEMU=""
+	fi
+	if [ -n "$NVME_EMU_QEMU" ]; then
+		export NVME_EMU_QEMU # the launcher runs it
+		qemu_fixed=1
+	else
+		qemu_fixed=0
+	fi
+}
+
+# gt_hotplug_start JOB: nvme-emu serving RPC on $rpc_sock alone (daemon=its pid), and the guest
+# booted with JOB, a QMP socket ($qmp_sock) and 3 hot-plug ports (launcher=its pid); both killed
+# when the test exits.
+gt_hotplug_start() {
+	"$GT_TOP/build/bin/nvme-emu" -r "$rpc_sock" > "$GT_DIR/nvme-emu.log" 2>&1 &
+	daemon=$!
+	"$GT_LAUNCH" --job "$1" --add "$GT_FIO" --qmp "$qmp_sock" \
+		--hotplug-ports 3 --run-dir "$GT_DIR/run" --timeout "$GT_TIMEOUT" &
+	launcher=$!
+	trap 'kill $launcher $daemon 2>/dev/null' EXIT
+}
+
 # gt_report_with_host RC: gt_report plus the host_step counts in the
 # closing line.
 gt_report_with_host() {

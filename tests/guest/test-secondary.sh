@@ -15,27 +15,15 @@ gt_setup secondary
 rpc_sock=$GT_DIR/rpc.sock
 qmp_sock=$GT_DIR/qmp.sock
 out=$GT_DIR/run/out
-# NVME_EMU_QEMU set but empty: the stock QEMU even when a fixed one is cached.
-if [ -z "${NVME_EMU_QEMU+set}" ]; then
-	NVME_EMU_QEMU=$("$GT_TOP/qemu-configs/build-qemu.sh" --print-path 2> /dev/null) ||
-		NVME_EMU_QEMU=""
-fi
-if [ -n "$NVME_EMU_QEMU" ]; then
-	export NVME_EMU_QEMU # the launcher runs it
-	qemu_fixed=1
+gt_fixed_qemu
+if [ "$qemu_fixed" = 1 ]; then
 	echo "QEMU with the vfio-user-pci finalize fix: $NVME_EMU_QEMU"
 else
-	qemu_fixed=0
 	echo "stock QEMU: the secondary is not taken offline (its unplug would abort QEMU)"
 fi
 rpc() { "$BIN/nvme-emu-rpc" -s "$rpc_sock" -t 90 "$@"; }
 
-"$BIN/nvme-emu" -r "$rpc_sock" > "$GT_DIR/nvme-emu.log" 2>&1 &
-daemon=$!
-"$GT_LAUNCH" --job "$GT_JOBS/secondary.sh" --add "$GT_FIO" --qmp "$qmp_sock" \
-	--hotplug-ports 3 --run-dir "$GT_DIR/run" --timeout "$GT_TIMEOUT" &
-launcher=$!
-trap 'kill $launcher $daemon 2>/dev/null' EXIT
+gt_hotplug_start "$GT_JOBS/secondary.sh"
 
 # The primary: 8 I/O queue pairs, 2 secondaries sharing 6 VQ and 4 VI (3 and 2 at most each),
 # its state file beside the test, hot-plugged on the QEMU manager.
