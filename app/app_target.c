@@ -218,7 +218,6 @@ static void app_target_fini_end(void *arg)
 		done(t->fini_arg);
 }
 
-/* Every subsystem is gone: the rest goes at once (but for RBD images closing). */
 /* The bdevs: every one not in use deleted; a placement bdev's teardown ends later (its owner
  * thread drains first), and its base is deleted on the pass that follows it. */
 static void app_target_fini_bdevs(void *arg)
@@ -235,6 +234,8 @@ static void app_target_fini_bdevs(void *arg)
 		app_target_fini_end(t);
 }
 
+/* Every subsystem is gone: the rest goes at once (but for placement bdevs draining and RBD
+ * images closing). */
 static void app_target_fini_rest(struct app_target *t)
 {
 	while (t->functions) {
