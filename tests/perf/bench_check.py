@@ -6,6 +6,8 @@ percentiles; every plot it lists is a real PNG of a sensible size made from nume
 bench_report.py refuses (exit 1) raw results with a part missing.
 Usage: bench_check.py BENCH_DIR. Prints "ok - ..." / "not ok - ..." and "N passed, N failed".
 """
+import glob
+import json
 import os
 import re
 import shutil
@@ -122,8 +124,28 @@ def check_report(c, d):
                 len(rows) >= 4 and not bad, str(bad))
         c.check("guest summary: IOPS rows for 4 KiB QD1 and QD32 and 128 KiB MiB/s",
                 all(any(r[0].startswith(p) for r in rows) for p in (
-                    "4 KiB random read QD1, IOPS", "4 KiB random read QD32, IOPS",
-                    "128 KiB seq write QD8, MiB/s")))
+                    "4 KiB random read QD1, IOPS", "4 KiB random read QD1, psync, IOPS",
+                    "4 KiB random read QD32, IOPS", "128 KiB seq write QD8, MiB/s")))
+
+    h, rows = find_table(tabs, "target (")
+    if c.check("targets table present", h is not None, str(h)):
+        # QD1 latency is judged on the worst run, libaio and psync alike.
+        for what in ("QD1 p50 latency (libaio), every run", "QD1 p50 latency (psync), every run"):
+            r = [r for r in rows if what in r[0]]
+            c.check("targets: guest %s, the worst run's ratio with each run's" % what,
+                    len(r) == 1 and re.match(r"worst \d+\.\d\dx \(runs \d", r[0][1]) and
+                    r[0][2] in ("met", "not met"), str(r))
+    stats = glob.glob(os.path.join(d, "raw", "guest", "*-stats.json"))
+    good = []
+    for path in stats:
+        try:
+            st = json.load(open(path, encoding="utf-8"))
+            good.append(sum(x["io_cmds"] for x in st["controllers"]) > 0 and
+                        "poll_wait_naps" in st["poll_groups"][0])
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            good.append(False)
+    c.check("guest bench: each daemon's counters saved after the run (nvmf_get_stats, %d)" %
+            len(stats), stats and all(good), str(stats))
 
     h, rows = find_table(tabs, "workload")
     if c.check("guest table present", h is not None and "p99.9 us" in h, str(h)):

@@ -154,7 +154,7 @@ class Guest:
         self.runs = {}
         self.failures = []
         for path in glob.glob(os.path.join(gdir, "run", "out", "*.json")):
-            m = re.match(r"(.+)-((?:randread|seqwrite)-\w+-qd\d+)-(\d+)\.json$",
+            m = re.match(r"(.+)-((?:randread|seqwrite)-\w+-(?:qd\d+|psync))-(\d+)\.json$",
                          os.path.basename(path))
             if not m:
                 continue
@@ -218,12 +218,21 @@ class Guest:
         found = {k[1] for k in self.runs}
 
         def order(w):
+            # psync (one at a time) right after QD1.
             rw, bs, qd = w.split("-")
-            return (rw != "randread", int(bs.rstrip("k")), int(qd[2:]))
+            return (rw != "randread", int(bs.rstrip("k")), 1 if qd == "psync" else int(qd[2:]),
+                    qd == "psync")
         return sorted(found, key=order)
 
     def stat(self, device, workload, metric):
         return bench_stat(self.runs.get((device, workload), {}).values(), lambda r: r[metric])
+
+    def run_ratios(self, device, peer, workload, metric):
+        """device / peer for each run both have (the jobs of one run ran back to back in the
+        same guest), in run order."""
+        a, b = self.runs.get((device, workload), {}), self.runs.get((peer, workload), {})
+        return [a[r][metric] / b[r][metric] for r in sorted(set(a) & set(b))
+                if b[r].get(metric)]
 
     def idle_pct(self, label):
         t = self.idle.get(label)

@@ -158,7 +158,7 @@ def plot_guest(pl, guest):
     for d in devices:
         pts = []
         for w in guest.workloads():
-            if w.startswith("randread-4k-"):
+            if w.startswith("randread-4k-qd"):
                 pts.append((int(w.split("qd")[1]), guest.stat(d, w, "iops")))
         series.append((GUEST_LABELS.get(d, d), pts))
     pl.lines("guest-iops-vs-qd", "guest 4 KiB random read IOPS vs queue depth per device",

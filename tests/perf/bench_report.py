@@ -69,10 +69,11 @@ def table(header, rows):
 
 
 def wl_name(w):
-    """randread-4k-qd32 -> "4 KiB randread QD32"."""
+    """randread-4k-qd32 -> "4 KiB random read QD32"; randread-4k-psync -> "4 KiB random read
+    QD1, psync"."""
     rw, bs, qd = w.split("-")
-    return "%s KiB %s QD%s" % (bs.rstrip("k"), "random read" if rw == "randread" else
-                               "seq write", qd[2:])
+    return "%s KiB %s %s" % (bs.rstrip("k"), "random read" if rw == "randread" else
+                             "seq write", "QD1, psync" if qd == "psync" else "QD" + qd[2:])
 
 
 def wl_metric(w):
@@ -129,10 +130,10 @@ class Report:
         for w in g.workloads():
             metric, unit, fmt = wl_metric(w)
             row("%s, %s" % (wl_name(w), unit), metric, fmt, w)
-        if "randread-4k-qd1" in g.workloads():
-            row("4 KiB random read QD1, p50 latency us, submission to completion (lower is "
-                "better)", "p50", fmt_us,
-                "randread-4k-qd1")
+        for w in ("randread-4k-qd1", "randread-4k-psync"):
+            if w in g.workloads():
+                row("%s, p50 latency us, submission to completion (lower is better)" %
+                    wl_name(w), "p50", fmt_us, w)
         for w in ("randread-4k-qd32", "randread-4k-qd1"):
             if w in g.workloads():
                 row("%s, host CPU us per I/O (lower is better)" % wl_name(w), "host_us_io",
@@ -307,7 +308,7 @@ class Report:
                       "idle median us", "idle p99 us", "notifications/s", "idle CPU", "runs"],
                      rows)
 
-    # --- targets of issue 14 ----------------------------------------------------------------
+    # --- targets of issues 14 and 36 ---------------------------------------------------------
     def targets(self):
         rows = []
 
@@ -349,21 +350,32 @@ class Report:
                     "%s GB/s" % fmt_gb(b[1].med), b[1].med >= 5)
         g = self.guest
         for d in [x for x in g.devices() if x not in GUEST_PEERS]:
+            # Issue 36's guest targets. QD1 latency must hold in every run, not only the median:
+            # the worst run's ratio is the one judged.
             for w, metric, goal, better, what in (
-                    ("randread-4k-qd32", "iops", 1.3, "higher", "4 KiB random read QD32 IOPS"),
-                    ("randread-4k-qd1", "p50", 0.8, "lower", "QD1 latency (p50)"),
-                    ("seqwrite-128k-qd8", "mib_s", 1.2, "higher", "128 KiB seq write")):
+                    ("randread-4k-qd1", "p50", 0.7, "lower", "QD1 p50 latency (libaio), every run"),
+                    ("randread-4k-psync", "p50", 0.7, "lower", "QD1 p50 latency (psync), every run"),
+                    ("randread-4k-qd32", "iops", 1.8, "higher", "4 KiB random read QD32 IOPS"),
+                    ("randread-4k-qd128", "iops", 1.5, "higher", "4 KiB random read QD128 IOPS"),
+                    ("seqwrite-128k-qd8", "mib_s", 1.4, "higher", "128 KiB seq write")):
+                if better == "lower":
+                    rs = g.run_ratios(d, "qemu-nvme", w, metric)
+                    if rs:
+                        add("guest %s <= %.1fx QEMU NVMe (%s)" % (what, goal, d),
+                            "worst %.2fx (runs %s)" % (max(rs), ", ".join("%.2f" % r
+                                                                          for r in rs)),
+                            max(rs) <= goal)
+                    continue
                 a, b = g.stat(d, w, metric), g.stat("qemu-nvme", w, metric)
                 if a and b and b.med:
                     r = a.med / b.med
-                    add("guest %s %s %.1fx QEMU NVMe (%s)" %
-                        (what, ">=" if better == "higher" else "<=", goal, d), "%.2fx" % r,
-                        r >= goal if better == "higher" else r <= goal)
+                    add("guest %s >= %.1fx QEMU NVMe (%s)" % (what, goal, d), "%.2fx" % r,
+                        r >= goal)
             idle = g.idle_pct(d)
             if idle is not None:
                 add("idle daemon < 1%% of a core with a guest attached (%s)" % d,
                     fmt_pct(idle), idle < 1)
-        return table(["target (issue 14)", "measured (median)", "status"], rows)
+        return table(["target (issues 14 and 36)", "measured (median)", "status"], rows)
 
     # --- the whole report -------------------------------------------------------------------
     def header(self):
@@ -437,9 +449,11 @@ class Report:
         pl = bench_plots(self.dir, self.native, self.guest, self.dpa)
         self.errors += pl.errors
         md = [self.header(), "## Summary\n", self.summary()]
-        md.append("## Targets of issue 14\n\nStatus against the targets the issue sets (SPDK's "
-                  "4.5M IOPS is SPDK's published figure on a similar machine, not measured "
-                  "here).\n\n" + self.targets())
+        md.append("## Targets\n\nStatus against the targets issue 14 (native) and issue 36 "
+                  "(guest, against QEMU's NVMe in the same guest) set (SPDK's 4.5M IOPS is "
+                  "SPDK's published figure on a similar machine, not measured here; the same-run "
+                  "SPDK comparison is its own section when SPDK_DIR is set).\n\n" +
+                  self.targets())
         if self.native.runs:
             md.append("## Native: nvme-emu-perf -> nvme-emu\n\nEach nvme-emu configuration is "
                       "its own daemon (null or malloc bdev of %s; malloc written once before), "

@@ -7,8 +7,9 @@
 # info.json (accelerator, QEMU and guest versions); tests/perf/bench_report.py reads them.
 # Usage: guest-bench.sh [OUT] (default build/bench/raw).
 # Environment: BENCH_RUNS (3), BENCH_RUNTIME (5 s a job after a 1 s ramp), BENCH_CONFIGS (see
-# below), BENCH_WORKLOADS (the fio jobs, e.g. "randread-4k-qd1 seqwrite-128k-qd8"), BENCH_QUICK=1
-# (one run of 1 s, the default configuration, three workloads).
+# below), BENCH_WORKLOADS (the fio jobs, e.g. "randread-4k-qd1 randread-4k-psync seqwrite-128k-qd8": -qdN is libaio with N
+# in flight, -psync a synchronous host), BENCH_QUICK=1
+# (one run of 1 s, the default configuration, four workloads).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build/bench/raw}/guest
@@ -20,13 +21,13 @@ if [ "$quick" = 1 ]; then
 	runtime=${BENCH_RUNTIME:-1}
 	ramp=0.5
 	configs=${BENCH_CONFIGS:-${all_configs%% *}}
-	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-qd32 seqwrite-128k-qd8}
+	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-psync randread-4k-qd32 seqwrite-128k-qd8}
 else
 	runs=${BENCH_RUNS:-3}
 	runtime=${BENCH_RUNTIME:-5}
 	ramp=1
 	configs=${BENCH_CONFIGS:-$all_configs}
-	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-qd8 randread-4k-qd32 randread-4k-qd128 seqwrite-128k-qd8}
+	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-psync randread-4k-qd8 randread-4k-qd32 randread-4k-qd128 seqwrite-128k-qd8}
 fi
 rm -rf "$out"
 mkdir -p "$out"
@@ -56,8 +57,8 @@ for cfg in $configs; do
 	sock=$socks/$label.sock
 	serial=NVMEEMU-BENCH$i
 	# shellcheck disable=SC2086
-	"$top/build/bin/nvme-emu" --socket "$sock" --null 1G --read-zeroes --serial "$serial" ${flags//,/ } \
-		> "$out/$label.log" 2>&1 &
+	"$top/build/bin/nvme-emu" --socket "$sock" --rpc-socket "$socks/$label.rpc" --null 1G \
+		--read-zeroes --serial "$serial" ${flags//,/ } > "$out/$label.log" 2>&1 &
 	pids+=($!)
 	pidargs+=(--pid "$label=$!")
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
@@ -88,6 +89,13 @@ rc=$?
 cat "$out/launch.log" >&2
 wait "$sampler" 2> /dev/null
 sampler=
+# Each daemon's counters over the whole run (poll window hits, naps, interrupts...): the report's
+# raw material for where a configuration's time went.
+for cfg in $configs; do
+	label=${cfg%%:*}
+	"$top/build/bin/nvme-emu-rpc" -s "$socks/$label.rpc" nvmf_get_stats > "$out/$label-stats.json" 2>&1 ||
+		echo "guest bench: no counters from $label: $(cat "$out/$label-stats.json")" >&2
+done
 # What the report states about the run: the accelerator as the launcher chose it, QEMU's
 # version (the executable of the command line it ran), the guest's kernel and fio.
 accel=$(sed -n 's/.*run dir .* (\(KVM\|TCG\), timeout.*/\1/p' "$out/launch.log" | head -n 1)

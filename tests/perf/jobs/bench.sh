@@ -29,15 +29,21 @@ disk_of() {
 	esac
 }
 
-# fio_args WORKLOAD: fio's options for randread-<bs>-qd<N> or seqwrite-<bs>-qd<N>.
+# fio_args WORKLOAD: fio's options for <rw>-<bs>-qd<N> (libaio, N in flight) or <rw>-<bs>-psync
+# (a synchronous host: one pread or pwrite at a time, the system call waits for the completion),
+# rw randread or seqwrite.
 fio_args() {
 	_rw=${1%%-*}
 	_rest=${1#*-}
 	_bs=${_rest%%-*}
-	_qd=${_rest#*-qd}
+	case ${_rest#*-} in
+	psync) _engine="--ioengine=psync" ;;
+	qd*) _engine="--ioengine=libaio --iodepth=${_rest#*-qd}" ;;
+	*) return 1 ;;
+	esac
 	case $_rw in
-	randread) echo "--rw=randread --norandommap --randrepeat=0 --bs=$_bs --iodepth=$_qd" ;;
-	seqwrite) echo "--rw=write --bs=$_bs --iodepth=$_qd" ;;
+	randread) echo "--rw=randread --norandommap --randrepeat=0 --bs=$_bs $_engine" ;;
+	seqwrite) echo "--rw=write --bs=$_bs $_engine" ;;
 	*) return 1 ;;
 	esac
 }
@@ -82,7 +88,7 @@ while [ "$run" -le "$BENCH_RUNS" ]; do
 			before=$(guest_counts "$irqs")
 			# shellcheck disable=SC2046
 			step "run $run $label $w" fio --name="$w" --filename="$dev" $(fio_args "$w") \
-				--ioengine=libaio --direct=1 --time_based --runtime="$BENCH_RUNTIME" \
+				--direct=1 --time_based --runtime="$BENCH_RUNTIME" \
 				--ramp_time="$BENCH_RAMP" --size=1G --lat_percentiles=1 --output-format=json \
 				--output="$JOB_OUT/$label-$w-$run.json"
 			echo "$before $(guest_counts "$irqs")" > "$JOB_OUT/$label-$w-$run.guest"
