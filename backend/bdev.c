@@ -596,6 +596,17 @@ void bdev_channel_kick(struct bdev_channel *ch)
 		ch->signaled = true;
 }
 
+void bdev_channel_take_signal(struct bdev_channel *ch)
+{
+	uint64_t cnt;
+
+	assert(pthread_equal(ch->owner, pthread_self()));
+	if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
+	/* A kick's signal went with it: the next kick writes again. */
+	ch->signaled = false;
+}
+
 void bdev_channel_hold_wakeups(struct bdev_channel *ch)
 {
 	assert(pthread_equal(ch->owner, pthread_self()));

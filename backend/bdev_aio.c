@@ -215,12 +215,13 @@ static void bdev_aio_submit(struct bdev_channel *ch, struct bdev_io *io)
 
 /* ---- completion ---- */
 
-static void bdev_aio_reap(struct bdev_channel *ch)
+/* Reaps what finished; returns how many. */
+static int bdev_aio_reap(struct bdev_channel *ch)
 {
 	struct bdev_aio_chan *c = ch->drv;
 	struct bdev_aio *a = ch->bdev->ctx;
 	struct timespec zero = {0, 0};
-	int n, i;
+	int n, i, total = 0;
 
 	do {
 		n = io_getevents(c->ctx, 0, (long)a->queue_depth, c->events, &zero);
@@ -228,8 +229,9 @@ static void bdev_aio_reap(struct bdev_channel *ch)
 			if (n != -EINTR)
 				LOG_ERR(BDEV_LOG, "%s: io_getevents: %s", a->f.filename,
 					strerror(-n));
-			return;
+			return total;
 		}
+		total += n;
 		for (i = 0; i < n; i++) {
 			struct bdev_io *io = c->events[i].data;
 			struct bdev_aio_io *aio = bdev_aio_io(io);
@@ -250,11 +252,16 @@ static void bdev_aio_reap(struct bdev_channel *ch)
 			bdev_io_complete(io, status);
 		}
 	} while (n == (int)a->queue_depth);
+	return total;
 }
 
 static void bdev_aio_poll(struct bdev_channel *ch)
 {
-	bdev_aio_reap(ch);
+	/* The kernel wrote the eventfd for what this reaps (io_set_eventfd): take those signals
+	 * and reap again, until a reap after the read finds nothing. Left unread, the fd stays
+	 * readable and the channel's thread never sleeps again. */
+	while (bdev_aio_reap(ch) > 0)
+		bdev_channel_take_signal(ch);
 	/* Reaping freed queue slots: issue what waited for them. */
 	bdev_aio_flush_pending(ch);
 }

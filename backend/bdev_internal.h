@@ -151,6 +151,12 @@ void bdev_io_complete_remote(struct bdev_io *io, int status);
 
 /* Signals the channel's eventfd (once until the next poll) so that bdev_channel_poll() runs. */
 void bdev_channel_kick(struct bdev_channel *ch);
+/* From a module's poll whose completions the kernel signals on the channel's eventfd itself
+ * (libaio's io_set_eventfd, io_uring's registered eventfd): takes those signals, which no kick
+ * flagged, so that a channel with nothing left does not stay readable and wake its loop forever.
+ * Call it after a reap that found completions and reap again: a completion is in the kernel's
+ * ring before it signals, so a reap after this read finds every one whose signal it took. */
+void bdev_channel_take_signal(struct bdev_channel *ch);
 /* From a module's poll: poll this channel again on the next loop iteration rather than sleep
  * (completions that only polling finds are in flight). */
 void bdev_channel_repoll(struct bdev_channel *ch);

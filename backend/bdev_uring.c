@@ -466,7 +466,8 @@ static bool bdev_uring_cqe(struct bdev_uring *ur, struct bdev_io *io, int res)
 	return --u->pending == 0;
 }
 
-static void bdev_uring_reap(struct bdev_channel *ch, struct bdev_uring_ring *r)
+/* Reaps the ring's completions; returns how many. */
+static unsigned int bdev_uring_reap(struct bdev_channel *ch, struct bdev_uring_ring *r)
 {
 	struct bdev_uring_chan *c = ch->drv;
 	struct bdev_uring *ur = ch->bdev->ctx;
@@ -499,6 +500,7 @@ static void bdev_uring_reap(struct bdev_channel *ch, struct bdev_uring_ring *r)
 		}
 	}
 	io_uring_cq_advance(&r->ring, n);
+	return n;
 }
 
 static void bdev_uring_poll(struct bdev_channel *ch)
@@ -507,7 +509,11 @@ static void bdev_uring_poll(struct bdev_channel *ch)
 	struct bdev_uring_ring *p = &c->r[BDEV_URING_POLLED];
 	int rc;
 
-	bdev_uring_reap(ch, &c->r[BDEV_URING_IRQ]);
+	/* The kernel wrote the eventfd for what this reaps (the registered eventfd): take those
+	 * signals and reap again, until a reap after the read finds nothing. Left unread, the fd
+	 * stays readable and the channel's thread never sleeps again. */
+	while (bdev_uring_reap(ch, &c->r[BDEV_URING_IRQ]))
+		bdev_channel_take_signal(ch);
 	if (c->watching)
 		bdev_uring_fixed_sweep(ch->bdev->ctx, c);
 	if (c->fixed_ios) {

@@ -34,6 +34,8 @@ $(BUILD)/bin/nvme_torture_test: $(BUILD)/bin/nvme-emu
 
 # nvme-emu-perf against the real daemon.
 SCRIPT_TESTS += tests/integration/perf/perf-tool.sh
+# Every thread sleeps once the I/O ended (null, aio, io_uring, the placement bdev's owner).
+SCRIPT_TESTS += tests/integration/perf/idle-after-io.sh
 # SPDK's own vfio-user host against nvme-emu, nvme-emu-perf against SPDK's target (SPDK_DIR; else
 # skipped).
 SCRIPT_TESTS += tests/integration/perf/spdk-host.sh

@@ -353,6 +353,32 @@ static void test_eventfd_completion(void)
 	free(buf);
 }
 
+/* Completions the kernel signals after the poll that submitted them (data on the disk, read
+ * with O_DIRECT: not finished inside io_submit) leave the channel's eventfd unreadable once
+ * reaped. A signal no poll takes keeps the fd readable, and the thread waiting on it (a poll
+ * group, the placement bdev's owner) spins instead of sleeping. */
+static void test_idle_after_async_completions(void)
+{
+	enum { N = 16 };
+	uint8_t *buf = aut_alloc(64 * 1024);
+	struct aut t;
+
+	aut_setup(&t, "/var/tmp", 4096, 256, 0, false);
+	memset(buf, 0x5a, 64 * 1024);
+	/* Allocated and on the disk, so that the reads below go to it. */
+	for (int i = 0; i < N; i++)
+		CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_WRITE, (uint64_t)i * 16, 16, buf,
+					   NULL), 0);
+	CU_ASSERT_EQUAL(ut_nodata_sync(t.ch, BDEV_IO_FLUSH, 0, 0, 0), 0);
+	for (int i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(ut_rw_sync(t.ch, 4096, BDEV_IO_READ, (uint64_t)i * 16, 16, buf,
+					   NULL), 0);
+		CU_ASSERT_FALSE(ut_fd_readable(t.ch, 0));
+	}
+	aut_teardown(&t);
+	free(buf);
+}
+
 /* Queue depth 32 with 96 ios submitted at once: the excess waits in the channel. */
 static void test_queue_depth_32(void)
 {
@@ -674,4 +700,5 @@ BDEV_FILE_UT_REGISTER(BDEV_FILE_UT_SUITE, aut_suite_init, NULL, {"model", test_m
 	    {"shm_4096", test_shm_4096}, {"buffered_4096", test_buffered_4096},
 	    {"fua_and_write_cache", test_fua_and_write_cache}, {"punch_tmp", test_punch_tmp},
 	    {"punch_shm", test_punch_shm}, {"eventfd_completion", test_eventfd_completion},
+	    {"idle_after_async_completions", test_idle_after_async_completions},
 	    {"queue_depth_32", test_queue_depth_32}, {"short_read_is_eio", test_short_read_is_eio})
