@@ -11,6 +11,7 @@
 #include "tests/integration/nvme_itest.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +98,13 @@ static int write_placed(struct fx *x, uint64_t slba, uint32_t nlb, uint8_t dtype
 			uint16_t dspec, bool fua)
 {
 	struct nvme_sqe sqe = write_sqe(x, slba, nlb, dtype, dspec, fua);
+	int rc = nvme_host_cmd(&x->t.h, 1, &sqe, NULL);
 
-	return nvme_host_cmd(&x->t.h, 1, &sqe, NULL);
+	/* What went wrong, for a failure that shows once in many runs (a status, or -ETIMEDOUT). */
+	if (rc)
+		fprintf(stderr, "  write of %u blocks at %" PRIu64 " (DTYPE %u DSPEC %u%s): %d\n", nlb,
+			slba, dtype, dspec, fua ? " FUA" : "", rc);
+	return rc;
 }
 
 static int flush(struct fx *x)
