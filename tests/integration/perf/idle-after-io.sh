@@ -11,22 +11,14 @@ TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/${1:-build}/bin
 IDLE_S=${IDLE_S:-2}
 D=$(mktemp -d /tmp/nvme-emu-idle-test.XXXXXX)
-dpid=
-cleanup() {
-	[ -n "$dpid" ] && kill -9 "$dpid" 2> /dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
+WAIT=$D/r.sock
+trap 'stop_daemon; rm -rf "$D"' EXIT
 . "$TOP/tests/lib/check.sh"
 
 start() {
-	[ -n "$dpid" ] && { kill "$dpid"; wait "$dpid" 2> /dev/null; }
-	dpid=
+	stop_daemon
 	rm -f "$D/s" "$D/r.sock"
-	"$BIN/nvme-emu" --socket "$D/s" -r "$D/r.sock" "$@" > "$D/daemon.log" 2>&1 &
-	dpid=$!
-	for _ in $(seq 100); do [ -S "$D/s" ] && [ -S "$D/r.sock" ] && return 0; sleep 0.1; done
-	return 1
+	daemon --socket "$D/s" -r "$D/r.sock" "$@" && wait_sock "$D/s"
 }
 
 # thread_ticks: "<tid> <name> <utime+stime ticks>" for each thread of the daemon.
