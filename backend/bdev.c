@@ -866,7 +866,6 @@ static void bdev_io_account(struct bdev_channel *ch, const struct bdev_io *io, i
 int bdev_channel_poll(struct bdev_channel *ch)
 {
 	struct bdev_io *io, *next;
-	uint64_t cnt;
 	int n = 0;
 
 	assert(pthread_equal(ch->owner, pthread_self()));
@@ -881,11 +880,8 @@ int bdev_channel_poll(struct bdev_channel *ch)
 	 * the flag is up, not on every poll of a settle loop. */
 	if (ch->signaled ||
 	    (atomic_load_explicit(&ch->ext_signaled, memory_order_relaxed) &&
-	     atomic_exchange_explicit(&ch->ext_signaled, false, memory_order_acq_rel))) {
-		if (read(ch->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-			LOG_ERR(BDEV_LOG, "%s: eventfd read: %m", ch->bdev->name);
-	}
-	ch->signaled = false;
+	     atomic_exchange_explicit(&ch->ext_signaled, false, memory_order_acq_rel)))
+		bdev_channel_take_signal(ch);
 	ch->held_kick = false; /* what it was for is reaped below */
 	if (ch->bdev->ops->poll)
 		ch->bdev->ops->poll(ch);

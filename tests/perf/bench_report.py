@@ -354,7 +354,8 @@ class Report:
             # the worst run's ratio is the one judged.
             for w, metric, goal, better, what in (
                     ("randread-4k-qd1", "p50", 0.7, "lower", "QD1 p50 latency (libaio), every run"),
-                    ("randread-4k-psync", "p50", 0.7, "lower", "QD1 p50 latency (psync), every run"),
+                    ("randread-4k-psync", "p50", 0.7, "lower",
+                     "QD1 p50 latency (psync), every run"),
                     ("randread-4k-qd32", "iops", 1.8, "higher", "4 KiB random read QD32 IOPS"),
                     ("randread-4k-qd128", "iops", 1.5, "higher", "4 KiB random read QD128 IOPS"),
                     ("seqwrite-128k-qd8", "mib_s", 1.4, "higher", "128 KiB seq write")):

@@ -7,9 +7,9 @@
 # info.json (accelerator, QEMU and guest versions); tests/perf/bench_report.py reads them.
 # Usage: guest-bench.sh [OUT] (default build/bench/raw).
 # Environment: BENCH_RUNS (3), BENCH_RUNTIME (5 s a job after a 1 s ramp), BENCH_CONFIGS (see
-# below), BENCH_WORKLOADS (the fio jobs, e.g. "randread-4k-qd1 randread-4k-psync seqwrite-128k-qd8": -qdN is libaio with N
-# in flight, -psync a synchronous host), BENCH_QUICK=1
-# (one run of 1 s, the default configuration, four workloads).
+# below), BENCH_WORKLOADS (the fio jobs, e.g. "randread-4k-qd1 randread-4k-psync seqwrite-128k-qd8":
+# -qdN is libaio with N in flight, -psync a synchronous host), BENCH_QUICK=1 (one run of 1 s, the
+# default configuration, four workloads).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build/bench/raw}/guest
@@ -27,7 +27,8 @@ else
 	runtime=${BENCH_RUNTIME:-5}
 	ramp=1
 	configs=${BENCH_CONFIGS:-$all_configs}
-	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-psync randread-4k-qd8 randread-4k-qd32 randread-4k-qd128 seqwrite-128k-qd8}
+	workloads=${BENCH_WORKLOADS:-randread-4k-qd1 randread-4k-psync randread-4k-qd8 randread-4k-qd32 \
+		randread-4k-qd128 seqwrite-128k-qd8}
 fi
 rm -rf "$out"
 mkdir -p "$out"
@@ -93,7 +94,8 @@ sampler=
 # raw material for where a configuration's time went.
 for cfg in $configs; do
 	label=${cfg%%:*}
-	"$top/build/bin/nvme-emu-rpc" -s "$socks/$label.rpc" nvmf_get_stats > "$out/$label-stats.json" 2>&1 ||
+	"$top/build/bin/nvme-emu-rpc" -s "$socks/$label.rpc" nvmf_get_stats \
+		> "$out/$label-stats.json" 2>&1 ||
 		echo "guest bench: no counters from $label: $(cat "$out/$label-stats.json")" >&2
 done
 # What the report states about the run: the accelerator as the launcher chose it, QEMU's

@@ -13,6 +13,7 @@ IDLE_S=${IDLE_S:-2}
 D=$(mktemp -d /tmp/nvme-emu-idle-test.XXXXXX)
 WAIT=$D/r.sock
 trap 'stop_daemon; rm -rf "$D"' EXIT
+# shellcheck source=../../lib/check.sh
 . "$TOP/tests/lib/check.sh"
 
 start() {
