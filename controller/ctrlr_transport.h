@@ -99,6 +99,17 @@ struct ctrlr_transport_ops {
 	 * not block. Required.
 	 */
 	void (*raise_irq)(void *tctx, struct ctrlr_cq *cq);
+	/*
+	 * The core holds the interrupt of `cq` (Set Features 08h aggregation, adaptive moderation)
+	 * until `until_us` (evloop_now_us() clock), unless a completion or a head doorbell before
+	 * then raises it: the transport calls ctrlr_cq_irq_poll() for `cq` on its owner thread by
+	 * then (a timer; one already due sooner stays). Called from whatever posted the CQEs, a
+	 * backend's poll or a message to the owner thread, so that no hold depends on the
+	 * transport looking afterwards. Returns 0, or -errno when it cannot (the core raises the
+	 * interrupt at once). Thread: the owner thread of `cq` (never the admin CQ). Must not
+	 * block. Required.
+	 */
+	int (*hold_irq)(void *tctx, struct ctrlr_cq *cq, uint64_t until_us);
 
 	/*
 	 * Writes `len` bytes at register offset `offset` (BAR0 0x00..0x37) back into the register

@@ -18,6 +18,7 @@ int pcie_create_sq(void *tctx, struct ctrlr_sq *sq);
 int pcie_delete_sq(void *tctx, struct ctrlr_sq *sq);
 int pcie_delete_cq(void *tctx, struct ctrlr_cq *cq);
 void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq);
+int pcie_hold_irq(void *tctx, struct ctrlr_cq *cq, uint64_t until_us);
 
 static void pcie_clock_tick(void *arg)
 {
@@ -168,6 +169,7 @@ const struct ctrlr_transport_ops pcie_transport_ops = {
 	.mem_pin = pcie_mem_pin,
 	.mem_unpin = pcie_mem_unpin,
 	.raise_irq = pcie_raise_irq,
+	.hold_irq = pcie_hold_irq,
 	.write_regs = pcie_write_regs,
 	.create_cq = pcie_create_cq,
 	.create_sq = pcie_create_sq,

@@ -229,6 +229,9 @@ struct pcie_poll_group *pcie_pg_pick(struct pcie_poll_groups *pgs);
 void pcie_pg_cq_attach(struct pcie_cq *pcq);	    /* owner thread */
 void pcie_pg_cq_detach(struct pcie_cq *pcq);	    /* owner thread */
 void pcie_pg_update_irq_timer(struct pcie_cq *pcq); /* owner thread */
+/* Owner thread: the CQ's held interrupt is polled at until_us at the latest (a timer already due
+ * sooner stays). 0, or -ENOMEM (no timer). */
+int pcie_pg_arm_irq_timer(struct pcie_cq *pcq, uint64_t until_us);
 /* Poll group: reap finished backend I/O (and run fused DPA programs) before sleeping. */
 void pcie_pg_settle(struct pcie_poll_group *pg);
 /* Fused: drains the group's DPA channels (their programs run) before its loop sleeps again, once

@@ -113,22 +113,31 @@ static void pcie_pg_irq_timer_fired(void *arg)
 	pcie_pg_update_irq_timer(pcq);
 }
 
-void pcie_pg_update_irq_timer(struct pcie_cq *pcq)
+int pcie_pg_arm_irq_timer(struct pcie_cq *pcq, uint64_t until_us)
 {
-	uint64_t now, next;
+	struct evloop_timer *t;
+	uint64_t now;
 
-	if (!ctrlr_cq_irq_held(pcq->cq))
-		return;
+	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
+	if (pcq->irq_timer && pcq->irq_deadline <= until_us)
+		return 0;
 	now = evloop_now_us();
-	next = ctrlr_cq_irq_poll(pcq->cq, now);
-
-	if (!next || (pcq->irq_timer && pcq->irq_deadline <= next))
-		return;
+	t = evloop_timer_add(pcq->pg->t.loop, until_us > now ? until_us - now : 0,
+			     pcie_pg_irq_timer_fired, pcq);
+	if (!t)
+		return -ENOMEM; /* the one armed before, if any, stays */
 	if (pcq->irq_timer)
 		evloop_timer_cancel(pcq->irq_timer);
-	pcq->irq_deadline = next;
-	pcq->irq_timer = evloop_timer_add(pcq->pg->t.loop, next > now ? next - now : 0,
-					  pcie_pg_irq_timer_fired, pcq);
+	pcq->irq_timer = t;
+	pcq->irq_deadline = until_us;
+	return 0;
+}
+
+void pcie_pg_update_irq_timer(struct pcie_cq *pcq)
+{
+	/* A hold that goes on arms its timer itself (pcie_hold_irq). */
+	if (ctrlr_cq_irq_held(pcq->cq))
+		ctrlr_cq_irq_poll(pcq->cq, evloop_now_us());
 }
 
 static void pcie_pg_fused_poll_arm(struct pcie_poll_group *pg);

@@ -411,3 +411,15 @@ void pcie_raise_irq(void *tctx, struct ctrlr_cq *cq)
 	if (rc)
 		hw_msix_vector_raise(pcq->vec); /* queue full: raise it ourselves */
 }
+
+/* Owner thread of cq (an I/O CQ): the core holds its interrupt until until_us; the poll group's
+ * timer polls it then (pcie_pg_irq_timer_fired). */
+int pcie_hold_irq(void *tctx, struct ctrlr_cq *cq, uint64_t until_us)
+{
+	struct pcie_cq *pcq = ctrlr_cq_get_tctx(cq);
+
+	(void)tctx;
+	if (!pcq)
+		return -EINVAL; /* the admin CQ is never held */
+	return pcie_pg_arm_irq_timer(pcq, until_us);
+}

@@ -282,6 +282,21 @@ static bool ctrlr_cq_adaptive_hold(struct ctrlr_cq *cq, uint64_t *now_us)
 	return *now_us < cq->irq_hold_until_us;
 }
 
+/* The interrupt waits until `until_us`: the transport is told, whichever path posted the CQEs
+ * (a backend poll, a message to the owner thread), so that the hold ends by its timer even when
+ * nothing else happens on the queue. Returns false when it could not be (the interrupt is then
+ * raised at once). */
+static bool ctrlr_cq_irq_hold(struct ctrlr_cq *cq, uint64_t until_us)
+{
+	struct ctrlr *ctrlr = cq->ctrlr;
+	int rc = ctrlr->ops->hold_irq(ctrlr->tctx, cq, until_us);
+
+	if (rc)
+		LOG_ERR(CTRLR_LOG, "%s: CQ %u: interrupt held without a timer (%s): raised now",
+			ctrlr->serial, cq->qid, strerror(-rc));
+	return rc == 0;
+}
+
 /* Raises the CQ's interrupt unless a batch is open or coalescing says wait. `now_us` is 0 when
  * the caller has no clock reading: the clock is read only if coalescing is on, and the first
  * check after the first pending CQE starts the aggregation time. */
@@ -297,11 +312,14 @@ static void ctrlr_cq_irq_check(struct ctrlr_cq *cq, uint64_t now_us)
 				now_us = evloop_now_us();
 			if (!cq->irq_first_us)
 				cq->irq_first_us = now_us;
-			if (now_us - cq->irq_first_us < time_us)
+			if (now_us - cq->irq_first_us < time_us &&
+			    ctrlr_cq_irq_hold(cq, cq->irq_first_us + time_us))
 				return;
 		}
 	} else if (ctrlr_cq_adaptive_hold(cq, &now_us)) {
-		return;
+		/* Nothing left to announce (the host took it all): nothing to wait for. */
+		if (!cq->irq_pending || ctrlr_cq_irq_hold(cq, cq->irq_hold_until_us))
+			return;
 	}
 	ctrlr_cq_irq_raise_now(cq);
 }

@@ -10,6 +10,8 @@
  *   interrupts come at once again; a host that waits for all its commands before it submits
  *   again is not kept waiting for long;
  * - a host that never rings the CQ head still gets every interrupt (the hold is bounded);
+ * - a completion posted to the poll group as a message (a Reservation Report back from the admin
+ *   thread) gets its interrupt when the depth rule holds it: the hold's timer is armed there too;
  * - Set Features 08h: below the aggregation threshold the interrupt waits for the aggregation
  *   time, at the threshold it comes at once, and the adaptive moderation stands aside.
  * Each case runs with trapped doorbells, with shadow doorbells (the CQ head event index is how the
@@ -421,6 +423,51 @@ static void test_no_head_updates(const char *build)
 	im_teardown(&m);
 }
 
+/* A completion that reaches the CQ from a message to the poll group rather than from a backend
+ * poll: a Reservation Report runs on the admin thread and is posted back to its queue's owner (as
+ * zone writes released in zone order and zone state rounds are). After a burst of 8 the depth rule
+ * holds an interrupt for 1 outstanding command until the host submits more or 100 us pass; that
+ * hold needs its timer like any other. Before 2026-11-28 nothing armed it on this path: the
+ * interrupt came with the host's next command, and a Linux guest waiting on such a completion
+ * alone (f2fs's checkpoint waiting for a Flush on a zoned namespace) timed it out after 30 s
+ * ("completion polled"). Each report's interrupt must come by itself; 2 s is a hang check. */
+static void test_posted_completion(const char *build)
+{
+	struct nvme_cqe cqe;
+	struct nvme_sqe sqe;
+	struct im m;
+
+	if (!im_setup(&m, build))
+		return;
+	for (int round = 0; round < 5; round++) {
+		int got = 0;
+
+		/* The host's depth: 8 at once, all taken with their interrupt, head reported. */
+		for (int i = 0; i < 8; i++)
+			CHECK(im_submit_read(&m, (uint64_t)i * 8, true) >= 0);
+		CHECK(nvme_host_sq_ring(&m.t.h, QID) == 0);
+		while (got < 8 && CHECK(im_irqs(&m, 2000) > 0))
+			while (nvme_host_cq_take(&m.t.h, QID, &cqe) == 1)
+				got++;
+		CHECK(got == 8);
+		CHECK(nvme_host_cq_ring(&m.t.h, QID) == 0);
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.cdw0.bits.opc = NVME_CMD_RESV_REPORT;
+		sqe.nsid = 1;
+		sqe.cdw10 = 4096 / 4 - 1; /* NUMD */
+		nvme_host_build_prps(&m.t.h, &sqe, m.buf_iova, 4096);
+		CHECK(nvme_host_submit(&m.t.h, QID, &sqe, false) >= 0);
+		if (!CHECK(im_irqs(&m, 2000) > 0)) {
+			printf("  round %d: no interrupt for the report's completion\n", round);
+			break;
+		}
+		CHECK(nvme_host_cq_take(&m.t.h, QID, &cqe) == 1);
+		CHECK((cqe.status >> 1) == 0);
+		CHECK(nvme_host_cq_ring(&m.t.h, QID) == 0);
+	}
+	im_teardown(&m);
+}
+
 /* Set Features 08h: threshold 8 entries (THR 7), time 25.5 ms. One completion waits for the
  * time; eight in one doorbell reach the threshold and interrupt at once; with the time set the
  * adaptive hold does not apply (a QD1 completion also waits the full time). */
@@ -478,6 +525,7 @@ static void im_matrix(const char *build, const char *label, const char *const *a
 	itest_run("barrier_bursts", test_barrier_bursts, build);
 	itest_run("no_head_updates", test_no_head_updates, build);
 	itest_run("feature_08h", test_feature_08h, build);
+	itest_run("posted_completion", test_posted_completion, build);
 }
 
 int main(int argc, char **argv)

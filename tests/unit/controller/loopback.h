@@ -31,6 +31,7 @@ struct lb {
 	uint8_t *mem;
 	uint8_t regs[NVME_REG_END];
 	uint32_t irqs[LB_MAX_VECTORS];
+	uint32_t irq_holds; /* interrupts the core held (hold_irq calls) */
 	struct lb_thunk thunks[LB_MAX_THUNKS];
 	unsigned int nthunks;
 	struct ctrlr_sq *sqs[LB_MAX_QUEUES];

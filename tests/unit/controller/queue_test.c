@@ -279,6 +279,8 @@ static void test_irq_coalescing(void)
 		q_put(1, q_read(i));
 	lb_ring_sq(&lb, 1, lb.h.q[1].sq_tail);
 	CU_ASSERT_EQUAL(lb.irqs[1], 0);
+	/* The hold was announced to the transport, which polls it by its deadline. */
+	CU_ASSERT_TRUE(lb.irq_holds > 0);
 	when = ctrlr_cq_irq_poll(lb.cqs[1], evloop_now_us());
 	CU_ASSERT_TRUE(when > 0);
 	/* The aggregation time expires: raised. */
