@@ -150,6 +150,7 @@ struct pcie_cq {
 	struct hw_msix_vector *vec; /* NULL when interrupts are off (IEN 0) */
 	struct evloop_watch *watch; /* chan fd (harts) or DPA thread fd (fused) */
 	struct evloop_timer *irq_timer;
+	bool attached; /* in pg->cqs (owner thread): a detached CQ arms no timer */
 	uint64_t irq_deadline;
 	struct pcie_sq *sqs;  /* owner thread */
 	struct pcie_cq *next; /* in pg->cqs, owner thread */

@@ -119,7 +119,8 @@ int pcie_pg_arm_irq_timer(struct pcie_cq *pcq, uint64_t until_us)
 	uint64_t now;
 
 	EVLOOP_ASSERT_OWNER(pcq->pg->t.loop);
-	if (pcq->irq_timer && pcq->irq_deadline <= until_us)
+	/* Detached: its queue is being deleted, and a timer would outlive it. */
+	if (!pcq->attached || (pcq->irq_timer && pcq->irq_deadline <= until_us))
 		return 0;
 	now = evloop_now_us();
 	t = evloop_timer_add(pcq->pg->t.loop, until_us > now ? until_us - now : 0,
@@ -433,6 +434,7 @@ void pcie_pg_cq_attach(struct pcie_cq *pcq)
 			ctrlr_cq_get_qid(pcq->cq));
 	pcq->next = pg->cqs;
 	pg->cqs = pcq;
+	pcq->attached = true;
 	atomic_fetch_add(&pg->nr_cqs, 1);
 	pcie_pg_fused_poll_arm(pg);
 }
@@ -447,6 +449,7 @@ void pcie_pg_cq_detach(struct pcie_cq *pcq)
 			break;
 		}
 	}
+	pcq->attached = false;
 	evloop_watch_remove(pcq->watch);
 	pcq->watch = NULL;
 	if (pcq->irq_timer) {

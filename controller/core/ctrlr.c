@@ -118,10 +118,10 @@ int ctrlr_core_create(const struct ctrlr_config *config, const struct ctrlr_tran
 	int ret;
 
 	if (!config || !ops || !out || !ops->mem_map || !ops->mem_pin || !ops->mem_unpin ||
-	    !ops->raise_irq || !ops->hold_irq || !ops->write_regs || !ops->create_cq || !ops->create_sq ||
-	    !ops->delete_sq || !ops->delete_cq || !ops->visit_queues || !ops->get_channel ||
-	    !ops->put_bdev || !ops->admin_msg || !ops->admin_post || !ops->io_post ||
-	    nr_modules > CTRLR_MODULES_MAX)
+	    !ops->raise_irq || !ops->hold_irq || !ops->write_regs || !ops->create_cq ||
+	    !ops->create_sq || !ops->delete_sq || !ops->delete_cq || !ops->visit_queues ||
+	    !ops->get_channel || !ops->put_bdev || !ops->admin_msg || !ops->admin_post ||
+	    !ops->io_post || nr_modules > CTRLR_MODULES_MAX)
 		return -EINVAL;
 	ret = ctrlr_config_check(config);
 	if (ret)
