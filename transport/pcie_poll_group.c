@@ -278,8 +278,8 @@ void pcie_pg_settle(struct pcie_poll_group *pg)
 		if (!busy)
 			break;
 	}
-	/* Interrupts held (coalescing, adaptive moderation) by completions of any path: their
-	 * timers. */
+	/* Interrupts held (coalescing, adaptive moderation) whose time is up by now are raised
+	 * here rather than at their timer; every hold armed its own timer (pcie_hold_irq). */
 	for (struct pcie_cq *pcq = pg->cqs; pcq; pcq = pcq->next)
 		pcie_pg_update_irq_timer(pcq);
 }
